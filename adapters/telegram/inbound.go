@@ -1,0 +1,195 @@
+package telegram
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// MigrateCommand is the Command.Name of the Inbound that reports a group
+// that became a supergroup: Conv is the old chat and Args the new chat id.
+// The gateway moves the conversation's sessions to the new chat.
+const MigrateCommand = "__migrate"
+
+// inbound normalises an update; false means the update carries nothing for
+// the gateway (it is still confirmed).
+func (a *Adapter) inbound(u *models.Update) (chat.Inbound, bool) {
+	me := a.identity()
+	dedup := "telegram:" + strconv.FormatInt(me.id, 10) + ":" + strconv.FormatInt(u.ID, 10)
+	switch {
+	case u.Message != nil:
+		in, ok := a.message(u.Message, me)
+		in.DedupKey = dedup
+		return in, ok
+	case u.CallbackQuery != nil:
+		in, ok := callback(u.CallbackQuery)
+		in.DedupKey = dedup
+		return in, ok
+	}
+	return chat.Inbound{}, false
+}
+
+func (a *Adapter) identity() identity {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.me
+}
+
+// conv returns the location of a message: its chat, and its forum topic
+// when it is a topic message (the only case where message_thread_id must be
+// echoed).
+func conv(m *models.Message) chat.ConvRef {
+	c := chat.ConvRef{Platform: platform, Channel: strconv.FormatInt(m.Chat.ID, 10), DM: m.Chat.Type == models.ChatTypePrivate}
+	if m.IsTopicMessage && m.MessageThreadID != 0 {
+		c.Thread = strconv.Itoa(m.MessageThreadID)
+	}
+	return c
+}
+
+func user(u *models.User) chat.User {
+	if u == nil {
+		return chat.User{}
+	}
+	name := u.Username
+	if name == "" {
+		name = strings.TrimSpace(u.FirstName + " " + u.LastName)
+	}
+	return chat.User{ID: strconv.FormatInt(u.ID, 10), Name: name, IsBot: u.IsBot}
+}
+
+func (a *Adapter) message(m *models.Message, me identity) (chat.Inbound, bool) {
+	c := conv(m)
+	in := chat.Inbound{
+		Kind: chat.KindMessage,
+		Conv: c,
+		Msg:  chat.MsgRef{Conv: c, ID: strconv.Itoa(m.ID)},
+		User: user(m.From),
+		Time: time.Unix(int64(m.Date), 0),
+	}
+	if m.MigrateToChatID != 0 {
+		in.Command = &chat.Command{Name: MigrateCommand, Args: strconv.FormatInt(m.MigrateToChatID, 10)}
+		a.migrate(m.Chat.ID, m.MigrateToChatID)
+		return in, true
+	}
+	if m.From != nil && m.From.ID == me.id {
+		return in, false
+	}
+	text := m.Text
+	if text == "" {
+		text = m.Caption
+	}
+	in.Files = files(m)
+	if text == "" && len(in.Files) == 0 {
+		return in, false // service messages, stickers, polls…
+	}
+	// In a forum topic every message replies to the topic's first message;
+	// that is no reply of the user's.
+	if r := m.ReplyToMessage; r != nil && !(m.IsTopicMessage && r.ID == m.MessageThreadID) {
+		ref := chat.MsgRef{Conv: c, ID: strconv.Itoa(r.ID)}
+		in.ReplyTo = &ref
+		in.ReplyToBot = r.From != nil && r.From.ID == me.id
+	}
+	text, mentioned := stripMention(text, me.username)
+	in.Command = chat.ParseCommand(text, me.username)
+	if in.Command == nil && strings.HasPrefix(text, "/") && chat.ParseCommand(text, "") != nil {
+		// "/cmd@otherbot": a command for another bot.
+		return in, false
+	}
+	in.Text = text
+	in.Mentioned = c.DM || mentioned || in.ReplyToBot
+	return in, true
+}
+
+// stripMention removes every "@username" (case-insensitive, not followed by
+// a name character) from text; it reports whether there was one. A command
+// addressed as "/cmd@username" counts as a mention.
+func stripMention(text, username string) (string, bool) {
+	if username == "" {
+		return text, false
+	}
+	at := "@" + strings.ToLower(username)
+	lower := strings.ToLower(text)
+	var b strings.Builder
+	found := false
+	for i := 0; i < len(text); {
+		j := strings.Index(lower[i:], at)
+		if j < 0 {
+			b.WriteString(text[i:])
+			break
+		}
+		end := i + j + len(at)
+		if end < len(text) && isNameByte(text[end]) {
+			b.WriteString(text[i:end])
+			i = end
+			continue
+		}
+		b.WriteString(text[i : i+j])
+		found = true
+		i = end
+		// "hi @bot there" → "hi there"; "@bot hi" → "hi".
+		if atStart := i-len(at) == 0 || text[i-len(at)-1] == ' ' || text[i-len(at)-1] == '\n'; atStart && i < len(text) && text[i] == ' ' {
+			i++
+		}
+	}
+	if !found {
+		return text, false
+	}
+	return strings.TrimSpace(b.String()), true
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// files lists the attachments of a message; of a photo's sizes the
+// largest.
+func files(m *models.Message) []chat.FileRef {
+	var out []chat.FileRef
+	if n := len(m.Photo); n > 0 {
+		p := m.Photo[n-1]
+		out = append(out, chat.FileRef{ID: p.FileID, Name: "photo.jpg", MimeType: "image/jpeg", Size: int64(p.FileSize), Kind: "photo"})
+	}
+	if d := m.Document; d != nil {
+		out = append(out, chat.FileRef{ID: d.FileID, Name: d.FileName, MimeType: d.MimeType, Size: d.FileSize, Kind: "document"})
+	}
+	if v := m.Voice; v != nil {
+		out = append(out, chat.FileRef{ID: v.FileID, Name: "voice.ogg", MimeType: v.MimeType, Size: v.FileSize, Kind: "voice"})
+	}
+	if v := m.Audio; v != nil {
+		out = append(out, chat.FileRef{ID: v.FileID, Name: v.FileName, MimeType: v.MimeType, Size: v.FileSize, Kind: "audio"})
+	}
+	if v := m.Video; v != nil {
+		out = append(out, chat.FileRef{ID: v.FileID, Name: v.FileName, MimeType: v.MimeType, Size: v.FileSize, Kind: "video"})
+	}
+	return out
+}
+
+// callback normalises a button press.
+func callback(q *models.CallbackQuery) (chat.Inbound, bool) {
+	var c chat.ConvRef
+	var id int
+	switch {
+	case q.Message.Message != nil:
+		c, id = conv(q.Message.Message), q.Message.Message.ID
+	case q.Message.InaccessibleMessage != nil:
+		im := q.Message.InaccessibleMessage
+		c = chat.ConvRef{Platform: platform, Channel: strconv.FormatInt(im.Chat.ID, 10), DM: im.Chat.Type == models.ChatTypePrivate}
+		id = im.MessageID
+	default:
+		return chat.Inbound{}, false // an inline-mode message: not ours
+	}
+	msg := chat.MsgRef{Conv: c, ID: strconv.Itoa(id)}
+	return chat.Inbound{
+		Kind:      chat.KindAction,
+		Conv:      c,
+		Msg:       msg,
+		User:      user(&q.From),
+		Mentioned: true,
+		Action:    &chat.Action{Data: q.Data, Msg: msg, Token: q.ID},
+		Time:      time.Now(),
+	}, true
+}

@@ -1,0 +1,291 @@
+// Package term is pibot's terminal chat adapter (`pibot chat`): it reads
+// the user's lines from an io.Reader and writes the bot's messages, rendered
+// with ANSI styles (or as plain text), to an io.Writer.
+//
+// The terminal is append-only, so a streamed reply is shown by printing only
+// what an edit adds when the new text extends the old one at the end of the
+// output; any other edit prints the whole message again after a separator.
+// A line starting with "/" is a command; a line ending with "\" continues on
+// the next line. When a message carries buttons they are printed numbered,
+// "[1] Allow once  [2] Deny", and a line holding just a number presses one.
+package term
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// Platform is the terminal chat's platform name.
+const Platform chat.Platform = "term"
+
+// UserID is the id of the terminal's one user; the display name is "you".
+const UserID = "term:local"
+
+// Channel is the terminal conversation's channel.
+const Channel = "local"
+
+// Limits of the terminal chat.
+const (
+	// MaxLen is the longest message, in characters.
+	MaxLen = 1 << 16
+	// EditInterval is the minimum time between edits of one message.
+	EditInterval = 200 * time.Millisecond
+	// maxMessages is how many messages stay editable.
+	maxMessages = 256
+)
+
+// ANSI styles for the adapter's own annotations.
+const (
+	ansiDim   = "\x1b[2m"
+	ansiReset = "\x1b[0m"
+)
+
+// Conv returns the terminal's conversation.
+func Conv() chat.ConvRef { return chat.ConvRef{Platform: Platform, Channel: Channel, DM: true} }
+
+// Config configures the terminal chat.
+type Config struct {
+	// In supplies the user's lines (stdin).
+	In io.Reader
+	// Out receives the conversation (stdout).
+	Out io.Writer
+	// Color enables ANSI styles.
+	Color bool
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Adapter is the terminal chat. It implements chat.Adapter, chat.Typer
+// and chat.ActionResponder.
+type Adapter struct {
+	in    io.Reader
+	out   io.Writer
+	color bool
+	log   *slog.Logger
+	epoch string
+
+	mu     sync.Mutex
+	seq    uint64
+	msgs   map[string]*shown
+	order  []string // message ids, oldest first
+	tail   string   // message whose text ends the output, "" if none
+	midLn  bool     // the output does not end with a newline
+	status string   // last status line printed
+	// keys are the numbered buttons on screen, from the latest message
+	// that has buttons.
+	keys   []chat.Button
+	keyMsg chat.MsgRef
+}
+
+// shown is what the terminal shows of one bot message.
+type shown struct {
+	text    string // rendered
+	buttons [][]chat.Button
+}
+
+// New returns a terminal chat adapter.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.In == nil || cfg.Out == nil {
+		return nil, fmt.Errorf("term: new: In and Out are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Adapter{
+		in:    cfg.In,
+		out:   cfg.Out,
+		color: cfg.Color,
+		log:   log,
+		epoch: strconv.FormatInt(time.Now().UnixNano(), 36),
+		msgs:  make(map[string]*shown),
+	}, nil
+}
+
+// Platform returns "term".
+func (a *Adapter) Platform() chat.Platform { return Platform }
+
+func (a *Adapter) dialect() chat.Dialect {
+	if a.color {
+		return chat.DialectANSI
+	}
+	return chat.DialectPlain
+}
+
+// Caps returns the terminal's capabilities.
+func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
+	return chat.Caps{Dialect: a.dialect(), MaxLen: MaxLen, EditInterval: EditInterval}
+}
+
+func (a *Adapter) newID(prefix string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	return prefix + a.epoch + "-" + strconv.FormatUint(a.seq, 10)
+}
+
+func checkConv(conv chat.ConvRef) error {
+	if conv.Platform != Platform || conv.Channel != Channel {
+		return fmt.Errorf("conversation %q is not the terminal", conv.Key())
+	}
+	return nil
+}
+
+// Send prints a bot message and returns its reference.
+func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat.MsgRef, error) {
+	if err := checkConv(conv); err != nil {
+		return chat.MsgRef{}, fmt.Errorf("term: send: %w", err)
+	}
+	text := chat.Render(m.Markdown, a.dialect())
+	id := a.newID("b")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := &shown{text: text, buttons: m.Buttons}
+	a.msgs[id] = s
+	a.order = append(a.order, id)
+	if len(a.order) > maxMessages {
+		delete(a.msgs, a.order[0])
+		a.order = a.order[1:]
+	}
+	ref := chat.MsgRef{Conv: conv, ID: id}
+	a.newLine()
+	a.write(text)
+	a.tail = id
+	a.showButtons(ref, m.Buttons)
+	return ref, nil
+}
+
+// Edit updates a bot message: when the new text extends what ends the
+// output, only the addition is printed; otherwise the whole message is
+// printed again. An unknown message gives an error wrapping
+// chat.ErrNotFound.
+func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
+	text := chat.Render(m.Markdown, a.dialect())
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.msgs[ref.ID]
+	if s == nil || checkConv(ref.Conv) != nil {
+		return fmt.Errorf("term: edit %s: %w", ref.Key(), chat.ErrNotFound)
+	}
+	sameButtons := equalButtons(s.buttons, m.Buttons)
+	if s.text == text && sameButtons {
+		return nil
+	}
+	switch {
+	case s.text == text:
+	case a.tail == ref.ID && strings.HasPrefix(text, s.text):
+		a.write(text[len(s.text):])
+	default:
+		a.newLine()
+		a.note("↻ edited")
+		a.write(text)
+		a.tail = ref.ID
+	}
+	s.text = text
+	if !sameButtons {
+		s.buttons = m.Buttons
+		if len(m.Buttons) > 0 {
+			a.showButtons(ref, m.Buttons)
+		} else if a.keyMsg.ID == ref.ID {
+			a.keys = nil
+		}
+	}
+	return nil
+}
+
+// SetStatus prints a status line when it changes; "" prints nothing.
+func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status string) error {
+	if err := checkConv(conv); err != nil {
+		return fmt.Errorf("term: status: %w", err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if status != "" && status != a.status {
+		a.newLine()
+		a.note("… " + status)
+	}
+	a.status = status
+	return nil
+}
+
+// Respond prints the toast and applies Replace to the message that
+// carried the pressed button.
+func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionReply) error {
+	if in.Action == nil {
+		return fmt.Errorf("term: respond: inbound is not a button press")
+	}
+	if r.Replace != nil {
+		if err := a.Edit(ctx, in.Action.Msg, *r.Replace); err != nil {
+			return fmt.Errorf("term: respond: %w", err)
+		}
+	}
+	if r.Toast != "" {
+		a.mu.Lock()
+		a.newLine()
+		a.note("✓ " + r.Toast)
+		a.mu.Unlock()
+	}
+	return nil
+}
+
+// showButtons prints numbered buttons and makes them the active ones.
+// a.mu is held.
+func (a *Adapter) showButtons(ref chat.MsgRef, rows [][]chat.Button) {
+	var keys []chat.Button
+	for _, row := range rows {
+		keys = append(keys, row...)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	labels := make([]string, len(keys))
+	for i, b := range keys {
+		labels[i] = fmt.Sprintf("[%d] %s", i+1, b.Label)
+	}
+	a.newLine()
+	a.write(strings.Join(labels, "  ") + "\n")
+	a.tail = ""
+	a.keys, a.keyMsg = keys, ref
+}
+
+// write prints s; a write error is logged (the terminal is gone, and the
+// caller can do nothing about it). a.mu is held.
+func (a *Adapter) write(s string) {
+	if s == "" {
+		return
+	}
+	if _, err := io.WriteString(a.out, s); err != nil {
+		a.log.Warn("term: write", "err", err)
+	}
+	a.midLn = !strings.HasSuffix(s, "\n")
+}
+
+// newLine ends a partial line, and ends the streamed message. a.mu is held.
+func (a *Adapter) newLine() {
+	if a.midLn {
+		a.write("\n")
+	}
+	a.tail = ""
+}
+
+// note prints one line of the adapter's own, dimmed when colored. a.mu is
+// held.
+func (a *Adapter) note(s string) {
+	if a.color {
+		s = ansiDim + s + ansiReset
+	}
+	a.write(s + "\n")
+}
+
+func equalButtons(x, y [][]chat.Button) bool {
+	return slices.EqualFunc(x, y, slices.Equal)
+}

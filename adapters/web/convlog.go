@@ -1,0 +1,248 @@
+package web
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// Bounds of the in-memory state.
+const (
+	// maxMessages is how many messages a conversation log keeps.
+	maxMessages = 500
+	// maxEntries bounds a conversation log's entries (messages, their
+	// latest edits, status lines, the latest toast).
+	maxEntries = 2*maxMessages + 100
+	// maxConvs is how many idle conversations are kept.
+	maxConvs = 64
+)
+
+// Who wrote a message.
+const (
+	fromUser = "user"
+	fromBot  = "bot"
+)
+
+// message is the state of one chat message, sent to browsers as JSON.
+type message struct {
+	Type    string         `json:"type"` // always "msg"
+	ID      string         `json:"id"`
+	Thread  string         `json:"thread"`
+	From    string         `json:"from"`
+	Text    string         `json:"text"`
+	Buttons [][]wireButton `json:"buttons,omitempty"`
+	ReplyTo *wireRef       `json:"replyTo,omitempty"`
+	// Error is set when the gateway refused a user message.
+	Error string    `json:"error,omitempty"`
+	Time  time.Time `json:"time"`
+}
+
+type wireButton struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	Style string `json:"style,omitempty"`
+}
+
+// wireRef points at a message of the same conversation.
+type wireRef struct {
+	ID     string `json:"id"`
+	Thread string `json:"thread"`
+}
+
+// notice is a status line or a toast, sent to browsers as JSON.
+type notice struct {
+	Type   string `json:"type"` // "status" or "toast"
+	Thread string `json:"thread"`
+	Text   string `json:"text"`
+}
+
+func wireButtons(rows [][]chat.Button) [][]wireButton {
+	var out [][]wireButton
+	for _, row := range rows {
+		if len(row) == 0 {
+			continue
+		}
+		r := make([]wireButton, len(row))
+		for i, b := range row {
+			r[i] = wireButton{ID: b.ID, Label: b.Label}
+			switch b.Style {
+			case chat.StylePrimary:
+				r[i].Style = "primary"
+			case chat.StyleDanger:
+				r[i].Style = "danger"
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func equalButtons(a, b [][]wireButton) bool {
+	return slices.EqualFunc(a, b, slices.Equal)
+}
+
+func wireRefOf(ref *chat.MsgRef) *wireRef {
+	if ref == nil || ref.Conv.Platform != Platform {
+		return nil
+	}
+	return &wireRef{ID: ref.ID, Thread: ref.Conv.Thread}
+}
+
+// entry is one event of a conversation log. A message's creation entry
+// stays in place and always carries the message's current state; its
+// latest edit is one more entry, moved to the end on every edit, so that a
+// browser which saw the creation still learns about the edit.
+type entry struct {
+	seq uint64
+	// key identifies replaceable entries: "u:<id>" (latest edit),
+	// "s:<thread>" (status line), "t" (latest toast); "c:<id>" marks a
+	// creation.
+	key   string
+	msgID string // for creations and edits
+	data  []byte // for notices
+}
+
+// event is an entry as written to a browser.
+type event struct {
+	seq  uint64
+	data []byte
+}
+
+// convLog is one conversation's recent history and its live subscribers.
+// The Adapter's mutex guards it.
+type convLog struct {
+	entries []entry
+	msgs    map[string]*message
+	// seqs is the adapter's event counter, shared by all conversations so
+	// that a forgotten and recreated conversation never reuses an id.
+	seqs *uint64
+	subs map[chan struct{}]struct{}
+	used time.Time
+}
+
+// conv returns the log of conversation id, creating it (and forgetting the
+// least recently used idle conversation beyond maxConvs). a.mu is held.
+func (a *Adapter) conv(id string) *convLog {
+	l := a.convs[id]
+	if l == nil {
+		if len(a.convs) >= maxConvs {
+			a.evictConv()
+		}
+		l = &convLog{msgs: make(map[string]*message), seqs: &a.events, subs: make(map[chan struct{}]struct{})}
+		a.convs[id] = l
+	}
+	l.used = time.Now()
+	return l
+}
+
+func (a *Adapter) evictConv() {
+	var oldest string
+	var at time.Time
+	for id, l := range a.convs {
+		if len(l.subs) == 0 && (oldest == "" || l.used.Before(at)) {
+			oldest, at = id, l.used
+		}
+	}
+	if oldest != "" {
+		delete(a.convs, oldest)
+	}
+}
+
+func (l *convLog) push(e entry) {
+	if e.key != "" && e.key[0] != 'c' {
+		l.entries = slices.DeleteFunc(l.entries, func(x entry) bool { return x.key == e.key })
+	}
+	*l.seqs++
+	e.seq = *l.seqs
+	l.entries = append(l.entries, e)
+	for len(l.msgs) > maxMessages || len(l.entries) > maxEntries {
+		l.dropOldest()
+	}
+	for ch := range l.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// dropOldest forgets the oldest entry; a creation takes its message along.
+func (l *convLog) dropOldest() {
+	i := 0
+	if len(l.msgs) > maxMessages {
+		i = slices.IndexFunc(l.entries, func(x entry) bool { return x.key[0] == 'c' })
+	}
+	e := l.entries[i]
+	l.entries = slices.Delete(l.entries, i, i+1)
+	if e.key[0] == 'c' {
+		delete(l.msgs, e.msgID)
+		l.entries = slices.DeleteFunc(l.entries, func(x entry) bool { return x.key == "u:"+e.msgID })
+	}
+}
+
+// add appends a new message.
+func (l *convLog) add(m *message) {
+	m.Type = "msg"
+	l.msgs[m.ID] = m
+	l.push(entry{key: "c:" + m.ID, msgID: m.ID})
+}
+
+// update records that m changed; a message already forgotten stays so.
+func (l *convLog) update(m *message) {
+	if l.msgs[m.ID] != m {
+		return
+	}
+	l.push(entry{key: "u:" + m.ID, msgID: m.ID})
+}
+
+func (l *convLog) status(thread, text string) {
+	data, _ := json.Marshal(notice{Type: "status", Thread: thread, Text: text})
+	l.push(entry{key: "s:" + thread, data: data})
+}
+
+func (l *convLog) toast(thread, text string) {
+	data, _ := json.Marshal(notice{Type: "toast", Thread: thread, Text: text})
+	l.push(entry{key: "t", data: data})
+}
+
+// since returns the entries after seq, messages in their current state.
+func (l *convLog) since(seq uint64) []event {
+	i, _ := slices.BinarySearchFunc(l.entries, seq+1, func(e entry, s uint64) int {
+		switch {
+		case e.seq < s:
+			return -1
+		case e.seq > s:
+			return 1
+		}
+		return 0
+	})
+	out := make([]event, 0, len(l.entries)-i)
+	for _, e := range l.entries[i:] {
+		data := e.data
+		if e.msgID != "" {
+			data, _ = json.Marshal(l.msgs[e.msgID])
+		}
+		out = append(out, event{seq: e.seq, data: data})
+	}
+	return out
+}
+
+// eventID formats an SSE event id.
+func (a *Adapter) eventID(seq uint64) string {
+	return a.epoch + "." + strconv.FormatUint(seq, 10)
+}
+
+// parseEventID returns the sequence number of an event id from this
+// process, and false for an id from another process (or garbage).
+func (a *Adapter) parseEventID(id string) (uint64, bool) {
+	epoch, n, ok := strings.Cut(id, ".")
+	if !ok || epoch != a.epoch {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(n, 10, 64)
+	return seq, err == nil
+}

@@ -1,0 +1,19 @@
+// Package web is pibot's local web chat adapter: a single-page chat UI
+// embedded in the binary (no build step) and a small JSON + Server-Sent
+// Events API, mounted by the server on its shared HTTP listener.
+//
+// The browser posts messages to /api/send and button presses to
+// /api/action; both return 200 only after the gateway's sink has accepted
+// the event. Outbound messages, edits, status lines and toasts are kept in a
+// bounded per-conversation log and pushed to /api/events as Server-Sent
+// Events; a reconnecting browser replays what it missed from its last event
+// id. A conversation's threads are branches of its session: starting a
+// thread from an earlier message sends the first message of the new thread
+// with ReplyTo set to that message.
+//
+// The chat is meant for loopback. On any other address a token is
+// required (see RequireToken); it is checked on every request, either as
+// a bearer token or as the cookie set by visiting /?token=…. Cross-origin
+// state-changing requests are refused, and without a token only loopback
+// Host names are served, which defeats DNS rebinding.
+package web

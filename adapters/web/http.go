@@ -1,0 +1,280 @@
+package web
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+//go:embed assets
+var assetFS embed.FS
+
+// tokenCookie carries the token after a visit to /?token=….
+const tokenCookie = "pibot_web_token"
+
+// Handler returns the web chat's HTTP handler, to be mounted at "/". It
+// serves the UI at "/" and "/assets/", and the API under "/api/".
+func (a *Adapter) Handler() http.Handler {
+	static := a.static
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "index.html")
+	})
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.HandleFunc("POST /api/send", a.handleSend)
+	mux.HandleFunc("POST /api/action", a.handleAction)
+	mux.HandleFunc("GET /api/events", a.handleEvents)
+	return a.guard(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// guard sets security headers and checks the Host and the token.
+func (a *Adapter) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		if a.token.IsZero() {
+			host, _, err := net.SplitHostPort(r.Host)
+			if err != nil {
+				host = r.Host
+			}
+			if !isLoopbackHost(host) {
+				http.Error(w, "web chat: only loopback host names are served without a token", http.StatusMisdirectedRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
+		if q := r.URL.Query().Get("token"); q != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
+			if !a.tokenOK(q) {
+				http.Error(w, "web chat: bad token", http.StatusUnauthorized)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{
+				Name: tokenCookie, Value: q, Path: "/", HttpOnly: true,
+				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+			})
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		if !a.tokenOK(requestToken(r)) {
+			http.Error(w, "web chat: token required (open /?token=… once, or send Authorization: Bearer …)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func requestToken(r *http.Request) string {
+	if auth := r.Header.Get("Authorization"); auth != "" {
+		scheme, tok, _ := strings.Cut(auth, " ")
+		if strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+		return ""
+	}
+	if c, err := r.Cookie(tokenCookie); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// tokenOK compares in constant time (hashes hide the length).
+func (a *Adapter) tokenOK(got string) bool {
+	if got == "" {
+		return false
+	}
+	g := sha256.Sum256([]byte(got))
+	w := sha256.Sum256([]byte(a.token.Reveal()))
+	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
+}
+
+// sendRequest is the body of POST /api/send.
+type sendRequest struct {
+	Conv   string `json:"conv"`
+	Thread string `json:"thread"`
+	// ID is chosen by the browser so that a retry is recognised.
+	ID      string   `json:"id"`
+	Text    string   `json:"text"`
+	ReplyTo *wireRef `json:"replyTo"`
+}
+
+// actionRequest is the body of POST /api/action.
+type actionRequest struct {
+	Conv string `json:"conv"`
+	// Msg is the message that carried the button.
+	Msg  string `json:"msg"`
+	Data string `json:"data"`
+	// ID is chosen by the browser so that a retry is recognised.
+	ID string `json:"id"`
+}
+
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "application/json" {
+		return errors.New("content type must be application/json")
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxInboundText+4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("bad request body: %w", err)
+	}
+	return nil
+}
+
+func (a *Adapter) handleSend(w http.ResponseWriter, r *http.Request) {
+	var req sendRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	switch {
+	case !validID(req.Conv):
+		http.Error(w, "bad conversation id", http.StatusBadRequest)
+		return
+	case req.Thread != "" && !validID(req.Thread):
+		http.Error(w, "bad thread id", http.StatusBadRequest)
+		return
+	case !validID(req.ID):
+		http.Error(w, "bad message id", http.StatusBadRequest)
+		return
+	case strings.TrimSpace(req.Text) == "":
+		http.Error(w, "empty message", http.StatusBadRequest)
+		return
+	case len(req.Text) > maxInboundText:
+		http.Error(w, fmt.Sprintf("message longer than %d bytes", maxInboundText), http.StatusRequestEntityTooLarge)
+		return
+	case req.ReplyTo != nil && (!validID(req.ReplyTo.ID) || req.ReplyTo.Thread != "" && !validID(req.ReplyTo.Thread)):
+		http.Error(w, "bad replyTo", http.StatusBadRequest)
+		return
+	}
+	conv := chat.ConvRef{Platform: Platform, Channel: req.Conv, Thread: req.Thread, DM: true}
+	in := chat.Inbound{
+		Kind:      chat.KindMessage,
+		Conv:      conv,
+		Msg:       chat.MsgRef{Conv: conv, ID: "u-" + req.ID},
+		User:      localUser(),
+		Text:      req.Text,
+		Mentioned: true,
+		Command:   chat.ParseCommand(req.Text, ""),
+		DedupKey:  "web:" + req.Conv + ":u-" + req.ID,
+		Time:      time.Now().UTC(),
+	}
+	if req.ReplyTo != nil {
+		rc := conv
+		rc.Thread = req.ReplyTo.Thread
+		in.ReplyTo = &chat.MsgRef{Conv: rc, ID: req.ReplyTo.ID}
+	}
+
+	a.mu.Lock()
+	l := a.conv(req.Conv)
+	msg := l.msgs[in.Msg.ID]
+	if msg == nil {
+		msg = &message{ID: in.Msg.ID, Thread: req.Thread, From: fromUser, Text: req.Text, ReplyTo: req.ReplyTo, Time: in.Time}
+		l.add(msg)
+	}
+	if req.ReplyTo != nil {
+		if to := l.msgs[req.ReplyTo.ID]; to != nil {
+			in.ReplyToBot = to.From == fromBot
+		}
+	}
+	a.mu.Unlock()
+
+	err := a.deliver(r.Context(), in)
+
+	a.mu.Lock()
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+	}
+	if msg.Error != errText {
+		msg.Error = errText
+		l.update(msg)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		a.log.Warn("web chat: message not accepted", "conv", req.Conv, "err", err)
+		status := http.StatusInternalServerError
+		if errors.Is(err, errNotRunning) {
+			status = http.StatusServiceUnavailable
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	writeJSON(w, map[string]string{"id": in.Msg.ID})
+}
+
+func (a *Adapter) handleAction(w http.ResponseWriter, r *http.Request) {
+	var req actionRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if !validID(req.Conv) || !validID(req.ID) || req.Msg == "" || req.Data == "" {
+		http.Error(w, "conv, msg, data and id are required", http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	var msg *message
+	if l := a.convs[req.Conv]; l != nil {
+		msg = l.msgs[req.Msg]
+	}
+	var thread string
+	found := false
+	if msg != nil {
+		thread = msg.Thread
+		for _, row := range msg.Buttons {
+			for _, b := range row {
+				found = found || b.ID == req.Data
+			}
+		}
+	}
+	a.mu.Unlock()
+	if msg == nil {
+		http.Error(w, "the message with this button is gone", http.StatusNotFound)
+		return
+	}
+	if !found {
+		http.Error(w, "the message has no such button (any more)", http.StatusConflict)
+		return
+	}
+	conv := chat.ConvRef{Platform: Platform, Channel: req.Conv, Thread: thread, DM: true}
+	ref := chat.MsgRef{Conv: conv, ID: req.Msg}
+	in := chat.Inbound{
+		Kind:      chat.KindAction,
+		Conv:      conv,
+		Msg:       ref,
+		User:      localUser(),
+		Mentioned: true,
+		Action:    &chat.Action{Data: req.Data, Msg: ref, Token: req.ID},
+		DedupKey:  "web:" + req.Conv + ":a-" + req.ID,
+		Time:      time.Now().UTC(),
+	}
+	if err := a.deliver(r.Context(), in); err != nil {
+		a.log.Warn("web chat: button press not accepted", "conv", req.Conv, "err", err)
+		status := http.StatusInternalServerError
+		if errors.Is(err, errNotRunning) {
+			status = http.StatusServiceUnavailable
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	writeJSON(w, map[string]string{"ok": "true"})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,319 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/llm"
+)
+
+// ErrRunning is returned by Prompt and Continue while a run is active.
+var ErrRunning = errors.New("agent: a run is already active")
+
+// QueueMode says how many queued messages are drained at a boundary.
+type QueueMode string
+
+// Queue modes, as pi names them.
+const (
+	// QueueOneAtATime drains only the oldest queued message (the default).
+	QueueOneAtATime QueueMode = "one-at-a-time"
+	// QueueAll drains every queued message at once.
+	QueueAll QueueMode = "all"
+)
+
+// RetryConfig configures pi's automatic retry of retryable provider errors.
+type RetryConfig struct {
+	Enabled bool
+	// MaxRetries is the number of retries; 0 means 3.
+	MaxRetries int
+	// BaseDelay is the first delay, doubled on each attempt; 0 means 2s.
+	BaseDelay time.Duration
+	// Sleep waits d or until ctx is done; nil means a real timer. Tests
+	// inject a fake.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// DefaultRetry returns pi's defaults: enabled, 3 retries, 2 s base delay.
+func DefaultRetry() RetryConfig {
+	return RetryConfig{Enabled: true, MaxRetries: 3, BaseDelay: 2 * time.Second}
+}
+
+// Config configures an Agent.
+type Config struct {
+	Model        llm.Model
+	Thinking     llm.ThinkingLevel
+	SystemPrompt string
+	Tools        []Tool
+	// Sequential runs tool calls one at a time instead of in parallel.
+	Sequential bool
+	Hooks      Hooks
+	// SteeringMode and FollowUpMode default to QueueOneAtATime.
+	SteeringMode QueueMode
+	FollowUpMode QueueMode
+	Retry        RetryConfig
+	// SessionID is passed to the model as a prompt-cache key.
+	SessionID string
+	// Now returns the current time for message timestamps; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Agent is a stateful agent, like pi's Agent class: it holds the messages
+// of a conversation and the steering and follow-up queues, and runs the
+// loop on Prompt and Continue.
+//
+// Concurrency: Prompt and Continue run the loop on the calling goroutine
+// and call emit synchronously from it, one event at a time, in pi's order.
+// Only one run is active at a time. While a run is active, Steer, FollowUp,
+// ClearQueues, Queued, QueueUpdate, Abort, Messages, Running, SetModel and
+// SetThinking are safe to call from other goroutines; SetMessages must only
+// be called while no run is active. Tool calls of a parallel batch execute
+// on goroutines owned by the run, which waits for all of them before it
+// continues.
+type Agent struct {
+	mu       sync.Mutex
+	cfg      Config
+	messages []llm.Message
+	steer    []llm.Message
+	follow   []llm.Message
+	// shownSteer and shownFollow are the display texts pi's session keeps
+	// for queue_update: a text leaves when its message starts.
+	shownSteer  []string
+	shownFollow []string
+	running     bool
+	cancel      context.CancelFunc
+}
+
+// New returns an agent with cfg and the given conversation history.
+func New(cfg Config, history []llm.Message) *Agent {
+	if cfg.SteeringMode == "" {
+		cfg.SteeringMode = QueueOneAtATime
+	}
+	if cfg.FollowUpMode == "" {
+		cfg.FollowUpMode = QueueOneAtATime
+	}
+	if cfg.Retry.MaxRetries <= 0 {
+		cfg.Retry.MaxRetries = 3
+	}
+	if cfg.Retry.BaseDelay <= 0 {
+		cfg.Retry.BaseDelay = 2 * time.Second
+	}
+	if cfg.Retry.Sleep == nil {
+		cfg.Retry.Sleep = sleepCtx
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Agent{cfg: cfg, messages: slices.Clone(history)}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Prompt appends prompts to the conversation and runs the loop until
+// agent_end, including automatic retries. It returns ErrRunning if a run is
+// already active and nil otherwise: failures end up in events and messages
+// as they do in pi.
+func (a *Agent) Prompt(ctx context.Context, emit func(Event), prompts ...llm.Message) error {
+	runCtx, err := a.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.end()
+	r := a.newRun(emit)
+	items := make([]pending, len(prompts))
+	for i, p := range prompts {
+		items[i] = pending{msg: p}
+	}
+	r.loop(runCtx, items, false)
+	r.retry(runCtx)
+	return nil
+}
+
+// Continue resumes the conversation without a new prompt, like pi's
+// Agent.continue: if the last message is an assistant message, queued
+// steering (else queued follow-up) messages are run as prompts; otherwise
+// the model is called on the current messages. It returns ErrRunning if a
+// run is active, or an error if there is nothing to continue.
+func (a *Agent) Continue(ctx context.Context, emit func(Event)) error {
+	runCtx, err := a.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.end()
+	a.mu.Lock()
+	n := len(a.messages)
+	var last llm.Role
+	if n > 0 {
+		last = a.messages[n-1].Role
+	}
+	a.mu.Unlock()
+	r := a.newRun(emit)
+	switch {
+	case n == 0:
+		return errors.New("agent: no messages to continue from")
+	case last == llm.RoleAssistant:
+		if steer := a.drainSteer(); len(steer) > 0 {
+			r.loop(runCtx, steer, true)
+		} else if follow := a.drainFollow(); len(follow) > 0 {
+			r.loop(runCtx, follow, false)
+		} else {
+			return errors.New("agent: cannot continue from message role: assistant")
+		}
+	default:
+		r.loop(runCtx, nil, false)
+	}
+	r.retry(runCtx)
+	return nil
+}
+
+func (a *Agent) begin(ctx context.Context) (context.Context, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running {
+		return nil, ErrRunning
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	a.running = true
+	a.cancel = cancel
+	return runCtx, nil
+}
+
+func (a *Agent) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.running = false
+	a.cancel = nil
+}
+
+// Abort cancels the active run: the provider stream and running tools see
+// their context cancelled, and a pending retry sleep ends. It does nothing
+// when no run is active.
+func (a *Agent) Abort() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancel != nil {
+		a.cancel()
+	}
+}
+
+// Running reports whether a run is active.
+func (a *Agent) Running() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running
+}
+
+// Messages returns a copy of the conversation, including a partial
+// assistant message while one streams.
+func (a *Agent) Messages() []llm.Message {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.messages)
+}
+
+// SetMessages replaces the conversation (e.g. after compaction). It must
+// not be called while a run is active.
+func (a *Agent) SetMessages(msgs []llm.Message) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.messages = slices.Clone(msgs)
+}
+
+// SetModel changes the model used from the next model call on.
+func (a *Agent) SetModel(m llm.Model) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg.Model = m
+}
+
+// Model returns the current model.
+func (a *Agent) Model() llm.Model {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.Model
+}
+
+// SetThinking changes the thinking level from the next model call on.
+func (a *Agent) SetThinking(l llm.ThinkingLevel) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg.Thinking = l
+}
+
+// SetQueueModes changes how the steering and follow-up queues drain; an
+// empty mode leaves that queue's mode unchanged.
+func (a *Agent) SetQueueModes(steering, followUp QueueMode) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if steering != "" {
+		a.cfg.SteeringMode = steering
+	}
+	if followUp != "" {
+		a.cfg.FollowUpMode = followUp
+	}
+}
+
+// removeLastAssistant drops a trailing assistant message from the
+// conversation (pi does this before a retry or an overflow compaction; the
+// message stays in the session file).
+func (a *Agent) removeLastAssistant() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := len(a.messages); n > 0 && a.messages[n-1].Role == llm.RoleAssistant {
+		a.messages = a.messages[:n-1]
+	}
+}
+
+func (a *Agent) now() int64 {
+	a.mu.Lock()
+	now := a.cfg.Now
+	a.mu.Unlock()
+	return now().UnixMilli()
+}
+
+// failureMessage is the synthetic assistant message pi's Agent records
+// when the loop itself fails.
+func (a *Agent) failureMessage(ctx context.Context, err error) llm.Message {
+	a.mu.Lock()
+	model := a.cfg.Model
+	a.mu.Unlock()
+	m := llm.Message{
+		Role:         llm.RoleAssistant,
+		Content:      []llm.Content{llm.TextBlock("")},
+		StopReason:   llm.StopError,
+		ErrorMessage: err.Error(),
+		Timestamp:    a.now(),
+	}
+	if model != nil {
+		info := model.Info()
+		m.API, m.Provider, m.Model = info.API, info.Provider, info.ID
+	}
+	if ctx.Err() != nil {
+		m.StopReason = llm.StopAborted
+	}
+	return m
+}
+
+func (a *Agent) contextWindow() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cfg.Model == nil {
+		return 0
+	}
+	return a.cfg.Model.Info().ContextWindow
+}

@@ -1,0 +1,278 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/pibot/pibot/llm"
+)
+
+// run is the state of one Prompt or Continue call; it lives on the run
+// goroutine only.
+type run struct {
+	a    *Agent
+	emit func(Event)
+	// lastAssistant is the last assistant message that ended in this run.
+	lastAssistant *llm.Message
+	retryAttempt  int
+}
+
+func (a *Agent) newRun(emit func(Event)) *run {
+	if emit == nil {
+		emit = func(Event) {}
+	}
+	return &run{a: a, emit: emit}
+}
+
+// send emits e and applies pi's session bookkeeping that follows a
+// message_end: a successful assistant message ends a retry chain.
+func (r *run) send(e Event) {
+	r.emit(e)
+	if e.Type == EventMessageEnd && e.Message != nil && e.Message.Role == llm.RoleAssistant {
+		m := *e.Message
+		r.lastAssistant = &m
+		if m.StopReason != llm.StopError && r.retryAttempt > 0 {
+			r.emit(Event{Type: EventAutoRetryEnd, Success: true, Attempt: r.retryAttempt})
+			r.retryAttempt = 0
+		}
+	}
+}
+
+// loop is pi's runAgentLoop (prompts != nil) or agentLoopContinue.
+func (r *run) loop(ctx context.Context, prompts []pending, skipInitialSteering bool) {
+	a := r.a
+	var created []llm.Message
+	r.send(Event{Type: EventAgentStart})
+	r.send(Event{Type: EventTurnStart})
+	for _, p := range prompts {
+		created = append(created, r.inject(p))
+	}
+	var queued []pending
+	if !skipInitialSteering {
+		queued = a.drainSteer()
+	}
+	first := true
+	for {
+		more := true
+		for more || len(queued) > 0 {
+			if !first {
+				r.send(Event{Type: EventTurnStart})
+			}
+			first = false
+			for _, p := range queued {
+				created = append(created, r.inject(p))
+			}
+			queued = nil
+			msg, err := r.streamAssistant(ctx)
+			if err != nil {
+				r.fail(ctx, err)
+				return
+			}
+			created = append(created, msg)
+			if msg.StopReason == llm.StopError || msg.StopReason == llm.StopAborted {
+				r.send(Event{Type: EventTurnEnd, Message: &msg, ToolResults: []llm.Message{}})
+				r.send(Event{Type: EventAgentEnd, Messages: created})
+				return
+			}
+			calls := msg.ToolCalls()
+			results := []llm.Message{}
+			more = len(calls) > 0
+			if more {
+				var terminate bool
+				results, terminate = r.executeBatch(ctx, &msg, calls)
+				more = !terminate
+				created = append(created, results...)
+			}
+			r.send(Event{Type: EventTurnEnd, Message: &msg, ToolResults: results})
+			queued = a.drainSteer()
+		}
+		if follow := a.drainFollow(); len(follow) > 0 {
+			queued = follow
+			continue
+		}
+		break
+	}
+	r.send(Event{Type: EventAgentEnd, Messages: created})
+}
+
+// inject appends a prompt or queued message to the conversation with its
+// message_start/message_end (preceded by queue_update for queued texts).
+func (r *run) inject(p pending) llm.Message {
+	if ev, ok := r.a.unshow(p); ok {
+		r.send(ev)
+	}
+	r.a.mu.Lock()
+	r.a.messages = append(r.a.messages, p.msg)
+	r.a.mu.Unlock()
+	m := p.msg
+	r.send(Event{Type: EventMessageStart, Message: &m})
+	r.send(Event{Type: EventMessageEnd, Message: &m})
+	return m
+}
+
+// fail is pi's Agent error path when the loop itself fails: a synthetic
+// assistant message is recorded and only agent_end is emitted (no
+// message_start/end, so a session that persists on message_end does not
+// store it).
+func (r *run) fail(ctx context.Context, err error) {
+	m := r.a.failureMessage(ctx, err)
+	r.a.mu.Lock()
+	r.a.messages = append(r.a.messages, m)
+	r.a.mu.Unlock()
+	r.send(Event{Type: EventAgentEnd, Messages: []llm.Message{m}})
+}
+
+// request builds the next model request: transform, convert, repair.
+func (r *run) request(ctx context.Context) (llm.Model, llm.Request, error) {
+	a := r.a
+	a.mu.Lock()
+	cfg := a.cfg
+	msgs := slices.Clone(a.messages)
+	a.mu.Unlock()
+	if cfg.Model == nil {
+		return nil, llm.Request{}, errors.New("agent: no model configured")
+	}
+	if cfg.Hooks.TransformContext != nil {
+		var err error
+		msgs, err = cfg.Hooks.TransformContext(ctx, msgs)
+		if err != nil {
+			return nil, llm.Request{}, fmt.Errorf("agent: transform context: %w", err)
+		}
+	}
+	req := llm.Request{
+		SystemPrompt: cfg.SystemPrompt,
+		Messages:     RepairTranscript(llm.ConvertToLLM(msgs)),
+		Thinking:     cfg.Thinking,
+		SessionID:    cfg.SessionID,
+	}
+	if req.Thinking == llm.ThinkingOff {
+		req.Thinking = ""
+	}
+	for _, t := range cfg.Tools {
+		req.Tools = append(req.Tools, t.Spec())
+	}
+	return cfg.Model, req, nil
+}
+
+// streamAssistant streams one assistant message into the conversation,
+// emitting message_start, message_update and message_end.
+func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
+	model, req, err := r.request(ctx)
+	if err != nil {
+		return llm.Message{}, err
+	}
+	started := false
+	var partial llm.Message
+	for ev := range model.Stream(ctx, req) {
+		switch ev.Type {
+		case llm.EventStart:
+			if ev.Partial != nil {
+				partial = copyMessage(*ev.Partial)
+			} else {
+				partial = llm.Message{Role: llm.RoleAssistant}
+			}
+			r.setLast(partial, started)
+			started = true
+			p := partial
+			r.send(Event{Type: EventMessageStart, Message: &p})
+		case llm.EventDone, llm.EventError:
+			if ev.Message == nil {
+				continue
+			}
+			return r.finish(copyMessage(*ev.Message), started), nil
+		default:
+			if !started {
+				continue
+			}
+			if ev.Partial != nil {
+				partial = copyMessage(*ev.Partial)
+			}
+			r.setLast(partial, true)
+			p, pe := partial, ev
+			pp := copyMessage(partial)
+			pe.Partial = &pp
+			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &pe, Message: &p})
+		}
+	}
+	// The stream ended without a terminal event: record it as pi records
+	// a provider failure.
+	final := partial
+	final.Role = llm.RoleAssistant
+	if final.Content == nil {
+		final.Content = []llm.Content{}
+	}
+	final.StopReason = llm.StopError
+	final.ErrorMessage = "agent: model stream ended without a final message"
+	if ctx.Err() != nil {
+		final.StopReason = llm.StopAborted
+		final.ErrorMessage = "Request was aborted"
+	}
+	if final.Timestamp == 0 {
+		final.Timestamp = r.a.now()
+	}
+	info := model.Info()
+	if final.Provider == "" {
+		final.API, final.Provider, final.Model = info.API, info.Provider, info.ID
+	}
+	return r.finish(final, started), nil
+}
+
+func (r *run) finish(final llm.Message, started bool) llm.Message {
+	r.setLast(final, started)
+	if !started {
+		s := final
+		r.send(Event{Type: EventMessageStart, Message: &s})
+	}
+	e := final
+	r.send(Event{Type: EventMessageEnd, Message: &e})
+	return final
+}
+
+// setLast replaces the streaming message (replace) or appends it.
+func (r *run) setLast(m llm.Message, replace bool) {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	if replace && len(r.a.messages) > 0 {
+		r.a.messages[len(r.a.messages)-1] = m
+		return
+	}
+	r.a.messages = append(r.a.messages, m)
+}
+
+func copyMessage(m llm.Message) llm.Message {
+	m.Content = slices.Clone(m.Content)
+	return m
+}
+
+// retry is pi's session-level auto-retry, run after each agent_end.
+func (r *run) retry(ctx context.Context) {
+	a := r.a
+	a.mu.Lock()
+	rc := a.cfg.Retry
+	a.mu.Unlock()
+	for rc.Enabled {
+		msg := r.lastAssistant
+		if msg == nil || !llm.IsRetryable(*msg, a.contextWindow()) {
+			return
+		}
+		r.retryAttempt++
+		if r.retryAttempt > rc.MaxRetries {
+			r.send(Event{Type: EventAutoRetryEnd, Success: false, Attempt: r.retryAttempt - 1, FinalError: msg.ErrorMessage})
+			r.retryAttempt = 0
+			return
+		}
+		delay := rc.BaseDelay << (r.retryAttempt - 1)
+		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: rc.MaxRetries,
+			DelayMs: delay.Milliseconds(), ErrorMessage: msg.ErrorMessage})
+		a.removeLastAssistant()
+		if err := rc.Sleep(ctx, delay); err != nil {
+			r.send(Event{Type: EventAutoRetryEnd, Success: false, Attempt: r.retryAttempt, FinalError: "Retry cancelled"})
+			r.retryAttempt = 0
+			return
+		}
+		r.lastAssistant = nil
+		r.loop(ctx, nil, false)
+	}
+}

@@ -1,0 +1,128 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/agent/agenttest"
+	"github.com/pibot/pibot/llm"
+)
+
+// fakeSleep records delays instead of sleeping.
+type fakeSleep struct {
+	delays []time.Duration
+	fail   error
+}
+
+func (f *fakeSleep) sleep(ctx context.Context, d time.Duration) error {
+	f.delays = append(f.delays, d)
+	if f.fail != nil {
+		return f.fail
+	}
+	return ctx.Err()
+}
+
+func retryAgent(m llm.Model, s *fakeSleep) *agent.Agent {
+	return newAgent(m, nil, func(c *agent.Config) {
+		c.Retry = agent.DefaultRetry()
+		c.Retry.Sleep = s.sleep
+	})
+}
+
+func TestRetryThenSuccess(t *testing.T) {
+	m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail("529 overloaded_error"), agenttest.Reply(agenttest.Text("ok")))
+	s := &fakeSleep{}
+	a := retryAgent(m, s)
+	r := &recorder{}
+	prompt(t, a, r, "hi")
+	checkLines(t, r.lines(), seq(promptHead, expand(
+		"message_start assistant", "message_end assistant", "turn_end", "agent_end",
+		"auto_retry_start 1",
+		"agent_start", "turn_start", "message_start assistant", "text 0", "message_end assistant",
+		"auto_retry_end 1", "turn_end", "agent_end")))
+	if len(s.delays) != 1 || s.delays[0] != 2*time.Second {
+		t.Errorf("delays = %v", s.delays)
+	}
+	msgs := a.Messages()
+	if len(msgs) != 2 || msgs[1].Text() != "ok" {
+		t.Errorf("error message not removed from state: %+v", msgs)
+	}
+	var start, end agent.Event
+	for _, e := range r.events {
+		switch e.Type {
+		case agent.EventAutoRetryStart:
+			start = e
+		case agent.EventAutoRetryEnd:
+			end = e
+		}
+	}
+	if start.MaxAttempts != 3 || start.DelayMs != 2000 || start.ErrorMessage != "529 overloaded_error" || !end.Success {
+		t.Errorf("retry events = %+v / %+v", start, end)
+	}
+}
+
+func TestRetryExhausted(t *testing.T) {
+	m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail("503 service unavailable"), agenttest.Fail("503 service unavailable"),
+		agenttest.Fail("503 service unavailable"), agenttest.Fail("503 service unavailable"))
+	s := &fakeSleep{}
+	a := retryAgent(m, s)
+	r := &recorder{}
+	prompt(t, a, r, "hi")
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second}
+	if len(s.delays) != 3 || s.delays[0] != want[0] || s.delays[1] != want[1] || s.delays[2] != want[2] {
+		t.Errorf("delays = %v, want %v", s.delays, want)
+	}
+	last := r.events[len(r.events)-1]
+	if last.Type != agent.EventAutoRetryEnd || last.Success || last.Attempt != 3 || last.FinalError != "503 service unavailable" {
+		t.Errorf("last event = %+v", last)
+	}
+	msgs := a.Messages()
+	if len(msgs) != 2 || msgs[1].StopReason != llm.StopError {
+		t.Errorf("final error should stay in state: %+v", msgs)
+	}
+}
+
+func TestRetryNotForOtherErrors(t *testing.T) {
+	tests := []string{"400 invalid request", "prompt is too long: 300000 tokens > 200000 maximum"}
+	for _, msg := range tests {
+		m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail(msg))
+		s := &fakeSleep{}
+		a := retryAgent(m, s)
+		prompt(t, a, &recorder{}, "hi")
+		if len(s.delays) != 0 {
+			t.Errorf("%q retried", msg)
+		}
+	}
+}
+
+func TestRetryCancelled(t *testing.T) {
+	m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail("rate limit exceeded"))
+	s := &fakeSleep{fail: errors.New("cancelled")}
+	a := retryAgent(m, s)
+	r := &recorder{}
+	prompt(t, a, r, "hi")
+	last := r.events[len(r.events)-1]
+	if last.Type != agent.EventAutoRetryEnd || last.Success || last.FinalError != "Retry cancelled" || last.Attempt != 1 {
+		t.Errorf("last = %+v", last)
+	}
+}
+
+func TestRetryAbortDuringSleep(t *testing.T) {
+	m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail("502 bad gateway"))
+	a := newAgent(m, nil, func(c *agent.Config) {
+		c.Retry = agent.DefaultRetry()
+		c.Retry.BaseDelay = time.Hour
+	})
+	r := &recorder{hook: func(e agent.Event) {
+		if e.Type == agent.EventAutoRetryStart {
+			a.Abort()
+		}
+	}}
+	prompt(t, a, r, "hi")
+	if last := r.events[len(r.events)-1]; last.FinalError != "Retry cancelled" {
+		t.Errorf("last = %+v", last)
+	}
+}

@@ -1,0 +1,432 @@
+// Package chattest provides an in-memory chat.Adapter for gateway tests.
+//
+// An Adapter records every outbound call (method, conversation, message,
+// text, buttons, time, returned error), keeps the visible state of every
+// message it "posted" (after edits and deletions), delivers injected inbound
+// events to the sink given to Run, and can inject faults: the next N calls of
+// a method fail with a chosen error, and an optional rate model answers with
+// *chat.RateLimitError when a conversation exceeds K calls per window. Any
+// call that arrives before an announced retry-after has expired is recorded
+// as a Violation.
+//
+// The Adapter implements chat.Adapter and every optional interface except
+// chat.Streamer; Streaming returns a view of the same adapter that also
+// implements chat.Streamer. Time comes from time.Now unless WithClock is
+// given, so tests under testing/synctest see the bubble's fake clock.
+package chattest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// Method names one outbound operation of the adapter.
+type Method string
+
+// Recorded methods.
+const (
+	MethodSend         Method = "send"
+	MethodEdit         Method = "edit"
+	MethodDelete       Method = "delete"
+	MethodStatus       Method = "status"
+	MethodReact        Method = "react"
+	MethodRespond      Method = "respond"
+	MethodUpload       Method = "upload"
+	MethodDownload     Method = "download"
+	MethodCommands     Method = "commands"
+	MethodOpenStream   Method = "stream.open"
+	MethodStreamUpdate Method = "stream.update"
+	MethodStreamFinish Method = "stream.finish"
+	MethodStreamAbort  Method = "stream.abort"
+)
+
+// Call is one recorded outbound call.
+type Call struct {
+	Method Method
+	Conv   chat.ConvRef
+	// Ref is the message the call touched; for a successful send, the new
+	// message.
+	Ref chat.MsgRef
+	// Text is the markdown (send, edit, stream), the status (status), the
+	// emoji (react), the toast (respond) or the file name (upload,
+	// download).
+	Text    string
+	Buttons [][]chat.Button
+	ReplyTo *chat.MsgRef
+	Time    time.Time
+	// Err is the error the call returned.
+	Err error
+}
+
+// File is an uploaded file.
+type File struct {
+	Name     string
+	MimeType string
+	Data     []byte
+}
+
+// Message is the visible state of one posted message.
+type Message struct {
+	Ref       chat.MsgRef
+	Text      string
+	Buttons   [][]chat.Button
+	ReplyTo   *chat.MsgRef
+	Reactions []string
+	File      *File
+	Deleted   bool
+	// Edits counts successful edits that changed something.
+	Edits int
+}
+
+// ErrServer is a 5xx-like failure for FailNext.
+var ErrServer = errors.New("chattest: 502 bad gateway")
+
+// RateLimited returns a chat-scoped *chat.RateLimitError for FailNext.
+func RateLimited(retryAfter time.Duration) error {
+	return &chat.RateLimitError{RetryAfter: retryAfter, Scope: "chat"}
+}
+
+// Option configures an Adapter.
+type Option func(*Adapter)
+
+// WithPlatform sets the platform name (default "test").
+func WithPlatform(p chat.Platform) Option { return func(a *Adapter) { a.platform = p } }
+
+// WithCaps sets the capabilities reported for DMs and for other
+// conversations.
+func WithCaps(dm, group chat.Caps) Option {
+	return func(a *Adapter) { a.dmCaps, a.groupCaps = dm, group }
+}
+
+// WithClock replaces time.Now for call times and the rate model.
+func WithClock(now func() time.Time) Option { return func(a *Adapter) { a.now = now } }
+
+// WithRateLimit adds a rate model; see RateLimit.
+func WithRateLimit(l RateLimit) Option { return func(a *Adapter) { a.limits = append(a.limits, l) } }
+
+// Adapter is an in-memory chat.Adapter. The zero value is not usable; call
+// New.
+type Adapter struct {
+	platform          chat.Platform
+	dmCaps, groupCaps chat.Caps
+	now               func() time.Time
+	limits            []RateLimit
+
+	mu         sync.Mutex
+	calls      []Call
+	msgs       []*Message
+	byKey      map[string]*Message
+	nextID     int
+	faults     map[Method][]error
+	windows    map[string][]time.Time
+	blocked    map[string]time.Time
+	violations []Violation
+	changed    chan struct{} // closed and replaced on every recorded call
+	sink       chat.Sink
+	active     chan struct{} // closed while Run is active
+	files      map[string][]byte
+	commands   []chat.CommandSpec
+	drafts     map[string]string
+	status     map[string]string
+}
+
+var (
+	_ chat.Adapter          = (*Adapter)(nil)
+	_ chat.Typer            = (*Adapter)(nil)
+	_ chat.Reactor          = (*Adapter)(nil)
+	_ chat.Deleter          = (*Adapter)(nil)
+	_ chat.ActionResponder  = (*Adapter)(nil)
+	_ chat.Uploader         = (*Adapter)(nil)
+	_ chat.Downloader       = (*Adapter)(nil)
+	_ chat.CommandRegistrar = (*Adapter)(nil)
+)
+
+// New returns an Adapter configured by opts. Without WithCaps, both DMs and
+// groups use the markdown dialect, MaxLen 4000 and a 4 s typing refresh; the
+// edit interval is 1 s in DMs and 3 s in groups.
+func New(opts ...Option) *Adapter {
+	caps := chat.Caps{
+		Dialect:       chat.DialectMarkdown,
+		MaxLen:        4000,
+		EditInterval:  time.Second,
+		TypingRefresh: 4 * time.Second,
+	}
+	group := caps
+	group.EditInterval = 3 * time.Second
+	a := &Adapter{
+		platform:  "test",
+		dmCaps:    caps,
+		groupCaps: group,
+		now:       time.Now,
+		byKey:     map[string]*Message{},
+		faults:    map[Method][]error{},
+		windows:   map[string][]time.Time{},
+		blocked:   map[string]time.Time{},
+		changed:   make(chan struct{}),
+		active:    make(chan struct{}),
+		files:     map[string][]byte{},
+		drafts:    map[string]string{},
+		status:    map[string]string{},
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// Platform returns the configured platform name.
+func (a *Adapter) Platform() chat.Platform { return a.platform }
+
+// Caps returns the DM or group capabilities, by conv.DM.
+func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
+	if conv.DM {
+		return a.dmCaps
+	}
+	return a.groupCaps
+}
+
+// Run makes the adapter deliver injected events to sink until ctx ends.
+func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
+	a.mu.Lock()
+	if a.sink != nil {
+		a.mu.Unlock()
+		return errors.New("chattest: run: already running")
+	}
+	a.sink = sink
+	close(a.active)
+	a.mu.Unlock()
+	<-ctx.Done()
+	a.mu.Lock()
+	a.sink = nil
+	a.active = make(chan struct{})
+	a.mu.Unlock()
+	return nil
+}
+
+// Inject delivers in to the sink given to Run, waiting until Run is active,
+// and returns the sink's error.
+func (a *Adapter) Inject(ctx context.Context, in chat.Inbound) error {
+	for {
+		a.mu.Lock()
+		sink, active := a.sink, a.active
+		a.mu.Unlock()
+		if sink != nil {
+			return sink(ctx, in)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-active:
+		}
+	}
+}
+
+// Send posts a message.
+func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat.MsgRef, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodSend, Conv: conv, Text: m.Markdown, Buttons: m.Buttons, ReplyTo: m.ReplyTo}
+	if err := a.beginLocked(&c, ""); err != nil {
+		return chat.MsgRef{}, err
+	}
+	msg := a.postLocked(conv, m)
+	c.Ref = msg.Ref
+	a.recordLocked(c)
+	return msg.Ref, nil
+}
+
+// Edit replaces a message's text and buttons; chat.ErrNotFound if the
+// message does not exist or was deleted.
+func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodEdit, Conv: ref.Conv, Ref: ref, Text: m.Markdown, Buttons: m.Buttons}
+	if err := a.beginLocked(&c, ref.Key()); err != nil {
+		return err
+	}
+	msg, err := a.liveLocked(&c, ref)
+	if err != nil {
+		return err
+	}
+	if msg.Text != m.Markdown || !slices.EqualFunc(msg.Buttons, m.Buttons, slices.Equal) {
+		msg.Text, msg.Buttons = m.Markdown, m.Buttons
+		msg.Edits++
+	}
+	a.recordLocked(c)
+	return nil
+}
+
+// Delete marks a message deleted.
+func (a *Adapter) Delete(ctx context.Context, ref chat.MsgRef) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodDelete, Conv: ref.Conv, Ref: ref}
+	if err := a.beginLocked(&c, ref.Key()); err != nil {
+		return err
+	}
+	msg, err := a.liveLocked(&c, ref)
+	if err != nil {
+		return err
+	}
+	msg.Deleted = true
+	a.recordLocked(c)
+	return nil
+}
+
+// SetStatus records the typing/status indicator of conv.
+func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodStatus, Conv: conv, Text: status}
+	if err := a.beginLocked(&c, ""); err != nil {
+		return err
+	}
+	a.status[conv.Key()] = status
+	a.recordLocked(c)
+	return nil
+}
+
+// React adds emoji to a message.
+func (a *Adapter) React(ctx context.Context, ref chat.MsgRef, emoji string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodReact, Conv: ref.Conv, Ref: ref, Text: emoji}
+	if err := a.beginLocked(&c, ref.Key()); err != nil {
+		return err
+	}
+	msg, err := a.liveLocked(&c, ref)
+	if err != nil {
+		return err
+	}
+	msg.Reactions = append(msg.Reactions, emoji)
+	a.recordLocked(c)
+	return nil
+}
+
+// Respond answers a button press; r.Replace, if set, replaces the message
+// that carried the button.
+func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionReply) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodRespond, Conv: in.Conv, Text: r.Toast}
+	if in.Action != nil {
+		c.Ref = in.Action.Msg
+	}
+	if err := a.beginLocked(&c, c.Ref.Key()); err != nil {
+		return err
+	}
+	if r.Replace != nil {
+		msg, err := a.liveLocked(&c, c.Ref)
+		if err != nil {
+			return err
+		}
+		msg.Text, msg.Buttons = r.Replace.Markdown, r.Replace.Buttons
+		msg.Edits++
+		c.Buttons = r.Replace.Buttons
+	}
+	a.recordLocked(c)
+	return nil
+}
+
+// Upload posts a file as a message whose text is the caption.
+func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile, replyTo *chat.MsgRef) (chat.MsgRef, error) {
+	var data []byte
+	if f.Reader != nil {
+		var err error
+		if data, err = io.ReadAll(f.Reader); err != nil {
+			return chat.MsgRef{}, err
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodUpload, Conv: conv, Text: f.Name, ReplyTo: replyTo}
+	if err := a.beginLocked(&c, ""); err != nil {
+		return chat.MsgRef{}, err
+	}
+	msg := a.postLocked(conv, chat.Out{Markdown: f.Caption, ReplyTo: replyTo})
+	msg.File = &File{Name: f.Name, MimeType: f.MimeType, Data: data}
+	c.Ref = msg.Ref
+	a.recordLocked(c)
+	return msg.Ref, nil
+}
+
+// SetFile makes Download serve data for the file id.
+func (a *Adapter) SetFile(id string, data []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.files[id] = slices.Clone(data)
+}
+
+// Download writes the data given to SetFile; chat.ErrNotFound if none.
+func (a *Adapter) Download(ctx context.Context, f chat.FileRef, w io.Writer) error {
+	a.mu.Lock()
+	c := Call{Method: MethodDownload, Text: f.ID}
+	if err := a.beginLocked(&c, ""); err != nil {
+		a.mu.Unlock()
+		return err
+	}
+	data, ok := a.files[f.ID]
+	if !ok {
+		c.Err = chat.ErrNotFound
+	}
+	a.recordLocked(c)
+	a.mu.Unlock()
+	if !ok {
+		return chat.ErrNotFound
+	}
+	_, err := w.Write(data)
+	return err
+}
+
+// RegisterCommands records the command list.
+func (a *Adapter) RegisterCommands(ctx context.Context, cmds []chat.CommandSpec) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := Call{Method: MethodCommands}
+	if err := a.beginLocked(&c, ""); err != nil {
+		return err
+	}
+	a.commands = slices.Clone(cmds)
+	a.recordLocked(c)
+	return nil
+}
+
+// postLocked creates a message.
+func (a *Adapter) postLocked(conv chat.ConvRef, m chat.Out) *Message {
+	a.nextID++
+	msg := &Message{
+		Ref:     chat.MsgRef{Conv: conv, ID: strconv.Itoa(a.nextID)},
+		Text:    m.Markdown,
+		Buttons: m.Buttons,
+		ReplyTo: m.ReplyTo,
+	}
+	a.msgs = append(a.msgs, msg)
+	a.byKey[msg.Ref.Key()] = msg
+	return msg
+}
+
+// liveLocked finds a message that was not deleted, recording c as failed
+// with chat.ErrNotFound otherwise.
+func (a *Adapter) liveLocked(c *Call, ref chat.MsgRef) (*Message, error) {
+	msg, ok := a.byKey[ref.Key()]
+	if !ok || msg.Deleted {
+		c.Err = chat.ErrNotFound
+		a.recordLocked(*c)
+		return nil, chat.ErrNotFound
+	}
+	return msg, nil
+}
+
+// recordLocked appends c and wakes WaitFor.
+func (a *Adapter) recordLocked(c Call) {
+	a.calls = append(a.calls, c)
+	close(a.changed)
+	a.changed = make(chan struct{})
+}

@@ -1,0 +1,46 @@
+package chat
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseCommand(t *testing.T) {
+	tests := []struct {
+		text, bot string
+		want      *Command
+	}{
+		{"/help", "", &Command{Name: "help"}},
+		{"/Model gpt-5 fast", "", &Command{Name: "model", Args: "gpt-5 fast"}},
+		{"/new@PiBot hi", "pibot", &Command{Name: "new", Args: "hi"}},
+		{"/new@other hi", "pibot", nil},
+		{"/run\nline two", "", &Command{Name: "run", Args: "line two"}},
+		{"hello", "", nil},
+		{"/", "", nil},
+		{"/bad!name", "", nil},
+	}
+	for _, tt := range tests {
+		got := ParseCommand(tt.text, tt.bot)
+		if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+			t.Errorf("ParseCommand(%q, %q) = %+v, want %+v", tt.text, tt.bot, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseCommand(f *testing.F) {
+	for _, s := range []string{"/help", "/a@b c", "/x\ty", "/@", "//", "/ü", "text"} {
+		f.Add(s, "bot")
+	}
+	f.Fuzz(func(t *testing.T, text, bot string) {
+		c := ParseCommand(text, bot)
+		if c == nil {
+			return
+		}
+		if c.Name == "" || c.Name != strings.ToLower(c.Name) || strings.ContainsAny(c.Name, "/@ \n") {
+			t.Fatalf("bad name %q from %q", c.Name, text)
+		}
+		if c.Args != strings.TrimSpace(c.Args) {
+			t.Fatalf("untrimmed args %q", c.Args)
+		}
+	})
+}

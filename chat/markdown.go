@@ -1,0 +1,86 @@
+package chat
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/parser"
+	"github.com/yuin/goldmark/text"
+)
+
+// Dialect is a rendering target for markdown.
+type Dialect string
+
+// Dialects.
+const (
+	DialectPlain    Dialect = "plain"    // text without markup
+	DialectMarkdown Dialect = "markdown" // CommonMark as is (web chat)
+	DialectSlack    Dialect = "slack"    // Slack mrkdwn
+	DialectTelegram Dialect = "telegram" // Telegram HTML
+	DialectDiscord  Dialect = "discord"  // Discord markdown
+	DialectANSI     Dialect = "ansi"     // terminal with ANSI styles
+)
+
+// Render renders CommonMark md (with GFM tables, strikethrough, autolinks
+// and task lists) in dialect d. The output is valid UTF-8; Telegram output
+// is well-formed HTML with balanced tags. An unclosed code fence, as seen
+// while a reply is still streaming, renders as a code block to the end.
+// An unknown dialect renders as DialectPlain.
+func Render(md string, d Dialect) string {
+	return renderWith(newParser(), md, d)
+}
+
+// renderWith is Render with a given parser, reused across calls by Split.
+func renderWith(p parser.Parser, md string, d Dialect) string {
+	src := normalize(md)
+	if d == DialectMarkdown {
+		return renderMarkdown(src)
+	}
+	r := renderer{d: d, src: src}
+	return r.document(p.Parse(text.NewReader(src)))
+}
+
+// Len measures rendered text in d's units: UTF-16 code units for
+// Telegram, characters (runes) otherwise.
+func Len(s string, d Dialect) int {
+	if d == DialectTelegram {
+		n := 0
+		for _, r := range s {
+			if r >= 0x10000 {
+				n += 2
+			} else {
+				n++
+			}
+		}
+		return n
+	}
+	return utf8.RuneCountInString(s)
+}
+
+// newParser returns a goldmark parser with the GFM extension.
+func newParser() parser.Parser {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
+}
+
+// parse parses normalised source into a goldmark document.
+func parse(src []byte) ast.Node {
+	return newParser().Parse(text.NewReader(src))
+}
+
+// normalize makes md valid UTF-8 with "\n" line ends and without
+// control characters other than tab and newline.
+func normalize(md string) []byte {
+	if !utf8.ValidString(md) {
+		md = strings.ToValidUTF8(md, "\uFFFD")
+	}
+	if strings.IndexByte(md, '\r') >= 0 {
+		md = strings.ReplaceAll(md, "\r\n", "\n")
+		md = strings.ReplaceAll(md, "\r", "\n")
+	}
+	// Control characters have no place in chat text; some (ESC) would
+	// inject terminal sequences, and Telegram's HTML parser rejects them.
+	return []byte(stripControls(md))
+}

@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestLockDirRefusesSecondOwner(t *testing.T) {
+	dir := t.TempDir()
+	l, err := LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second process must be refused: flock is per open file description,
+	// so test it from a child process.
+	if os.Getenv("PIBOT_LOCK_CHILD") != "" {
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=TestLockDirChild")
+	cmd.Env = append(os.Environ(), "PIBOT_LOCK_CHILD="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := LockDir(dir)
+	if err != nil {
+		t.Fatalf("relock after unlock: %v", err)
+	}
+	l2.Unlock()
+}
+
+func TestLockDirChild(t *testing.T) {
+	dir := os.Getenv("PIBOT_LOCK_CHILD")
+	if dir == "" {
+		t.Skip("helper for TestLockDirRefusesSecondOwner")
+	}
+	_, err := LockDir(dir)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("second LockDir = %v, want ErrLocked", err)
+	}
+}
+
+func TestLockerFencesGrowAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	l1, err := NewLocker(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := l1.Acquire(t.Context(), "s1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l1.Acquire(t.Context(), "s1", 0); !errors.Is(err, ErrLeaseHeld) {
+		t.Fatalf("second Acquire = %v, want ErrLeaseHeld", err)
+	}
+	a.Release(t.Context())
+	select {
+	case <-a.Done():
+	default:
+		t.Fatal("Done not closed after Release")
+	}
+	l2, err := NewLocker(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := l2.Acquire(t.Context(), "s1", 0)
+	if b.Fence <= a.Fence {
+		t.Fatalf("fence after restart %d <= %d", b.Fence, a.Fence)
+	}
+	c, _ := l2.Acquire(t.Context(), "s2", 100)
+	if c.Fence != 101 {
+		t.Fatalf("fence with minFence 100 = %d, want 101", c.Fence)
+	}
+}
+
+func TestDedupe(t *testing.T) {
+	d := NewDedupe(time.Minute, 2)
+	now := time.Unix(1000, 0)
+	d.now = func() time.Time { return now }
+	for _, tt := range []struct {
+		key  string
+		want bool
+	}{{"a", false}, {"a", true}, {"b", false}, {"c", false}, {"a", false}} {
+		got, _ := d.Seen(t.Context(), tt.key)
+		if got != tt.want {
+			t.Fatalf("Seen(%q) = %v, want %v", tt.key, got, tt.want)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if got, _ := d.Seen(t.Context(), "c"); got {
+		t.Fatal("key survived its TTL")
+	}
+	d.Forget(t.Context(), "c")
+	if got, _ := d.Seen(t.Context(), "c"); got {
+		t.Fatal("Forget did not forget")
+	}
+}
+
+func TestBudget(t *testing.T) {
+	b := NewBudget(1, 2)
+	now := time.Unix(0, 0)
+	b.now = func() time.Time { return now }
+	if b.Reserve("k") != 0 || b.Reserve("k") != 0 {
+		t.Fatal("burst of 2 not available")
+	}
+	if d := b.Reserve("k"); d != time.Second {
+		t.Fatalf("third reserve wait = %v, want 1s", d)
+	}
+	if b.Reserve("other") != 0 {
+		t.Fatal("keys share a bucket")
+	}
+	now = now.Add(10 * time.Second)
+	if b.Reserve("k") != 0 {
+		t.Fatal("bucket did not refill")
+	}
+}
+
+func TestInboxSurvivesReopenAndTornTail(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "inbox.jsonl")
+	ib, err := OpenInbox(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id1, _ := ib.Add(t.Context(), []byte(`{"text":"one"}`))
+	id2, _ := ib.Add(t.Context(), []byte(`{"text":"two"}`))
+	if err := ib.Ack(t.Context(), id1); err != nil {
+		t.Fatal(err)
+	}
+	ib.Close()
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"op":"add","id":"torn","da`)
+	f.Close()
+	ib2, err := OpenInbox(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ib2.Close()
+	got := ib2.Pending()
+	if len(got) != 1 || got[0].ID != id2 || string(got[0].Data) != `{"text":"two"}` {
+		t.Fatalf("Pending after reopen = %+v", got)
+	}
+	id3, err := ib2.Add(t.Context(), []byte(`{"text":"three"}`))
+	if err != nil || ib2.Len() != 2 {
+		t.Fatalf("Add after reopen: %v, len %d", err, ib2.Len())
+	}
+	_ = id3
+}

@@ -1,0 +1,180 @@
+// Command pibot runs a pi-style coding agent behind chat: a local web chat,
+// Telegram, and a terminal chat, with pi-compatible session files.
+//
+// Usage:
+//
+//	pibot serve [-c FILE] [--listen ADDR]
+//	pibot chat [-c FILE] [-p] [--mode text|json] [--session FILE] [PROMPT...]
+//	pibot session ls|tree|context|fork|repair|export ...
+//	pibot config check|example [-c FILE]
+//	pibot models [-c FILE]
+//	pibot pairing list|approve PLATFORM CODE|revoke PLATFORM USER [-c FILE]
+//	pibot version
+//
+// Every command that reads a configuration takes -c FILE; PIBOT_CONFIG is
+// the default, and without either pibot runs on config.Default(). The
+// wiring of every package is explicit in this directory: there are no
+// registries and no init functions.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// usageText is printed by `pibot help` and on a usage error.
+const usageText = `pibot — a pi-style coding agent behind chat
+
+Usage:
+  pibot serve [-c FILE] [--listen ADDR]     run the gateway (web chat, Telegram)
+  pibot chat [-c FILE] [-p] [--mode json] [--session FILE] [PROMPT...]
+                                            one prompt (-p, --mode json) or a terminal chat
+  pibot session ls [DIR]                    list sessions (default <data_dir>/sessions)
+  pibot session tree FILE                   show a session's tree
+  pibot session context FILE [--leaf ID]    print the context pi would build
+  pibot session fork FILE --at ID [-o DIR]  copy the branch ending at ID into a new session
+  pibot session repair FILE [--dry-run]     repair a damaged session file
+  pibot session export FILE [--leaf ID] [-o OUT]  export one branch as a linear session
+  pibot config check [-c FILE]              validate a configuration file
+  pibot config example                      print a documented configuration
+  pibot models [-c FILE]                    list configured models
+  pibot pairing list [-c FILE]              list pairing requests and paired users
+  pibot pairing approve PLATFORM CODE       approve a pairing code
+  pibot pairing revoke PLATFORM USER        revoke a paired user
+  pibot version                             print the version
+
+-c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.
+`
+
+// cli holds the process's standard streams and environment, so commands
+// can be run in tests without touching the real ones.
+type cli struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// exitError carries a process exit code; its message (if any) has already
+// been printed or is printed by main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr reports a command-line mistake (exit status 2).
+func usageErr(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	os.Exit(c.main(context.Background(), os.Args[1:]))
+}
+
+// main runs one command and returns the exit status.
+func (c *cli) main(ctx context.Context, args []string) int {
+	err := c.dispatch(ctx, args)
+	if err == nil {
+		return 0
+	}
+	code := 1
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintln(c.stderr, "pibot:", err)
+	if code == 2 {
+		fmt.Fprintln(c.stderr, "run 'pibot help' for usage")
+	}
+	return code
+}
+
+func (c *cli) dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usageText)
+		return &exitError{code: 2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "version", "--version", "-version":
+		fmt.Fprintf(c.stdout, "pibot %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(c.stdout, usageText)
+		return nil
+	case "serve":
+		return c.serve(ctx, rest)
+	case "chat":
+		return c.chat(ctx, rest)
+	case "session":
+		return c.session(rest)
+	case "config":
+		return c.config(rest)
+	case "models":
+		return c.models(rest)
+	case "pairing":
+		return c.pairing(rest)
+	}
+	return usageErr("unknown command %q", cmd)
+}
+
+// newFlags returns a flag set that reports errors instead of exiting.
+func (c *cli) newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("pibot "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	return fs
+}
+
+// parseArgs parses fs over args, allowing flags after positional
+// arguments ("session context FILE --leaf ID"). It returns the positional
+// arguments.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &exitError{code: 2, err: err}
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// wantArgs checks the number of positional arguments.
+func wantArgs(cmd string, pos []string, n int, names string) error {
+	if len(pos) != n {
+		return usageErr("%s: want %s, got %d argument(s): %s", cmd, names, len(pos), strings.Join(pos, " "))
+	}
+	return nil
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pibot/pibot/gateway/access"
+)
+
+// pairing runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json.
+// A running pibot rereads the file on every check, so changes apply at once.
+func (c *cli) pairing(args []string) error {
+	if len(args) == 0 {
+		return usageErr("pairing: want list, approve PLATFORM CODE or revoke PLATFORM USER")
+	}
+	sub := args[0]
+	fs := c.newFlags("pairing " + sub)
+	file := configFlag(fs)
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "list":
+		err = wantArgs("pairing list", pos, 0, "no arguments")
+	case "approve":
+		err = wantArgs("pairing approve", pos, 2, "PLATFORM CODE")
+	case "revoke":
+		err = wantArgs("pairing revoke", pos, 2, "PLATFORM USER")
+	default:
+		return usageErr("pairing: unknown subcommand %q (want list, approve or revoke)", sub)
+	}
+	if err != nil {
+		return err
+	}
+	cfg, _, err := c.loadConfig(*file)
+	if err != nil {
+		return err
+	}
+	store, err := access.OpenStore(dataPath(cfg, "pairing.json"))
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "approve":
+		p, err := store.Approve(pos[0], pos[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "approved %s:%s%s\n", p.Platform, p.User, nameSuffix(p.Name))
+	case "revoke":
+		found, err := store.Revoke(pos[0], pos[1])
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("pairing revoke: %s:%s is not paired", pos[0], pos[1])
+		}
+		fmt.Fprintf(c.stdout, "revoked %s:%s\n", pos[0], pos[1])
+	default:
+		return c.pairingList(store)
+	}
+	return nil
+}
+
+func (c *cli) pairingList(store *access.Store) error {
+	pending, approved, err := store.List()
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tPLATFORM\tUSER\tNAME\tCODE\tSINCE")
+	for _, r := range pending {
+		fmt.Fprintf(tw, "pending\t%s\t%s\t%s\t%s\t%s\n", r.Platform, r.User, r.Name, r.Code, r.Created.UTC().Format(time.RFC3339))
+	}
+	for _, p := range approved {
+		fmt.Fprintf(tw, "approved\t%s\t%s\t%s\t-\t%s\n", p.Platform, p.User, p.Name, p.Approved.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func nameSuffix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + name + ")"
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pibot/pibot/session"
+)
+
+// session runs `pibot session ...`.
+func (c *cli) session(args []string) error {
+	if len(args) == 0 {
+		return usageErr("session: want ls, tree, context, fork, repair or export")
+	}
+	sub, rest := args[0], args[1:]
+	fs := c.newFlags("session " + sub)
+	switch sub {
+	case "ls":
+		file := configFlag(fs)
+		pos, err := parseArgs(fs, rest)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 1 {
+			return usageErr("session ls: want at most one DIR")
+		}
+		dir := ""
+		if len(pos) == 1 {
+			dir = pos[0]
+		} else {
+			cfg, _, err := c.loadConfig(*file)
+			if err != nil {
+				return err
+			}
+			dir = dataPath(cfg, "sessions")
+		}
+		return c.sessionList(dir)
+	case "tree":
+		pos, err := parseArgs(fs, rest)
+		if err != nil {
+			return err
+		}
+		if err := wantArgs("session tree", pos, 1, "FILE"); err != nil {
+			return err
+		}
+		s, err := c.openReadOnly(pos[0])
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return session.TreeText(c.stdout, s)
+	case "context":
+		leaf := fs.String("leaf", "", "entry `ID` to use as the leaf (default: pi's default leaf, the last entry)")
+		pos, err := parseArgs(fs, rest)
+		if err != nil {
+			return err
+		}
+		if err := wantArgs("session context", pos, 1, "FILE"); err != nil {
+			return err
+		}
+		s, err := c.openReadOnly(pos[0])
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		ctx, err := s.Context(*leaf)
+		if err != nil {
+			return err
+		}
+		b, err := ctx.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("session context %s: %w", pos[0], err)
+		}
+		_, err = c.stdout.Write(append(b, '\n'))
+		return err
+	case "fork":
+		at := fs.String("at", "", "entry `ID` the fork ends at (required)")
+		out := fs.String("o", "", "output `DIR` (default: the source file's directory)")
+		pos, err := parseArgs(fs, rest)
+		if err != nil {
+			return err
+		}
+		if err := wantArgs("session fork", pos, 1, "FILE"); err != nil {
+			return err
+		}
+		if *at == "" {
+			return usageErr("session fork: --at ID is required")
+		}
+		return c.sessionFork(pos[0], *at, *out)
+	case "repair":
+		dry := fs.Bool("dry-run", false, "report what would be repaired without writing")
+		pos, err := parseArgs(fs, rest)
+		if err != nil {
+			return err
+		}
+		if err := wantArgs("session repair", pos, 1, "FILE"); err != nil {
+			return err
+		}
+		return c.sessionRepair(pos[0], *dry)
+	case "export":
+		leaf := fs.String("leaf", "", "entry `ID` ending the exported branch (default: the default leaf)")
+		out := fs.String("o", "", "write to `FILE` instead of standard output")
+		pos, err := parseArgs(fs, rest)
+		if err != nil {
+			return err
+		}
+		if err := wantArgs("session export", pos, 1, "FILE"); err != nil {
+			return err
+		}
+		return c.sessionExport(pos[0], *leaf, *out)
+	}
+	return usageErr("session: unknown subcommand %q (want ls, tree, context, fork, repair or export)", sub)
+}
+
+// openReadOnly opens a session without writing to it and reports every
+// damaged line on stderr as FILE:LINE.
+func (c *cli) openReadOnly(path string) (*session.Session, error) {
+	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	c.reportDamage(s.Report())
+	return s, nil
+}
+
+func (c *cli) reportDamage(r session.Report) {
+	for _, l := range r.SkippedLines {
+		fmt.Fprintf(c.stderr, "%s:%d: skipped damaged line: %s\n", r.Path, l.Line, l.Err)
+	}
+	for _, line := range r.StaleFenced {
+		fmt.Fprintf(c.stderr, "%s:%d: ignored entry with a stale fence\n", r.Path, line)
+	}
+	if r.TailBytes > 0 {
+		verb := "ignored"
+		if r.TailTruncated {
+			verb = "truncated"
+		}
+		fmt.Fprintf(c.stderr, "%s:%d: %s torn last line (%d bytes)\n", r.Path, r.TailLine, verb, r.TailBytes)
+	}
+}
+
+// sessionList prints every session under dir, recursively, most recently
+// modified first.
+func (c *cli) sessionList(dir string) error {
+	if _, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("session ls: %w", err)
+	}
+	var all []session.Info
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		infos, err := session.List(p)
+		if err != nil {
+			return err
+		}
+		all = append(all, infos...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("session ls: %w", err)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Modified.After(all[j].Modified) })
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODIFIED\tMSGS\tNAME\tFIRST MESSAGE\tFILE")
+	for _, in := range all {
+		rel, err := filepath.Rel(dir, in.Path)
+		if err != nil {
+			rel = in.Path
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", in.Modified.Local().Format(time.DateTime), in.MessageCount,
+			oneLine(in.Name, 30), oneLine(in.FirstMessage, 50), rel)
+	}
+	return tw.Flush()
+}
+
+// oneLine collapses whitespace and shortens s to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (c *cli) sessionFork(path, at, outDir string) error {
+	src, err := c.openReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if _, ok := src.Get(at); !ok {
+		return fmt.Errorf("session fork: %s: entry %s not found", path, at)
+	}
+	if outDir == "" {
+		outDir = filepath.Dir(path)
+	}
+	forked, err := session.Fork(src, at, outDir, session.Options{})
+	if err != nil {
+		return err
+	}
+	if err := forked.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, forked.Path())
+	return nil
+}
+
+func (c *cli) sessionRepair(path string, dryRun bool) error {
+	r, err := session.Repair(path, dryRun)
+	if err != nil {
+		return err
+	}
+	c.reportDamage(r)
+	if r.MissingNewline {
+		fmt.Fprintf(c.stderr, "%s: last line had no final newline\n", r.Path)
+	}
+	if r.FromVersion != 0 && r.FromVersion != session.CurrentVersion {
+		fmt.Fprintf(c.stderr, "%s: version %d file migrated to %d\n", r.Path, r.FromVersion, session.CurrentVersion)
+	}
+	for child, parent := range r.Reattached {
+		fmt.Fprintf(c.stderr, "%s: entry %s re-attached under %s\n", r.Path, child, parent)
+	}
+	switch {
+	case r.Clean() && (r.FromVersion == 0 || r.FromVersion == session.CurrentVersion):
+		fmt.Fprintf(c.stdout, "%s: clean\n", path)
+	case dryRun:
+		fmt.Fprintf(c.stdout, "%s: damaged; run without --dry-run to repair\n", path)
+	default:
+		msg := "repaired"
+		if r.BrokenCopy != "" {
+			msg += ", original kept as " + r.BrokenCopy
+		}
+		if r.RepairEntry != "" {
+			msg += ", repair recorded in entry " + r.RepairEntry
+		}
+		fmt.Fprintf(c.stdout, "%s: %s\n", path, msg)
+	}
+	return nil
+}
+
+// sessionExport writes pi's exportToJsonl: a header with the same session
+// id and cwd and a new timestamp, then the entries of one branch with
+// their parents re-chained into a line.
+func (c *cli) sessionExport(path, leaf, out string) (err error) {
+	s, err := c.openReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	entries, err := s.Branch(leaf)
+	if err != nil {
+		return err
+	}
+	h := s.Header()
+	hdr := session.Header{Type: session.TypeSession, Version: session.CurrentVersion, ID: h.ID,
+		Timestamp: session.Timestamp(time.Now()), Cwd: h.Cwd}
+	data, err := exportJSONL(hdr, entries)
+	if err != nil {
+		return fmt.Errorf("session export %s: %w", path, err)
+	}
+	if out == "" {
+		_, err = c.stdout.Write(data)
+		return err
+	}
+	if _, err := os.Stat(out); err == nil {
+		return fmt.Errorf("session export: %s already exists", out)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("session export: %w", err)
+	}
+	if err := os.WriteFile(out, data, 0o600); err != nil {
+		return fmt.Errorf("session export: %w", err)
+	}
+	fmt.Fprintln(c.stderr, "exported", len(entries), "entries to", out)
+	return nil
+}

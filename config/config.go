@@ -1,0 +1,220 @@
+// Package config is pibot's configuration file: the YAML schema, its
+// defaults (pibot runs with no file at all), ${VAR} expansion from the
+// environment, *_file indirection for secrets, strict decoding (an unknown
+// key is an error naming the key) and Validate, which names the key of
+// every invalid value.
+//
+// config knows no other pibot package: cmd/pibot turns a Config into the
+// options of each package.
+package config
+
+import (
+	"time"
+)
+
+// Config is the whole file.
+type Config struct {
+	// DataDir holds sessions, pairing state and the instance lock.
+	DataDir string   `yaml:"data_dir"`
+	Log     Log      `yaml:"log"`
+	HTTP    HTTP     `yaml:"http"`
+	Cluster Cluster  `yaml:"cluster"`
+	Agent   Agent    `yaml:"agent"`
+	Access  Access   `yaml:"access"`
+	Adapter Adapters `yaml:"adapters"`
+	// Providers maps a provider name to its settings.
+	Providers map[string]Provider `yaml:"providers"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `yaml:"level"`  // debug|info|warn|error
+	Format string `yaml:"format"` // text|json
+}
+
+// HTTP configures the shared listener (web chat, webhooks, health, metrics).
+type HTTP struct {
+	Listen string `yaml:"listen"`
+}
+
+// Cluster configures cluster mode.
+type Cluster struct {
+	// RedisURL turns cluster mode on (redis://host:port/db).
+	RedisURL string `yaml:"redis_url"`
+}
+
+// Agent configures the agent every conversation runs.
+type Agent struct {
+	// Model is "provider/model id".
+	Model    string `yaml:"model"`
+	Thinking string `yaml:"thinking"`
+	// Workspace is the directory tools work in.
+	Workspace     string   `yaml:"workspace"`
+	WorkspaceOnly bool     `yaml:"workspace_only"`
+	Sandbox       string   `yaml:"sandbox"` // auto|bwrap|off
+	AllowNetwork  bool     `yaml:"allow_network"`
+	Tools         []string `yaml:"tools"`
+	// SystemPromptFile replaces the default system prompt.
+	SystemPromptFile string     `yaml:"system_prompt_file"`
+	Approvals        Approvals  `yaml:"approvals"`
+	Queue            Queue      `yaml:"queue"`
+	Verbosity        string     `yaml:"verbosity"` // quiet|tools|verbose
+	Compaction       Compaction `yaml:"compaction"`
+	Retry            Retry      `yaml:"retry"`
+	IdleEvict        Duration   `yaml:"idle_evict"`
+	ToolTimeout      Duration   `yaml:"tool_timeout"`
+	Fallbacks        []string   `yaml:"fallbacks"`
+}
+
+// Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.
+type Approvals struct {
+	DM      map[string]string `yaml:"dm"`
+	Group   map[string]string `yaml:"group"`
+	Timeout Duration          `yaml:"timeout"`
+}
+
+// Queue sets what happens to a message sent while the agent works.
+type Queue struct {
+	Mode    string  `yaml:"mode"` // steer|followup|collect|interrupt
+	Collect Collect `yaml:"collect"`
+}
+
+// Collect configures the collect queue mode.
+type Collect struct {
+	Debounce Duration `yaml:"debounce"`
+	Cap      int      `yaml:"cap"`
+	Drop     string   `yaml:"drop"` // old|new
+}
+
+// Compaction configures automatic context compaction.
+type Compaction struct {
+	Enabled          bool  `yaml:"enabled"`
+	ReserveTokens    int64 `yaml:"reserve_tokens"`
+	KeepRecentTokens int64 `yaml:"keep_recent_tokens"`
+}
+
+// Retry configures automatic retries of failed model calls.
+type Retry struct {
+	Enabled    bool     `yaml:"enabled"`
+	MaxRetries int      `yaml:"max_retries"`
+	BaseDelay  Duration `yaml:"base_delay"`
+}
+
+// Access says who may talk to the bot.
+type Access struct {
+	// Owners are "platform:user id" entries with full rights.
+	Owners []string `yaml:"owners"`
+	// Users are further allowed "platform:user id" entries.
+	Users []string `yaml:"users"`
+	// DMPolicy is pairing|allowlist|open|disabled.
+	DMPolicy string `yaml:"dm_policy"`
+	// Groups are allowed "platform:chat id" entries; "*" allows every group.
+	Groups []string `yaml:"groups"`
+	// MentionRequired gates group messages on a mention or reply.
+	MentionRequired *bool `yaml:"mention_required"`
+}
+
+// Adapters configures each chat platform.
+type Adapters struct {
+	Telegram Telegram `yaml:"telegram"`
+	Slack    Slack    `yaml:"slack"`
+	Discord  Discord  `yaml:"discord"`
+	Web      Web      `yaml:"web"`
+}
+
+// Telegram configures the Telegram adapter.
+type Telegram struct {
+	Token             string   `yaml:"token"`
+	TokenFile         string   `yaml:"token_file"`
+	APIURL            string   `yaml:"api_url"`
+	Mode              string   `yaml:"mode"` // polling|webhook
+	WebhookURL        string   `yaml:"webhook_url"`
+	WebhookSecret     string   `yaml:"webhook_secret"`
+	WebhookSecretFile string   `yaml:"webhook_secret_file"`
+	AllowedUpdates    []string `yaml:"allowed_updates"`
+}
+
+// Slack configures the Slack adapter (not in this build yet).
+type Slack struct {
+	BotToken      string `yaml:"bot_token"`
+	AppToken      string `yaml:"app_token"`
+	SigningSecret string `yaml:"signing_secret"`
+	Mode          string `yaml:"mode"`
+	APIURL        string `yaml:"api_url"`
+}
+
+// Discord configures the Discord adapter (not in this build yet).
+type Discord struct {
+	Token  string `yaml:"token"`
+	APIURL string `yaml:"api_url"`
+}
+
+// Web configures the local web chat.
+type Web struct {
+	Enabled   *bool  `yaml:"enabled"`
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+}
+
+// Provider configures one model provider.
+type Provider struct {
+	API        string            `yaml:"api"`
+	BaseURL    string            `yaml:"base_url"`
+	APIKey     string            `yaml:"api_key"`
+	APIKeyFile string            `yaml:"api_key_file"`
+	Headers    map[string]string `yaml:"headers"`
+	Compat     map[string]any    `yaml:"compat"`
+	Models     []Model           `yaml:"models"`
+}
+
+// Model describes one model of a provider.
+type Model struct {
+	ID            string             `yaml:"id"`
+	Name          string             `yaml:"name"`
+	ContextWindow int64              `yaml:"context_window"`
+	MaxTokens     int64              `yaml:"max_tokens"`
+	Reasoning     bool               `yaml:"reasoning"`
+	ThinkingMap   map[string]*string `yaml:"thinking_map"`
+	Input         []string           `yaml:"input"`
+	Cost          ModelCost          `yaml:"cost"`
+}
+
+// ModelCost is a price in US dollars per million tokens.
+type ModelCost struct {
+	Input      float64 `yaml:"input"`
+	Output     float64 `yaml:"output"`
+	CacheRead  float64 `yaml:"cache_read"`
+	CacheWrite float64 `yaml:"cache_write"`
+}
+
+// Duration is a time.Duration written as "500ms", "10m".
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Default returns the configuration used when no file is given.
+func Default() Config {
+	return Config{
+		DataDir: "./pibot-data",
+		Log:     Log{Level: "info", Format: "text"},
+		HTTP:    HTTP{Listen: "127.0.0.1:8080"},
+		Agent: Agent{
+			Thinking:  "off",
+			Workspace: ".",
+			Sandbox:   "auto",
+			Tools:     []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"},
+			Approvals: Approvals{
+				DM:      map[string]string{},
+				Group:   map[string]string{"bash": "ask", "write": "ask", "edit": "ask"},
+				Timeout: Duration(10 * time.Minute),
+			},
+			Queue:      Queue{Mode: "steer", Collect: Collect{Debounce: Duration(500 * time.Millisecond), Cap: 20, Drop: "old"}},
+			Verbosity:  "tools",
+			Compaction: Compaction{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000},
+			Retry:      Retry{Enabled: true, MaxRetries: 3, BaseDelay: Duration(2 * time.Second)},
+			IdleEvict:  Duration(10 * time.Minute),
+		},
+		Access: Access{DMPolicy: "pairing"},
+	}
+}

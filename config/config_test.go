@@ -1,0 +1,180 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v", err)
+	}
+}
+
+func TestExampleParsesAndValidates(t *testing.T) {
+	cfg, err := Parse(strings.NewReader(Example), env(nil))
+	if err != nil {
+		t.Fatalf("Parse(example) = %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("example does not validate: %v", err)
+	}
+}
+
+// TestExampleDocumentsEveryKey walks the schema and checks every key path
+// appears in config.example.yaml.
+func TestExampleDocumentsEveryKey(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(Example), &root); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				p := path + "." + n.Content[i].Value
+				have[p] = true
+				walk(n.Content[i+1], p)
+			}
+		}
+		if n.Kind == yaml.SequenceNode {
+			for _, c := range n.Content {
+				walk(c, path+"[]")
+			}
+		}
+		if n.Kind == yaml.DocumentNode {
+			walk(n.Content[0], path)
+		}
+	}
+	walk(&root, "")
+	var want []string
+	var schema func(t reflect.Type, path string)
+	schema = func(tp reflect.Type, path string) {
+		for tp.Kind() == reflect.Pointer {
+			tp = tp.Elem()
+		}
+		switch tp.Kind() {
+		case reflect.Struct:
+			if tp == reflect.TypeOf(Duration(0)) {
+				return
+			}
+			for i := 0; i < tp.NumField(); i++ {
+				tag, _, _ := strings.Cut(tp.Field(i).Tag.Get("yaml"), ",")
+				want = append(want, path+"."+tag)
+				schema(tp.Field(i).Type, path+"."+tag)
+			}
+		case reflect.Slice:
+			schema(tp.Elem(), path+"[]")
+		case reflect.Map:
+			if path == ".providers" {
+				schema(tp.Elem(), path+".local")
+			}
+		}
+	}
+	schema(reflect.TypeOf(Config{}), "")
+	for _, k := range want {
+		if !have[k] {
+			t.Errorf("config.example.yaml does not document %s", strings.TrimPrefix(k, "."))
+		}
+	}
+}
+
+func TestRootExampleMatchesEmbedded(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "config.example.yaml"))
+	if err != nil {
+		t.Fatalf("read root config.example.yaml: %v", err)
+	}
+	if string(b) != Example {
+		t.Fatal("config.example.yaml at the repository root differs from config/config.example.yaml; copy it")
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		env        map[string]string
+		wantKey    string
+	}{
+		{"unknown top-level", "bogus: 1\n", nil, "bogus"},
+		{"unknown nested", "agent:\n  modle: x/y\n", nil, "agent.modle"},
+		{"unknown in provider model", "providers:\n  p:\n    api: faux\n    models:\n      - id: a\n        ctx: 1\n", nil, "providers.p.models[0].ctx"},
+		{"missing env", "agent:\n  model: ${NOPE}\n", nil, "${NOPE}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tt.yaml), env(tt.env))
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Key != tt.wantKey {
+				t.Fatalf("Parse error = %v, want key %q", err, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestValidateNamesKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		mod     func(*Config)
+		wantKey string
+	}{
+		{"queue mode", func(c *Config) { c.Agent.Queue.Mode = "shout" }, "agent.queue.mode"},
+		{"dm policy", func(c *Config) { c.Access.DMPolicy = "everyone" }, "access.dm_policy"},
+		{"model ref", func(c *Config) { c.Agent.Model = "gpt" }, "agent.model"},
+		{"tool", func(c *Config) { c.Agent.Tools = []string{"rm"} }, "agent.tools[0]"},
+		{"approval", func(c *Config) { c.Agent.Approvals.Group["bash"] = "maybe" }, "agent.approvals.group.bash"},
+		{"telegram webhook", func(c *Config) { c.Adapter.Telegram.Token = "1:x"; c.Adapter.Telegram.Mode = "webhook" }, "adapters.telegram.webhook_url"},
+		{"provider api", func(c *Config) { c.Providers = map[string]Provider{"x": {API: "soap"}} }, "providers.x.api"},
+		{"listen", func(c *Config) { c.HTTP.Listen = "8080" }, "http.listen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.mod(&c)
+			err := c.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.wantKey) {
+				t.Fatalf("Validate() = %v, want it to name %q", err, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestEnvExpansionAndDurations(t *testing.T) {
+	y := "agent:\n  model: ${PROV}/m1\n  idle_evict: 90s\n  queue:\n    collect:\n      debounce: ${DEB:-250ms}\n"
+	cfg, err := Parse(strings.NewReader(y), env(map[string]string{"PROV": "faux"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Agent.Model != "faux/m1" || cfg.Agent.IdleEvict.D().Seconds() != 90 || cfg.Agent.Queue.Collect.Debounce.D().Milliseconds() != 250 {
+		t.Fatalf("got %+v", cfg.Agent)
+	}
+	if cfg.DataDir != "./pibot-data" {
+		t.Fatalf("defaults lost: data_dir = %q", cfg.DataDir)
+	}
+}
+
+func TestReadSecret(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "tok")
+	if err := os.WriteFile(p, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := ReadSecret("adapters.telegram.token", "", p); err != nil || v != "s3cret" {
+		t.Fatalf("ReadSecret = %q, %v", v, err)
+	}
+	if _, err := ReadSecret("k", "a", p); err == nil {
+		t.Fatal("both value and file: want error")
+	}
+	_, err := ReadSecret("k", "", filepath.Join(dir, "missing"))
+	if err == nil || !strings.Contains(err.Error(), "k_file") {
+		t.Fatalf("missing file error = %v", err)
+	}
+}

@@ -1,0 +1,124 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+)
+
+// Validate checks every value and returns all problems, each naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, &Error{Key: key, Msg: fmt.Sprintf(format, args...)})
+	}
+	oneOf := func(key, v string, allowed ...string) {
+		if !slices.Contains(allowed, v) {
+			bad(key, "%q is not one of %s", v, strings.Join(allowed, ", "))
+		}
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "text", "json")
+	if _, _, err := net.SplitHostPort(c.HTTP.Listen); c.HTTP.Listen != "" && err != nil {
+		bad("http.listen", "%q is not host:port", c.HTTP.Listen)
+	}
+	if c.Cluster.RedisURL != "" && !strings.HasPrefix(c.Cluster.RedisURL, "redis://") && !strings.HasPrefix(c.Cluster.RedisURL, "rediss://") {
+		bad("cluster.redis_url", "must start with redis:// or rediss://")
+	}
+	a := c.Agent
+	if a.Model != "" && !strings.Contains(a.Model, "/") {
+		bad("agent.model", "%q must be provider/model", a.Model)
+	}
+	oneOf("agent.thinking", a.Thinking, "off", "minimal", "low", "medium", "high", "xhigh")
+	oneOf("agent.sandbox", a.Sandbox, "auto", "bwrap", "off")
+	oneOf("agent.verbosity", a.Verbosity, "quiet", "tools", "verbose")
+	oneOf("agent.queue.mode", a.Queue.Mode, "steer", "followup", "collect", "interrupt")
+	oneOf("agent.queue.collect.drop", a.Queue.Collect.Drop, "old", "new")
+	if a.Queue.Collect.Cap < 1 {
+		bad("agent.queue.collect.cap", "must be at least 1")
+	}
+	known := []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"}
+	for i, t := range a.Tools {
+		if !slices.Contains(known, t) {
+			bad(fmt.Sprintf("agent.tools[%d]", i), "unknown tool %q (known: %s)", t, strings.Join(known, ", "))
+		}
+	}
+	for scope, m := range map[string]map[string]string{"dm": a.Approvals.DM, "group": a.Approvals.Group} {
+		for tool, p := range m {
+			oneOf("agent.approvals."+scope+"."+tool, p, "allow", "ask", "deny")
+		}
+	}
+	if a.Compaction.ReserveTokens < 0 || a.Compaction.KeepRecentTokens < 0 {
+		bad("agent.compaction", "token counts must not be negative")
+	}
+	if a.Retry.MaxRetries < 0 {
+		bad("agent.retry.max_retries", "must not be negative")
+	}
+	for i, f := range a.Fallbacks {
+		if !strings.Contains(f, "/") {
+			bad(fmt.Sprintf("agent.fallbacks[%d]", i), "%q must be provider/model", f)
+		}
+	}
+	oneOf("access.dm_policy", c.Access.DMPolicy, "pairing", "allowlist", "open", "disabled")
+	for i, o := range append(append([]string{}, c.Access.Owners...), c.Access.Users...) {
+		if p, id, ok := strings.Cut(o, ":"); !ok || p == "" || id == "" {
+			bad(fmt.Sprintf("access.owners/users[%d]", i), "%q must be platform:user id (e.g. telegram:12345)", o)
+		}
+	}
+	for i, g := range c.Access.Groups {
+		if g != "*" && !strings.Contains(g, ":") {
+			bad(fmt.Sprintf("access.groups[%d]", i), "%q must be platform:chat id or *", g)
+		}
+	}
+	tg := c.Adapter.Telegram
+	if tg.Mode != "" {
+		oneOf("adapters.telegram.mode", tg.Mode, "polling", "webhook")
+	}
+	if c.TelegramEnabled() && tg.Mode == "webhook" && tg.WebhookURL == "" {
+		bad("adapters.telegram.webhook_url", "required when adapters.telegram.mode is webhook")
+	}
+	if s := c.Adapter.Slack; s != (Slack{}) {
+		bad("adapters.slack", "the Slack adapter is not in this build yet")
+	}
+	if d := c.Adapter.Discord; d != (Discord{}) {
+		bad("adapters.discord", "the Discord adapter is not in this build yet")
+	}
+	for name, p := range c.Providers {
+		key := "providers." + name
+		if strings.Contains(name, "/") || name == "" {
+			bad(key, "provider names must not contain /")
+		}
+		oneOf(key+".api", p.API, "openai-completions", "openai-responses", "anthropic-messages", "faux")
+		for i, m := range p.Models {
+			mk := fmt.Sprintf("%s.models[%d]", key, i)
+			if m.ID == "" {
+				bad(mk+".id", "must not be empty")
+			}
+			if m.ContextWindow < 0 || m.MaxTokens < 0 {
+				bad(mk, "context_window and max_tokens must not be negative")
+			}
+			for j, in := range m.Input {
+				oneOf(fmt.Sprintf("%s.input[%d]", mk, j), in, "text", "image")
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// WebEnabled reports whether the web chat is on (default true).
+func (c Config) WebEnabled() bool { return c.Adapter.Web.Enabled == nil || *c.Adapter.Web.Enabled }
+
+// MentionRequired reports whether group messages need a mention (default true).
+func (c Config) MentionRequired() bool {
+	return c.Access.MentionRequired == nil || *c.Access.MentionRequired
+}
+
+// TelegramEnabled reports whether a Telegram token is configured.
+func (c Config) TelegramEnabled() bool {
+	return c.Adapter.Telegram.Token != "" || c.Adapter.Telegram.TokenFile != ""
+}

@@ -1,0 +1,114 @@
+package access
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// Policy is the configured access rule set. Owners, Users and Groups hold
+// "platform:id" strings; Groups may hold "*".
+type Policy struct {
+	Owners          []string
+	Users           []string
+	DMPolicy        string // pairing|allowlist|open|disabled
+	Groups          []string
+	MentionRequired bool
+}
+
+// Verdict is what to do with an inbound event.
+type Verdict int
+
+// Verdicts.
+const (
+	// Allow: process the event.
+	Allow Verdict = iota
+	// Ignore: drop silently (bots, unmentioned group chatter, unknown groups).
+	Ignore
+	// Pair: an unknown DM sender; reply with the pairing text, do not process.
+	Pair
+	// Deny: reply with the reason, do not process.
+	Deny
+)
+
+// Decision is a verdict with the text to send back, if any.
+type Decision struct {
+	Verdict Verdict
+	Reply   string
+}
+
+// Checker applies a Policy and the pairing Store.
+type Checker struct {
+	policy Policy
+	store  *Store
+}
+
+// NewChecker returns a checker; store may be nil (no pairing).
+func NewChecker(p Policy, store *Store) *Checker {
+	if p.DMPolicy == "" {
+		p.DMPolicy = "pairing"
+	}
+	return &Checker{policy: p, store: store}
+}
+
+func key(platform chat.Platform, id string) string { return string(platform) + ":" + id }
+
+// IsOwner reports whether the user is an owner.
+func (c *Checker) IsOwner(platform chat.Platform, user string) bool {
+	return slices.Contains(c.policy.Owners, key(platform, user))
+}
+
+// Known reports whether the user is an owner, an allowed user or paired.
+func (c *Checker) Known(platform chat.Platform, user string) bool {
+	k := key(platform, user)
+	if slices.Contains(c.policy.Owners, k) || slices.Contains(c.policy.Users, k) {
+		return true
+	}
+	return c.store != nil && c.store.Approved(string(platform), user)
+}
+
+// Check decides about one inbound event, by its own sender.
+func (c *Checker) Check(in chat.Inbound) Decision {
+	if in.User.IsBot || in.User.ID == "" {
+		return Decision{Verdict: Ignore}
+	}
+	p := in.Conv.Platform
+	if in.Conv.DM {
+		if c.Known(p, in.User.ID) {
+			return Decision{Verdict: Allow}
+		}
+		switch c.policy.DMPolicy {
+		case "open":
+			return Decision{Verdict: Allow}
+		case "pairing":
+			return c.pair(in)
+		default: // allowlist, disabled
+			return Decision{Verdict: Ignore}
+		}
+	}
+	groupOK := slices.Contains(c.policy.Groups, "*") || slices.Contains(c.policy.Groups, key(p, in.Conv.Channel))
+	if !groupOK && !c.Known(p, in.User.ID) {
+		return Decision{Verdict: Ignore}
+	}
+	if in.Kind == chat.KindMessage && c.policy.MentionRequired && !in.Mentioned && !in.ReplyToBot && in.Command == nil {
+		return Decision{Verdict: Ignore}
+	}
+	return Decision{Verdict: Allow}
+}
+
+func (c *Checker) pair(in chat.Inbound) Decision {
+	if c.store == nil {
+		return Decision{Verdict: Ignore}
+	}
+	code, created, err := c.store.RequestCode(string(in.Conv.Platform), in.User.ID, in.User.Name)
+	if err != nil {
+		return Decision{Verdict: Ignore}
+	}
+	if !created {
+		return Decision{Verdict: Ignore}
+	}
+	return Decision{Verdict: Pair, Reply: fmt.Sprintf(
+		"I don't know you yet. Your pairing code is **%s** (valid for 1 hour).\n\nAsk the owner of this bot to run:\n\n`pibot pairing approve %s %s`",
+		code, in.Conv.Platform, code)}
+}

@@ -1,0 +1,130 @@
+package access
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+func dm(user string) chat.Inbound {
+	return chat.Inbound{Conv: chat.ConvRef{Platform: "telegram", Channel: user, DM: true}, User: chat.User{ID: user, Name: "u" + user}, Text: "hi"}
+}
+
+func group(chatID, user string, mentioned bool) chat.Inbound {
+	return chat.Inbound{Conv: chat.ConvRef{Platform: "telegram", Channel: chatID}, User: chat.User{ID: user}, Mentioned: mentioned, Text: "hi"}
+}
+
+func TestCheck(t *testing.T) {
+	store, err := OpenStore(filepath.Join(t.TempDir(), "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := Policy{Owners: []string{"telegram:1"}, Users: []string{"telegram:2"}, DMPolicy: "pairing", Groups: []string{"telegram:-100"}, MentionRequired: true}
+	c := NewChecker(pol, store)
+	bot := dm("9")
+	bot.User.IsBot = true
+	reply := group("-100", "5", false)
+	reply.ReplyToBot = true
+	cmd := group("-100", "5", false)
+	cmd.Command = &chat.Command{Name: "help"}
+	tests := []struct {
+		name string
+		in   chat.Inbound
+		want Verdict
+	}{
+		{"owner DM", dm("1"), Allow},
+		{"allowed user DM", dm("2"), Allow},
+		{"stranger DM gets a code", dm("3"), Pair},
+		{"stranger again: no second code", dm("3"), Ignore},
+		{"bot ignored", bot, Ignore},
+		{"allowed group, mentioned", group("-100", "5", true), Allow},
+		{"allowed group, not mentioned", group("-100", "5", false), Ignore},
+		{"reply to bot counts as mention", reply, Allow},
+		{"command counts as mention", cmd, Allow},
+		{"unknown group, stranger", group("-200", "5", true), Ignore},
+		{"unknown group, owner", group("-200", "1", true), Allow},
+	}
+	for _, tt := range tests {
+		if got := c.Check(tt.in).Verdict; got != tt.want {
+			t.Errorf("%s: verdict %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestDMPolicies(t *testing.T) {
+	for _, tt := range []struct {
+		policy string
+		want   Verdict
+	}{{"open", Allow}, {"allowlist", Ignore}, {"disabled", Ignore}} {
+		c := NewChecker(Policy{DMPolicy: tt.policy}, nil)
+		if got := c.Check(dm("7")).Verdict; got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.policy, got, tt.want)
+		}
+	}
+}
+
+func TestPairingFlow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pairing.json")
+	s, _ := OpenStore(path)
+	now := time.Unix(1_800_000_000, 0)
+	s.now = func() time.Time { return now }
+	c := NewChecker(Policy{DMPolicy: "pairing"}, s)
+	d := c.Check(dm("42"))
+	if d.Verdict != Pair {
+		t.Fatalf("verdict %v", d.Verdict)
+	}
+	reqs, _, _ := s.List()
+	if len(reqs) != 1 || len(reqs[0].Code) != CodeLength || strings.ContainsAny(reqs[0].Code, "0O1I") {
+		t.Fatalf("bad code: %+v", reqs)
+	}
+	if !strings.Contains(d.Reply, reqs[0].Code) {
+		t.Fatalf("reply lacks the code: %q", d.Reply)
+	}
+	// A second process (the CLI) approves through its own Store on the same file.
+	cli, _ := OpenStore(path)
+	cli.now = s.now
+	if _, err := cli.Approve("telegram", "WRONGCOD"); !errors.Is(err, ErrUnknownCode) {
+		t.Fatalf("wrong code: %v", err)
+	}
+	if _, err := cli.Approve("telegram", strings.ToLower(reqs[0].Code)); err != nil {
+		t.Fatal(err)
+	}
+	if c.Check(dm("42")).Verdict != Allow {
+		t.Fatal("approved user not allowed by the running checker")
+	}
+	if ok, _ := cli.Revoke("telegram", "42"); !ok {
+		t.Fatal("revoke found nothing")
+	}
+	if c.Check(dm("42")).Verdict == Allow {
+		t.Fatal("revoked user still allowed")
+	}
+}
+
+func TestPairingLimitsAndExpiry(t *testing.T) {
+	s, _ := OpenStore(filepath.Join(t.TempDir(), "p.json"))
+	now := time.Unix(1_800_000_000, 0)
+	s.now = func() time.Time { return now }
+	for i := range MaxPendingPer {
+		if _, _, err := s.RequestCode("telegram", string(rune('a'+i)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.RequestCode("telegram", "z", ""); !errors.Is(err, ErrTooManyPending) {
+		t.Fatalf("4th pending: %v", err)
+	}
+	if _, _, err := s.RequestCode("slack", "z", ""); err != nil {
+		t.Fatalf("other platform limited: %v", err)
+	}
+	reqs, _, _ := s.List()
+	now = now.Add(CodeTTL + time.Second)
+	if _, err := s.Approve("telegram", reqs[0].Code); !errors.Is(err, ErrUnknownCode) {
+		t.Fatalf("expired code approved: %v", err)
+	}
+	if _, _, err := s.RequestCode("telegram", "z", ""); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+}

@@ -1,0 +1,241 @@
+package access
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Code alphabet: upper case without the ambiguous 0, O, 1 and I.
+const codeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// Limits of the pairing flow.
+const (
+	CodeLength      = 8
+	CodeTTL         = time.Hour
+	MaxPendingPer   = 3
+	defaultFileMode = 0o600
+)
+
+// Errors of the pairing store.
+var (
+	ErrTooManyPending = errors.New("too many pending pairing requests")
+	ErrUnknownCode    = errors.New("unknown or expired pairing code")
+)
+
+// Request is a pending pairing request.
+type Request struct {
+	Platform string    `json:"platform"`
+	User     string    `json:"user"`
+	Name     string    `json:"name,omitempty"`
+	Code     string    `json:"code"`
+	Created  time.Time `json:"created"`
+}
+
+// Pairing is an approved user.
+type Pairing struct {
+	Platform string    `json:"platform"`
+	User     string    `json:"user"`
+	Name     string    `json:"name,omitempty"`
+	Approved time.Time `json:"approved"`
+}
+
+type pairingFile struct {
+	Pending  []Request `json:"pending"`
+	Approved []Pairing `json:"approved"`
+}
+
+// Store is the pairing state in one JSON file, shared by a running pibot
+// and the `pibot pairing` command: every call rereads the file when it
+// changed and writes it atomically.
+type Store struct {
+	mu    sync.Mutex
+	path  string
+	now   func() time.Time
+	data  pairingFile
+	mtime time.Time
+	size  int64
+}
+
+// OpenStore opens the store at path (created on first write).
+func OpenStore(path string) (*Store, error) {
+	s := &Store{path: path, now: time.Now}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) reloadLocked() error {
+	st, err := os.Stat(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		s.data = pairingFile{}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	if st.ModTime().Equal(s.mtime) && st.Size() == s.size {
+		return nil
+	}
+	b, err := os.ReadFile(s.path)
+	if err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	var d pairingFile
+	if err := json.Unmarshal(b, &d); err != nil {
+		return fmt.Errorf("access: %s: %w", s.path, err)
+	}
+	s.data, s.mtime, s.size = d, st.ModTime(), st.Size()
+	return nil
+}
+
+func (s *Store) saveLocked() error {
+	b, err := json.MarshalIndent(s.data, "", "  ")
+	if err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	tmp := s.path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), defaultFileMode); err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("access: %w", err)
+	}
+	if st, err := os.Stat(s.path); err == nil {
+		s.mtime, s.size = st.ModTime(), st.Size()
+	}
+	return nil
+}
+
+func (s *Store) pruneLocked() {
+	now := s.now()
+	kept := s.data.Pending[:0]
+	for _, r := range s.data.Pending {
+		if now.Sub(r.Created) < CodeTTL {
+			kept = append(kept, r)
+		}
+	}
+	s.data.Pending = kept
+}
+
+// RequestCode returns the pending code of (platform, user), creating one if
+// needed. created is false when an existing code was returned (pibot sends
+// a code only when a new request is created).
+func (s *Store) RequestCode(platform, user, name string) (code string, created bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return "", false, err
+	}
+	s.pruneLocked()
+	n := 0
+	for _, r := range s.data.Pending {
+		if r.Platform == platform {
+			if r.User == user {
+				return r.Code, false, nil
+			}
+			n++
+		}
+	}
+	if n >= MaxPendingPer {
+		return "", false, fmt.Errorf("access: %s: %w", platform, ErrTooManyPending)
+	}
+	code = newCode()
+	s.data.Pending = append(s.data.Pending, Request{Platform: platform, User: user, Name: name, Code: code, Created: s.now().UTC()})
+	return code, true, s.saveLocked()
+}
+
+func newCode() string {
+	var b [CodeLength]byte
+	_, _ = rand.Read(b[:])
+	for i := range b {
+		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
+	}
+	return string(b[:])
+}
+
+// Approve turns the pending request with code on platform into a pairing.
+func (s *Store) Approve(platform, code string) (Pairing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return Pairing{}, err
+	}
+	s.pruneLocked()
+	code = strings.ToUpper(strings.TrimSpace(code))
+	for i, r := range s.data.Pending {
+		if r.Platform == platform && subtle.ConstantTimeCompare([]byte(r.Code), []byte(code)) == 1 {
+			p := Pairing{Platform: r.Platform, User: r.User, Name: r.Name, Approved: s.now().UTC()}
+			s.data.Pending = append(s.data.Pending[:i], s.data.Pending[i+1:]...)
+			s.data.Approved = append(s.data.Approved, p)
+			return p, s.saveLocked()
+		}
+	}
+	return Pairing{}, fmt.Errorf("access: %s %s: %w", platform, code, ErrUnknownCode)
+}
+
+// Revoke removes an approved user (and any pending request of theirs).
+func (s *Store) Revoke(platform, user string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return false, err
+	}
+	found := false
+	kept := s.data.Approved[:0]
+	for _, p := range s.data.Approved {
+		if p.Platform == platform && p.User == user {
+			found = true
+			continue
+		}
+		kept = append(kept, p)
+	}
+	s.data.Approved = kept
+	pk := s.data.Pending[:0]
+	for _, r := range s.data.Pending {
+		if !(r.Platform == platform && r.User == user) {
+			pk = append(pk, r)
+		}
+	}
+	s.data.Pending = pk
+	return found, s.saveLocked()
+}
+
+// List returns pending (unexpired) requests and approved users.
+func (s *Store) List() ([]Request, []Pairing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return nil, nil, err
+	}
+	s.pruneLocked()
+	return append([]Request(nil), s.data.Pending...), append([]Pairing(nil), s.data.Approved...), nil
+}
+
+// Approved reports whether (platform, user) is paired.
+func (s *Store) Approved(platform, user string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return false
+	}
+	for _, p := range s.data.Approved {
+		if p.Platform == platform && p.User == user {
+			return true
+		}
+	}
+	return false
+}

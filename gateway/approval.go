@@ -1,0 +1,427 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// Approval decisions, as stored and as button suffixes.
+const (
+	decideOnce    = "o"
+	decideSession = "s"
+	decideDeny    = "d"
+
+	customApproval = "pibot.approval"
+)
+
+// approvals tracks tool calls waiting for a human decision. Each pending
+// approval is persisted as a custom entry, so a decision made after a
+// restart still applies: the tool then runs (or is refused) and the run
+// continues.
+type approvals struct {
+	g       *Gateway
+	mu      sync.Mutex
+	pending map[string]*approval
+}
+
+type approval struct {
+	ID        string          `json:"id"`
+	ToolCall  string          `json:"toolCallId"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	Requester string          `json:"requester"`
+	State     string          `json:"state"` // pending | allowed | denied
+	By        string          `json:"by,omitempty"`
+	Scope     string          `json:"scope,omitempty"` // once | session
+
+	path    string
+	loc     *location
+	msg     chat.MsgRef
+	decided chan string
+}
+
+func newApprovals(g *Gateway) *approvals {
+	return &approvals{g: g, pending: map[string]*approval{}}
+}
+
+func (a *approvals) pendingFor(path string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, p := range a.pending {
+		if p.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// policy returns allow|ask|deny for tool in loc.
+func (g *Gateway) policy(loc *location, tool string) string {
+	m := g.cfg.GroupApprovals
+	if loc.conv.DM {
+		m = g.cfg.DMApprovals
+	}
+	if p, ok := m[tool]; ok {
+		return p
+	}
+	if p, ok := m["*"]; ok {
+		return p
+	}
+	return "allow"
+}
+
+// beforeToolCall is the agent hook that applies the approval policy.
+func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
+	g, loc := r.o.g, r.loc
+	switch g.policy(loc, c.Name) {
+	case "deny":
+		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}, nil
+	case "ask":
+	default:
+		return agent.Decision{}, nil
+	}
+	r.o.mu.Lock()
+	ok := loc.allowed[c.Name]
+	r.o.mu.Unlock()
+	if ok {
+		return agent.Decision{}, nil
+	}
+	requester := r.requester()
+	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, State: "pending", path: r.o.path, loc: loc, decided: make(chan string, 1)}
+	if err := r.o.recordApproval(loc, ap); err != nil {
+		return agent.Decision{Block: true, Reason: "approval could not be recorded: " + err.Error()}, nil
+	}
+	g.approval.add(ap)
+	defer g.approval.remove(ap.ID)
+	if err := g.approval.ask(ctx, ap); err != nil {
+		return agent.Decision{Block: true, Reason: "approval could not be requested: " + err.Error()}, nil
+	}
+	r.ctl.Status("waiting for approval of " + c.Name)
+	defer r.ctl.Status("")
+	timer := time.NewTimer(g.cfg.ApprovalTimeout)
+	defer timer.Stop()
+	var d string
+	select {
+	case d = <-ap.decided:
+	case <-timer.C:
+		d = decideDeny
+		ap.By = "timeout"
+		g.approval.finish(context.WithoutCancel(ctx), ap, d)
+	case <-ctx.Done():
+		return agent.Decision{Block: true, Reason: "Operation aborted"}, nil
+	}
+	if d == decideDeny {
+		reason := "The user denied this tool call."
+		if ap.By == "timeout" {
+			reason = "No one approved this tool call in time; it was denied."
+		}
+		return agent.Decision{Block: true, Reason: reason}, nil
+	}
+	if d == decideSession {
+		r.o.mu.Lock()
+		loc.allowed[c.Name] = true
+		r.o.mu.Unlock()
+	}
+	return agent.Decision{}, nil
+}
+
+func (r *run) requester() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last int64
+	who := ""
+	for ts, p := range r.meta {
+		if ts > last {
+			last, who = ts, p.item.In.User.ID
+		}
+	}
+	if who == "" {
+		if h, ok := r.o.sess.Get(r.o.head(r.loc)); ok {
+			for _, e := range r.branchEntries(h.ID) {
+				if e.Pibot != nil && e.Pibot.From != "" {
+					who = e.Pibot.From
+				}
+			}
+		}
+	}
+	return who
+}
+
+func (r *run) branchEntries(leaf string) []session.Entry {
+	b, _ := r.o.sess.Branch(leaf)
+	return b
+}
+
+func (o *owner) recordApproval(loc *location, ap *approval) error {
+	data, _ := json.Marshal(ap)
+	_, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customApproval, Data: data}, session.SyncAlways)
+	return err
+}
+
+func (a *approvals) add(ap *approval) {
+	a.mu.Lock()
+	a.pending[ap.ID] = ap
+	a.mu.Unlock()
+}
+
+func (a *approvals) remove(id string) {
+	a.mu.Lock()
+	delete(a.pending, id)
+	a.mu.Unlock()
+}
+
+func (a *approvals) get(id string) *approval {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending[id]
+}
+
+// ask posts the approval message with its three buttons.
+func (a *approvals) ask(ctx context.Context, ap *approval) error {
+	ad := a.g.adapters[ap.loc.conv.Platform]
+	if ad == nil {
+		return fmt.Errorf("no adapter for %s", ap.loc.conv.Platform)
+	}
+	md := fmt.Sprintf("🔐 **Approve `%s`?**\n\n```\n%s\n```", ap.Tool, argsPreview(ap.Args))
+	out := chat.Out{Markdown: md, Buttons: [][]chat.Button{{
+		{ID: "ap:" + ap.ID + ":" + decideOnce, Label: "Allow once", Style: chat.StylePrimary},
+		{ID: "ap:" + ap.ID + ":" + decideSession, Label: "Allow for this session"},
+		{ID: "ap:" + ap.ID + ":" + decideDeny, Label: "Deny", Style: chat.StyleDanger},
+	}}}
+	ref, err := ad.Send(ctx, ap.loc.conv, out)
+	if err != nil {
+		return err
+	}
+	ap.msg = ref
+	return nil
+}
+
+func argsPreview(args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) == nil {
+		if c, ok := m["command"].(string); ok {
+			return truncate(c, 1500)
+		}
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, args, "", "  ") != nil {
+		return truncate(string(args), 1500)
+	}
+	return truncate(buf.String(), 1500)
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// finish records the decision and replaces the buttons with its outcome.
+func (a *approvals) finish(ctx context.Context, ap *approval, d string) {
+	ap.State, ap.Scope = "allowed", "once"
+	switch d {
+	case decideDeny:
+		ap.State, ap.Scope = "denied", ""
+	case decideSession:
+		ap.Scope = "session"
+	}
+	if o, err := a.g.owner(ctx, ap.path); err == nil {
+		data, _ := json.Marshal(ap)
+		if _, err := o.append(ap.loc, session.Entry{Type: session.TypeCustom, CustomType: customApproval, Data: data}, session.SyncAlways); err != nil {
+			a.g.log.Warn("record approval decision", "err", err)
+		}
+	}
+	if ad := a.g.adapters[ap.loc.conv.Platform]; ad != nil && ap.msg.ID != "" {
+		if err := ad.Edit(ctx, ap.msg, chat.Out{Markdown: decisionText(ap)}); err != nil {
+			a.g.log.Debug("edit approval message", "err", err)
+		}
+	}
+}
+
+func decisionText(ap *approval) string {
+	who := ap.By
+	if who == "" {
+		who = "someone"
+	}
+	switch {
+	case ap.By == "timeout":
+		return fmt.Sprintf("⌛ `%s` was denied: no answer in time.", ap.Tool)
+	case ap.State == "denied":
+		return fmt.Sprintf("❌ `%s` denied by %s.", ap.Tool, who)
+	case ap.Scope == "session":
+		return fmt.Sprintf("✅ `%s` allowed for this session by %s.", ap.Tool, who)
+	default:
+		return fmt.Sprintf("✅ `%s` allowed once by %s.", ap.Tool, who)
+	}
+}
+
+// decide applies a button press or /approve, /deny. It returns the toast.
+func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) string {
+	ap := g.approval.get(id)
+	if ap == nil {
+		return g.decideRecovered(ctx, in, id, d)
+	}
+	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return "Only the person who asked, or an owner, can decide."
+	}
+	g.approval.mu.Lock()
+	_, still := g.approval.pending[id]
+	delete(g.approval.pending, id)
+	g.approval.mu.Unlock()
+	if !still {
+		return "Already decided."
+	}
+	ap.By = displayName(in.User)
+	g.approval.finish(ctx, ap, d)
+	ap.decided <- d
+	if d == decideDeny {
+		return "Denied."
+	}
+	return "Allowed."
+}
+
+func displayName(u chat.User) string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return u.ID
+}
+
+// decideRecovered handles a decision about an approval whose run no longer
+// exists (pibot restarted while it waited): the decision is recorded, the
+// tool call gets its result (the tool runs if allowed), and the run
+// continues from there.
+func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d string) string {
+	path, ok := g.index.get(in.Conv.Key())
+	if !ok {
+		return "This approval is no longer pending."
+	}
+	o, err := g.owner(ctx, path)
+	if err != nil {
+		return "This approval is no longer pending."
+	}
+	loc := o.location(in.Conv.Key(), in.Conv)
+	ap, call, ok := o.findPendingApproval(loc, id)
+	if !ok {
+		return "Already decided."
+	}
+	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return "Only the person who asked, or an owner, can decide."
+	}
+	o.mu.Lock()
+	busy := loc.run != nil
+	o.mu.Unlock()
+	if busy {
+		return "A run is active here; try again when it ends."
+	}
+	ap.By, ap.path, ap.loc = displayName(in.User), path, loc
+	if in.Action != nil {
+		ap.msg = in.Action.Msg
+	}
+	g.approval.finish(ctx, ap, d)
+	if d == decideSession {
+		o.mu.Lock()
+		loc.allowed[ap.Tool] = true
+		o.mu.Unlock()
+	}
+	o.resumeAfterApproval(loc, ap, call, d != decideDeny)
+	if d == decideDeny {
+		return "Denied."
+	}
+	return "Allowed."
+}
+
+// findPendingApproval looks on loc's branch for approval id without a
+// decision whose tool call still has no result.
+func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Content, bool) {
+	branch, err := o.sess.Branch(o.head(loc))
+	if err != nil {
+		return nil, llm.Content{}, false
+	}
+	var ap *approval
+	results := map[string]bool{}
+	calls := map[string]llm.Content{}
+	for _, e := range branch {
+		switch {
+		case e.Type == session.TypeCustom && e.CustomType == customApproval:
+			var a approval
+			if json.Unmarshal(e.Data, &a) == nil && a.ID == id {
+				if a.State == "pending" {
+					ap = &a
+				} else {
+					ap = nil
+				}
+			}
+		case e.Type == session.TypeMessage && e.Message != nil:
+			for _, c := range e.Message.ToolCalls() {
+				calls[c.ID] = c
+			}
+			if e.Message.Role == llm.RoleToolResult {
+				results[e.Message.ToolCallID] = true
+			}
+		}
+	}
+	if ap == nil || results[ap.ToolCall] {
+		return nil, llm.Content{}, false
+	}
+	call, ok := calls[ap.ToolCall]
+	return ap, call, ok
+}
+
+// resumeAfterApproval gives the approved (or denied) call its result and
+// continues the run with the model.
+func (o *owner) resumeAfterApproval(loc *location, ap *approval, call llm.Content, allow bool) {
+	g := o.g
+	go func() {
+		ctx := context.Background()
+		var out llm.ToolOutput
+		isErr := false
+		if !allow {
+			out.Content = []llm.Content{llm.TextBlock("The user denied this tool call.")}
+			isErr = true
+		} else {
+			var tool agent.Tool
+			for _, t := range g.cfg.Tools(&attacher{r: &run{o: o, loc: loc}}) {
+				if t.Spec().Name == ap.Tool {
+					tool = t
+				}
+			}
+			if tool == nil {
+				out.Content = []llm.Content{llm.TextBlock("Tool " + ap.Tool + " not found")}
+				isErr = true
+			} else if res, err := tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {}); err != nil {
+				out.Content = []llm.Content{llm.TextBlock(err.Error())}
+				isErr = true
+			} else {
+				out = res
+			}
+		}
+		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: isErr, Timestamp: time.Now().UnixMilli()}
+		if out.Details != nil {
+			msg.Details, _ = json.Marshal(out.Details)
+		}
+		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
+			g.log.Error("record tool result after approval", "err", err)
+			return
+		}
+		o.startRun(loc, nil)
+	}()
+}
+
+func newID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,418 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/agent/compaction"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/llm"
+)
+
+// Models resolves "provider/model" references.
+type Models interface {
+	Model(ref string) (llm.Model, error)
+}
+
+// Inbox keeps accepted messages durable until they are in their session.
+type Inbox interface {
+	Add(ctx context.Context, data []byte) (string, error)
+	Ack(ctx context.Context, id string) error
+	Pending() []cluster.InboxItem
+}
+
+// Dedupe drops redelivered platform events.
+type Dedupe interface {
+	Seen(ctx context.Context, key string) (bool, error)
+	Forget(ctx context.Context, key string)
+}
+
+// Locker grants the right to write a session file.
+type Locker interface {
+	Acquire(ctx context.Context, key string, minFence int64) (*cluster.Lease, error)
+}
+
+// Attacher sends a file from the workspace to the conversation a tool runs
+// for. The gateway implements it per run; the attach tool calls it.
+type Attacher interface {
+	Attach(ctx context.Context, name, mimeType string, r io.Reader, size int64) error
+}
+
+// ToolFactory builds the tools of one run. attach delivers files to the
+// run's conversation.
+type ToolFactory func(attach Attacher) []agent.Tool
+
+// Config configures a Gateway. Zero values get the defaults noted.
+type Config struct {
+	// DataDir holds sessions/, index.jsonl, inbox.jsonl and runs.json.
+	DataDir string
+	// Model is the default "provider/model"; "" means no model configured,
+	// and the chat says what to set (NoModelHelp).
+	Model       string
+	NoModelHelp string
+	Thinking    llm.ThinkingLevel
+	// SystemPrompt builds the system prompt of a run.
+	SystemPrompt func() string
+	Workspace    string
+	Tools        ToolFactory
+	// Approvals: per-tool policy allow|ask|deny for DMs and groups.
+	DMApprovals     map[string]string
+	GroupApprovals  map[string]string
+	ApprovalTimeout time.Duration // default 10m
+	// Queue defaults (per location, changed with /queue).
+	QueueMode       string        // steer (default) | followup | collect | interrupt
+	CollectDebounce time.Duration // default 500ms
+	CollectCap      int           // default 20
+	CollectDrop     string        // old (default) | new
+	Verbosity       stream.Verbosity
+	Compaction      compaction.Settings
+	Retry           agent.RetryConfig
+	// IdleEvict unloads a session with no activity (default 10m).
+	IdleEvict time.Duration
+	// FinalWait bounds how long a final reply waits out rate limits.
+	FinalWait time.Duration
+	Logger    *slog.Logger
+	Metrics   *Metrics
+}
+
+// Gateway routes chat events to session owners. Create it with New and
+// run it with Run.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	adapters map[chat.Platform]chat.Adapter
+	models   Models
+	access   *access.Checker
+	inbox    Inbox
+	dedupe   Dedupe
+	locker   Locker
+	metrics  *Metrics
+
+	index *index
+	runs  *runJournal
+
+	mu       sync.Mutex
+	owners   map[string]*owner // by session path
+	wg       sync.WaitGroup    // owner runs
+	runCtx   context.Context   // set by Run: parent of every agent run
+	approval *approvals
+}
+
+// Deps are the collaborators of a Gateway.
+type Deps struct {
+	Adapters []chat.Adapter
+	Models   Models
+	Access   *access.Checker
+	Inbox    Inbox
+	Dedupe   Dedupe
+	Locker   Locker
+}
+
+// New builds a gateway. It loads the location index of DataDir.
+func New(cfg Config, d Deps) (*Gateway, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("gateway: DataDir is required")
+	}
+	if d.Inbox == nil || d.Dedupe == nil || d.Locker == nil || d.Access == nil {
+		return nil, errors.New("gateway: Inbox, Dedupe, Locker and Access are required")
+	}
+	setDefaults(&cfg)
+	g := &Gateway{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		adapters: map[chat.Platform]chat.Adapter{},
+		models:   d.Models,
+		access:   d.Access,
+		inbox:    d.Inbox,
+		dedupe:   d.Dedupe,
+		locker:   d.Locker,
+		metrics:  cfg.Metrics,
+		owners:   map[string]*owner{},
+	}
+	g.approval = newApprovals(g)
+	for _, a := range d.Adapters {
+		g.adapters[a.Platform()] = a
+	}
+	if err := os.MkdirAll(g.sessionsDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	ix, err := openIndex(filepath.Join(cfg.DataDir, "index.jsonl"), g.sessionsDir(), g.log)
+	if err != nil {
+		return nil, err
+	}
+	g.index = ix
+	g.runs = &runJournal{path: filepath.Join(cfg.DataDir, "runs.json")}
+	return g, nil
+}
+
+func setDefaults(c *Config) {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Thinking == "" {
+		c.Thinking = llm.ThinkingOff
+	}
+	if c.ApprovalTimeout <= 0 {
+		c.ApprovalTimeout = 10 * time.Minute
+	}
+	if c.QueueMode == "" {
+		c.QueueMode = modeSteer
+	}
+	if c.CollectDebounce <= 0 {
+		c.CollectDebounce = 500 * time.Millisecond
+	}
+	if c.CollectCap <= 0 {
+		c.CollectCap = 20
+	}
+	if c.CollectDrop == "" {
+		c.CollectDrop = "old"
+	}
+	if c.Verbosity == "" {
+		c.Verbosity = stream.Tools
+	}
+	if c.IdleEvict <= 0 {
+		c.IdleEvict = 10 * time.Minute
+	}
+	if c.FinalWait <= 0 {
+		c.FinalWait = time.Minute
+	}
+	if c.SystemPrompt == nil {
+		c.SystemPrompt = func() string { return "You are pibot, a helpful assistant." }
+	}
+	if c.Tools == nil {
+		c.Tools = func(Attacher) []agent.Tool { return nil }
+	}
+}
+
+func (g *Gateway) sessionsDir() string { return filepath.Join(g.cfg.DataDir, "sessions") }
+
+// Run starts every adapter, replays messages accepted before a crash,
+// recovers interrupted replies, and serves until ctx ends. Then it stops
+// intake, lets runs finish for a short budget, marks the rest interrupted
+// and closes every session.
+func (g *Gateway) Run(ctx context.Context) error {
+	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRuns()
+	g.mu.Lock()
+	g.runCtx = runCtx
+	g.mu.Unlock()
+
+	if err := g.registerCommands(ctx); err != nil {
+		g.log.Warn("register commands", "err", err)
+	}
+	g.recover(ctx)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, len(g.adapters)+1)
+	for _, a := range g.adapters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx, g.sink); err != nil && !errors.Is(err, context.Canceled) {
+				g.log.Error("adapter stopped", "platform", a.Platform(), "err", err)
+				errs <- fmt.Errorf("gateway: %s: %w", a.Platform(), err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.evictLoop(ctx)
+	}()
+	<-ctx.Done()
+	wg.Wait()
+	g.drain(cancelRuns)
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+// drain lets active runs finish within a budget, then cancels them and
+// closes every owner.
+func (g *Gateway) drain(cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { g.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		g.mu.Lock()
+		for _, o := range g.owners {
+			o.interruptAll("pibot is restarting")
+		}
+		g.mu.Unlock()
+		cancel()
+		<-done
+	}
+	cancel()
+	g.mu.Lock()
+	owners := g.owners
+	g.owners = map[string]*owner{}
+	g.mu.Unlock()
+	for _, o := range owners {
+		o.close()
+	}
+}
+
+// inboxItem is what the inbox stores for one accepted message.
+type inboxItem struct {
+	In chat.Inbound `json:"in"`
+	// Mode forces a queue mode (from /steer and /followup).
+	Mode string `json:"mode,omitempty"`
+}
+
+// sink is the chat.Sink of every adapter.
+func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
+	g.metrics.inbound(in.Conv.Platform)
+	d := g.access.Check(in)
+	switch d.Verdict {
+	case access.Ignore:
+		return nil
+	case access.Pair, access.Deny:
+		g.reply(ctx, in, d.Reply)
+		return nil
+	}
+	if in.DedupKey != "" {
+		dup, err := g.dedupe.Seen(ctx, in.DedupKey)
+		if err != nil {
+			return fmt.Errorf("gateway: dedupe: %w", err)
+		}
+		if dup {
+			g.log.Debug("duplicate event dropped", "key", in.DedupKey)
+			return nil
+		}
+	}
+	if in.Kind == chat.KindAction && in.Action != nil {
+		g.handleAction(ctx, in)
+		return nil
+	}
+	item := inboxItem{In: in}
+	if in.Command != nil {
+		mode, handled := g.handleCommand(ctx, in)
+		if handled {
+			return nil
+		}
+		item.Mode = mode
+		item.In.Text = in.Command.Args
+		item.In.Command = nil
+	}
+	if item.In.Text == "" && len(item.In.Files) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(item)
+	if err != nil {
+		return fmt.Errorf("gateway: encode inbound: %w", err)
+	}
+	id, err := g.inbox.Add(ctx, data)
+	if err != nil {
+		if in.DedupKey != "" {
+			g.dedupe.Forget(ctx, in.DedupKey)
+		}
+		return fmt.Errorf("gateway: inbox: %w", err)
+	}
+	g.deliver(ctx, id, item)
+	return nil
+}
+
+// deliver hands a durable message to its session owner.
+func (g *Gateway) deliver(ctx context.Context, inboxID string, item inboxItem) {
+	o, loc, err := g.locate(ctx, item.In)
+	if err != nil {
+		g.log.Error("route message", "conv", item.In.Conv.Key(), "err", err)
+		g.reply(ctx, item.In, "⚠️ I could not open this conversation's session: "+err.Error())
+		return
+	}
+	o.accept(ctx, loc, &pending{item: item, inboxID: inboxID})
+}
+
+// reply sends a short answer to the conversation of in.
+func (g *Gateway) reply(ctx context.Context, in chat.Inbound, md string) {
+	a := g.adapters[in.Conv.Platform]
+	if a == nil || md == "" {
+		return
+	}
+	out := chat.Out{Markdown: md}
+	if in.Msg.ID != "" {
+		ref := in.Msg
+		out.ReplyTo = &ref
+	}
+	if _, err := a.Send(ctx, in.Conv, out); err != nil {
+		g.log.Warn("send reply", "conv", in.Conv.Key(), "err", err)
+	}
+}
+
+// react marks a message with an emoji where the platform can.
+func (g *Gateway) react(ctx context.Context, ref chat.MsgRef, emoji string) bool {
+	a, ok := g.adapters[ref.Conv.Platform].(chat.Reactor)
+	if !ok || ref.ID == "" {
+		return false
+	}
+	if err := a.React(ctx, ref, emoji); err != nil {
+		g.log.Debug("react", "err", err)
+		return false
+	}
+	return true
+}
+
+func (g *Gateway) registerCommands(ctx context.Context) error {
+	var errs []error
+	for _, a := range g.adapters {
+		if r, ok := a.(chat.CommandRegistrar); ok {
+			if err := r.RegisterCommands(ctx, commandSpecs()); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", a.Platform(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// evictLoop unloads idle sessions so memory stays bounded.
+func (g *Gateway) evictLoop(ctx context.Context) {
+	t := time.NewTicker(g.cfg.IdleEvict / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.evictIdle(time.Now().Add(-g.cfg.IdleEvict))
+		}
+	}
+}
+
+func (g *Gateway) evictIdle(before time.Time) int {
+	g.mu.Lock()
+	var idle []*owner
+	for k, o := range g.owners {
+		if o.idleSince(before) {
+			delete(g.owners, k)
+			idle = append(idle, o)
+		}
+	}
+	g.mu.Unlock()
+	for _, o := range idle {
+		o.close()
+	}
+	g.metrics.setOwners(g.ownerCount())
+	return len(idle)
+}
+
+func (g *Gateway) ownerCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.owners)
+}

@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pibot/pibot/session"
+)
+
+// index maps a location key to the session file that holds it. It is a
+// cache: the session files are the truth (their heads name their
+// locations), and a missing index file is rebuilt from them.
+type index struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+	locs map[string]string
+}
+
+type indexRecord struct {
+	Loc  string `json:"loc"`
+	Path string `json:"path"` // "" unbinds (/new)
+}
+
+func openIndex(path, sessionsDir string, log *slog.Logger) (*index, error) {
+	ix := &index{path: path, locs: map[string]string{}}
+	data, err := os.ReadFile(path)
+	rebuilt := false
+	switch {
+	case err == nil:
+		sc := bufio.NewScanner(strings.NewReader(string(data)))
+		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+		for sc.Scan() {
+			var r indexRecord
+			if json.Unmarshal(sc.Bytes(), &r) != nil {
+				continue
+			}
+			if r.Path == "" {
+				delete(ix.locs, r.Loc)
+			} else {
+				ix.locs[r.Loc] = r.Path
+			}
+		}
+	case errors.Is(err, os.ErrNotExist):
+		if err := ix.rebuild(sessionsDir, log); err != nil {
+			return nil, err
+		}
+		rebuilt = true
+	default:
+		return nil, fmt.Errorf("gateway: index: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: index: %w", err)
+	}
+	ix.f = f
+	if rebuilt {
+		for loc, p := range ix.locs {
+			if err := ix.write(indexRecord{Loc: loc, Path: p}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ix, nil
+}
+
+// rebuild scans every session file for its heads.
+func (ix *index) rebuild(dir string, log *slog.Logger) error {
+	modified := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+			return nil
+		}
+		s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+		if err != nil {
+			log.Warn("index rebuild: skip session", "path", p, "err", err)
+			return nil
+		}
+		defer s.Close()
+		for loc, head := range s.Heads() {
+			e, _ := s.Get(head)
+			if _, ok := ix.locs[loc]; !ok || e.Timestamp > modified[loc] {
+				ix.locs[loc] = p
+				modified[loc] = e.Timestamp
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("gateway: index rebuild: %w", err)
+	}
+	return nil
+}
+
+func (ix *index) write(r indexRecord) error {
+	b, _ := json.Marshal(r)
+	if _, err := ix.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("gateway: index: %w", err)
+	}
+	return ix.f.Sync()
+}
+
+func (ix *index) get(loc string) (string, bool) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	p, ok := ix.locs[loc]
+	return p, ok
+}
+
+func (ix *index) set(loc, path string) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.locs[loc] == path {
+		return nil
+	}
+	if err := ix.write(indexRecord{Loc: loc, Path: path}); err != nil {
+		return err
+	}
+	if path == "" {
+		delete(ix.locs, loc)
+	} else {
+		ix.locs[loc] = path
+	}
+	return nil
+}
+
+func (ix *index) close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.f == nil {
+		return nil
+	}
+	err := ix.f.Close()
+	ix.f = nil
+	return err
+}

@@ -1,0 +1,87 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/llm"
+)
+
+// Metrics are the gateway's Prometheus metrics. A nil *Metrics records
+// nothing.
+type Metrics struct {
+	messages *prometheus.CounterVec
+	runs     prometheus.Counter
+	runSecs  prometheus.Histogram
+	queuedN  prometheus.Counter
+	droppedN prometheus.Counter
+	owners   prometheus.Gauge
+	tokens   *prometheus.CounterVec
+	cost     prometheus.Counter
+}
+
+// NewMetrics registers the gateway metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pibot_inbound_events_total", Help: "Inbound chat events by platform."}, []string{"platform"}),
+		runs:     prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_runs_total", Help: "Agent runs started."}),
+		runSecs:  prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pibot_run_seconds", Help: "Agent run duration.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 12)}),
+		queuedN:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_queued_messages_total", Help: "Messages queued while a run was active."}),
+		droppedN: prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_dropped_messages_total", Help: "Queued messages dropped (with a notice)."}),
+		owners:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "pibot_session_owners", Help: "Sessions loaded in memory."}),
+		tokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pibot_tokens_total", Help: "Model tokens by kind."}, []string{"kind"}),
+		cost:     prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_cost_usd_total", Help: "Model cost in US dollars."}),
+	}
+	reg.MustRegister(m.messages, m.runs, m.runSecs, m.queuedN, m.droppedN, m.owners, m.tokens, m.cost)
+	return m
+}
+
+func (m *Metrics) inbound(p chat.Platform) {
+	if m != nil {
+		m.messages.WithLabelValues(string(p)).Inc()
+	}
+}
+
+func (m *Metrics) runStarted() {
+	if m != nil {
+		m.runs.Inc()
+	}
+}
+
+func (m *Metrics) runEnded(d time.Duration) {
+	if m != nil {
+		m.runSecs.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) queued() {
+	if m != nil {
+		m.queuedN.Inc()
+	}
+}
+
+func (m *Metrics) dropped() {
+	if m != nil {
+		m.droppedN.Inc()
+	}
+}
+
+func (m *Metrics) setOwners(n int) {
+	if m != nil {
+		m.owners.Set(float64(n))
+	}
+}
+
+func (m *Metrics) usage(msg llm.Message) {
+	if m == nil {
+		return
+	}
+	u := msg.Usage
+	m.tokens.WithLabelValues("input").Add(float64(u.Input))
+	m.tokens.WithLabelValues("output").Add(float64(u.Output))
+	m.tokens.WithLabelValues("cache_read").Add(float64(u.CacheRead))
+	m.tokens.WithLabelValues("cache_write").Add(float64(u.CacheWrite))
+	m.cost.Add(u.Cost.Total)
+}

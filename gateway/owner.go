@@ -1,0 +1,355 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// owner is the one writer of a session file. It holds the file's lease,
+// tracks the head of every location in the file, and runs the agent per
+// location. Runs in different locations proceed concurrently; appends are
+// serialised by mu.
+type owner struct {
+	g     *Gateway
+	path  string
+	sess  *session.Session
+	lease *cluster.Lease
+
+	mu       sync.Mutex
+	locs     map[string]*location
+	heads    map[string]string
+	lastUsed time.Time
+	closed   bool
+}
+
+// location is the state of one chat location inside a session.
+type location struct {
+	key  string
+	conv chat.ConvRef
+	mode string
+	run  *run
+	// next holds messages to run after the active run (interrupt mode and
+	// messages the agent did not consume).
+	next []*pending
+	// collect buffers messages in collect mode.
+	collect      []*pending
+	collectTimer *time.Timer
+	// allowed tools for the rest of the session ("Allow for this session").
+	allowed map[string]bool
+	model   string
+}
+
+// pending is an accepted message on its way into the session.
+type pending struct {
+	item    inboxItem
+	inboxID string
+	// extra lists further inbox ids merged into this message (collect).
+	extra []string
+}
+
+func (p *pending) msgKey() string {
+	if p.item.In.Msg.ID == "" {
+		return ""
+	}
+	return p.item.In.Msg.Key()
+}
+
+// locate finds (or creates) the owner and location for an inbound event,
+// applying the branching rules: a reply to an earlier message moves the
+// location's head to that message's entry; a new thread on a message starts
+// a location whose first head is that message's entry.
+func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
+	key := in.Conv.Key()
+	if path, ok := g.index.get(key); ok {
+		o, err := g.owner(ctx, path)
+		if err == nil {
+			loc := o.location(key, in.Conv)
+			if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
+				o.branchTo(loc, *in.ReplyTo)
+			}
+			return o, loc, nil
+		}
+		g.log.Warn("session of location unavailable; starting a new one", "loc", key, "path", path, "err", err)
+	}
+	// A new location: branch from the message it hangs off, if we know it.
+	var parents []chat.MsgRef
+	if in.ReplyTo != nil {
+		parents = append(parents, *in.ReplyTo)
+	}
+	if in.Conv.Thread != "" {
+		root := in.Conv
+		root.Thread = ""
+		parents = append(parents, chat.MsgRef{Conv: root, ID: in.Conv.Thread})
+	}
+	for _, ref := range parents {
+		path, ok := g.index.get(ref.Conv.Key())
+		if !ok {
+			continue
+		}
+		o, err := g.owner(ctx, path)
+		if err != nil {
+			continue
+		}
+		target, ok := o.branchPoint(ref)
+		if !ok {
+			continue
+		}
+		loc := o.location(key, in.Conv)
+		if err := o.moveHead(loc, target); err != nil {
+			return nil, nil, err
+		}
+		if err := g.index.set(key, path); err != nil {
+			return nil, nil, err
+		}
+		return o, loc, nil
+	}
+	return g.newSession(ctx, in.Conv)
+}
+
+// newSession creates a session file for a location.
+func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *location, error) {
+	key := conv.Key()
+	dir := session.Dir(g.sessionsDir(), string(conv.Platform))
+	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(g.cfg.Thinking), Pibot: &session.Meta{Loc: key}}
+	if prov, id, ok := strings.Cut(g.cfg.Model, "/"); ok {
+		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
+	}
+	s, err := session.CreateFile(dir, session.Header{Cwd: g.workspace()}, first, session.Options{Logger: g.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
+	}
+	path := s.Path()
+	lease, err := g.locker.Acquire(ctx, path, 0)
+	if err != nil {
+		s.Close()
+		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
+	}
+	o := g.installOwner(path, s, lease)
+	loc := o.location(key, conv)
+	if first.Type == session.TypeModelChange {
+		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(g.cfg.Thinking)}, session.SyncGrouped); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := g.index.set(key, path); err != nil {
+		return nil, nil, err
+	}
+	return o, loc, nil
+}
+
+func (g *Gateway) workspace() string {
+	if w, err := filepath.Abs(g.cfg.Workspace); err == nil {
+		return w
+	}
+	return g.cfg.Workspace
+}
+
+// owner returns the loaded owner of path, loading it if needed.
+func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
+	g.mu.Lock()
+	if o, ok := g.owners[path]; ok {
+		o.touch()
+		g.mu.Unlock()
+		return o, nil
+	}
+	g.mu.Unlock()
+	lease, err := g.locker.Acquire(ctx, path, 0)
+	if err != nil {
+		// Another goroutine may be loading it right now.
+		g.mu.Lock()
+		o, ok := g.owners[path]
+		g.mu.Unlock()
+		if ok {
+			return o, nil
+		}
+		return nil, fmt.Errorf("gateway: lease %s: %w", path, err)
+	}
+	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence, Logger: g.log})
+	if err != nil {
+		lease.Release(ctx)
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if r := s.Report(); !r.Clean() {
+		g.log.Warn("session repaired on open", "path", path, "report", fmt.Sprintf("%+v", r))
+	}
+	return g.installOwner(path, s, lease), nil
+}
+
+func (g *Gateway) installOwner(path string, s *session.Session, lease *cluster.Lease) *owner {
+	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now()}
+	g.mu.Lock()
+	if prev, ok := g.owners[path]; ok {
+		g.mu.Unlock()
+		s.Close()
+		lease.Release(context.Background())
+		return prev
+	}
+	g.owners[path] = o
+	n := len(g.owners)
+	g.mu.Unlock()
+	g.metrics.setOwners(n)
+	return o
+}
+
+func (o *owner) touch() {
+	o.mu.Lock()
+	o.lastUsed = time.Now()
+	o.mu.Unlock()
+}
+
+// idleSince reports whether nothing ran or arrived since before.
+func (o *owner) idleSince(before time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lastUsed.After(before) {
+		return false
+	}
+	for _, l := range o.locs {
+		if l.run != nil || len(l.collect) > 0 || len(l.next) > 0 {
+			return false
+		}
+	}
+	return !o.g.approval.pendingFor(o.path)
+}
+
+// location returns the state of loc, creating it.
+func (o *owner) location(key string, conv chat.ConvRef) *location {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lastUsed = time.Now()
+	if l, ok := o.locs[key]; ok {
+		return l
+	}
+	l := &location{key: key, conv: conv, mode: o.g.cfg.QueueMode, allowed: map[string]bool{}}
+	o.locs[key] = l
+	return l
+}
+
+func (o *owner) head(loc *location) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.headLocked(loc.key)
+}
+
+func (o *owner) headLocked(key string) string {
+	if h, ok := o.heads[key]; ok {
+		return h
+	}
+	return o.sess.Leaf()
+}
+
+// append writes e as the new head of loc.
+func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return session.Entry{}, errors.New("gateway: session closed")
+	}
+	e.ParentID = o.headLocked(loc.key)
+	if e.Pibot == nil {
+		e.Pibot = &session.Meta{}
+	}
+	e.Pibot.Loc = loc.key
+	out, err := o.sess.Append(e, sync)
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
+	}
+	o.heads[loc.key] = out.ID
+	o.lastUsed = time.Now()
+	return out, nil
+}
+
+// moveHead makes target the head of loc (a branch), durably.
+func (o *owner) moveHead(loc *location, target string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.headLocked(loc.key) == target {
+		return nil
+	}
+	if err := o.sess.MoveHead(loc.key, target); err != nil {
+		return fmt.Errorf("gateway: move head: %w", err)
+	}
+	if h, ok := o.sess.Head(loc.key); ok {
+		o.heads[loc.key] = h
+	}
+	return nil
+}
+
+// branchPoint is the entry a new branch from message ref starts at: for a
+// reply to the bot, the reply's entry; for one of the user's own messages,
+// that message's parent (the question is asked again differently).
+func (o *owner) branchPoint(ref chat.MsgRef) (string, bool) {
+	id, ok := o.sess.EntryForMsg(ref.Key())
+	if !ok {
+		return "", false
+	}
+	e, ok := o.sess.Get(id)
+	if !ok {
+		return "", false
+	}
+	if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser && e.ParentID != "" {
+		return e.ParentID, true
+	}
+	return id, true
+}
+
+// branchTo moves loc's head to the entry of ref, unless a run is active
+// there (then the message simply joins the run).
+func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
+	o.mu.Lock()
+	busy := loc.run != nil
+	o.mu.Unlock()
+	if busy {
+		return
+	}
+	target, ok := o.branchPoint(ref)
+	if !ok {
+		return
+	}
+	if err := o.moveHead(loc, target); err != nil {
+		o.g.log.Warn("branch", "loc", loc.key, "err", err)
+	}
+}
+
+// interruptAll aborts every active run (shutdown).
+func (o *owner) interruptAll(note string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range o.locs {
+		if l.run != nil {
+			l.run.interrupt(note)
+		}
+	}
+}
+
+// close flushes and closes the session and releases the lease.
+func (o *owner) close() {
+	o.mu.Lock()
+	if o.closed {
+		o.mu.Unlock()
+		return
+	}
+	o.closed = true
+	for _, l := range o.locs {
+		if l.collectTimer != nil {
+			l.collectTimer.Stop()
+		}
+	}
+	o.mu.Unlock()
+	if err := o.sess.Close(); err != nil {
+		o.g.log.Warn("close session", "path", o.path, "err", err)
+	}
+	if o.lease != nil {
+		o.lease.Release(context.Background())
+	}
+}

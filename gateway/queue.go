@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Queue modes: what happens to a message sent while the agent works.
+const (
+	modeSteer     = "steer"     // inject at the next turn boundary
+	modeFollowup  = "followup"  // run after the current run ends
+	modeCollect   = "collect"   // debounce, merge, then follow up
+	modeInterrupt = "interrupt" // abort the run, then run the new message
+)
+
+var queueModes = []string{modeSteer, modeFollowup, modeCollect, modeInterrupt}
+
+// collectLocked buffers p and (re)arms the debounce timer. o.mu is held.
+func (o *owner) collectLocked(loc *location, p *pending) {
+	g := o.g
+	loc.collect = append(loc.collect, p)
+	if n := len(loc.collect); n > g.cfg.CollectCap {
+		var dropped *pending
+		if g.cfg.CollectDrop == "new" {
+			dropped = loc.collect[n-1]
+			loc.collect = loc.collect[:n-1]
+		} else {
+			dropped = loc.collect[0]
+			loc.collect = loc.collect[1:]
+		}
+		go o.drop(dropped, "the collect queue is full")
+	}
+	if loc.collectTimer != nil {
+		loc.collectTimer.Stop()
+	}
+	if len(loc.collect) > 0 && loc.collect[len(loc.collect)-1] == p {
+		go g.queued(context.Background(), p, "📥 collected")
+	}
+	loc.collectTimer = time.AfterFunc(g.cfg.CollectDebounce, func() { o.flushCollect(loc) })
+}
+
+// flushCollect merges the collected messages into one follow-up.
+func (o *owner) flushCollect(loc *location) {
+	o.mu.Lock()
+	ps := loc.collect
+	loc.collect = nil
+	loc.collectTimer = nil
+	r := loc.run
+	closed := o.closed
+	o.mu.Unlock()
+	if len(ps) == 0 || closed {
+		return
+	}
+	merged := mergePending(ps)
+	if r != nil {
+		r.enqueue(merged, false)
+		return
+	}
+	o.startRun(loc, []*pending{merged})
+}
+
+// mergePending joins messages into one, keeping the last one's identity
+// and every inbox id.
+func mergePending(ps []*pending) *pending {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	last := *ps[len(ps)-1]
+	var texts []string
+	var extra []string
+	for _, p := range ps {
+		texts = append(texts, p.item.In.Text)
+		if p != ps[len(ps)-1] {
+			extra = append(extra, p.inboxID)
+			extra = append(extra, p.extra...)
+			last.item.In.Files = append(last.item.In.Files, p.item.In.Files...)
+		}
+	}
+	last.item.In.Text = strings.Join(texts, "\n\n")
+	last.extra = append(extra, last.extra...)
+	return &last
+}
+
+// drop discards a queued message, telling the user why. Its inbox item is
+// acknowledged: dropping it is the decision.
+func (o *owner) drop(p *pending, reason string) {
+	ctx := context.Background()
+	o.g.metrics.dropped()
+	o.g.react(ctx, p.item.In.Msg, "❌")
+	o.g.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
+	for _, id := range append([]string{p.inboxID}, p.extra...) {
+		_ = o.g.inbox.Ack(ctx, id)
+	}
+}
+
+// dropQueued discards everything queued at loc and returns how many.
+func (o *owner) dropQueued(loc *location) int {
+	o.mu.Lock()
+	ps := append(loc.collect, loc.next...)
+	loc.collect, loc.next = nil, nil
+	if loc.collectTimer != nil {
+		loc.collectTimer.Stop()
+		loc.collectTimer = nil
+	}
+	r := loc.run
+	o.mu.Unlock()
+	if r != nil && r.agent != nil {
+		st, fu := r.agent.ClearQueues()
+		for _, m := range append(st, fu...) {
+			if p := r.takeMeta(m.Timestamp); p != nil {
+				ps = append(ps, p)
+			}
+		}
+	}
+	for _, p := range ps {
+		o.drop(p, "/queue drop")
+	}
+	return len(ps)
+}
+
+// queuedTexts lists what waits at loc.
+func (o *owner) queuedTexts(loc *location) []string {
+	o.mu.Lock()
+	var out []string
+	for _, p := range loc.collect {
+		out = append(out, "collect: "+p.item.In.Text)
+	}
+	for _, p := range loc.next {
+		out = append(out, "next: "+p.item.In.Text)
+	}
+	r := loc.run
+	o.mu.Unlock()
+	if r != nil && r.agent != nil {
+		st, fu := r.agent.Queued()
+		for _, m := range st {
+			out = append(out, "steer: "+m.Text())
+		}
+		for _, m := range fu {
+			out = append(out, "follow-up: "+m.Text())
+		}
+	}
+	return out
+}

@@ -1,0 +1,528 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// run is one agent run for one location.
+type run struct {
+	o      *owner
+	loc    *location
+	agent  *agent.Agent
+	ctl    *stream.Controller
+	model  llm.Model
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu          sync.Mutex
+	meta        map[int64]*pending // user messages by timestamp, awaiting their entry
+	lastTS      int64
+	lastEntry   string // last assistant entry
+	final       *llm.Message
+	interrupted string
+	journaled   int
+}
+
+// accept takes a durable message for loc and applies the queue mode.
+func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
+	o.mu.Lock()
+	mode := p.item.Mode
+	if mode == "" {
+		mode = loc.mode
+	}
+	r := loc.run
+	if mode == modeCollect {
+		o.collectLocked(loc, p)
+		o.mu.Unlock()
+		return
+	}
+	if r == nil {
+		o.mu.Unlock()
+		o.startRun(loc, []*pending{p})
+		return
+	}
+	switch mode {
+	case modeInterrupt:
+		loc.next = append(loc.next, p)
+		r.interrupt("interrupted by a newer message")
+		o.mu.Unlock()
+		o.g.queued(ctx, p, "⏭ interrupting the current run")
+	case modeFollowup:
+		o.mu.Unlock()
+		r.enqueue(p, false)
+		o.g.queued(ctx, p, "📥 queued as a follow-up")
+	default:
+		o.mu.Unlock()
+		r.enqueue(p, true)
+		o.g.queued(ctx, p, "📥 will steer the current run")
+	}
+}
+
+// queued tells the user their message is queued: a reaction where the
+// platform has them, a status line otherwise.
+func (g *Gateway) queued(ctx context.Context, p *pending, status string) {
+	g.metrics.queued()
+	if !g.react(ctx, p.item.In.Msg, "👀") {
+		g.reply(ctx, p.item.In, "_"+status+"_")
+	}
+}
+
+// message builds the user message of a pending item.
+func (o *owner) message(ctx context.Context, loc *location, p *pending, ts int64) llm.Message {
+	in := p.item.In
+	text := in.Text
+	var blocks []llm.Content
+	for _, f := range in.Files {
+		note, img := o.g.receiveFile(ctx, in.Conv, f)
+		if img != nil {
+			blocks = append(blocks, *img)
+		}
+		if note != "" {
+			text += "\n\n" + note
+		}
+	}
+	m := llm.UserText(strings.TrimSpace(text), ts)
+	m.Content = append(m.Content, blocks...)
+	return m
+}
+
+// startRun starts an agent run for loc with the given prompts.
+func (o *owner) startRun(loc *location, ps []*pending) {
+	g := o.g
+	g.mu.Lock()
+	parent := g.runCtx
+	g.mu.Unlock()
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, meta: map[int64]*pending{}}
+
+	o.mu.Lock()
+	if loc.run != nil || o.closed {
+		loc.next = append(loc.next, ps...)
+		o.mu.Unlock()
+		cancel()
+		return
+	}
+	loc.run = r
+	o.mu.Unlock()
+
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		defer cancel()
+		r.execute(ps)
+		o.afterRun(loc, r)
+	}()
+}
+
+// afterRun clears the run and starts the next one if messages wait.
+func (o *owner) afterRun(loc *location, r *run) {
+	steer, follow := r.agent.ClearQueues()
+	var left []*pending
+	for _, m := range append(steer, follow...) {
+		if p := r.takeMeta(m.Timestamp); p != nil {
+			left = append(left, p)
+		}
+	}
+	o.mu.Lock()
+	loc.run = nil
+	next := append(left, loc.next...)
+	loc.next = nil
+	o.lastUsed = time.Now()
+	o.mu.Unlock()
+	o.g.runs.remove(o.path, loc.key)
+	if len(next) > 0 {
+		o.startRun(loc, next)
+	}
+}
+
+// execute runs the agent to the end and delivers the reply.
+func (r *run) execute(ps []*pending) {
+	o, g, loc := r.o, r.o.g, r.loc
+	ctx := r.ctx
+	var replyTo *chat.MsgRef
+	if len(ps) > 0 {
+		if last := ps[len(ps)-1].item.In.Msg; last.ID != "" {
+			replyTo = &last
+		}
+	}
+	ad := g.adapters[loc.conv.Platform]
+	if ad == nil {
+		g.log.Error("no adapter for location", "loc", loc.key)
+		r.agent = agent.New(agent.Config{}, nil)
+		return
+	}
+	r.ctl = stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, FinalWait: g.cfg.FinalWait, Logger: g.log})
+
+	prompts := make([]llm.Message, 0, len(ps))
+	for _, p := range ps {
+		ts := r.stamp(p)
+		prompts = append(prompts, o.message(ctx, loc, p, ts))
+	}
+	history, thinking, modelRef, err := o.contextFor(loc)
+	if err == nil {
+		r.model, err = r.resolveModel(modelRef)
+	}
+	r.agent = agent.New(r.agentConfig(thinking), history)
+	if err != nil {
+		// Keep the user's message, and say what is missing.
+		for _, m := range prompts {
+			r.persistUser(m)
+		}
+		if _, serr := ad.Send(ctx, loc.conv, chat.Out{Markdown: err.Error(), ReplyTo: replyTo}); serr != nil {
+			g.log.Warn("send", "err", serr)
+		}
+		return
+	}
+	g.runs.add(o.path, loc)
+	r.ctl.Start(ctx)
+	g.metrics.runStarted()
+	start := time.Now()
+	maint := r.maintenance()
+	emit := func(e agent.Event) {
+		maint.Observe(e)
+		r.emit(e)
+	}
+	if len(prompts) == 0 {
+		err = r.agent.Continue(ctx, emit)
+	} else {
+		err = r.agent.Prompt(ctx, emit, prompts...)
+	}
+	if err != nil {
+		g.log.Error("agent run", "loc", loc.key, "err", err)
+	}
+	if r.stoppedReason() == "" && g.cfg.Compaction.Enabled {
+		if err := maint.AfterRun(ctx, r.agent, emit); err != nil {
+			g.log.Warn("compaction", "loc", loc.key, "err", err)
+		}
+	}
+	r.deliver()
+	g.metrics.runEnded(time.Since(start))
+}
+
+func (r *run) stoppedReason() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.interrupted
+}
+
+// stamp assigns p a unique message timestamp and remembers it.
+func (r *run) stamp(p *pending) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts := time.Now().UnixMilli()
+	if ts <= r.lastTS {
+		ts = r.lastTS + 1
+	}
+	r.lastTS = ts
+	r.meta[ts] = p
+	return ts
+}
+
+func (r *run) takeMeta(ts int64) *pending {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.meta[ts]
+	delete(r.meta, ts)
+	return p
+}
+
+// enqueue adds a message to the active run's steering or follow-up queue.
+func (r *run) enqueue(p *pending, steer bool) {
+	if r.agent == nil {
+		r.o.mu.Lock()
+		r.loc.next = append(r.loc.next, p)
+		r.o.mu.Unlock()
+		return
+	}
+	m := r.o.message(r.ctx, r.loc, p, r.stamp(p))
+	if steer {
+		r.agent.Steer(m)
+	} else {
+		r.agent.FollowUp(m)
+	}
+	if r.ctl != nil {
+		st, fu := r.agent.Queued()
+		r.ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
+	}
+}
+
+// interrupt aborts the run; note is shown on the reply.
+func (r *run) interrupt(note string) {
+	r.mu.Lock()
+	if r.interrupted == "" {
+		r.interrupted = note
+	}
+	r.mu.Unlock()
+	if r.agent != nil {
+		r.agent.Abort()
+	}
+}
+
+func (r *run) resolveModel(ref string) (llm.Model, error) {
+	g := r.o.g
+	if ref == "" {
+		ref = g.cfg.Model
+	}
+	if ref == "" || g.models == nil {
+		help := g.cfg.NoModelHelp
+		if help == "" {
+			help = "No model is configured. Set `agent.model` (provider/model) in the config file, or OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment, and restart pibot."
+		}
+		return nil, fmt.Errorf("⚠️ %s", help)
+	}
+	m, err := g.models.Model(ref)
+	if err != nil {
+		return nil, fmt.Errorf("⚠️ Model %s is not usable: %v", ref, err)
+	}
+	return m, nil
+}
+
+func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
+	g := r.o.g
+	cfg := agent.Config{
+		Model:        r.model,
+		Thinking:     thinking,
+		SystemPrompt: g.cfg.SystemPrompt(),
+		Tools:        g.cfg.Tools(&attacher{r: r}),
+		Retry:        g.cfg.Retry,
+		SessionID:    r.o.sess.Header().ID,
+		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
+	}
+	if r.model != nil {
+		cfg.Thinking = r.model.Info().ClampThinking(thinking)
+	}
+	return cfg
+}
+
+// contextFor returns the messages, thinking level and model of loc's head.
+func (o *owner) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
+	c, err := o.sess.Context(o.head(loc))
+	if err != nil {
+		return nil, "", "", fmt.Errorf("⚠️ cannot read the session: %v", err)
+	}
+	msgs, err := c.LLMMessages()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("⚠️ cannot read the session: %v", err)
+	}
+	thinking := llm.ThinkingLevel(c.ThinkingLevel)
+	if thinking == "" {
+		thinking = o.g.cfg.Thinking
+	}
+	ref := loc.model
+	if ref == "" && c.Model != nil {
+		ref = c.Model.Provider + "/" + c.Model.ModelID
+	}
+	return msgs, thinking, ref, nil
+}
+
+// emit receives every agent event, in order, on the run goroutine.
+func (r *run) emit(e agent.Event) {
+	switch e.Type {
+	case agent.EventMessageUpdate:
+		if e.Message != nil && e.Message.Role == llm.RoleAssistant {
+			r.ctl.SetText(e.Message.Text())
+			if th := thinkingText(e.Message); th != "" {
+				r.ctl.SetThinking(th)
+			}
+		}
+	case agent.EventMessageEnd:
+		if e.Message != nil {
+			r.persist(*e.Message)
+		}
+		r.journal()
+	case agent.EventToolExecutionStart:
+		r.ctl.ToolStart(e.ToolCallID, e.ToolName, summarizeArgs(e.Args))
+		r.journal()
+	case agent.EventToolExecutionEnd:
+		r.ctl.ToolEnd(e.ToolCallID, e.IsError, excerpt(e.Result))
+	case agent.EventAutoRetryStart:
+		r.ctl.Status(fmt.Sprintf("retrying (%d/%d) in %s: %s", e.Attempt, e.MaxAttempts, time.Duration(e.DelayMs)*time.Millisecond, e.ErrorMessage))
+	case agent.EventAutoRetryEnd, agent.EventCompactionEnd:
+		r.ctl.Status("")
+	case agent.EventCompactionStart:
+		r.ctl.Status("compacting the conversation…")
+	case agent.EventQueueUpdate:
+		if n := len(e.Steering) + len(e.FollowUp); n > 0 {
+			r.ctl.Status(fmt.Sprintf("%d queued message(s)", n))
+		} else {
+			r.ctl.Status("")
+		}
+	}
+}
+
+// persist appends a finished message to the session.
+func (r *run) persist(m llm.Message) {
+	switch m.Role {
+	case llm.RoleUser:
+		r.persistUser(m)
+	case llm.RoleAssistant:
+		e, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncGrouped)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		r.mu.Lock()
+		r.lastEntry, r.final = e.ID, &m
+		r.mu.Unlock()
+		r.o.g.metrics.usage(m)
+		r.ctl.SetText(m.Text())
+		if m.StopReason == llm.StopError && m.ErrorMessage != "" {
+			r.ctl.EndMessage()
+			r.ctl.SetText("⚠️ " + m.ErrorMessage)
+		}
+		r.ctl.EndMessage()
+	case llm.RoleToolResult:
+		if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncGrouped); err != nil {
+			r.fail(err)
+		}
+	}
+}
+
+// persistUser appends a user message durably and acknowledges its inbox item.
+func (r *run) persistUser(m llm.Message) {
+	p := r.takeMeta(m.Timestamp)
+	meta := &session.Meta{}
+	if p != nil {
+		meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
+	}
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m, Pibot: meta}, session.SyncAlways); err != nil {
+		r.fail(err)
+		return
+	}
+	if p == nil {
+		return
+	}
+	for _, id := range append([]string{p.inboxID}, p.extra...) {
+		if err := r.o.g.inbox.Ack(r.ctx, id); err != nil {
+			r.o.g.log.Warn("inbox ack", "err", err)
+		}
+	}
+}
+
+// fail stops the run after a storage failure: nothing more can be recorded.
+func (r *run) fail(err error) {
+	r.o.g.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
+	r.interrupt("⚠️ the session could not be written: " + err.Error())
+}
+
+// deliver finishes the reply and records which messages carry it.
+func (r *run) deliver() {
+	g := r.o.g
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), g.cfg.FinalWait+10*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	note := r.interrupted
+	r.mu.Unlock()
+	var refs []chat.MsgRef
+	var err error
+	if note != "" {
+		refs, err = r.ctl.Abort(fctx, "_"+note+"_")
+	} else {
+		refs, err = r.ctl.Finish(fctx, chat.Out{})
+	}
+	if err != nil {
+		g.log.Error("deliver reply", "loc", r.loc.key, "err", err)
+	}
+	if len(refs) == 0 {
+		return
+	}
+	keys := make([]string, len(refs))
+	for i, ref := range refs {
+		keys[i] = ref.Key()
+	}
+	data, _ := json.Marshal(map[string]any{"entry": r.lastEntry, "refs": keys, "state": "delivered"})
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncGrouped); err != nil {
+		g.log.Warn("record delivery", "err", err)
+	}
+}
+
+// journal records the reply's messages so a restart can mark them.
+func (r *run) journal() {
+	if r.ctl == nil {
+		return
+	}
+	refs := r.ctl.Refs()
+	r.mu.Lock()
+	changed := len(refs) != r.journaled
+	r.journaled = len(refs)
+	r.mu.Unlock()
+	if changed {
+		r.o.g.runs.setRefs(r.o.path, r.loc, refs)
+	}
+}
+
+const (
+	customDelivery = "pibot.delivery"
+	sessionAlways  = session.SyncAlways
+)
+
+func thinkingText(m *llm.Message) string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == llm.ContentThinking && !c.Redacted {
+			b.WriteString(c.Thinking)
+		}
+	}
+	return b.String()
+}
+
+// summarizeArgs gives a one-line view of tool arguments: the command, path
+// or pattern when there is one.
+func summarizeArgs(args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "path", "pattern", "name"} {
+		if s, ok := m[k].(string); ok {
+			return oneLine(s, 80)
+		}
+	}
+	return ""
+}
+
+func excerpt(o *llm.ToolOutput) string {
+	if o == nil {
+		return ""
+	}
+	return oneLine(llm.JoinText(o.Content, "\n"), 200)
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// attacher sends files from a tool to the run's conversation.
+type attacher struct{ r *run }
+
+func (a *attacher) Attach(ctx context.Context, name, mimeType string, rd io.Reader, size int64) error {
+	g := a.r.o.g
+	up, ok := g.adapters[a.r.loc.conv.Platform].(chat.Uploader)
+	if !ok {
+		return fmt.Errorf("attach: %s cannot receive files", a.r.loc.conv.Platform)
+	}
+	_, err := up.Upload(ctx, a.r.loc.conv, chat.OutFile{Name: name, MimeType: mimeType, Reader: rd, Size: size}, nil)
+	if err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package stream
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
+)
+
+// BenchmarkStreamToken measures the CPU cost per streamed token of a
+// 2,000-token reply (prose with code blocks, split into several messages),
+// rendering, splitting and publishing every tick tokens.
+func BenchmarkStreamToken(b *testing.B) {
+	const tokens = 2000
+	toks := make([]string, tokens)
+	for i := range toks {
+		switch {
+		case i%400 == 100:
+			toks[i] = "\n\n```go\n"
+		case i%400 == 160:
+			toks[i] = "\n```\n\n"
+		case i%50 == 0:
+			toks[i] = "\n\n"
+		default:
+			toks[i] = fmt.Sprintf(" tok%d", i%97)
+		}
+	}
+	conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
+	caps := chat.Caps{Dialect: chat.DialectTelegram, MaxLen: 4096}
+	for _, tick := range []int{1, 20} {
+		b.Run(fmt.Sprintf("tick=%d", tick), func(b *testing.B) {
+			ctx := b.Context()
+			for b.Loop() {
+				ad := chattest.New(chattest.WithCaps(caps, caps))
+				c := New(ad, conv, Options{})
+				c.ToolStart("1", "bash", "go test ./...")
+				c.ToolEnd("1", false, "ok")
+				var sb strings.Builder
+				for i, tok := range toks {
+					sb.WriteString(tok)
+					c.SetText(sb.String())
+					if i%tick == 0 {
+						c.mu.Lock()
+						md := c.doc.render(c.opts.Verbosity, c.now(), true)
+						c.mu.Unlock()
+						c.publish(ctx, c.split(md))
+					}
+				}
+				if _, err := c.Finish(ctx, chat.Out{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tokens), "ns/token")
+		})
+	}
+}

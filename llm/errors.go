@@ -1,0 +1,119 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Sentinel errors providers wrap so callers can branch with errors.Is.
+var (
+	ErrRateLimited     = errors.New("rate limited")
+	ErrAuth            = errors.New("authentication failed")
+	ErrContextOverflow = errors.New("context overflow")
+	ErrNoCredentials   = errors.New("no credentials")
+)
+
+// APIError is a failed HTTP call to a model API. Its text never contains
+// credentials.
+type APIError struct {
+	Provider   string
+	Status     int
+	Message    string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *APIError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("%s: %d %s", e.Provider, e.Status, e.Message)
+	}
+	return fmt.Sprintf("%s: %s", e.Provider, e.Message)
+}
+
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Retryable reports whether the call may succeed if repeated: 429, 5xx and
+// transport failures; never other 4xx.
+func (e *APIError) Retryable() bool {
+	return e.Status == 0 || e.Status == 429 || e.Status == 408 || e.Status >= 500
+}
+
+var retryablePattern = regexp.MustCompile(`(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay`)
+
+var overflowPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)prompt is too long`),
+	regexp.MustCompile(`(?i)request_too_large`),
+	regexp.MustCompile(`(?i)input is too long for requested model`),
+	regexp.MustCompile(`(?i)exceeds the context window`),
+	regexp.MustCompile(`(?i)input token count.*exceeds the maximum`),
+	regexp.MustCompile(`(?i)maximum prompt length is \d+`),
+	regexp.MustCompile(`(?i)reduce the length of the messages`),
+	regexp.MustCompile(`(?i)maximum context length is \d+ tokens`),
+	regexp.MustCompile(`(?i)exceeds the limit of \d+`),
+	regexp.MustCompile(`(?i)exceeds the available context size`),
+	regexp.MustCompile(`(?i)greater than the context length`),
+	regexp.MustCompile(`(?i)context window exceeds limit`),
+	regexp.MustCompile(`(?i)exceeded model token limit`),
+	regexp.MustCompile(`(?i)too large for model with \d+ maximum context length`),
+	regexp.MustCompile(`(?i)model_context_window_exceeded`),
+	regexp.MustCompile(`(?i)prompt too long; exceeded (max )?context length`),
+	regexp.MustCompile(`(?i)context[_ ]length[_ ]exceeded`),
+	regexp.MustCompile(`(?i)too many tokens`),
+	regexp.MustCompile(`(?i)token limit exceeded`),
+	regexp.MustCompile(`(?i)^4(00|13)\s*(status code)?\s*\(no body\)`),
+}
+
+var overflowExclusions = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)^(Throttling error|Service unavailable):`),
+	regexp.MustCompile(`(?i)rate limit`),
+	regexp.MustCompile(`(?i)too many requests`),
+}
+
+// IsOverflowText reports whether an error text says the context overflowed.
+func IsOverflowText(s string) bool {
+	for _, re := range overflowExclusions {
+		if re.MatchString(s) {
+			return false
+		}
+	}
+	for _, re := range overflowPatterns {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsContextOverflow reports whether an assistant message shows a context
+// overflow, like pi-ai's isContextOverflow: an overflow error text, or a
+// silent overflow visible in usage (contextWindow > 0).
+func IsContextOverflow(m Message, contextWindow int64) bool {
+	if m.StopReason == StopError && m.ErrorMessage != "" && IsOverflowText(m.ErrorMessage) {
+		return true
+	}
+	if contextWindow <= 0 {
+		return false
+	}
+	in := m.Usage.Input + m.Usage.CacheRead
+	if m.StopReason == StopStop && in > contextWindow {
+		return true
+	}
+	if m.StopReason == StopLength && m.Usage.Output == 0 && float64(in) >= 0.99*float64(contextWindow) {
+		return true
+	}
+	return false
+}
+
+// IsRetryable reports whether an assistant message failed with an error pi
+// retries automatically (and that is not a context overflow).
+func IsRetryable(m Message, contextWindow int64) bool {
+	if m.StopReason != StopError || m.ErrorMessage == "" {
+		return false
+	}
+	if IsContextOverflow(m, contextWindow) {
+		return false
+	}
+	return retryablePattern.MatchString(m.ErrorMessage)
+}

@@ -1,0 +1,126 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Field is one key of a JSON object whose meaning pibot does not know; it is
+// kept verbatim so that it survives a decode/encode cycle.
+type Field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// decodeObject splits a JSON object into its keys and raw values, in order.
+func decodeObject(data []byte) ([]Field, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("expected a JSON object")
+	}
+	var out []Field
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("expected an object key")
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		out = append(out, Field{Key: key, Value: raw})
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// objWriter builds a JSON object with keys in the order they are written.
+type objWriter struct {
+	buf   bytes.Buffer
+	first bool
+	err   error
+}
+
+func newObjWriter() *objWriter {
+	w := &objWriter{first: true}
+	w.buf.WriteByte('{')
+	return w
+}
+
+func (w *objWriter) key(k string) {
+	if !w.first {
+		w.buf.WriteByte(',')
+	}
+	w.first = false
+	kb, _ := json.Marshal(k)
+	w.buf.Write(kb)
+	w.buf.WriteByte(':')
+}
+
+// val writes key:value with encoding/json semantics (no HTML escaping).
+func (w *objWriter) val(k string, v any) {
+	if w.err != nil {
+		return
+	}
+	var b []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		b = x
+	default:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			w.err = err
+			return
+		}
+		b = bytes.TrimRight(buf.Bytes(), "\n")
+	}
+	w.key(k)
+	w.buf.Write(b)
+}
+
+func (w *objWriter) extra(fs []Field) {
+	for _, f := range fs {
+		w.val(f.Key, f.Value)
+	}
+}
+
+func (w *objWriter) bytes() ([]byte, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	w.buf.WriteByte('}')
+	return w.buf.Bytes(), nil
+}
+
+// MarshalJSONNoEscape encodes v like json.Marshal but without escaping <, >
+// and & (pi writes them raw).
+func MarshalJSONNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+func unmarshalField(f Field, dst any) error {
+	if err := json.Unmarshal(f.Value, dst); err != nil {
+		return fmt.Errorf("field %q: %w", f.Key, err)
+	}
+	return nil
+}

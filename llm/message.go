@@ -1,0 +1,359 @@
+package llm
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Role is the role of a message.
+type Role string
+
+// Message roles. The first three are sent to models; the others are the
+// coding agent's own roles, converted to user messages by ConvertToLLM.
+const (
+	RoleUser              Role = "user"
+	RoleAssistant         Role = "assistant"
+	RoleToolResult        Role = "toolResult"
+	RoleBashExecution     Role = "bashExecution"
+	RoleCustom            Role = "custom"
+	RoleBranchSummary     Role = "branchSummary"
+	RoleCompactionSummary Role = "compactionSummary"
+)
+
+// StopReason says why an assistant message ended.
+type StopReason string
+
+// Stop reasons, as pi names them.
+const (
+	StopStop    StopReason = "stop"
+	StopLength  StopReason = "length"
+	StopToolUse StopReason = "toolUse"
+	StopError   StopReason = "error"
+	StopAborted StopReason = "aborted"
+)
+
+// Cost is a usage cost in US dollars.
+type Cost struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
+	Total      float64 `json:"total"`
+}
+
+// Usage counts the tokens of one model call. Input is non-cached input.
+type Usage struct {
+	Input       int64 `json:"input"`
+	Output      int64 `json:"output"`
+	CacheRead   int64 `json:"cacheRead"`
+	CacheWrite  int64 `json:"cacheWrite"`
+	TotalTokens int64 `json:"totalTokens"`
+	Cost        Cost  `json:"cost"`
+}
+
+// Tokens is TotalTokens, or the sum of the parts when it is missing (v1 files).
+func (u Usage) Tokens() int64 {
+	if u.TotalTokens != 0 {
+		return u.TotalTokens
+	}
+	return u.Input + u.Output + u.CacheRead + u.CacheWrite
+}
+
+// Message is one message of a conversation in pi's shape. Which fields are
+// meaningful depends on Role; MarshalJSON writes only those, in pi's key
+// order, followed by any unknown keys read from a file.
+type Message struct {
+	Role Role
+
+	// Content holds the blocks of user, assistant, toolResult and custom
+	// messages. StringContent marks user/custom content that is a plain JSON
+	// string; it is then Content's single text block.
+	Content       []Content
+	StringContent bool
+
+	// Timestamp is Unix milliseconds.
+	Timestamp int64
+
+	// Assistant fields.
+	API           string
+	Provider      string
+	Model         string
+	ResponseModel string
+	ResponseID    string
+	Diagnostics   json.RawMessage
+	Usage         Usage
+	StopReason    StopReason
+	ErrorMessage  string
+
+	// Tool result fields. Details is absent when nil; JSON null is kept.
+	ToolCallID string
+	ToolName   string
+	Details    json.RawMessage
+	IsError    bool
+
+	// bashExecution fields. ExitCode is nil when absent (cancelled).
+	Command            string
+	Output             string
+	ExitCode           *int
+	Cancelled          bool
+	Truncated          bool
+	FullOutputPath     string
+	ExcludeFromContext *bool
+
+	// custom fields (Details is shared with tool results).
+	CustomType string
+	Display    bool
+
+	// branchSummary / compactionSummary fields.
+	Summary      string
+	FromID       string
+	TokensBefore int64
+
+	// Extra holds keys pibot does not know, written back unchanged.
+	Extra []Field
+}
+
+// UserText returns a user message with one text block.
+func UserText(text string, ts int64) Message {
+	return Message{Role: RoleUser, Content: []Content{TextBlock(text)}, Timestamp: ts}
+}
+
+// Text returns the concatenated text blocks of m.
+func (m Message) Text() string { return JoinText(m.Content, "") }
+
+// ToolCalls returns m's tool call blocks.
+func (m Message) ToolCalls() []Content {
+	var out []Content
+	for _, c := range m.Content {
+		if c.Type == ContentToolCall {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (m Message) content() any {
+	if m.StringContent && len(m.Content) == 1 && m.Content[0].Type == ContentText {
+		return m.Content[0].Text
+	}
+	if m.Content == nil {
+		return []Content{}
+	}
+	return m.Content
+}
+
+// MarshalJSON writes the message in pi's key order for its role.
+func (m Message) MarshalJSON() ([]byte, error) {
+	w := newObjWriter()
+	w.val("role", string(m.Role))
+	switch m.Role {
+	case RoleUser:
+		w.val("content", m.content())
+		w.val("timestamp", m.Timestamp)
+	case RoleAssistant:
+		w.val("content", m.content())
+		w.val("api", m.API)
+		w.val("provider", m.Provider)
+		w.val("model", m.Model)
+		if m.ResponseModel != "" {
+			w.val("responseModel", m.ResponseModel)
+		}
+		w.val("usage", m.Usage)
+		w.val("stopReason", string(m.StopReason))
+		if m.ErrorMessage != "" {
+			w.val("errorMessage", m.ErrorMessage)
+		}
+		if m.ResponseID != "" {
+			w.val("responseId", m.ResponseID)
+		}
+		if m.Diagnostics != nil {
+			w.val("diagnostics", m.Diagnostics)
+		}
+		w.val("timestamp", m.Timestamp)
+	case RoleToolResult:
+		w.val("toolCallId", m.ToolCallID)
+		w.val("toolName", m.ToolName)
+		w.val("content", m.content())
+		if m.Details != nil {
+			w.val("details", m.Details)
+		}
+		w.val("isError", m.IsError)
+		w.val("timestamp", m.Timestamp)
+	case RoleBashExecution:
+		w.val("command", m.Command)
+		w.val("output", m.Output)
+		if m.ExitCode != nil {
+			w.val("exitCode", *m.ExitCode)
+		}
+		w.val("cancelled", m.Cancelled)
+		w.val("truncated", m.Truncated)
+		if m.FullOutputPath != "" {
+			w.val("fullOutputPath", m.FullOutputPath)
+		}
+		w.val("timestamp", m.Timestamp)
+		if m.ExcludeFromContext != nil {
+			w.val("excludeFromContext", *m.ExcludeFromContext)
+		}
+	case RoleCustom:
+		w.val("customType", m.CustomType)
+		w.val("content", m.content())
+		w.val("display", m.Display)
+		if m.Details != nil {
+			w.val("details", m.Details)
+		}
+		w.val("timestamp", m.Timestamp)
+	case RoleBranchSummary:
+		w.val("summary", m.Summary)
+		w.val("fromId", m.FromID)
+		w.val("timestamp", m.Timestamp)
+	case RoleCompactionSummary:
+		w.val("summary", m.Summary)
+		w.val("tokensBefore", m.TokensBefore)
+		w.val("timestamp", m.Timestamp)
+	default:
+		if m.Content != nil {
+			w.val("content", m.content())
+		}
+		w.val("timestamp", m.Timestamp)
+	}
+	w.extra(m.Extra)
+	return w.bytes()
+}
+
+// UnmarshalJSON reads a message of any role; keys that do not belong to the
+// role are kept in Extra.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	fields, err := decodeObject(data)
+	if err != nil {
+		return fmt.Errorf("message: %w", err)
+	}
+	*m = Message{}
+	for _, f := range fields {
+		if f.Key == "role" {
+			var r string
+			if err := unmarshalField(f, &r); err != nil {
+				return err
+			}
+			m.Role = Role(r)
+		}
+	}
+	for _, f := range fields {
+		if err := m.setField(f); err != nil {
+			return fmt.Errorf("%s message: %w", m.Role, err)
+		}
+	}
+	return nil
+}
+
+func (m *Message) setField(f Field) error {
+	r := m.Role
+	isNull := string(f.Value) == "null"
+	var dst any
+	switch f.Key {
+	case "role":
+		return nil
+	case "content":
+		if r == RoleBashExecution || r == RoleBranchSummary || r == RoleCompactionSummary {
+			break
+		}
+		if len(f.Value) > 0 && f.Value[0] == '"' {
+			var s string
+			if err := unmarshalField(f, &s); err != nil {
+				return err
+			}
+			m.Content = []Content{TextBlock(s)}
+			m.StringContent = true
+			return nil
+		}
+		if isNull {
+			break
+		}
+		return unmarshalField(f, &m.Content)
+	case "timestamp":
+		if isNull {
+			break
+		}
+		var n json.Number
+		if err := unmarshalField(f, &n); err != nil {
+			return err
+		}
+		if i, err := n.Int64(); err == nil {
+			m.Timestamp = i
+			return nil
+		}
+		if fl, err := n.Float64(); err == nil {
+			m.Timestamp = int64(fl)
+			return nil
+		}
+		return fmt.Errorf("field timestamp: not a number")
+	}
+	switch {
+	case r == RoleAssistant && f.Key == "api":
+		dst = &m.API
+	case r == RoleAssistant && f.Key == "provider":
+		dst = &m.Provider
+	case r == RoleAssistant && f.Key == "model":
+		dst = &m.Model
+	case r == RoleAssistant && f.Key == "responseModel":
+		dst = &m.ResponseModel
+	case r == RoleAssistant && f.Key == "responseId":
+		dst = &m.ResponseID
+	case r == RoleAssistant && f.Key == "diagnostics":
+		m.Diagnostics = append(json.RawMessage(nil), f.Value...)
+		return nil
+	case r == RoleAssistant && f.Key == "usage":
+		dst = &m.Usage
+	case r == RoleAssistant && f.Key == "stopReason":
+		dst = &m.StopReason
+	case r == RoleAssistant && f.Key == "errorMessage":
+		dst = &m.ErrorMessage
+	case r == RoleToolResult && f.Key == "toolCallId":
+		dst = &m.ToolCallID
+	case r == RoleToolResult && f.Key == "toolName":
+		dst = &m.ToolName
+	case (r == RoleToolResult || r == RoleCustom) && f.Key == "details":
+		m.Details = append(json.RawMessage(nil), f.Value...)
+		return nil
+	case r == RoleToolResult && f.Key == "isError":
+		dst = &m.IsError
+	case r == RoleBashExecution && f.Key == "command":
+		dst = &m.Command
+	case r == RoleBashExecution && f.Key == "output":
+		dst = &m.Output
+	case r == RoleBashExecution && f.Key == "exitCode":
+		if isNull {
+			break
+		}
+		m.ExitCode = new(int)
+		dst = m.ExitCode
+	case r == RoleBashExecution && f.Key == "cancelled":
+		dst = &m.Cancelled
+	case r == RoleBashExecution && f.Key == "truncated":
+		dst = &m.Truncated
+	case r == RoleBashExecution && f.Key == "fullOutputPath":
+		dst = &m.FullOutputPath
+	case r == RoleBashExecution && f.Key == "excludeFromContext":
+		m.ExcludeFromContext = new(bool)
+		dst = m.ExcludeFromContext
+	case r == RoleCustom && f.Key == "customType":
+		dst = &m.CustomType
+	case r == RoleCustom && f.Key == "display":
+		dst = &m.Display
+	case (r == RoleBranchSummary || r == RoleCompactionSummary) && f.Key == "summary":
+		dst = &m.Summary
+	case r == RoleBranchSummary && f.Key == "fromId":
+		dst = &m.FromID
+	case r == RoleCompactionSummary && f.Key == "tokensBefore":
+		dst = &m.TokensBefore
+	}
+	if dst == nil {
+		m.Extra = append(m.Extra, f)
+		return nil
+	}
+	if isNull {
+		// A null where pi writes a value: keep it verbatim rather than invent one.
+		m.Extra = append(m.Extra, f)
+		return nil
+	}
+	return unmarshalField(f, dst)
+}

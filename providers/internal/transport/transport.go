@@ -1,0 +1,234 @@
+// Package transport sends a model API request with retries: transient
+// failures (429, 408, 5xx, overloaded, connection errors, timeouts) are
+// retried with exponential backoff that honours Retry-After, other 4xx
+// never. Failures become *llm.APIError with credentials redacted.
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/llm"
+)
+
+// RetryPolicy says how often and how long to retry a failed call before
+// the first byte of its stream is read.
+type RetryPolicy struct {
+	// MaxRetries is the number of retries after the first attempt; 0 means
+	// the default 3, negative disables retries.
+	MaxRetries int
+	// BaseDelay is the first backoff (doubled each retry); 0 means 1s.
+	BaseDelay time.Duration
+	// MaxDelay caps every wait, including a server's Retry-After; 0 means 60s.
+	MaxDelay time.Duration
+	// Sleep waits d or until ctx ends; nil means a timer. Tests inject a
+	// fake to avoid real waits.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (p RetryPolicy) retries() int {
+	switch {
+	case p.MaxRetries < 0:
+		return 0
+	case p.MaxRetries == 0:
+		return 3
+	}
+	return p.MaxRetries
+}
+
+// Delay returns the wait before retry number attempt (1-based) given the
+// server's Retry-After (0 when absent).
+func (p RetryPolicy) Delay(attempt int, retryAfter time.Duration) time.Duration {
+	base, maxD := p.BaseDelay, p.MaxDelay
+	if base <= 0 {
+		base = time.Second
+	}
+	if maxD <= 0 {
+		maxD = time.Minute
+	}
+	d := retryAfter
+	if d <= 0 {
+		d = base << (attempt - 1)
+	}
+	return min(d, maxD)
+}
+
+func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Client sends requests for one provider.
+type Client struct {
+	// Provider names the provider in errors and logs.
+	Provider string
+	HTTP     *http.Client
+	Retry    RetryPolicy
+	Logger   *slog.Logger
+	// Secrets are redacted from every error text.
+	Secrets []secret.Secret
+}
+
+func (c *Client) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}
+
+// Do sends the request built by newReq until it gets a 2xx response or a
+// final failure. newReq is called once per attempt. The caller closes the
+// returned body. A cancelled ctx returns ctx.Err() (possibly wrapped).
+func (c *Client) Do(ctx context.Context, newReq func(ctx context.Context) (*http.Request, error)) (*http.Response, error) {
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := newReq(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: build request: %w", c.Provider, err)
+		}
+		resp, err := hc.Do(req)
+		var apiErr *llm.APIError
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			apiErr = &llm.APIError{Provider: c.Provider, Message: c.redact(transportText(err)), Err: errors.New(c.redact(err.Error()))}
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			return resp, nil
+		default:
+			apiErr = c.statusError(resp)
+		}
+		if !apiErr.Retryable() || attempt >= c.Retry.retries() {
+			return nil, apiErr
+		}
+		d := c.Retry.Delay(attempt+1, apiErr.RetryAfter)
+		c.logger().LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying",
+			slog.String("provider", c.Provider), slog.Int("status", apiErr.Status),
+			slog.String("error", apiErr.Message), slog.Int("attempt", attempt+1), slog.Duration("delay", d))
+		if err := c.Retry.sleep(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func transportText(err error) string {
+	s := err.Error()
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) {
+		if inner := ue.Unwrap(); inner != nil {
+			s = inner.Error()
+		}
+	}
+	if strings.Contains(s, "Client.Timeout") || strings.Contains(s, "deadline exceeded") {
+		return "request timed out: " + s
+	}
+	return "connection error: " + s
+}
+
+func (c *Client) redact(s string) string { return secret.Redact(s, c.Secrets...) }
+
+// statusError reads and closes the body of a failed response.
+func (c *Client) statusError(resp *http.Response) *llm.APIError {
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := ErrorText(body)
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+		if len(body) == 0 {
+			msg = "status code (no body)"
+		}
+	}
+	e := &llm.APIError{
+		Provider:   c.Provider,
+		Status:     resp.StatusCode,
+		Message:    c.redact(msg),
+		RetryAfter: RetryAfter(resp.Header, time.Now()),
+	}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		e.Err = llm.ErrRateLimited
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		e.Err = llm.ErrAuth
+	case llm.IsOverflowText(msg):
+		e.Err = llm.ErrContextOverflow
+	}
+	return e
+}
+
+// ErrorText extracts a human message from an error body: the message of
+// {"error":{"message"}} (OpenAI, Anthropic) or {"error":"..."} or
+// {"message":"..."}, else the trimmed body.
+func ErrorText(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		var inner struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(v.Error, &inner) == nil && inner.Message != "":
+			if inner.Type != "" && !strings.Contains(inner.Message, inner.Type) {
+				return inner.Type + ": " + inner.Message
+			}
+			return inner.Message
+		case json.Unmarshal(v.Error, &s) == nil && s != "":
+			return s
+		case v.Message != "":
+			return v.Message
+		}
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 2000 {
+		s = s[:2000]
+	}
+	return s
+}
+
+// RetryAfter reads retry-after-ms or Retry-After (seconds or HTTP date).
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+	}
+	return 0
+}

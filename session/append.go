@@ -1,0 +1,281 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// prepare fills id, timestamp and fence of e and returns its line with the
+// trailing newline. Callers hold wmu (or own s exclusively).
+func (s *Session) prepare(e *Entry) ([]byte, error) {
+	if e.Type == "" || e.Type == TypeSession {
+		return nil, fmt.Errorf("session: %s: bad entry type %q", s.path, e.Type)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if e.ID == "" {
+		e.ID = newEntryID(func(id string) bool { _, ok := s.byID[id]; return ok })
+	} else if _, dup := s.byID[e.ID]; dup {
+		return nil, fmt.Errorf("session: %s: entry id %s already exists", s.path, e.ID)
+	}
+	if e.ParentID != "" {
+		if _, ok := s.byID[e.ParentID]; !ok {
+			return nil, fmt.Errorf("session: %s: parent %s of new entry not found", s.path, e.ParentID)
+		}
+	}
+	if e.Timestamp == "" {
+		e.Timestamp = Timestamp(s.opts.now())
+	}
+	if s.opts.Fence != 0 {
+		e.Fence = s.opts.Fence
+	}
+	b, err := marshalNoEscape(e)
+	if err != nil {
+		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
+	}
+	e.Raw = b
+	return append(slices.Clip(b), '\n'), nil
+}
+
+// Append writes e as one line with one write syscall. The caller sets
+// ParentID ("" for a new root); ID and Timestamp are assigned when empty.
+// With SyncAlways the entry is durable when Append returns; with
+// SyncGrouped it becomes durable within the group window (or at Flush).
+// Any write or sync failure fences the writer.
+func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writable(); err != nil {
+		return Entry{}, err
+	}
+	line, err := s.prepare(&e)
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := s.writeLocked(line); err != nil {
+		return Entry{}, err
+	}
+	s.addLine(line[:len(line)-1], 0)
+	switch sync {
+	case SyncAlways:
+		if err := s.syncLocked(); err != nil {
+			return Entry{}, err
+		}
+	default:
+		s.dirty = true
+		select {
+		case s.flushReq <- struct{}{}:
+		default:
+		}
+	}
+	return e, nil
+}
+
+func (s *Session) writable() error {
+	switch {
+	case s.opts.ReadOnly:
+		return fmt.Errorf("session: %s: %w", s.path, ErrReadOnly)
+	case s.closed:
+		return fmt.Errorf("session: %s: closed", s.path)
+	case s.fenced != nil:
+		return &FencedError{Path: s.path, Cause: s.fenced}
+	}
+	return nil
+}
+
+// writeLocked appends line after checking that nobody else wrote.
+func (s *Session) writeLocked(line []byte) error {
+	size, err := s.file.Size()
+	if err != nil {
+		return s.fence(fmt.Errorf("stat: %w", err))
+	}
+	if size != s.offset {
+		return s.fence(fmt.Errorf("file size %d, expected %d: another writer", size, s.offset))
+	}
+	n, err := s.file.Write(line)
+	if err != nil || n != len(line) {
+		if err == nil {
+			err = fmt.Errorf("short write %d of %d bytes", n, len(line))
+		}
+		if terr := s.file.Truncate(s.offset); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return s.fence(fmt.Errorf("write: %w", err))
+	}
+	s.offset += int64(n)
+	return nil
+}
+
+func (s *Session) syncLocked() error {
+	if err := s.file.Sync(); err != nil {
+		// Never retry fsync on the same descriptor (fsyncgate).
+		return s.fence(fmt.Errorf("sync: %w", err))
+	}
+	s.dirty = false
+	return nil
+}
+
+func (s *Session) fence(cause error) error {
+	if s.fenced == nil {
+		s.fenced = cause
+	}
+	return &FencedError{Path: s.path, Cause: cause}
+}
+
+// start launches the group-commit flusher, owned by s and stopped by Close.
+func (s *Session) start() {
+	s.flushReq = make(chan struct{}, 1)
+	s.stop = make(chan struct{})
+	s.done = make(chan struct{})
+	window := s.opts.GroupWindow
+	if window <= 0 {
+		window = DefaultGroupWindow
+	}
+	go func() {
+		defer close(s.done)
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-s.flushReq:
+			}
+			t := time.NewTimer(window)
+			select {
+			case <-s.stop:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if err := s.Flush(); err != nil {
+				s.log.Error("session: group commit", "path", s.path, "err", err)
+			}
+		}
+	}()
+}
+
+// Flush makes every appended entry durable now.
+func (s *Session) Flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.file == nil || !s.dirty {
+		return nil
+	}
+	if s.fenced != nil {
+		return &FencedError{Path: s.path, Cause: s.fenced}
+	}
+	return s.syncLocked()
+}
+
+// Close flushes pending entries, stops the flusher and closes the file.
+func (s *Session) Close() error {
+	if s.stop != nil {
+		s.wmu.Lock()
+		already := s.closed
+		s.closed = true
+		s.wmu.Unlock()
+		if already {
+			return nil
+		}
+		close(s.stop)
+		<-s.done
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.file == nil {
+		return nil
+	}
+	var err error
+	if s.dirty && s.fenced == nil {
+		err = s.syncLocked()
+	}
+	if cerr := s.file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("session: %s: close: %w", s.path, cerr)
+	}
+	s.file = nil
+	return err
+}
+
+// addLine indexes a line that was just written.
+func (s *Session) addLine(raw []byte, line int) {
+	n, err := scanLine(raw)
+	if err != nil {
+		return // cannot happen: we encoded it
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if line == 0 && len(s.nodes) > 0 {
+		line = s.nodes[len(s.nodes)-1].line + 1
+	}
+	n.line = line
+	n.index = len(s.nodes)
+	s.nodes = append(s.nodes, n)
+	s.byID[n.id] = n
+	if p := s.byID[n.parentID]; p != nil && n.parentID != n.id {
+		n.parent = p
+		p.children = append(p.children, n)
+	}
+	s.indexOne(n)
+}
+
+// MoveHead moves loc's head to target without a real message: it appends
+// a custom "pibot.head" entry under target carrying pibot.loc.
+func (s *Session) MoveHead(loc, target string) error {
+	if _, ok := s.Get(target); !ok {
+		return fmt.Errorf("session: %s: move head of %q: entry %s not found", s.path, loc, target)
+	}
+	_, err := s.Append(Entry{Type: TypeCustom, CustomType: CustomHead, ParentID: target, Pibot: &Meta{Loc: loc}}, SyncAlways)
+	return err
+}
+
+// recordRepair appends one pibot.repair entry when orphans were
+// re-attached, unless an earlier repair entry already records the same
+// skipped lines.
+func (s *Session) recordRepair() error {
+	if len(s.report.Reattached) == 0 {
+		return nil
+	}
+	lines := make([]int, 0, len(s.report.SkippedLines))
+	for _, l := range s.report.SkippedLines {
+		lines = append(lines, l.Line)
+	}
+	type repairData struct {
+		SkippedLines []int             `json:"skippedLines"`
+		Reattached   map[string]string `json:"reattached"`
+	}
+	s.mu.RLock()
+	recorded := false
+	for _, n := range s.nodes {
+		if n.typ != TypeCustom || n.ent == nil || n.ent.CustomType != CustomRepair {
+			continue
+		}
+		var d repairData
+		if json.Unmarshal(n.ent.Data, &d) == nil && len(d.Reattached) >= len(s.report.Reattached) {
+			recorded = true
+			for k := range s.report.Reattached {
+				if _, ok := d.Reattached[k]; !ok {
+					recorded = false
+				}
+			}
+		}
+	}
+	parent := ""
+	if len(s.nodes) > 0 {
+		parent = s.nodes[len(s.nodes)-1].id
+	}
+	s.mu.RUnlock()
+	if recorded {
+		return nil
+	}
+	data, _ := json.Marshal(repairData{SkippedLines: lines, Reattached: s.report.Reattached})
+	e, err := s.Append(Entry{Type: TypeCustom, CustomType: CustomRepair, Data: data, ParentID: parent}, SyncAlways)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.report.RepairEntry = e.ID
+	s.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,23 @@
+// Package session is pibot's store for pi-compatible session files: JSONL
+// trees in pi's v3 format (header line, then entries with 8-hex ids and
+// parentId links, in pi's key order) that pi itself can open.
+//
+// Loading keeps every line's raw bytes and decodes only the envelope
+// (type, id, parentId, timestamp, the "pibot" chat metadata and the cluster
+// "fence"); message bodies are decoded on demand, and Context emits stored
+// messages byte for byte, so unknown fields always survive. Legacy v1/v2
+// files are migrated like pi does.
+//
+// pibot differs from pi on purpose: a session file is created with its
+// first entry and fsynced at once; a torn tail is truncated (keeping a
+// .broken copy) and the file always ends in a newline before an append; a
+// damaged line in the middle is skipped and reported, and entries whose
+// parent was lost in it are re-attached to the nearest earlier entry; a
+// file that is not a session is refused, never overwritten; fork keeps
+// label entries on the path so no entry is orphaned.
+//
+// Several chat locations can share one file: each has a head, recoverable
+// from the file alone (see Session.Heads). Storage abstracts the file
+// system; FileStorage and MemStorage implement it and the sessiontest
+// package runs the same conformance suite over both.
+package session

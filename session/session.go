@@ -1,0 +1,296 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// SyncPolicy says when an appended entry becomes durable.
+type SyncPolicy int
+
+const (
+	// SyncAlways fdatasyncs before Append returns (user messages).
+	SyncAlways SyncPolicy = iota
+	// SyncGrouped returns at once; a background flusher syncs within
+	// GroupWindow (group commit). Flush forces it.
+	SyncGrouped
+)
+
+// DefaultGroupWindow is the group-commit window of SyncGrouped.
+const DefaultGroupWindow = 50 * time.Millisecond
+
+// Options configure Open and Create.
+type Options struct {
+	// ReadOnly opens without a writer: damage is skipped, never repaired.
+	ReadOnly bool
+	// Fence, when non-zero, is written on every entry (cluster mode).
+	Fence int64
+	// Logger receives repair reports; nil discards.
+	Logger *slog.Logger
+	// Now replaces time.Now (tests).
+	Now func() time.Time
+	// GroupWindow overrides DefaultGroupWindow.
+	GroupWindow time.Duration
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+// ErrFenced is matched (errors.Is) by every *FencedError.
+var ErrFenced = errors.New("session writer fenced")
+
+// ErrReadOnly is returned by writes on a session opened read-only.
+var ErrReadOnly = errors.New("session opened read-only")
+
+// FencedError is returned by Append once the writer may no longer write:
+// fenced by the cluster, another writer changed the file, or a write or
+// sync failed.
+type FencedError struct {
+	Path  string
+	Cause error
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("session: %s: writer fenced: %v", e.Path, e.Cause)
+}
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// Unwrap returns the cause.
+func (e *FencedError) Unwrap() error { return e.Cause }
+
+// Session is one open session file. It is safe for concurrent readers while
+// one goroutine appends; appends are serialized.
+type Session struct {
+	storage Storage
+	path    string
+	opts    Options
+	log     *slog.Logger
+
+	wmu    sync.Mutex // serializes writes, syncs and fencing
+	file   File
+	offset int64
+	fenced error
+	dirty  bool
+	closed bool
+
+	mu        sync.RWMutex // protects the in-memory index below
+	header    Header
+	headerRaw []byte
+	nodes     []*node
+	byID      map[string]*node
+	labels    map[string]labelState
+	name      string
+	heads     map[string]*node
+	msgs      map[string]string
+	report    Report
+
+	flushReq chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// Create writes a new session file in dir: the header and first entry in
+// one write, fsynced together with the directory. Header fields left empty
+// get defaults (UUIDv7 id, current time, version 3). first.ParentID must be
+// "" (it is the first entry).
+func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*Session, error) {
+	now := opts.now()
+	h.Type, h.Version = TypeSession, CurrentVersion
+	if h.ID == "" {
+		h.ID = NewSessionID(now)
+	}
+	if h.Timestamp == "" {
+		h.Timestamp = Timestamp(now)
+	}
+	path := filepath.Join(dir, FileName(h.Timestamp, h.ID))
+	if first.ParentID != "" {
+		return nil, fmt.Errorf("session: create %s: first entry has parent %s", path, first.ParentID)
+	}
+	if err := storage.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("session: create %s: %w", path, err)
+	}
+	hb, _ := h.MarshalJSON()
+	s := newSession(storage, path, opts)
+	s.header, s.headerRaw = h, hb
+	line, err := s.prepare(&first)
+	if err != nil {
+		return nil, err
+	}
+	f, err := storage.OpenAppend(path, true)
+	if err != nil {
+		return nil, fmt.Errorf("session: create %s: %w", path, err)
+	}
+	buf := append(append(append([]byte(nil), hb...), '\n'), line...)
+	if _, err := f.Write(buf); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("session: create %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("session: create %s: sync: %w", path, err)
+	}
+	if err := storage.SyncDir(dir); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("session: create %s: sync dir: %w", path, err)
+	}
+	s.file, s.offset = f, int64(len(buf))
+	s.report.Path, s.report.FromVersion = path, CurrentVersion
+	s.addLine(line[:len(line)-1], 2)
+	s.start()
+	return s, nil
+}
+
+// CreateFile is Create on the local file system.
+func CreateFile(dir string, h Header, first Entry, opts Options) (*Session, error) {
+	return Create(FileStorage{}, dir, h, first, opts)
+}
+
+// OpenFile is Open on the local file system.
+func OpenFile(path string, opts Options) (*Session, error) {
+	return Open(FileStorage{}, path, opts)
+}
+
+// Open loads a session file. Unless opts.ReadOnly, it also repairs it: a
+// torn tail is truncated (a <path>.broken copy is kept), a missing final
+// newline is added, a legacy file is migrated and rewritten like pi does,
+// and re-attached orphans are recorded in one pibot.repair entry.
+func Open(storage Storage, path string, opts Options) (*Session, error) {
+	data, err := storage.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("session: open %s: %w", path, err)
+	}
+	p, err := parseData(data, path)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession(storage, path, opts)
+	s.header, s.headerRaw, s.report = p.header, p.headerRaw, p.report
+	s.index(p.nodes)
+	if !opts.ReadOnly {
+		if err := s.repairOnOpen(data, p); err != nil {
+			return nil, err
+		}
+		s.start()
+	}
+	if !s.report.Clean() {
+		s.log.Warn("session: damaged file", "path", path, "skipped", len(s.report.SkippedLines),
+			"stale", len(s.report.StaleFenced), "tailBytes", s.report.TailBytes, "reattached", len(s.report.Reattached))
+	}
+	return s, nil
+}
+
+func newSession(storage Storage, path string, opts Options) *Session {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Session{
+		storage: storage, path: path, opts: opts, log: log,
+		byID: map[string]*node{}, labels: map[string]labelState{},
+		heads: map[string]*node{}, msgs: map[string]string{},
+	}
+}
+
+func (s *Session) repairOnOpen(data []byte, p *parsed) error {
+	if p.report.TailBytes > 0 || (p.migrated && len(p.report.SkippedLines) > 0) {
+		broken := s.path + ".broken"
+		if err := s.storage.WriteFile(broken, data); err != nil {
+			return fmt.Errorf("session: %s: keep broken copy: %w", s.path, err)
+		}
+		s.report.BrokenCopy = broken
+	}
+	if p.migrated {
+		var buf bytes.Buffer
+		buf.Write(s.headerRaw)
+		buf.WriteByte('\n')
+		for _, n := range s.nodes {
+			buf.Write(n.raw)
+			buf.WriteByte('\n')
+		}
+		if err := s.storage.WriteFile(s.path, buf.Bytes()); err != nil {
+			return fmt.Errorf("session: %s: rewrite migrated file: %w", s.path, err)
+		}
+		data = buf.Bytes()
+		p.tailOffset = int64(len(data))
+		s.report.TailTruncated = p.report.TailBytes > 0
+	}
+	f, err := s.storage.OpenAppend(s.path, false)
+	if err != nil {
+		return fmt.Errorf("session: open %s for append: %w", s.path, err)
+	}
+	s.file, s.offset = f, int64(len(data))
+	if p.tailOffset < int64(len(data)) {
+		if err := f.Truncate(p.tailOffset); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("session: %s:%d: truncate torn tail: %w", s.path, p.report.TailLine, err)
+		}
+		s.offset = p.tailOffset
+		s.report.TailTruncated = true
+	}
+	if s.offset > 0 && (p.report.MissingNewline || (p.tailOffset < int64(len(data)) && data[p.tailOffset-1] != '\n')) {
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			_ = f.Close()
+			return fmt.Errorf("session: %s: add final newline: %w", s.path, err)
+		}
+		s.offset++
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("session: %s: sync: %w", s.path, err)
+	}
+	return s.recordRepair()
+}
+
+// Path returns the file's path.
+func (s *Session) Path() string { return s.path }
+
+// Header returns the file header.
+func (s *Session) Header() Header {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.header
+}
+
+// Report returns what loading found and repaired.
+func (s *Session) Report() Report {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r := s.report
+	r.SkippedLines = append([]LineError(nil), r.SkippedLines...)
+	return r
+}
+
+// SetFenced puts the writer into the fenced state: every later Append
+// fails with a *FencedError wrapping cause.
+func (s *Session) SetFenced(cause error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if cause == nil {
+		cause = ErrFenced
+	}
+	if s.fenced == nil {
+		s.fenced = cause
+	}
+}
+
+// Fenced returns the error that fenced the writer, or nil.
+func (s *Session) Fenced() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.fenced == nil {
+		return nil
+	}
+	return &FencedError{Path: s.path, Cause: s.fenced}
+}

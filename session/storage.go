@@ -1,0 +1,322 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// File is an open session file in append mode.
+type File interface {
+	// Write appends p with a single write.
+	Write(p []byte) (int, error)
+	// Sync makes the written data durable (fdatasync).
+	Sync() error
+	// Size returns the current size of the file.
+	Size() (int64, error)
+	// Truncate cuts the file to size.
+	Truncate(size int64) error
+	Close() error
+}
+
+// FileInfo describes one stored file for listings.
+type FileInfo struct {
+	Path    string
+	ModTime time.Time
+}
+
+// Storage is where session files live. The file implementation is
+// FileStorage; MemStorage keeps everything in memory for tests.
+type Storage interface {
+	ReadFile(path string) ([]byte, error)
+	// OpenAppend opens path for appending; with create it must not exist.
+	OpenAppend(path string, create bool) (File, error)
+	// WriteFile atomically replaces path with data, durably.
+	WriteFile(path string, data []byte) error
+	MkdirAll(dir string) error
+	// SyncDir makes a directory's entries durable.
+	SyncDir(dir string) error
+	// List returns the *.jsonl files directly inside dir.
+	List(dir string) ([]FileInfo, error)
+}
+
+// FileStorage stores sessions in the local file system.
+type FileStorage struct{}
+
+// ReadFile reads a whole file.
+func (FileStorage) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+// OpenAppend opens path with O_APPEND.
+func (FileStorage) OpenAppend(path string, create bool) (File, error) {
+	flags := os.O_WRONLY | os.O_APPEND
+	if create {
+		flags |= os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
+}
+
+// WriteFile writes data to a temporary file, syncs it and renames it over path.
+func (s FileStorage) WriteFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, werr := tmp.Write(data)
+	if werr == nil {
+		werr = unix.Fdatasync(int(tmp.Fd()))
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(name, path)
+	}
+	if werr != nil {
+		_ = os.Remove(name)
+		return werr
+	}
+	return s.SyncDir(filepath.Dir(path))
+}
+
+// MkdirAll creates dir and its parents.
+func (FileStorage) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o700) }
+
+// SyncDir fsyncs a directory.
+func (FileStorage) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// List returns the *.jsonl files in dir.
+func (FileStorage) List(dir string) ([]FileInfo, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []FileInfo
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".jsonl") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		out = append(out, FileInfo{Path: filepath.Join(dir, e.Name()), ModTime: info.ModTime()})
+	}
+	return out, nil
+}
+
+type osFile struct{ f *os.File }
+
+func (o osFile) Write(p []byte) (int, error) { return o.f.Write(p) }
+func (o osFile) Sync() error                 { return unix.Fdatasync(int(o.f.Fd())) }
+func (o osFile) Truncate(n int64) error      { return o.f.Truncate(n) }
+func (o osFile) Close() error                { return o.f.Close() }
+func (o osFile) Size() (int64, error) {
+	st, err := o.f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return st.Size(), nil
+}
+
+// MemStorage keeps files in memory. It is safe for concurrent use.
+type MemStorage struct {
+	mu    sync.Mutex
+	files map[string]*memData
+	dirs  map[string]bool
+}
+
+type memData struct {
+	data []byte
+	mod  time.Time
+}
+
+// NewMemStorage returns an empty in-memory storage.
+func NewMemStorage() *MemStorage {
+	return &MemStorage{files: map[string]*memData{}, dirs: map[string]bool{}}
+}
+
+// ReadFile returns a copy of the file's bytes.
+func (m *MemStorage) ReadFile(path string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.files[filepath.Clean(path)]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	return append([]byte(nil), f.data...), nil
+}
+
+// OpenAppend opens an in-memory file for appending.
+func (m *MemStorage) OpenAppend(path string, create bool) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	path = filepath.Clean(path)
+	_, exists := m.files[path]
+	switch {
+	case create && exists:
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrExist}
+	case !create && !exists:
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	case create:
+		if !m.dirs[filepath.Dir(path)] {
+			return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+		}
+		m.files[path] = &memData{mod: time.Now()}
+	}
+	return &memFile{m: m, path: path}, nil
+}
+
+// WriteFile replaces a file.
+func (m *MemStorage) WriteFile(path string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	path = filepath.Clean(path)
+	if !m.dirs[filepath.Dir(path)] {
+		return &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	m.files[path] = &memData{data: append([]byte(nil), data...), mod: time.Now()}
+	return nil
+}
+
+// MkdirAll records dir and its parents.
+func (m *MemStorage) MkdirAll(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		m.dirs[d] = true
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// SyncDir checks that dir exists.
+func (m *MemStorage) SyncDir(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirs[filepath.Clean(dir)] {
+		return &fs.PathError{Op: "sync", Path: dir, Err: fs.ErrNotExist}
+	}
+	return nil
+}
+
+// List returns the *.jsonl files directly in dir, sorted by name.
+func (m *MemStorage) List(dir string) ([]FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	dir = filepath.Clean(dir)
+	if !m.dirs[dir] {
+		return nil, &fs.PathError{Op: "readdir", Path: dir, Err: fs.ErrNotExist}
+	}
+	var out []FileInfo
+	for p, f := range m.files {
+		if filepath.Dir(p) == dir && strings.HasSuffix(p, ".jsonl") {
+			out = append(out, FileInfo{Path: p, ModTime: f.mod})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// Corrupt replaces a file's bytes, for damage tests.
+func (m *MemStorage) Corrupt(path string, fn func([]byte) []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.files[filepath.Clean(path)]
+	if !ok {
+		return fmt.Errorf("memstorage: %s: %w", path, fs.ErrNotExist)
+	}
+	f.data = fn(append([]byte(nil), f.data...))
+	return nil
+}
+
+type memFile struct {
+	m      *MemStorage
+	path   string
+	closed bool
+}
+
+var errClosed = errors.New("file already closed")
+
+func (f *memFile) get() (*memData, error) {
+	if f.closed {
+		return nil, errClosed
+	}
+	d, ok := f.m.files[f.path]
+	if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return d, nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	d, err := f.get()
+	if err != nil {
+		return 0, err
+	}
+	d.data = append(d.data, p...)
+	d.mod = time.Now()
+	return len(p), nil
+}
+
+func (f *memFile) Sync() error {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	_, err := f.get()
+	return err
+}
+
+func (f *memFile) Size() (int64, error) {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	d, err := f.get()
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(d.data)), nil
+}
+
+func (f *memFile) Truncate(n int64) error {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	d, err := f.get()
+	if err != nil {
+		return err
+	}
+	if n < int64(len(d.data)) {
+		d.data = d.data[:n]
+	}
+	return nil
+}
+
+func (f *memFile) Close() error {
+	f.m.mu.Lock()
+	defer f.m.mu.Unlock()
+	f.closed = true
+	return nil
+}

@@ -1,0 +1,303 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/tools/sandbox"
+)
+
+const (
+	// updateInterval throttles streamed bash updates, as in pi.
+	updateInterval = 100 * time.Millisecond
+	// exitGrace is how long output from background children is still read
+	// after the shell exits, before its process group is killed.
+	exitGrace = 100 * time.Millisecond
+)
+
+// Bash is pi's bash tool. Commands run in their own process group, which
+// is killed on abort, timeout and when the shell exits (background
+// children included).
+type Bash struct {
+	ws         *Workspace
+	sb         *sandbox.Sandbox
+	allowNet   bool
+	env        []string
+	shell      string
+	defTimeout time.Duration
+	maxProcs   int
+	tempDir    string
+	log        *slog.Logger
+}
+
+// Spec describes the tool; the description ends with the sandbox status.
+func (t *Bash) Spec() llm.ToolSpec {
+	s := loadSpec("bash")
+	s.Description += " (" + t.sb.Status() + ")"
+	return s
+}
+
+// DefaultEnv is the minimal environment bash gets when none is
+// configured: PATH, HOME (the workspace), LANG and TERM=dumb.
+func DefaultEnv(workspace string) []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	lang := os.Getenv("LANG")
+	if lang == "" {
+		lang = "C.UTF-8"
+	}
+	return []string{"PATH=" + path, "HOME=" + workspace, "LANG=" + lang, "TERM=dumb"}
+}
+
+type bashArgs struct {
+	Command *string  `json:"command"`
+	Timeout *float64 `json:"timeout"`
+}
+
+// BashDetails is bash's details object when its output was truncated.
+type BashDetails struct {
+	Truncation     *Truncation `json:"truncation,omitempty"`
+	FullOutputPath string      `json:"fullOutputPath,omitempty"`
+}
+
+func (t *Bash) shellPath() string {
+	if t.shell != "" {
+		return t.shell
+	}
+	if _, err := os.Stat("/bin/bash"); err == nil {
+		return "/bin/bash"
+	}
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	return "sh"
+}
+
+// Execute runs the command.
+func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, update func(llm.ToolOutput)) (llm.ToolOutput, error) {
+	var a bashArgs
+	if err := decodeArgs("bash", raw, &a); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	if a.Command == nil {
+		return llm.ToolOutput{}, missing("bash", "command")
+	}
+	cwd := t.ws.Root()
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return llm.ToolOutput{}, failf("Working directory does not exist: %s\nCannot execute bash commands.", cwd)
+	}
+	var timeout time.Duration
+	timeoutText := ""
+	switch {
+	case a.Timeout != nil && *a.Timeout > 0:
+		timeout = time.Duration(*a.Timeout * float64(time.Second))
+		timeoutText = jsNumber(*a.Timeout)
+	case t.defTimeout > 0:
+		timeout = t.defTimeout
+		timeoutText = jsNumber(t.defTimeout.Seconds())
+	}
+	out := newOutputBuffer(t.tempDir)
+	defer func() {
+		if err := out.close(); err != nil {
+			t.log.Warn("bash: close output file", "err", err)
+		}
+	}()
+	if update != nil {
+		update(llm.ToolOutput{Content: []llm.Content{}})
+	}
+	res, err := t.run(ctx, *a.Command, cwd, timeout, out, update)
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	out.finish()
+	snap := out.snapshot()
+	if update != nil {
+		update(snapshotOutput(snap))
+	}
+	switch {
+	case res.aborted:
+		text, _ := formatBash(snap, "")
+		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command aborted"), Err: context.Canceled}
+	case res.timedOut:
+		text, _ := formatBash(snap, "")
+		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command timed out after "+timeoutText+" seconds"), Err: context.DeadlineExceeded}
+	}
+	text, details := formatBash(snap, "(no output)")
+	if res.code != 0 && res.code != -1 {
+		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command exited with code "+strconv.Itoa(res.code))}
+	}
+	if details == nil {
+		return textOutput(text, nil), nil
+	}
+	return textOutput(text, *details), nil
+}
+
+func appendStatus(text, status string) string {
+	if text == "" {
+		return status
+	}
+	return text + "\n\n" + status
+}
+
+func snapshotOutput(s snapshot) llm.ToolOutput {
+	d := BashDetails{FullOutputPath: s.fullPath}
+	if s.truncation.Truncated {
+		tr := s.truncation
+		d.Truncation = &tr
+	}
+	return textOutput(s.content, d)
+}
+
+// formatBash renders the snapshot with pi's truncation notices.
+func formatBash(s snapshot, empty string) (string, *BashDetails) {
+	text := s.content
+	if text == "" {
+		text = empty
+	}
+	tr := s.truncation
+	if !tr.Truncated {
+		return text, nil
+	}
+	start := tr.TotalLines - tr.OutputLines + 1
+	end := tr.TotalLines
+	switch {
+	case tr.LastLinePartial:
+		text += "\n\n[Showing last " + formatSize(tr.OutputBytes) + " of line " + itoa(end) + " (line is " + formatSize(s.lastLine) + "). Full output: " + s.fullPath + "]"
+	case *tr.TruncatedBy == "lines":
+		text += "\n\n[Showing lines " + itoa(start) + "-" + itoa(end) + " of " + itoa(tr.TotalLines) + ". Full output: " + s.fullPath + "]"
+	default:
+		text += "\n\n[Showing lines " + itoa(start) + "-" + itoa(end) + " of " + itoa(tr.TotalLines) + " (" + formatSize(DefaultMaxBytes) + " limit). Full output: " + s.fullPath + "]"
+	}
+	return text, &BashDetails{Truncation: &tr, FullOutputPath: s.fullPath}
+}
+
+type runResult struct {
+	code              int
+	aborted, timedOut bool
+}
+
+// run starts the command in its own process group, streams its merged
+// output into out and kills the whole group when the context ends, the
+// timeout fires or the shell exits.
+func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Duration, out *outputBuffer, update func(llm.ToolOutput)) (runResult, error) {
+	argv := t.sb.Wrap([]string{t.shellPath(), "-c", command}, t.ws.Root(), cwd, t.allowNet)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return runResult{}, &Error{Text: "Cannot create pipe: " + err.Error(), Err: err}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = cwd
+	cmd.Env = t.env
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		return runResult{}, &Error{Text: "Cannot start shell: " + err.Error(), Err: err}
+	}
+	pid := cmd.Process.Pid
+	if t.maxProcs > 0 {
+		lim := &unix.Rlimit{Cur: uint64(t.maxProcs), Max: uint64(t.maxProcs)}
+		if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, lim, nil); err != nil {
+			t.log.Warn("bash: set process limit", "err", err)
+		}
+	}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, 64*1024)
+		for {
+			n, err := pr.Read(buf)
+			if n > 0 {
+				out.Write(buf[:n]) //nolint:errcheck // never fails
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+
+	var timer <-chan time.Time
+	if timeout > 0 {
+		tm := time.NewTimer(timeout)
+		defer tm.Stop()
+		timer = tm.C
+	}
+	tick := time.NewTicker(updateInterval)
+	defer tick.Stop()
+	var res runResult
+	lastBytes := -1
+	done := ctx.Done()
+	for waiting := true; waiting; {
+		select {
+		case <-waitDone:
+			waiting = false
+		case <-done:
+			res.aborted = true
+			done = nil
+			killGroup(pid)
+		case <-timer:
+			res.timedOut = true
+			timer = nil
+			killGroup(pid)
+		case <-tick.C:
+			if update == nil {
+				continue
+			}
+			out.mu.Lock()
+			n := out.rawBytes
+			out.mu.Unlock()
+			if n != lastBytes {
+				lastBytes = n
+				update(snapshotOutput(out.snapshot()))
+			}
+		}
+	}
+	// The shell is gone; give background writers a moment, then kill
+	// whatever is left of the group and stop reading.
+	select {
+	case <-readDone:
+	case <-time.After(exitGrace):
+	}
+	killGroup(pid)
+	select {
+	case <-readDone:
+	case <-time.After(time.Second):
+		pr.Close() // a process that left the group still holds the pipe
+		<-readDone
+	}
+	pr.Close()
+	res.code = cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil && !res.timedOut {
+		res.aborted = true
+	}
+	return res, nil
+}
+
+// killGroup SIGKILLs the process group repeatedly until it is gone (or
+// only zombies waiting for their reaper are left), so processes forked
+// while it is being killed (a fork bomb) die too.
+func killGroup(pgid int) {
+	for i := 0; i < 20; i++ {
+		err := syscall.Kill(-pgid, syscall.SIGKILL)
+		if errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

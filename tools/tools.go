@@ -1,0 +1,199 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/tools/sandbox"
+)
+
+//go:embed specs/*.json
+var specFiles embed.FS
+
+// Tool is one tool as the agent sees it.
+type Tool interface {
+	Spec() llm.ToolSpec
+	Execute(ctx context.Context, callID string, args json.RawMessage, update func(llm.ToolOutput)) (llm.ToolOutput, error)
+}
+
+// Attacher sends a file to the chat of one conversation. The gateway
+// implements it.
+type Attacher interface {
+	Attach(ctx context.Context, name, mimeType string, r io.Reader, size int64) error
+}
+
+// Options configures a Set.
+type Options struct {
+	// Workspace is the session's working directory (required).
+	Workspace string
+	// Home is what "~" expands to; empty means Workspace.
+	Home string
+	// WorkspaceOnly refuses paths that leave the workspace.
+	WorkspaceOnly bool
+	// Sandbox selects how bash is isolated: auto, bwrap or off (default).
+	Sandbox sandbox.Mode
+	// AllowNetwork keeps the network inside the bash sandbox.
+	AllowNetwork bool
+	// Env is bash's complete environment. Nil means a minimal safe one:
+	// PATH, HOME (the workspace), LANG and TERM=dumb. pibot's own
+	// environment (tokens, keys) is never passed on.
+	Env []string
+	// Shell is the shell to run commands with; empty means /bin/bash,
+	// then bash on PATH, then sh.
+	Shell string
+	// DefaultTimeout applies to bash calls without a timeout; 0 means none.
+	DefaultTimeout time.Duration
+	// MaxProcesses caps bash's processes (RLIMIT_NPROC); 0 means no cap.
+	MaxProcesses int
+	// TempDir receives the full output of truncated bash calls; empty
+	// means os.TempDir().
+	TempDir string
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Attacher enables the attach tool when set.
+	Attacher Attacher
+}
+
+// Set is the tools of one session.
+type Set struct {
+	ws    *Workspace
+	sb    *sandbox.Sandbox
+	tools []Tool
+}
+
+// New builds the tools for one session. It probes the sandbox once; with
+// Sandbox "bwrap" an unusable bubblewrap is an error.
+func New(ctx context.Context, opts Options) (*Set, error) {
+	if opts.Workspace == "" {
+		return nil, fmt.Errorf("tools: workspace is required")
+	}
+	ws, err := NewWorkspace(opts.Workspace, opts.Home, opts.WorkspaceOnly)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	sb, err := sandbox.New(ctx, opts.Sandbox)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	if opts.Sandbox == sandbox.ModeAuto && !sb.Active() {
+		log.Warn("bash sandbox unavailable, commands run unsandboxed", "status", sb.Status())
+	}
+	tmp := opts.TempDir
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	env := opts.Env
+	if env == nil {
+		env = DefaultEnv(ws.Root())
+	}
+	s := &Set{ws: ws, sb: sb}
+	s.tools = []Tool{
+		NewRead(ws),
+		&Bash{ws: ws, sb: sb, allowNet: opts.AllowNetwork, env: env, shell: opts.Shell,
+			defTimeout: opts.DefaultTimeout, maxProcs: opts.MaxProcesses, tempDir: tmp, log: log},
+		NewEdit(ws),
+		NewWrite(ws),
+		NewGrep(ws),
+		NewFind(ws),
+		NewLs(ws),
+	}
+	if opts.Attacher != nil {
+		s.tools = append(s.tools, NewAttach(ws, opts.Attacher))
+	}
+	return s, nil
+}
+
+// Workspace returns the session's workspace.
+func (s *Set) Workspace() *Workspace { return s.ws }
+
+// SandboxStatus says how bash commands are isolated, in words.
+func (s *Set) SandboxStatus() string { return s.sb.Status() }
+
+// All returns every tool of the set.
+func (s *Set) All() []Tool { return append([]Tool(nil), s.tools...) }
+
+// Select returns the named tools in the given order. An unknown name is
+// an error.
+func (s *Set) Select(names []string) ([]Tool, error) {
+	out := make([]Tool, 0, len(names))
+	for _, n := range names {
+		t := s.Get(n)
+		if t == nil {
+			return nil, fmt.Errorf("tools: unknown tool %q", n)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Get returns the named tool or nil.
+func (s *Set) Get(name string) Tool {
+	for _, t := range s.tools {
+		if t.Spec().Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// loadSpec reads an embedded tool spec. The files are part of the binary,
+// so a broken one is a programming error.
+func loadSpec(name string) llm.ToolSpec {
+	b, err := specFiles.ReadFile("specs/" + name + ".json")
+	if err != nil {
+		panic(fmt.Sprintf("tools: missing spec %s: %v", name, err))
+	}
+	var raw struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		panic(fmt.Sprintf("tools: bad spec %s: %v", name, err))
+	}
+	var compact json.RawMessage
+	if c, err := compactJSON(raw.Parameters); err == nil {
+		compact = c
+	}
+	return llm.ToolSpec{Name: raw.Name, Description: raw.Description, Parameters: compact}
+}
+
+func compactJSON(b []byte) (json.RawMessage, error) {
+	var v json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeArgs unmarshals tool arguments into dst.
+func decodeArgs(tool string, args json.RawMessage, dst any) error {
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(args, dst); err != nil {
+		return &Error{Text: fmt.Sprintf("Invalid arguments for tool %q: %v", tool, err), Err: err}
+	}
+	return nil
+}
+
+// textOutput is a tool output with one text block.
+func textOutput(text string, details any) llm.ToolOutput {
+	return llm.ToolOutput{Content: []llm.Content{llm.TextBlock(text)}, Details: details}
+}

@@ -1,0 +1,210 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// Workspace resolves tool paths against a session's working directory and,
+// when confined, refuses paths that leave it. It also serializes mutations
+// of the same file. A Workspace is safe for concurrent use.
+type Workspace struct {
+	root     string // absolute and cleaned
+	realRoot string // root with symlinks evaluated
+	home     string
+	only     bool
+	locks    pathLocks
+}
+
+// NewWorkspace returns a workspace rooted at dir, which must exist. With
+// only set, every resolved path must stay inside dir. "~" expands to home;
+// an empty home means dir.
+func NewWorkspace(dir, home string, only bool) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tools: workspace: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("tools: workspace: %w", err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("tools: workspace: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("tools: workspace %s: not a directory", abs)
+	}
+	if home == "" {
+		home = abs
+	}
+	return &Workspace{root: abs, realRoot: real, home: home, only: only, locks: pathLocks{m: map[string]*pathLock{}}}, nil
+}
+
+// Root returns the workspace directory.
+func (w *Workspace) Root() string { return w.root }
+
+// Confined reports whether paths must stay inside the workspace.
+func (w *Workspace) Confined() bool { return w.only }
+
+// expand applies pi's path normalisation: a leading "@" is dropped,
+// Unicode spaces become ASCII spaces and "~" means the home directory.
+func (w *Workspace) expand(p string) string {
+	p = strings.TrimPrefix(p, "@")
+	p = strings.Map(func(r rune) rune {
+		if r == 0xA0 || (r >= 0x2000 && r <= 0x200A) || r == 0x202F || r == 0x205F || r == 0x3000 {
+			return ' '
+		}
+		return r
+	}, p)
+	switch {
+	case p == "~":
+		return w.home
+	case strings.HasPrefix(p, "~/"):
+		return w.home + p[1:]
+	}
+	return p
+}
+
+// Resolve returns the absolute path for a tool argument. With confinement
+// on, a path that leaves the workspace, lexically or through a symlink, is
+// an error.
+func (w *Workspace) Resolve(p string) (string, error) {
+	e := w.expand(p)
+	abs := e
+	if !filepath.IsAbs(e) {
+		abs = filepath.Join(w.root, e)
+	}
+	abs = filepath.Clean(abs)
+	if !w.only {
+		return abs, nil
+	}
+	if err := w.check(p, abs); err != nil {
+		return "", err
+	}
+	return abs, nil
+}
+
+// Inside reports whether abs (an absolute path) stays inside the
+// workspace, following symlinks of its existing prefix.
+func (w *Workspace) Inside(abs string) bool {
+	return w.check(abs, abs) == nil
+}
+
+func (w *Workspace) check(orig, abs string) error {
+	if !within(w.root, abs) && !within(w.realRoot, abs) {
+		return outsideError(orig)
+	}
+	real, err := realPath(abs)
+	if err != nil {
+		return &Error{Text: fmt.Sprintf("Cannot resolve path %s: %v", orig, err), Err: err}
+	}
+	if !within(w.realRoot, real) {
+		return outsideError(orig)
+	}
+	return nil
+}
+
+func outsideError(p string) error {
+	return failf("Path %s is outside the workspace. Only files inside the workspace can be accessed (agent.workspace_only is enabled).", p)
+}
+
+// within reports whether p is root or below it (both cleaned, absolute).
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return false
+	}
+	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
+}
+
+// realPath evaluates the symlinks of the longest existing prefix of abs
+// and appends the rest, so a path to a file yet to be created is checked
+// through the directories that do exist.
+func realPath(abs string) (string, error) {
+	var rest []string
+	cur := abs
+	for i := 0; i < 255; i++ {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			for j := len(rest) - 1; j >= 0; j-- {
+				r = filepath.Join(r, rest[j])
+			}
+			return r, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			// A dangling symlink: follow its target lexically.
+			if t, lerr := os.Readlink(cur); lerr == nil {
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(filepath.Dir(cur), t)
+				}
+				cur = filepath.Clean(t)
+				continue
+			}
+			return "", err
+		}
+		if t, lerr := os.Readlink(cur); lerr == nil {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(cur), t)
+			}
+			cur = filepath.Clean(t)
+			continue
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = append(rest, filepath.Base(cur))
+		cur = parent
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+// pathLocks serializes mutations per real path.
+type pathLocks struct {
+	mu sync.Mutex
+	m  map[string]*pathLock
+}
+
+type pathLock struct {
+	sem  chan struct{}
+	refs int
+}
+
+// lock waits for the file's mutation lock and returns its release.
+func (w *Workspace) lock(ctx context.Context, abs string) (func(), error) {
+	key := abs
+	if r, err := realPath(abs); err == nil {
+		key = r
+	}
+	l := &w.locks
+	l.mu.Lock()
+	e := l.m[key]
+	if e == nil {
+		e = &pathLock{sem: make(chan struct{}, 1)}
+		l.m[key] = e
+	}
+	e.refs++
+	l.mu.Unlock()
+	drop := func() {
+		l.mu.Lock()
+		e.refs--
+		if e.refs == 0 {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
+	}
+	select {
+	case e.sem <- struct{}{}:
+		return func() { <-e.sem; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, errAborted
+	}
+}
