@@ -107,8 +107,10 @@ func TestBudget(t *testing.T) {
 	b := NewBudget(1, 2)
 	now := time.Unix(0, 0)
 	b.now = func() time.Time { return now }
-	if b.Reserve("k") != 0 || b.Reserve("k") != 0 {
-		t.Fatal("burst of 2 not available")
+	for i := range 2 {
+		if d := b.Reserve("k"); d != 0 {
+			t.Fatalf("reserve %d of the burst waits %v", i, d)
+		}
 	}
 	if d := b.Reserve("k"); d != time.Second {
 		t.Fatalf("third reserve wait = %v, want 1s", d)

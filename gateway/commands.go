@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,9 @@ import (
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
+
+// customQueue records a location's queue mode in the session.
+const customQueue = "pibot.queue"
 
 type command struct {
 	name, args, help string
@@ -71,6 +75,8 @@ func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, b
 			return modeSteer, false
 		}
 		return modeFollowup, false
+	case migrateCommand:
+		g.migrate(ctx, in)
 	case "help", "start":
 		say("%s", helpText())
 	case "whoami":
@@ -91,7 +97,18 @@ func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, b
 			say("Unknown command `/%s`. Send /help for the list.", c.Name)
 			return "", true
 		}
-		o, loc := g.existing(ctx, in)
+		var o *owner
+		var loc *location
+		switch c.Name {
+		case "queue", "model", "thinking":
+			var err error
+			if o, loc, err = g.locate(ctx, in); err != nil {
+				say("⚠️ %v", err)
+				return "", true
+			}
+		default:
+			o, loc = g.existing(ctx, in)
+		}
 		if o == nil {
 			say("There is no session here yet. Send a message to start one.")
 			return "", true
@@ -112,6 +129,41 @@ func (g *Gateway) existing(ctx context.Context, in chat.Inbound) (*owner, *locat
 		return nil, nil
 	}
 	return o, o.location(in.Conv.Key(), in.Conv)
+}
+
+// migrateCommand is how an adapter reports that a conversation moved to a
+// new channel id (a Telegram group became a supergroup).
+const migrateCommand = "__migrate"
+
+// migrate rebinds every location of in's channel to the new channel id,
+// keeping their sessions and heads.
+func (g *Gateway) migrate(ctx context.Context, in chat.Inbound) {
+	newID := strings.TrimSpace(in.Command.Args)
+	if newID == "" || newID == in.Conv.Channel {
+		return
+	}
+	old := in.Conv
+	old.Thread = ""
+	g.access.Alias(old.Platform, old.Channel, newID)
+	g.log.Warn("a group moved to a new id; update access.groups in the config", "from", old.Channel, "to", newID)
+	for _, loc := range g.index.keysWithPrefix(old.Key()) {
+		path, _ := g.index.get(loc)
+		moved := chat.ConvRef{Platform: old.Platform, Workspace: old.Workspace, Channel: newID, DM: old.DM, Thread: strings.TrimPrefix(strings.TrimPrefix(loc, old.Key()), ":")}
+		o, err := g.owner(ctx, path)
+		if err != nil {
+			g.log.Warn("migrate", "loc", loc, "err", err)
+			continue
+		}
+		head := o.head(o.location(loc, in.Conv))
+		if err := o.moveHead(o.location(moved.Key(), moved), head); err != nil {
+			g.log.Warn("migrate", "loc", loc, "err", err)
+			continue
+		}
+		if err := g.index.set(moved.Key(), path); err != nil {
+			g.log.Warn("migrate", "loc", loc, "err", err)
+		}
+		g.log.Info("conversation moved", "from", loc, "to", moved.Key())
+	}
 }
 
 func (g *Gateway) cmdNew(ctx context.Context, in chat.Inbound) {
@@ -226,6 +278,11 @@ func (g *Gateway) cmdQueue(ctx context.Context, in chat.Inbound, o *owner, loc *
 	case arg == "drop":
 		g.reply(ctx, in, fmt.Sprintf("Dropped %d queued message(s).", o.dropQueued(loc)))
 	case slices.Contains(queueModes, arg):
+		data, _ := json.Marshal(map[string]string{"mode": arg})
+		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customQueue, Data: data}, session.SyncAlways); err != nil {
+			g.reply(ctx, in, "⚠️ "+err.Error())
+			return
+		}
 		o.mu.Lock()
 		loc.mode = arg
 		o.mu.Unlock()

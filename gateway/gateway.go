@@ -83,8 +83,12 @@ type Config struct {
 	IdleEvict time.Duration
 	// FinalWait bounds how long a final reply waits out rate limits.
 	FinalWait time.Duration
-	Logger    *slog.Logger
-	Metrics   *Metrics
+	// DrainTimeout is how long shutdown lets runs finish (default 20s).
+	// Runs still going then are interrupted without recording anything
+	// more, so they can be resumed after the restart.
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
+	Metrics      *Metrics
 }
 
 // Gateway routes chat events to session owners. Create it with New and
@@ -185,6 +189,9 @@ func setDefaults(c *Config) {
 	if c.IdleEvict <= 0 {
 		c.IdleEvict = 10 * time.Minute
 	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 20 * time.Second
+	}
 	if c.FinalWait <= 0 {
 		c.FinalWait = time.Minute
 	}
@@ -249,10 +256,10 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	go func() { g.wg.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(g.cfg.DrainTimeout):
 		g.mu.Lock()
 		for _, o := range g.owners {
-			o.interruptAll("pibot is restarting")
+			o.freezeAll("pibot is restarting; this reply will be resumed")
 		}
 		g.mu.Unlock()
 		cancel()
@@ -265,6 +272,9 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	g.mu.Unlock()
 	for _, o := range owners {
 		o.close()
+	}
+	if err := g.index.close(); err != nil {
+		g.log.Warn("close index", "err", err)
 	}
 }
 

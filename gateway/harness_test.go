@@ -56,8 +56,7 @@ type harness struct {
 type option func(*harness)
 
 func withConfig(f func(*gateway.Config)) option { return func(h *harness) { h.mod = f } }
-func withTools(t ...agent.Tool) option         { return func(h *harness) { h.tools = t } }
-func withPolicy(p access.Policy) option        { return func(h *harness) { h.policy = p } }
+func withTools(t ...agent.Tool) option          { return func(h *harness) { h.tools = t } }
 
 func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
 	t.Helper()
@@ -145,11 +144,13 @@ var groupConv = chat.ConvRef{Platform: "test", Channel: "group"}
 
 type msgOpt func(*chat.Inbound)
 
-func from(user string) msgOpt            { return func(in *chat.Inbound) { in.User = chat.User{ID: user, Name: user} } }
-func replyTo(ref chat.MsgRef) msgOpt     { return func(in *chat.Inbound) { in.ReplyTo = &ref } }
-func mentioned() msgOpt                  { return func(in *chat.Inbound) { in.Mentioned = true } }
-func dedup(key string) msgOpt            { return func(in *chat.Inbound) { in.DedupKey = key } }
-func inConv(c chat.ConvRef) msgOpt       { return func(in *chat.Inbound) { in.Conv = c; in.Msg.Conv = c } }
+func from(user string) msgOpt {
+	return func(in *chat.Inbound) { in.User = chat.User{ID: user, Name: user} }
+}
+func replyTo(ref chat.MsgRef) msgOpt { return func(in *chat.Inbound) { in.ReplyTo = &ref } }
+func mentioned() msgOpt              { return func(in *chat.Inbound) { in.Mentioned = true } }
+func dedup(key string) msgOpt        { return func(in *chat.Inbound) { in.DedupKey = key } }
+func inConv(c chat.ConvRef) msgOpt   { return func(in *chat.Inbound) { in.Conv = c; in.Msg.Conv = c } }
 
 // send injects a user message and returns it.
 func (h *harness) send(text string, opts ...msgOpt) chat.Inbound {

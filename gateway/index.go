@@ -115,6 +115,20 @@ func (ix *index) get(loc string) (string, bool) {
 	return p, ok
 }
 
+// keysWithPrefix lists the locations of a conversation (its main line and
+// threads): keys equal to prefix or starting with prefix + ":".
+func (ix *index) keysWithPrefix(prefix string) []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var out []string
+	for k := range ix.locs {
+		if k == prefix || strings.HasPrefix(k, prefix+":") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 func (ix *index) set(loc, path string) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()

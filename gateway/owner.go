@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -230,9 +231,31 @@ func (o *owner) location(key string, conv chat.ConvRef) *location {
 	if l, ok := o.locs[key]; ok {
 		return l
 	}
-	l := &location{key: key, conv: conv, mode: o.g.cfg.QueueMode, allowed: map[string]bool{}}
+	l := &location{key: key, conv: conv, mode: o.savedModeLocked(key), allowed: map[string]bool{}}
 	o.locs[key] = l
 	return l
+}
+
+// savedModeLocked is the queue mode last set with /queue on the branch of
+// location key, or the default.
+func (o *owner) savedModeLocked(key string) string {
+	head, ok := o.heads[key]
+	if !ok {
+		return o.g.cfg.QueueMode
+	}
+	branch, err := o.sess.Branch(head)
+	if err != nil {
+		return o.g.cfg.QueueMode
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		if e := branch[i]; e.Type == session.TypeCustom && e.CustomType == customQueue {
+			var d struct{ Mode string }
+			if json.Unmarshal(e.Data, &d) == nil && d.Mode != "" {
+				return d.Mode
+			}
+		}
+	}
+	return o.g.cfg.QueueMode
 }
 
 func (o *owner) head(loc *location) string {
@@ -321,12 +344,15 @@ func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
 	}
 }
 
-// interruptAll aborts every active run (shutdown).
-func (o *owner) interruptAll(note string) {
+// freezeAll stops every active run without recording anything more
+// (shutdown): the session stays where it was, so pending approvals and
+// unanswered messages are resumed after the restart.
+func (o *owner) freezeAll(note string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, l := range o.locs {
 		if l.run != nil {
+			l.run.frozen.Store(true)
 			l.run.interrupt(note)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pibot/pibot/agent"
@@ -33,6 +34,8 @@ type run struct {
 	final       *llm.Message
 	interrupted string
 	journaled   int
+	// frozen stops all recording (shutdown): nothing more is appended.
+	frozen atomic.Bool
 }
 
 // accept takes a durable message for loc and applies the queue mode.
@@ -131,6 +134,14 @@ func (o *owner) startRun(loc *location, ps []*pending) {
 
 // afterRun clears the run and starts the next one if messages wait.
 func (o *owner) afterRun(loc *location, r *run) {
+	if r.frozen.Load() {
+		// Shutdown: the journal keeps this run so the restart resumes it,
+		// and unrecorded messages are still in the inbox.
+		o.mu.Lock()
+		loc.run = nil
+		o.mu.Unlock()
+		return
+	}
 	steer, follow := r.agent.ClearQueues()
 	var left []*pending
 	for _, m := range append(steer, follow...) {
@@ -367,6 +378,9 @@ func (r *run) emit(e agent.Event) {
 
 // persist appends a finished message to the session.
 func (r *run) persist(m llm.Message) {
+	if r.frozen.Load() {
+		return
+	}
 	switch m.Role {
 	case llm.RoleUser:
 		r.persistUser(m)
@@ -438,7 +452,7 @@ func (r *run) deliver() {
 	if err != nil {
 		g.log.Error("deliver reply", "loc", r.loc.key, "err", err)
 	}
-	if len(refs) == 0 {
+	if len(refs) == 0 || r.frozen.Load() {
 		return
 	}
 	keys := make([]string, len(refs))

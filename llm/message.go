@@ -43,12 +43,91 @@ type Cost struct {
 
 // Usage counts the tokens of one model call. Input is non-cached input.
 type Usage struct {
-	Input       int64 `json:"input"`
-	Output      int64 `json:"output"`
-	CacheRead   int64 `json:"cacheRead"`
-	CacheWrite  int64 `json:"cacheWrite"`
-	TotalTokens int64 `json:"totalTokens"`
-	Cost        Cost  `json:"cost"`
+	Input       int64
+	Output      int64
+	CacheRead   int64
+	CacheWrite  int64
+	TotalTokens int64
+	Cost        Cost
+	// NoTotal marks usage read without totalTokens (pi v1 files); it is
+	// then written without it too.
+	NoTotal bool
+	// Extra holds keys pibot does not know.
+	Extra []Field
+}
+
+// MarshalJSON writes usage in pi's key order.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	w := newObjWriter()
+	w.val("input", u.Input)
+	w.val("output", u.Output)
+	w.val("cacheRead", u.CacheRead)
+	w.val("cacheWrite", u.CacheWrite)
+	if !u.NoTotal || u.TotalTokens != 0 {
+		w.val("totalTokens", u.TotalTokens)
+	}
+	w.val("cost", u.Cost)
+	w.extra(u.Extra)
+	return w.bytes()
+}
+
+// UnmarshalJSON reads usage, keeping unknown keys.
+func (u *Usage) UnmarshalJSON(data []byte) error {
+	fields, err := decodeObject(data)
+	if err != nil {
+		return fmt.Errorf("usage: %w", err)
+	}
+	*u = Usage{NoTotal: true}
+	for _, f := range fields {
+		var dst any
+		switch f.Key {
+		case "input":
+			dst = &u.Input
+		case "output":
+			dst = &u.Output
+		case "cacheRead":
+			dst = &u.CacheRead
+		case "cacheWrite":
+			dst = &u.CacheWrite
+		case "totalTokens":
+			dst = &u.TotalTokens
+			u.NoTotal = false
+		case "cost":
+			dst = &u.Cost
+		default:
+			u.Extra = append(u.Extra, f)
+			continue
+		}
+		if string(f.Value) == "null" {
+			continue
+		}
+		if err := unmarshalNumberish(f, dst); err != nil {
+			return fmt.Errorf("usage: %w", err)
+		}
+	}
+	return nil
+}
+
+// unmarshalNumberish decodes f into dst, accepting floats for integer
+// fields (some servers report token counts as 12.0).
+func unmarshalNumberish(f Field, dst any) error {
+	if p, ok := dst.(*int64); ok {
+		var n json.Number
+		if err := unmarshalField(f, &n); err != nil {
+			return err
+		}
+		if i, err := n.Int64(); err == nil {
+			*p = i
+			return nil
+		}
+		fl, err := n.Float64()
+		if err != nil {
+			return fmt.Errorf("field %q: %w", f.Key, err)
+		}
+		*p = int64(fl)
+		return nil
+	}
+	return unmarshalField(f, dst)
 }
 
 // Tokens is TotalTokens, or the sum of the parts when it is missing (v1 files).

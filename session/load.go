@@ -75,6 +75,7 @@ type parsed struct {
 	nodes      []*node
 	report     Report
 	tailOffset int64 // where the torn tail starts (== len(data) if none)
+	maxFence   int64 // highest fence seen
 	migrated   bool
 }
 
@@ -257,6 +258,7 @@ func parseData(data []byte, name string) (*parsed, error) {
 	if !headerSeen {
 		return nil, fmt.Errorf("session: %s: %w: no session header", name, ErrNotSession)
 	}
+	p.maxFence = maxFence
 	// Bad lines after the last good line form the torn tail.
 	if lastGood < len(bads) {
 		tail := bads[lastGood:]

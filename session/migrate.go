@@ -89,12 +89,11 @@ func migrate(p *parsed) {
 		}
 	}
 	for _, n := range p.nodes {
+		n.rescan() // spans moved if the v1 step rewrote the line
 		if n.typ == TypeMessage && n.role == "hookMessage" {
 			msg := rewriteObject(n.raw[n.msg[0]:n.msg[1]], []llm.Field{{Key: "role", Value: jsonString("custom")}}, nil)
 			n.raw = rewriteObject(n.raw, []llm.Field{{Key: "message", Value: msg}}, nil)
-		}
-		if fresh, err := scanLine(n.raw); err == nil {
-			n.msg, n.role, n.provider, n.model = fresh.msg, fresh.role, fresh.provider, fresh.model
+			n.rescan()
 		}
 	}
 	v, _ := json.Marshal(CurrentVersion)
@@ -113,4 +112,14 @@ func jsonStringOrNull(s string) json.RawMessage {
 		return json.RawMessage("null")
 	}
 	return jsonString(s)
+}
+
+// rescan refreshes the message span and fields after raw was rewritten.
+func (n *node) rescan() {
+	if fresh, err := scanLine(n.raw); err == nil {
+		n.msg, n.role, n.provider, n.model = fresh.msg, fresh.role, fresh.provider, fresh.model
+		if n.typ != TypeMessage {
+			n.role, n.provider, n.model = "", "", ""
+		}
+	}
 }

@@ -178,7 +178,11 @@ func Open(storage Storage, path string, opts Options) (*Session, error) {
 	s := newSession(storage, path, opts)
 	s.header, s.headerRaw, s.report = p.header, p.headerRaw, p.report
 	s.index(p.nodes)
-	if !opts.ReadOnly {
+	if opts.Fence != 0 && opts.Fence < p.maxFence {
+		// A newer owner already wrote: this writer is stale from the start.
+		s.fenced = fmt.Errorf("file has fence %d, writer has %d", p.maxFence, opts.Fence)
+	}
+	if !opts.ReadOnly && s.fenced == nil { // only the current owner repairs
 		if err := s.repairOnOpen(data, p); err != nil {
 			return nil, err
 		}

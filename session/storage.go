@@ -2,7 +2,6 @@ package session
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -239,18 +238,6 @@ func (m *MemStorage) List(dir string) ([]FileInfo, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
-}
-
-// Corrupt replaces a file's bytes, for damage tests.
-func (m *MemStorage) Corrupt(path string, fn func([]byte) []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f, ok := m.files[filepath.Clean(path)]
-	if !ok {
-		return fmt.Errorf("memstorage: %s: %w", path, fs.ErrNotExist)
-	}
-	f.data = fn(append([]byte(nil), f.data...))
-	return nil
 }
 
 type memFile struct {

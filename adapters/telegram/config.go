@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -194,9 +195,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	a.bot = b
 	a.me.id = b.ID()
-	var seed [8]byte
-	_, _ = rand.Read(seed[:])
-	a.draftSeq.Store(int64(seed[0])<<16 | int64(seed[1])<<8 | int64(seed[2]) + 1)
+	a.draftSeq.Store(mrand.Int64N(1 << 30)) // draft ids: non-zero, distinct per stream
 	return a, nil
 }
 

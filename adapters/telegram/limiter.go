@@ -11,7 +11,7 @@ import (
 
 // liveMaxWait is the longest a live call (edit, draft) waits for its chat's
 // budget; a longer wait is returned as a RateLimitError instead.
-const liveMaxWait = time.Second
+const liveMaxWait = 1500 * time.Millisecond
 
 // tokenBucket refills rate tokens per second up to burst.
 type tokenBucket struct {

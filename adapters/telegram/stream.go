@@ -59,7 +59,6 @@ func (s *draftStream) Update(ctx context.Context, markdown string) error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.last = time.Now()
 	s.mu.Unlock()
 	if chat.Len(chat.Render(markdown, chat.DialectTelegram), chat.DialectTelegram) > maxLen {
 		if parts := chat.Split(markdown, chat.DialectTelegram, maxLen); len(parts) > 0 {
@@ -76,6 +75,11 @@ func (s *draftStream) Update(ctx context.Context, markdown string) error {
 	if errors.Is(err, errEntities) {
 		p.Text, p.ParseMode = chat.Render(markdown, chat.DialectPlain), ""
 		err = s.a.do(ctx, modeLive, s.chatID, "draft", call)
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.last = time.Now()
+		s.mu.Unlock()
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package access
 import (
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/pibot/pibot/chat"
 )
@@ -42,6 +43,9 @@ type Decision struct {
 type Checker struct {
 	policy Policy
 	store  *Store
+
+	mu      sync.Mutex
+	aliases map[string]string // new "platform:chat" -> the listed one
 }
 
 // NewChecker returns a checker; store may be nil (no pairing).
@@ -87,7 +91,7 @@ func (c *Checker) Check(in chat.Inbound) Decision {
 			return Decision{Verdict: Ignore}
 		}
 	}
-	groupOK := slices.Contains(c.policy.Groups, "*") || slices.Contains(c.policy.Groups, key(p, in.Conv.Channel))
+	groupOK := slices.Contains(c.policy.Groups, "*") || slices.Contains(c.policy.Groups, c.resolve(key(p, in.Conv.Channel)))
 	if !groupOK && !c.Known(p, in.User.ID) {
 		return Decision{Verdict: Ignore}
 	}
@@ -95,6 +99,30 @@ func (c *Checker) Check(in chat.Inbound) Decision {
 		return Decision{Verdict: Ignore}
 	}
 	return Decision{Verdict: Allow}
+}
+
+// Alias makes a group that moved (a Telegram group that became a
+// supergroup) keep the access of its old id until the config is updated.
+func (c *Checker) Alias(platform chat.Platform, oldID, newID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aliases == nil {
+		c.aliases = map[string]string{}
+	}
+	c.aliases[key(platform, newID)] = c.resolveLocked(key(platform, oldID))
+}
+
+func (c *Checker) resolve(k string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resolveLocked(k)
+}
+
+func (c *Checker) resolveLocked(k string) string {
+	if old, ok := c.aliases[k]; ok {
+		return old
+	}
+	return k
 }
 
 func (c *Checker) pair(in chat.Inbound) Decision {

@@ -99,7 +99,7 @@ func TestTranscripts(t *testing.T) {
 			want.Output = tt.output
 			want.TotalTokens = want.Input + want.Output + want.CacheRead + want.CacheWrite
 			want.Cost = testInfo().CostOf(want)
-			if final.Usage != want {
+			if !providertest.SameUsage(final.Usage, want) {
 				t.Errorf("usage = %+v, want %+v", final.Usage, want)
 			}
 			if final.ResponseID != "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY" || final.API != API {

@@ -2,17 +2,16 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/pibot/pibot/llm"
-	"github.com/pibot/pibot/providers/internal/assemble"
+	"github.com/pibot/pibot/providers/providertest"
 )
 
-func benchTranscript(n int) []byte {
+func benchTranscript(n int) string {
 	var b bytes.Buffer
 	for i := range n {
 		chunk := map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4o-mini",
@@ -24,23 +23,32 @@ func benchTranscript(n int) []byte {
 	}
 	b.WriteString(`data: {"id":"chatcmpl-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
 	b.WriteString("data: [DONE]\n\n")
-	return b.Bytes()
+	return b.String()
 }
 
-// BenchmarkCompletionsStream measures SSE parsing plus chunk decoding and
-// event building: events/s and allocations per emitted event.
+// BenchmarkCompletionsStream measures the SDK-based streaming path end to
+// end against an httptest server (request, SSE decoding, chunk decoding,
+// event building): events/s and allocations per emitted event.
 func BenchmarkCompletionsStream(b *testing.B) {
 	const n = 1000
-	data := benchTranscript(n)
-	m := NewCompletions(Config{Info: llm.ModelInfo{ID: "gpt-4o-mini", Provider: "bench"}})
-	b.SetBytes(int64(len(data)))
+	resp := providertest.Response{Body: benchTranscript(n)}
+	srv := providertest.NewServer(b, resp)
+	m := NewCompletions(Config{Info: llm.ModelInfo{ID: "gpt-4o-mini", Provider: "bench"}, BaseURL: srv.URL + "/v1", HTTP: srv.Client()})
+	req := llm.Request{Messages: []llm.Message{llm.UserText("hi", 1)}}
+	b.SetBytes(int64(len(resp.Body)))
 	b.ReportAllocs()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	events := 0
 	for b.Loop() {
-		bl := assemble.New(m.info, func(llm.Event) bool { events++; return true }, nil)
-		m.read(context.Background(), bl, bytes.NewReader(data))
+		var last llm.Event
+		for e := range m.Stream(b.Context(), req) {
+			events++
+			last = e
+		}
+		if last.Type != llm.EventDone {
+			b.Fatalf("stream ended with %s: %s", last.Type, last.Message.ErrorMessage)
+		}
 	}
 	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")

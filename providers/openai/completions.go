@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
+	"net/http"
 	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/internal/assemble"
-	"github.com/pibot/pibot/providers/internal/sse"
 	"github.com/pibot/pibot/providers/internal/transform"
 )
 
@@ -19,66 +23,18 @@ import (
 type Completions struct {
 	base
 	compat resolved
+	svc    openai.ChatCompletionService
 }
 
 // NewCompletions returns a Chat Completions model.
 func NewCompletions(cfg Config) *Completions {
 	cfg.Info.API = APICompletions
 	b := newBase(cfg)
-	return &Completions{base: b, compat: cfg.Compat.resolve(b.baseURL, b.info)}
+	return &Completions{base: b, compat: cfg.Compat.resolve(b.info.BaseURL, b.info), svc: openai.NewChatCompletionService(b.opts...)}
 }
 
 // Info returns the model description.
 func (m *Completions) Info() llm.ModelInfo { return m.info }
-
-type ccMessage struct {
-	Role       string       `json:"role"`
-	Content    any          `json:"content"`
-	ToolCalls  []ccToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string       `json:"tool_call_id,omitempty"`
-	reasoning  map[string]string
-}
-
-// MarshalJSON adds replayed reasoning fields (reasoning_content, ...).
-func (m ccMessage) MarshalJSON() ([]byte, error) {
-	type plain ccMessage
-	b, err := json.Marshal(plain(m))
-	if err != nil || len(m.reasoning) == 0 {
-		return b, err
-	}
-	extra, err := json.Marshal(m.reasoning)
-	if err != nil {
-		return nil, err
-	}
-	return append(append(b[:len(b)-1], ','), extra[1:]...), nil
-}
-
-type ccToolCall struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type ccPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text,omitempty"`
-	ImageURL *struct {
-		URL string `json:"url"`
-	} `json:"image_url,omitempty"`
-}
-
-type ccTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
 
 // completionsID keeps ids within OpenAI's 40 characters and charset; a
 // Responses id "call|item" keeps its call part.
@@ -89,7 +45,7 @@ func completionsID(id string) string {
 	return transform.SanitizeID(id, 40)
 }
 
-func userContent(blocks []llm.Content) any {
+func userMessage(blocks []llm.Content) openai.ChatCompletionMessageParamUnion {
 	text := true
 	for _, b := range blocks {
 		if b.Type != llm.ContentText {
@@ -97,78 +53,101 @@ func userContent(blocks []llm.Content) any {
 		}
 	}
 	if text {
-		return llm.JoinText(blocks, "\n")
+		return openai.UserMessage(llm.JoinText(blocks, "\n"))
 	}
-	parts := make([]ccPart, 0, len(blocks))
+	parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(blocks))
 	for _, b := range blocks {
 		switch b.Type {
 		case llm.ContentText:
-			parts = append(parts, ccPart{Type: "text", Text: b.Text})
+			parts = append(parts, openai.TextContentPart(b.Text))
 		case llm.ContentImage:
-			p := ccPart{Type: "image_url", ImageURL: &struct {
-				URL string `json:"url"`
-			}{URL: "data:" + b.MimeType + ";base64," + b.Data}}
-			parts = append(parts, p)
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: "data:" + b.MimeType + ";base64," + b.Data}))
 		}
 	}
-	return parts
+	return openai.UserMessage(parts)
 }
 
-// body builds the JSON request.
-func (m *Completions) body(req llm.Request) ([]byte, error) {
-	msgs := transform.Messages(req.Messages, m.info, completionsID)
-	var out []ccMessage
-	if req.SystemPrompt != "" {
-		role := "system"
-		if m.compat.developer {
-			role = "developer"
+func toolImagesMessage(imgs []llm.Content) openai.ChatCompletionMessageParamUnion {
+	return userMessage(append([]llm.Content{llm.TextBlock("Attached image(s) from tool result:")}, imgs...))
+}
+
+// schema decodes a tool's JSON schema for the SDK's map-typed parameters.
+func schema(raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("tool schema: %w", err)
+	}
+	return m, nil
+}
+
+// assistantMessage converts a replayed assistant turn; ok is false when
+// nothing is left to send.
+func assistantMessage(msg llm.Message) (openai.ChatCompletionMessageParamUnion, bool) {
+	var am openai.ChatCompletionAssistantMessageParam
+	var text []string
+	reasoning := map[string]any{}
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentText:
+			if c.Text != "" {
+				text = append(text, c.Text)
+			}
+		case llm.ContentThinking:
+			// Same-model reasoning is replayed in the field it came in.
+			if f := c.ThinkingSignature; f == "reasoning_content" || f == "reasoning" || f == "reasoning_text" {
+				prev, _ := reasoning[f].(string)
+				reasoning[f] = prev + c.Thinking
+			}
+		case llm.ContentToolCall:
+			args := string(c.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: c.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args}}})
 		}
-		out = append(out, ccMessage{Role: role, Content: req.SystemPrompt})
+	}
+	if len(text) == 0 && len(am.ToolCalls) == 0 {
+		return openai.ChatCompletionMessageParamUnion{}, false
+	}
+	if len(text) > 0 {
+		am.Content.OfString = openai.String(strings.Join(text, ""))
+	}
+	if len(reasoning) > 0 {
+		am.SetExtraFields(reasoning)
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: &am}, true
+}
+
+// params builds the SDK request and the options for the fields the SDK
+// does not model (compat switches of other servers).
+func (m *Completions) params(req llm.Request) (openai.ChatCompletionNewParams, []option.RequestOption, error) {
+	msgs := transform.Messages(req.Messages, m.info, completionsID)
+	var out []openai.ChatCompletionMessageParamUnion
+	if req.SystemPrompt != "" {
+		if m.compat.developer {
+			out = append(out, openai.DeveloperMessage(req.SystemPrompt))
+		} else {
+			out = append(out, openai.SystemMessage(req.SystemPrompt))
+		}
 	}
 	var toolImages []llm.Content
 	for _, msg := range msgs {
 		if msg.Role != llm.RoleToolResult && len(toolImages) > 0 {
-			out = append(out, ccMessage{Role: "user", Content: userContent(append([]llm.Content{llm.TextBlock("Attached image(s) from tool result:")}, toolImages...))})
+			out = append(out, toolImagesMessage(toolImages))
 			toolImages = nil
 		}
 		switch msg.Role {
 		case llm.RoleUser:
-			out = append(out, ccMessage{Role: "user", Content: userContent(msg.Content)})
+			out = append(out, userMessage(msg.Content))
 		case llm.RoleAssistant:
-			am := ccMessage{Role: "assistant"}
-			var text []string
-			for _, c := range msg.Content {
-				switch c.Type {
-				case llm.ContentText:
-					if c.Text != "" {
-						text = append(text, c.Text)
-					}
-				case llm.ContentThinking:
-					// Same-model reasoning is replayed in the field it came in.
-					if f := c.ThinkingSignature; f == "reasoning_content" || f == "reasoning" || f == "reasoning_text" {
-						if am.reasoning == nil {
-							am.reasoning = map[string]string{}
-						}
-						am.reasoning[f] += c.Thinking
-					}
-				case llm.ContentToolCall:
-					tc := ccToolCall{ID: c.ID, Type: "function"}
-					tc.Function.Name = c.Name
-					args := string(c.Arguments)
-					if args == "" {
-						args = "{}"
-					}
-					tc.Function.Arguments = args
-					am.ToolCalls = append(am.ToolCalls, tc)
-				}
+			if am, ok := assistantMessage(msg); ok {
+				out = append(out, am)
 			}
-			if len(text) > 0 {
-				am.Content = strings.Join(text, "")
-			}
-			if am.Content == nil && len(am.ToolCalls) == 0 {
-				continue
-			}
-			out = append(out, am)
 		case llm.RoleToolResult:
 			text := llm.JoinText(msg.Content, "\n")
 			for _, c := range msg.Content {
@@ -179,38 +158,40 @@ func (m *Completions) body(req llm.Request) ([]byte, error) {
 			if text == "" {
 				text = "(see attached image)"
 			}
-			out = append(out, ccMessage{Role: "tool", Content: text, ToolCallID: msg.ToolCallID})
+			out = append(out, openai.ToolMessage(text, msg.ToolCallID))
 		}
 	}
 	if len(toolImages) > 0 {
-		out = append(out, ccMessage{Role: "user", Content: userContent(append([]llm.Content{llm.TextBlock("Attached image(s) from tool result:")}, toolImages...))})
+		out = append(out, toolImagesMessage(toolImages))
 	}
 
-	body := map[string]any{
-		"model":    m.info.ID,
-		"messages": out,
-		"stream":   true,
+	p := openai.ChatCompletionNewParams{Model: m.info.ID, Messages: out}
+	var opts []option.RequestOption
+	switch n := maxTokens(m.info, req); m.compat.maxTokensField {
+	case "max_tokens":
+		p.MaxTokens = openai.Int(n)
+	case "max_completion_tokens":
+		p.MaxCompletionTokens = openai.Int(n)
+	default:
+		opts = append(opts, option.WithJSONSet(m.compat.maxTokensField, n))
 	}
-	body[m.compat.maxTokensField] = maxTokens(m.info, req)
 	if m.compat.streamUsage {
-		body["stream_options"] = map[string]bool{"include_usage": true}
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	}
 	if m.compat.store {
-		body["store"] = false
+		p.Store = openai.Bool(false)
 	}
-	if len(req.Tools) > 0 {
-		tools := make([]ccTool, len(req.Tools))
-		for i, t := range req.Tools {
-			tools[i].Type = "function"
-			tools[i].Function.Name = t.Name
-			tools[i].Function.Description = t.Description
-			tools[i].Function.Parameters = t.Parameters
+	for _, t := range req.Tools {
+		params, err := schema(t.Parameters)
+		if err != nil {
+			return p, nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		body["tools"] = tools
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: params}))
 	}
 	eff, on := effort(m.info, req.Thinking)
 	if req.Temperature != nil && !on {
-		body["temperature"] = *req.Temperature
+		p.Temperature = openai.Float(*req.Temperature)
 	}
 	if m.info.Reasoning {
 		switch m.compat.thinkingFormat {
@@ -218,124 +199,105 @@ func (m *Completions) body(req llm.Request) ([]byte, error) {
 			if !on {
 				eff = "none"
 			}
-			body["reasoning"] = map[string]string{"effort": eff}
+			opts = append(opts, option.WithJSONSet("reasoning", map[string]string{"effort": eff}))
 		case "deepseek":
 			typ := "disabled"
 			if on {
 				typ = "enabled"
 			}
-			body["thinking"] = map[string]string{"type": typ}
+			opts = append(opts, option.WithJSONSet("thinking", map[string]string{"type": typ}))
 		case "qwen", "zai":
-			body["enable_thinking"] = on
+			opts = append(opts, option.WithJSONSet("enable_thinking", on))
 		case "qwen-chat-template":
-			body["chat_template_kwargs"] = map[string]bool{"enable_thinking": on, "preserve_thinking": true}
+			opts = append(opts, option.WithJSONSet("chat_template_kwargs", map[string]bool{"enable_thinking": on, "preserve_thinking": true}))
 		default:
 			if on && m.compat.reasoningEffort {
-				body["reasoning_effort"] = eff
+				p.ReasoningEffort = shared.ReasoningEffort(eff)
 			}
 		}
 	}
-	return llm.MarshalJSONNoEscape(body)
+	return p, opts, nil
 }
 
 // Stream calls the model and yields pi's events.
 func (m *Completions) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event] {
 	return func(yield func(llm.Event) bool) {
 		b := assemble.New(m.info, yield, nil)
-		body, err := m.body(req)
+		params, opts, err := m.params(req)
 		if err != nil {
 			if b.Start() {
 				b.Fail(llm.StopError, fmt.Sprintf("%s: encode request: %v", m.info.Provider, err))
 			}
 			return
 		}
-		resp, err := m.post(ctx, "/chat/completions", body)
+		stream, err := m.open(ctx, params, opts)
 		if err != nil {
 			if b.Start() {
 				b.FailErr(ctx, err)
 			}
 			return
 		}
-		defer resp.Body.Close()
+		defer stream.Close()
 		if !b.Start() {
 			return
 		}
-		m.read(ctx, b, resp.Body)
+		m.read(ctx, b, stream)
 	}
 }
 
-type ccChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content          *string      `json:"content"`
-			ReasoningContent *string      `json:"reasoning_content"`
-			Reasoning        *string      `json:"reasoning"`
-			ReasoningText    *string      `json:"reasoning_text"`
-			ToolCalls        []ccToolCall `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens     int64 `json:"cached_tokens"`
-			CacheWriteTokens int64 `json:"cache_write_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
-	Error json.RawMessage `json:"error"`
+// open starts the stream under the retry policy. The SDK reports HTTP
+// failures only through the stream's error, before the first event.
+func (m *Completions) open(ctx context.Context, params openai.ChatCompletionNewParams, opts []option.RequestOption) (*ssestream.Stream[openai.ChatCompletionChunk], error) {
+	var stream *ssestream.Stream[openai.ChatCompletionChunk]
+	err := m.client.Do(ctx, func(ctx context.Context) error {
+		var resp *http.Response
+		s := m.svc.NewStreaming(ctx, params, append(opts, option.WithResponseInto(&resp))...)
+		if err := s.Err(); err != nil {
+			_ = s.Close()
+			return m.client.Failure(resp, err)
+		}
+		stream = s
+		return nil
+	})
+	return stream, err
 }
 
-// read parses the SSE body into events.
-func (m *Completions) read(ctx context.Context, b *assemble.Builder, body io.Reader) {
-	r := sse.NewReader(body)
+// reasoningFields are the delta fields compatible servers stream reasoning
+// in; the SDK's delta struct has none of them.
+var reasoningFields = [...]string{"reasoning_content", "reasoning", "reasoning_text"}
+
+// reasoningDelta returns the first non-empty reasoning field of a delta.
+func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) (field, text string) {
+	for _, f := range reasoningFields {
+		raw, ok := d.JSON.ExtraFields[f]
+		if !ok || !raw.Valid() {
+			continue
+		}
+		var s string
+		if json.Unmarshal([]byte(raw.Raw()), &s) == nil && s != "" {
+			return f, s
+		}
+	}
+	return "", ""
+}
+
+// read turns the chunks into events.
+func (m *Completions) read(ctx context.Context, b *assemble.Builder, stream *ssestream.Stream[openai.ChatCompletionChunk]) {
 	cur := -1 // open text or thinking block
-	tools := map[int]int{}
+	tools := map[int64]int{}
 	var finish string
-	var sawDone bool
-	var ch ccChunk
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			b.FailErr(ctx, fmt.Errorf("%s: read stream: %w", m.info.Provider, err))
-			return
-		}
-		if string(ev.Data) == "[DONE]" {
-			sawDone = true
-			break
-		}
-		ch = ccChunk{}
-		if err := json.Unmarshal(ev.Data, &ch); err != nil {
-			b.Fail(llm.StopError, fmt.Sprintf("%s: bad stream chunk: %v", m.info.Provider, err))
-			return
-		}
-		if len(ch.Error) > 0 && string(ch.Error) != "null" {
-			b.Fail(llm.StopError, m.info.Provider+": "+streamErrorText(ch.Error))
-			return
-		}
+	for stream.Next() {
+		ch := stream.Current()
 		b.SetResponse(ch.ID, ch.Model)
-		if u := ch.Usage; u != nil {
-			var cr, cw int64
-			if d := u.PromptTokensDetails; d != nil {
-				cw = d.CacheWriteTokens
-				cr = max(d.CachedTokens-cw, 0)
-			}
+		if ch.JSON.Usage.Valid() {
+			u := ch.Usage
+			cw := u.PromptTokensDetails.CacheWriteTokens
+			cr := max(u.PromptTokensDetails.CachedTokens-cw, 0)
 			b.SetUsage(llm.Usage{Input: max(u.PromptTokens-cr-cw, 0), Output: u.CompletionTokens, CacheRead: cr, CacheWrite: cw})
 		}
 		for _, c := range ch.Choices {
 			d := c.Delta
-			for _, rf := range []struct {
-				field string
-				v     *string
-			}{{"reasoning_content", d.ReasoningContent}, {"reasoning", d.Reasoning}, {"reasoning_text", d.ReasoningText}} {
-				if rf.v == nil || *rf.v == "" {
-					continue
-				}
+			if field, text := reasoningDelta(d); text != "" {
 				if cur < 0 || b.Block(cur).Type != llm.ContentThinking {
 					if cur >= 0 && !b.End(cur) {
 						return
@@ -344,14 +306,13 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, body io.Rea
 					if cur, ok = b.ThinkingStart(); !ok {
 						return
 					}
-					b.Block(cur).ThinkingSignature = rf.field
+					b.Block(cur).ThinkingSignature = field
 				}
-				if !b.Delta(cur, *rf.v) {
+				if !b.Delta(cur, text) {
 					return
 				}
-				break
 			}
-			if d.Content != nil && *d.Content != "" {
+			if d.Content != "" {
 				if cur < 0 || b.Block(cur).Type != llm.ContentText {
 					if cur >= 0 && !b.End(cur) {
 						return
@@ -361,14 +322,14 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, body io.Rea
 						return
 					}
 				}
-				if !b.Delta(cur, *d.Content) {
+				if !b.Delta(cur, d.Content) {
 					return
 				}
 			}
 			for i, tc := range d.ToolCalls {
-				idx := i
-				if tc.Index != nil {
-					idx = *tc.Index
+				idx := int64(i)
+				if tc.JSON.Index.Valid() {
+					idx = tc.Index
 				}
 				bi, seen := tools[idx]
 				if !seen {
@@ -399,8 +360,8 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, body io.Rea
 					return
 				}
 			}
-			if c.FinishReason != nil && *c.FinishReason != "" {
-				finish = *c.FinishReason
+			if c.FinishReason != "" {
+				finish = c.FinishReason
 			}
 		}
 	}
@@ -408,12 +369,13 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, body io.Rea
 		b.Abort()
 		return
 	}
+	if err := stream.Err(); err != nil {
+		b.Fail(llm.StopError, m.info.Provider+": "+streamFailure(err))
+		return
+	}
 	switch finish {
 	case "stop", "end", "":
-		if finish == "" && !sawDone {
-			b.Fail(llm.StopError, m.info.Provider+": stream ended without a finish reason")
-			return
-		}
+		// pi treats a stream that ends without a finish reason as stop.
 		if b.HasToolCalls() {
 			b.Done(llm.StopToolUse)
 			return
@@ -426,6 +388,28 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, body io.Rea
 	default:
 		b.Fail(llm.StopError, "Provider finish_reason: "+finish)
 	}
+}
+
+// streamFailure renders an error that ended an OpenAI stream: an in-stream
+// error object (the SDK stops at any chunk with an "error" key), a chunk
+// that does not decode, or a broken connection.
+func streamFailure(err error) string {
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var v struct {
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(se.Event.Data, &v) == nil && len(v.Error) > 0 {
+			return streamErrorText(v.Error)
+		}
+		return se.Message
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syn) || errors.As(err, &typ) {
+		return "bad stream chunk: " + err.Error()
+	}
+	return "read stream: " + err.Error()
 }
 
 // streamErrorText renders an in-stream error object or string.

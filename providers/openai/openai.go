@@ -2,16 +2,19 @@
 // ("openai-completions") and the Responses API ("openai-responses"), and
 // from any server that speaks them (Ollama, vLLM, llama.cpp server,
 // OpenRouter, Groq, DeepSeek, ...), with Compat switches for the ways
-// those servers differ. Requests and SSE streams are encoded and parsed
-// directly following OpenAI's documented wire format.
+// those servers differ. Requests are sent and streams decoded by the
+// official SDK (github.com/openai/openai-go/v3) with its retries off, so
+// that pibot's RetryPolicy decides; fields of compatible servers that the
+// SDK does not model are added with request options or read from the raw
+// chunk JSON.
 package openai
 
 import (
-	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/llm"
@@ -108,51 +111,42 @@ func (c Compat) resolve(baseURL string, info llm.ModelInfo) resolved {
 }
 
 type base struct {
-	info    llm.ModelInfo
-	baseURL string
-	key     secret.Secret
-	headers map[string]string
-	client  *transport.Client
+	info   llm.ModelInfo
+	opts   []option.RequestOption
+	client *transport.Client
 }
 
+// newBase resolves the base URL and the SDK options shared by every call.
+// The SDK services are built from these options only (not from
+// openai.NewClient), so that no OPENAI_* environment variable leaks into a
+// request for another provider.
 func newBase(cfg Config) base {
 	u := strings.TrimRight(cfg.BaseURL, "/")
 	if u == "" {
 		u = DefaultBaseURL
 	}
 	cfg.Info.BaseURL = u
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	opts := []option.RequestOption{option.WithBaseURL(u), option.WithHTTPClient(hc), option.WithMaxRetries(0)}
+	if !cfg.APIKey.IsZero() {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey.Reveal()))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
 	return base{
-		info:    cfg.Info,
-		baseURL: u,
-		key:     cfg.APIKey,
-		headers: cfg.Headers,
+		info: cfg.Info,
+		opts: opts,
 		client: &transport.Client{
 			Provider: cfg.Info.Provider,
-			HTTP:     cfg.HTTP,
 			Retry:    cfg.Retry,
 			Logger:   cfg.Logger,
 			Secrets:  []secret.Secret{cfg.APIKey},
 		},
 	}
-}
-
-// post sends body to path with retries and returns the streaming response.
-func (b *base) post(ctx context.Context, path string, body []byte) (*http.Response, error) {
-	return b.client.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.baseURL+path, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "text/event-stream")
-		for k, v := range b.headers {
-			req.Header.Set(k, v)
-		}
-		if !b.key.IsZero() {
-			req.Header.Set("Authorization", "Bearer "+b.key.Reveal())
-		}
-		return req, nil
-	})
 }
 
 // effort maps a thinking level through the model's map; ok is false when

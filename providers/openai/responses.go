@@ -3,15 +3,20 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"iter"
+	"net/http"
 	"strings"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/internal/assemble"
-	"github.com/pibot/pibot/providers/internal/sse"
 	"github.com/pibot/pibot/providers/internal/transform"
 )
 
@@ -21,13 +26,14 @@ import (
 type Responses struct {
 	base
 	compat resolved
+	svc    responses.ResponseService
 }
 
 // NewResponses returns a Responses API model.
 func NewResponses(cfg Config) *Responses {
 	cfg.Info.API = APIResponses
 	b := newBase(cfg)
-	return &Responses{base: b, compat: cfg.Compat.resolve(b.baseURL, b.info)}
+	return &Responses{base: b, compat: cfg.Compat.resolve(b.info.BaseURL, b.info), svc: responses.NewResponseService(b.opts...)}
 }
 
 // Info returns the model description.
@@ -48,74 +54,80 @@ func responsesID(id string) string {
 	return call + "|" + item
 }
 
-type rsPart struct {
-	Type        string   `json:"type"`
-	Text        string   `json:"text,omitempty"`
-	ImageURL    string   `json:"image_url,omitempty"`
-	Annotations []string `json:"annotations,omitempty"`
-}
-
-func rsUserParts(blocks []llm.Content) []rsPart {
-	parts := make([]rsPart, 0, len(blocks))
+func rsUserParts(blocks []llm.Content) responses.ResponseInputMessageContentListParam {
+	parts := make(responses.ResponseInputMessageContentListParam, 0, len(blocks))
 	for _, b := range blocks {
 		switch b.Type {
 		case llm.ContentText:
-			parts = append(parts, rsPart{Type: "input_text", Text: b.Text})
+			parts = append(parts, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: b.Text}})
 		case llm.ContentImage:
-			parts = append(parts, rsPart{Type: "input_image", ImageURL: "data:" + b.MimeType + ";base64," + b.Data})
+			parts = append(parts, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+				Detail: responses.ResponseInputImageDetailAuto, ImageURL: openai.String("data:" + b.MimeType + ";base64," + b.Data)}})
 		}
 	}
 	return parts
 }
 
-func (m *Responses) body(req llm.Request) ([]byte, error) {
-	msgs := transform.Messages(req.Messages, m.info, responsesID)
-	var input []any
-	if req.SystemPrompt != "" {
-		role := "system"
-		if m.compat.developer || m.info.Reasoning {
-			role = "developer"
+// assistantItems converts a replayed assistant turn into input items.
+func assistantItems(msg llm.Message) []responses.ResponseInputItemUnionParam {
+	var items []responses.ResponseInputItemUnionParam
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentThinking:
+			// The reasoning item goes back verbatim.
+			if c.ThinkingSignature != "" && json.Valid([]byte(c.ThinkingSignature)) {
+				r := param.Override[responses.ResponseReasoningItemParam](json.RawMessage(c.ThinkingSignature))
+				items = append(items, responses.ResponseInputItemUnionParam{OfReasoning: &r})
+			}
+		case llm.ContentText:
+			om := responses.ResponseOutputMessageParam{Status: responses.ResponseOutputMessageStatusCompleted,
+				Content: []responses.ResponseOutputMessageContentUnionParam{{OfOutputText: &responses.ResponseOutputTextParam{
+					Text: c.Text, Annotations: []responses.ResponseOutputTextAnnotationUnionParam{}}}}}
+			if strings.HasPrefix(c.TextSignature, "msg_") {
+				om.ID = c.TextSignature
+			}
+			items = append(items, responses.ResponseInputItemUnionParam{OfOutputMessage: &om})
+		case llm.ContentToolCall:
+			call, itemID, _ := strings.Cut(c.ID, "|")
+			args := string(c.Arguments)
+			if args == "" {
+				args = "{}"
+			}
+			item := responses.ResponseInputItemParamOfFunctionCall(args, call, c.Name)
+			if itemID != "" {
+				item.OfFunctionCall.ID = openai.String(itemID)
+			}
+			items = append(items, item)
 		}
-		input = append(input, map[string]any{"role": role, "content": req.SystemPrompt})
+	}
+	return items
+}
+
+func (m *Responses) params(req llm.Request) (responses.ResponseNewParams, error) {
+	msgs := transform.Messages(req.Messages, m.info, responsesID)
+	var input responses.ResponseInputParam
+	if req.SystemPrompt != "" {
+		role := responses.EasyInputMessageRoleSystem
+		if m.compat.developer || m.info.Reasoning {
+			role = responses.EasyInputMessageRoleDeveloper
+		}
+		input = append(input, responses.ResponseInputItemParamOfMessage(req.SystemPrompt, role))
 	}
 	for _, msg := range msgs {
 		switch msg.Role {
 		case llm.RoleUser:
-			input = append(input, map[string]any{"role": "user", "content": rsUserParts(msg.Content)})
+			input = append(input, responses.ResponseInputItemParamOfMessage(rsUserParts(msg.Content), responses.EasyInputMessageRoleUser))
 		case llm.RoleAssistant:
-			for _, c := range msg.Content {
-				switch c.Type {
-				case llm.ContentThinking:
-					if c.ThinkingSignature != "" && json.Valid([]byte(c.ThinkingSignature)) {
-						input = append(input, json.RawMessage(c.ThinkingSignature))
-					}
-				case llm.ContentText:
-					item := map[string]any{"type": "message", "role": "assistant", "status": "completed",
-						"content": []map[string]any{{"type": "output_text", "text": c.Text, "annotations": []any{}}}}
-					if strings.HasPrefix(c.TextSignature, "msg_") {
-						item["id"] = c.TextSignature
-					}
-					input = append(input, item)
-				case llm.ContentToolCall:
-					call, itemID, _ := strings.Cut(c.ID, "|")
-					args := string(c.Arguments)
-					if args == "" {
-						args = "{}"
-					}
-					item := map[string]any{"type": "function_call", "call_id": call, "name": c.Name, "arguments": args}
-					if itemID != "" {
-						item["id"] = itemID
-					}
-					input = append(input, item)
-				}
-			}
+			input = append(input, assistantItems(msg)...)
 		case llm.RoleToolResult:
 			call, _, _ := strings.Cut(msg.ToolCallID, "|")
 			text := llm.JoinText(msg.Content, "\n")
 			if text == "" {
 				text = "(see attached image)"
 			}
-			input = append(input, map[string]any{"type": "function_call_output", "call_id": call, "output": text})
+			out := responses.ResponseInputItemParamOfFunctionCallOutput(text)
+			out.OfFunctionCallOutput.CallID = openai.String(call)
+			input = append(input, out)
 			var imgs []llm.Content
 			for _, c := range msg.Content {
 				if c.Type == llm.ContentImage {
@@ -124,137 +136,94 @@ func (m *Responses) body(req llm.Request) ([]byte, error) {
 			}
 			if len(imgs) > 0 {
 				parts := rsUserParts(append([]llm.Content{llm.TextBlock("Attached image(s) from tool result:")}, imgs...))
-				input = append(input, map[string]any{"role": "user", "content": parts})
+				input = append(input, responses.ResponseInputItemParamOfMessage(parts, responses.EasyInputMessageRoleUser))
 			}
 		}
 	}
-	body := map[string]any{
-		"model":             m.info.ID,
-		"input":             input,
-		"stream":            true,
-		"max_output_tokens": maxTokens(m.info, req),
+	p := responses.ResponseNewParams{
+		Model:           m.info.ID,
+		Input:           responses.ResponseNewParamsInputUnion{OfInputItemList: input},
+		MaxOutputTokens: openai.Int(maxTokens(m.info, req)),
 	}
 	if m.compat.store {
-		body["store"] = false
+		p.Store = openai.Bool(false)
 	}
 	if req.SessionID != "" {
-		body["prompt_cache_key"] = req.SessionID
+		p.PromptCacheKey = openai.String(req.SessionID)
 	}
-	if len(req.Tools) > 0 {
-		tools := make([]map[string]any, len(req.Tools))
-		for i, t := range req.Tools {
-			tools[i] = map[string]any{"type": "function", "name": t.Name, "description": t.Description, "parameters": t.Parameters, "strict": false}
+	for _, t := range req.Tools {
+		params, err := schema(t.Parameters)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		body["tools"] = tools
+		p.Tools = append(p.Tools, responses.ToolUnionParam{OfFunction: &responses.FunctionToolParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: params, Strict: openai.Bool(false)}})
 	}
 	eff, on := effort(m.info, req.Thinking)
 	if m.info.Reasoning {
 		if on {
-			body["reasoning"] = map[string]string{"effort": eff, "summary": "auto"}
-			body["include"] = []string{"reasoning.encrypted_content"}
+			p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(eff), Summary: shared.ReasoningSummaryAuto}
+			p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
 		} else {
 			off := "none"
 			if v, ok := m.info.ThinkingMap[llm.ThinkingOff]; ok && v != nil {
 				off = *v
 			}
-			body["reasoning"] = map[string]string{"effort": off}
+			p.Reasoning = shared.ReasoningParam{Effort: shared.ReasoningEffort(off)}
 		}
 	} else if req.Temperature != nil {
-		body["temperature"] = *req.Temperature
+		p.Temperature = openai.Float(*req.Temperature)
 	}
-	return llm.MarshalJSONNoEscape(body)
+	return p, nil
 }
 
 // Stream calls the model and yields pi's events.
 func (m *Responses) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event] {
 	return func(yield func(llm.Event) bool) {
 		b := assemble.New(m.info, yield, nil)
-		body, err := m.body(req)
+		params, err := m.params(req)
 		if err != nil {
 			if b.Start() {
 				b.Fail(llm.StopError, fmt.Sprintf("%s: encode request: %v", m.info.Provider, err))
 			}
 			return
 		}
-		resp, err := m.post(ctx, "/responses", body)
+		var stream *ssestream.Stream[responses.ResponseStreamEventUnion]
+		err = m.client.Do(ctx, func(ctx context.Context) error {
+			var resp *http.Response
+			s := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&resp))
+			if err := s.Err(); err != nil {
+				_ = s.Close()
+				return m.client.Failure(resp, err)
+			}
+			stream = s
+			return nil
+		})
 		if err != nil {
 			if b.Start() {
 				b.FailErr(ctx, err)
 			}
 			return
 		}
-		defer resp.Body.Close()
+		defer stream.Close()
 		if !b.Start() {
 			return
 		}
-		m.read(ctx, b, resp.Body)
+		m.read(ctx, b, stream)
 	}
 }
 
-type rsItem struct {
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	CallID    string `json:"call_id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-type rsEvent struct {
-	Type        string          `json:"type"`
-	OutputIndex int             `json:"output_index"`
-	Delta       string          `json:"delta"`
-	Item        json.RawMessage `json:"item"`
-	Message     string          `json:"message"`
-	Code        any             `json:"code"`
-	Response    *struct {
-		ID     string `json:"id"`
-		Model  string `json:"model"`
-		Status string `json:"status"`
-		Error  *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-		IncompleteDetails *struct {
-			Reason string `json:"reason"`
-		} `json:"incomplete_details"`
-		Usage *struct {
-			InputTokens        int64 `json:"input_tokens"`
-			OutputTokens       int64 `json:"output_tokens"`
-			TotalTokens        int64 `json:"total_tokens"`
-			InputTokensDetails *struct {
-				CachedTokens int64 `json:"cached_tokens"`
-			} `json:"input_tokens_details"`
-		} `json:"usage"`
-	} `json:"response"`
-}
-
-func (m *Responses) read(ctx context.Context, b *assemble.Builder, body io.Reader) {
-	r := sse.NewReader(body)
-	blocks := map[int]int{} // output_index -> block index
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			b.FailErr(ctx, fmt.Errorf("%s: read stream: %w", m.info.Provider, err))
-			return
-		}
-		var e rsEvent
-		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			b.Fail(llm.StopError, fmt.Sprintf("%s: bad stream event: %v", m.info.Provider, err))
-			return
-		}
-		if e.Response != nil {
+func (m *Responses) read(ctx context.Context, b *assemble.Builder, stream *ssestream.Stream[responses.ResponseStreamEventUnion]) {
+	blocks := map[int64]int{} // output_index -> block index
+	for stream.Next() {
+		e := stream.Current()
+		if e.JSON.Response.Valid() {
 			b.SetResponse(e.Response.ID, e.Response.Model)
 		}
 		block := func() (int, bool) { i, ok := blocks[e.OutputIndex]; return i, ok }
 		switch e.Type {
 		case "response.output_item.added":
-			var it rsItem
-			if json.Unmarshal(e.Item, &it) != nil {
-				continue
-			}
+			it := e.Item
 			var i int
 			var ok bool
 			switch it.Type {
@@ -267,8 +236,8 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, body io.Reade
 				}
 			case "function_call":
 				i, ok = b.ToolCallStart(it.CallID+"|"+it.ID, it.Name)
-				if ok && it.Arguments != "" {
-					ok = b.Delta(i, it.Arguments)
+				if args := it.Arguments.OfString; ok && args != "" {
+					ok = b.Delta(i, args)
 				}
 			default:
 				continue
@@ -291,15 +260,14 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, body io.Reade
 			if !ok {
 				continue
 			}
-			var it rsItem
-			_ = json.Unmarshal(e.Item, &it)
 			blk := b.Block(i)
-			switch it.Type {
+			switch e.Item.Type {
 			case "reasoning":
-				blk.ThinkingSignature = string(e.Item)
+				blk.ThinkingSignature = e.JSON.Item.Raw()
 			case "function_call":
-				if string(blk.Arguments) == "{}" && it.Arguments != "" && it.Arguments != "{}" {
-					if !b.Delta(i, it.Arguments) {
+				args := e.Item.Arguments.OfString
+				if string(blk.Arguments) == "{}" && args != "" && args != "{}" {
+					if !b.Delta(i, args) {
 						return
 					}
 				}
@@ -312,8 +280,8 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, body io.Reade
 			return
 		case "error":
 			msg := e.Message
-			if e.Code != nil {
-				msg = fmt.Sprintf("%v %s", e.Code, msg)
+			if e.Code != "" {
+				msg = e.Code + " " + msg
 			}
 			b.Fail(llm.StopError, m.info.Provider+": "+strings.TrimSpace(msg))
 			return
@@ -323,20 +291,22 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, body io.Reade
 		b.Abort()
 		return
 	}
+	if err := stream.Err(); err != nil {
+		b.Fail(llm.StopError, m.info.Provider+": "+streamFailure(err))
+		return
+	}
 	b.Fail(llm.StopError, m.info.Provider+": stream ended without a response.completed event")
 }
 
-func (m *Responses) finish(b *assemble.Builder, e rsEvent) {
-	resp := e.Response
-	if resp == nil {
+func (m *Responses) finish(b *assemble.Builder, e responses.ResponseStreamEventUnion) {
+	if !e.JSON.Response.Valid() {
 		b.Fail(llm.StopError, m.info.Provider+": "+e.Type+" without a response")
 		return
 	}
-	if u := resp.Usage; u != nil {
-		var cached int64
-		if u.InputTokensDetails != nil {
-			cached = u.InputTokensDetails.CachedTokens
-		}
+	resp := e.Response
+	if resp.JSON.Usage.Valid() {
+		u := resp.Usage
+		cached := u.InputTokensDetails.CachedTokens
 		b.SetUsage(llm.Usage{Input: max(u.InputTokens-cached, 0), Output: u.OutputTokens, CacheRead: cached, TotalTokens: u.TotalTokens})
 	}
 	switch resp.Status {
@@ -349,9 +319,9 @@ func (m *Responses) finish(b *assemble.Builder, e rsEvent) {
 	case "incomplete":
 		b.Done(llm.StopLength)
 	default:
-		msg := "response " + resp.Status
-		if resp.Error != nil {
-			msg = strings.TrimSpace(resp.Error.Code + " " + resp.Error.Message)
+		msg := "response " + string(resp.Status)
+		if resp.JSON.Error.Valid() {
+			msg = strings.TrimSpace(string(resp.Error.Code) + " " + resp.Error.Message)
 		}
 		b.Fail(llm.StopError, m.info.Provider+": "+msg)
 	}

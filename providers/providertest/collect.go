@@ -81,3 +81,10 @@ func Types(evs []llm.Event) string {
 	}
 	return strings.Join(s, " ")
 }
+
+// SameUsage reports whether a and b have the same token counts and cost
+// (Usage also carries unknown JSON keys and is not comparable with ==).
+func SameUsage(a, b llm.Usage) bool {
+	return a.Input == b.Input && a.Output == b.Output && a.CacheRead == b.CacheRead &&
+		a.CacheWrite == b.CacheWrite && a.TotalTokens == b.TotalTokens && a.Cost == b.Cost
+}

@@ -325,18 +325,35 @@ func testStaleFence(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{Fence: 5})
 	appendE(t, s, user("a"), s.Leaf())
 	_ = s.Close()
+	old, err := session.Open(st, s.Path(), session.Options{Fence: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
 	newer, err := session.Open(st, s.Path(), session.Options{Fence: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := appendE(t, newer, user("new owner"), newer.Leaf())
 	_ = newer.Close()
-	old, err := session.Open(st, s.Path(), session.Options{Fence: 5})
+	if _, err := old.Append(user("stale"), session.SyncAlways); !errors.Is(err, session.ErrFenced) {
+		t.Fatalf("stale writer append: %v", err)
+	}
+	// A stale writer that opens after the takeover is fenced at once.
+	late, err := session.Open(st, s.Path(), session.Options{Fence: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendE(t, old, user("stale"), n.ID)
-	_ = old.Close()
+	if _, err := late.Append(user("late"), session.SyncAlways); !errors.Is(err, session.ErrFenced) {
+		t.Fatalf("late stale writer append: %v", err)
+	}
+	_ = late.Close()
+	// A stale write that raced past the size check is ignored by readers.
+	data, _ := st.ReadFile(s.Path())
+	stale := `{"type":"message","id":"5ca1ab1e","parentId":"` + n.ID + `","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"stale","timestamp":1},"fence":5}` + "\n"
+	if err := st.WriteFile(s.Path(), append(data, stale...)); err != nil {
+		t.Fatal(err)
+	}
 	r, err := session.Open(st, s.Path(), session.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,14 @@
-// Package transport sends a model API request with retries: transient
-// failures (429, 408, 5xx, overloaded, connection errors, timeouts) are
-// retried with exponential backoff that honours Retry-After, other 4xx
-// never. Failures become *llm.APIError with credentials redacted.
+// Package transport is pibot's retry policy around the vendor SDKs: an
+// attempt that fails transiently (429, 408, 5xx, overloaded, connection
+// errors, timeouts) is retried with exponential backoff that honours
+// Retry-After, other 4xx never. Failures become *llm.APIError with
+// credentials redacted.
 package transport
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,11 +76,12 @@ func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Client sends requests for one provider.
+// Client runs the calls of one provider under its RetryPolicy. The
+// vendor SDK sends each attempt (with its own retries switched off); the
+// Client decides whether a failed attempt is retried and how long to wait.
 type Client struct {
 	// Provider names the provider in errors and logs.
 	Provider string
-	HTTP     *http.Client
 	Retry    RetryPolicy
 	Logger   *slog.Logger
 	// Secrets are redacted from every error text.
@@ -94,43 +95,42 @@ func (c *Client) logger() *slog.Logger {
 	return c.Logger
 }
 
-// Do sends the request built by newReq until it gets a 2xx response or a
-// final failure. newReq is called once per attempt. The caller closes the
-// returned body. A cancelled ctx returns ctx.Err() (possibly wrapped).
-func (c *Client) Do(ctx context.Context, newReq func(ctx context.Context) (*http.Request, error)) (*http.Response, error) {
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	for attempt := 0; ; attempt++ {
-		req, err := newReq(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: build request: %w", c.Provider, err)
+// Do calls attempt until it returns nil or a final failure. An attempt
+// reports a failure as *llm.APIError (see Failure); retryable ones are
+// retried with backoff, anything else ends the call. A cancelled ctx
+// returns ctx.Err() (possibly wrapped).
+func (c *Client) Do(ctx context.Context, attempt func(ctx context.Context) error) error {
+	for n := 0; ; n++ {
+		err := attempt(ctx)
+		if err == nil {
+			return nil
 		}
-		resp, err := hc.Do(req)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		var apiErr *llm.APIError
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			apiErr = &llm.APIError{Provider: c.Provider, Message: c.redact(transportText(err)), Err: errors.New(c.redact(err.Error()))}
-		case resp.StatusCode >= 200 && resp.StatusCode < 300:
-			return resp, nil
-		default:
-			apiErr = c.statusError(resp)
+		if !errors.As(err, &apiErr) || !apiErr.Retryable() || n >= c.Retry.retries() {
+			return err
 		}
-		if !apiErr.Retryable() || attempt >= c.Retry.retries() {
-			return nil, apiErr
-		}
-		d := c.Retry.Delay(attempt+1, apiErr.RetryAfter)
+		d := c.Retry.Delay(n+1, apiErr.RetryAfter)
 		c.logger().LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying",
 			slog.String("provider", c.Provider), slog.Int("status", apiErr.Status),
-			slog.String("error", apiErr.Message), slog.Int("attempt", attempt+1), slog.Duration("delay", d))
+			slog.String("error", apiErr.Message), slog.Int("attempt", n+1), slog.Duration("delay", d))
 		if err := c.Retry.sleep(ctx, d); err != nil {
-			return nil, err
+			return err
 		}
 	}
+}
+
+// Failure maps a failed SDK call to *llm.APIError: resp is the HTTP
+// response the SDK received (nil when none), err the SDK's error. A
+// response with an error status is classified by status and body (the
+// SDKs leave the body readable); otherwise err is a connection failure.
+func (c *Client) Failure(resp *http.Response, err error) *llm.APIError {
+	if resp != nil && resp.StatusCode >= 300 {
+		return c.statusError(resp)
+	}
+	return &llm.APIError{Provider: c.Provider, Message: c.redact(transportText(err)), Err: errors.New(c.redact(err.Error()))}
 }
 
 func transportText(err error) string {
@@ -151,8 +151,11 @@ func (c *Client) redact(s string) string { return secret.Redact(s, c.Secrets...)
 
 // statusError reads and closes the body of a failed response.
 func (c *Client) statusError(resp *http.Response) *llm.APIError {
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+	}
 	msg := ErrorText(body)
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// chatOptions are the flags of `pibot chat`.
+type chatOptions struct {
+	configFile string
+	print      bool
+	mode       string
+	session    string
+	model      string
+	prompts    []string
+}
+
+// chat runs `pibot chat`: one-shot print or JSON mode, or the interactive
+// terminal chat.
+func (c *cli) chat(ctx context.Context, args []string) error {
+	fs := c.newFlags("chat")
+	var o chatOptions
+	fs.StringVar(&o.configFile, "c", "", "configuration `FILE` (default $PIBOT_CONFIG)")
+	fs.BoolVar(&o.print, "p", false, "print mode: run the prompt and print only the final answer")
+	fs.StringVar(&o.mode, "mode", "", "output `mode`: text (with -p) or json (every event as one JSON line)")
+	fs.StringVar(&o.session, "session", "", "continue the session in `FILE`")
+	fs.StringVar(&o.model, "model", "", "model `provider/id` (default agent.model)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	o.prompts = pos
+	switch o.mode {
+	case "", "text", "json":
+	default:
+		return usageErr("chat: --mode must be text or json, not %q", o.mode)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if !o.print && o.mode == "" {
+		if len(o.prompts) > 0 {
+			o.print = true // `pibot chat "question"` answers once
+		} else {
+			return c.interactive(ctx, o)
+		}
+	}
+	if len(o.prompts) == 0 {
+		return usageErr("chat: no prompt given")
+	}
+	return c.runOnce(ctx, o)
+}
+
+// chatRun is one agent conversation recorded in a session file.
+type chatRun struct {
+	agent  *agent.Agent
+	maint  *agent.Maintenance
+	rec    *recorder
+	header session.Header
+}
+
+// openChat resolves the model, opens or creates the session file and builds
+// the agent. The session must be closed by the caller.
+func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*chatRun, error) {
+	log := newLogger(c.stderr, config.Log{Level: "warn", Format: cfg.Log.Format})
+	if cfg.Log.Level == "debug" {
+		log = newLogger(c.stderr, cfg.Log)
+	}
+	reg, err := newRegistry(cfg, c.getenv, log, -1)
+	if err != nil {
+		return nil, err
+	}
+	ref := o.model
+	var resumed *session.Session
+	var sctx session.Context
+	if o.session != "" {
+		if resumed, err = session.OpenFile(o.session, session.Options{Logger: log}); err != nil {
+			return nil, err
+		}
+		c.reportDamage(resumed.Report())
+		if sctx, err = resumed.Context(""); err != nil {
+			resumed.Close()
+			return nil, err
+		}
+		if ref == "" && cfg.Agent.Model == "" && sctx.Model != nil {
+			ref = sctx.Model.Provider + "/" + sctx.Model.ModelID
+		}
+	}
+	if ref == "" {
+		ref = defaultModel(cfg, reg)
+	}
+	closeResumed := func() {
+		if resumed != nil {
+			resumed.Close()
+		}
+	}
+	if ref == "" {
+		closeResumed()
+		return nil, errors.New(noModelHelp)
+	}
+	model, err := reg.Model(ref)
+	if err != nil {
+		closeResumed()
+		return nil, err
+	}
+	info := model.Info()
+	thinking := info.ClampThinking(llm.ThinkingLevel(cfg.Agent.Thinking))
+	tb, err := newToolbox(ctx, cfg, log)
+	if err != nil {
+		closeResumed()
+		return nil, err
+	}
+	prompt, err := tb.prompt(cfg, false).build()
+	if err != nil {
+		closeResumed()
+		return nil, err
+	}
+	modelEntry := session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}
+	thinkingEntry := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(thinking)}
+	rec := &recorder{}
+	var history []llm.Message
+	if resumed != nil {
+		rec.sess, rec.leaf = resumed, resumed.Leaf()
+		if history, err = sctx.LLMMessages(); err != nil {
+			closeResumed()
+			return nil, err
+		}
+		if sctx.Model == nil || sctx.Model.Provider != info.Provider || sctx.Model.ModelID != info.ID {
+			err = rec.append(modelEntry, session.SyncGrouped)
+		}
+		if err == nil && sctx.ThinkingLevel != string(thinking) {
+			err = rec.append(thinkingEntry, session.SyncGrouped)
+		}
+		if err != nil {
+			closeResumed()
+			return nil, err
+		}
+	} else {
+		now := time.Now()
+		h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: tb.ws}
+		s, err := session.CreateFile(session.Dir(cfg.DataDir, "cli"), h, modelEntry, session.Options{Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		rec.sess, rec.leaf = s, s.Leaf()
+		if err := rec.append(thinkingEntry, session.SyncGrouped); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	a := agent.New(agent.Config{
+		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun(nil),
+		Retry: retryConfig(cfg), SessionID: rec.sess.Header().ID,
+	}, history)
+	comp := &compactor{rec: rec, model: a.Model, settings: compactionSettings(cfg), thinking: thinking}
+	return &chatRun{agent: a, maint: agent.NewMaintenance(comp.settings, comp.compact), rec: rec, header: rec.sess.Header()}, nil
+}
+
+// prompt runs one user prompt, then the automatic compaction check. emit
+// sees every event.
+func (r *chatRun) prompt(ctx context.Context, text string, emit func(agent.Event)) error {
+	wrapped := func(ev agent.Event) {
+		r.maint.Observe(ev)
+		if err := r.rec.observe(ev); err != nil {
+			r.agent.Abort()
+		}
+		if emit != nil {
+			emit(ev)
+		}
+	}
+	if err := r.agent.Prompt(ctx, wrapped, llm.UserText(text, time.Now().UnixMilli())); err != nil {
+		return err
+	}
+	if r.rec.err != nil {
+		return fmt.Errorf("session: %w", r.rec.err)
+	}
+	if err := r.maint.AfterRun(ctx, r.agent, wrapped); err != nil {
+		return err
+	}
+	return r.rec.err
+}
+
+// lastAssistant returns the conversation's last assistant message.
+func (r *chatRun) lastAssistant() (llm.Message, bool) {
+	msgs := r.agent.Messages()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			return msgs[i], true
+		}
+	}
+	return llm.Message{}, false
+}
+
+// runOnce is pi's print mode (-p) and JSON mode (--mode json).
+func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
+	cfg, _, err := c.loadConfig(o.configFile)
+	if err != nil {
+		return err
+	}
+	run, err := c.openChat(ctx, o, cfg)
+	if err != nil {
+		return err
+	}
+	defer run.rec.sess.Close()
+	var emit func(agent.Event)
+	if o.mode == "json" {
+		if err := writeJSONLine(c.stdout, run.header); err != nil {
+			return err
+		}
+		emit = func(ev agent.Event) {
+			if err := writeJSONLine(c.stdout, ev); err != nil {
+				run.agent.Abort()
+			}
+		}
+	}
+	for _, p := range o.prompts {
+		if err := run.prompt(ctx, p, emit); err != nil {
+			return err
+		}
+	}
+	if err := run.rec.sess.Close(); err != nil {
+		return err
+	}
+	last, ok := run.lastAssistant()
+	if !ok {
+		return errors.New("chat: the model gave no answer")
+	}
+	if last.StopReason == llm.StopError || last.StopReason == llm.StopAborted {
+		msg := last.ErrorMessage
+		if msg == "" {
+			msg = "request " + string(last.StopReason)
+		}
+		if o.mode == "json" {
+			return &exitError{code: 1}
+		}
+		return fmt.Errorf("%s (session %s)", msg, run.rec.sess.Path())
+	}
+	if o.mode != "json" {
+		text := strings.TrimRight(last.Text(), "\n")
+		if _, err := fmt.Fprintln(c.stdout, text); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeJSONLine writes v's JSON and a newline. MarshalJSON is called
+// directly so the output is not HTML-escaped (pi writes JSON.stringify).
+func writeJSONLine(w io.Writer, v json.Marshaler) error {
+	b, err := v.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

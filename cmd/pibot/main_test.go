@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// binary is the pibot executable built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "pibot-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "pibot")
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-test", "-o", binary, ".")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build pibot:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// result is one finished pibot process.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// pibot runs the binary in dir with a clean environment (HOME=dir, no
+// provider keys) plus env ("K=V"), feeding stdin.
+func pibot(t *testing.T, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run pibot %v: %v", args, err)
+	}
+	return result{stdout: out.String(), stderr: errb.String(), code: code}
+}
+
+// ok runs pibot and fails the test unless it exits 0.
+func ok(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	r := pibot(t, dir, "", nil, args...)
+	if r.code != 0 {
+		t.Fatalf("pibot %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// vectorsDir finds shared/testdata/pi by walking up from the working dir.
+func vectorsDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		for _, cand := range []string{filepath.Join(dir, "shared", "testdata", "pi"), filepath.Join(dir, "..", "shared", "testdata", "pi")} {
+			if _, err := os.Stat(filepath.Join(cand, "manifest.json")); err == nil {
+				return cand
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("shared/testdata/pi not found")
+		}
+		dir = parent
+	}
+}
+
+// copyVector copies NAME.jsonl into dir and returns the copy's path.
+func copyVector(t *testing.T, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(vectorsDir(t), name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name+".jsonl")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// jsonLines decodes every non-blank line of data.
+func jsonLines(t *testing.T, data string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for i, line := range strings.Split(data, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %d: %v: %.200s", i+1, err, line)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// sameContext compares the messages, thinkingLevel and model of two
+// decoded contexts.
+func sameContext(t *testing.T, what string, got, want map[string]any) {
+	t.Helper()
+	for _, k := range []string{"messages", "thinkingLevel", "model"} {
+		if !reflect.DeepEqual(got[k], want[k]) {
+			gb, _ := json.Marshal(got[k])
+			wb, _ := json.Marshal(want[k])
+			t.Fatalf("%s: %s differs:\n got %.400s\nwant %.400s", what, k, gb, wb)
+		}
+	}
+}

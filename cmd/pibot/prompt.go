@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pibot/pibot/llm"
+)
+
+// defaultIntro opens the default system prompt.
+const defaultIntro = "You are pibot, an expert coding assistant. You help users by reading files, executing commands, " +
+	"editing code, and writing new files, and you talk to them through a chat."
+
+// guidelines close the default system prompt's body.
+var guidelines = []string{
+	"Read a file before you edit it; use edit for precise changes and write only for new files or complete rewrites.",
+	"Prefer grep, find and ls over bash for exploring files.",
+	"Do not run destructive commands (deleting files, force-pushing) unless the user asked for them.",
+	"Be concise in your responses; the user reads them in a chat.",
+	"Show file paths clearly when working with files.",
+}
+
+// contextFiles are the project instruction files looked for in the
+// workspace, in order of preference (pi reads the first one found).
+var contextFiles = []string{"AGENTS.md", "CLAUDE.md"}
+
+// promptBuilder builds the system prompt of a run. It rereads the custom
+// prompt and the project context files every time, so edits apply to the
+// next run without a restart.
+type promptBuilder struct {
+	// workspace is the absolute working directory of the tools.
+	workspace string
+	// tools are the specs of the active tools, in order.
+	tools []llm.ToolSpec
+	// customFile replaces the default body when set (agent.system_prompt_file).
+	customFile string
+	now        func() time.Time
+}
+
+// build returns the system prompt: the default body (or the custom file),
+// the project context, the date and the working directory.
+func (p promptBuilder) build() (string, error) {
+	var b strings.Builder
+	if p.customFile != "" {
+		data, err := os.ReadFile(p.customFile)
+		if err != nil {
+			return "", fmt.Errorf("agent.system_prompt_file: %w", err)
+		}
+		b.WriteString(strings.TrimSpace(string(data)))
+	} else {
+		p.writeDefault(&b)
+	}
+	if ctx := p.projectContext(); ctx != "" {
+		b.WriteString("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n")
+		b.WriteString(ctx)
+	}
+	now := time.Now
+	if p.now != nil {
+		now = p.now
+	}
+	fmt.Fprintf(&b, "\n\nCurrent date: %s\nCurrent working directory: %s", now().Format(time.DateOnly), p.workspace)
+	return b.String(), nil
+}
+
+func (p promptBuilder) writeDefault(b *strings.Builder) {
+	b.WriteString(defaultIntro)
+	if len(p.tools) > 0 {
+		b.WriteString("\n\nAvailable tools:")
+		for _, t := range p.tools {
+			fmt.Fprintf(b, "\n- %s: %s", t.Name, firstSentence(t.Description))
+		}
+	}
+	b.WriteString("\n\nGuidelines:")
+	for _, g := range guidelines {
+		b.WriteString("\n- ")
+		b.WriteString(g)
+	}
+}
+
+// projectContext returns the workspace's instruction file under a heading
+// naming its path, or "".
+func (p promptBuilder) projectContext() string {
+	for _, name := range contextFiles {
+		path := filepath.Join(p.workspace, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // a missing or unreadable file is simply not used
+		}
+		return "## " + path + "\n\n" + strings.TrimSpace(string(data)) + "\n"
+	}
+	return ""
+}
+
+// firstSentence returns the first sentence of a tool description.
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' && (i+1 == len(s) || s[i+1] == ' ' || s[i+1] == '\n') {
+			return s[:i+1]
+		}
+		if s[i] == '\n' {
+			return strings.TrimSpace(s[:i])
+		}
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/llm"
+)
+
+func TestFirstSentence(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Read the contents of a file. Supports images.", "Read the contents of a file."},
+		{"No period at all", "No period at all"},
+		{"First line\nsecond line.", "First line"},
+		{"  Ends here.", "Ends here."},
+		{"Version 1.2 is out. Yes.", "Version 1.2 is out."},
+	}
+	for _, tt := range tests {
+		if got := firstSentence(tt.in); got != tt.want {
+			t.Errorf("firstSentence(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestPromptBuilder(t *testing.T) {
+	ws := t.TempDir()
+	now := func() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC) }
+	p := promptBuilder{
+		workspace: ws,
+		tools:     []llm.ToolSpec{{Name: "read", Description: "Read a file. Long text."}, {Name: "bash", Description: "Run a command."}},
+		now:       now,
+	}
+	got, err := p.build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"You are pibot, an expert coding assistant", "- read: Read a file.\n- bash: Run a command.",
+		"Guidelines:", "\n\nCurrent date: 2026-03-04\nCurrent working directory: " + ws} {
+		if !strings.Contains(got, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "Long text") || strings.Contains(got, "Project Context") {
+		t.Errorf("prompt has unwanted text:\n%s", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("claude rules\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = p.build()
+	if !strings.Contains(got, "# Project Context") || !strings.Contains(got, "## "+filepath.Join(ws, "CLAUDE.md")+"\n\nclaude rules") {
+		t.Errorf("CLAUDE.md not included:\n%s", got)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("agent rules"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = p.build()
+	if !strings.Contains(got, "agent rules") || strings.Contains(got, "claude rules") {
+		t.Errorf("AGENTS.md must be preferred:\n%s", got)
+	}
+	if i, j := strings.Index(got, "agent rules"), strings.Index(got, "Current date"); i > j {
+		t.Errorf("project context must come before the date:\n%s", got)
+	}
+
+	custom := filepath.Join(ws, "system.md")
+	if err := os.WriteFile(custom, []byte("Custom body.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.customFile = custom
+	got, _ = p.build()
+	if !strings.HasPrefix(got, "Custom body.\n\n# Project Context") || strings.Contains(got, "Available tools") || !strings.Contains(got, "Current date: 2026-03-04") {
+		t.Errorf("custom prompt:\n%s", got)
+	}
+}
+
+func TestWithParent(t *testing.T) {
+	tests := []struct {
+		name, raw, parent, want string
+	}{
+		{"unchanged keeps bytes", `{"type":"message","id":"b","parentId":"a" ,"x":"<"}`, "a", `{"type":"message","id":"b","parentId":"a" ,"x":"<"}`},
+		{"re-chained", `{"type":"label","id":"b","parentId":"z","timestamp":"t","targetId":"a","u":"\ud83d"}`, "a",
+			`{"type":"label","id":"b","parentId":"a","timestamp":"t","targetId":"a","u":"\ud83d"}`},
+		{"to null", `{"type":"custom","customType":"c","id":"b","parentId":"z"}`, "", `{"type":"custom","customType":"c","id":"b","parentId":null}`},
+		{"missing added", `{"type":"x","id":"b"}`, "a", `{"type":"x","id":"b","parentId":"a"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := withParent([]byte(tt.raw), tt.parent)
+			if err != nil || string(got) != tt.want {
+				t.Fatalf("withParent = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := withParent([]byte(`[1]`), "a"); err == nil {
+		t.Fatal("withParent of an array: want error")
+	}
+}
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantPos []string
+		leaf    string
+	}{
+		{[]string{"f.jsonl", "--leaf", "abc"}, []string{"f.jsonl"}, "abc"},
+		{[]string{"--leaf=abc", "f.jsonl"}, []string{"f.jsonl"}, "abc"},
+		{[]string{"a", "b"}, []string{"a", "b"}, ""},
+		{nil, nil, ""},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		leaf := fs.String("leaf", "", "")
+		pos, err := parseArgs(fs, tt.args)
+		if err != nil || !slices.Equal(pos, tt.wantPos) || *leaf != tt.leaf {
+			t.Errorf("parseArgs(%q) = %q leaf %q, %v", tt.args, pos, *leaf, err)
+		}
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, err := parseArgs(fs, []string{"--nope"}); err == nil {
+		t.Error("unknown flag: want error")
+	}
+}

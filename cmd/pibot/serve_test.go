@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// server is a running `pibot serve`.
+type server struct {
+	cmd    *exec.Cmd
+	url    string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+// startServe starts `pibot serve args...` in dir and waits for its ready
+// line.
+func startServe(t *testing.T, dir string, args ...string) *server {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+		_, _ = io.Copy(io.Discard, stdout)
+		s.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	select {
+	case line := <-lines:
+		url, ok := strings.CutPrefix(strings.TrimSpace(line), "pibot ready on ")
+		if !ok {
+			t.Fatalf("first line %q, stderr:\n%s", line, s.stderr)
+		}
+		s.url = url
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not get ready; stderr:\n%s", s.stderr)
+	}
+	return s
+}
+
+func (s *server) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(s.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (s *server) stop(t *testing.T) int {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop; stderr:\n%s", s.stderr)
+		return -1
+	}
+}
+
+func TestServeWithoutConfig(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, dir, "--listen", "127.0.0.1:0")
+	for _, tt := range []struct {
+		path, want string
+	}{
+		{"/healthz", "ok"},
+		{"/readyz", "ok"},
+		{"/metrics", "pibot_runs_total"},
+		{"/metrics", "go_goroutines"},
+		{"/", "<html"},
+	} {
+		code, body := s.get(t, tt.path)
+		if code != http.StatusOK || !strings.Contains(strings.ToLower(body), strings.ToLower(tt.want)) {
+			t.Errorf("GET %s = %d %.200q, want 200 containing %q", tt.path, code, body, tt.want)
+		}
+	}
+	if _, err := os.Stat(dir + "/pibot-data/.pibot.lock"); err != nil {
+		t.Errorf("default data dir not used: %v", err)
+	}
+
+	second := pibot(t, dir, "", nil, "serve", "--listen", "127.0.0.1:0")
+	if second.code != 1 || !strings.Contains(second.stderr, "in use by another pibot") {
+		t.Errorf("second instance: exit %d, stderr %q", second.code, second.stderr)
+	}
+
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit after SIGTERM = %d; stderr:\n%s", code, s.stderr)
+	}
+}
+
+func TestServeRefusesUnsafeConfig(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, config, want string
+	}{
+		{"web without token off loopback", "http:\n  listen: 0.0.0.0:0\n", "adapters.web.token"},
+		{"bad key", "http:\n  lisen: x\n", "http.lisen"},
+		{"bad value", "agent:\n  queue: {mode: shout}\n", "agent.queue.mode"},
+		{"telegram token", "adapters:\n  telegram:\n    token: nocolon\n", "adapters.telegram.token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\n"+tt.config)
+			r := pibot(t, dir, "", nil, "serve", "-c", cfg)
+			if r.code != 1 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want exit 1 naming %s", r.code, r.stderr, tt.want)
+			}
+		})
+	}
+}

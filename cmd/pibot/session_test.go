@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// expectedContexts returns NAME.context.jsonl's lines by leaf ("" for the
+// default leaf).
+func expectedContexts(t *testing.T, name string) map[string]map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(vectorsDir(t), name+".context.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, l := range jsonLines(t, string(data)) {
+		leaf, _ := l["leaf"].(string)
+		out[leaf] = l
+	}
+	return out
+}
+
+func TestSessionContextMatchesPi(t *testing.T) {
+	vectors := []string{
+		"agent-tools", "agent-compaction", "agent-retry-abort", "agent-tree", "agent-images-unicode",
+		"agent-long-lines", "agent-queue-bash-custom", "sm-labels-custom-info", "sm-roots-summaries",
+		"sm-model-thinking", "sm-compaction-edges", "fork-source", "fork-clone", "legacy-v1", "legacy-v2",
+		"torn-tail", "wide-tree", "deep-chain",
+	}
+	dir := t.TempDir()
+	for _, name := range vectors {
+		t.Run(name, func(t *testing.T) {
+			p := copyVector(t, dir, name)
+			before, _ := os.ReadFile(p)
+			got := jsonLines(t, ok(t, dir, "session", "context", p))
+			sameContext(t, name+" default leaf", got[0], expectedContexts(t, name)[""])
+			if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
+				t.Fatal("session context modified the file")
+			}
+		})
+	}
+}
+
+func TestSessionContextLeaf(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "agent-tree")
+	want := expectedContexts(t, "agent-tree")
+	n := 0
+	for leaf, ctx := range want {
+		if leaf == "" || n == 5 {
+			continue
+		}
+		n++
+		got := jsonLines(t, ok(t, dir, "session", "context", p, "--leaf", leaf))
+		sameContext(t, "leaf "+leaf, got[0], ctx)
+	}
+	r := pibot(t, dir, "", nil, "session", "context", "--leaf", "deadbeef", p)
+	if r.code != 1 || !strings.Contains(r.stderr, "deadbeef") || !strings.Contains(r.stderr, p) {
+		t.Fatalf("unknown leaf: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestSessionTree(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "agent-tree")
+	out := ok(t, dir, "session", "tree", p)
+	data, err := os.ReadFile(filepath.Join(vectorsDir(t), "agent-tree.tree.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := jsonLines(t, string(data))
+	for _, l := range lines[1:] {
+		if id := l["id"].(string); !strings.Contains(out, id) {
+			t.Errorf("tree lacks entry %s", id)
+		}
+	}
+	if got := strings.Count(out, "\n"); got != len(lines)-1 {
+		t.Errorf("tree has %d lines, want one per entry (%d)", got, len(lines)-1)
+	}
+}
+
+func TestSessionList(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sessions", "nested")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	copyVector(t, filepath.Join(dir, "sessions"), "agent-tools")
+	copyVector(t, sub, "fork-source")
+	writeFile(t, sub, "notes.jsonl", "not a session\n")
+	out := ok(t, dir, "session", "ls", filepath.Join(dir, "sessions"))
+	for _, want := range []string{"agent-tools.jsonl", filepath.Join("nested", "fork-source.jsonl"), "Please read hello.txt"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ls output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "notes.jsonl") {
+		t.Errorf("ls lists a file that is not a session:\n%s", out)
+	}
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: "+dir+"\n")
+	if out2 := ok(t, dir, "session", "ls", "-c", cfg); out2 != out {
+		t.Errorf("ls with data_dir differs from ls DIR:\n%s\n%s", out2, out)
+	}
+}
+
+func TestSessionFork(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "fork-source")
+	want := expectedContexts(t, "fork-source")
+	outDir := filepath.Join(dir, "forks")
+	for leaf, ctx := range want {
+		if leaf == "" {
+			continue
+		}
+		forked := strings.TrimSpace(ok(t, dir, "session", "fork", p, "--at", leaf, "-o", outDir))
+		if filepath.Dir(forked) != outDir {
+			t.Fatalf("fork written to %s, want in %s", forked, outDir)
+		}
+		got := jsonLines(t, ok(t, dir, "session", "context", forked))
+		sameContext(t, "fork at "+leaf, got[0], ctx)
+		header := jsonLines(t, readFile(t, forked))[0]
+		if abs, _ := filepath.Abs(p); header["parentSession"] != abs {
+			t.Fatalf("fork parentSession = %v, want %s", header["parentSession"], abs)
+		}
+	}
+	if r := pibot(t, dir, "", nil, "session", "fork", p, "--at", "deadbeef"); r.code != 1 || !strings.Contains(r.stderr, "deadbeef") {
+		t.Fatalf("fork at unknown entry: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestSessionExport(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "agent-tree")
+	src := jsonLines(t, readFile(t, p))
+	for leaf, ctx := range expectedContexts(t, "agent-tree") {
+		args := []string{"session", "export", p}
+		if leaf != "" {
+			args = append(args, "--leaf", leaf)
+		}
+		out := ok(t, dir, args...)
+		lines := jsonLines(t, out)
+		if h := lines[0]; h["type"] != "session" || h["id"] != src[0]["id"] || h["timestamp"] == src[0]["timestamp"] || h["parentSession"] != nil {
+			t.Fatalf("export header %v (source %v)", h, src[0])
+		}
+		var parent any
+		for i, e := range lines[1:] {
+			if e["parentId"] != parent {
+				t.Fatalf("leaf %q: entry %d parentId = %v, want %v", leaf, i, e["parentId"], parent)
+			}
+			parent = e["id"]
+		}
+		if leaf != "" && parent != leaf {
+			t.Fatalf("export ends at %v, want %s", parent, leaf)
+		}
+		exported := writeFile(t, dir, "export.jsonl", out)
+		got := jsonLines(t, ok(t, dir, "session", "context", exported))
+		sameContext(t, "export of "+leaf, got[0], ctx)
+	}
+	target := filepath.Join(dir, "out.jsonl")
+	ok(t, dir, "session", "export", p, "-o", target)
+	if r := pibot(t, dir, "", nil, "session", "export", p, "-o", target); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("export over an existing file: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestSessionRepair(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "torn-tail")
+	before := readFile(t, p)
+	r := pibot(t, dir, "", nil, "session", "repair", p, "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "damaged") || !strings.Contains(r.stderr, p+":") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if readFile(t, p) != before {
+		t.Fatal("dry run changed the file")
+	}
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "repaired") {
+		t.Fatalf("repair: %q", out)
+	}
+	if _, err := os.Stat(p + ".broken"); err != nil {
+		t.Fatalf("no .broken copy: %v", err)
+	}
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "clean") {
+		t.Fatalf("second repair: %q", out)
+	}
+	got := jsonLines(t, ok(t, dir, "session", "context", p))
+	sameContext(t, "repaired torn-tail", got[0], expectedContexts(t, "torn-tail")[""])
+}

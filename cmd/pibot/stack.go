@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pibot/pibot/adapters/term"
+	"github.com/pibot/pibot/adapters/web"
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/providers"
+)
+
+// Embedded cluster settings.
+const (
+	dedupeTTL = 48 * time.Hour
+	dedupeMax = 100000
+)
+
+// stack is a gateway with the local pieces it needs, all in the data
+// directory, which it holds exclusively.
+type stack struct {
+	lock  *cluster.DirLock
+	inbox *cluster.Inbox
+	gw    *gateway.Gateway
+}
+
+// localOwners returns the users of the local adapters: whoever can reach
+// the terminal or the (loopback or token-protected) web chat owns the bot.
+func localOwners() []string {
+	return []string{string(web.Platform) + ":" + web.UserID, string(term.Platform) + ":" + term.UserID}
+}
+
+// openStack locks the data directory and builds the gateway over
+// adapters. metrics may be nil. close must be called when it is not nil.
+func openStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer) (st *stack, err error) {
+	lock, err := cluster.LockDir(cfg.DataDir)
+	if errors.Is(err, cluster.ErrLocked) {
+		pid, _ := os.ReadFile(dataPath(cfg, ".pibot.lock"))
+		return nil, fmt.Errorf("data directory %s is in use by another pibot (pid %s); stop it or set data_dir to another directory",
+			cfg.DataDir, strings.TrimSpace(string(pid)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	st = &stack{lock: lock}
+	defer func() {
+		if err != nil {
+			st.close()
+			st = nil
+		}
+	}()
+	locker, err := cluster.NewLocker(cfg.DataDir)
+	if err != nil {
+		return st, err
+	}
+	if st.inbox, err = cluster.OpenInbox(dataPath(cfg, "inbox.jsonl")); err != nil {
+		return st, err
+	}
+	store, err := access.OpenStore(dataPath(cfg, "pairing.json"))
+	if err != nil {
+		return st, err
+	}
+	checker := access.NewChecker(access.Policy{
+		Owners:          append(append([]string{}, cfg.Access.Owners...), localOwners()...),
+		Users:           cfg.Access.Users,
+		DMPolicy:        cfg.Access.DMPolicy,
+		Groups:          cfg.Access.Groups,
+		MentionRequired: cfg.MentionRequired(),
+	}, store)
+	reg, err := newRegistry(cfg, getenv, log, 0)
+	if err != nil {
+		return st, err
+	}
+	tb, err := newToolbox(ctx, cfg, log)
+	if err != nil {
+		return st, err
+	}
+	model := defaultModel(cfg, reg)
+	prompt := tb.prompt(cfg, true)
+	gcfg := gateway.Config{
+		DataDir:     cfg.DataDir,
+		Model:       model,
+		NoModelHelp: noModelHelp,
+		Thinking:    llm.ThinkingLevel(cfg.Agent.Thinking),
+		SystemPrompt: func() string {
+			p, err := prompt.build()
+			if err != nil {
+				log.Error("system prompt", "err", err)
+				return "You are pibot, an expert coding assistant."
+			}
+			return p
+		},
+		Workspace:       tb.ws,
+		Tools:           func(a gateway.Attacher) []agent.Tool { return tb.forRun(a) },
+		DMApprovals:     cfg.Agent.Approvals.DM,
+		GroupApprovals:  cfg.Agent.Approvals.Group,
+		ApprovalTimeout: cfg.Agent.Approvals.Timeout.D(),
+		QueueMode:       cfg.Agent.Queue.Mode,
+		CollectDebounce: cfg.Agent.Queue.Collect.Debounce.D(),
+		CollectCap:      cfg.Agent.Queue.Collect.Cap,
+		CollectDrop:     cfg.Agent.Queue.Collect.Drop,
+		Verbosity:       stream.Verbosity(cfg.Agent.Verbosity),
+		Compaction:      compactionSettings(cfg),
+		Retry:           retryConfig(cfg),
+		IdleEvict:       cfg.Agent.IdleEvict.D(),
+		Logger:          log,
+	}
+	if metrics != nil {
+		gcfg.Metrics = gateway.NewMetrics(metrics)
+	}
+	models := newFallbackModels(reg, model, cfg.Agent.Fallbacks, log)
+	st.gw, err = gateway.New(gcfg, gateway.Deps{
+		Adapters: adapters,
+		Models:   models,
+		Access:   checker,
+		Inbox:    st.inbox,
+		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
+		Locker:   locker,
+	})
+	if err != nil {
+		return st, err
+	}
+	if model == "" {
+		log.Warn("no model configured; the chat will explain what to set")
+	} else {
+		log.Info("agent", "model", model, "workspace", tb.ws, "sandbox", tb.set.SandboxStatus())
+	}
+	return st, nil
+}
+
+// close releases the inbox and the data directory.
+func (s *stack) close() {
+	if s.inbox != nil {
+		_ = s.inbox.Close()
+	}
+	_ = s.lock.Unlock()
+}
+
+// fallbackModels resolves models through the registry; the default model
+// comes wrapped in its agent.fallbacks chain, built once so cooldowns
+// persist across runs.
+type fallbackModels struct {
+	reg     *providers.Registry
+	primary string
+	chain   llm.Model // nil without fallbacks
+}
+
+func newFallbackModels(reg *providers.Registry, primary string, fallbacks []string, log *slog.Logger) *fallbackModels {
+	f := &fallbackModels{reg: reg, primary: primary}
+	if primary == "" || len(fallbacks) == 0 {
+		return f
+	}
+	first, err := reg.Model(primary)
+	if err != nil {
+		return f // reported on every use by Model
+	}
+	chain := []llm.Model{first}
+	for _, ref := range fallbacks {
+		m, err := reg.Model(ref)
+		if err != nil {
+			log.Warn("fallback model unusable", "model", ref, "err", err)
+			continue
+		}
+		chain = append(chain, m)
+	}
+	if len(chain) > 1 {
+		f.chain = providers.Fallback(chain, providers.FallbackPolicy{})
+	}
+	return f
+}
+
+// Model returns the model for ref.
+func (f *fallbackModels) Model(ref string) (llm.Model, error) {
+	if ref == f.primary && f.chain != nil {
+		return f.chain, nil
+	}
+	return f.reg.Model(ref)
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"slices"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/agent/compaction"
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/tools"
+	"github.com/pibot/pibot/tools/sandbox"
+)
+
+// newLogger returns the logger configured by log.level and log.format.
+func newLogger(w io.Writer, l config.Log) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.Level)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// toolbox is the tool set of a process: built (and its sandbox probed)
+// once, then handed to every run, with an attach tool bound to the run's
+// conversation when the gateway provides one.
+type toolbox struct {
+	set   *tools.Set
+	names []string // agent.tools, in order
+	ws    string   // absolute workspace
+}
+
+// newToolbox builds the tools configured in cfg.
+func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*toolbox, error) {
+	ws, err := filepath.Abs(cfg.Agent.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("agent.workspace: %w", err)
+	}
+	mode, err := sandbox.ParseMode(cfg.Agent.Sandbox)
+	if err != nil {
+		return nil, &config.Error{Key: "agent.sandbox", Msg: err.Error()}
+	}
+	set, err := tools.New(ctx, tools.Options{
+		Workspace:      ws,
+		WorkspaceOnly:  cfg.Agent.WorkspaceOnly,
+		Sandbox:        mode,
+		AllowNetwork:   cfg.Agent.AllowNetwork,
+		DefaultTimeout: cfg.Agent.ToolTimeout.D(),
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws}, nil
+}
+
+// forRun returns the configured tools; attach is included only when to is
+// not nil (a conversation to send files to).
+func (t *toolbox) forRun(to tools.Attacher) []agent.Tool {
+	var out []agent.Tool
+	for _, name := range t.names {
+		if name == "attach" {
+			if to != nil {
+				out = append(out, tools.NewAttach(t.set.Workspace(), to))
+			}
+			continue
+		}
+		if tool := t.set.Get(name); tool != nil {
+			out = append(out, tool)
+		}
+	}
+	return out
+}
+
+// specs describes the tools forRun returns.
+func (t *toolbox) specs(withAttach bool) []llm.ToolSpec {
+	var out []llm.ToolSpec
+	for _, name := range t.names {
+		switch {
+		case name == "attach" && withAttach:
+			out = append(out, tools.NewAttach(t.set.Workspace(), nil).Spec())
+		case name == "attach":
+		default:
+			if tool := t.set.Get(name); tool != nil {
+				out = append(out, tool.Spec())
+			}
+		}
+	}
+	return out
+}
+
+// prompt returns the system prompt builder for these tools.
+func (t *toolbox) prompt(cfg config.Config, withAttach bool) promptBuilder {
+	return promptBuilder{workspace: t.ws, tools: t.specs(withAttach), customFile: cfg.Agent.SystemPromptFile}
+}
+
+// compactionSettings maps agent.compaction.
+func compactionSettings(cfg config.Config) compaction.Settings {
+	return compaction.Settings{
+		Enabled:          cfg.Agent.Compaction.Enabled,
+		ReserveTokens:    cfg.Agent.Compaction.ReserveTokens,
+		KeepRecentTokens: cfg.Agent.Compaction.KeepRecentTokens,
+	}
+}
+
+// retryConfig maps agent.retry.
+func retryConfig(cfg config.Config) agent.RetryConfig {
+	return agent.RetryConfig{
+		Enabled:    cfg.Agent.Retry.Enabled,
+		MaxRetries: cfg.Agent.Retry.MaxRetries,
+		BaseDelay:  cfg.Agent.Retry.BaseDelay.D(),
+	}
+}

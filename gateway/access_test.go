@@ -1,0 +1,83 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+func TestPairingGatesStrangers(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("welcome aboard")})
+	stranger := chat.ConvRef{Platform: "test", Channel: "dm-stranger", DM: true}
+	h.send("hello?", inConv(stranger), from("stranger"))
+	h.waitText(stranger, "pairing code", "pibot pairing approve test")
+	if h.model.Calls() != 0 || len(h.sessions()) != 0 {
+		t.Fatal("an unpaired stranger's message was processed")
+	}
+	code := regexp.MustCompile(`\*\*([A-Z2-9]{8})\*\*`).FindStringSubmatch(h.ad.LastText(stranger))
+	if code == nil {
+		t.Fatalf("no code in %q", h.ad.LastText(stranger))
+	}
+	// The owner approves from the command line (another Store on the file).
+	cli, err := access.OpenStore(filepath.Join(h.dir, "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Approve("test", code[1]); err != nil {
+		t.Fatal(err)
+	}
+	h.send("hello again", inConv(stranger), from("stranger"))
+	h.waitText(stranger, "welcome aboard")
+}
+
+func TestGroupMentionGatingAndBots(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("group answer")})
+	h.send("chatter among humans", inConv(groupConv), from("alice"))
+	bot := func(in *chat.Inbound) { in.User.IsBot = true; in.Mentioned = true }
+	h.send("bot talk", inConv(groupConv), from("otherbot"), bot)
+	other := chat.ConvRef{Platform: "test", Channel: "unlisted-group"}
+	h.send("hi", inConv(other), from("alice"), mentioned())
+	time.Sleep(100 * time.Millisecond)
+	if h.model.Calls() != 0 {
+		t.Fatal("unmentioned, bot or unlisted-group message reached the model")
+	}
+	h.send("hey bot", inConv(groupConv), from("alice"), mentioned())
+	h.waitText(groupConv, "group answer")
+}
+
+func TestAcceptedMessagesAreReplayedAfterACrash(t *testing.T) {
+	// A message accepted (durable in the inbox, platform acknowledged) but
+	// never applied, because the process died, is applied on restart.
+	h := newHarness(t, []faux.Turn{faux.Text("recovered answer")})
+	h.stop()
+	in := chat.Inbound{Kind: chat.KindMessage, Conv: dmConv, Msg: chat.MsgRef{Conv: dmConv, ID: "lost-1"}, User: chat.User{ID: "owner"}, Text: "did you get this?"}
+	data, _ := json.Marshal(map[string]any{"in": in})
+	ib, err := cluster.OpenInbox(filepath.Join(h.dir, "inbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ib.Add(context.Background(), data); err != nil {
+		t.Fatal(err)
+	}
+	ib.Close()
+	h.start()
+	h.waitText(dmConv, "recovered answer")
+	h.waitFor("persisted", func() bool { return slices.Contains(headBranch(h), "user:did you get this?") })
+	// A restart after it was applied replays nothing.
+	h.waitFor("inbox empty", func() bool { return len(h.inbox.Pending()) == 0 })
+	calls := h.model.Calls()
+	h.restart()
+	time.Sleep(100 * time.Millisecond)
+	if h.model.Calls() != calls {
+		t.Fatal("an applied message was replayed")
+	}
+}

@@ -1,0 +1,146 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/agent/agenttest"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+// countingTool counts its executions.
+func countingTool(name string, n *atomic.Int32) *agenttest.Tool {
+	return &agenttest.Tool{Name: name, Fn: func(ctx context.Context, id string, args json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		n.Add(1)
+		return agenttest.TextOutput("ran " + id), nil
+	}}
+}
+
+// approvalButtons waits for the approval message in conv and returns its
+// button ids.
+func (h *harness) approvalButtons(conv chat.ConvRef) []string {
+	h.t.Helper()
+	var ids []string
+	h.waitFor("approval buttons", func() bool {
+		for _, c := range chattest.Filter(h.ad.Calls(), chattest.MethodSend) {
+			if c.Conv == conv && len(c.Buttons) > 0 && strings.HasPrefix(c.Buttons[0][0].ID, "ap:") {
+				ids = nil
+				for _, b := range c.Buttons[0] {
+					ids = append(ids, b.ID)
+				}
+			}
+		}
+		return len(ids) == 3
+	})
+	return ids
+}
+
+func groupMsg(text, user string) []msgOpt {
+	return []msgOpt{inConv(groupConv), from(user), mentioned()}
+}
+
+func TestApprovalByButton(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "bash", `{"command":"rm -rf build"}`)), faux.Text("cleaned")},
+		withTools(countingTool("bash", &n)),
+		withConfig(func(c *gateway.Config) { c.GroupApprovals = map[string]string{"bash": "ask"} }))
+	h.send("clean up", groupMsg("clean up", "alice")...)
+	ids := h.approvalButtons(groupConv)
+	h.waitText(groupConv, "Approve `bash`", "rm -rf build")
+	// A bystander cannot decide.
+	h.press(groupConv, "mallory", ids[0])
+	h.waitFor("refusal toast", func() bool {
+		for _, c := range chattest.Filter(h.ad.Calls(), chattest.MethodRespond) {
+			if strings.Contains(c.Text, "Only the person who asked") {
+				return true
+			}
+		}
+		return false
+	})
+	if n.Load() != 0 {
+		t.Fatal("tool ran before approval")
+	}
+	h.press(groupConv, "alice", ids[0])
+	h.waitText(groupConv, "cleaned")
+	h.waitText(groupConv, "allowed once by alice")
+	if n.Load() != 1 {
+		t.Fatalf("tool ran %d times", n.Load())
+	}
+	// A second click is answered "already decided".
+	h.press(groupConv, "alice", ids[0])
+	h.waitFor("already decided", func() bool {
+		for _, c := range chattest.Filter(h.ad.Calls(), chattest.MethodRespond) {
+			if strings.Contains(c.Text, "Already decided") || strings.Contains(c.Text, "no longer pending") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestApprovalDenyAndSessionScope(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "bash", `{"command":"ls"}`)), faux.Text("denied, fine"),
+		faux.ToolCalls(faux.Call("c2", "bash", `{"command":"ls"}`)), faux.Text("listed"),
+		faux.ToolCalls(faux.Call("c3", "bash", `{"command":"ls -l"}`)), faux.Text("listed again"),
+	}, withTools(countingTool("bash", &n)), withConfig(func(c *gateway.Config) { c.DMApprovals = map[string]string{"bash": "ask"} }))
+	h.send("list")
+	ids := h.approvalButtons(dmConv)
+	h.press(dmConv, "owner", ids[2]) // deny
+	h.waitText(dmConv, "denied, fine")
+	if n.Load() != 0 {
+		t.Fatal("denied tool ran")
+	}
+	reqs := h.model.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if tr := last[len(last)-1]; tr.Role != llm.RoleToolResult || !tr.IsError || !strings.Contains(tr.Text(), "denied") {
+		t.Fatalf("model did not see the denial: %+v", tr)
+	}
+	h.send("list again")
+	h.waitFor("second approval", func() bool {
+		return len(slices.DeleteFunc(chattest.Filter(h.ad.Calls(), chattest.MethodSend), func(c chattest.Call) bool { return len(c.Buttons) == 0 })) == 2
+	})
+	var second []string
+	for _, c := range chattest.Filter(h.ad.Calls(), chattest.MethodSend) {
+		if len(c.Buttons) > 0 {
+			second = []string{c.Buttons[0][0].ID, c.Buttons[0][1].ID}
+		}
+	}
+	h.press(dmConv, "owner", second[1]) // allow for this session
+	h.waitText(dmConv, "listed")
+	h.send("and again")
+	h.waitText(dmConv, "listed again")
+	if n.Load() != 2 {
+		t.Fatalf("tool ran %d times, want 2 (the third call needs no approval)", n.Load())
+	}
+}
+
+func TestApprovalSurvivesRestart(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "bash", `{"command":"make deploy"}`)), faux.Text("deployed after restart")},
+		withTools(countingTool("bash", &n)),
+		withConfig(func(c *gateway.Config) {
+			c.DMApprovals = map[string]string{"bash": "ask"}
+			c.DrainTimeout = 200 * time.Millisecond
+		}))
+	h.send("deploy")
+	ids := h.approvalButtons(dmConv)
+	h.restart()
+	h.press(dmConv, "owner", ids[0])
+	h.waitText(dmConv, "deployed after restart")
+	if n.Load() != 1 {
+		t.Fatalf("tool ran %d times after the restart, want 1", n.Load())
+	}
+	want := []string{"user:deploy", "toolResult:ran c1", "assistant:deployed after restart"}
+	h.waitFor("branch", func() bool { return slices.Equal(headBranch(h), want) })
+}

@@ -1,0 +1,144 @@
+package gateway_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/providers/faux"
+	"github.com/pibot/pibot/session"
+)
+
+func headBranch(h *harness) []string {
+	h.t.Helper()
+	path := h.sessions()[0]
+	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	head, _ := s.Head(dmConv.Key())
+	s.Close()
+	var out []string
+	for _, t := range h.branchTexts(path, head) {
+		if t != "assistant:" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func TestSteerDuringToolBatch(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "work", `{}`)),
+		faux.Text("after steer"),
+	}, withTools(g.tool("work")))
+	h.send("do it")
+	<-g.started
+	h.send("also consider X")
+	// The queued message is acknowledged to the user right away.
+	h.waitFor("queued reaction", func() bool {
+		return len(chattest.Filter(h.ad.Calls(), chattest.MethodReact)) > 0
+	})
+	close(g.release)
+	h.waitText(dmConv, "after steer")
+	h.waitFor("steer persisted", func() bool { return slices.Contains(headBranch(h), "assistant:after steer") })
+	want := []string{"user:do it", "toolResult:done c1", "user:also consider X", "assistant:after steer"}
+	if got := headBranch(h); !slices.Equal(got, want) {
+		t.Fatalf("branch = %q, want %q", got, want)
+	}
+	if n := h.model.Calls(); n != 2 {
+		t.Fatalf("model calls = %d, want 2 (steering joins the run)", n)
+	}
+}
+
+func TestFollowupRunsAfterTheRun(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "work", `{}`)),
+		faux.Text("first done"),
+		faux.Text("follow-up done"),
+	}, withTools(g.tool("work")))
+	h.send("start")
+	<-g.started
+	h.send("/followup then this")
+	close(g.release)
+	h.waitText(dmConv, "follow-up done")
+	h.waitFor("follow-up persisted", func() bool { return slices.Contains(headBranch(h), "assistant:follow-up done") })
+	want := []string{"user:start", "toolResult:done c1", "assistant:first done", "user:then this", "assistant:follow-up done"}
+	if got := headBranch(h); !slices.Equal(got, want) {
+		t.Fatalf("branch = %q, want %q", got, want)
+	}
+}
+
+func TestCollectMergesMessages(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("ok").WithDelay(time.Millisecond)})
+	h.send("/queue collect")
+	h.waitText(dmConv, "Queue mode set to **collect**")
+	h.send("part one")
+	h.send("part two")
+	h.send("part three")
+	h.waitFor("one merged run", func() bool { return slices.Contains(headBranch(h), "assistant:ok") })
+	if n := h.model.Calls(); n != 1 {
+		t.Fatalf("model calls = %d, want 1", n)
+	}
+	got := headBranch(h)
+	if !slices.Contains(got, "user:part one\n\npart two\n\npart three") {
+		t.Fatalf("branch = %q, want one merged user message", got)
+	}
+	if n := len(h.inbox.Pending()); n != 0 {
+		t.Fatalf("%d inbox items left after a merged run", n)
+	}
+}
+
+func TestInterruptAbortsAndRunsTheNewMessage(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "work", `{}`)),
+		faux.Text("answer to the new message"),
+	}, withTools(g.tool("work")))
+	h.send("/queue interrupt")
+	h.waitText(dmConv, "**interrupt**")
+	h.send("slow task")
+	<-g.started
+	h.send("never mind, do this")
+	h.waitText(dmConv, "answer to the new message")
+	h.waitFor("persisted", func() bool { return slices.Contains(headBranch(h), "assistant:answer to the new message") })
+	got := headBranch(h)
+	if !slices.Contains(got, "user:never mind, do this") {
+		t.Fatalf("branch = %q", got)
+	}
+	h.waitText(dmConv, "interrupted by a newer message")
+}
+
+func TestStopAndQueueCommands(t *testing.T) {
+	g := newGate()
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "work", `{}`)), faux.Text("late")}, withTools(g.tool("work")))
+	h.send("/queue followup")
+	h.waitText(dmConv, "**followup**")
+	h.send("long job")
+	<-g.started
+	h.send("queued one")
+	h.send("/queue list")
+	h.waitText(dmConv, "follow-up: queued one")
+	h.send("/stop")
+	h.waitText(dmConv, "Stopping", "Dropped 1")
+	h.waitText(dmConv, "dropped: /queue drop")
+	h.waitText(dmConv, "stopped by /stop")
+	h.waitFor("run ended", func() bool {
+		for _, e := range h.entries(h.sessions()[0]) {
+			if e.Type == session.TypeMessage && e.Message.Role == llm.RoleAssistant && e.Message.StopReason == llm.StopAborted {
+				return true
+			}
+		}
+		return false
+	})
+	for _, m := range h.ad.Messages(dmConv) {
+		if strings.Contains(m, "late") {
+			t.Fatal("the model ran after /stop")
+		}
+	}
+}
