@@ -81,3 +81,24 @@ func TestAcceptedMessagesAreReplayedAfterACrash(t *testing.T) {
 		t.Fatal("an applied message was replayed")
 	}
 }
+
+func TestRedeliveryAfterCrashIsNotAppliedTwice(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("answered once")})
+	h.send("hello", dedup("upd-1"))
+	h.waitText(dmConv, "answered once")
+	h.waitFor("delivered", func() bool { return len(deliveries(h)) == 1 })
+	// The process restarts before the platform confirmed the event: the
+	// platform delivers it again; memory dedupe is gone, the session knows.
+	h.restart()
+	h.send("hello", dedup("upd-1"), func(in *chat.Inbound) { in.Msg.ID = "u1" })
+	time.Sleep(200 * time.Millisecond)
+	if n := h.model.Calls(); n != 1 {
+		t.Fatalf("model called %d times", n)
+	}
+	if got := userTexts(h.entries(h.sessions()[0])); len(got) != 1 {
+		t.Fatalf("user messages after redelivery: %q", got)
+	}
+	if n := len(h.inbox.Pending()); n != 0 {
+		t.Fatalf("%d inbox items pending", n)
+	}
+}

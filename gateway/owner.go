@@ -56,6 +56,9 @@ type pending struct {
 	inboxID string
 	// extra lists further inbox ids merged into this message (collect).
 	extra []string
+	// queued is set when the message waited for a run; the user is told
+	// when it is applied.
+	queued bool
 }
 
 func (p *pending) msgKey() string {

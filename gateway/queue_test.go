@@ -53,6 +53,14 @@ func TestSteerDuringToolBatch(t *testing.T) {
 	if n := h.model.Calls(); n != 2 {
 		t.Fatalf("model calls = %d, want 2 (steering joins the run)", n)
 	}
+	// The user saw it queued (👀), then applied (✅).
+	var emojis []string
+	for _, c := range chattest.Filter(h.ad.Calls(), chattest.MethodReact) {
+		emojis = append(emojis, c.Text)
+	}
+	if !slices.Equal(emojis, []string{"👀", "✅"}) {
+		t.Fatalf("reactions = %q, want queued then applied", emojis)
+	}
 }
 
 func TestFollowupRunsAfterTheRun(t *testing.T) {

@@ -107,6 +107,10 @@ func (g *Gateway) recover(ctx context.Context) {
 			_ = g.inbox.Ack(ctx, it.ID)
 			continue
 		}
+		if item.In.DedupKey != "" {
+			// A platform redelivery of this event is a duplicate.
+			_, _ = g.dedupe.Seen(ctx, item.In.DedupKey)
+		}
 		if key := item.In.Msg.Key(); item.In.Msg.ID != "" {
 			if path, ok := g.index.get(item.In.Conv.Key()); ok {
 				if o, err := g.owner(ctx, path); err == nil {

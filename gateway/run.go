@@ -40,12 +40,27 @@ type run struct {
 
 // accept takes a durable message for loc and applies the queue mode.
 func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
+	// Insert-if-absent: a redelivered message already in the session (the
+	// platform retried after a crash, or an inbox replay) is not applied
+	// twice.
+	if key := p.msgKey(); key != "" {
+		if _, done := o.sess.EntryForMsg(key); done {
+			o.g.log.Debug("message already in its session", "msg", key)
+			for _, id := range append([]string{p.inboxID}, p.extra...) {
+				_ = o.g.inbox.Ack(ctx, id)
+			}
+			return
+		}
+	}
 	o.mu.Lock()
 	mode := p.item.Mode
 	if mode == "" {
 		mode = loc.mode
 	}
 	r := loc.run
+	if mode == modeCollect || r != nil {
+		p.queued = true
+	}
 	if mode == modeCollect {
 		o.collectLocked(loc, p)
 		o.mu.Unlock()
@@ -75,6 +90,7 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 
 // queued tells the user their message is queued: a reaction where the
 // platform has them, a status line otherwise.
+// The caller sets p.queued before the message can be applied.
 func (g *Gateway) queued(ctx context.Context, p *pending, status string) {
 	g.metrics.queued()
 	if !g.react(ctx, p.item.In.Msg, "👀") {
@@ -420,6 +436,9 @@ func (r *run) persistUser(m llm.Message) {
 	}
 	if p == nil {
 		return
+	}
+	if p.queued {
+		r.o.g.react(r.ctx, p.item.In.Msg, "✅")
 	}
 	for _, id := range append([]string{p.inboxID}, p.extra...) {
 		if err := r.o.g.inbox.Ack(r.ctx, id); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,7 +122,13 @@ func TestChatTerminal(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "You said: hello terminal") || !strings.Contains(r.stdout, "without an API key.") {
 		t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "data", "sessions", "*", "*.jsonl"))
+	var files []string
+	err := filepath.WalkDir(filepath.Join(dir, "data", "sessions"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".jsonl") {
+			files = append(files, p)
+		}
+		return err
+	})
 	if err != nil || len(files) != 1 {
 		t.Fatalf("session files %v, %v", files, err)
 	}

@@ -1,12 +1,12 @@
 // Package anthropic streams from the Anthropic Messages API
 // ("anthropic-messages"): text, extended thinking (budgeted and adaptive)
 // with signatures and redacted thinking kept for replay, tool use and
-// prompt caching. Requests and SSE streams are encoded and parsed directly
-// following Anthropic's documented wire format.
+// prompt caching. Requests are sent and streams decoded by the official
+// SDK (github.com/anthropics/anthropic-sdk-go) with its retries off, so
+// that pibot's RetryPolicy decides.
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +14,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/llm"
@@ -44,14 +49,13 @@ type Config struct {
 
 // Model is an Anthropic Messages model.
 type Model struct {
-	info    llm.ModelInfo
-	baseURL string
-	key     secret.Secret
-	headers map[string]string
-	client  *transport.Client
+	info   llm.ModelInfo
+	sdk    anthropic.Client
+	client *transport.Client
 }
 
-// New returns a model for cfg.
+// New returns a model for cfg. The SDK client ignores the ANTHROPIC_*
+// environment: credentials and base URL come from cfg only.
 func New(cfg Config) *Model {
 	u := strings.TrimRight(cfg.BaseURL, "/")
 	if u == "" {
@@ -60,14 +64,25 @@ func New(cfg Config) *Model {
 	u = strings.TrimSuffix(u, "/v1")
 	cfg.Info.API = API
 	cfg.Info.BaseURL = u
+	hc := cfg.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithBaseURL(u + "/"),
+		option.WithHTTPClient(hc), option.WithMaxRetries(0), option.WithHeader("anthropic-version", Version)}
+	if !cfg.APIKey.IsZero() {
+		// Anthropic documents API keys in x-api-key; the SDK's WithAPIKey
+		// sends them as a bearer token instead.
+		opts = append(opts, option.WithHeader("X-Api-Key", cfg.APIKey.Reveal()))
+	}
+	for k, v := range cfg.Headers {
+		opts = append(opts, option.WithHeader(k, v))
+	}
 	return &Model{
-		info:    cfg.Info,
-		baseURL: u,
-		key:     cfg.APIKey,
-		headers: cfg.Headers,
+		info: cfg.Info,
+		sdk:  anthropic.NewClient(opts...),
 		client: &transport.Client{
 			Provider: cfg.Info.Provider,
-			HTTP:     cfg.HTTP,
 			Retry:    cfg.Retry,
 			Logger:   cfg.Logger,
 			Secrets:  []secret.Secret{cfg.APIKey},
@@ -82,28 +97,23 @@ func (m *Model) Info() llm.ModelInfo { return m.info }
 func (m *Model) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event] {
 	return func(yield func(llm.Event) bool) {
 		b := assemble.New(m.info, yield, nil)
-		body, err := m.body(req)
+		params, opts, err := m.params(req)
 		if err != nil {
 			if b.Start() {
 				b.Fail(llm.StopError, fmt.Sprintf("%s: encode request: %v", m.info.Provider, err))
 			}
 			return
 		}
-		resp, err := m.client.Do(ctx, func(ctx context.Context) (*http.Request, error) {
-			r, err := http.NewRequestWithContext(ctx, http.MethodPost, m.baseURL+"/v1/messages", bytes.NewReader(body))
-			if err != nil {
-				return nil, err
+		var stream *ssestream.Stream[anthropic.MessageStreamEventUnion]
+		err = m.client.Do(ctx, func(ctx context.Context) error {
+			var resp *http.Response
+			s := m.sdk.Messages.NewStreaming(ctx, params, append(opts, option.WithResponseInto(&resp))...)
+			if err := s.Err(); err != nil {
+				_ = s.Close()
+				return m.client.Failure(resp, err)
 			}
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "text/event-stream")
-			r.Header.Set("Anthropic-Version", Version)
-			for k, v := range m.headers {
-				r.Header.Set(k, v)
-			}
-			if !m.key.IsZero() {
-				r.Header.Set("X-Api-Key", m.key.Reveal())
-			}
-			return r, nil
+			stream = s
+			return nil
 		})
 		if err != nil {
 			if b.Start() {
@@ -111,35 +121,72 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event]
 			}
 			return
 		}
-		defer resp.Body.Close()
+		defer stream.Close()
 		if !b.Start() {
 			return
 		}
-		m.read(ctx, b, resp.Body)
+		m.read(ctx, b, stream)
 	}
 }
 
 // NormalizeID makes a tool call id acceptable to Anthropic.
 func NormalizeID(id string) string { return transform.SanitizeID(id, 64) }
 
-type block = map[string]any
-
-var cacheControl = map[string]string{"type": "ephemeral"}
-
-func contentBlocks(cs []llm.Content) []block {
-	out := make([]block, 0, len(cs))
+func contentBlocks(cs []llm.Content) []anthropic.ContentBlockParamUnion {
+	out := make([]anthropic.ContentBlockParamUnion, 0, len(cs))
 	for _, c := range cs {
 		switch c.Type {
 		case llm.ContentText:
 			if strings.TrimSpace(c.Text) == "" {
 				continue
 			}
-			out = append(out, block{"type": "text", "text": c.Text})
+			out = append(out, anthropic.NewTextBlock(c.Text))
 		case llm.ContentImage:
-			out = append(out, block{"type": "image", "source": map[string]string{"type": "base64", "media_type": c.MimeType, "data": c.Data}})
+			out = append(out, anthropic.NewImageBlockBase64(c.MimeType, c.Data))
 		}
 	}
 	return out
+}
+
+// toolResultContent converts a tool result's text and images.
+func toolResultContent(cs []llm.Content) []anthropic.ToolResultBlockParamContentUnion {
+	var out []anthropic.ToolResultBlockParamContentUnion
+	for _, b := range contentBlocks(cs) {
+		out = append(out, anthropic.ToolResultBlockParamContentUnion{OfText: b.OfText, OfImage: b.OfImage})
+	}
+	if len(out) == 0 {
+		out = append(out, anthropic.ToolResultBlockParamContentUnion{OfText: &anthropic.TextBlockParam{Text: "(no output)"}})
+	}
+	return out
+}
+
+// assistantBlocks converts a replayed assistant turn.
+func assistantBlocks(msg llm.Message) []anthropic.ContentBlockParamUnion {
+	var blocks []anthropic.ContentBlockParamUnion
+	for _, c := range msg.Content {
+		switch c.Type {
+		case llm.ContentText:
+			if strings.TrimSpace(c.Text) != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(c.Text))
+			}
+		case llm.ContentThinking:
+			switch {
+			case c.Redacted:
+				blocks = append(blocks, anthropic.NewRedactedThinkingBlock(c.ThinkingSignature))
+			case c.ThinkingSignature != "":
+				blocks = append(blocks, anthropic.NewThinkingBlock(c.ThinkingSignature, c.Thinking))
+			case strings.TrimSpace(c.Thinking) != "":
+				blocks = append(blocks, anthropic.NewTextBlock(c.Thinking))
+			}
+		case llm.ContentToolCall:
+			args := c.Arguments
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, args, c.Name))
+		}
+	}
+	return blocks
 }
 
 // adaptive reports whether a model uses adaptive thinking with effort.
@@ -157,65 +204,39 @@ var budgets = map[llm.ThinkingLevel]int64{
 	llm.ThinkingHigh: 16384, llm.ThinkingXHigh: 16384,
 }
 
-func (m *Model) body(req llm.Request) ([]byte, error) {
+// params builds the SDK request; opts carry the fields the SDK's params
+// do not model (temperature).
+func (m *Model) params(req llm.Request) (anthropic.MessageNewParams, []option.RequestOption, error) {
 	msgs := transform.Messages(req.Messages, m.info, NormalizeID)
-	var out []map[string]any
+	var out []anthropic.MessageParam
 	for i := 0; i < len(msgs); i++ {
 		msg := msgs[i]
 		switch msg.Role {
 		case llm.RoleUser:
-			blocks := contentBlocks(msg.Content)
-			if len(blocks) == 0 {
-				continue
+			if blocks := contentBlocks(msg.Content); len(blocks) > 0 {
+				out = append(out, anthropic.NewUserMessage(blocks...))
 			}
-			out = append(out, map[string]any{"role": "user", "content": blocks})
 		case llm.RoleAssistant:
-			var blocks []block
-			for _, c := range msg.Content {
-				switch c.Type {
-				case llm.ContentText:
-					if strings.TrimSpace(c.Text) != "" {
-						blocks = append(blocks, block{"type": "text", "text": c.Text})
-					}
-				case llm.ContentThinking:
-					switch {
-					case c.Redacted:
-						blocks = append(blocks, block{"type": "redacted_thinking", "data": c.ThinkingSignature})
-					case c.ThinkingSignature != "":
-						blocks = append(blocks, block{"type": "thinking", "thinking": c.Thinking, "signature": c.ThinkingSignature})
-					case strings.TrimSpace(c.Thinking) != "":
-						blocks = append(blocks, block{"type": "text", "text": c.Thinking})
-					}
-				case llm.ContentToolCall:
-					args := c.Arguments
-					if len(args) == 0 {
-						args = json.RawMessage("{}")
-					}
-					blocks = append(blocks, block{"type": "tool_use", "id": c.ID, "name": c.Name, "input": args})
-				}
+			if blocks := assistantBlocks(msg); len(blocks) > 0 {
+				out = append(out, anthropic.NewAssistantMessage(blocks...))
 			}
-			if len(blocks) == 0 {
-				continue
-			}
-			out = append(out, map[string]any{"role": "assistant", "content": blocks})
 		case llm.RoleToolResult:
-			var results []block
+			var results []anthropic.ContentBlockParamUnion
 			for ; i < len(msgs) && msgs[i].Role == llm.RoleToolResult; i++ {
 				tr := msgs[i]
-				content := contentBlocks(tr.Content)
-				if len(content) == 0 {
-					content = []block{{"type": "text", "text": "(no output)"}}
-				}
-				results = append(results, block{"type": "tool_result", "tool_use_id": tr.ToolCallID, "content": content, "is_error": tr.IsError})
+				results = append(results, anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{
+					ToolUseID: tr.ToolCallID, Content: toolResultContent(tr.Content), IsError: anthropic.Bool(tr.IsError)}})
 			}
 			i--
-			out = append(out, map[string]any{"role": "user", "content": results})
+			out = append(out, anthropic.NewUserMessage(results...))
 		}
 	}
 	// Prompt caching: mark the last block of the last user turn.
-	if n := len(out); n > 0 && out[n-1]["role"] == "user" {
-		if bs := out[n-1]["content"].([]block); len(bs) > 0 {
-			bs[len(bs)-1]["cache_control"] = cacheControl
+	if n := len(out); n > 0 && out[n-1].OfUser != nil {
+		if bs := out[n-1].OfUser.Content; len(bs) > 0 {
+			if cc := bs[len(bs)-1].GetCacheControl(); cc != nil {
+				*cc = anthropic.NewCacheControlEphemeralParam()
+			}
 		}
 	}
 	maxTok := req.MaxTokens
@@ -225,24 +246,20 @@ func (m *Model) body(req llm.Request) ([]byte, error) {
 			maxTok = min(m.info.MaxTokens, 32000)
 		}
 	}
-	body := map[string]any{
-		"model":    m.info.ID,
-		"messages": out,
-		"stream":   true,
-	}
+	p := anthropic.MessageNewParams{Model: m.info.ID, Messages: out}
 	if req.SystemPrompt != "" {
-		body["system"] = []block{{"type": "text", "text": req.SystemPrompt, "cache_control": cacheControl}}
+		p.System = []anthropic.TextBlockParam{{Text: req.SystemPrompt, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
-	if len(req.Tools) > 0 {
-		tools := make([]block, len(req.Tools))
-		for i, t := range req.Tools {
-			schema := t.Parameters
-			if len(schema) == 0 {
-				schema = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			tools[i] = block{"name": t.Name, "description": t.Description, "input_schema": schema}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		body["tools"] = tools
+		if !json.Valid(schema) {
+			return p, nil, fmt.Errorf("%s: tool schema is not valid JSON", t.Name)
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: t.Name,
+			Description: anthropic.String(t.Description), InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema)}})
 	}
 	level := req.Thinking
 	if level == "" {
@@ -254,7 +271,7 @@ func (m *Model) body(req llm.Request) ([]byte, error) {
 		mapped, hasMap := m.info.ThinkingMap[level]
 		switch {
 		case level == llm.ThinkingOff:
-			body["thinking"] = map[string]string{"type": "disabled"}
+			p.Thinking = anthropic.ThinkingConfigParamUnion{OfDisabled: &anthropic.ThinkingConfigDisabledParam{}}
 		case adaptive(m.info.ID):
 			thinking = true
 			eff := "high"
@@ -266,8 +283,8 @@ func (m *Model) body(req llm.Request) ([]byte, error) {
 			case level == llm.ThinkingMedium:
 				eff = "medium"
 			}
-			body["thinking"] = map[string]string{"type": "adaptive", "display": "summarized"}
-			body["output_config"] = map[string]string{"effort": eff}
+			p.Thinking = anthropic.ThinkingConfigParamUnion{OfAdaptive: &anthropic.ThinkingConfigAdaptiveParam{Display: anthropic.ThinkingConfigAdaptiveDisplaySummarized}}
+			p.OutputConfig = anthropic.OutputConfigParam{Effort: anthropic.OutputConfigEffort(eff)}
 		default:
 			thinking = true
 			budget := budgets[level]
@@ -279,15 +296,17 @@ func (m *Model) body(req llm.Request) ([]byte, error) {
 			if budget > maxTok-1024 {
 				budget = max(maxTok-1024, 1024)
 			}
-			body["thinking"] = map[string]any{"type": "enabled", "budget_tokens": budget}
+			p.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
 		}
 	}
-	body["max_tokens"] = maxTok
+	p.MaxTokens = maxTok
+	var opts []option.RequestOption
 	if req.Temperature != nil && !thinking {
-		body["temperature"] = *req.Temperature
+		// MessageNewParams has no temperature field.
+		opts = append(opts, option.WithJSONSet("temperature", *req.Temperature))
 	}
 	if req.SessionID != "" {
-		body["metadata"] = map[string]string{"user_id": req.SessionID}
+		p.Metadata = anthropic.MetadataParam{UserID: anthropic.String(req.SessionID)}
 	}
-	return llm.MarshalJSONNoEscape(body)
+	return p, opts, nil
 }

@@ -4,96 +4,43 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/internal/assemble"
-	"github.com/pibot/pibot/providers/internal/sse"
+	"github.com/pibot/pibot/providers/internal/transport"
 )
 
-type usage struct {
-	InputTokens              *int64 `json:"input_tokens"`
-	OutputTokens             *int64 `json:"output_tokens"`
-	CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-}
-
-type event struct {
-	Type    string `json:"type"`
-	Index   int    `json:"index"`
-	Message *struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-		Usage usage  `json:"usage"`
-	} `json:"message"`
-	ContentBlock *struct {
-		Type     string          `json:"type"`
-		ID       string          `json:"id"`
-		Name     string          `json:"name"`
-		Text     string          `json:"text"`
-		Thinking string          `json:"thinking"`
-		Data     string          `json:"data"`
-		Input    json.RawMessage `json:"input"`
-	} `json:"content_block"`
-	Delta *struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		Thinking    string `json:"thinking"`
-		Signature   string `json:"signature"`
-		PartialJSON string `json:"partial_json"`
-		StopReason  string `json:"stop_reason"`
-	} `json:"delta"`
-	Usage *usage `json:"usage"`
-	Error *struct {
-		Type    string `json:"type"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func set(dst *int64, v *int64) {
-	if v != nil {
-		*dst = *v
+// setIf sets a usage field only when the event carries it.
+func setIf(dst *int64, v int64, ok bool) {
+	if ok {
+		*dst = v
 	}
 }
 
-func (m *Model) read(ctx context.Context, b *assemble.Builder, body io.Reader) {
-	r := sse.NewReader(body)
-	blocks := map[int]int{}
+func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *ssestream.Stream[anthropic.MessageStreamEventUnion]) {
+	blocks := map[int64]int{}
 	var u llm.Usage
 	stop := ""
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			b.FailErr(ctx, fmt.Errorf("%s: read stream: %w", m.info.Provider, err))
-			return
-		}
-		var e event
-		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			b.Fail(llm.StopError, fmt.Sprintf("%s: bad stream event: %v", m.info.Provider, err))
-			return
-		}
+	for stream.Next() {
+		e := stream.Current()
 		switch e.Type {
 		case "message_start":
-			if e.Message != nil {
+			if e.JSON.Message.Valid() {
 				b.SetResponse(e.Message.ID, e.Message.Model)
 				mu := e.Message.Usage
-				set(&u.Input, mu.InputTokens)
-				set(&u.Output, mu.OutputTokens)
-				set(&u.CacheRead, mu.CacheReadInputTokens)
-				set(&u.CacheWrite, mu.CacheCreationInputTokens)
+				setIf(&u.Input, mu.InputTokens, mu.JSON.InputTokens.Valid())
+				setIf(&u.Output, mu.OutputTokens, mu.JSON.OutputTokens.Valid())
+				setIf(&u.CacheRead, mu.CacheReadInputTokens, mu.JSON.CacheReadInputTokens.Valid())
+				setIf(&u.CacheWrite, mu.CacheCreationInputTokens, mu.JSON.CacheCreationInputTokens.Valid())
 				u.TotalTokens = 0
 				b.SetUsage(u)
 			}
 		case "content_block_start":
 			cb := e.ContentBlock
-			if cb == nil {
-				continue
-			}
 			var i int
 			ok := true
 			switch cb.Type {
@@ -123,7 +70,7 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, body io.Reader) {
 			blocks[e.Index] = i
 		case "content_block_delta":
 			i, found := blocks[e.Index]
-			if !found || e.Delta == nil {
+			if !found {
 				continue
 			}
 			d := e.Delta
@@ -148,26 +95,20 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, body io.Reader) {
 				return
 			}
 		case "message_delta":
-			if e.Delta != nil && e.Delta.StopReason != "" {
-				stop = e.Delta.StopReason
+			if e.Delta.StopReason != "" {
+				stop = string(e.Delta.StopReason)
 			}
-			if e.Usage != nil {
-				set(&u.Input, e.Usage.InputTokens)
-				set(&u.Output, e.Usage.OutputTokens)
-				set(&u.CacheRead, e.Usage.CacheReadInputTokens)
-				set(&u.CacheWrite, e.Usage.CacheCreationInputTokens)
+			if e.JSON.Usage.Valid() {
+				du := e.Usage
+				setIf(&u.Input, du.InputTokens, du.JSON.InputTokens.Valid())
+				setIf(&u.Output, du.OutputTokens, du.JSON.OutputTokens.Valid())
+				setIf(&u.CacheRead, du.CacheReadInputTokens, du.JSON.CacheReadInputTokens.Valid())
+				setIf(&u.CacheWrite, du.CacheCreationInputTokens, du.JSON.CacheCreationInputTokens.Valid())
 				u.TotalTokens = 0
 				b.SetUsage(u)
 			}
 		case "message_stop":
 			m.finish(b, stop)
-			return
-		case "error":
-			msg := "stream error"
-			if e.Error != nil {
-				msg = strings.TrimSpace(e.Error.Type + ": " + e.Error.Message)
-			}
-			b.Fail(llm.StopError, m.info.Provider+": "+msg)
 			return
 		}
 	}
@@ -175,11 +116,34 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, body io.Reader) {
 		b.Abort()
 		return
 	}
+	if err := stream.Err(); err != nil {
+		b.Fail(llm.StopError, m.info.Provider+": "+streamFailure(err))
+		return
+	}
 	if stop != "" {
 		m.finish(b, stop)
 		return
 	}
 	b.Fail(llm.StopError, m.info.Provider+": stream ended without message_stop")
+}
+
+// streamFailure renders an error that ended the stream: an error event
+// (the SDK turns it into *anthropic.Error), an event that does not decode,
+// or a broken connection.
+func streamFailure(err error) string {
+	var ae *anthropic.Error
+	if errors.As(err, &ae) {
+		if msg := strings.TrimSpace(string(ae.Type()) + ": " + ae.Message); ae.Message != "" {
+			return msg
+		}
+		return transport.ErrorText([]byte(ae.RawJSON()))
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syn) || errors.As(err, &typ) {
+		return "bad stream event: " + err.Error()
+	}
+	return "read stream: " + err.Error()
 }
 
 func (m *Model) finish(b *assemble.Builder, stop string) {

@@ -269,12 +269,13 @@ var reasoningFields = [...]string{"reasoning_content", "reasoning", "reasoning_t
 // reasoningDelta returns the first non-empty reasoning field of a delta.
 func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) (field, text string) {
 	for _, f := range reasoningFields {
-		raw, ok := d.JSON.ExtraFields[f]
-		if !ok || !raw.Valid() {
+		// Unknown keys are kept raw (and never marked Valid) by the SDK.
+		raw := d.JSON.ExtraFields[f].Raw()
+		if raw == "" || raw == "null" {
 			continue
 		}
 		var s string
-		if json.Unmarshal([]byte(raw.Raw()), &s) == nil && s != "" {
+		if json.Unmarshal([]byte(raw), &s) == nil && s != "" {
 			return f, s
 		}
 	}

@@ -1,0 +1,422 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+// Performance goals of issue #5 (see bench/gateway/README.md):
+// 1,000 concurrent conversations on chattest + faux (20 ms between tokens),
+// p50/p99 latency from the inbound message to the provider request under
+// 1 ms / 5 ms, CPU per streamed token, memory per idle evicted session
+// under 10 KB. These benchmarks report the figures; nothing here asserts
+// on speed.
+
+const (
+	benchConversations = 1000
+	benchTokenDelay    = 20 * time.Millisecond
+	// benchReply is the scripted answer: 16 tokens, 320 ms at 20 ms/token.
+	benchReply = "Sure, here is a short answer that streams sixteen tokens to the chat."
+)
+
+// stampModel is a faux model for benchmarks. Every Stream call plays turn
+// on a fresh faux.Model (so no request log grows), counts the streamed
+// text tokens, and tells whoever waits for the request's last user text
+// when the call arrived and when the stream ended.
+type stampModel struct {
+	info   llm.ModelInfo
+	turn   faux.Turn
+	tokens atomic.Int64
+	calls  atomic.Int64
+
+	mu      sync.Mutex
+	waiters map[string]*streamWait
+}
+
+// streamWait receives the arrival time of a request, then its end.
+type streamWait struct {
+	started chan time.Time
+	ended   chan struct{}
+}
+
+func newStampModel(turn faux.Turn) *stampModel {
+	return &stampModel{
+		info:    llm.ModelInfo{ID: "m", Provider: "faux", API: faux.API, ContextWindow: 1 << 20, MaxTokens: 1000},
+		turn:    turn,
+		waiters: map[string]*streamWait{},
+	}
+}
+
+// expect registers interest in the request whose last user text is text.
+func (m *stampModel) expect(text string) *streamWait {
+	w := &streamWait{started: make(chan time.Time, 1), ended: make(chan struct{}, 1)}
+	m.mu.Lock()
+	m.waiters[text] = w
+	m.mu.Unlock()
+	return w
+}
+
+func (m *stampModel) Info() llm.ModelInfo { return m.info }
+
+func (m *stampModel) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event] {
+	at := time.Now()
+	m.calls.Add(1)
+	key := lastUserText(req.Messages)
+	m.mu.Lock()
+	w := m.waiters[key]
+	delete(m.waiters, key)
+	m.mu.Unlock()
+	inner := faux.New(m.info, m.turn).Stream(ctx, req)
+	return func(yield func(llm.Event) bool) {
+		if w != nil {
+			w.started <- at
+			defer func() { w.ended <- struct{}{} }()
+		}
+		for e := range inner {
+			if e.Type == llm.EventTextDelta {
+				m.tokens.Add(1)
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func lastUserText(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Text()
+		}
+	}
+	return ""
+}
+
+// benchGateway is a running gateway for benchmarks.
+type benchGateway struct {
+	reg    *prometheus.Registry
+	cancel context.CancelFunc
+	done   chan error
+	inbox  *cluster.Inbox
+}
+
+// startBenchGateway runs a gateway over ad and m in a temporary data
+// directory until the benchmark ends. The user "owner" owns the bot.
+func startBenchGateway(tb testing.TB, ad chat.Adapter, m llm.Model, mod func(*gateway.Config)) *benchGateway {
+	tb.Helper()
+	dir := tb.TempDir()
+	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	locker, err := cluster.NewLocker(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	store, err := access.OpenStore(filepath.Join(dir, "pairing.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	cfg := gateway.Config{
+		DataDir:   dir,
+		Model:     "faux/m",
+		Workspace: dir,
+		FinalWait: 5 * time.Second,
+		Metrics:   gateway.NewMetrics(reg),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	policy := access.Policy{Owners: []string{string(ad.Platform()) + ":owner"}, DMPolicy: "pairing"}
+	g, err := gateway.New(cfg, gateway.Deps{
+		Adapters: []chat.Adapter{ad},
+		Models:   models{m},
+		Access:   access.NewChecker(policy, store),
+		Inbox:    inbox,
+		Dedupe:   cluster.NewDedupe(time.Hour, 1000),
+		Locker:   locker,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bg := &benchGateway{reg: reg, cancel: cancel, done: make(chan error, 1), inbox: inbox}
+	go func() { bg.done <- g.Run(ctx) }()
+	tb.Cleanup(func() {
+		bg.cancel()
+		if err := <-bg.done; err != nil {
+			tb.Errorf("gateway.Run: %v", err)
+		}
+		inbox.Close()
+	})
+	return bg
+}
+
+// metric returns the value of a gauge or counter, or the sample count of a
+// histogram, named name.
+func (bg *benchGateway) metric(tb testing.TB, name string) float64 {
+	tb.Helper()
+	mfs, err := bg.reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name || len(mf.GetMetric()) == 0 {
+			continue
+		}
+		x := mf.GetMetric()[0]
+		switch {
+		case x.GetGauge() != nil:
+			return x.GetGauge().GetValue()
+		case x.GetCounter() != nil:
+			return x.GetCounter().GetValue()
+		case x.GetHistogram() != nil:
+			return float64(x.GetHistogram().GetSampleCount())
+		}
+	}
+	return 0
+}
+
+// waitMetric polls until cond holds for metric name.
+func (bg *benchGateway) waitMetric(tb testing.TB, name string, cond func(float64) bool) {
+	tb.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond(bg.metric(tb, name)) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s (now %v)", name, bg.metric(tb, name))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// benchMessage is an inbound DM from the owner in conversation conv.
+func benchMessage(platform chat.Platform, conv, n int, text string) chat.Inbound {
+	c := chat.ConvRef{Platform: platform, Channel: fmt.Sprintf("dm%d", conv), DM: true}
+	return chat.Inbound{
+		Kind: chat.KindMessage, Conv: c, Msg: chat.MsgRef{Conv: c, ID: fmt.Sprintf("m%d", n)},
+		User: chat.User{ID: "owner", Name: "Owner"}, Text: text, Time: time.Now(),
+	}
+}
+
+// cpuTime is the CPU time (user + system) this process has used.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkConcurrentConversations keeps up to 1,000 DM conversations
+// busy on a chattest adapter with a faux model streaming 16 tokens 20 ms
+// apart. One op is one user message. Each conversation starts at a random
+// point of the first 500 ms, and after each reply has streamed its user
+// "thinks" 100–500 ms before the next message, so the arrivals are spread
+// the way many concurrent users spread them.
+//
+// Reported: p50-ms, p99-ms and max-ms from the inbound message (before
+// the adapter hands it to the gateway, which makes it durable) to the
+// provider request; cpu-ns/token, the process CPU time (gateway, faux and
+// the fake adapter together) per streamed token.
+func BenchmarkConcurrentConversations(b *testing.B) {
+	fast := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 250 * time.Millisecond}
+	ad := chattest.New(chattest.WithCaps(fast, fast))
+	model := newStampModel(faux.Text(benchReply).WithDelay(benchTokenDelay))
+	startBenchGateway(b, ad, model, nil)
+
+	convs := min(benchConversations, b.N)
+	var next atomic.Int64
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, b.N)
+	var wg sync.WaitGroup
+
+	b.ResetTimer()
+	cpu0, tok0 := cpuTime(b), model.tokens.Load()
+	for c := range convs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 5))
+			time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
+			for {
+				n := int(next.Add(1))
+				if n > b.N {
+					return
+				}
+				text := fmt.Sprintf("conversation %d message %d", c, n)
+				w := model.expect(text)
+				in := benchMessage(ad.Platform(), c, n, text)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				t0 := time.Now()
+				err := ad.Inject(ctx, in)
+				cancel()
+				if err != nil {
+					b.Errorf("inject: %v", err)
+					return
+				}
+				var at time.Time
+				select {
+				case at = <-w.started:
+				case <-time.After(time.Minute):
+					b.Errorf("no provider request for %q", text)
+					return
+				}
+				<-w.ended
+				mu.Lock()
+				lat = append(lat, at.Sub(t0))
+				mu.Unlock()
+				time.Sleep(100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond))))
+			}
+		}()
+	}
+	wg.Wait()
+	cpu, tokens := cpuTime(b)-cpu0, model.tokens.Load()-tok0
+	b.StopTimer()
+
+	slices.Sort(lat)
+	b.ReportMetric(ms(percentile(lat, 0.50)), "p50-ms")
+	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
+	b.ReportMetric(ms(percentile(lat, 1)), "max-ms")
+	if tokens > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(tokens), "cpu-ns/token")
+	}
+	b.ReportMetric(float64(convs), "convs")
+}
+
+// discardAdapter is a chat adapter that keeps nothing, so that the memory
+// benchmark measures the gateway and not a fake's call log.
+type discardAdapter struct {
+	seq  atomic.Int64
+	mu   sync.Mutex
+	sink chat.Sink
+	up   chan struct{}
+}
+
+func newDiscardAdapter() *discardAdapter { return &discardAdapter{up: make(chan struct{})} }
+
+func (a *discardAdapter) Platform() chat.Platform { return "bench" }
+
+func (a *discardAdapter) Caps(chat.ConvRef) chat.Caps {
+	return chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 50 * time.Millisecond}
+}
+
+func (a *discardAdapter) Run(ctx context.Context, sink chat.Sink) error {
+	a.mu.Lock()
+	a.sink = sink
+	close(a.up)
+	a.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+func (a *discardAdapter) Send(_ context.Context, conv chat.ConvRef, _ chat.Out) (chat.MsgRef, error) {
+	return chat.MsgRef{Conv: conv, ID: fmt.Sprintf("b%d", a.seq.Add(1))}, nil
+}
+
+func (a *discardAdapter) Edit(context.Context, chat.MsgRef, chat.Out) error { return nil }
+
+// inject hands in to the gateway once Run has started.
+func (a *discardAdapter) inject(ctx context.Context, in chat.Inbound) error {
+	<-a.up
+	a.mu.Lock()
+	sink := a.sink
+	a.mu.Unlock()
+	return sink(ctx, in)
+}
+
+// heapInUse is the live heap after two collections.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkIdleSessionMemory measures the heap a conversation costs once
+// it is idle: one op creates one session (a DM, one message, one reply).
+// "loaded" keeps every owner in memory (IdleEvict 1 h); "evicted" waits
+// until the gateway has evicted every owner (IdleEvict 100 ms). Reported:
+// B/session, the live heap growth divided by the number of sessions.
+func BenchmarkIdleSessionMemory(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		evict time.Duration
+	}{
+		{"loaded", time.Hour},
+		{"evicted", 100 * time.Millisecond},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ad := newDiscardAdapter()
+			model := newStampModel(faux.Text("ok, noted."))
+			bg := startBenchGateway(b, ad, model, func(c *gateway.Config) { c.IdleEvict = tc.evict })
+			// Warm up: one session, so lazily built state is not counted.
+			if err := ad.inject(b.Context(), benchMessage(ad.Platform(), -1, 0, "warm up")); err != nil {
+				b.Fatal(err)
+			}
+			bg.waitMetric(b, "pibot_run_seconds", func(v float64) bool { return v >= 1 })
+			bg.waitMetric(b, "pibot_session_owners", func(v float64) bool { return tc.evict == time.Hour || v == 0 })
+			before := heapInUse()
+
+			b.ResetTimer()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			for range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						n := int(next.Add(1))
+						if n > b.N {
+							return
+						}
+						if err := ad.inject(b.Context(), benchMessage(ad.Platform(), n, n, "remember this")); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			bg.waitMetric(b, "pibot_run_seconds", func(v float64) bool { return v >= float64(b.N+1) })
+			if tc.evict != time.Hour {
+				bg.waitMetric(b, "pibot_session_owners", func(v float64) bool { return v == 0 })
+			}
+			b.StopTimer()
+			after := heapInUse()
+			b.ReportMetric((float64(after)-float64(before))/float64(b.N), "B/session")
+			b.ReportMetric(bg.metric(b, "pibot_session_owners"), "owners")
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway/access"
+)
+
+func TestIdleSessionsAreEvicted(t *testing.T) {
+	dir := t.TempDir()
+	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inbox.Close()
+	locker, _ := cluster.NewLocker(dir)
+	g, err := New(Config{DataDir: dir, Model: "faux/m"}, Deps{Access: access.NewChecker(access.Policy{}, nil), Inbox: inbox, Dedupe: cluster.NewDedupe(time.Hour, 10), Locker: locker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	for i := range n {
+		conv := chat.ConvRef{Platform: "test", Channel: fmt.Sprint("c", i), DM: true}
+		if _, _, err := g.locate(t.Context(), chat.Inbound{Conv: conv}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := g.ownerCount(); got != n {
+		t.Fatalf("%d owners loaded, want %d", got, n)
+	}
+	if got := g.evictIdle(time.Now().Add(-time.Hour)); got != 0 {
+		t.Fatalf("evicted %d sessions that were just used", got)
+	}
+	if got := g.evictIdle(time.Now().Add(time.Second)); got != n {
+		t.Fatalf("evicted %d, want %d", got, n)
+	}
+	if g.ownerCount() != 0 {
+		t.Fatal("owners left after eviction")
+	}
+	// An evicted session is reloaded on demand with its location intact.
+	conv := chat.ConvRef{Platform: "test", Channel: "c7", DM: true}
+	o, loc, err := g.locate(t.Context(), chat.Inbound{Conv: conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.head(loc) == "" {
+		t.Fatal("reloaded session lost its head")
+	}
+	if g.ownerCount() != 1 {
+		t.Fatalf("owners after reload = %d", g.ownerCount())
+	}
+	o.close()
+}
