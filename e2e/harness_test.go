@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -99,10 +100,9 @@ type world struct {
 	tools   []agent.Tool
 	policy  access.Policy
 	cfgMod  func(*gateway.Config)
-	budget  telegram.Budget
-	srvOpts []telegramtest.Option
 	logs    *logBuffer
 	log     *slog.Logger
+	noStart bool
 
 	proc *process
 }
@@ -116,12 +116,12 @@ type process struct {
 
 type option func(*world)
 
-func withTools(ts ...agent.Tool) option          { return func(w *world) { w.tools = ts } }
-func withConfig(f func(*gateway.Config)) option  { return func(w *world) { w.cfgMod = f } }
-func withServer(o ...telegramtest.Option) option { return func(w *world) { w.srvOpts = o } }
-func withBudget(b telegram.Budget) option        { return func(w *world) { w.budget = b } }
-func withProxy() option                          { return func(w *world) { w.proxy = &proxy{} } }
-func withPolicy(f func(*access.Policy)) option   { return func(w *world) { f(&w.policy) } }
+func withTools(ts ...agent.Tool) option         { return func(w *world) { w.tools = ts } }
+func withConfig(f func(*gateway.Config)) option { return func(w *world) { w.cfgMod = f } }
+func withProxy() option                         { return func(w *world) { w.proxy = &proxy{} } }
+
+// withNoStart leaves starting pibot to the test (to set up faults first).
+func withNoStart() option { return func(w *world) { w.noStart = true } }
 
 // newWorld starts a fake Bot API and pibot on a fresh data directory. At
 // the end of the test it stops pibot and checks the invariants of every
@@ -145,12 +145,14 @@ func newWorld(t *testing.T, script []faux.Turn, opts ...option) *world {
 		o(w)
 	}
 	w.log = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w.srv = telegramtest.New(botToken, w.srvOpts...)
+	w.srv = telegramtest.New(botToken)
 	t.Cleanup(w.srv.Close)
 	if w.proxy != nil {
 		w.proxy.start(t, w.srv.URL)
 	}
-	w.start()
+	if !w.noStart {
+		w.start()
+	}
 	t.Cleanup(func() {
 		w.stop()
 		if v := w.srv.Violations(); len(v) > 0 {
@@ -159,6 +161,7 @@ func newWorld(t *testing.T, script []faux.Turn, opts ...option) *world {
 		assertNoToken(t, w.logs.String())
 		if t.Failed() || testing.Verbose() {
 			t.Logf("logs:\n%s", w.logs.String())
+			t.Logf("Bot API calls:\n%s", w.callLog())
 		}
 	})
 	return w
@@ -193,7 +196,6 @@ func (w *world) start() {
 		APIURL:      w.apiURL(),
 		PollTimeout: time.Second,
 		Logger:      w.log,
-		Budget:      w.budget,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -531,6 +533,7 @@ func (p *proxy) start(t *testing.T, target string) {
 	p.served = map[int64]int{}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.ModifyResponse = p.inspect
+	rp.ErrorLog = log.New(io.Discard, "", 0) // a poll cancelled by a stop is no news
 	p.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/getUpdates") && p.blocking.Load() {
 			rw.WriteHeader(http.StatusBadGateway)
@@ -577,4 +580,28 @@ func (p *proxy) timesServed(id int64) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.served[id]
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// callLog lists every Bot API call but getUpdates, a line each.
+func (w *world) callLog() string {
+	var b strings.Builder
+	var start time.Time
+	for _, c := range w.srv.Calls() {
+		if start.IsZero() {
+			start = c.Time
+		}
+		if c.Method == "getUpdates" {
+			continue
+		}
+		fmt.Fprintf(&b, "%8s %s %d", c.Time.Sub(start).Round(time.Millisecond), c.Method, c.Code)
+		for _, k := range []string{"chat_id", "message_id", "message_thread_id", "callback_query_id", "text"} {
+			if v, ok := c.Params[k]; ok {
+				fmt.Fprintf(&b, " %s=%.60q", k, v)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

@@ -108,7 +108,7 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 	}
 	if ref == "" {
 		closeResumed()
-		return nil, errors.New(noModelHelp)
+		return nil, fmt.Errorf("chat: %s", noModelHelp)
 	}
 	model, err := reg.Model(ref)
 	if err != nil {

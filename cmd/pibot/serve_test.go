@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,5 +149,36 @@ func TestServeRefusesUnsafeConfig(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want exit 1 naming %s", r.code, r.stderr, tt.want)
 			}
 		})
+	}
+}
+
+func TestServeWebChatRunsTheAgent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
+	s := startServe(t, dir, "-c", cfg, "--listen", "127.0.0.1:0")
+	resp, err := http.Post(s.url+"/api/send", "application/json", strings.NewReader(`{"conv":"c1","id":"m1","text":"hello web"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/send = %d", resp.StatusCode)
+	}
+	var ctx string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(dir, "data", "sessions", "*", "*", "*.jsonl"))
+		more, _ := filepath.Glob(filepath.Join(dir, "data", "sessions", "*", "*.jsonl"))
+		files = append(files, more...)
+		if len(files) == 1 {
+			if ctx = readFile(t, files[0]); strings.Contains(ctx, "You said: hello web") {
+				break
+			}
+		}
+	}
+	if !strings.Contains(ctx, "You said: hello web") {
+		t.Fatalf("no answer in the session; file %q\nstderr:\n%s", ctx, s.stderr)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("exit after SIGTERM = %d; stderr:\n%s", code, s.stderr)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -232,10 +234,13 @@ func TestHTTPErrors(t *testing.T) {
 }
 
 func TestAbort(t *testing.T) {
+	before := runtime.NumGoroutine()
 	resp := providertest.SSE(t, "testdata/abort.sse")
 	resp.Stall = true
 	srv := providertest.NewServer(t, resp)
-	m := newModel(t, srv, testInfo(), nil, nil)
+	tr := &http.Transport{}
+	m := New(Config{Info: testInfo(), BaseURL: srv.URL, APIKey: secret.New(testKey), HTTP: &http.Client{Transport: tr},
+		Retry: transport.RetryPolicy{Sleep: (&sleeps{}).sleep}})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var evs []llm.Event
@@ -252,4 +257,14 @@ func TestAbort(t *testing.T) {
 	if final.StopReason != llm.StopAborted || final.ErrorMessage != "Request was aborted" || final.Text() != "Working on it" {
 		t.Errorf("final = %s %q %q", final.StopReason, final.ErrorMessage, final.Text())
 	}
+	tr.CloseIdleConnections()
+	srv.Close()
+	for range 200 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<16)
+	t.Errorf("goroutines: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 }

@@ -1,0 +1,218 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// emit receives every agent event, in order, on the run goroutine.
+func (r *run) emit(e agent.Event) {
+	switch e.Type {
+	case agent.EventMessageUpdate:
+		if e.Message != nil && e.Message.Role == llm.RoleAssistant {
+			r.ctl.SetText(e.Message.Text())
+			if th := thinkingText(e.Message); th != "" {
+				r.ctl.SetThinking(th)
+			}
+		}
+	case agent.EventMessageEnd:
+		if e.Message != nil {
+			r.persist(*e.Message)
+		}
+		r.journal()
+	case agent.EventToolExecutionStart:
+		r.ctl.ToolStart(e.ToolCallID, e.ToolName, summarizeArgs(e.Args))
+		r.journal()
+	case agent.EventToolExecutionEnd:
+		r.ctl.ToolEnd(e.ToolCallID, e.IsError, excerpt(e.Result))
+	case agent.EventAutoRetryStart:
+		r.ctl.Status(fmt.Sprintf("retrying (%d/%d) in %s: %s", e.Attempt, e.MaxAttempts, time.Duration(e.DelayMs)*time.Millisecond, e.ErrorMessage))
+	case agent.EventAutoRetryEnd, agent.EventCompactionEnd:
+		r.ctl.Status("")
+	case agent.EventCompactionStart:
+		r.ctl.Status("compacting the conversation…")
+	case agent.EventQueueUpdate:
+		if n := len(e.Steering) + len(e.FollowUp); n > 0 {
+			r.ctl.Status(fmt.Sprintf("%d queued message(s)", n))
+		} else {
+			r.ctl.Status("")
+		}
+	}
+}
+
+// persist appends a finished message to the session.
+func (r *run) persist(m llm.Message) {
+	if r.frozen.Load() {
+		return
+	}
+	switch m.Role {
+	case llm.RoleUser:
+		r.persistUser(m)
+	case llm.RoleAssistant:
+		e, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncGrouped)
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		r.mu.Lock()
+		r.lastEntry, r.final = e.ID, &m
+		r.mu.Unlock()
+		r.o.g.metrics.usage(m)
+		r.ctl.SetText(m.Text())
+		if m.StopReason == llm.StopError && m.ErrorMessage != "" {
+			r.ctl.EndMessage()
+			r.ctl.SetText("⚠️ " + m.ErrorMessage)
+		}
+		r.ctl.EndMessage()
+	case llm.RoleToolResult:
+		if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncGrouped); err != nil {
+			r.fail(err)
+		}
+	}
+}
+
+// persistUser appends a user message durably and acknowledges its inbox item.
+func (r *run) persistUser(m llm.Message) {
+	p := r.takeMeta(m.Timestamp)
+	meta := &session.Meta{}
+	if p != nil {
+		meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
+	}
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m, Pibot: meta}, session.SyncAlways); err != nil {
+		r.fail(err)
+		return
+	}
+	if p == nil {
+		return
+	}
+	if p.queued {
+		r.o.g.react(r.ctx, p.item.In.Msg, "✅")
+	}
+	for _, id := range append([]string{p.inboxID}, p.extra...) {
+		if err := r.o.g.inbox.Ack(r.ctx, id); err != nil {
+			r.o.g.log.Warn("inbox ack", "err", err)
+		}
+	}
+}
+
+// fail stops the run after a storage failure: nothing more can be recorded.
+func (r *run) fail(err error) {
+	r.o.g.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
+	r.interrupt("⚠️ the session could not be written: " + err.Error())
+}
+
+// deliver finishes the reply and records which messages carry it.
+func (r *run) deliver() {
+	g := r.o.g
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), g.cfg.FinalWait+10*time.Second)
+	defer cancel()
+	r.mu.Lock()
+	note := r.interrupted
+	r.mu.Unlock()
+	var refs []chat.MsgRef
+	var err error
+	if note != "" {
+		refs, err = r.ctl.Abort(fctx, "_"+note+"_")
+	} else {
+		refs, err = r.ctl.Finish(fctx, chat.Out{})
+	}
+	if err != nil {
+		g.log.Error("deliver reply", "loc", r.loc.key, "err", err)
+	}
+	if len(refs) == 0 || r.frozen.Load() {
+		return
+	}
+	keys := make([]string, len(refs))
+	for i, ref := range refs {
+		keys[i] = ref.Key()
+	}
+	data, _ := json.Marshal(map[string]any{"entry": r.lastEntry, "refs": keys, "state": "delivered"})
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncGrouped); err != nil {
+		g.log.Warn("record delivery", "err", err)
+	}
+}
+
+// journal records the reply's messages so a restart can mark them.
+func (r *run) journal() {
+	if r.ctl == nil {
+		return
+	}
+	refs := r.ctl.Refs()
+	r.mu.Lock()
+	changed := len(refs) != r.journaled
+	r.journaled = len(refs)
+	r.mu.Unlock()
+	if changed {
+		r.o.g.runs.setRefs(r.o.path, r.loc, refs)
+	}
+}
+
+const (
+	customDelivery = "pibot.delivery"
+	sessionAlways  = session.SyncAlways
+)
+
+func thinkingText(m *llm.Message) string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == llm.ContentThinking && !c.Redacted {
+			b.WriteString(c.Thinking)
+		}
+	}
+	return b.String()
+}
+
+// summarizeArgs gives a one-line view of tool arguments: the command, path
+// or pattern when there is one.
+func summarizeArgs(args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "path", "pattern", "name"} {
+		if s, ok := m[k].(string); ok {
+			return oneLine(s, 80)
+		}
+	}
+	return ""
+}
+
+func excerpt(o *llm.ToolOutput) string {
+	if o == nil {
+		return ""
+	}
+	return oneLine(llm.JoinText(o.Content, "\n"), 200)
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// attacher sends files from a tool to the run's conversation.
+type attacher struct{ r *run }
+
+func (a *attacher) Attach(ctx context.Context, name, mimeType string, rd io.Reader, size int64) error {
+	g := a.r.o.g
+	up, ok := g.adapters[a.r.loc.conv.Platform].(chat.Uploader)
+	if !ok {
+		return fmt.Errorf("attach: %s cannot receive files", a.r.loc.conv.Platform)
+	}
+	_, err := up.Upload(ctx, a.r.loc.conv, chat.OutFile{Name: name, MimeType: mimeType, Reader: rd, Size: size}, nil)
+	if err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	return nil
+}
