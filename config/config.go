@@ -165,6 +165,25 @@ type Provider struct {
 	Headers    map[string]string `yaml:"headers"`
 	Compat     map[string]any    `yaml:"compat"`
 	Models     []Model           `yaml:"models"`
+	// Script is what a faux provider answers, one turn per model call,
+	// then it echoes. Only for api: faux.
+	Script []FauxTurn `yaml:"script"`
+}
+
+// FauxTurn is one scripted answer of a faux model.
+type FauxTurn struct {
+	Text      string         `yaml:"text"`
+	Thinking  string         `yaml:"thinking"`
+	ToolCalls []FauxToolCall `yaml:"tool_calls"`
+	Error     string         `yaml:"error"`
+	// Delay is waited before every streamed token.
+	Delay Duration `yaml:"delay"`
+}
+
+// FauxToolCall is a scripted tool call; Args is a JSON object.
+type FauxToolCall struct {
+	Name string         `yaml:"name"`
+	Args map[string]any `yaml:"args"`
 }
 
 // Model describes one model of a provider.

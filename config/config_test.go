@@ -42,6 +42,9 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				p := path + "." + n.Content[i].Value
+				if path == ".providers" {
+					p = path + ".*"
+				}
 				have[p] = true
 				walk(n.Content[i+1], p)
 			}
@@ -76,7 +79,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 			schema(tp.Elem(), path+"[]")
 		case reflect.Map:
 			if path == ".providers" {
-				schema(tp.Elem(), path+".local")
+				schema(tp.Elem(), path+".*")
 			}
 		}
 	}

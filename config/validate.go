@@ -94,6 +94,16 @@ func (c Config) Validate() error {
 			bad(key, "provider names must not contain /")
 		}
 		oneOf(key+".api", p.API, "openai-completions", "openai-responses", "anthropic-messages", "faux")
+		if len(p.Script) > 0 && p.API != "faux" {
+			bad(key+".script", "only a faux provider can be scripted")
+		}
+		for i, turn := range p.Script {
+			for j, c := range turn.ToolCalls {
+				if c.Name == "" {
+					bad(fmt.Sprintf("%s.script[%d].tool_calls[%d].name", key, i, j), "must not be empty")
+				}
+			}
+		}
 		for i, m := range p.Models {
 			mk := fmt.Sprintf("%s.models[%d]", key, i)
 			if m.ID == "" {

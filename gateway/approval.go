@@ -12,7 +12,6 @@ import (
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
@@ -119,6 +118,9 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 		ap.By = "timeout"
 		g.approval.finish(context.WithoutCancel(ctx), ap, d)
 	case <-ctx.Done():
+		if r.frozen.Load() {
+			return agent.Decision{Block: true, Reason: "pibot restarted while this call waited for approval; the buttons still work"}, nil
+		}
 		return agent.Decision{Block: true, Reason: "Operation aborted"}, nil
 	}
 	if d == decideDeny {
@@ -244,9 +246,8 @@ func (a *approvals) finish(ctx context.Context, ap *approval, d string) {
 		}
 	}
 	if ad := a.g.adapters[ap.loc.conv.Platform]; ad != nil && ap.msg.ID != "" {
-		if err := ad.Edit(ctx, ap.msg, chat.Out{Markdown: decisionText(ap)}); err != nil {
-			a.g.log.Debug("edit approval message", "err", err)
-		}
+		out := chat.Out{Markdown: decisionText(ap)}
+		a.g.track(func(ctx context.Context) { a.g.editRetry(ctx, ad, ap.msg, out) })
 	}
 }
 
@@ -265,159 +266,6 @@ func decisionText(ap *approval) string {
 	default:
 		return fmt.Sprintf("✅ `%s` allowed once by %s.", ap.Tool, who)
 	}
-}
-
-// decide applies a button press or /approve, /deny. It returns the toast.
-func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) string {
-	ap := g.approval.get(id)
-	if ap == nil {
-		return g.decideRecovered(ctx, in, id, d)
-	}
-	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-		return "Only the person who asked, or an owner, can decide."
-	}
-	g.approval.mu.Lock()
-	_, still := g.approval.pending[id]
-	delete(g.approval.pending, id)
-	g.approval.mu.Unlock()
-	if !still {
-		return "Already decided."
-	}
-	ap.By = displayName(in.User)
-	g.approval.finish(ctx, ap, d)
-	ap.decided <- d
-	if d == decideDeny {
-		return "Denied."
-	}
-	return "Allowed."
-}
-
-func displayName(u chat.User) string {
-	if u.Name != "" {
-		return u.Name
-	}
-	return u.ID
-}
-
-// decideRecovered handles a decision about an approval whose run no longer
-// exists (pibot restarted while it waited): the decision is recorded, the
-// tool call gets its result (the tool runs if allowed), and the run
-// continues from there.
-func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d string) string {
-	path, ok := g.index.get(in.Conv.Key())
-	if !ok {
-		return "This approval is no longer pending."
-	}
-	o, err := g.owner(ctx, path)
-	if err != nil {
-		return "This approval is no longer pending."
-	}
-	loc := o.location(in.Conv.Key(), in.Conv)
-	ap, call, ok := o.findPendingApproval(loc, id)
-	if !ok {
-		return "Already decided."
-	}
-	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-		return "Only the person who asked, or an owner, can decide."
-	}
-	o.mu.Lock()
-	busy := loc.run != nil
-	o.mu.Unlock()
-	if busy {
-		return "A run is active here; try again when it ends."
-	}
-	ap.By, ap.path, ap.loc = displayName(in.User), path, loc
-	if in.Action != nil {
-		ap.msg = in.Action.Msg
-	}
-	g.approval.finish(ctx, ap, d)
-	if d == decideSession {
-		o.mu.Lock()
-		loc.allowed[ap.Tool] = true
-		o.mu.Unlock()
-	}
-	o.resumeAfterApproval(loc, ap, call, d != decideDeny)
-	if d == decideDeny {
-		return "Denied."
-	}
-	return "Allowed."
-}
-
-// findPendingApproval looks on loc's branch for approval id without a
-// decision whose tool call still has no result.
-func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Content, bool) {
-	branch, err := o.sess.Branch(o.head(loc))
-	if err != nil {
-		return nil, llm.Content{}, false
-	}
-	var ap *approval
-	results := map[string]bool{}
-	calls := map[string]llm.Content{}
-	for _, e := range branch {
-		switch {
-		case e.Type == session.TypeCustom && e.CustomType == customApproval:
-			var a approval
-			if json.Unmarshal(e.Data, &a) == nil && a.ID == id {
-				if a.State == "pending" {
-					ap = &a
-				} else {
-					ap = nil
-				}
-			}
-		case e.Type == session.TypeMessage && e.Message != nil:
-			for _, c := range e.Message.ToolCalls() {
-				calls[c.ID] = c
-			}
-			if e.Message.Role == llm.RoleToolResult {
-				results[e.Message.ToolCallID] = true
-			}
-		}
-	}
-	if ap == nil || results[ap.ToolCall] {
-		return nil, llm.Content{}, false
-	}
-	call, ok := calls[ap.ToolCall]
-	return ap, call, ok
-}
-
-// resumeAfterApproval gives the approved (or denied) call its result and
-// continues the run with the model.
-func (o *owner) resumeAfterApproval(loc *location, ap *approval, call llm.Content, allow bool) {
-	g := o.g
-	go func() {
-		ctx := context.Background()
-		var out llm.ToolOutput
-		isErr := false
-		if !allow {
-			out.Content = []llm.Content{llm.TextBlock("The user denied this tool call.")}
-			isErr = true
-		} else {
-			var tool agent.Tool
-			for _, t := range g.cfg.Tools(&attacher{r: &run{o: o, loc: loc}}) {
-				if t.Spec().Name == ap.Tool {
-					tool = t
-				}
-			}
-			if tool == nil {
-				out.Content = []llm.Content{llm.TextBlock("Tool " + ap.Tool + " not found")}
-				isErr = true
-			} else if res, err := tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {}); err != nil {
-				out.Content = []llm.Content{llm.TextBlock(err.Error())}
-				isErr = true
-			} else {
-				out = res
-			}
-		}
-		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: isErr, Timestamp: time.Now().UnixMilli()}
-		if out.Details != nil {
-			msg.Details, _ = json.Marshal(out.Details)
-		}
-		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
-			g.log.Error("record tool result after approval", "err", err)
-			return
-		}
-		o.startRun(loc, nil)
-	}()
 }
 
 func newID() string {

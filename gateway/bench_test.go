@@ -376,7 +376,8 @@ func heapInUse() uint64 {
 // it is idle: one op creates one session (a DM, one message, one reply).
 // "loaded" keeps every owner in memory (IdleEvict 1 h); "evicted" waits
 // until the gateway has evicted every owner (IdleEvict 2 s). Reported:
-// B/session, the live heap growth divided by the number of sessions.
+// B/session, the live heap growth divided by the number of sessions, and
+// goroutines/session, the goroutines they left running.
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	for _, tc := range []struct {
 		name  string
@@ -395,7 +396,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 			}
 			bg.waitMetric(b, "pibot_run_seconds", time.Minute, func(v float64) bool { return v >= 1 })
 			bg.waitMetric(b, "pibot_session_owners", time.Minute, func(v float64) bool { return tc.evict == time.Hour || v == 0 })
-			before := heapInUse()
+			before, g0 := heapInUse(), runtime.NumGoroutine()
 
 			b.ResetTimer()
 			var next atomic.Int64
@@ -420,10 +421,19 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 			bg.waitMetric(b, "pibot_run_seconds", time.Minute, func(v float64) bool { return v >= float64(b.N+1) })
 			if tc.evict != time.Hour {
 				bg.waitMetric(b, "pibot_session_owners", time.Minute, func(v float64) bool { return v == 0 })
+				// Finished runs may still wait on the gateway's run journal,
+				// which serialises its updates: wait until their goroutines
+				// are gone, and report how long that took.
+				t0 := time.Now()
+				for runtime.NumGoroutine() > g0 && time.Since(t0) < 2*time.Minute {
+					time.Sleep(10 * time.Millisecond)
+				}
+				b.ReportMetric(ms(time.Since(t0)), "settle-ms")
 			}
 			b.StopTimer()
-			after := heapInUse()
+			after, g1 := heapInUse(), runtime.NumGoroutine()
 			b.ReportMetric((float64(after)-float64(before))/float64(b.N), "B/session")
+			b.ReportMetric(float64(g1-g0)/float64(b.N), "goroutines/session")
 			b.ReportMetric(bg.metric(b, "pibot_session_owners"), "owners")
 		})
 	}

@@ -201,7 +201,11 @@ func (g *Gateway) cmdDecide(ctx context.Context, in chat.Inbound) {
 		g.reply(ctx, in, "Nothing is waiting for approval here.")
 		return
 	}
-	g.reply(ctx, in, g.decide(ctx, in, id, d))
+	toast, then := g.decide(ctx, in, id, d)
+	if then != nil {
+		then()
+	}
+	g.reply(ctx, in, toast)
 }
 
 // locationCommand runs a command that acts on an existing location.

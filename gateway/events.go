@@ -128,7 +128,13 @@ func (r *run) deliver() {
 	if err != nil {
 		g.log.Error("deliver reply", "loc", r.loc.key, "err", err)
 	}
-	if len(refs) == 0 || r.frozen.Load() {
+	if r.frozen.Load() {
+		// Keep the journal entry: the restart resumes this run, and the
+		// reply already says so.
+		g.runs.noted(r.o.path, r.loc, refs)
+		return
+	}
+	if len(refs) == 0 {
 		return
 	}
 	keys := make([]string, len(refs))

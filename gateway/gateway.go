@@ -426,3 +426,42 @@ func (g *Gateway) ownerCount() int {
 	defer g.mu.Unlock()
 	return len(g.owners)
 }
+
+// track runs f on a goroutine the gateway owns: shutdown waits for it, and
+// its context ends when the gateway's runs are cancelled.
+func (g *Gateway) track(f func(ctx context.Context)) {
+	g.mu.Lock()
+	ctx := g.runCtx
+	g.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f(ctx)
+	}()
+}
+
+// editRetry edits a message, waiting out rate limits up to FinalWait.
+func (g *Gateway) editRetry(ctx context.Context, ad chat.Adapter, ref chat.MsgRef, out chat.Out) {
+	deadline := time.Now().Add(g.cfg.FinalWait)
+	for {
+		err := ad.Edit(ctx, ref, out)
+		var rl *chat.RateLimitError
+		if err == nil {
+			return
+		}
+		if !errors.As(err, &rl) || time.Now().Add(rl.RetryAfter).After(deadline) {
+			g.log.Warn("edit message", "ref", ref.Key(), "err", err)
+			return
+		}
+		t := time.NewTimer(rl.RetryAfter)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}

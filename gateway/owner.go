@@ -123,7 +123,7 @@ func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *locatio
 // newSession creates a session file for a location.
 func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *location, error) {
 	key := conv.Key()
-	dir := session.Dir(g.sessionsDir(), string(conv.Platform))
+	dir := session.Dir(g.cfg.DataDir, string(conv.Platform))
 	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(g.cfg.Thinking), Pibot: &session.Meta{Loc: key}}
 	if prov, id, ok := strings.Cut(g.cfg.Model, "/"); ok {
 		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}

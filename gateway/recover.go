@@ -16,6 +16,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
 )
 
 // runJournal is runs.json: the replies being streamed right now, so that a
@@ -30,6 +31,8 @@ type journalEntry struct {
 	Loc  string        `json:"loc"`
 	Conv chat.ConvRef  `json:"conv"`
 	Refs []chat.MsgRef `json:"refs,omitempty"`
+	// Noted: the reply already says it was interrupted (a drained run).
+	Noted bool `json:"noted,omitempty"`
 }
 
 func (j *runJournal) load() map[string]journalEntry {
@@ -64,6 +67,13 @@ func (j *runJournal) setRefs(path string, loc *location, refs []chat.MsgRef) {
 	})
 }
 
+// noted records that a drained run marked its own reply.
+func (j *runJournal) noted(path string, loc *location, refs []chat.MsgRef) {
+	j.update(func(m map[string]journalEntry) {
+		m[path+"|"+loc.key] = journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs, Noted: true}
+	})
+}
+
 func (j *runJournal) remove(path, loc string) {
 	j.update(func(m map[string]journalEntry) { delete(m, path+"|"+loc) })
 }
@@ -77,7 +87,7 @@ func (g *Gateway) recover(ctx context.Context) {
 		g.runs.remove(je.Path, je.Loc)
 		ad := g.adapters[je.Conv.Platform]
 		for _, ref := range je.Refs {
-			if ad == nil {
+			if ad == nil || je.Noted {
 				break
 			}
 			if err := ad.Edit(ctx, ref, chat.Out{Markdown: interruptedNote}); err != nil {
@@ -90,11 +100,10 @@ func (g *Gateway) recover(ctx context.Context) {
 			continue
 		}
 		loc := o.location(je.Loc, je.Conv)
-		msgs, _, _, err := o.contextFor(loc)
-		if err == nil && len(msgs) > 0 && msgs[len(msgs)-1].Role == llm.RoleUser {
+		if o.resumable(loc) {
 			g.log.Info("resuming an interrupted run", "loc", je.Loc)
 			o.startRun(loc, nil)
-		} else if ad != nil && len(je.Refs) == 0 {
+		} else if ad != nil && len(je.Refs) == 0 && !je.Noted {
 			if _, err := ad.Send(ctx, je.Conv, chat.Out{Markdown: interruptedNote}); err != nil {
 				g.log.Warn("notify interrupted", "err", err)
 			}
@@ -124,6 +133,69 @@ func (g *Gateway) recover(ctx context.Context) {
 		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key())
 		g.deliver(ctx, it.ID, item)
 	}
+}
+
+// unknownOutcome is the result recorded for a tool call that was running
+// when pibot stopped: it is never run again blindly.
+const unknownOutcome = "pibot restarted while this tool was running; its outcome is unknown. Check the state before running it again."
+
+// resumable reports whether loc's interrupted run can continue without
+// side effects, preparing it: an unanswered user message is answered
+// again; tool calls that were running get an "outcome unknown" result and
+// the model continues. Calls still waiting for approval wait on.
+func (o *owner) resumable(loc *location) bool {
+	branch, err := o.sess.Branch(o.head(loc))
+	if err != nil {
+		return false
+	}
+	results := map[string]bool{}
+	pendingApproval := map[string]bool{}
+	var last *llm.Message
+	for _, e := range branch {
+		switch {
+		case e.Type == session.TypeMessage && e.Message != nil:
+			last = e.Message
+			if e.Message.Role == llm.RoleToolResult {
+				results[e.Message.ToolCallID] = true
+			}
+		case e.Type == session.TypeCustom && e.CustomType == customApproval:
+			var a approval
+			if json.Unmarshal(e.Data, &a) == nil {
+				pendingApproval[a.ToolCall] = a.State == "pending"
+			}
+		}
+	}
+	if last == nil {
+		return false
+	}
+	if last.Role == llm.RoleUser {
+		return true
+	}
+	var call *llm.Message
+	for i := len(branch) - 1; i >= 0; i-- {
+		if m := branch[i].Message; m != nil && m.Role == llm.RoleAssistant {
+			call = m
+			break
+		}
+	}
+	if call == nil || call.StopReason != llm.StopToolUse {
+		return false
+	}
+	calls := call.ToolCalls()
+	for _, c := range calls {
+		if results[c.ID] {
+			continue
+		}
+		if pendingApproval[c.ID] {
+			return false
+		}
+		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, Content: []llm.Content{llm.TextBlock(unknownOutcome)}, IsError: true, Timestamp: time.Now().UnixMilli()}
+		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
+			o.g.log.Warn("record unknown tool outcome", "err", err)
+			return false
+		}
+	}
+	return len(calls) > 0
 }
 
 // Limits for received files.

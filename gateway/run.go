@@ -31,6 +31,8 @@ type run struct {
 	final       *llm.Message
 	interrupted string
 	journaled   int
+	// prelude runs before the agent (a tool approved after a restart).
+	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
 	frozen atomic.Bool
 }
@@ -114,8 +116,13 @@ func (o *owner) message(ctx context.Context, loc *location, p *pending, ts int64
 	return m
 }
 
-// startRun starts an agent run for loc with the given prompts.
-func (o *owner) startRun(loc *location, ps []*pending) {
+// startRun starts an agent run for loc with the given prompts (none:
+// continue from the session).
+func (o *owner) startRun(loc *location, ps []*pending) { o.startRunWith(loc, ps, nil) }
+
+// startRunWith starts a run; prelude, if set, runs first inside the run
+// (with the reply started) and may end it by returning false.
+func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.Context, *run) bool) {
 	g := o.g
 	g.mu.Lock()
 	parent := g.runCtx
@@ -124,7 +131,7 @@ func (o *owner) startRun(loc *location, ps []*pending) {
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, meta: map[int64]*pending{}}
+	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, meta: map[int64]*pending{}, prelude: prelude}
 
 	o.mu.Lock()
 	if loc.run != nil || o.closed {
@@ -215,6 +222,15 @@ func (r *run) execute(ps []*pending) {
 	g.runs.add(o.path, loc)
 	r.ctl.Start(ctx)
 	g.metrics.runStarted()
+	if r.prelude != nil {
+		if !r.prelude(ctx, r) {
+			r.deliver()
+			return
+		}
+		if history, _, _, err = o.contextFor(loc); err == nil {
+			r.agent.SetMessages(history)
+		}
+	}
 	start := time.Now()
 	maint := r.maintenance()
 	emit := func(e agent.Event) {

@@ -24,21 +24,26 @@ const maxTreeButtons = 8
 func (g *Gateway) handleAction(ctx context.Context, in chat.Inbound) {
 	data := in.Action.Data
 	toast := "Unknown button."
+	var then func()
 	switch {
 	case strings.HasPrefix(data, btnApprove):
 		rest := strings.TrimPrefix(data, btnApprove)
 		if id, d, ok := strings.Cut(rest, ":"); ok {
-			toast = g.decide(ctx, in, id, d)
+			toast, then = g.decide(ctx, in, id, d)
 		}
 	case strings.HasPrefix(data, btnJump), strings.HasPrefix(data, btnFork):
 		toast = g.jump(ctx, in, data)
 	}
+	// Answer the press first: the platform shows a spinner until then.
 	if r, ok := g.adapters[in.Conv.Platform].(chat.ActionResponder); ok {
 		if err := r.Respond(ctx, in, chat.ActionReply{Toast: toast}); err != nil {
 			g.log.Debug("respond to action", "err", err)
 		}
 	} else if toast != "" {
 		g.reply(ctx, in, "_"+toast+"_")
+	}
+	if then != nil {
+		then()
 	}
 }
 

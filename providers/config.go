@@ -45,6 +45,10 @@ type Config struct {
 	Headers map[string]string
 	Compat  Compat
 	Models  []llm.ModelInfo
+	// Script is what a faux provider answers, one turn per model call
+	// (each of its models plays it from the start, once per registry),
+	// then it echoes. Ignored for other APIs.
+	Script []faux.Turn
 }
 
 // needsKey reports whether calls without a key are expected to fail: local

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pibot/pibot/llm"
@@ -37,6 +38,9 @@ type Registry struct {
 	providers map[string]Config
 	order     []string
 	opts      Options
+
+	mu    sync.Mutex
+	fauxs map[string]*faux.Model // scripted faux models, so scripts advance across runs
 }
 
 // NewRegistry checks cfgs and returns a registry over them.
@@ -167,7 +171,22 @@ func (r *Registry) build(c Config, mi llm.ModelInfo) llm.Model {
 		if d == 0 {
 			d = 30 * time.Millisecond
 		}
-		return faux.New(mi, faux.Echo().WithDelay(max(d, 0)))
+		echo := faux.Echo().WithDelay(max(d, 0))
+		if len(c.Script) == 0 {
+			return faux.New(mi, echo)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		key := c.Name + "/" + mi.ID
+		if m, ok := r.fauxs[key]; ok {
+			return m
+		}
+		if r.fauxs == nil {
+			r.fauxs = map[string]*faux.Model{}
+		}
+		m := faux.New(mi, append(append([]faux.Turn(nil), c.Script...), echo)...)
+		r.fauxs[key] = m
+		return m
 	}
 }
 

@@ -142,3 +142,28 @@ func TestRegistryStreamsThroughHTTPClient(t *testing.T) {
 		t.Errorf("keyless provider sent Authorization %q", h)
 	}
 }
+
+func TestScriptedFauxAdvancesAcrossCalls(t *testing.T) {
+	reg, err := NewRegistry([]Config{{Name: "demo", API: APIFaux, Models: []llm.ModelInfo{{ID: "m"}},
+		Script: []faux.Turn{faux.Text("first"), faux.ToolCalls(faux.Call("c1", "ls", `{}`))}}}, Options{FauxDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 3 {
+		m, err := reg.Model("demo/m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var final *llm.Message
+		for ev := range m.Stream(t.Context(), llm.Request{Messages: []llm.Message{llm.UserText("hello", 1)}}) {
+			if ev.Type == llm.EventDone || ev.Type == llm.EventError {
+				final = ev.Message
+			}
+		}
+		got = append(got, string(final.StopReason)+":"+final.Text())
+	}
+	if got[0] != "stop:first" || got[1] != "toolUse:" || !strings.Contains(got[2], "hello") {
+		t.Fatalf("scripted answers = %q (want the script, then an echo)", got)
+	}
+}

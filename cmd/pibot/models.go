@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
+	"github.com/pibot/pibot/providers/faux"
 )
 
 // noModelHelp is what the chat says when no model can be used.
@@ -49,6 +51,11 @@ func providerConfigs(cfg config.Config, getenv func(string) string) ([]providers
 		for _, m := range p.Models {
 			pc.Models = append(pc.Models, modelInfo(m))
 		}
+		script, err := fauxScript(key+".script", p.Script)
+		if err != nil {
+			return nil, err
+		}
+		pc.Script = script
 		out = append(out, pc)
 	}
 	for _, d := range providers.Defaults(getenv) {
@@ -76,6 +83,29 @@ func decodeCompat(key string, m map[string]any) (providers.Compat, error) {
 		return c, &config.Error{Key: key, Msg: err.Error()}
 	}
 	return c, nil
+}
+
+// fauxScript converts a configured faux script; tool-call ids are numbered.
+func fauxScript(key string, turns []config.FauxTurn) ([]faux.Turn, error) {
+	var out []faux.Turn
+	n := 0
+	for i, t := range turns {
+		ft := faux.Turn{Text: t.Text, Thinking: t.Thinking, Err: t.Error, Delay: t.Delay.D()}
+		for j, c := range t.ToolCalls {
+			args := c.Args
+			if args == nil {
+				args = map[string]any{}
+			}
+			b, err := json.Marshal(args)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s[%d].tool_calls[%d].args: %w", key, i, j, err)
+			}
+			n++
+			ft.Calls = append(ft.Calls, faux.Call(fmt.Sprintf("call_%d", n), c.Name, string(b)))
+		}
+		out = append(out, ft)
+	}
+	return out, nil
 }
 
 func modelInfo(m config.Model) llm.ModelInfo {

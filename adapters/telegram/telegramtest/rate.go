@@ -53,7 +53,13 @@ type rateModel struct {
 	global  *bucket
 	chats   map[int64]*bucket
 	penalty map[int64]time.Time // chat id (0: whole bot) → retry_after expiry
+	issued  map[int64]time.Time // when that penalty was announced
 }
+
+// inFlight is how long after a 429 other calls may still arrive that the
+// client sent before it saw the 429: they are refused but are not
+// violations (a client cannot recall a request already on the wire).
+const inFlight = 100 * time.Millisecond
 
 func newRateModel(l Limits) *rateModel {
 	return &rateModel{
@@ -61,13 +67,16 @@ func newRateModel(l Limits) *rateModel {
 		global:  &bucket{rate: l.GlobalPerSec, burst: float64(max(l.GlobalBurst, 1)), tokens: float64(max(l.GlobalBurst, 1)), last: time.Now()},
 		chats:   map[int64]*bucket{},
 		penalty: map[int64]time.Time{},
+		issued:  map[int64]time.Time{},
 	}
 }
 
 func (m *rateModel) penalise(chat int64, seconds int) {
-	until := time.Now().Add(time.Duration(seconds) * time.Second)
+	now := time.Now()
+	until := now.Add(time.Duration(seconds) * time.Second)
 	if until.After(m.penalty[chat]) {
 		m.penalty[chat] = until
+		m.issued[chat] = now
 	}
 }
 
@@ -80,6 +89,9 @@ func (s *Server) checkRate(method string, chat int64) *apiError {
 	for _, key := range []int64{0, chat} {
 		if until, ok := m.penalty[key]; ok && now.Before(until) {
 			left := until.Sub(now)
+			if now.Sub(m.issued[key]) < inFlight {
+				return tooMany(int(math.Ceil(left.Seconds())))
+			}
 			s.violations = append(s.violations, fmt.Sprintf("%s to chat %d %s before retry_after expired", method, chat, left.Round(time.Millisecond)))
 			// Telegram escalates the penalty for clients that ignore it.
 			ra := int(math.Ceil(left.Seconds())) * 2

@@ -104,6 +104,14 @@ func TestRateModelAndViolations(t *testing.T) {
 	if v := s.Violations(); len(v) != 0 {
 		t.Fatalf("violations = %v", v)
 	}
+	// A call arriving right after the 429 may have been on the wire already.
+	if a := call(t, s, "sendMessage", send); a.ErrorCode != 429 {
+		t.Fatalf("send in flight: %+v", a)
+	}
+	if v := s.Violations(); len(v) != 0 {
+		t.Fatalf("in-flight call counted as a violation: %v", v)
+	}
+	time.Sleep(inFlight + 10*time.Millisecond)
 	if a := call(t, s, "sendMessage", send); a.ErrorCode != 429 {
 		t.Fatalf("send during retry_after: %+v", a)
 	}

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// decide applies a button press or /approve, /deny. It returns the toast
+// at once and, when the decision was taken, the work that follows it
+// (recording, editing the buttons away, resuming the run), which the
+// caller runs after answering the press.
+func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) (string, func()) {
+	ap := g.approval.get(id)
+	if ap == nil {
+		return g.decideRecovered(ctx, in, id, d)
+	}
+	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return "Only the person who asked, or an owner, can decide.", nil
+	}
+	g.approval.mu.Lock()
+	_, still := g.approval.pending[id]
+	delete(g.approval.pending, id)
+	g.approval.mu.Unlock()
+	if !still {
+		return "Already decided.", nil
+	}
+	ap.By = displayName(in.User)
+	return decisionToast(d), func() {
+		g.approval.finish(ctx, ap, d)
+		ap.decided <- d
+	}
+}
+
+func decisionToast(d string) string {
+	if d == decideDeny {
+		return "Denied."
+	}
+	return "Allowed."
+}
+
+func displayName(u chat.User) string {
+	if u.Name != "" {
+		return u.Name
+	}
+	return u.ID
+}
+
+// decideRecovered handles a decision about an approval whose run no longer
+// exists (pibot restarted while it waited): the decision is recorded, the
+// tool call gets its result (the tool runs if allowed), and the run
+// continues from there.
+func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d string) (string, func()) {
+	path, ok := g.index.get(in.Conv.Key())
+	if !ok {
+		return "This approval is no longer pending.", nil
+	}
+	o, err := g.owner(ctx, path)
+	if err != nil {
+		return "This approval is no longer pending.", nil
+	}
+	loc := o.location(in.Conv.Key(), in.Conv)
+	ap, call, ok := o.findPendingApproval(loc, id)
+	if !ok {
+		return "Already decided.", nil
+	}
+	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return "Only the person who asked, or an owner, can decide.", nil
+	}
+	o.mu.Lock()
+	busy := loc.run != nil
+	o.mu.Unlock()
+	if busy {
+		return "A run is active here; try again when it ends.", nil
+	}
+	ap.By, ap.path, ap.loc = displayName(in.User), path, loc
+	if in.Action != nil {
+		ap.msg = in.Action.Msg
+	}
+	return decisionToast(d), func() {
+		g.approval.finish(ctx, ap, d)
+		if d == decideSession {
+			o.mu.Lock()
+			loc.allowed[ap.Tool] = true
+			o.mu.Unlock()
+		}
+		o.resumeAfterApproval(loc, ap, call, d != decideDeny)
+	}
+}
+
+// findPendingApproval looks on loc's branch for approval id without a
+// decision whose tool call still has no result.
+func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Content, bool) {
+	branch, err := o.sess.Branch(o.head(loc))
+	if err != nil {
+		return nil, llm.Content{}, false
+	}
+	var ap *approval
+	results := map[string]bool{}
+	calls := map[string]llm.Content{}
+	for _, e := range branch {
+		switch {
+		case e.Type == session.TypeCustom && e.CustomType == customApproval:
+			var a approval
+			if json.Unmarshal(e.Data, &a) == nil && a.ID == id {
+				if a.State == "pending" {
+					ap = &a
+				} else {
+					ap = nil
+				}
+			}
+		case e.Type == session.TypeMessage && e.Message != nil:
+			for _, c := range e.Message.ToolCalls() {
+				calls[c.ID] = c
+			}
+			if e.Message.Role == llm.RoleToolResult {
+				results[e.Message.ToolCallID] = true
+			}
+		}
+	}
+	if ap == nil || results[ap.ToolCall] {
+		return nil, llm.Content{}, false
+	}
+	call, ok := calls[ap.ToolCall]
+	return ap, call, ok
+}
+
+// resumeAfterApproval starts a run that first gives the approved (or
+// denied) call its result, showing it like any tool call, then continues
+// with the model. The run is owned like every other: shutdown freezes it.
+func (o *owner) resumeAfterApproval(loc *location, ap *approval, call llm.Content, allow bool) {
+	o.startRunWith(loc, nil, func(ctx context.Context, r *run) bool {
+		var out llm.ToolOutput
+		var runErr error
+		if !allow {
+			runErr = errors.New("The user denied this tool call.")
+		} else {
+			var tool agent.Tool
+			for _, t := range o.g.cfg.Tools(&attacher{r: r}) {
+				if t.Spec().Name == ap.Tool {
+					tool = t
+				}
+			}
+			if tool == nil {
+				runErr = errors.New("Tool " + ap.Tool + " not found")
+			} else {
+				r.ctl.ToolStart(call.ID, call.Name, summarizeArgs(call.Arguments))
+				out, runErr = tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {})
+			}
+		}
+		if runErr != nil {
+			out = llm.ToolOutput{Content: []llm.Content{llm.TextBlock(runErr.Error())}}
+		}
+		r.ctl.ToolEnd(call.ID, runErr != nil, excerpt(&out))
+		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: runErr != nil, Timestamp: time.Now().UnixMilli()}
+		if out.Details != nil {
+			msg.Details, _ = json.Marshal(out.Details)
+		}
+		if r.frozen.Load() {
+			return false
+		}
+		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
+			r.fail(err)
+			return false
+		}
+		return true
+	})
+}
