@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/pibot/pibot/agent"
@@ -137,9 +136,9 @@ func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Co
 func (o *owner) resumeAfterApproval(loc *location, ap *approval, call llm.Content, allow bool) {
 	o.startRunWith(loc, nil, func(ctx context.Context, r *run) bool {
 		var out llm.ToolOutput
-		var runErr error
+		failure := ""
 		if !allow {
-			runErr = errors.New("The user denied this tool call.")
+			failure = "The user denied this tool call."
 		} else {
 			var tool agent.Tool
 			for _, t := range o.g.cfg.Tools(&attacher{r: r}) {
@@ -148,17 +147,20 @@ func (o *owner) resumeAfterApproval(loc *location, ap *approval, call llm.Conten
 				}
 			}
 			if tool == nil {
-				runErr = errors.New("Tool " + ap.Tool + " not found")
+				failure = "Tool " + ap.Tool + " not found"
 			} else {
 				r.ctl.ToolStart(call.ID, call.Name, summarizeArgs(call.Arguments))
-				out, runErr = tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {})
+				var err error
+				if out, err = tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {}); err != nil {
+					failure = err.Error()
+				}
 			}
 		}
-		if runErr != nil {
-			out = llm.ToolOutput{Content: []llm.Content{llm.TextBlock(runErr.Error())}}
+		if failure != "" {
+			out = llm.ToolOutput{Content: []llm.Content{llm.TextBlock(failure)}}
 		}
-		r.ctl.ToolEnd(call.ID, runErr != nil, excerpt(&out))
-		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: runErr != nil, Timestamp: time.Now().UnixMilli()}
+		r.ctl.ToolEnd(call.ID, failure != "", excerpt(&out))
+		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: failure != "", Timestamp: time.Now().UnixMilli()}
 		if out.Details != nil {
 			msg.Details, _ = json.Marshal(out.Details)
 		}

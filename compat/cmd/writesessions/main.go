@@ -19,8 +19,19 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "", "output directory (required)")
+	out := flag.String("out", "", "output directory (required unless -expect)")
+	expect := flag.Bool("expect", false, "only write FILE.pibot.json for each session FILE given as an argument")
 	flag.Parse()
+	if *expect {
+		for _, f := range flag.Args() {
+			if err := writeExpected(f); err != nil {
+				fmt.Fprintln(os.Stderr, "writesessions:", err)
+				os.Exit(1)
+			}
+			fmt.Println(f)
+		}
+		return
+	}
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "writesessions: -out is required")
 		os.Exit(2)
