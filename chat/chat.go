@@ -182,6 +182,11 @@ type Caps struct {
 	// NativeStream is true if OpenStream gives a platform stream (Telegram
 	// drafts, Slack streams); otherwise replies are streamed by edits.
 	NativeStream bool
+	// AppendOnly marks a native stream that can only append (Slack's
+	// chat.appendStream): earlier text cannot be rewritten.
+	AppendOnly bool
+	// MaxButtonID is the longest button ID in bytes (0: MaxButtonID).
+	MaxButtonID int
 }
 
 // Adapter connects one platform.

@@ -71,12 +71,12 @@ func TestLockerFencesGrowAcrossRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := l2.Acquire(t.Context(), "s1", 0)
-	if b.Fence <= a.Fence {
-		t.Fatalf("fence after restart %d <= %d", b.Fence, a.Fence)
+	if b.Fence() <= a.Fence() {
+		t.Fatalf("fence after restart %d <= %d", b.Fence(), a.Fence())
 	}
 	c, _ := l2.Acquire(t.Context(), "s2", 100)
-	if c.Fence != 101 {
-		t.Fatalf("fence with minFence 100 = %d, want 101", c.Fence)
+	if c.Fence() != 101 {
+		t.Fatalf("fence with minFence 100 = %d, want 101", c.Fence())
 	}
 }
 

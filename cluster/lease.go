@@ -14,26 +14,38 @@ import (
 // ErrLeaseHeld means another holder has the key.
 var ErrLeaseHeld = errors.New("lease held by another owner")
 
-// Lease is the right to write one session. Fence increases with every
-// grant so storage can refuse a stale writer.
-type Lease struct {
-	Key   string
-	Fence int64
+// Lease is the right to write one session. Its fence increases with every
+// grant so storage can refuse a stale writer; Done is closed when the lease
+// is lost or released. The local Locker and a Redis locker both grant it.
+type Lease interface {
+	Fence() int64
+	Done() <-chan struct{}
+	// Release gives the lease back; it is safe to call more than once.
+	Release(ctx context.Context) error
+}
+
+// localLease is a lease of the in-process Locker.
+type localLease struct {
+	key   string
+	fence int64
 
 	l    *Locker
 	done chan struct{}
 	once sync.Once
 }
 
-// Done is closed when the lease is lost or released.
-func (le *Lease) Done() <-chan struct{} { return le.done }
+// Fence returns the fencing token of this grant.
+func (le *localLease) Fence() int64 { return le.fence }
+
+// Done is closed when the lease is released (a local lease is never lost).
+func (le *localLease) Done() <-chan struct{} { return le.done }
 
 // Release gives the lease back. It is safe to call more than once.
-func (le *Lease) Release(context.Context) error {
+func (le *localLease) Release(context.Context) error {
 	le.once.Do(func() {
 		le.l.mu.Lock()
-		if le.l.held[le.Key] == le {
-			delete(le.l.held, le.Key)
+		if le.l.held[le.key] == le {
+			delete(le.l.held, le.key)
 		}
 		le.l.mu.Unlock()
 		close(le.done)
@@ -46,7 +58,7 @@ func (le *Lease) Release(context.Context) error {
 // across restarts exactly as in cluster mode.
 type Locker struct {
 	mu    sync.Mutex
-	held  map[string]*Lease
+	held  map[string]*localLease
 	epoch int64
 }
 
@@ -66,12 +78,12 @@ func NewLocker(dir string) (*Locker, error) {
 	if err := writeFileSync(p, []byte(strconv.FormatInt(n, 10)+"\n")); err != nil {
 		return nil, fmt.Errorf("cluster: write fence: %w", err)
 	}
-	return &Locker{held: map[string]*Lease{}, epoch: n}, nil
+	return &Locker{held: map[string]*localLease{}, epoch: n}, nil
 }
 
 // Acquire grants key's lease or returns ErrLeaseHeld. minFence is the
 // highest fence already seen in the session file; the grant is above it.
-func (l *Locker) Acquire(_ context.Context, key string, minFence int64) (*Lease, error) {
+func (l *Locker) Acquire(_ context.Context, key string, minFence int64) (Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.held[key]; ok {
@@ -81,7 +93,7 @@ func (l *Locker) Acquire(_ context.Context, key string, minFence int64) (*Lease,
 	if f <= minFence {
 		f = minFence + 1
 	}
-	le := &Lease{Key: key, Fence: f, l: l, done: make(chan struct{})}
+	le := &localLease{key: key, fence: f, l: l, done: make(chan struct{})}
 	l.held[key] = le
 	return le, nil
 }

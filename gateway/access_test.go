@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -101,4 +102,32 @@ func TestRedeliveryAfterCrashIsNotAppliedTwice(t *testing.T) {
 	if n := len(h.inbox.Pending()); n != 0 {
 		t.Fatalf("%d inbox items pending", n)
 	}
+}
+
+func TestSenderBudget(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("ok")}, withBudget(cluster.NewBudget(0.001, 2)))
+	stranger := chat.ConvRef{Platform: "test", Channel: "dm-ann", DM: true}
+	cli, _ := access.OpenStore(filepath.Join(h.dir, "pairing.json"))
+	h.send("hi", inConv(stranger), from("ann"))
+	h.waitText(stranger, "pairing code")
+	reqs, _, _ := cli.List()
+	if _, err := cli.Approve("test", reqs[0].Code); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		h.send(fmt.Sprint("message ", i), inConv(stranger), from("ann"))
+	}
+	h.waitText(stranger, "faster than I can take them")
+	h.waitFor("two runs", func() bool { return len(h.sessions()) == 1 && len(userTexts(h.entries(h.sessions()[0]))) == 2 })
+	// Owners are not limited.
+	for i := range 4 {
+		h.send(fmt.Sprint("owner ", i))
+	}
+	h.waitFor("owner messages", func() bool {
+		n := 0
+		for _, p := range h.sessions() {
+			n += len(userTexts(h.entries(p)))
+		}
+		return n == 6
+	})
 }

@@ -39,9 +39,15 @@ type Dedupe interface {
 	Forget(ctx context.Context, key string)
 }
 
+// Budget rate-limits inbound messages per sender: Reserve takes one token
+// for key and says how long the caller would have to wait for it.
+type Budget interface {
+	Reserve(key string) time.Duration
+}
+
 // Locker grants the right to write a session file.
 type Locker interface {
-	Acquire(ctx context.Context, key string, minFence int64) (*cluster.Lease, error)
+	Acquire(ctx context.Context, key string, minFence int64) (cluster.Lease, error)
 }
 
 // Attacher sends a file from the workspace to the conversation a tool runs
@@ -102,6 +108,7 @@ type Gateway struct {
 	inbox    Inbox
 	dedupe   Dedupe
 	locker   Locker
+	budget   Budget
 	metrics  *Metrics
 
 	index *index
@@ -110,6 +117,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	owners   map[string]*owner // by session path
 	wg       sync.WaitGroup    // owner runs
+	watchers sync.WaitGroup    // lease watchers, one per loaded owner
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
 }
@@ -122,6 +130,8 @@ type Deps struct {
 	Inbox    Inbox
 	Dedupe   Dedupe
 	Locker   Locker
+	// Budget limits messages per sender (owners are exempt); nil: no limit.
+	Budget Budget
 }
 
 // New builds a gateway. It loads the location index of DataDir.
@@ -142,6 +152,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		inbox:    d.Inbox,
 		dedupe:   d.Dedupe,
 		locker:   d.Locker,
+		budget:   d.Budget,
 		metrics:  cfg.Metrics,
 		owners:   map[string]*owner{},
 	}
@@ -273,6 +284,7 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	for _, o := range owners {
 		o.close()
 	}
+	g.watchers.Wait()
 	if err := g.index.close(); err != nil {
 		g.log.Warn("close index", "err", err)
 	}
@@ -310,6 +322,9 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 		g.handleAction(ctx, in)
 		return nil
 	}
+	if !g.withinBudget(ctx, in) {
+		return nil
+	}
 	item := inboxItem{In: in}
 	if in.Command != nil {
 		mode, handled := g.handleCommand(ctx, in)
@@ -336,6 +351,24 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 	}
 	g.deliver(ctx, id, item)
 	return nil
+}
+
+// withinBudget applies the per-sender message budget. A sender over it is
+// told once per cool-down that the message was not processed.
+func (g *Gateway) withinBudget(ctx context.Context, in chat.Inbound) bool {
+	if g.budget == nil || in.Kind != chat.KindMessage || g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return true
+	}
+	key := string(in.Conv.Platform) + ":" + in.User.ID
+	wait := g.budget.Reserve(key)
+	if wait <= 0 {
+		return true
+	}
+	g.metrics.dropped()
+	if g.budget.Reserve(key+":notice") <= 0 {
+		g.reply(ctx, in, fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second)))
+	}
+	return false
 }
 
 // deliver hands a durable message to its session owner.

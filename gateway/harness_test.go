@@ -45,6 +45,8 @@ type harness struct {
 	tools  []agent.Tool
 	mod    func(*gateway.Config)
 	policy access.Policy
+	locker gateway.Locker
+	budget gateway.Budget
 
 	g      *gateway.Gateway
 	cancel context.CancelFunc
@@ -57,6 +59,8 @@ type option func(*harness)
 
 func withConfig(f func(*gateway.Config)) option { return func(h *harness) { h.mod = f } }
 func withTools(t ...agent.Tool) option          { return func(h *harness) { h.tools = t } }
+func withLocker(l gateway.Locker) option        { return func(h *harness) { h.locker = l } }
+func withBudget(b gateway.Budget) option        { return func(h *harness) { h.budget = b } }
 
 func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
 	t.Helper()
@@ -79,9 +83,13 @@ func (h *harness) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locker, err := cluster.NewLocker(h.dir)
-	if err != nil {
-		t.Fatal(err)
+	var locker gateway.Locker = h.locker
+	if locker == nil {
+		l, err := cluster.NewLocker(h.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locker = l
 	}
 	store, err := access.OpenStore(filepath.Join(h.dir, "pairing.json"))
 	if err != nil {
@@ -106,6 +114,7 @@ func (h *harness) start() {
 		Inbox:    inbox,
 		Dedupe:   cluster.NewDedupe(time.Hour, 1000),
 		Locker:   locker,
+		Budget:   h.budget,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -24,13 +24,15 @@ type owner struct {
 	g     *Gateway
 	path  string
 	sess  *session.Session
-	lease *cluster.Lease
+	lease cluster.Lease
 
 	mu       sync.Mutex
 	locs     map[string]*location
 	heads    map[string]string
 	lastUsed time.Time
 	closed   bool
+	// stopWatch ends watchLease when the owner closes.
+	stopWatch chan struct{}
 }
 
 // location is the state of one chat location inside a session.
@@ -128,15 +130,19 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	if prov, id, ok := strings.Cut(g.cfg.Model, "/"); ok {
 		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
 	}
-	s, err := session.CreateFile(dir, session.Header{Cwd: g.workspace()}, first, session.Options{Logger: g.log})
-	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
-	}
-	path := s.Path()
+	// Take the lease before the file exists, so even its first entries
+	// carry the fence.
+	now := time.Now()
+	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: g.workspace()}
+	path := filepath.Join(dir, session.FileName(h.Timestamp, h.ID))
 	lease, err := g.locker.Acquire(ctx, path, 0)
 	if err != nil {
-		s.Close()
 		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
+	}
+	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log})
+	if err != nil {
+		lease.Release(ctx)
+		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := g.installOwner(path, s, lease)
 	loc := o.location(key, conv)
@@ -178,7 +184,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 		}
 		return nil, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
-	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence, Logger: g.log})
+	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: g.log})
 	if err != nil {
 		lease.Release(ctx)
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -189,7 +195,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 	return g.installOwner(path, s, lease), nil
 }
 
-func (g *Gateway) installOwner(path string, s *session.Session, lease *cluster.Lease) *owner {
+func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now()}
 	g.mu.Lock()
 	if prev, ok := g.owners[path]; ok {
@@ -202,8 +208,42 @@ func (g *Gateway) installOwner(path string, s *session.Session, lease *cluster.L
 	n := len(g.owners)
 	g.mu.Unlock()
 	g.metrics.setOwners(n)
+	o.stopWatch = make(chan struct{})
+	g.watchers.Add(1)
+	go func() {
+		defer g.watchers.Done()
+		o.watchLease()
+	}()
 	return o
 }
+
+// watchLease fences the session the moment its lease is lost (cluster
+// mode: another replica may own it now): runs stop without recording
+// anything more and the owner is unloaded. It ends when the owner closes.
+func (o *owner) watchLease() {
+	select {
+	case <-o.stopWatch:
+		return
+	case <-o.lease.Done():
+	}
+	o.mu.Lock()
+	closed := o.closed
+	o.mu.Unlock()
+	if closed {
+		return
+	}
+	o.g.log.Warn("session lease lost; stopping its runs", "path", o.path)
+	o.sess.SetFenced(errLeaseLost)
+	o.freezeAll("⚠️ interrupted: another pibot instance took over this conversation")
+	o.g.mu.Lock()
+	if o.g.owners[o.path] == o {
+		delete(o.g.owners, o.path)
+	}
+	o.g.mu.Unlock()
+	o.close()
+}
+
+var errLeaseLost = errors.New("gateway: session lease lost")
 
 func (o *owner) touch() {
 	o.mu.Lock()
@@ -369,6 +409,9 @@ func (o *owner) close() {
 		return
 	}
 	o.closed = true
+	if o.stopWatch != nil {
+		close(o.stopWatch)
+	}
 	for _, l := range o.locs {
 		if l.collectTimer != nil {
 			l.collectTimer.Stop()
