@@ -79,29 +79,6 @@ func TestPromptBuilder(t *testing.T) {
 	}
 }
 
-func TestWithParent(t *testing.T) {
-	tests := []struct {
-		name, raw, parent, want string
-	}{
-		{"unchanged keeps bytes", `{"type":"message","id":"b","parentId":"a" ,"x":"<"}`, "a", `{"type":"message","id":"b","parentId":"a" ,"x":"<"}`},
-		{"re-chained", `{"type":"label","id":"b","parentId":"z","timestamp":"t","targetId":"a","u":"\ud83d"}`, "a",
-			`{"type":"label","id":"b","parentId":"a","timestamp":"t","targetId":"a","u":"\ud83d"}`},
-		{"to null", `{"type":"custom","customType":"c","id":"b","parentId":"z"}`, "", `{"type":"custom","customType":"c","id":"b","parentId":null}`},
-		{"missing added", `{"type":"x","id":"b"}`, "a", `{"type":"x","id":"b","parentId":"a"}`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := withParent([]byte(tt.raw), tt.parent)
-			if err != nil || string(got) != tt.want {
-				t.Fatalf("withParent = %s, %v; want %s", got, err, tt.want)
-			}
-		})
-	}
-	if _, err := withParent([]byte(`[1]`), "a"); err == nil {
-		t.Fatal("withParent of an array: want error")
-	}
-}
-
 func TestParseArgs(t *testing.T) {
 	tests := []struct {
 		args    []string

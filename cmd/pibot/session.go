@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -261,14 +262,7 @@ func (c *cli) sessionExport(path, leaf, out string) (err error) {
 		return err
 	}
 	defer s.Close()
-	entries, err := s.Branch(leaf)
-	if err != nil {
-		return err
-	}
-	h := s.Header()
-	hdr := session.Header{Type: session.TypeSession, Version: session.CurrentVersion, ID: h.ID,
-		Timestamp: session.Timestamp(time.Now()), Cwd: h.Cwd}
-	data, err := exportJSONL(hdr, entries)
+	data, err := s.Export(leaf, time.Now())
 	if err != nil {
 		return fmt.Errorf("session export %s: %w", path, err)
 	}
@@ -284,6 +278,6 @@ func (c *cli) sessionExport(path, leaf, out string) (err error) {
 	if err := os.WriteFile(out, data, 0o600); err != nil {
 		return fmt.Errorf("session export: %w", err)
 	}
-	fmt.Fprintln(c.stderr, "exported", len(entries), "entries to", out)
+	fmt.Fprintln(c.stderr, "exported", bytes.Count(data, []byte{'\n'})-1, "entries to", out)
 	return nil
 }
