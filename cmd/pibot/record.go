@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/compaction"
+	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -77,28 +77,11 @@ type compactor struct {
 // compact summarizes the current branch, appends the compaction entry and
 // returns the rebuilt context.
 func (c *compactor) compact(ctx context.Context, _ string, instructions string) (*compaction.Result, []llm.Message, error) {
-	entries, err := c.rec.sess.Branch(c.rec.leaf)
+	res, err := sessionview.Summarize(ctx, c.rec.sess, c.rec.leaf, c.model(), c.settings, instructions, c.thinking)
 	if err != nil {
 		return nil, nil, err
 	}
-	prep, err := compaction.Prepare(branchEntries(entries), c.settings)
-	if err != nil {
-		return nil, nil, err
-	}
-	res, err := compaction.Compact(ctx, c.model(), prep, instructions, c.thinking)
-	if err != nil {
-		return nil, nil, err
-	}
-	details, err := json.Marshal(res.Details)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode compaction details: %w", err)
-	}
-	fromHook := false
-	err = c.rec.append(session.Entry{
-		Type: session.TypeCompaction, Summary: res.Summary, FirstKeptEntryID: res.FirstKeptEntryID,
-		TokensBefore: res.TokensBefore, Details: details, FromHook: &fromHook,
-	}, session.SyncAlways)
-	if err != nil {
+	if err := c.rec.append(sessionview.CompactionEntry(res), session.SyncAlways); err != nil {
 		return nil, nil, err
 	}
 	sc, err := c.rec.sess.Context(c.rec.leaf)
@@ -110,55 +93,4 @@ func (c *compactor) compact(ctx context.Context, _ string, instructions string) 
 		return nil, nil, err
 	}
 	return &res, msgs, nil
-}
-
-// branchEntries converts session entries (root first) to the view
-// package compaction works on.
-func branchEntries(entries []session.Entry) []compaction.BranchEntry {
-	out := make([]compaction.BranchEntry, 0, len(entries))
-	for _, e := range entries {
-		be := compaction.BranchEntry{ID: e.ID, Type: e.Type}
-		if t, err := time.Parse(time.RFC3339Nano, e.Timestamp); err == nil {
-			be.Timestamp = t
-		}
-		ms := be.Timestamp.UnixMilli()
-		switch e.Type {
-		case session.TypeMessage:
-			be.Message = e.Message
-		case session.TypeCustomMessage:
-			m := llm.Message{Role: llm.RoleCustom, CustomType: e.CustomType, Display: e.Display, Details: e.Details, Timestamp: ms}
-			var s string
-			if json.Unmarshal(e.Content, &s) == nil {
-				m.Content, m.StringContent = []llm.Content{llm.TextBlock(s)}, true
-			} else {
-				_ = json.Unmarshal(e.Content, &m.Content) // undecodable content is summarized as empty
-			}
-			be.Message = &m
-		case session.TypeBranchSummary:
-			if e.Summary != "" {
-				be.Message = &llm.Message{Role: llm.RoleBranchSummary, Summary: e.Summary, FromID: e.FromID, Timestamp: ms}
-			}
-			if e.FromHook == nil || !*e.FromHook {
-				be.FileOps = fileDetails(e.Details)
-			}
-		case session.TypeCompaction:
-			be.Compaction = &compaction.CompactionData{
-				Summary: e.Summary, FirstKeptEntryID: e.FirstKeptEntryID, TokensBefore: e.TokensBefore,
-				Details: fileDetails(e.Details), FromHook: e.FromHook != nil && *e.FromHook,
-			}
-		}
-		out = append(out, be)
-	}
-	return out
-}
-
-func fileDetails(raw json.RawMessage) *compaction.FileDetails {
-	if len(raw) == 0 {
-		return nil
-	}
-	var d compaction.FileDetails
-	if json.Unmarshal(raw, &d) != nil {
-		return nil
-	}
-	return &d
 }

@@ -8,7 +8,6 @@ package sessionview
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -70,9 +69,6 @@ func CompactionEntry(r compaction.Result) session.Entry {
 	return session.Entry{Type: session.TypeCompaction, Summary: r.Summary, FirstKeptEntryID: r.FirstKeptEntryID, TokensBefore: r.TokensBefore, Details: details, FromHook: &f}
 }
 
-// ErrNothingToCompact means the branch is too small or already compacted.
-var ErrNothingToCompact = errors.New("nothing to compact")
-
 // Summarize prepares and runs a compaction of the branch ending at leaf.
 // The caller appends CompactionEntry(result) under leaf.
 func Summarize(ctx context.Context, s *session.Session, leaf string, model llm.Model, settings compaction.Settings, instructions string, thinking llm.ThinkingLevel) (compaction.Result, error) {
@@ -80,15 +76,11 @@ func Summarize(ctx context.Context, s *session.Session, leaf string, model llm.M
 	if err != nil {
 		return compaction.Result{}, fmt.Errorf("compact: %w", err)
 	}
-	if len(branch) == 0 || branch[len(branch)-1].Type == session.TypeCompaction {
-		return compaction.Result{}, fmt.Errorf("compact: already compacted: %w", ErrNothingToCompact)
-	}
+	// Prepare refuses an empty or already compacted branch
+	// (compaction.ErrNothingToCompact, compaction.ErrAlreadyCompacted).
 	prep, err := compaction.Prepare(BranchEntries(branch), settings)
 	if err != nil {
 		return compaction.Result{}, fmt.Errorf("compact: %w", err)
-	}
-	if prep == nil {
-		return compaction.Result{}, fmt.Errorf("compact: %w", ErrNothingToCompact)
 	}
 	res, err := compaction.Compact(ctx, model, prep, instructions, thinking)
 	if err != nil {

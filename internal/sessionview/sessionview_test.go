@@ -98,7 +98,7 @@ func TestSummarizeRefusesACompactedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2, _ := s.Append(session.Entry{Type: session.TypeCompaction, ParentID: c.ID, Summary: "y", FirstKeptEntryID: c.ID}, session.SyncAlways)
-	if _, err := Summarize(t.Context(), s, c2.ID, nil, compaction.DefaultSettings(), "", "off"); !errors.Is(err, ErrNothingToCompact) {
+	if _, err := Summarize(t.Context(), s, c2.ID, nil, compaction.DefaultSettings(), "", "off"); !errors.Is(err, compaction.ErrAlreadyCompacted) {
 		t.Fatalf("Summarize on a compacted branch = %v", err)
 	}
 }
