@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/pibot/pibot/agent"
 )
 
 // Queue modes: what happens to a message sent while the agent works.
@@ -105,8 +107,8 @@ func (o *owner) dropQueued(loc *location) int {
 	}
 	r := loc.run
 	o.mu.Unlock()
-	if r != nil && r.agent != nil {
-		st, fu := r.agent.ClearQueues()
+	if a := runAgent(r); a != nil {
+		st, fu := a.ClearQueues()
 		for _, m := range append(st, fu...) {
 			if p := r.takeMeta(m.Timestamp); p != nil {
 				ps = append(ps, p)
@@ -131,8 +133,8 @@ func (o *owner) queuedTexts(loc *location) []string {
 	}
 	r := loc.run
 	o.mu.Unlock()
-	if r != nil && r.agent != nil {
-		st, fu := r.agent.Queued()
+	if a := runAgent(r); a != nil {
+		st, fu := a.Queued()
 		for _, m := range st {
 			out = append(out, "steer: "+m.Text())
 		}
@@ -141,4 +143,14 @@ func (o *owner) queuedTexts(loc *location) []string {
 		}
 	}
 	return out
+}
+
+// runAgent returns r's agent, or nil when there is no run or it is not set
+// up yet.
+func runAgent(r *run) *agent.Agent {
+	if r == nil {
+		return nil
+	}
+	a, _ := r.handles()
+	return a
 }

@@ -194,10 +194,10 @@ func (r *run) execute(ps []*pending) {
 	ad := g.adapters[loc.conv.Platform]
 	if ad == nil {
 		g.log.Error("no adapter for location", "loc", loc.key)
-		r.agent = agent.New(agent.Config{}, nil)
+		r.setHandles(agent.New(agent.Config{}, nil), nil)
 		return
 	}
-	r.ctl = stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, FinalWait: g.cfg.FinalWait, Logger: g.log})
+	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, FinalWait: g.cfg.FinalWait, Logger: g.log})
 
 	prompts := make([]llm.Message, 0, len(ps))
 	for _, p := range ps {
@@ -208,7 +208,7 @@ func (r *run) execute(ps []*pending) {
 	if err == nil {
 		r.model, err = r.resolveModel(modelRef)
 	}
-	r.agent = agent.New(r.agentConfig(thinking), history)
+	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
 	if err != nil {
 		// Keep the user's message, and say what is missing.
 		for _, m := range prompts {
@@ -281,9 +281,25 @@ func (r *run) takeMeta(ts int64) *pending {
 	return p
 }
 
+// setHandles publishes the run's agent and controller to other goroutines.
+func (r *run) setHandles(a *agent.Agent, ctl *stream.Controller) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.agent, r.ctl = a, ctl
+}
+
+// handles returns the agent and controller; nil until the run set them
+// up. Goroutines other than the run's own use this.
+func (r *run) handles() (*agent.Agent, *stream.Controller) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.agent, r.ctl
+}
+
 // enqueue adds a message to the active run's steering or follow-up queue.
 func (r *run) enqueue(p *pending, steer bool) {
-	if r.agent == nil {
+	a, ctl := r.handles()
+	if a == nil {
 		r.o.mu.Lock()
 		r.loc.next = append(r.loc.next, p)
 		r.o.mu.Unlock()
@@ -291,13 +307,13 @@ func (r *run) enqueue(p *pending, steer bool) {
 	}
 	m := r.o.message(r.ctx, r.loc, p, r.stamp(p))
 	if steer {
-		r.agent.Steer(m)
+		a.Steer(m)
 	} else {
-		r.agent.FollowUp(m)
+		a.FollowUp(m)
 	}
-	if r.ctl != nil {
-		st, fu := r.agent.Queued()
-		r.ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
+	if ctl != nil {
+		st, fu := a.Queued()
+		ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
 	}
 }
 
@@ -308,8 +324,8 @@ func (r *run) interrupt(note string) {
 		r.interrupted = note
 	}
 	r.mu.Unlock()
-	if r.agent != nil {
-		r.agent.Abort()
+	if a, _ := r.handles(); a != nil {
+		a.Abort()
 	}
 }
 
