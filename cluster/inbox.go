@@ -126,6 +126,15 @@ func (ib *Inbox) Ack(_ context.Context, id string) error {
 		return nil
 	}
 	delete(ib.pending, id)
+	if len(ib.order) > 2*len(ib.pending)+64 {
+		kept := ib.order[:0]
+		for _, o := range ib.order {
+			if _, ok := ib.pending[o]; ok {
+				kept = append(kept, o)
+			}
+		}
+		ib.order = kept
+	}
 	if ib.f == nil {
 		return errors.New("cluster: inbox closed")
 	}

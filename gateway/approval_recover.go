@@ -83,13 +83,21 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 		ap.msg = in.Action.Msg
 	}
 	return decisionToast(d), func() {
+		// The resumed run has no user message to keep it in the inbox:
+		// a resume item does, so a crash during it resumes it again.
+		item := inboxItem{In: chat.Inbound{Conv: in.Conv}, Resume: true}
+		data, _ := json.Marshal(item)
+		id, err := g.inbox.Add(ctx, data)
+		if err != nil {
+			g.log.Error("record resume", "err", err)
+		}
 		g.approval.finish(ctx, ap, d)
 		if d == decideSession {
 			o.mu.Lock()
 			loc.allowed[ap.Tool] = true
 			o.mu.Unlock()
 		}
-		o.resumeAfterApproval(loc, ap, call, d != decideDeny)
+		o.resumeAfterApproval(loc, &pending{item: item, inboxID: id, applied: true}, ap, call, d != decideDeny)
 	}
 }
 
@@ -133,8 +141,8 @@ func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Co
 // resumeAfterApproval starts a run that first gives the approved (or
 // denied) call its result, showing it like any tool call, then continues
 // with the model. The run is owned like every other: shutdown freezes it.
-func (o *owner) resumeAfterApproval(loc *location, ap *approval, call llm.Content, allow bool) {
-	o.startRunWith(loc, nil, func(ctx context.Context, r *run) bool {
+func (o *owner) resumeAfterApproval(loc *location, token *pending, ap *approval, call llm.Content, allow bool) {
+	o.startRunWith(loc, []*pending{token}, func(ctx context.Context, r *run) bool {
 		var out llm.ToolOutput
 		failure := ""
 		if !allow {

@@ -24,6 +24,7 @@ func (r *run) emit(e agent.Event) {
 				r.ctl.SetThinking(th)
 			}
 		}
+		r.journal() // the first post of the reply may have happened
 	case agent.EventMessageEnd:
 		if e.Message != nil {
 			r.persist(*e.Message)
@@ -80,7 +81,8 @@ func (r *run) persist(m llm.Message) {
 	}
 }
 
-// persistUser appends a user message durably and acknowledges its inbox item.
+// persistUser appends a user message durably; its inbox item is
+// acknowledged when the run ends.
 func (r *run) persistUser(m llm.Message) {
 	p := r.takeMeta(m.Timestamp)
 	meta := &session.Meta{}
@@ -97,11 +99,7 @@ func (r *run) persistUser(m llm.Message) {
 	if p.queued {
 		r.o.g.react(r.ctx, p.item.In.Msg, "✅")
 	}
-	for _, id := range append([]string{p.inboxID}, p.extra...) {
-		if err := r.o.g.inbox.Ack(r.ctx, id); err != nil {
-			r.o.g.log.Warn("inbox ack", "err", err)
-		}
-	}
+	r.done(p)
 }
 
 // fail stops the run after a storage failure: nothing more can be recorded.

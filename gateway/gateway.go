@@ -120,6 +120,7 @@ type Gateway struct {
 	watchers sync.WaitGroup    // lease watchers, one per loaded owner
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
+	ready    chan struct{}     // closed once Run has recovered and started the adapters
 }
 
 // Deps are the collaborators of a Gateway.
@@ -155,6 +156,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		budget:   d.Budget,
 		metrics:  cfg.Metrics,
 		owners:   map[string]*owner{},
+		ready:    make(chan struct{}),
 	}
 	g.approval = newApprovals(g)
 	for _, a := range d.Adapters {
@@ -168,7 +170,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		return nil, err
 	}
 	g.index = ix
-	g.runs = &runJournal{path: filepath.Join(cfg.DataDir, "runs.json")}
+	g.runs = newRunJournal(filepath.Join(cfg.DataDir, "runs.json"))
 	return g, nil
 }
 
@@ -230,6 +232,12 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.registerCommands(ctx); err != nil {
 		g.log.Warn("register commands", "err", err)
 	}
+	stopJournal, journalDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(journalDone)
+		g.runs.flush(stopJournal, g.log)
+	}()
+	defer func() { close(stopJournal); <-journalDone }()
 	g.recover(ctx)
 
 	var wg sync.WaitGroup
@@ -249,6 +257,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		defer wg.Done()
 		g.evictLoop(ctx)
 	}()
+	close(g.ready)
 	<-ctx.Done()
 	wg.Wait()
 	g.drain(cancelRuns)
@@ -259,6 +268,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 	}
 	return errors.Join(all...)
 }
+
+// Ready is closed once Run has replayed the inbox and started every
+// adapter.
+func (g *Gateway) Ready() <-chan struct{} { return g.ready }
 
 // drain lets active runs finish within a budget, then cancels them and
 // closes every owner.
@@ -295,6 +308,9 @@ type inboxItem struct {
 	In chat.Inbound `json:"in"`
 	// Mode forces a queue mode (from /steer and /followup).
 	Mode string `json:"mode,omitempty"`
+	// Resume marks a run to finish after a restart (a tool approved after
+	// the run that asked was gone): no new message, only In.Conv is set.
+	Resume bool `json:"resume,omitempty"`
 }
 
 // sink is the chat.Sink of every adapter.
@@ -373,13 +389,30 @@ func (g *Gateway) withinBudget(ctx context.Context, in chat.Inbound) bool {
 
 // deliver hands a durable message to its session owner.
 func (g *Gateway) deliver(ctx context.Context, inboxID string, item inboxItem) {
-	o, loc, err := g.locate(ctx, item.In)
+	g.route(ctx, &pending{item: item, inboxID: inboxID})
+}
+
+// route finds p's owner and location and hands p over.
+func (g *Gateway) route(ctx context.Context, p *pending) {
+	o, loc, err := g.locate(ctx, p.item.In)
 	if err != nil {
-		g.log.Error("route message", "conv", item.In.Conv.Key(), "err", err)
-		g.reply(ctx, item.In, "⚠️ I could not open this conversation's session: "+err.Error())
+		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
+		g.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session: "+err.Error())
 		return
 	}
-	o.accept(ctx, loc, &pending{item: item, inboxID: inboxID})
+	o.accept(ctx, loc, p)
+}
+
+// ackAll tells the inbox the messages are done with: their run finished,
+// or they were dropped on purpose.
+func (g *Gateway) ackAll(ctx context.Context, ps []*pending) {
+	for _, p := range ps {
+		for _, id := range p.inboxIDs() {
+			if err := g.inbox.Ack(ctx, id); err != nil {
+				g.log.Warn("inbox ack", "err", err)
+			}
+		}
+	}
 }
 
 // reply sends a short answer to the conversation of in.

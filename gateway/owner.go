@@ -61,7 +61,13 @@ type pending struct {
 	// queued is set when the message waited for a run; the user is told
 	// when it is applied.
 	queued bool
+	// applied: the message is already in the session (a replay after a
+	// crash); its run is resumed without adding it again.
+	applied bool
 }
+
+// inboxIDs lists the inbox items p stands for.
+func (p *pending) inboxIDs() []string { return append([]string{p.inboxID}, p.extra...) }
 
 func (p *pending) msgKey() string {
 	if p.item.In.Msg.ID == "" {

@@ -91,9 +91,7 @@ func (o *owner) drop(p *pending, reason string) {
 	o.g.metrics.dropped()
 	o.g.react(ctx, p.item.In.Msg, "❌")
 	o.g.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
-	for _, id := range append([]string{p.inboxID}, p.extra...) {
-		_ = o.g.inbox.Ack(ctx, id)
-	}
+	o.g.ackAll(ctx, []*pending{p})
 }
 
 // dropQueued discards everything queued at loc and returns how many.

@@ -19,11 +19,15 @@ import (
 	"github.com/pibot/pibot/session"
 )
 
-// runJournal is runs.json: the replies being streamed right now, so that a
-// restart after a crash can mark them interrupted.
+// runJournal is runs.json: the chat messages of replies being streamed
+// right now, so that after a crash the next start can mark them
+// interrupted. It lives in memory; one goroutine (flush) writes coalesced
+// snapshots, fsynced, off the path of any message.
 type runJournal struct {
-	mu   sync.Mutex
-	path string
+	path  string
+	mu    sync.Mutex
+	m     map[string]journalEntry
+	dirty chan struct{}
 }
 
 type journalEntry struct {
@@ -35,7 +39,12 @@ type journalEntry struct {
 	Noted bool `json:"noted,omitempty"`
 }
 
-func (j *runJournal) load() map[string]journalEntry {
+func newRunJournal(path string) *runJournal {
+	return &runJournal{path: path, m: map[string]journalEntry{}, dirty: make(chan struct{}, 1)}
+}
+
+// previous returns what the last process left in the file.
+func (j *runJournal) previous() map[string]journalEntry {
 	m := map[string]journalEntry{}
 	if b, err := os.ReadFile(j.path); err == nil {
 		_ = json.Unmarshal(b, &m)
@@ -43,48 +52,90 @@ func (j *runJournal) load() map[string]journalEntry {
 	return m
 }
 
-func (j *runJournal) update(f func(map[string]journalEntry)) {
+func (j *runJournal) set(e journalEntry) {
 	j.mu.Lock()
-	defer j.mu.Unlock()
-	m := j.load()
-	f(m)
-	b, _ := json.Marshal(m)
-	tmp := j.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err == nil {
-		_ = os.Rename(tmp, j.path)
-	}
-}
-
-func (j *runJournal) add(path string, loc *location) {
-	j.update(func(m map[string]journalEntry) {
-		m[path+"|"+loc.key] = journalEntry{Path: path, Loc: loc.key, Conv: loc.conv}
-	})
+	j.m[e.Path+"|"+e.Loc] = e
+	j.mu.Unlock()
+	j.touch()
 }
 
 func (j *runJournal) setRefs(path string, loc *location, refs []chat.MsgRef) {
-	j.update(func(m map[string]journalEntry) {
-		m[path+"|"+loc.key] = journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs}
-	})
+	j.set(journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs})
 }
 
 // noted records that a drained run marked its own reply.
 func (j *runJournal) noted(path string, loc *location, refs []chat.MsgRef) {
-	j.update(func(m map[string]journalEntry) {
-		m[path+"|"+loc.key] = journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs, Noted: true}
-	})
+	j.set(journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs, Noted: true})
 }
 
 func (j *runJournal) remove(path, loc string) {
-	j.update(func(m map[string]journalEntry) { delete(m, path+"|"+loc) })
+	j.mu.Lock()
+	_, ok := j.m[path+"|"+loc]
+	delete(j.m, path+"|"+loc)
+	j.mu.Unlock()
+	if ok {
+		j.touch()
+	}
+}
+
+func (j *runJournal) touch() {
+	select {
+	case j.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// flush writes snapshots until stop is closed, then writes the last one.
+func (j *runJournal) flush(stop <-chan struct{}, log interface{ Warn(string, ...any) }) {
+	for {
+		select {
+		case <-j.dirty:
+		case <-stop:
+			if err := j.write(); err != nil {
+				log.Warn("write runs.json", "err", err)
+			}
+			return
+		}
+		if err := j.write(); err != nil {
+			log.Warn("write runs.json", "err", err)
+		}
+	}
+}
+
+func (j *runJournal) write() error {
+	j.mu.Lock()
+	b, err := json.Marshal(j.m)
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	tmp := j.path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, j.path)
 }
 
 const interruptedNote = "⚠️ _This reply was interrupted because pibot restarted._"
 
-// recover marks replies a crash interrupted, resumes their runs when that
-// is safe, and replays accepted messages that never reached their session.
+// recover marks replies a crash interrupted and replays the inbox: every
+// accepted message whose run did not finish. A message not yet in its
+// session is delivered again; one already there resumes its run when that
+// is safe (see resumable).
 func (g *Gateway) recover(ctx context.Context) {
-	for _, je := range g.runs.load() {
-		g.runs.remove(je.Path, je.Loc)
+	for _, je := range g.runs.previous() {
 		ad := g.adapters[je.Conv.Platform]
 		for _, ref := range je.Refs {
 			if ad == nil || je.Noted {
@@ -94,21 +145,8 @@ func (g *Gateway) recover(ctx context.Context) {
 				g.log.Warn("mark interrupted reply", "ref", ref.Key(), "err", err)
 			}
 		}
-		o, err := g.owner(ctx, je.Path)
-		if err != nil {
-			g.log.Warn("recover session", "path", je.Path, "err", err)
-			continue
-		}
-		loc := o.location(je.Loc, je.Conv)
-		if o.resumable(loc) {
-			g.log.Info("resuming an interrupted run", "loc", je.Loc)
-			o.startRun(loc, nil)
-		} else if ad != nil && len(je.Refs) == 0 && !je.Noted {
-			if _, err := ad.Send(ctx, je.Conv, chat.Out{Markdown: interruptedNote}); err != nil {
-				g.log.Warn("notify interrupted", "err", err)
-			}
-		}
 	}
+	g.runs.touch() // the file now holds this process's (empty) state
 	for _, it := range g.inbox.Pending() {
 		var item inboxItem
 		if err := json.Unmarshal(it.Data, &item); err != nil {
@@ -119,16 +157,6 @@ func (g *Gateway) recover(ctx context.Context) {
 		if item.In.DedupKey != "" {
 			// A platform redelivery of this event is a duplicate.
 			_, _ = g.dedupe.Seen(ctx, item.In.DedupKey)
-		}
-		if key := item.In.Msg.Key(); item.In.Msg.ID != "" {
-			if path, ok := g.index.get(item.In.Conv.Key()); ok {
-				if o, err := g.owner(ctx, path); err == nil {
-					if _, done := o.sess.EntryForMsg(key); done {
-						_ = g.inbox.Ack(ctx, it.ID)
-						continue
-					}
-				}
-			}
 		}
 		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key())
 		g.deliver(ctx, it.ID, item)

@@ -31,6 +31,8 @@ type run struct {
 	final       *llm.Message
 	interrupted string
 	journaled   int
+	// acks are the messages recorded by this run, acknowledged at its end.
+	acks []*pending
 	// prelude runs before the agent (a tool approved after a restart).
 	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
@@ -42,16 +44,32 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 	// Insert-if-absent: a redelivered message already in the session (the
 	// platform retried after a crash, or an inbox replay) is not applied
 	// twice.
-	if key := p.msgKey(); key != "" {
-		if _, done := o.sess.EntryForMsg(key); done {
-			o.g.log.Debug("message already in its session", "msg", key)
-			for _, id := range append([]string{p.inboxID}, p.extra...) {
-				_ = o.g.inbox.Ack(ctx, id)
-			}
+	resume := p.item.Resume
+	if key := p.msgKey(); key != "" && !resume {
+		_, resume = o.sess.EntryForMsg(key)
+	}
+	if resume {
+		o.mu.Lock()
+		idle := loc.run == nil && !o.closed
+		o.mu.Unlock()
+		if idle && o.resumable(loc) {
+			// Its run was cut short (crash, restart): finish it.
+			o.g.log.Info("resuming an interrupted run", "loc", loc.key)
+			p.applied = true
+			o.startRun(loc, []*pending{p})
 			return
 		}
+		o.g.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
+		o.g.ackAll(ctx, []*pending{p})
+		return
 	}
 	o.mu.Lock()
+	if o.closed {
+		// Evicted between routing and now: route again.
+		o.mu.Unlock()
+		o.g.route(ctx, p)
+		return
+	}
 	mode := p.item.Mode
 	if mode == "" {
 		mode = loc.mode
@@ -134,7 +152,16 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, meta: map[int64]*pending{}, prelude: prelude}
 
 	o.mu.Lock()
-	if loc.run != nil || o.closed {
+	if o.closed {
+		// Evicted since routing: route the messages again.
+		o.mu.Unlock()
+		cancel()
+		for _, p := range ps {
+			g.route(parent, p)
+		}
+		return
+	}
+	if loc.run != nil {
 		loc.next = append(loc.next, ps...)
 		o.mu.Unlock()
 		cancel()
@@ -176,6 +203,9 @@ func (o *owner) afterRun(loc *location, r *run) {
 	o.lastUsed = time.Now()
 	o.mu.Unlock()
 	o.g.runs.remove(o.path, loc.key)
+	// The run is over: its messages leave the inbox. Until now a crash
+	// would have replayed them and resumed the run.
+	o.g.ackAll(context.WithoutCancel(r.ctx), r.finished())
 	if len(next) > 0 {
 		o.startRun(loc, next)
 	}
@@ -201,6 +231,10 @@ func (r *run) execute(ps []*pending) {
 
 	prompts := make([]llm.Message, 0, len(ps))
 	for _, p := range ps {
+		if p.applied {
+			r.done(p)
+			continue
+		}
 		ts := r.stamp(p)
 		prompts = append(prompts, o.message(ctx, loc, p, ts))
 	}
@@ -219,7 +253,6 @@ func (r *run) execute(ps []*pending) {
 		}
 		return
 	}
-	g.runs.add(o.path, loc)
 	r.ctl.Start(ctx)
 	g.metrics.runStarted()
 	if r.prelude != nil {
@@ -271,6 +304,20 @@ func (r *run) stamp(p *pending) int64 {
 	r.lastTS = ts
 	r.meta[ts] = p
 	return ts
+}
+
+// done records that p is in the session; it is acknowledged when the
+// run ends.
+func (r *run) done(p *pending) {
+	r.mu.Lock()
+	r.acks = append(r.acks, p)
+	r.mu.Unlock()
+}
+
+func (r *run) finished() []*pending {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.acks
 }
 
 func (r *run) takeMeta(ts int64) *pending {

@@ -94,6 +94,12 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	defer cancelGW()
 	gwErr := make(chan error, 1)
 	go func() { gwErr <- st.gw.Run(gwCtx) }()
+	select {
+	case <-st.gw.Ready():
+	case err := <-gwErr:
+		gwErr <- err
+	case <-ctx.Done():
+	}
 	ready.Store(true)
 	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
