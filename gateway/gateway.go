@@ -120,7 +120,7 @@ type Gateway struct {
 	watchers sync.WaitGroup    // lease watchers, one per loaded owner
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
-	ready    chan struct{}     // closed once Run has recovered and started the adapters
+	ready    chan struct{} // closed once Run has recovered and started the adapters
 }
 
 // Deps are the collaborators of a Gateway.
