@@ -1,0 +1,153 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/gateway/access"
+)
+
+// inboxItem is what the inbox stores for one accepted message.
+type inboxItem struct {
+	In chat.Inbound `json:"in"`
+	// Mode forces a queue mode (from /steer and /followup).
+	Mode string `json:"mode,omitempty"`
+	// Resume marks a run to finish after a restart (a tool approved after
+	// the run that asked was gone): no new message, only In.Conv is set.
+	Resume bool `json:"resume,omitempty"`
+}
+
+// sink is the chat.Sink of every adapter.
+func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
+	g.metrics.inbound(in.Conv.Platform)
+	d := g.access.Check(in)
+	switch d.Verdict {
+	case access.Ignore:
+		return nil
+	case access.Pair, access.Deny:
+		g.reply(ctx, in, d.Reply)
+		return nil
+	}
+	if in.DedupKey != "" {
+		dup, err := g.dedupe.Seen(ctx, in.DedupKey)
+		if err != nil {
+			return fmt.Errorf("gateway: dedupe: %w", err)
+		}
+		if dup {
+			g.log.Debug("duplicate event dropped", "key", in.DedupKey)
+			return nil
+		}
+	}
+	if in.Kind == chat.KindAction && in.Action != nil {
+		g.handleAction(ctx, in)
+		return nil
+	}
+	if !g.withinBudget(ctx, in) {
+		return nil
+	}
+	item := inboxItem{In: in}
+	if in.Command != nil {
+		mode, handled := g.handleCommand(ctx, in)
+		if handled {
+			return nil
+		}
+		item.Mode = mode
+		item.In.Text = in.Command.Args
+		item.In.Command = nil
+	}
+	if item.In.Text == "" && len(item.In.Files) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(item)
+	if err != nil {
+		return fmt.Errorf("gateway: encode inbound: %w", err)
+	}
+	id, err := g.inbox.Add(ctx, data)
+	if err != nil {
+		if in.DedupKey != "" {
+			g.dedupe.Forget(ctx, in.DedupKey)
+		}
+		return fmt.Errorf("gateway: inbox: %w", err)
+	}
+	g.deliver(ctx, id, item)
+	return nil
+}
+
+// withinBudget applies the per-sender message budget. A sender over it is
+// told once per cool-down that the message was not processed.
+func (g *Gateway) withinBudget(ctx context.Context, in chat.Inbound) bool {
+	if g.budget == nil || in.Kind != chat.KindMessage || g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return true
+	}
+	key := string(in.Conv.Platform) + ":" + in.User.ID
+	wait := g.budget.Reserve(key)
+	if wait <= 0 {
+		return true
+	}
+	g.metrics.dropped()
+	if g.budget.Reserve(key+":notice") <= 0 {
+		g.reply(ctx, in, fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second)))
+	}
+	return false
+}
+
+// deliver hands a durable message to its session owner.
+func (g *Gateway) deliver(ctx context.Context, inboxID string, item inboxItem) {
+	g.route(ctx, &pending{item: item, inboxID: inboxID})
+}
+
+// route finds p's owner and location and hands p over.
+func (g *Gateway) route(ctx context.Context, p *pending) {
+	o, loc, err := g.locate(ctx, p.item.In)
+	if err != nil {
+		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
+		g.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session: "+err.Error())
+		return
+	}
+	o.accept(ctx, loc, p)
+}
+
+// ackAll tells the inbox the messages are done with: their run finished,
+// or they were dropped on purpose.
+func (g *Gateway) ackAll(ctx context.Context, ps []*pending) {
+	for _, p := range ps {
+		for _, id := range p.inboxIDs() {
+			if err := g.inbox.Ack(ctx, id); err != nil {
+				g.log.Warn("inbox ack", "err", err)
+			}
+		}
+	}
+}
+
+// reply sends a short answer to the conversation of in.
+func (g *Gateway) reply(ctx context.Context, in chat.Inbound, md string) {
+	a := g.adapters[in.Conv.Platform]
+	if a == nil || md == "" {
+		return
+	}
+	out := chat.Out{Markdown: md}
+	if in.Msg.ID != "" {
+		ref := in.Msg
+		out.ReplyTo = &ref
+	}
+	if _, err := a.Send(ctx, in.Conv, out); err != nil {
+		g.log.Warn("send reply", "conv", in.Conv.Key(), "err", err)
+	}
+}
+
+// react marks a message with an emoji where the platform can.
+func (g *Gateway) react(ctx context.Context, ref chat.MsgRef, emoji string) bool {
+	a, ok := g.adapters[ref.Conv.Platform].(chat.Reactor)
+	if !ok || ref.ID == "" {
+		return false
+	}
+	if err := a.React(ctx, ref, emoji); err != nil {
+		g.log.Debug("react", "err", err)
+		return false
+	}
+	return true
+}
+
