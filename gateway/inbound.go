@@ -150,4 +150,3 @@ func (g *Gateway) react(ctx context.Context, ref chat.MsgRef, emoji string) bool
 	}
 	return true
 }
-
