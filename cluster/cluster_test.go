@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -153,4 +155,46 @@ func TestInboxSurvivesReopenAndTornTail(t *testing.T) {
 		t.Fatalf("Add after reopen: %v, len %d", err, ib2.Len())
 	}
 	_ = id3
+}
+
+func TestInboxConcurrentAddsAreAllDurable(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "inbox.jsonl")
+	ib, err := OpenInbox(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	ids := make(chan string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id, err := ib.Add(t.Context(), []byte(fmt.Sprintf(`{"n":%d}`, i)))
+			if err != nil {
+				t.Error(err)
+			}
+			ids <- id
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	ib.Close()
+	again, err := OpenInbox(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if got := again.Len(); got != n {
+		t.Fatalf("%d items after reopen, want %d", got, n)
+	}
+	seen := map[string]bool{}
+	for _, it := range again.Pending() {
+		seen[it.ID] = true
+	}
+	for id := range ids {
+		if !seen[id] {
+			t.Fatalf("item %s lost", id)
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"sync"
+
+	"github.com/pibot/pibot/internal/groupsync"
 )
 
 // InboxItem is an accepted inbound message not yet applied to its session.
@@ -32,7 +34,7 @@ type inboxRecord struct {
 type Inbox struct {
 	mu      sync.Mutex
 	path    string
-	f       *os.File
+	f       *groupsync.File // concurrent Adds share one fsync
 	pending map[string]json.RawMessage
 	order   []string
 }
@@ -87,7 +89,7 @@ func OpenInbox(path string) (*Inbox, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: inbox: %w", err)
 	}
-	ib.f = f
+	ib.f = groupsync.New(f)
 	return ib, nil
 }
 
@@ -100,19 +102,13 @@ func (ib *Inbox) Add(_ context.Context, data []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cluster: inbox add: %w", err)
 	}
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	if ib.f == nil {
-		return "", errors.New("cluster: inbox closed")
-	}
-	if _, err := ib.f.Write(append(line, '\n')); err != nil {
+	if err := ib.f.WriteSync(append(line, '\n')); err != nil {
 		return "", fmt.Errorf("cluster: inbox add: %w", err)
 	}
-	if err := ib.f.Sync(); err != nil {
-		return "", fmt.Errorf("cluster: inbox sync: %w", err)
-	}
+	ib.mu.Lock()
 	ib.pending[id] = append(json.RawMessage(nil), data...)
 	ib.order = append(ib.order, id)
+	ib.mu.Unlock()
 	return id, nil
 }
 
@@ -135,10 +131,7 @@ func (ib *Inbox) Ack(_ context.Context, id string) error {
 		}
 		ib.order = kept
 	}
-	if ib.f == nil {
-		return errors.New("cluster: inbox closed")
-	}
-	if _, err := ib.f.Write(append(line, '\n')); err != nil {
+	if err := ib.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
 	return nil
@@ -165,13 +158,4 @@ func (ib *Inbox) Len() int {
 }
 
 // Close closes the file.
-func (ib *Inbox) Close() error {
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	if ib.f == nil {
-		return nil
-	}
-	err := ib.f.Close()
-	ib.f = nil
-	return err
-}
+func (ib *Inbox) Close() error { return ib.f.Close() }

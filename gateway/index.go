@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pibot/pibot/internal/groupsync"
 	"github.com/pibot/pibot/session"
 )
 
@@ -21,7 +22,7 @@ import (
 type index struct {
 	mu   sync.Mutex
 	path string
-	f    *os.File
+	f    *groupsync.File // new bindings share fsyncs
 	locs map[string]string
 }
 
@@ -61,7 +62,7 @@ func openIndex(path, sessionsDir string, log *slog.Logger) (*index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: index: %w", err)
 	}
-	ix.f = f
+	ix.f = groupsync.New(f)
 	if rebuilt {
 		for loc, p := range ix.locs {
 			if err := ix.write(indexRecord{Loc: loc, Path: p}); err != nil {
@@ -102,10 +103,10 @@ func (ix *index) rebuild(dir string, log *slog.Logger) error {
 
 func (ix *index) write(r indexRecord) error {
 	b, _ := json.Marshal(r)
-	if _, err := ix.f.Write(append(b, '\n')); err != nil {
+	if err := ix.f.WriteSync(append(b, '\n')); err != nil {
 		return fmt.Errorf("gateway: index: %w", err)
 	}
-	return ix.f.Sync()
+	return nil
 }
 
 func (ix *index) get(loc string) (string, bool) {
@@ -131,28 +132,17 @@ func (ix *index) keysWithPrefix(prefix string) []string {
 
 func (ix *index) set(loc, path string) error {
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
 	if ix.locs[loc] == path {
+		ix.mu.Unlock()
 		return nil
-	}
-	if err := ix.write(indexRecord{Loc: loc, Path: path}); err != nil {
-		return err
 	}
 	if path == "" {
 		delete(ix.locs, loc)
 	} else {
 		ix.locs[loc] = path
 	}
-	return nil
+	ix.mu.Unlock()
+	return ix.write(indexRecord{Loc: loc, Path: path})
 }
 
-func (ix *index) close() error {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.f == nil {
-		return nil
-	}
-	err := ix.f.Close()
-	ix.f = nil
-	return err
-}
+func (ix *index) close() error { return ix.f.Close() }
