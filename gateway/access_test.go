@@ -99,9 +99,7 @@ func TestRedeliveryAfterCrashIsNotAppliedTwice(t *testing.T) {
 	if got := userTexts(h.entries(h.sessions()[0])); len(got) != 1 {
 		t.Fatalf("user messages after redelivery: %q", got)
 	}
-	if n := len(h.inbox.Pending()); n != 0 {
-		t.Fatalf("%d inbox items pending", n)
-	}
+	h.waitFor("inbox empty", func() bool { return len(h.inbox.Pending()) == 0 })
 }
 
 func TestSenderBudget(t *testing.T) {

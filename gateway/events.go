@@ -81,15 +81,17 @@ func (r *run) persist(m llm.Message) {
 	}
 }
 
-// persistUser appends a user message durably; its inbox item is
-// acknowledged when the run ends.
+// persistUser appends a user message; its inbox item is acknowledged when
+// the run ends, after the session is flushed.
 func (r *run) persistUser(m llm.Message) {
 	p := r.takeMeta(m.Timestamp)
 	meta := &session.Meta{}
 	if p != nil {
 		meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
 	}
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m, Pibot: meta}, session.SyncAlways); err != nil {
+	// Grouped: the inbox already holds the message durably, and it is
+	// acknowledged only after the session is flushed at the run's end.
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m, Pibot: meta}, session.SyncGrouped); err != nil {
 		r.fail(err)
 		return
 	}

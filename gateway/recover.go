@@ -85,6 +85,10 @@ func (j *runJournal) touch() {
 	}
 }
 
+// journalInterval is the least time between two snapshots: changes in
+// between are written together.
+const journalInterval = 100 * time.Millisecond
+
 // flush writes snapshots until stop is closed, then writes the last one.
 func (j *runJournal) flush(stop <-chan struct{}, log interface{ Warn(string, ...any) }) {
 	for {
@@ -98,6 +102,14 @@ func (j *runJournal) flush(stop <-chan struct{}, log interface{ Warn(string, ...
 		}
 		if err := j.write(); err != nil {
 			log.Warn("write runs.json", "err", err)
+		}
+		select {
+		case <-time.After(journalInterval):
+		case <-stop:
+			if err := j.write(); err != nil {
+				log.Warn("write runs.json", "err", err)
+			}
+			return
 		}
 	}
 }
