@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -103,6 +104,9 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	ready.Store(true)
 	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
+	// Start-up garbage (config, providers, recovery) is returned to the OS
+	// now rather than held until the heap grows again.
+	debug.FreeOSMemory()
 
 	var runErr error
 	select {
