@@ -114,9 +114,13 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 	select {
 	case d = <-ap.decided:
 	case <-timer.C:
-		d = decideDeny
-		ap.By = "timeout"
-		g.approval.finish(context.WithoutCancel(ctx), ap, d)
+		if g.approval.claim(ap.ID) {
+			d = decideDeny
+			ap.By = "timeout"
+			g.approval.finish(context.WithoutCancel(ctx), ap, d)
+		} else {
+			d = <-ap.decided // a press won the race
+		}
 	case <-ctx.Done():
 		if r.frozen.Load() {
 			return agent.Decision{Block: true, Reason: "pibot restarted while this call waited for approval; the buttons still work"}, nil
@@ -205,8 +209,20 @@ func (a *approvals) ask(ctx context.Context, ap *approval) error {
 	if err != nil {
 		return err
 	}
-	ap.msg = ref
+	a.mu.Lock()
+	ap.msg = ref // a press may be handled on another goroutine right now
+	a.mu.Unlock()
 	return nil
+}
+
+// claim takes approval id out of the pending set; only the caller that
+// gets true decides it (a press, /approve, or the timeout).
+func (a *approvals) claim(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.pending[id]
+	delete(a.pending, id)
+	return ok
 }
 
 func argsPreview(args json.RawMessage) string {
@@ -245,9 +261,12 @@ func (a *approvals) finish(ctx context.Context, ap *approval, d string) {
 			a.g.log.Warn("record approval decision", "err", err)
 		}
 	}
-	if ad := a.g.adapters[ap.loc.conv.Platform]; ad != nil && ap.msg.ID != "" {
+	a.mu.Lock()
+	msg := ap.msg
+	a.mu.Unlock()
+	if ad := a.g.adapters[ap.loc.conv.Platform]; ad != nil && msg.ID != "" {
 		out := chat.Out{Markdown: decisionText(ap)}
-		a.g.track(func(ctx context.Context) { a.g.editRetry(ctx, ad, ap.msg, out) })
+		a.g.track(func(ctx context.Context) { a.g.editRetry(ctx, ad, msg, out) })
 	}
 }
 

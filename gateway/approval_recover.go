@@ -23,11 +23,7 @@ func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) (st
 	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
 		return "Only the person who asked, or an owner, can decide.", nil
 	}
-	g.approval.mu.Lock()
-	_, still := g.approval.pending[id]
-	delete(g.approval.pending, id)
-	g.approval.mu.Unlock()
-	if !still {
+	if !g.approval.claim(id) {
 		return "Already decided.", nil
 	}
 	ap.By = displayName(in.User)
@@ -80,7 +76,7 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 	}
 	ap.By, ap.path, ap.loc = displayName(in.User), path, loc
 	if in.Action != nil {
-		ap.msg = in.Action.Msg
+		ap.msg = in.Action.Msg // ap is this goroutine's own copy from the session
 	}
 	return decisionToast(d), func() {
 		// The resumed run has no user message to keep it in the inbox:
