@@ -94,22 +94,43 @@ func OpenInbox(path string) (*Inbox, error) {
 }
 
 // Add stores data durably (fsync) and returns its id.
-func (ib *Inbox) Add(_ context.Context, data []byte) (string, error) {
+func (ib *Inbox) Add(ctx context.Context, data []byte) (string, error) {
+	id, durable, err := ib.Begin(ctx, data)
+	if err != nil {
+		return "", err
+	}
+	if err := durable(); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// Begin stores data and returns its id at once, with a function that
+// waits until it is durable: the caller may start processing while the
+// fsync runs, but must not acknowledge the message before durable returns
+// nil. Concurrent callers share fsyncs.
+func (ib *Inbox) Begin(_ context.Context, data []byte) (id string, durable func() error, err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	id := hex.EncodeToString(rnd[:])
+	id = hex.EncodeToString(rnd[:])
 	line, err := json.Marshal(inboxRecord{Op: "add", ID: id, Data: data})
 	if err != nil {
-		return "", fmt.Errorf("cluster: inbox add: %w", err)
+		return "", nil, fmt.Errorf("cluster: inbox add: %w", err)
 	}
-	if err := ib.f.WriteSync(append(line, '\n')); err != nil {
-		return "", fmt.Errorf("cluster: inbox add: %w", err)
+	wait, err := ib.f.WriteAsync(append(line, '\n'))
+	if err != nil {
+		return "", nil, fmt.Errorf("cluster: inbox add: %w", err)
 	}
 	ib.mu.Lock()
 	ib.pending[id] = append(json.RawMessage(nil), data...)
 	ib.order = append(ib.order, id)
 	ib.mu.Unlock()
-	return id, nil
+	return id, func() error {
+		if err := wait(); err != nil {
+			return fmt.Errorf("cluster: inbox sync: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // Ack marks id applied. A lost ack only causes a redelivery, which the

@@ -83,7 +83,10 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 		// a resume item does, so a crash during it resumes it again.
 		item := inboxItem{In: chat.Inbound{Conv: in.Conv}, Resume: true}
 		data, _ := json.Marshal(item)
-		id, err := g.inbox.Add(ctx, data)
+		id, durable, err := g.inbox.Begin(ctx, data)
+		if err == nil {
+			err = durable()
+		}
 		if err != nil {
 			g.log.Error("record resume", "err", err)
 		}

@@ -25,9 +25,10 @@ type Models interface {
 	Model(ref string) (llm.Model, error)
 }
 
-// Inbox keeps accepted messages durable until they are in their session.
+// Inbox keeps accepted messages durable until their run is over. Begin
+// stores a message and returns a function that waits until it is durable.
 type Inbox interface {
-	Add(ctx context.Context, data []byte) (string, error)
+	Begin(ctx context.Context, data []byte) (id string, durable func() error, err error)
 	Ack(ctx context.Context, id string) error
 	Pending() []cluster.InboxItem
 }

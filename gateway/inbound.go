@@ -65,14 +65,21 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 	if err != nil {
 		return fmt.Errorf("gateway: encode inbound: %w", err)
 	}
-	id, err := g.inbox.Add(ctx, data)
+	id, durable, err := g.inbox.Begin(ctx, data)
+	if err == nil {
+		// The run may start while the inbox fsync is in flight; the
+		// platform hears "received" only once the message is durable.
+		g.deliver(ctx, id, item)
+		err = durable()
+	}
 	if err != nil {
+		// Not acknowledged: the platform delivers it again, and a copy
+		// that already reached its session is recognised there.
 		if in.DedupKey != "" {
 			g.dedupe.Forget(ctx, in.DedupKey)
 		}
 		return fmt.Errorf("gateway: inbox: %w", err)
 	}
-	g.deliver(ctx, id, item)
 	return nil
 }
 

@@ -29,11 +29,21 @@ func (g *File) Write(b []byte) error {
 
 // WriteSync appends b and returns once it is durable.
 func (g *File) WriteSync(b []byte) error {
-	n, err := g.write(b)
+	wait, err := g.WriteAsync(b)
 	if err != nil {
 		return err
 	}
-	return g.syncThrough(n)
+	return wait()
+}
+
+// WriteAsync appends b and returns a function that waits until b is
+// durable, so the caller can work while the fsync runs.
+func (g *File) WriteAsync(b []byte) (wait func() error, err error) {
+	n, err := g.write(b)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return g.syncThrough(n) }, nil
 }
 
 func (g *File) write(b []byte) (uint64, error) {
