@@ -83,6 +83,25 @@ type Adapter struct {
 	sink     chat.Sink     // nil unless Run is active
 	stop     chan struct{} // closed when the current Run ends
 	inflight sync.WaitGroup
+	// started is closed when Run first starts: requests that arrive just
+	// before (the server listens before the gateway runs) wait for it.
+	started     chan struct{}
+	startedOnce sync.Once
+}
+
+// startWait bounds how long a request waits for Run to start.
+const startWait = 5 * time.Second
+
+// waitStarted waits until Run has started once, ctx ends or startWait
+// passes.
+func (a *Adapter) waitStarted(ctx context.Context) {
+	t := time.NewTimer(startWait)
+	defer t.Stop()
+	select {
+	case <-a.started:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // New returns a web chat adapter.
@@ -101,6 +120,8 @@ func New(cfg Config) (*Adapter, error) {
 		log:    log,
 		epoch:  strconv.FormatInt(time.Now().UnixNano(), 36),
 		convs:  make(map[string]*convLog),
+
+		started: make(chan struct{}),
 	}, nil
 }
 
@@ -132,6 +153,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	a.sink = sink
 	a.stop = make(chan struct{})
 	a.mu.Unlock()
+	a.startedOnce.Do(func() { close(a.started) })
 	a.log.Info("web chat running")
 
 	<-ctx.Done()
@@ -149,6 +171,7 @@ var errNotRunning = errors.New("web chat is not running")
 
 // deliver passes in to the sink of the active Run.
 func (a *Adapter) deliver(ctx context.Context, in chat.Inbound) error {
+	a.waitStarted(ctx)
 	a.mu.Lock()
 	sink := a.sink
 	if sink == nil {

@@ -20,6 +20,7 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad conversation id", http.StatusBadRequest)
 		return
 	}
+	a.waitStarted(r.Context())
 	stop := a.running()
 	if stop == nil {
 		http.Error(w, errNotRunning.Error(), http.StatusServiceUnavailable)
