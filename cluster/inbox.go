@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
@@ -82,7 +83,7 @@ func OpenInbox(path string) (*Inbox, error) {
 		}
 	}
 	ib.order = order
-	if err := writeFileSync(path, buf.Bytes()); err != nil {
+	if err := atomicfile.Write(path, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("cluster: inbox compact: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/pibot/pibot/internal/atomicfile"
 )
 
 // ErrLeaseHeld means another holder has the key.
@@ -75,7 +77,7 @@ func NewLocker(dir string) (*Locker, error) {
 		return nil, fmt.Errorf("cluster: read fence: %w", err)
 	}
 	n++
-	if err := writeFileSync(p, []byte(strconv.FormatInt(n, 10)+"\n")); err != nil {
+	if err := atomicfile.Write(p, []byte(strconv.FormatInt(n, 10)+"\n")); err != nil {
 		return nil, fmt.Errorf("cluster: write fence: %w", err)
 	}
 	return &Locker{held: map[string]*localLease{}, epoch: n}, nil
@@ -96,32 +98,4 @@ func (l *Locker) Acquire(_ context.Context, key string, minFence int64) (Lease, 
 	le := &localLease{key: key, fence: f, l: l, done: make(chan struct{})}
 	l.held[key] = le
 	return le, nil
-}
-
-func writeFileSync(p string, b []byte) error {
-	tmp := p + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(p))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

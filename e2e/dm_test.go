@@ -68,21 +68,26 @@ func TestDMStreamingReply(t *testing.T) {
 	if !strings.HasPrefix(string(raw), `{"type":"session"`) {
 		t.Errorf("session file does not start with a pi header: %.80s", raw)
 	}
-	s := w.openSession(path)
-	defer s.Close()
+	// The delivery record follows the final message (group-committed).
 	var user, assistant, delivery *session.Entry
-	for _, e := range s.Entries() {
-		switch {
-		case e.Type == session.TypeMessage && e.Message.Role == llm.RoleUser:
-			user = &e
-		case e.Type == session.TypeMessage && e.Message.Role == llm.RoleAssistant:
-			assistant = &e
-		case e.Type == session.TypeCustom && e.CustomType == "pibot.delivery":
-			delivery = &e
+	var n int
+	for deadline := time.Now().Add(5 * time.Second); delivery == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		s := w.openSession(path)
+		user, assistant, delivery, n = nil, nil, nil, s.Len()
+		for _, e := range s.Entries() {
+			switch {
+			case e.Type == session.TypeMessage && e.Message.Role == llm.RoleUser:
+				user = &e
+			case e.Type == session.TypeMessage && e.Message.Role == llm.RoleAssistant:
+				assistant = &e
+			case e.Type == session.TypeCustom && e.CustomType == "pibot.delivery":
+				delivery = &e
+			}
 		}
+		s.Close()
 	}
 	if user == nil || assistant == nil {
-		t.Fatalf("session lacks the user or assistant message: %d entries", s.Len())
+		t.Fatalf("session lacks the user or assistant message: %d entries", n)
 	}
 	if m := user.Pibot; m == nil || m.Loc != loc || m.Msg != msgKey(ownerChat, 0, q.ID) || m.From != "1001" {
 		t.Errorf("user entry meta = %+v, want loc %s, msg %s, from 1001", m, loc, msgKey(ownerChat, 0, q.ID))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pibot/pibot/internal/atomicfile"
 )
 
 // Code alphabet: upper case without the ambiguous 0, O, 1 and I.
@@ -18,10 +20,9 @@ const codeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
 // Limits of the pairing flow.
 const (
-	CodeLength      = 8
-	CodeTTL         = time.Hour
-	MaxPendingPer   = 3
-	defaultFileMode = 0o600
+	CodeLength    = 8
+	CodeTTL       = time.Hour
+	MaxPendingPer = 3
 )
 
 // Errors of the pairing store.
@@ -107,11 +108,7 @@ func (s *Store) saveLocked() error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return fmt.Errorf("access: %w", err)
 	}
-	tmp := s.path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), defaultFileMode); err != nil {
-		return fmt.Errorf("access: %w", err)
-	}
-	if err := os.Rename(tmp, s.path); err != nil {
+	if err := atomicfile.Write(s.path, append(b, '\n')); err != nil {
 		return fmt.Errorf("access: %w", err)
 	}
 	if st, err := os.Stat(s.path); err == nil {
