@@ -37,6 +37,10 @@ type run struct {
 	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
 	frozen atomic.Bool
+	// qmu orders enqueue against afterRun: once sealed, the agent's
+	// queues take nothing more.
+	qmu    sync.Mutex
+	sealed bool
 }
 
 // accept takes a durable message for loc and applies the queue mode.
@@ -179,6 +183,19 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 	}()
 }
 
+// park hands p to whatever runs next at r's location: the waiting list
+// while r is still the location's run, else a run of its own.
+func (o *owner) park(r *run, p *pending) {
+	o.mu.Lock()
+	if r.loc.run == r {
+		r.loc.next = append(r.loc.next, p)
+		o.mu.Unlock()
+		return
+	}
+	o.mu.Unlock()
+	o.accept(context.WithoutCancel(r.ctx), r.loc, p)
+}
+
 // afterRun clears the run and starts the next one if messages wait.
 func (o *owner) afterRun(loc *location, r *run) {
 	if r.frozen.Load() {
@@ -189,6 +206,11 @@ func (o *owner) afterRun(loc *location, r *run) {
 		o.mu.Unlock()
 		return
 	}
+	// Seal the queues first: a message enqueued after this goes to the
+	// next run instead of an agent that will never read it.
+	r.qmu.Lock()
+	r.sealed = true
+	r.qmu.Unlock()
 	steer, follow := r.agent.ClearQueues()
 	var left []*pending
 	for _, m := range append(steer, follow...) {
@@ -348,20 +370,26 @@ func (r *run) handles() (*agent.Agent, *stream.Controller) {
 }
 
 // enqueue adds a message to the active run's steering or follow-up queue.
+// A run that is ending takes no more: the message goes to the next run.
 func (r *run) enqueue(p *pending, steer bool) {
 	a, ctl := r.handles()
 	if a == nil {
-		r.o.mu.Lock()
-		r.loc.next = append(r.loc.next, p)
-		r.o.mu.Unlock()
+		r.o.park(r, p)
 		return
 	}
 	m := r.o.message(r.ctx, r.loc, p, r.stamp(p))
+	r.qmu.Lock()
+	if r.sealed {
+		r.qmu.Unlock()
+		r.o.park(r, p)
+		return
+	}
 	if steer {
 		a.Steer(m)
 	} else {
 		a.FollowUp(m)
 	}
+	r.qmu.Unlock()
 	if ctl != nil {
 		st, fu := a.Queued()
 		ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
