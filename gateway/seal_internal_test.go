@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway/access"
+)
+
+// TestLateMessageGoesToTheNextRun is the regression test for a message
+// steered into a run that had already emptied its queues for the last
+// time: it must wait for the next run, not sit in a dead agent.
+func TestLateMessageGoesToTheNextRun(t *testing.T) {
+	dir := t.TempDir()
+	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inbox.Close()
+	locker, _ := cluster.NewLocker(dir)
+	g, err := New(Config{DataDir: dir, Model: "faux/m"}, Deps{Access: access.NewChecker(access.Policy{}, nil), Inbox: inbox, Dedupe: cluster.NewDedupe(time.Hour, 10), Locker: locker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := chat.ConvRef{Platform: "test", Channel: "c", DM: true}
+	o, loc, err := g.locate(t.Context(), chat.Inbound{Conv: conv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	a := agent.New(agent.Config{}, nil)
+	r := &run{o: o, loc: loc, ctx: t.Context(), meta: map[int64]*pending{}}
+	r.setHandles(a, nil)
+	loc.run = r
+	early := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "early"}}}
+	r.enqueue(early, true)
+	if st, _ := a.Queued(); len(st) != 1 {
+		t.Fatalf("a live run did not take the steering message: %d queued", len(st))
+	}
+	// afterRun seals the queues before it empties them for the last time.
+	r.qmu.Lock()
+	r.sealed = true
+	r.qmu.Unlock()
+	late := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "late"}}}
+	r.enqueue(late, true)
+	if st, _ := a.Queued(); len(st) != 1 {
+		t.Fatalf("a sealed run took a message: %d queued", len(st))
+	}
+	o.mu.Lock()
+	next := loc.next
+	o.mu.Unlock()
+	if len(next) != 1 || next[0] != late {
+		t.Fatalf("the late message is not waiting for the next run: %+v", next)
+	}
+}
