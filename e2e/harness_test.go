@@ -175,22 +175,37 @@ func (w *world) apiURL() string {
 	return w.srv.URL
 }
 
+// localDeps opens the embedded cluster pieces of a pibot data dir (inbox,
+// fence counter, pairing store) the way `pibot serve` does; the caller adds
+// adapters and models and closes the inbox.
+func localDeps(t *testing.T, dir string, policy access.Policy) (gateway.Deps, *cluster.Inbox) {
+	t.Helper()
+	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locker, err := cluster.NewLocker(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := access.OpenStore(filepath.Join(dir, "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gateway.Deps{Access: access.NewChecker(policy, store), Inbox: inbox, Dedupe: cluster.NewDedupe(time.Hour, 1000), Locker: locker}, inbox
+}
+
+// withAdapter completes deps with one adapter and the models.
+func withAdapter(deps gateway.Deps, ad chat.Adapter, m gateway.Models) gateway.Deps {
+	deps.Adapters, deps.Models = []chat.Adapter{ad}, m
+	return deps
+}
+
 // start runs a new pibot process on the world's state.
 func (w *world) start() {
 	t := w.t
 	t.Helper()
-	inbox, err := cluster.OpenInbox(filepath.Join(w.dir, "inbox.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	locker, err := cluster.NewLocker(w.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := access.OpenStore(filepath.Join(w.dir, "pairing.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	deps, inbox := localDeps(t, w.dir, w.policy)
 	ad, err := telegram.New(telegram.Config{
 		Token:       secret.New(botToken),
 		APIURL:      w.apiURL(),
@@ -214,14 +229,7 @@ func (w *world) start() {
 	if w.cfgMod != nil {
 		w.cfgMod(&cfg)
 	}
-	g, err := gateway.New(cfg, gateway.Deps{
-		Adapters: []chat.Adapter{ad},
-		Models:   modelSet{w.model},
-		Access:   access.NewChecker(w.policy, store),
-		Inbox:    inbox,
-		Dedupe:   cluster.NewDedupe(time.Hour, 1000),
-		Locker:   locker,
-	})
+	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{w.model}))
 	if err != nil {
 		t.Fatal(err)
 	}

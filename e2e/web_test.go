@@ -22,7 +22,6 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/llm"
@@ -65,18 +64,7 @@ func startWebPibot(t *testing.T, script []faux.Turn) *webPibot {
 		return agenttest.TextOutput("3 files"), nil
 	}}
 
-	inbox, err := cluster.OpenInbox(filepath.Join(p.dir, "inbox.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	locker, err := cluster.NewLocker(p.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := access.OpenStore(filepath.Join(p.dir, "pairing.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	deps, inbox := localDeps(t, p.dir, access.Policy{Owners: []string{string(web.Platform) + ":" + web.UserID}})
 	ad, err := web.New(web.Config{Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -91,14 +79,7 @@ func startWebPibot(t *testing.T, script []faux.Turn) *webPibot {
 		FinalWait:       10 * time.Second,
 		DrainTimeout:    300 * time.Millisecond,
 		Logger:          log,
-	}, gateway.Deps{
-		Adapters: []chat.Adapter{ad},
-		Models:   modelSet{model},
-		Access:   access.NewChecker(access.Policy{Owners: []string{string(web.Platform) + ":" + web.UserID}}, store),
-		Inbox:    inbox,
-		Dedupe:   cluster.NewDedupe(time.Hour, 1000),
-		Locker:   locker,
-	})
+	}, withAdapter(deps, ad, modelSet{model}))
 	if err != nil {
 		t.Fatal(err)
 	}

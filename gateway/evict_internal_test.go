@@ -11,18 +11,29 @@ import (
 	"github.com/pibot/pibot/gateway/access"
 )
 
-func TestIdleSessionsAreEvicted(t *testing.T) {
+// newBareGateway is a gateway with no adapters and no models, not running:
+// for tests of its owners and locations.
+func newBareGateway(t *testing.T) *Gateway {
+	t.Helper()
 	dir := t.TempDir()
 	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer inbox.Close()
-	locker, _ := cluster.NewLocker(dir)
+	t.Cleanup(func() { inbox.Close() })
+	locker, err := cluster.NewLocker(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	g, err := New(Config{DataDir: dir, Model: "faux/m"}, Deps{Access: access.NewChecker(access.Policy{}, nil), Inbox: inbox, Dedupe: cluster.NewDedupe(time.Hour, 10), Locker: locker})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+func TestIdleSessionsAreEvicted(t *testing.T) {
+	g := newBareGateway(t)
 	const n = 50
 	for i := range n {
 		conv := chat.ConvRef{Platform: "test", Channel: fmt.Sprint("c", i), DM: true}

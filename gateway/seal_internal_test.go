@@ -1,31 +1,17 @@
 package gateway
 
 import (
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/gateway/access"
 )
 
 // TestLateMessageGoesToTheNextRun is the regression test for a message
 // steered into a run that had already emptied its queues for the last
 // time: it must wait for the next run, not sit in a dead agent.
 func TestLateMessageGoesToTheNextRun(t *testing.T) {
-	dir := t.TempDir()
-	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inbox.Close()
-	locker, _ := cluster.NewLocker(dir)
-	g, err := New(Config{DataDir: dir, Model: "faux/m"}, Deps{Access: access.NewChecker(access.Policy{}, nil), Inbox: inbox, Dedupe: cluster.NewDedupe(time.Hour, 10), Locker: locker})
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := newBareGateway(t)
 	conv := chat.ConvRef{Platform: "test", Channel: "c", DM: true}
 	o, loc, err := g.locate(t.Context(), chat.Inbound{Conv: conv})
 	if err != nil {
