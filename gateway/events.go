@@ -162,10 +162,7 @@ func (r *run) journal() {
 	}
 }
 
-const (
-	customDelivery = "pibot.delivery"
-	sessionAlways  = session.SyncAlways
-)
+const customDelivery = "pibot.delivery"
 
 func thinkingText(m *llm.Message) string {
 	var b strings.Builder

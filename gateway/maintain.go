@@ -9,6 +9,7 @@ import (
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
 )
 
 // maintenance returns pi's compaction rules for this run: after the run an
@@ -47,7 +48,7 @@ func (o *owner) compactNow(ctx context.Context, loc *location, model llm.Model, 
 	if err != nil {
 		return compaction.Result{}, err
 	}
-	if _, err := o.append(loc, sessionview.CompactionEntry(res), sessionAlways); err != nil {
+	if _, err := o.append(loc, sessionview.CompactionEntry(res), session.SyncAlways); err != nil {
 		return compaction.Result{}, fmt.Errorf("record compaction: %w", err)
 	}
 	return res, nil

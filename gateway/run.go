@@ -120,7 +120,7 @@ func (g *Gateway) queued(ctx context.Context, p *pending, status string) {
 }
 
 // message builds the user message of a pending item.
-func (o *owner) message(ctx context.Context, loc *location, p *pending, ts int64) llm.Message {
+func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
 	in := p.item.In
 	text := in.Text
 	var blocks []llm.Content
@@ -262,7 +262,7 @@ func (r *run) execute(ps []*pending) {
 			continue
 		}
 		ts := r.stamp(p)
-		prompts = append(prompts, o.message(ctx, loc, p, ts))
+		prompts = append(prompts, o.message(ctx, p, ts))
 	}
 	history, thinking, modelRef, err := o.contextFor(loc)
 	if err == nil {
@@ -377,7 +377,7 @@ func (r *run) enqueue(p *pending, steer bool) {
 		r.o.park(r, p)
 		return
 	}
-	m := r.o.message(r.ctx, r.loc, p, r.stamp(p))
+	m := r.o.message(r.ctx, p, r.stamp(p))
 	r.qmu.Lock()
 	if r.sealed {
 		r.qmu.Unlock()
