@@ -131,15 +131,10 @@ func TestThreadBranchesSameSession(t *testing.T) {
 	if n := len(h.sessions()); n != 1 {
 		t.Fatalf("thread created %d sessions, want 1 (a branch of the same session)", n)
 	}
-	reqs := h.model.Requests()
-	var texts []string
-	for _, m := range reqs[len(reqs)-1].Messages {
-		texts = append(texts, m.Text())
-	}
-	// The thread hangs off the root question: it sees the question but not
-	// the main-line answer... the root message is the branch point's parent.
-	if !slices.Contains(texts, "in thread") {
-		t.Fatalf("thread request lacks its message: %q", texts)
+	// The thread hangs off the root question itself: it sees the question
+	// but not the main line's answer, which is another child of it.
+	if got, want := h.lastRequestTexts(), []string{"root question", "in thread"}; !slices.Equal(got, want) {
+		t.Fatalf("thread request = %q, want %q", got, want)
 	}
 }
 

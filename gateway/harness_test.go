@@ -305,3 +305,18 @@ func (g *gate) tool(name string) *agenttest.Tool {
 		}
 	}}
 }
+
+// lastRequestTexts returns the texts of the messages of the model's latest
+// request.
+func (h *harness) lastRequestTexts() []string {
+	h.t.Helper()
+	reqs := h.model.Requests()
+	if len(reqs) == 0 {
+		h.t.Fatal("the model got no request")
+	}
+	var texts []string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		texts = append(texts, m.Text())
+	}
+	return texts
+}

@@ -77,9 +77,9 @@ func (p *pending) msgKey() string {
 }
 
 // locate finds (or creates) the owner and location for an inbound event,
-// applying the branching rules: a reply to an earlier message moves the
-// location's head to that message's entry; a new thread on a message starts
-// a location whose first head is that message's entry.
+// applying the branching rules: a reply to an earlier message of the same
+// location moves its head there (see branchPoint); a new thread on a
+// message starts a location whose first head is that message's entry.
 func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
 	key := in.Conv.Key()
 	if path, ok := g.index.get(key); ok {
@@ -112,7 +112,9 @@ func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *locatio
 		if err != nil {
 			continue
 		}
-		target, ok := o.branchPoint(ref)
+		// A thread hangs off the message itself: its first head is that
+		// message's entry (DESIGN "Chat → session mapping").
+		target, ok := o.sess.EntryForMsg(ref.Key())
 		if !ok {
 			continue
 		}

@@ -87,12 +87,7 @@ func TestMigrationKeepsTheConversation(t *testing.T) {
 	if n := len(h.sessions()); n != 1 {
 		t.Fatalf("%d sessions after migration, want 1", n)
 	}
-	reqs := h.model.Requests()
-	var texts []string
-	for _, m := range reqs[len(reqs)-1].Messages {
-		texts = append(texts, m.Text())
-	}
-	if !slices.Contains(texts, "hello") {
+	if texts := h.lastRequestTexts(); !slices.Contains(texts, "hello") {
 		t.Fatalf("the moved conversation lost its history: %q", texts)
 	}
 }
