@@ -155,7 +155,7 @@ func (g *Gateway) migrate(ctx context.Context, in chat.Inbound) {
 			continue
 		}
 		head := o.head(o.location(loc, in.Conv))
-		if err := o.moveHead(o.location(moved.Key(), moved), head); err != nil {
+		if err := o.moveHead(o.location(moved.Key(), moved), head, session.SyncAlways); err != nil {
 			g.log.Warn("migrate", "loc", loc, "err", err)
 			continue
 		}

@@ -69,6 +69,9 @@ func openIndex(path, sessionsDir string, log *slog.Logger) (*index, error) {
 				return nil, err
 			}
 		}
+		if err := ix.sync(); err != nil {
+			return nil, err
+		}
 	}
 	return ix, nil
 }
@@ -101,10 +104,21 @@ func (ix *index) rebuild(dir string, log *slog.Logger) error {
 	return nil
 }
 
+// write appends r without waiting for the disk; sync makes it durable.
 func (ix *index) write(r indexRecord) error {
 	b, _ := json.Marshal(r)
-	if err := ix.f.WriteSync(append(b, '\n')); err != nil {
+	if err := ix.f.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("gateway: index: %w", err)
+	}
+	return nil
+}
+
+// sync makes every binding set so far durable. The inbox lets a message go
+// only after this, so a crash never loses the location of an applied
+// message (replaying it finds its session again).
+func (ix *index) sync() error {
+	if err := ix.f.Sync(); err != nil {
+		return fmt.Errorf("gateway: index sync: %w", err)
 	}
 	return nil
 }
@@ -130,7 +144,17 @@ func (ix *index) keysWithPrefix(prefix string) []string {
 	return out
 }
 
+// set binds loc to path ("" unbinds) durably.
 func (ix *index) set(loc, path string) error {
+	if err := ix.bind(loc, path); err != nil {
+		return err
+	}
+	return ix.sync()
+}
+
+// bind binds loc to path without waiting for the disk: for a message's
+// own location, made durable by sync before the inbox lets the message go.
+func (ix *index) bind(loc, path string) error {
 	ix.mu.Lock()
 	if ix.locs[loc] == path {
 		ix.mu.Unlock()
@@ -145,4 +169,6 @@ func (ix *index) set(loc, path string) error {
 	return ix.write(indexRecord{Loc: loc, Path: path})
 }
 
-func (ix *index) close() error { return ix.f.Close() }
+func (ix *index) close() error {
+	return errors.Join(ix.sync(), ix.f.Close())
+}

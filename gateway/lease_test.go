@@ -50,6 +50,8 @@ func TestLostLeaseStopsTheRunAndRecordsNothing(t *testing.T) {
 		withTools(g.tool("work")), withLocker(locker))
 	h.send("long job")
 	<-g.started
+	// The session file is created by its first group commit.
+	h.waitFor("the session file", func() bool { return len(h.sessions()) == 1 })
 	locker.revokeAll()
 	h.waitText(dmConv, "another pibot instance took over")
 	close(g.release)

@@ -119,10 +119,10 @@ func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *locatio
 			continue
 		}
 		loc := o.location(key, in.Conv)
-		if err := o.moveHead(loc, target); err != nil {
+		if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
 			return nil, nil, err
 		}
-		if err := g.index.set(key, path); err != nil {
+		if err := g.index.bind(key, path); err != nil {
 			return nil, nil, err
 		}
 		return o, loc, nil
@@ -147,7 +147,10 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
-	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log})
+	// The file is created by the session's first flush, off the message's
+	// path: until the run ends and the session is flushed, the inbox
+	// holds the message.
+	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, DeferCreate: true})
 	if err != nil {
 		lease.Release(ctx)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
@@ -159,7 +162,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 			return nil, nil, err
 		}
 	}
-	if err := g.index.set(key, path); err != nil {
+	if err := g.index.bind(key, path); err != nil {
 		return nil, nil, err
 	}
 	return o, loc, nil
@@ -322,8 +325,20 @@ func (o *owner) headLocked(key string) string {
 	return o.sess.Leaf()
 }
 
-// append writes e as the new head of loc.
+// append writes e as the new head of loc. With SyncAlways it returns once
+// e is durable; the owner is not locked while the disk works.
 func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
+	out, err := o.appendLocked(loc, e)
+	if err == nil && sync == session.SyncAlways {
+		err = o.sess.Flush()
+	}
+	if err != nil {
+		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
+	}
+	return out, nil
+}
+
+func (o *owner) appendLocked(loc *location, e session.Entry) (session.Entry, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
@@ -334,24 +349,37 @@ func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) 
 		e.Pibot = &session.Meta{}
 	}
 	e.Pibot.Loc = loc.key
-	out, err := o.sess.Append(e, sync)
+	out, err := o.sess.Append(e, session.SyncGrouped)
 	if err != nil {
-		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
+		return session.Entry{}, err
 	}
 	o.heads[loc.key] = out.ID
 	o.lastUsed = time.Now()
 	return out, nil
 }
 
-// moveHead makes target the head of loc (a branch), durably.
-func (o *owner) moveHead(loc *location, target string) error {
+// moveHead makes target the head of loc (a branch). With SyncAlways it
+// returns once the move is durable; a move for an inbound message is
+// grouped (the inbox holds the message until its run is flushed).
+func (o *owner) moveHead(loc *location, target string, sync session.SyncPolicy) error {
+	err := o.moveHeadLocked(loc, target)
+	if err == nil && sync == session.SyncAlways {
+		err = o.sess.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: move head: %w", err)
+	}
+	return nil
+}
+
+func (o *owner) moveHeadLocked(loc *location, target string) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.headLocked(loc.key) == target {
 		return nil
 	}
-	if err := o.sess.MoveHead(loc.key, target); err != nil {
-		return fmt.Errorf("gateway: move head: %w", err)
+	if err := o.sess.MoveHead(loc.key, target, session.SyncGrouped); err != nil {
+		return err
 	}
 	if h, ok := o.sess.Head(loc.key); ok {
 		o.heads[loc.key] = h
@@ -390,7 +418,7 @@ func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
 	if !ok {
 		return
 	}
-	if err := o.moveHead(loc, target); err != nil {
+	if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
 		o.g.log.Warn("branch", "loc", loc.key, "err", err)
 	}
 }

@@ -14,7 +14,11 @@ import (
 
 func headBranch(h *harness) []string {
 	h.t.Helper()
-	path := h.sessions()[0]
+	ss := h.sessions()
+	if len(ss) == 0 {
+		return nil // not created yet: its first group commit makes it
+	}
+	path := ss[0]
 	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
 	if err != nil {
 		h.t.Fatal(err)
@@ -135,9 +139,11 @@ func TestStopAndQueueCommands(t *testing.T) {
 	h.waitText(dmConv, "dropped: /queue drop")
 	h.waitText(dmConv, "stopped by /stop")
 	h.waitFor("run ended", func() bool {
-		for _, e := range h.entries(h.sessions()[0]) {
-			if e.Type == session.TypeMessage && e.Message.Role == llm.RoleAssistant && e.Message.StopReason == llm.StopAborted {
-				return true
+		for _, p := range h.sessions() {
+			for _, e := range h.entries(p) {
+				if e.Type == session.TypeMessage && e.Message.Role == llm.RoleAssistant && e.Message.StopReason == llm.StopAborted {
+					return true
+				}
 			}
 		}
 		return false

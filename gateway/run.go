@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -227,7 +228,7 @@ func (o *owner) afterRun(loc *location, r *run) {
 	o.g.runs.remove(o.path, loc.key)
 	// The run is over: once the session is on disk its messages leave the
 	// inbox. Until then a crash replays them and resumes the run.
-	if err := o.sess.Flush(); err != nil {
+	if err := errors.Join(o.sess.Flush(), o.g.index.sync()); err != nil {
 		o.g.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
 	} else {
 		o.g.ackAll(context.WithoutCancel(r.ctx), r.finished())

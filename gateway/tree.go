@@ -68,7 +68,7 @@ func (g *Gateway) jump(ctx context.Context, in chat.Inbound, data string) string
 	if strings.HasPrefix(data, btnFork) && e.ParentID != "" {
 		target = e.ParentID
 	}
-	if err := o.moveHead(loc, target); err != nil {
+	if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
 		return "⚠️ " + err.Error()
 	}
 	g.reply(ctx, in, fmt.Sprintf("🌿 Now on the branch at: _%s_. Your next message continues from there.", entryTitle(o.sess, id)))
@@ -89,7 +89,7 @@ func (g *Gateway) cmdFork(ctx context.Context, in chat.Inbound, o *owner, loc *l
 			g.reply(ctx, in, "I don't know that message; reply to one of this conversation's messages.")
 			return
 		}
-		if err := o.moveHead(loc, target); err != nil {
+		if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
 			g.reply(ctx, in, "⚠️ "+err.Error())
 			return
 		}

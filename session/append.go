@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 )
@@ -46,6 +47,20 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 // SyncGrouped it becomes durable within the group window (or at Flush).
 // Any write or sync failure fences the writer.
 func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
+	e, err := s.appendEntry(e)
+	if err != nil {
+		return Entry{}, err
+	}
+	if sync == SyncAlways {
+		if err := s.Flush(); err != nil {
+			return Entry{}, err
+		}
+	}
+	return e, nil
+}
+
+// appendEntry writes e and asks the group flusher for a sync.
+func (s *Session) appendEntry(e Entry) (Entry, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if err := s.writable(); err != nil {
@@ -59,17 +74,9 @@ func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 		return Entry{}, err
 	}
 	s.addLine(line[:len(line)-1], 0)
-	switch sync {
-	case SyncAlways:
-		if err := s.syncLocked(); err != nil {
-			return Entry{}, err
-		}
+	select {
+	case s.flushReq <- struct{}{}:
 	default:
-		s.dirty = true
-		select {
-		case s.flushReq <- struct{}{}:
-		default:
-		}
 	}
 	return e, nil
 }
@@ -86,8 +93,15 @@ func (s *Session) writable() error {
 	return nil
 }
 
-// writeLocked appends line after checking that nobody else wrote.
+// writeLocked appends line after checking that nobody else wrote. Before
+// a deferred file exists, the line waits in memory.
 func (s *Session) writeLocked(line []byte) error {
+	if s.file == nil {
+		s.pending = append(s.pending, line...)
+		s.offset += int64(len(line))
+		s.writes++
+		return nil
+	}
 	size, err := s.file.Size()
 	if err != nil {
 		return s.fence(fmt.Errorf("stat: %w", err))
@@ -106,15 +120,7 @@ func (s *Session) writeLocked(line []byte) error {
 		return s.fence(fmt.Errorf("write: %w", err))
 	}
 	s.offset += int64(n)
-	return nil
-}
-
-func (s *Session) syncLocked() error {
-	if err := s.file.Sync(); err != nil {
-		// Never retry fsync on the same descriptor (fsyncgate).
-		return s.fence(fmt.Errorf("sync: %w", err))
-	}
-	s.dirty = false
+	s.writes++
 	return nil
 }
 
@@ -156,20 +162,81 @@ func (s *Session) start() {
 	}()
 }
 
-// Flush makes every appended entry durable now.
+// Flush makes every entry appended before the call durable now (a
+// deferred file is created). Appends go on while it waits for the disk.
 func (s *Session) Flush() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.file == nil || !s.dirty {
-		return nil
-	}
-	if s.fenced != nil {
-		return &FencedError{Path: s.path, Cause: s.fenced}
-	}
-	return s.syncLocked()
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.flushLocked()
 }
 
-// Close flushes pending entries, stops the flusher and closes the file.
+// flushLocked is Flush; the caller holds syncMu.
+func (s *Session) flushLocked() error {
+	s.wmu.Lock()
+	upTo, f, fenced := s.writes, s.file, s.fenced
+	s.wmu.Unlock()
+	switch {
+	case upTo <= s.synced:
+		return nil
+	case fenced != nil:
+		return &FencedError{Path: s.path, Cause: fenced}
+	case f == nil:
+		return s.materialize()
+	}
+	if err := f.Sync(); err != nil {
+		// Never retry fsync on the same descriptor (fsyncgate).
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.fence(fmt.Errorf("sync: %w", err))
+	}
+	s.synced = upTo
+	return nil
+}
+
+// materialize creates the deferred file with everything written so far
+// and makes it durable together with its directory entry. The caller
+// holds syncMu or owns s alone. A failure fences the writer.
+func (s *Session) materialize() error {
+	dir := filepath.Dir(s.path)
+	fail := func(err error) error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.fence(err)
+	}
+	if err := s.storage.MkdirAll(dir); err != nil {
+		return fail(fmt.Errorf("create: %w", err))
+	}
+	// O_EXCL: the file is new, so nobody writes it but s.
+	f, err := s.storage.OpenAppend(s.path, true)
+	if err != nil {
+		return fail(fmt.Errorf("create: %w", err))
+	}
+	s.wmu.Lock()
+	buf, upTo := s.pending, s.writes
+	n, err := f.Write(buf)
+	if err != nil || n != len(buf) {
+		if err == nil {
+			err = fmt.Errorf("short write %d of %d bytes", n, len(buf))
+		}
+		_ = f.Close()
+		err = s.fence(fmt.Errorf("create: write: %w", err))
+		s.wmu.Unlock()
+		return err
+	}
+	s.file, s.pending = f, nil
+	s.wmu.Unlock()
+	if err := f.Sync(); err != nil {
+		return fail(fmt.Errorf("create: sync: %w", err))
+	}
+	if err := s.storage.SyncDir(dir); err != nil {
+		return fail(fmt.Errorf("create: sync dir: %w", err))
+	}
+	s.synced = upTo
+	return nil
+}
+
+// Close flushes pending entries (creating a deferred file), stops the
+// flusher and closes the file.
 func (s *Session) Close() error {
 	if s.stop != nil {
 		s.wmu.Lock()
@@ -182,14 +249,19 @@ func (s *Session) Close() error {
 		close(s.stop)
 		<-s.done
 	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	s.wmu.Lock()
+	fenced := s.fenced
+	s.wmu.Unlock()
+	var err error
+	if fenced == nil {
+		err = s.flushLocked()
+	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.file == nil {
-		return nil
-	}
-	var err error
-	if s.dirty && s.fenced == nil {
-		err = s.syncLocked()
+		return err
 	}
 	if cerr := s.file.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("session: %s: close: %w", s.path, cerr)
@@ -222,11 +294,11 @@ func (s *Session) addLine(raw []byte, line int) {
 
 // MoveHead moves loc's head to target without a real message: it appends
 // a custom "pibot.head" entry under target carrying pibot.loc.
-func (s *Session) MoveHead(loc, target string) error {
+func (s *Session) MoveHead(loc, target string, sync SyncPolicy) error {
 	if _, ok := s.Get(target); !ok {
 		return fmt.Errorf("session: %s: move head of %q: entry %s not found", s.path, loc, target)
 	}
-	_, err := s.Append(Entry{Type: TypeCustom, CustomType: CustomHead, ParentID: target, Pibot: &Meta{Loc: loc}}, SyncAlways)
+	_, err := s.Append(Entry{Type: TypeCustom, CustomType: CustomHead, ParentID: target, Pibot: &Meta{Loc: loc}}, sync)
 	return err
 }
 

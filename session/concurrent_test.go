@@ -1,8 +1,10 @@
 package session_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
@@ -58,5 +60,73 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 	c, err := s.Context("")
 	if err != nil || len(c.Messages) != n || s.Heads()["l"] != parent {
 		t.Fatalf("messages %d head %s: %v", len(c.Messages), s.Heads()["l"], err)
+	}
+}
+
+// slowSyncStorage is a MemStorage whose files block in Sync until release
+// is closed, like a disk busy with other fsyncs.
+type slowSyncStorage struct {
+	*session.MemStorage
+	syncing chan struct{} // receives once per Sync call
+	release chan struct{}
+}
+
+func (s slowSyncStorage) OpenAppend(path string, create bool) (session.File, error) {
+	f, err := s.MemStorage.OpenAppend(path, create)
+	return slowSyncFile{File: f, st: s}, err
+}
+
+type slowSyncFile struct {
+	session.File
+	st slowSyncStorage
+}
+
+func (f slowSyncFile) Sync() error {
+	f.st.syncing <- struct{}{}
+	<-f.st.release
+	return f.File.Sync()
+}
+
+// TestAppendDoesNotWaitForSync: a grouped append goes on while a Flush is
+// waiting for the disk, and the Flush covers what was appended before it.
+func TestAppendDoesNotWaitForSync(t *testing.T) {
+	st := slowSyncStorage{MemStorage: session.NewMemStorage(), syncing: make(chan struct{}, 8), release: make(chan struct{})}
+	s, err := session.Create(st, "/c", session.Header{}, session.Entry{Type: session.TypeModelChange, Provider: "p", ModelID: "m"}, session.Options{DeferCreate: true, GroupWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := llm.UserText("first", 1)
+	first, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncGrouped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- s.Flush() }()
+	<-st.syncing // the Flush created the file and waits in Sync
+	m2 := llm.UserText("second", 2)
+	appended := make(chan error, 1)
+	go func() {
+		_, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m2, ParentID: first.ID}, session.SyncGrouped)
+		appended <- err
+	}()
+	select {
+	case err := <-appended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a grouped append waited for an fsync in flight")
+	}
+	close(st.release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.ReadFile(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n != 4 {
+		t.Fatalf("file has %d lines, want 4 (header, model, two messages):\n%s", n, b)
 	}
 }

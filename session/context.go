@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/pibot/pibot/llm"
@@ -22,6 +23,10 @@ type Context struct {
 	Messages      []json.RawMessage
 	ThinkingLevel string
 	Model         *ModelRef
+
+	// from[i] is the message entry Messages[i] was taken from (nil for a
+	// derived message): LLMMessages decodes each entry once per Session.
+	from []*node
 }
 
 // MarshalJSON writes {"messages":[...],"thinkingLevel":...,"model":...}.
@@ -50,12 +55,30 @@ func (c Context) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// LLMMessages decodes the messages.
+// LLMMessages decodes the messages. A stored message is decoded once and
+// kept by its Session; each call returns copies the caller may change
+// (Content is copied, its blocks' byte slices are shared and read-only).
 func (c Context) LLMMessages() ([]llm.Message, error) {
 	out := make([]llm.Message, len(c.Messages))
 	for i, m := range c.Messages {
+		var n *node
+		if i < len(c.from) {
+			n = c.from[i]
+		}
+		if n != nil {
+			if d := n.decoded.Load(); d != nil {
+				out[i] = *d
+				out[i].Content = slices.Clone(d.Content)
+				continue
+			}
+		}
 		if err := json.Unmarshal(m, &out[i]); err != nil {
 			return nil, fmt.Errorf("session: context message %d: %w", i, err)
+		}
+		if n != nil {
+			d := out[i]
+			d.Content = slices.Clone(d.Content)
+			n.decoded.Store(&d)
 		}
 	}
 	return out, nil
@@ -92,8 +115,9 @@ func (s *Session) Context(leafID string) (Context, error) {
 	}
 	if compaction < 0 {
 		c.Messages = make([]json.RawMessage, 0, len(path))
+		c.from = make([]*node, 0, len(path))
 		for _, n := range path {
-			c.Messages = appendMessage(c.Messages, n)
+			c.appendMessage(n)
 		}
 		return c, nil
 	}
@@ -104,6 +128,7 @@ func (s *Session) Context(leafID string) (Context, error) {
 	_ = b.val("tokensBefore", comp.ent.TokensBefore)
 	b.raw("timestamp", jsMillis(comp.ts))
 	c.Messages = append(c.Messages, b.close())
+	c.from = append(c.from, nil)
 	// pi finds the compaction by id; with duplicate ids the first wins.
 	for i, n := range path {
 		if n.typ == TypeCompaction && n.id == comp.id {
@@ -117,23 +142,35 @@ func (s *Session) Context(leafID string) (Context, error) {
 			kept = true
 		}
 		if kept {
-			c.Messages = appendMessage(c.Messages, n)
+			c.appendMessage(n)
 		}
 	}
 	for _, n := range path[compaction+1:] {
-		c.Messages = appendMessage(c.Messages, n)
+		c.appendMessage(n)
 	}
 	return c, nil
 }
 
 // appendMessage is pi's appendMessage: message entries as stored,
 // custom_message and non-empty branch_summary entries converted.
-func appendMessage(out []json.RawMessage, n *node) []json.RawMessage {
-	switch n.typ {
-	case TypeMessage:
+func (c *Context) appendMessage(n *node) {
+	if n.typ == TypeMessage {
 		if n.msg[1] > n.msg[0] {
-			return append(out, json.RawMessage(n.raw[n.msg[0]:n.msg[1]]))
+			c.Messages = append(c.Messages, json.RawMessage(n.raw[n.msg[0]:n.msg[1]]))
+			c.from = append(c.from, n)
 		}
+		return
+	}
+	if m := derivedMessage(n); m != nil {
+		c.Messages = append(c.Messages, m)
+		c.from = append(c.from, nil)
+	}
+}
+
+// derivedMessage is the message pi derives from a custom_message or a
+// non-empty branch_summary entry, or nil.
+func derivedMessage(n *node) json.RawMessage {
+	switch n.typ {
 	case TypeCustomMessage:
 		var b objWriter
 		b.str("role", string(llm.RoleCustom))
@@ -146,7 +183,7 @@ func appendMessage(out []json.RawMessage, n *node) []json.RawMessage {
 			b.raw("details", n.ent.Details)
 		}
 		b.raw("timestamp", jsMillis(n.ts))
-		return append(out, b.close())
+		return b.close()
 	case TypeBranchSummary:
 		if n.ent.Summary != "" {
 			var b objWriter
@@ -154,10 +191,10 @@ func appendMessage(out []json.RawMessage, n *node) []json.RawMessage {
 			b.str("summary", n.ent.Summary)
 			b.str("fromId", n.ent.FromID)
 			b.raw("timestamp", jsMillis(n.ts))
-			return append(out, b.close())
+			return b.close()
 		}
 	}
-	return out
+	return nil
 }
 
 // jsMillis is new Date(ts).getTime() as JSON (null for NaN).

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
+
+	"github.com/pibot/pibot/llm"
 )
 
 // ErrNotSession is returned (wrapped, naming the file) when a file's first
@@ -53,13 +56,14 @@ type node struct {
 	index    int // position among entries in file order
 	meta     *Meta
 	fence    int64
-	loc      string // resolved location
-	role     string // message role
-	provider string // assistant provider
-	model    string // assistant model
-	msg      [2]int // span of the message object in raw
-	ent      *Entry // decoded non-message entry
-	parent   *node  // resolved parent (nil = root)
+	loc      string                      // resolved location
+	role     string                      // message role
+	provider string                      // assistant provider
+	model    string                      // assistant model
+	msg      [2]int                      // span of the message object in raw
+	ent      *Entry                      // decoded non-message entry
+	decoded  atomic.Pointer[llm.Message] // decoded message, cached by Context.LLMMessages
+	parent   *node                       // resolved parent (nil = root)
 	children []*node
 	// v1 migration
 	fkIndex    int64

@@ -37,6 +37,12 @@ type Options struct {
 	Now func() time.Time
 	// GroupWindow overrides DefaultGroupWindow.
 	GroupWindow time.Duration
+	// DeferCreate makes Create do no I/O: the file is created, with
+	// everything appended until then, by the first Flush (the group
+	// flusher runs one within GroupWindow; Close runs one). Until then a
+	// crash leaves no file, so the caller keeps what it appends durable
+	// elsewhere (the gateway's inbox holds the user's message).
+	DeferCreate bool
 }
 
 func (o Options) now() time.Time {
@@ -78,12 +84,16 @@ type Session struct {
 	opts    Options
 	log     *slog.Logger
 
-	wmu    sync.Mutex // serializes writes, syncs and fencing
-	file   File
-	offset int64
-	fenced error
-	dirty  bool
-	closed bool
+	wmu     sync.Mutex // serializes writes and fencing
+	file    File       // nil while the file is deferred (see Options.DeferCreate) and after Close
+	pending []byte     // what was written before a deferred file exists
+	offset  int64      // bytes written, pending included
+	writes  uint64     // writes made
+	fenced  error
+	closed  bool
+
+	syncMu sync.Mutex // one Flush at a time (taken before wmu)
+	synced uint64     // writes known durable; guarded by syncMu
 
 	mu        sync.RWMutex // protects the in-memory index below
 	header    Header
@@ -102,9 +112,10 @@ type Session struct {
 }
 
 // Create writes a new session file in dir: the header and first entry in
-// one write, fsynced together with the directory. Header fields left empty
-// get defaults (UUIDv7 id, current time, version 3). first.ParentID must be
-// "" (it is the first entry).
+// one write, fsynced together with the directory (at the first Flush with
+// Options.DeferCreate). Header fields left empty get defaults (UUIDv7 id,
+// current time, version 3). first.ParentID must be "" (it is the first
+// entry).
 func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*Session, error) {
 	now := opts.now()
 	h.Type, h.Version = TypeSession, CurrentVersion
@@ -118,9 +129,6 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	if first.ParentID != "" {
 		return nil, fmt.Errorf("session: create %s: first entry has parent %s", path, first.ParentID)
 	}
-	if err := storage.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("session: create %s: %w", path, err)
-	}
 	hb, _ := h.MarshalJSON()
 	s := newSession(storage, path, opts)
 	s.header, s.headerRaw = h, hb
@@ -128,27 +136,19 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	if err != nil {
 		return nil, err
 	}
-	f, err := storage.OpenAppend(path, true)
-	if err != nil {
-		return nil, fmt.Errorf("session: create %s: %w", path, err)
-	}
-	buf := append(append(append([]byte(nil), hb...), '\n'), line...)
-	if _, err := f.Write(buf); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("session: create %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("session: create %s: sync: %w", path, err)
-	}
-	if err := storage.SyncDir(dir); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("session: create %s: sync dir: %w", path, err)
-	}
-	s.file, s.offset = f, int64(len(buf))
+	s.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
+	s.offset, s.writes = int64(len(s.pending)), 1
 	s.report.Path, s.report.FromVersion = path, CurrentVersion
 	s.addLine(line[:len(line)-1], 2)
+	if !opts.DeferCreate {
+		if err := s.materialize(); err != nil {
+			return nil, fmt.Errorf("session: create %s: %w", path, err)
+		}
+	}
 	s.start()
+	if opts.DeferCreate {
+		s.flushReq <- struct{}{}
+	}
 	return s, nil
 }
 

@@ -39,6 +39,11 @@ type Controller struct {
 	started  bool
 	finished bool
 	out      output
+	// sleeping: the loop waits on its timer until wakeAt (set by the
+	// loop only). A change need not wake it when no edit can be due
+	// before then.
+	sleeping bool
+	wakeAt   time.Time
 }
 
 // slot is a posted message showing chunk i of the reply.
@@ -190,11 +195,26 @@ func (c *Controller) change(f func(*document) bool) {
 		c.firstAt = c.now()
 	}
 	c.version++
+	// While the reply streams, most changes come between two edits:
+	// the loop's timer fires at the next edit anyway.
+	skip := c.sleeping && c.out.visible && !c.wakeAt.After(c.nextEditLocked())
 	c.mu.Unlock()
+	if skip {
+		return
+	}
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// nextEditLocked is the earliest time the reply can be edited again.
+func (c *Controller) nextEditLocked() time.Time {
+	t := c.out.lastOut.Add(c.out.interval)
+	if c.out.pausedUntil.After(t) {
+		t = c.out.pausedUntil
+	}
+	return t
 }
 
 // Refs returns the messages of the reply posted so far, in order.
@@ -279,11 +299,18 @@ func (c *Controller) run(ctx context.Context) {
 		case <-c.wake:
 		case <-t.C:
 		}
-		if d := c.step(ctx); d >= 0 {
+		c.mu.Lock()
+		c.sleeping = false
+		c.mu.Unlock()
+		d := c.step(ctx)
+		c.mu.Lock()
+		if d >= 0 {
+			c.sleeping, c.wakeAt = true, c.now().Add(d)
 			t.Reset(d)
 		} else {
 			t.Stop()
 		}
+		c.mu.Unlock()
 	}
 }
 

@@ -583,3 +583,27 @@ func TestFinalMarkdownReplacesLastMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestLatestTextShownBetweenEdits: changes between two edits do not wake
+// the loop, yet the text of the last change is on screen by the next edit
+// even when nothing changes after it (no Finish).
+func TestLatestTextShownBetweenEdits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ad := newAdapter(caps(4000))
+		c := stream.New(ad, dm, stream.Options{})
+		c.Start(t.Context())
+		text := feed(c, words(150), 10*time.Millisecond) // 1.5 s of deltas, 1 s cadence
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		msgs := ad.Messages(dm)
+		if len(msgs) != 1 || !strings.Contains(msgs[0], strings.TrimSpace(text)) {
+			t.Fatalf("live message %q does not show the latest text %q", msgs, strings.TrimSpace(text))
+		}
+		if n := len(outbound(ad.Calls())); n > 3 {
+			t.Fatalf("%d sends/edits for 1.5 s of text at a 1 s cadence", n)
+		}
+		if _, err := c.Finish(t.Context(), chat.Out{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -46,6 +46,15 @@ func (g *File) WriteAsync(b []byte) (wait func() error, err error) {
 	return func() error { return g.syncThrough(n) }, nil
 }
 
+// Sync returns once every write made before it is durable; it costs
+// nothing when they already are.
+func (g *File) Sync() error {
+	g.mu.Lock()
+	n := g.written
+	g.mu.Unlock()
+	return g.syncThrough(n)
+}
+
 func (g *File) write(b []byte) (uint64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

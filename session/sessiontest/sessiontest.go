@@ -36,6 +36,10 @@ func Run(t *testing.T, newStorage NewStorage) {
 		{"ForkKeepsLabels", testFork},
 		{"CloneKeepsUnknownFields", testClone},
 		{"GroupedFlushAndList", testGroupedList},
+		{"DeferredCreateOnFlush", testDeferredFlush},
+		{"DeferredCreateOnClose", testDeferredClose},
+		{"DeferredCreateByGroupCommit", testDeferredGroup},
+		{"DeferredCreateCollision", testDeferredCollision},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +175,7 @@ func testHeads(t *testing.T, st session.Storage, dir string) {
 	u.Pibot = &session.Meta{Loc: "dm", Msg: "m1", From: "u1"}
 	u1 := appendE(t, s, u, s.Leaf())
 	a1 := appendE(t, s, assistant("answer"), u1.ID)
-	if err := s.MoveHead("thread", u1.ID); err != nil {
+	if err := s.MoveHead("thread", u1.ID, session.SyncAlways); err != nil {
 		t.Fatal(err)
 	}
 	th := s.Heads()["thread"]

@@ -101,7 +101,7 @@ func run(dir string) error {
 	a3 := w.add(assistant("Two lines of text."), u2)
 	// A reply to an older message branches (new head for the location).
 	if w.err == nil {
-		w.err = s.MoveHead("telegram:1", a1)
+		w.err = s.MoveHead("telegram:1", a1, session.SyncAlways)
 	}
 	head := s.Heads()["telegram:1"]
 	u3 := w.add(user("Actually, read world.txt", &session.Meta{Loc: "telegram:1", Msg: "telegram:1:14"}), head)
