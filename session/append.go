@@ -193,43 +193,38 @@ func (s *Session) flushLocked() error {
 	return nil
 }
 
-// materialize creates the deferred file with everything written so far
-// and makes it durable together with its directory entry. The caller
-// holds syncMu or owns s alone. A failure fences the writer.
+// materialize creates the deferred file with everything written so far,
+// durably and atomically (see Storage.Create). The caller holds syncMu or
+// owns s alone. A failure fences the writer.
 func (s *Session) materialize() error {
-	dir := filepath.Dir(s.path)
 	fail := func(err error) error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
-		return s.fence(err)
+		return s.fence(fmt.Errorf("create: %w", err))
 	}
-	if err := s.storage.MkdirAll(dir); err != nil {
-		return fail(fmt.Errorf("create: %w", err))
-	}
-	// O_EXCL: the file is new, so nobody writes it but s.
-	f, err := s.storage.OpenAppend(s.path, true)
-	if err != nil {
-		return fail(fmt.Errorf("create: %w", err))
+	if err := s.storage.MkdirAll(filepath.Dir(s.path)); err != nil {
+		return fail(err)
 	}
 	s.wmu.Lock()
 	buf, upTo := s.pending, s.writes
-	n, err := f.Write(buf)
-	if err != nil || n != len(buf) {
-		if err == nil {
-			err = fmt.Errorf("short write %d of %d bytes", n, len(buf))
-		}
-		_ = f.Close()
-		err = s.fence(fmt.Errorf("create: write: %w", err))
-		s.wmu.Unlock()
-		return err
-	}
-	s.file, s.pending = f, nil
 	s.wmu.Unlock()
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("create: sync: %w", err))
+	f, err := s.storage.Create(s.path, buf)
+	if err != nil {
+		return fail(err)
 	}
-	if err := s.storage.SyncDir(dir); err != nil {
-		return fail(fmt.Errorf("create: sync dir: %w", err))
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	// Lines appended while the file was made follow it; the flusher they
+	// woke syncs them.
+	rest := s.pending[len(buf):]
+	s.file, s.pending = f, nil
+	if len(rest) > 0 {
+		if n, err := f.Write(rest); err != nil || n != len(rest) {
+			if err == nil {
+				err = fmt.Errorf("short write %d of %d bytes", n, len(rest))
+			}
+			return s.fence(fmt.Errorf("write: %w", err))
+		}
 	}
 	s.synced = upTo
 	return nil

@@ -71,8 +71,14 @@ type slowSyncStorage struct {
 	release chan struct{}
 }
 
-func (s slowSyncStorage) OpenAppend(path string, create bool) (session.File, error) {
-	f, err := s.MemStorage.OpenAppend(path, create)
+func (s slowSyncStorage) OpenAppend(path string) (session.File, error) {
+	f, err := s.MemStorage.OpenAppend(path)
+	return slowSyncFile{File: f, st: s}, err
+}
+
+// Create is MemStorage.Create; the new file counts as synced.
+func (s slowSyncStorage) Create(path string, data []byte) (session.File, error) {
+	f, err := s.MemStorage.Create(path, data)
 	return slowSyncFile{File: f, st: s}, err
 }
 
@@ -101,9 +107,17 @@ func TestAppendDoesNotWaitForSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.Flush(); err != nil { // creates the file
+		t.Fatal(err)
+	}
+	m1 := llm.UserText("more", 1)
+	first, err = s.Append(session.Entry{Type: session.TypeMessage, Message: &m1, ParentID: first.ID}, session.SyncGrouped)
+	if err != nil {
+		t.Fatal(err)
+	}
 	flushed := make(chan error, 1)
 	go func() { flushed <- s.Flush() }()
-	<-st.syncing // the Flush created the file and waits in Sync
+	<-st.syncing // the Flush waits in Sync
 	m2 := llm.UserText("second", 2)
 	appended := make(chan error, 1)
 	go func() {
@@ -126,7 +140,7 @@ func TestAppendDoesNotWaitForSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(b), "\n"); n != 4 {
-		t.Fatalf("file has %d lines, want 4 (header, model, two messages):\n%s", n, b)
+	if n := strings.Count(string(b), "\n"); n != 5 {
+		t.Fatalf("file has %d lines, want 5 (header, model, three messages):\n%s", n, b)
 	}
 }

@@ -230,7 +230,7 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 		p.tailOffset = int64(len(data))
 		s.report.TailTruncated = p.report.TailBytes > 0
 	}
-	f, err := s.storage.OpenAppend(s.path, false)
+	f, err := s.storage.OpenAppend(s.path)
 	if err != nil {
 		return fmt.Errorf("session: open %s for append: %w", s.path, err)
 	}

@@ -36,8 +36,13 @@ type FileInfo struct {
 // FileStorage; MemStorage keeps everything in memory for tests.
 type Storage interface {
 	ReadFile(path string) ([]byte, error)
-	// OpenAppend opens path for appending; with create it must not exist.
-	OpenAppend(path string, create bool) (File, error)
+	// OpenAppend opens an existing file for appending.
+	OpenAppend(path string) (File, error)
+	// Create makes a new file at path holding data, durably (directory
+	// entry included) and atomically: readers see no file or all of data,
+	// and an existing file is never replaced (an error matching
+	// fs.ErrExist). The file is returned open for appending.
+	Create(path string, data []byte) (File, error)
 	// WriteFile atomically replaces path with data, durably.
 	WriteFile(path string, data []byte) error
 	MkdirAll(dir string) error
@@ -54,16 +59,46 @@ type FileStorage struct{}
 func (FileStorage) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
 
 // OpenAppend opens path with O_APPEND.
-func (FileStorage) OpenAppend(path string, create bool) (File, error) {
-	flags := os.O_WRONLY | os.O_APPEND
-	if create {
-		flags |= os.O_CREATE | os.O_EXCL
-	}
-	f, err := os.OpenFile(path, flags, 0o600)
+func (FileStorage) OpenAppend(path string) (File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return nil, err
 	}
 	return osFile{f}, nil
+}
+
+// Create writes data to a temporary file in path's directory, syncs it,
+// links it to path (which fails if path exists) and syncs the directory.
+func (s FileStorage) Create(path string, data []byte) (File, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return nil, err
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = unix.Fdatasync(int(tmp.Fd()))
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(name, path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.OpenAppend(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.SyncDir(dir); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // WriteFile writes data to a temporary file, syncs it and renames it over path.
@@ -168,23 +203,29 @@ func (m *MemStorage) ReadFile(path string) ([]byte, error) {
 	return append([]byte(nil), f.data...), nil
 }
 
-// OpenAppend opens an in-memory file for appending.
-func (m *MemStorage) OpenAppend(path string, create bool) (File, error) {
+// OpenAppend opens an existing in-memory file for appending.
+func (m *MemStorage) OpenAppend(path string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	path = filepath.Clean(path)
-	_, exists := m.files[path]
-	switch {
-	case create && exists:
-		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrExist}
-	case !create && !exists:
+	if _, ok := m.files[path]; !ok {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
-	case create:
-		if !m.dirs[filepath.Dir(path)] {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
-		}
-		m.files[path] = &memData{mod: time.Now()}
 	}
+	return &memFile{m: m, path: path}, nil
+}
+
+// Create makes a new in-memory file holding data.
+func (m *MemStorage) Create(path string, data []byte) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	path = filepath.Clean(path)
+	if _, ok := m.files[path]; ok {
+		return nil, &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+	}
+	if !m.dirs[filepath.Dir(path)] {
+		return nil, &fs.PathError{Op: "create", Path: path, Err: fs.ErrNotExist}
+	}
+	m.files[path] = &memData{data: append([]byte(nil), data...), mod: time.Now()}
 	return &memFile{m: m, path: path}, nil
 }
 
