@@ -135,13 +135,29 @@ func (ib *Inbox) Begin(_ context.Context, data []byte) (id string, durable func(
 }
 
 // Ack marks id applied. A lost ack only causes a redelivery, which the
-// session deduplicates, so it is not fsynced.
+// session deduplicates, so it is written but not fsynced.
 func (ib *Inbox) Ack(_ context.Context, id string) error {
 	line, _ := json.Marshal(inboxRecord{Op: "ack", ID: id})
+	if !ib.forget(id) {
+		return nil
+	}
+	// Written outside ib.mu: the write may wait behind an fsync, and
+	// Begin must not.
+	if err := ib.f.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("cluster: inbox ack: %w", err)
+	}
+	if err := ib.f.Flush(); err != nil {
+		return fmt.Errorf("cluster: inbox ack: %w", err)
+	}
+	return nil
+}
+
+// forget drops id from the pending items; false if it was not pending.
+func (ib *Inbox) forget(id string) bool {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	if _, ok := ib.pending[id]; !ok {
-		return nil
+		return false
 	}
 	delete(ib.pending, id)
 	if len(ib.order) > 2*len(ib.pending)+64 {
@@ -153,10 +169,7 @@ func (ib *Inbox) Ack(_ context.Context, id string) error {
 		}
 		ib.order = kept
 	}
-	if err := ib.f.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("cluster: inbox ack: %w", err)
-	}
-	return nil
+	return true
 }
 
 // Pending returns the items not yet acknowledged, oldest first.

@@ -59,7 +59,10 @@ func (r *run) persist(m llm.Message) {
 	case llm.RoleUser:
 		r.persistUser(m)
 	case llm.RoleAssistant:
-		e, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncGrouped)
+		// Tool calls are durable before the tools run: after a crash the
+		// run resumes from them ("outcome unknown") instead of asking the
+		// model again and running the tools twice.
+		e, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, syncFor(m))
 		if err != nil {
 			r.fail(err)
 			return
@@ -75,10 +78,20 @@ func (r *run) persist(m llm.Message) {
 		}
 		r.ctl.EndMessage()
 	case llm.RoleToolResult:
-		if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncGrouped); err != nil {
+		// A tool's outcome is known for good once it is recorded.
+		if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncAlways); err != nil {
 			r.fail(err)
 		}
 	}
+}
+
+// syncFor is the durability an assistant message needs: one that calls
+// tools must be on disk before they run.
+func syncFor(m llm.Message) session.SyncPolicy {
+	if len(m.ToolCalls()) > 0 {
+		return session.SyncAlways
+	}
+	return session.SyncGrouped
 }
 
 // persistUser appends a user message; its inbox item is acknowledged when

@@ -35,6 +35,13 @@ type owner struct {
 	stopWatch chan struct{}
 }
 
+// sessionGroupWindow is how long a grouped session append may wait for
+// its fsync. It can be long: what must be durable at once is appended with
+// SyncAlways (tool calls and results, approvals, commands), and a user's
+// message stays in the inbox until its run ends and the session is
+// flushed. Most runs are then made durable by that one flush.
+const sessionGroupWindow = time.Second
+
 // location is the state of one chat location inside a session.
 type location struct {
 	key  string
@@ -150,7 +157,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	// The file is created by the session's first flush, off the message's
 	// path: until the run ends and the session is flushed, the inbox
 	// holds the message.
-	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, DeferCreate: true})
+	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true})
 	if err != nil {
 		lease.Release(ctx)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
@@ -195,7 +202,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 		}
 		return nil, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
-	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: g.log})
+	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow})
 	if err != nil {
 		lease.Release(ctx)
 		return nil, fmt.Errorf("gateway: %w", err)

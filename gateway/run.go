@@ -226,15 +226,16 @@ func (o *owner) afterRun(loc *location, r *run) {
 	o.lastUsed = time.Now()
 	o.mu.Unlock()
 	o.g.runs.remove(o.path, loc.key)
+	// Waiting messages do not wait for the disk.
+	if len(next) > 0 {
+		o.startRun(loc, next)
+	}
 	// The run is over: once the session is on disk its messages leave the
 	// inbox. Until then a crash replays them and resumes the run.
 	if err := errors.Join(o.sess.Flush(), o.g.index.sync()); err != nil {
 		o.g.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
 	} else {
 		o.g.ackAll(context.WithoutCancel(r.ctx), r.finished())
-	}
-	if len(next) > 0 {
-		o.startRun(loc, next)
 	}
 }
 

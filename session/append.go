@@ -93,33 +93,11 @@ func (s *Session) writable() error {
 	return nil
 }
 
-// writeLocked appends line after checking that nobody else wrote. Before
-// a deferred file exists, the line waits in memory.
+// writeLocked queues line for the file: the next Flush writes it (the
+// group flusher runs one within GroupWindow). Appends never wait for the
+// disk.
 func (s *Session) writeLocked(line []byte) error {
-	if s.file == nil {
-		s.pending = append(s.pending, line...)
-		s.offset += int64(len(line))
-		s.writes++
-		return nil
-	}
-	size, err := s.file.Size()
-	if err != nil {
-		return s.fence(fmt.Errorf("stat: %w", err))
-	}
-	if size != s.offset {
-		return s.fence(fmt.Errorf("file size %d, expected %d: another writer", size, s.offset))
-	}
-	n, err := s.file.Write(line)
-	if err != nil || n != len(line) {
-		if err == nil {
-			err = fmt.Errorf("short write %d of %d bytes", n, len(line))
-		}
-		if terr := s.file.Truncate(s.offset); terr != nil {
-			err = errors.Join(err, terr)
-		}
-		return s.fence(fmt.Errorf("write: %w", err))
-	}
-	s.offset += int64(n)
+	s.pending = append(s.pending, line...)
 	s.writes++
 	return nil
 }
@@ -162,71 +140,81 @@ func (s *Session) start() {
 	}()
 }
 
-// Flush makes every entry appended before the call durable now (a
-// deferred file is created). Appends go on while it waits for the disk.
+// Flush writes every entry appended before the call and makes it durable
+// (creating a deferred file). Appends go on while it waits for the disk.
 func (s *Session) Flush() error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	return s.flushLocked()
 }
 
-// flushLocked is Flush; the caller holds syncMu.
+// flushLocked is Flush; the caller holds syncMu. Any failure fences the
+// writer.
 func (s *Session) flushLocked() error {
 	s.wmu.Lock()
-	upTo, f, fenced := s.writes, s.file, s.fenced
-	s.wmu.Unlock()
+	upTo, f, fenced, buf := s.writes, s.file, s.fenced, s.pending
 	switch {
 	case upTo <= s.synced:
+		s.wmu.Unlock()
 		return nil
 	case fenced != nil:
+		s.wmu.Unlock()
 		return &FencedError{Path: s.path, Cause: fenced}
-	case f == nil:
-		return s.materialize()
 	}
-	if err := f.Sync(); err != nil {
-		// Never retry fsync on the same descriptor (fsyncgate).
+	s.pending = nil
+	s.wmu.Unlock()
+	fail := func(err error) error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
-		return s.fence(fmt.Errorf("sync: %w", err))
+		return s.fence(err)
+	}
+	if f == nil {
+		if err := s.create(buf); err != nil {
+			return fail(fmt.Errorf("create: %w", err))
+		}
+		s.synced = upTo
+		return nil
+	}
+	size, err := f.Size()
+	if err != nil {
+		return fail(fmt.Errorf("stat: %w", err))
+	}
+	if size != s.size {
+		return fail(fmt.Errorf("file size %d, expected %d: another writer", size, s.size))
+	}
+	n, err := f.Write(buf)
+	if err != nil || n != len(buf) {
+		if err == nil {
+			err = fmt.Errorf("short write %d of %d bytes", n, len(buf))
+		}
+		if terr := f.Truncate(s.size); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return fail(fmt.Errorf("write: %w", err))
+	}
+	s.size += int64(n)
+	if err := f.Sync(); err != nil {
+		// Never retry fsync on the same descriptor (fsyncgate).
+		return fail(fmt.Errorf("sync: %w", err))
 	}
 	s.synced = upTo
 	return nil
 }
 
-// materialize creates the deferred file with everything written so far,
-// durably and atomically (see Storage.Create). The caller holds syncMu or
-// owns s alone. A failure fences the writer.
-func (s *Session) materialize() error {
-	fail := func(err error) error {
-		s.wmu.Lock()
-		defer s.wmu.Unlock()
-		return s.fence(fmt.Errorf("create: %w", err))
-	}
+// create makes the deferred file holding buf, durably and atomically (see
+// Storage.Create). The caller holds syncMu or owns s alone.
+func (s *Session) create(buf []byte) error {
 	if err := s.storage.MkdirAll(filepath.Dir(s.path)); err != nil {
-		return fail(err)
+		return err
 	}
-	s.wmu.Lock()
-	buf, upTo := s.pending, s.writes
-	s.wmu.Unlock()
 	f, err := s.storage.Create(s.path, buf)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	// Lines appended while the file was made follow it; the flusher they
-	// woke syncs them.
-	rest := s.pending[len(buf):]
-	s.file, s.pending = f, nil
-	if len(rest) > 0 {
-		if n, err := f.Write(rest); err != nil || n != len(rest) {
-			if err == nil {
-				err = fmt.Errorf("short write %d of %d bytes", n, len(rest))
-			}
-			return s.fence(fmt.Errorf("write: %w", err))
-		}
-	}
-	s.synced = upTo
+	s.file = f
+	s.wmu.Unlock()
+	s.size = int64(len(buf))
 	return nil
 }
 

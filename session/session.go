@@ -84,16 +84,16 @@ type Session struct {
 	opts    Options
 	log     *slog.Logger
 
-	wmu     sync.Mutex // serializes writes and fencing
+	wmu     sync.Mutex // serializes appends and fencing
 	file    File       // nil while the file is deferred (see Options.DeferCreate) and after Close
-	pending []byte     // what was written before a deferred file exists
-	offset  int64      // bytes written, pending included
-	writes  uint64     // writes made
+	pending []byte     // appended lines not yet in the file
+	writes  uint64     // appends made
 	fenced  error
 	closed  bool
 
 	syncMu sync.Mutex // one Flush at a time (taken before wmu)
-	synced uint64     // writes known durable; guarded by syncMu
+	synced uint64     // appends known durable; guarded by syncMu
+	size   int64      // bytes in the file; guarded by syncMu
 
 	mu        sync.RWMutex // protects the in-memory index below
 	header    Header
@@ -137,13 +137,14 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 		return nil, err
 	}
 	s.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
-	s.offset, s.writes = int64(len(s.pending)), 1
+	s.writes = 1
 	s.report.Path, s.report.FromVersion = path, CurrentVersion
 	s.addLine(line[:len(line)-1], 2)
 	if !opts.DeferCreate {
-		if err := s.materialize(); err != nil {
+		if err := s.create(s.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)
 		}
+		s.pending, s.synced = nil, s.writes
 	}
 	s.start()
 	if opts.DeferCreate {
@@ -234,21 +235,21 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 	if err != nil {
 		return fmt.Errorf("session: open %s for append: %w", s.path, err)
 	}
-	s.file, s.offset = f, int64(len(data))
+	s.file, s.size = f, int64(len(data))
 	if p.tailOffset < int64(len(data)) {
 		if err := f.Truncate(p.tailOffset); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("session: %s:%d: truncate torn tail: %w", s.path, p.report.TailLine, err)
 		}
-		s.offset = p.tailOffset
+		s.size = p.tailOffset
 		s.report.TailTruncated = true
 	}
-	if s.offset > 0 && (p.report.MissingNewline || (p.tailOffset < int64(len(data)) && data[p.tailOffset-1] != '\n')) {
+	if s.size > 0 && (p.report.MissingNewline || (p.tailOffset < int64(len(data)) && data[p.tailOffset-1] != '\n')) {
 		if _, err := f.Write([]byte{'\n'}); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("session: %s: add final newline: %w", s.path, err)
 		}
-		s.offset++
+		s.size++
 	}
 	if err := f.Sync(); err != nil {
 		_ = f.Close()

@@ -1,6 +1,6 @@
-// Package groupsync appends to a file durably with group commit: callers
-// that need their write on disk at the same time share one fsync instead
-// of queueing one each behind a lock.
+// Package groupsync appends to a file durably with group commit: writes
+// are gathered in memory, and callers that need them on disk share one
+// write and one fsync instead of queueing a syscall each behind a lock.
 package groupsync
 
 import (
@@ -8,11 +8,16 @@ import (
 	"sync"
 )
 
-// File appends to an *os.File. It is safe for concurrent use.
+// File appends to an *os.File. It is safe for concurrent use. Writes are
+// buffered: they reach the file at the next Sync (or WriteSync, a wait
+// from WriteAsync, Close), so a writer never waits for the disk unless it
+// asks to.
 type File struct {
 	mu      sync.Mutex
 	f       *os.File
-	written uint64 // writes done
+	buf     []byte // writes not yet in the file
+	written uint64 // writes accepted
+	err     error  // the first failed write or sync; every later call fails
 
 	syncMu sync.Mutex
 	synced uint64 // writes known durable
@@ -21,7 +26,8 @@ type File struct {
 // New wraps f, an open file in append mode.
 func New(f *os.File) *File { return &File{f: f} }
 
-// Write appends b (one write call) without waiting for the disk.
+// Write appends b without waiting for the disk. b reaches the file with
+// the next sync; if that fails, b may be lost.
 func (g *File) Write(b []byte) error {
 	_, err := g.write(b)
 	return err
@@ -37,7 +43,7 @@ func (g *File) WriteSync(b []byte) error {
 }
 
 // WriteAsync appends b and returns a function that waits until b is
-// durable, so the caller can work while the fsync runs.
+// durable, so the caller can work before it waits.
 func (g *File) WriteAsync(b []byte) (wait func() error, err error) {
 	n, err := g.write(b)
 	if err != nil {
@@ -58,47 +64,103 @@ func (g *File) Sync() error {
 func (g *File) write(b []byte) (uint64, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.f == nil {
+	switch {
+	case g.f == nil:
 		return 0, os.ErrClosed
+	case g.err != nil:
+		return 0, g.err
 	}
-	if _, err := g.f.Write(b); err != nil {
-		return 0, err
-	}
+	g.buf = append(g.buf, b...)
 	g.written++
 	return g.written, nil
 }
 
-// syncThrough returns once write n is durable. Callers arriving while an
-// fsync runs wait for it and then share the next one.
+// Flush writes what is buffered to the file without waiting for the disk:
+// a process crash then keeps it, a power loss may not.
+func (g *File) Flush() error {
+	g.syncMu.Lock()
+	defer g.syncMu.Unlock()
+	g.mu.Lock()
+	data, f, err := g.buf, g.f, g.err
+	g.buf = nil
+	g.mu.Unlock()
+	switch {
+	case err != nil:
+		return err
+	case f == nil:
+		return os.ErrClosed
+	case len(data) == 0:
+		return nil
+	}
+	if _, err := f.Write(data); err != nil {
+		g.mu.Lock()
+		g.err = err
+		g.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// syncThrough returns once write n is durable. Callers arriving while a
+// sync runs wait for it and then share the next one.
 func (g *File) syncThrough(n uint64) error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
 	if g.synced >= n {
 		return nil
 	}
+	return g.flushLocked()
+}
+
+// flushLocked writes the buffer and syncs the file. The caller holds syncMu.
+func (g *File) flushLocked() error {
 	g.mu.Lock()
-	upTo, f := g.written, g.f
+	data, upTo, f, err := g.buf, g.written, g.f, g.err
+	g.buf = nil
 	g.mu.Unlock()
-	if f == nil {
+	switch {
+	case err != nil:
+		return err
+	case f == nil:
 		return os.ErrClosed
 	}
-	if err := f.Sync(); err != nil {
+	if len(data) > 0 {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		// Never retry on the same descriptor (fsyncgate): the file is
+		// done with.
+		g.mu.Lock()
+		g.err = err
+		g.mu.Unlock()
 		return err
 	}
 	g.synced = upTo
 	return nil
 }
 
-// Close closes the file.
+// Close writes and syncs what is buffered, then closes the file.
 func (g *File) Close() error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.f == nil {
+	f, pending := g.f, g.written > g.synced
+	g.mu.Unlock()
+	if f == nil {
 		return nil
 	}
-	err := g.f.Close()
+	var err error
+	if pending {
+		err = g.flushLocked()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cerr := g.f.Close(); err == nil {
+		err = cerr
+	}
 	g.f = nil
 	return err
 }
