@@ -190,9 +190,10 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 				partial = copyMessage(*ev.Partial)
 			}
 			r.setLast(partial, true)
+			// partial is a fresh copy for every event: the update's
+			// message and the assistant event's partial can share it.
 			p, pe := partial, ev
-			pp := copyMessage(partial)
-			pe.Partial = &pp
+			pe.Partial = &p
 			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &pe, Message: &p})
 		}
 	}

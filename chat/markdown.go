@@ -5,7 +5,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/text"
@@ -63,11 +62,6 @@ func Len(s string, d Dialect) int {
 // newParser returns a goldmark parser with the GFM extension.
 func newParser() parser.Parser {
 	return goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser()
-}
-
-// parse parses normalised source into a goldmark document.
-func parse(src []byte) ast.Node {
-	return newParser().Parse(text.NewReader(src))
 }
 
 // normalize makes md valid UTF-8 with "\n" line ends and without

@@ -25,12 +25,28 @@ const minLimit = 16
 // surrogate pair). It returns markdown chunks, to be rendered one by one,
 // and nil for blank input.
 func Split(md string, d Dialect, limit int) []string {
+	return NewSplitter(d).Split(md, limit)
+}
+
+// Splitter splits like Split and keeps its markdown parser across calls,
+// for a caller that splits a growing text again and again (a streaming
+// reply). It is not safe for concurrent use.
+type Splitter struct {
+	d Dialect
+	p parser.Parser
+}
+
+// NewSplitter returns a Splitter for dialect d.
+func NewSplitter(d Dialect) *Splitter { return &Splitter{d: d, p: newParser()} }
+
+// Split is Split(md, d, limit) for the Splitter's dialect d.
+func (sp *Splitter) Split(md string, limit int) []string {
 	src := string(normalize(md))
 	if strings.TrimSpace(src) == "" {
 		return nil
 	}
-	s := &splitter{d: d, p: newParser()}
-	defs := refDefs(src)
+	s := &splitter{d: sp.d, p: sp.p}
+	defs := refDefs(s.p, src)
 	chunks := s.split(src, limit)
 	if defs == "" && limit < minLimit {
 		return chunks
@@ -49,7 +65,7 @@ func Split(md string, d Dialect, limit int) []string {
 	return out
 }
 
-// splitter holds the dialect of one Split call.
+// splitter holds the state of one Split call.
 type splitter struct {
 	d Dialect
 	p parser.Parser
@@ -209,13 +225,13 @@ func trimBlock(s string) string {
 
 // refDefs returns the source of every link reference definition in src,
 // one per line, so that each chunk can resolve reference links.
-func refDefs(src string) string {
+func refDefs(p parser.Parser, src string) string {
 	if !strings.Contains(src, "]:") {
 		return ""
 	}
 	b := []byte(src)
 	var defs []string
-	_ = ast.Walk(parse(b), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+	_ = ast.Walk(p.Parse(text.NewReader(b)), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if d, ok := n.(*ast.LinkReferenceDefinition); ok && entering {
 			defs = append(defs, strings.TrimSpace((&renderer{src: b}).lines(d)))
 			return ast.WalkSkipChildren, nil

@@ -230,7 +230,8 @@ func (h *harness) waitFor(what string, cond func() bool) {
 func (h *harness) sessions() []string {
 	var out []string
 	filepath.Walk(filepath.Join(h.dir, "sessions"), func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") {
+		// A file being created is empty for an instant.
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && info.Size() > 0 {
 			out = append(out, p)
 		}
 		return nil

@@ -201,7 +201,7 @@ func (s *Session) flushLocked() error {
 	return nil
 }
 
-// create makes the deferred file holding buf, durably and atomically (see
+// create makes the deferred file holding buf, durably (see
 // Storage.Create). The caller holds syncMu or owns s alone.
 func (s *Session) create(buf []byte) error {
 	if err := s.storage.MkdirAll(filepath.Dir(s.path)); err != nil {

@@ -39,9 +39,8 @@ type Storage interface {
 	// OpenAppend opens an existing file for appending.
 	OpenAppend(path string) (File, error)
 	// Create makes a new file at path holding data, durably (directory
-	// entry included) and atomically: readers see no file or all of data,
-	// and an existing file is never replaced (an error matching
-	// fs.ErrExist). The file is returned open for appending.
+	// entry included); an existing file is never replaced (an error
+	// matching fs.ErrExist). The file is returned open for appending.
 	Create(path string, data []byte) (File, error)
 	// WriteFile atomically replaces path with data, durably.
 	WriteFile(path string, data []byte) error
@@ -67,38 +66,27 @@ func (FileStorage) OpenAppend(path string) (File, error) {
 	return osFile{f}, nil
 }
 
-// Create writes data to a temporary file in path's directory, syncs it,
-// links it to path (which fails if path exists) and syncs the directory.
+// Create creates path exclusively (O_EXCL), writes data with one write,
+// fdatasyncs it and syncs the directory. Readers can see the file empty
+// for the instant between the create and the write; Open refuses an empty
+// file as not a session.
 func (s FileStorage) Create(path string, data []byte) (File, error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	name := tmp.Name()
-	defer os.Remove(name)
-	_, err = tmp.Write(data)
+	_, err = f.Write(data)
 	if err == nil {
-		err = unix.Fdatasync(int(tmp.Fd()))
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+		err = unix.Fdatasync(int(f.Fd()))
 	}
 	if err == nil {
-		err = os.Link(name, path)
+		err = s.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
-		return nil, err
-	}
-	f, err := s.OpenAppend(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.SyncDir(dir); err != nil {
 		_ = f.Close()
 		return nil, err
 	}
-	return f, nil
+	return osFile{f}, nil
 }
 
 // WriteFile writes data to a temporary file, syncs it and renames it over path.

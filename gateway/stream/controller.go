@@ -26,7 +26,8 @@ type Controller struct {
 	typer    chat.Typer
 	streamer chat.Streamer
 	deleter  chat.Deleter
-	limit    int // chunk size for chat.Split; 0: no splitting
+	limit    int            // chunk size for chat.Split; 0: no splitting
+	splitter *chat.Splitter // made at the first split; used by the publishing goroutine
 
 	wake chan struct{} // content changed; capacity 1
 	stop chan struct{} // closed by Finish/Abort

@@ -123,7 +123,8 @@ func (c *Controller) show(ctx context.Context) time.Duration {
 	return earliest(c.out.interval, c.out.pausedUntil.Sub(c.out.lastOut))
 }
 
-// split cuts md into message-sized chunks.
+// split cuts md into message-sized chunks. Only the goroutine that
+// publishes calls it (the loop, then Finish or Abort).
 func (c *Controller) split(md string) []string {
 	if md == "" {
 		return nil
@@ -131,7 +132,10 @@ func (c *Controller) split(md string) []string {
 	if c.limit == 0 {
 		return []string{md}
 	}
-	return chat.Split(md, c.caps.Dialect, c.limit)
+	if c.splitter == nil {
+		c.splitter = chat.NewSplitter(c.caps.Dialect)
+	}
+	return c.splitter.Split(md, c.limit)
 }
 
 // publish shows chunks, the last one live. It reports whether everything
