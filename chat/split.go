@@ -2,6 +2,7 @@ package chat
 
 import (
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark/ast"
 	east "github.com/yuin/goldmark/extension/ast"
@@ -29,8 +30,8 @@ func Split(md string, d Dialect, limit int) []string {
 }
 
 // Splitter splits like Split and keeps its markdown parser across calls,
-// for a caller that splits a growing text again and again (a streaming
-// reply). It is not safe for concurrent use.
+// for callers that split again and again (streaming replies). It is safe
+// for concurrent use: goldmark keeps each parse's state apart.
 type Splitter struct {
 	d Dialect
 	p parser.Parser
@@ -38,6 +39,28 @@ type Splitter struct {
 
 // NewSplitter returns a Splitter for dialect d.
 func NewSplitter(d Dialect) *Splitter { return &Splitter{d: d, p: newParser()} }
+
+// Splitters hands out one shared Splitter per dialect, made on first use.
+// It is safe for concurrent use.
+type Splitters struct {
+	mu sync.Mutex
+	m  map[Dialect]*Splitter
+}
+
+// For returns the Splitter for dialect d.
+func (ss *Splitters) For(d Dialect) *Splitter {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s, ok := ss.m[d]; ok {
+		return s
+	}
+	if ss.m == nil {
+		ss.m = map[Dialect]*Splitter{}
+	}
+	s := NewSplitter(d)
+	ss.m[d] = s
+	return s
+}
 
 // Split is Split(md, d, limit) for the Splitter's dialect d.
 func (sp *Splitter) Split(md string, limit int) []string {

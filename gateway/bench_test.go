@@ -242,81 +242,132 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // BenchmarkConcurrentConversations keeps up to 1, 100 or 1,000 DM
 // conversations busy on a chattest adapter with a faux model streaming 16
-// tokens 20 ms apart. One op is one user message. Each conversation starts
-// at a random point of the first 500 ms, and after each reply has streamed
-// its user "thinks" 100–500 ms before the next message, so the arrivals
-// are spread the way many concurrent users spread them.
+// tokens 20 ms apart. One op is one user message.
 //
-// Reported: p50-ms, p99-ms and max-ms from the inbound message (before
-// the adapter hands it to the gateway, which makes it durable) to the
-// provider request; cpu-ns/token, the process CPU time (gateway, faux and
-// the fake adapter together) per streamed token. The goal is the
-// convs=1000 case.
+// First every conversation starts: its first message, at a random point
+// of 500 ms, creates its session (the cold start, not part of the timed
+// ops). Then the conversations go on concurrently: each starts again at a
+// random point of 500 ms, and after each reply has streamed its user
+// "thinks" 100–500 ms before the next message, so the arrivals are spread
+// the way many concurrent users spread them.
+//
+// Reported: p50-ms, p99-ms and max-ms of the ongoing conversations, from
+// the inbound message (before the adapter hands it to the gateway, which
+// makes it durable) to the provider request; cold-p50-ms and cold-p99-ms
+// of the first messages; cpu-ns/token, the process CPU time (gateway, faux
+// and the fake adapter together) per token streamed in the timed part.
+// The goal is the convs=1000 case.
 func BenchmarkConcurrentConversations(b *testing.B) {
 	for _, n := range []int{1, 100, benchConversations} {
 		b.Run(fmt.Sprintf("convs=%d", n), func(b *testing.B) { benchConversationsN(b, n) })
 	}
 }
 
+// benchConversation is one simulated user of the conversation benchmark.
+type benchConversation struct {
+	b     *testing.B
+	ad    *chattest.Adapter
+	model *stampModel
+	id    int
+	rng   *rand.Rand
+}
+
+// say sends text as message n and returns the time from the inbound
+// message to the provider request, once the reply has streamed.
+func (c *benchConversation) say(n int, text string) (time.Duration, bool) {
+	w := c.model.expect(text)
+	in := benchMessage(c.ad.Platform(), c.id, n, text)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t0 := time.Now()
+	err := c.ad.Inject(ctx, in)
+	cancel()
+	if err != nil {
+		c.b.Errorf("inject: %v", err)
+		return 0, false
+	}
+	var at time.Time
+	select {
+	case at = <-w.started:
+	case <-time.After(time.Minute):
+		c.b.Errorf("no provider request for %q", text)
+		return 0, false
+	}
+	<-w.ended
+	return at.Sub(t0), true
+}
+
+// pause sleeps a random part of d, at least min.
+func (c *benchConversation) pause(min, d time.Duration) {
+	time.Sleep(min + time.Duration(c.rng.Int64N(int64(d))))
+}
+
 func benchConversationsN(b *testing.B, maxConvs int) {
 	fast := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 250 * time.Millisecond}
 	ad := chattest.New(chattest.WithCaps(fast, fast))
-	model := newStampModel(faux.Text(benchReply).WithDelay(benchTokenDelay))
+	// Usage as a provider reports it: faux's estimate would marshal the
+	// whole request on every call, which no real provider client does.
+	turn := faux.Text(benchReply).WithDelay(benchTokenDelay).WithUsage(llm.Usage{Input: 200, Output: 16})
+	model := newStampModel(turn)
 	startBenchGateway(b, ad, model, nil)
 
-	convs := min(maxConvs, b.N)
-	var next atomic.Int64
+	convs := make([]*benchConversation, min(maxConvs, b.N))
+	for i := range convs {
+		convs[i] = &benchConversation{b: b, ad: ad, model: model, id: i, rng: rand.New(rand.NewPCG(uint64(i), 5))}
+	}
 	var mu sync.Mutex
+	var cold []time.Duration
 	lat := make([]time.Duration, 0, b.N)
-	var wg sync.WaitGroup
+	// each runs f for every conversation concurrently.
+	each := func(f func(c *benchConversation)) {
+		var wg sync.WaitGroup
+		for _, c := range convs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(c)
+			}()
+		}
+		wg.Wait()
+	}
+	each(func(c *benchConversation) {
+		c.pause(0, 500*time.Millisecond)
+		if d, ok := c.say(0, fmt.Sprintf("conversation %d starts", c.id)); ok {
+			mu.Lock()
+			cold = append(cold, d)
+			mu.Unlock()
+		}
+	})
 
+	var next atomic.Int64
 	b.ResetTimer()
 	cpu0, tok0 := cpuTime(b), model.tokens.Load()
-	for c := range convs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 5))
-			time.Sleep(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
-			for {
-				n := int(next.Add(1))
-				if n > b.N {
-					return
-				}
-				text := fmt.Sprintf("conversation %d message %d", c, n)
-				w := model.expect(text)
-				in := benchMessage(ad.Platform(), c, n, text)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				t0 := time.Now()
-				err := ad.Inject(ctx, in)
-				cancel()
-				if err != nil {
-					b.Errorf("inject: %v", err)
-					return
-				}
-				var at time.Time
-				select {
-				case at = <-w.started:
-				case <-time.After(time.Minute):
-					b.Errorf("no provider request for %q", text)
-					return
-				}
-				<-w.ended
-				mu.Lock()
-				lat = append(lat, at.Sub(t0))
-				mu.Unlock()
-				time.Sleep(100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond))))
+	each(func(c *benchConversation) {
+		c.pause(0, 500*time.Millisecond)
+		for {
+			n := int(next.Add(1))
+			if n > b.N {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			d, ok := c.say(n, fmt.Sprintf("conversation %d message %d", c.id, n))
+			if !ok {
+				return
+			}
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+			c.pause(100*time.Millisecond, 400*time.Millisecond)
+		}
+	})
 	cpu, tokens := cpuTime(b)-cpu0, model.tokens.Load()-tok0
 	b.StopTimer()
 
 	slices.Sort(lat)
+	slices.Sort(cold)
 	b.ReportMetric(ms(percentile(lat, 0.50)), "p50-ms")
 	b.ReportMetric(ms(percentile(lat, 0.99)), "p99-ms")
 	b.ReportMetric(ms(percentile(lat, 1)), "max-ms")
+	b.ReportMetric(ms(percentile(cold, 0.50)), "cold-p50-ms")
+	b.ReportMetric(ms(percentile(cold, 0.99)), "cold-p99-ms")
 	if tokens > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(tokens), "cpu-ns/token")
 	}

@@ -165,14 +165,20 @@ func (r *run) journal() {
 	if r.ctl == nil {
 		return
 	}
+	// Called on every event: the count is cheap, the refs are copied only
+	// when a message was posted.
+	n := r.ctl.Posted()
+	r.mu.Lock()
+	changed := n != r.journaled
+	r.mu.Unlock()
+	if !changed {
+		return
+	}
 	refs := r.ctl.Refs()
 	r.mu.Lock()
-	changed := len(refs) != r.journaled
 	r.journaled = len(refs)
 	r.mu.Unlock()
-	if changed {
-		r.o.g.runs.setRefs(r.o.path, r.loc, refs)
-	}
+	r.o.g.runs.setRefs(r.o.path, r.loc, refs)
 }
 
 const customDelivery = "pibot.delivery"

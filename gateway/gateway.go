@@ -110,6 +110,8 @@ type Gateway struct {
 	locker   Locker
 	budget   Budget
 	metrics  *Metrics
+	// splitters are shared by every reply's stream controller.
+	splitters chat.Splitters
 
 	index *index
 	runs  *runJournal

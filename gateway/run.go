@@ -255,7 +255,7 @@ func (r *run) execute(ps []*pending) {
 		r.setHandles(agent.New(agent.Config{}, nil), nil)
 		return
 	}
-	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, FinalWait: g.cfg.FinalWait, Logger: g.log})
+	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, FinalWait: g.cfg.FinalWait, Logger: g.log, Splitters: &g.splitters})
 
 	prompts := make([]llm.Message, 0, len(ps))
 	for _, p := range ps {

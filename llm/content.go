@@ -156,7 +156,16 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 
 // JoinText concatenates the text blocks of blocks with sep.
 func JoinText(blocks []Content, sep string) string {
-	var parts []string
+	n, one := 0, ""
+	for _, b := range blocks {
+		if b.Type == ContentText {
+			n, one = n+1, b.Text
+		}
+	}
+	if n <= 1 {
+		return one // the common case, without allocating
+	}
+	parts := make([]string, 0, n)
 	for _, b := range blocks {
 		if b.Type == ContentText {
 			parts = append(parts, b.Text)

@@ -27,7 +27,7 @@ type Controller struct {
 	streamer chat.Streamer
 	deleter  chat.Deleter
 	limit    int            // chunk size for chat.Split; 0: no splitting
-	splitter *chat.Splitter // made at the first split; used by the publishing goroutine
+	splitter *chat.Splitter // taken at the first split
 
 	wake chan struct{} // content changed; capacity 1
 	stop chan struct{} // closed by Finish/Abort
@@ -216,6 +216,13 @@ func (c *Controller) nextEditLocked() time.Time {
 		t = c.out.pausedUntil
 	}
 	return t
+}
+
+// Posted returns how many messages of the reply are posted so far.
+func (c *Controller) Posted() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.out.refs)
 }
 
 // Refs returns the messages of the reply posted so far, in order.

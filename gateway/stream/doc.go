@@ -58,6 +58,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now replaces time.Now for tool durations and scheduling.
 	Now func() time.Time
+	// Splitters, when set, lends the splitter for the adapter's dialect,
+	// shared by many replies; nil makes one per reply.
+	Splitters *chat.Splitters
 }
 
 // Tuning defaults (platforms.md §9.2–9.3).

@@ -133,7 +133,11 @@ func (c *Controller) split(md string) []string {
 		return []string{md}
 	}
 	if c.splitter == nil {
-		c.splitter = chat.NewSplitter(c.caps.Dialect)
+		if c.opts.Splitters != nil {
+			c.splitter = c.opts.Splitters.For(c.caps.Dialect)
+		} else {
+			c.splitter = chat.NewSplitter(c.caps.Dialect)
+		}
 	}
 	return c.splitter.Split(md, c.limit)
 }
