@@ -3,6 +3,7 @@ package chat
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -29,4 +30,27 @@ func TestSplitterMatchesSplit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSplitterConcurrent: one Splitter shared by many goroutines (the
+// gateway shares one per dialect across replies) cuts like Split; the race
+// detector checks that parses do not share state.
+func TestSplitterConcurrent(t *testing.T) {
+	sp := NewSplitter(DialectTelegram)
+	md := "# Title\n\nsee [docs][d] and **bold** `code`\n\n- a\n- b\n\n```sh\necho hi\n```\n\n[d]: https://example.com\n\n" + strings.Repeat("More text here. ", 30)
+	want := Split(md, DialectTelegram, 120)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				if got := sp.Split(md, 120); !slices.Equal(got, want) {
+					t.Errorf("concurrent split differs: %q", got)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -308,7 +308,7 @@ func benchConversationsN(b *testing.B, maxConvs int) {
 	// whole request on every call, which no real provider client does.
 	turn := faux.Text(benchReply).WithDelay(benchTokenDelay).WithUsage(llm.Usage{Input: 200, Output: 16})
 	model := newStampModel(turn)
-	startBenchGateway(b, ad, model, nil)
+	bg := startBenchGateway(b, ad, model, nil)
 
 	convs := make([]*benchConversation, min(maxConvs, b.N))
 	for i := range convs {
@@ -337,6 +337,14 @@ func benchConversationsN(b *testing.B, maxConvs int) {
 			mu.Unlock()
 		}
 	})
+
+	// The sessions exist once their first runs are on disk.
+	bg.waitMetric(b, "pibot_run_seconds", time.Minute, func(v float64) bool { return v >= float64(len(convs)) })
+	for deadline := time.Now().Add(time.Minute); bg.inbox.Len() > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d first messages still in the inbox", bg.inbox.Len())
+		}
+	}
 
 	var next atomic.Int64
 	b.ResetTimer()
