@@ -41,11 +41,12 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 	return append(slices.Clip(b), '\n'), nil
 }
 
-// Append writes e as one line with one write syscall. The caller sets
-// ParentID ("" for a new root); ID and Timestamp are assigned when empty.
-// With SyncAlways the entry is durable when Append returns; with
-// SyncGrouped it becomes durable within the group window (or at Flush).
-// Any write or sync failure fences the writer.
+// Append adds e as one line. The caller sets ParentID ("" for a new
+// root); ID and Timestamp are assigned when empty. Lines reach the file at
+// the next flush, all lines since the last one in one write followed by
+// one fdatasync. With SyncAlways the entry is durable when Append returns;
+// with SyncGrouped it becomes durable within the group window (or at
+// Flush). Any write or sync failure fences the writer.
 func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 	e, err := s.appendEntry(e)
 	if err != nil {
@@ -59,7 +60,8 @@ func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 	return e, nil
 }
 
-// appendEntry writes e and asks the group flusher for a sync.
+// appendEntry indexes e, queues its line for the file and asks the group
+// flusher for a flush. It never waits for the disk.
 func (s *Session) appendEntry(e Entry) (Entry, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -70,9 +72,8 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := s.writeLocked(line); err != nil {
-		return Entry{}, err
-	}
+	s.pending = append(s.pending, line...)
+	s.writes++
 	s.addLine(line[:len(line)-1], 0)
 	select {
 	case s.flushReq <- struct{}{}:
@@ -90,15 +91,6 @@ func (s *Session) writable() error {
 	case s.fenced != nil:
 		return &FencedError{Path: s.path, Cause: s.fenced}
 	}
-	return nil
-}
-
-// writeLocked queues line for the file: the next Flush writes it (the
-// group flusher runs one within GroupWindow). Appends never wait for the
-// disk.
-func (s *Session) writeLocked(line []byte) error {
-	s.pending = append(s.pending, line...)
-	s.writes++
 	return nil
 }
 

@@ -8,8 +8,13 @@
 // messages byte for byte, so unknown fields always survive. Legacy v1/v2
 // files are migrated like pi does.
 //
-// pibot differs from pi on purpose: a session file is created with its
-// first entry and fsynced at once; a torn tail is truncated (keeping a
+// Appends never wait for the disk: lines are buffered and a flush (the
+// group commit, Flush, or SyncAlways) writes them with one write and one
+// fdatasync. A file may be created at once or, with Options.DeferCreate, by
+// its first flush, exclusively and with its directory fsynced.
+//
+// pibot differs from pi on purpose: a session file is created by its
+// first flush, not when the first answer arrives; a torn tail is truncated (keeping a
 // .broken copy) and the file always ends in a newline before an append; a
 // damaged line in the middle is skipped and reported, and entries whose
 // parent was lost in it are re-attached to the nearest earlier entry; a
