@@ -74,7 +74,14 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 	}
 	s.pending = append(s.pending, line...)
 	s.writes++
-	s.addLine(line[:len(line)-1], 0)
+	n := s.addLine(line[:len(line)-1], 0)
+	if n != nil && e.Type == TypeMessage && e.Message != nil {
+		// The message as appended is the message as decoded (pi, too,
+		// keeps the objects it appended): Context need not decode it.
+		d := *e.Message
+		d.Content = slices.Clone(d.Content)
+		n.decoded.Store(&d)
+	}
 	select {
 	case s.flushReq <- struct{}{}:
 	default:
@@ -245,11 +252,11 @@ func (s *Session) Close() error {
 	return err
 }
 
-// addLine indexes a line that was just written.
-func (s *Session) addLine(raw []byte, line int) {
+// addLine indexes a line that was just written and returns its node.
+func (s *Session) addLine(raw []byte, line int) *node {
 	n, err := scanLine(raw)
 	if err != nil {
-		return // cannot happen: we encoded it
+		return nil // cannot happen: we encoded it
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -265,6 +272,7 @@ func (s *Session) addLine(raw []byte, line int) {
 		p.children = append(p.children, n)
 	}
 	s.indexOne(n)
+	return n
 }
 
 // MoveHead moves loc's head to target without a real message: it appends

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/pibot/pibot/llm"
@@ -42,5 +44,78 @@ func TestLLMMessagesDecodeOnceCopiesOut(t *testing.T) {
 	second := get()
 	if len(second) != 2 || second[0].Text() != "question" || second[1].Text() != "answer" || len(second[1].Content) != 1 {
 		t.Fatalf("second context = %+v", second)
+	}
+}
+
+// TestAppendedMessagesMatchDecoded: Append seeds the decode cache with the
+// message as appended; that must equal what a later process decodes from
+// the file, for every message pi wrote in the vectors.
+func TestAppendedMessagesMatchDecoded(t *testing.T) {
+	dir, m := loadVectors(t)
+	for _, v := range m.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			src, err := OpenFile(filepath.Join(dir, v.Name+".jsonl"), Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			c, err := src.Context("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs, err := c.LLMMessages()
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := NewMemStorage()
+			s, err := Create(st, "/v", Header{}, Entry{Type: TypeModelChange, Provider: "p", ModelID: "m"}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, msg := range msgs {
+				switch msg.Role {
+				case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult, llm.RoleBashExecution:
+				default:
+					continue // derived from other entries, not stored as messages
+				}
+				if _, err := s.Append(Entry{Type: TypeMessage, Message: &msg, ParentID: s.Leaf()}, SyncGrouped); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			live, err := s.Context("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seeded, err := live.LLMMessages()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r, err := Open(st, s.Path(), Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rc, err := r.Context("")
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := rc.LLMMessages()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(seeded) != n || len(decoded) != n {
+				t.Fatalf("%d messages appended, %d served, %d decoded", n, len(seeded), len(decoded))
+			}
+			for i := range seeded {
+				if !reflect.DeepEqual(seeded[i], decoded[i]) {
+					t.Errorf("message %d (%s): as appended %+v\nas decoded %+v", i, seeded[i].Role, seeded[i], decoded[i])
+				}
+			}
+		})
 	}
 }
