@@ -129,7 +129,13 @@ func (r *run) request(ctx context.Context) (llm.Model, llm.Request, error) {
 	a := r.a
 	a.mu.Lock()
 	cfg := a.cfg
-	msgs := slices.Clone(a.messages)
+	var msgs []llm.Message
+	if cfg.Hooks.TransformContext != nil {
+		msgs = slices.Clone(a.messages)
+	} else {
+		// ConvertToLLM returns a new slice: the snapshot.
+		msgs = llm.ConvertToLLM(a.messages)
+	}
 	a.mu.Unlock()
 	if cfg.Model == nil {
 		return nil, llm.Request{}, errors.New("agent: no model configured")
@@ -140,10 +146,11 @@ func (r *run) request(ctx context.Context) (llm.Model, llm.Request, error) {
 		if err != nil {
 			return nil, llm.Request{}, fmt.Errorf("agent: transform context: %w", err)
 		}
+		msgs = llm.ConvertToLLM(msgs)
 	}
 	req := llm.Request{
 		SystemPrompt: cfg.SystemPrompt,
-		Messages:     RepairTranscript(llm.ConvertToLLM(msgs)),
+		Messages:     RepairTranscript(msgs),
 		Thinking:     cfg.Thinking,
 		SessionID:    cfg.SessionID,
 	}

@@ -20,15 +20,15 @@ const NoResultText = "No result provided"
 //   - a duplicate result, or one that answers no pending call, is dropped.
 //
 // msgs must already be model messages (see llm.ConvertToLLM). The input is
-// not modified.
+// not modified; when nothing needs repair it is returned as is.
 func RepairTranscript(msgs []llm.Message) []llm.Message {
-	out := make([]llm.Message, 0, len(msgs))
+	out := transcript{in: msgs}
 	var pendingIDs []llm.Content // calls of the last assistant still unanswered
 	answered := map[string]bool{}
 	flush := func() {
 		for _, c := range pendingIDs {
 			if !answered[c.ID] {
-				out = append(out, llm.Message{
+				out.add(llm.Message{
 					Role:       llm.RoleToolResult,
 					ToolCallID: c.ID,
 					ToolName:   c.Name,
@@ -38,30 +38,71 @@ func RepairTranscript(msgs []llm.Message) []llm.Message {
 			}
 		}
 		pendingIDs = nil
-		answered = map[string]bool{}
+		clear(answered)
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		switch m.Role {
 		case llm.RoleAssistant:
 			if m.StopReason == llm.StopError || m.StopReason == llm.StopAborted {
+				out.drop()
 				continue
 			}
 			flush()
-			out = append(out, m)
+			out.keep(i)
 			pendingIDs = m.ToolCalls()
 		case llm.RoleToolResult:
 			if !isPending(pendingIDs, m.ToolCallID) || answered[m.ToolCallID] {
+				out.drop()
 				continue
 			}
 			answered[m.ToolCallID] = true
-			out = append(out, m)
+			out.keep(i)
 		default:
 			flush()
-			out = append(out, m)
+			out.keep(i)
 		}
 	}
 	flush()
-	return out
+	return out.result()
+}
+
+// transcript builds RepairTranscript's output copy-on-write: while every
+// message so far is kept in order, nothing is copied.
+type transcript struct {
+	in   []llm.Message
+	n    int           // leading messages of in kept so far, while out is nil
+	out  []llm.Message // the output once it differs from in
+	diff bool
+}
+
+func (t *transcript) keep(i int) {
+	if !t.diff {
+		t.n = i + 1
+		return
+	}
+	t.out = append(t.out, t.in[i])
+}
+
+func (t *transcript) add(m llm.Message) {
+	t.differ()
+	t.out = append(t.out, m)
+}
+
+func (t *transcript) drop() { t.differ() }
+
+// differ starts the copy with the messages kept so far.
+func (t *transcript) differ() {
+	if !t.diff {
+		t.diff = true
+		t.out = append(make([]llm.Message, 0, len(t.in)), t.in[:t.n]...)
+	}
+}
+
+func (t *transcript) result() []llm.Message {
+	if !t.diff {
+		return t.in[:t.n]
+	}
+	return t.out
 }
 
 func isPending(calls []llm.Content, id string) bool {

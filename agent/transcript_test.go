@@ -1,6 +1,8 @@
 package agent_test
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,5 +77,26 @@ func TestRequestsNeverBroken(t *testing.T) {
 	}
 	if got := shape(m.Requests()[0].Messages); got != "U A R1 R2! U" {
 		t.Errorf("request = %q", got)
+	}
+}
+
+// TestRepairTranscriptCopiesOnlyWhenItRepairs: a clean transcript comes
+// back as is (no copy per model call); a repaired one is a new slice and
+// the input is untouched.
+func TestRepairTranscriptCopiesOnlyWhenItRepairs(t *testing.T) {
+	call := llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopToolUse, Content: []llm.Content{{Type: llm.ContentToolCall, ID: "c1", Name: "bash"}}}
+	result := llm.Message{Role: llm.RoleToolResult, ToolCallID: "c1", ToolName: "bash", Content: []llm.Content{llm.TextBlock("ok")}}
+	clean := []llm.Message{llm.UserText("hi", 1), call, result, llm.UserText("more", 2)}
+	if got := agent.RepairTranscript(clean); len(got) != len(clean) || &got[0] != &clean[0] {
+		t.Fatalf("clean transcript copied or changed: %+v", got)
+	}
+	broken := []llm.Message{llm.UserText("hi", 1), call, llm.UserText("more", 2)}
+	before := slices.Clone(broken)
+	got := agent.RepairTranscript(broken)
+	if len(got) != 4 || got[2].Role != llm.RoleToolResult || got[2].ToolCallID != "c1" || got[3].Text() != "more" {
+		t.Fatalf("repaired = %+v", got)
+	}
+	if !reflect.DeepEqual(broken, before) {
+		t.Fatal("RepairTranscript changed its input")
 	}
 }
