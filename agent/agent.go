@@ -107,8 +107,15 @@ func New(cfg Config, history []llm.Message) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Agent{cfg: cfg, messages: slices.Clone(history)}
+	// Room for a run's prompt, answer and a few tool turns, so that they
+	// do not copy the history again.
+	msgs := make([]llm.Message, len(history), len(history)+runHeadroom)
+	copy(msgs, history)
+	return &Agent{cfg: cfg, messages: msgs}
 }
+
+// runHeadroom is the capacity New leaves after the history.
+const runHeadroom = 8
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -64,9 +64,32 @@ func (w *objWriter) key(k string) {
 		w.buf.WriteByte(',')
 	}
 	w.first = false
-	kb, _ := json.Marshal(k)
-	w.buf.Write(kb)
+	w.quoted(k)
 	w.buf.WriteByte(':')
+}
+
+// quoted writes s as a JSON string: directly when it needs no escaping
+// (the common case: ids, roles, most text), else with encoding/json.
+func (w *objWriter) quoted(s string) {
+	if PlainJSONString(s) {
+		w.buf.WriteByte('"')
+		w.buf.WriteString(s)
+		w.buf.WriteByte('"')
+		return
+	}
+	b, _ := MarshalJSONNoEscape(s)
+	w.buf.Write(b)
+}
+
+// PlainJSONString reports whether s encodes in JSON as itself between
+// quotes: printable ASCII without '"' and '\\'.
+func PlainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // val writes key:value with encoding/json semantics (no HTML escaping).
@@ -78,6 +101,10 @@ func (w *objWriter) val(k string, v any) {
 	switch x := v.(type) {
 	case json.RawMessage:
 		b = x
+	case string:
+		w.key(k)
+		w.quoted(x)
+		return
 	default:
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)

@@ -228,3 +228,17 @@ func FuzzMessageRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestPlainStringsEncodeLikeEncodingJSON: the fast path for strings writes
+// exactly what encoding/json (without HTML escaping) writes.
+func TestPlainStringsEncodeLikeEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "abc", "toolResult", "2026-12-01T08:00:00.000Z", "a<b>&c", "tab\there", "quote\"", `back\slash`, "new\nline", "ünïcode", "\u2028", "\x7f", "\x00"} {
+		var w objWriter
+		w.first = true
+		w.quoted(s)
+		want, _ := MarshalJSONNoEscape(s)
+		if got := w.buf.String(); got != string(want) {
+			t.Errorf("%q: wrote %s, encoding/json %s", s, got, want)
+		}
+	}
+}

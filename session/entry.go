@@ -121,7 +121,16 @@ func (w *objWriter) val(k string, v any) error {
 	return nil
 }
 
-func (w *objWriter) str(k, v string) { _ = w.val(k, v) }
+func (w *objWriter) str(k, v string) {
+	if !llm.PlainJSONString(v) {
+		_ = w.val(k, v)
+		return
+	}
+	w.key(k)
+	w.buf.WriteByte('"')
+	w.buf.WriteString(v)
+	w.buf.WriteByte('"')
+}
 
 func (w *objWriter) parent(id string) {
 	if id == "" {
@@ -170,7 +179,9 @@ func (h Header) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes the entry in pi's key order for its type, followed by
-// the pibot and fence fields.
+// the pibot and fence fields. Raw values (the message's arguments and
+// details, custom data) are written as given: encoding/json, which calls
+// MarshalJSON, checks and compacts the whole entry into one line.
 func (e Entry) MarshalJSON() ([]byte, error) {
 	var w objWriter
 	base := func() {
@@ -206,9 +217,13 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		if e.Message == nil {
 			return nil, fmt.Errorf("session: message entry %s without message", e.ID)
 		}
-		if err := w.val("message", e.Message); err != nil {
-			return nil, err
+		// Raw: whoever encodes the entry (prepare, json.Marshal) checks
+		// and compacts the whole line once.
+		b, err := e.Message.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("field message: %w", err)
 		}
+		w.raw("message", b)
 	case TypeThinkingLevelChange:
 		w.str("thinkingLevel", e.ThinkingLevel)
 	case TypeModelChange:

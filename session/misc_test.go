@@ -94,3 +94,29 @@ func TestEntryEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRawFieldsCompactedIntoOneLine: a message whose raw fields hold
+// whitespace and newlines is still written as one compact line.
+func TestRawFieldsCompactedIntoOneLine(t *testing.T) {
+	st := NewMemStorage()
+	s, err := Create(st, "/c", Header{}, Entry{Type: TypeModelChange, Provider: "p", ModelID: "m"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopToolUse, Provider: "p", Model: "m", Timestamp: 1,
+		Content: []llm.Content{{Type: llm.ContentToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage("{\n  \"command\": \"ls <dir> & \\\"x\\\"\"\n}")}}}
+	if _, err := s.Append(Entry{Type: TypeMessage, Message: &m, ParentID: s.Leaf()}, SyncAlways); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := st.ReadFile(s.Path())
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), b)
+	}
+	if !bytes.Contains(lines[2], []byte(`"arguments":{"command":"ls <dir> & \"x\""}`)) {
+		t.Fatalf("tool call line not compact or escaped differently: %s", lines[2])
+	}
+}
