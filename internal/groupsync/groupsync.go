@@ -6,6 +6,8 @@ package groupsync
 import (
 	"os"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // File appends to an *os.File. It is safe for concurrent use. Writes are
@@ -128,7 +130,9 @@ func (g *File) flushLocked() error {
 		_, err = f.Write(data)
 	}
 	if err == nil {
-		err = f.Sync()
+		// fdatasync: an append-only log needs its data and size on
+		// disk, not its timestamps.
+		err = unix.Fdatasync(int(f.Fd()))
 	}
 	if err != nil {
 		// Never retry on the same descriptor (fsyncgate): the file is
