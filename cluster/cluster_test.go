@@ -62,6 +62,9 @@ func TestLockerFencesGrowAcrossRestarts(t *testing.T) {
 	if _, err := l1.Acquire(t.Context(), "s1", 0); !errors.Is(err, ErrLeaseHeld) {
 		t.Fatalf("second Acquire = %v, want ErrLeaseHeld", err)
 	}
+	if p, ok := a.(interface{ Permanent() bool }); !ok || !p.Permanent() {
+		t.Fatal("a local lease does not say it is permanent (never lost)")
+	}
 	a.Release(t.Context())
 	select {
 	case <-a.Done():

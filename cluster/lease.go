@@ -42,6 +42,10 @@ func (le *localLease) Fence() int64 { return le.fence }
 // Done is closed when the lease is released (a local lease is never lost).
 func (le *localLease) Done() <-chan struct{} { return le.done }
 
+// Permanent reports that the lease is never lost, only released: holders
+// need not watch Done.
+func (le *localLease) Permanent() bool { return true }
+
 // Release gives the lease back. It is safe to call more than once.
 func (le *localLease) Release(context.Context) error {
 	le.once.Do(func() {

@@ -226,6 +226,9 @@ func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Le
 	n := len(g.owners)
 	g.mu.Unlock()
 	g.metrics.setOwners(n)
+	if p, ok := lease.(permanentLease); ok && p.Permanent() {
+		return o // nothing to watch: an idle owner costs no goroutine
+	}
 	o.stopWatch = make(chan struct{})
 	g.watchers.Add(1)
 	go func() {
@@ -234,6 +237,10 @@ func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Le
 	}()
 	return o
 }
+
+// permanentLease is a lease that is never lost, only released (the local
+// Locker's); its owner needs no watcher.
+type permanentLease interface{ Permanent() bool }
 
 // watchLease fences the session the moment its lease is lost (cluster
 // mode: another replica may own it now): runs stop without recording

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"time"
 )
 
 // prepare fills id, timestamp and fence of e and returns its line with the
@@ -82,10 +81,7 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 		d.Content = slices.Clone(d.Content)
 		n.decoded.Store(&d)
 	}
-	select {
-	case s.flushReq <- struct{}{}:
-	default:
-	}
+	s.group.schedule()
 	return e, nil
 }
 
@@ -108,35 +104,17 @@ func (s *Session) fence(cause error) error {
 	return &FencedError{Path: s.path, Cause: cause}
 }
 
-// start launches the group-commit flusher, owned by s and stopped by Close.
+// start enables the group commit; Close stops it.
 func (s *Session) start() {
-	s.flushReq = make(chan struct{}, 1)
-	s.stop = make(chan struct{})
-	s.done = make(chan struct{})
-	window := s.opts.GroupWindow
-	if window <= 0 {
-		window = DefaultGroupWindow
+	s.group.window = s.opts.GroupWindow
+	if s.group.window <= 0 {
+		s.group.window = DefaultGroupWindow
 	}
-	go func() {
-		defer close(s.done)
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-s.flushReq:
-			}
-			t := time.NewTimer(window)
-			select {
-			case <-s.stop:
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			if err := s.Flush(); err != nil {
-				s.log.Error("session: group commit", "path", s.path, "err", err)
-			}
+	s.group.flush = func() {
+		if err := s.Flush(); err != nil {
+			s.log.Error("session: group commit", "path", s.path, "err", err)
 		}
-	}()
+	}
 }
 
 // Flush writes every entry appended before the call and makes it durable
@@ -217,20 +195,17 @@ func (s *Session) create(buf []byte) error {
 	return nil
 }
 
-// Close flushes pending entries (creating a deferred file), stops the
-// flusher and closes the file.
+// Close stops the group commit, flushes pending entries (creating a
+// deferred file) and closes the file.
 func (s *Session) Close() error {
-	if s.stop != nil {
-		s.wmu.Lock()
-		already := s.closed
-		s.closed = true
-		s.wmu.Unlock()
-		if already {
-			return nil
-		}
-		close(s.stop)
-		<-s.done
+	s.wmu.Lock()
+	already := s.closed
+	s.closed = true
+	s.wmu.Unlock()
+	if already {
+		return nil
 	}
+	s.group.stop()
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.wmu.Lock()

@@ -106,9 +106,7 @@ type Session struct {
 	msgs      map[string]string
 	report    Report
 
-	flushReq chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
+	group groupFlush
 }
 
 // Create writes a new session file in dir: the header and first entry in
@@ -148,7 +146,7 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	}
 	s.start()
 	if opts.DeferCreate {
-		s.flushReq <- struct{}{}
+		s.group.schedule()
 	}
 	return s, nil
 }
