@@ -248,8 +248,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // of 500 ms, creates its session (the cold start, not part of the timed
 // ops). Then the conversations go on concurrently: each starts again at a
 // random point of 500 ms, and after each reply has streamed its user
-// "thinks" 100–500 ms before the next message, so the arrivals are spread
-// the way many concurrent users spread them.
+// thinks before the next message, so the arrivals are spread the way many
+// concurrent users spread them.
 //
 // Reported: p50-ms, p99-ms and max-ms of the ongoing conversations, from
 // the inbound message (before the adapter hands it to the gateway, which
@@ -257,11 +257,29 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // of the first messages; cpu-ns/token, the process CPU time (gateway, faux
 // and the fake adapter together) per token streamed in the timed part.
 // The goal is the convs=1000 case.
+//
+// The think time is 100–500 ms unless the name says otherwise: a stress
+// pace (1,000 conversations then send about 1,600 messages and stream
+// about 26,000 tokens a second). think=2-10s is closer to people typing.
 func BenchmarkConcurrentConversations(b *testing.B) {
-	for _, n := range []int{1, 100, benchConversations} {
-		b.Run(fmt.Sprintf("convs=%d", n), func(b *testing.B) { benchConversationsN(b, n) })
+	stress := benchPace{min: 100 * time.Millisecond, span: 400 * time.Millisecond}
+	for _, tc := range []struct {
+		name  string
+		convs int
+		pace  benchPace
+	}{
+		{"convs=1", 1, stress},
+		{"convs=100", 100, stress},
+		{"convs=1000", benchConversations, stress},
+		{"convs=1000,think=2-10s", benchConversations, benchPace{min: 2 * time.Second, span: 8 * time.Second}},
+	} {
+		b.Run(tc.name, func(b *testing.B) { benchConversationsN(b, tc.convs, tc.pace) })
 	}
 }
+
+// benchPace is how long a simulated user thinks between a reply and the
+// next message: min plus a random part of span.
+type benchPace struct{ min, span time.Duration }
 
 // benchConversation is one simulated user of the conversation benchmark.
 type benchConversation struct {
@@ -301,7 +319,7 @@ func (c *benchConversation) pause(min, d time.Duration) {
 	time.Sleep(min + time.Duration(c.rng.Int64N(int64(d))))
 }
 
-func benchConversationsN(b *testing.B, maxConvs int) {
+func benchConversationsN(b *testing.B, maxConvs int, think benchPace) {
 	fast := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 250 * time.Millisecond}
 	ad := chattest.New(chattest.WithCaps(fast, fast))
 	// Usage as a provider reports it: faux's estimate would marshal the
@@ -363,7 +381,7 @@ func benchConversationsN(b *testing.B, maxConvs int) {
 			mu.Lock()
 			lat = append(lat, d)
 			mu.Unlock()
-			c.pause(100*time.Millisecond, 400*time.Millisecond)
+			c.pause(think.min, think.span)
 		}
 	})
 	cpu, tokens := cpuTime(b)-cpu0, model.tokens.Load()-tok0

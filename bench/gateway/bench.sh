@@ -3,7 +3,8 @@
 # usage: bench/gateway/bench.sh
 # Goals: 1,000 concurrent conversations, inbound message -> provider
 # request p50 < 1 ms, p99 < 5 ms (BenchmarkConcurrentConversations/
-# convs=1000: p50-ms, p99-ms); CPU per streamed token (cpu-ns/token);
+# convs=1000 at a stress pace, convs=1000,think=2-10s at a human pace:
+# p50-ms, p99-ms); CPU per streamed token (cpu-ns/token);
 # memory per idle evicted session < 10 KB (BenchmarkIdleSessionMemory/
 # evicted: B/session). Then rss.sh: idle RSS < 25 MB, ready < 200 ms.
 set -eu
@@ -12,5 +13,6 @@ cd "$ROOT"
 go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1$' -benchtime 20x ./gateway/
 go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=100$' -benchtime 500x ./gateway/
 go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000$' -benchtime 3000x ./gateway/
+go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000,think=2-10s$' -benchtime 3000x ./gateway/
 go test -run '^$' -bench 'BenchmarkIdleSessionMemory' -benchtime 2000x ./gateway/
 "$ROOT/bench/gateway/rss.sh"

@@ -100,8 +100,13 @@ type Model struct {
 	mu       sync.Mutex
 	script   []Turn
 	next     int
-	requests []llm.Request
+	calls    int
+	requests []llm.Request // the most recent keptRequests
 }
+
+// keptRequests bounds the request log, so that a faux model serving a
+// long-running gateway (a scripted demo) does not grow without end.
+const keptRequests = 1000
 
 // New returns a model that plays script. info.API defaults to "faux".
 func New(info llm.ModelInfo, script ...Turn) *Model {
@@ -130,7 +135,8 @@ func (m *Model) Push(turns ...Turn) {
 	m.script = append(m.script, turns...)
 }
 
-// Requests returns a copy of every request received, in order.
+// Requests returns a copy of the requests received, in order: all of
+// them, or the most recent 1,000.
 func (m *Model) Requests() []llm.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -141,7 +147,7 @@ func (m *Model) Requests() []llm.Request {
 func (m *Model) Calls() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.requests)
+	return m.calls
 }
 
 func (m *Model) take(req llm.Request) Turn {
@@ -149,6 +155,10 @@ func (m *Model) take(req llm.Request) Turn {
 	defer m.mu.Unlock()
 	req.Messages = append([]llm.Message(nil), req.Messages...)
 	req.Tools = append([]llm.ToolSpec(nil), req.Tools...)
+	m.calls++
+	if len(m.requests) == keptRequests {
+		m.requests = m.requests[1:]
+	}
 	m.requests = append(m.requests, req)
 	var t Turn
 	switch {

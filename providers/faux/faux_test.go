@@ -3,6 +3,7 @@ package faux_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -175,5 +176,22 @@ func TestTokens(t *testing.T) {
 		if got := strings.Join(faux.Tokens(s), ""); got != s {
 			t.Errorf("Tokens(%q) joined = %q", s, got)
 		}
+	}
+}
+
+// TestRequestLogIsBounded: a faux model behind a long-running gateway
+// keeps the most recent requests only, and still counts every call.
+func TestRequestLogIsBounded(t *testing.T) {
+	m := faux.New(llm.ModelInfo{ID: "m"}, faux.Text("ok"))
+	for i := range 1000 + 5 {
+		for range m.Stream(t.Context(), llm.Request{Messages: []llm.Message{llm.UserText(fmt.Sprint(i), 1)}}) {
+		}
+	}
+	reqs := m.Requests()
+	if m.Calls() != 1000+5 || len(reqs) != 1000 {
+		t.Fatalf("calls %d, kept %d", m.Calls(), len(reqs))
+	}
+	if first, last := reqs[0].Messages[0].Text(), reqs[len(reqs)-1].Messages[0].Text(); first != "5" || last != fmt.Sprint(1000+4) {
+		t.Fatalf("kept requests %s..%s, want the most recent", first, last)
 	}
 }
