@@ -82,25 +82,8 @@ func (g *File) write(b []byte) (uint64, error) {
 func (g *File) Flush() error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
-	g.mu.Lock()
-	data, f, err := g.buf, g.f, g.err
-	g.buf = nil
-	g.mu.Unlock()
-	switch {
-	case err != nil:
-		return err
-	case f == nil:
-		return os.ErrClosed
-	case len(data) == 0:
-		return nil
-	}
-	if _, err := f.Write(data); err != nil {
-		g.mu.Lock()
-		g.err = err
-		g.mu.Unlock()
-		return err
-	}
-	return nil
+	_, err := g.writeOut()
+	return err
 }
 
 // syncThrough returns once write n is durable. Callers arriving while a
@@ -116,34 +99,47 @@ func (g *File) syncThrough(n uint64) error {
 
 // flushLocked writes the buffer and syncs the file. The caller holds syncMu.
 func (g *File) flushLocked() error {
+	upTo, err := g.writeOut()
+	if err != nil {
+		return err
+	}
+	// fdatasync: an append-only log needs its data and size on disk, not
+	// its timestamps.
+	if err := unix.Fdatasync(int(g.f.Fd())); err != nil {
+		return g.fail(err)
+	}
+	g.synced = upTo
+	return nil
+}
+
+// writeOut writes the buffer with one write and returns how many writes
+// are then in the file. The caller holds syncMu (so g.f stays open).
+func (g *File) writeOut() (upTo uint64, err error) {
 	g.mu.Lock()
 	data, upTo, f, err := g.buf, g.written, g.f, g.err
 	g.buf = nil
 	g.mu.Unlock()
 	switch {
 	case err != nil:
-		return err
+		return 0, err
 	case f == nil:
-		return os.ErrClosed
+		return 0, os.ErrClosed
+	case len(data) == 0:
+		return upTo, nil
 	}
-	if len(data) > 0 {
-		_, err = f.Write(data)
+	if _, err := f.Write(data); err != nil {
+		return 0, g.fail(err)
 	}
-	if err == nil {
-		// fdatasync: an append-only log needs its data and size on
-		// disk, not its timestamps.
-		err = unix.Fdatasync(int(f.Fd()))
-	}
-	if err != nil {
-		// Never retry on the same descriptor (fsyncgate): the file is
-		// done with.
-		g.mu.Lock()
-		g.err = err
-		g.mu.Unlock()
-		return err
-	}
-	g.synced = upTo
-	return nil
+	return upTo, nil
+}
+
+// fail poisons the file: after a failed write or sync every later call
+// fails, never retrying on the same descriptor (fsyncgate).
+func (g *File) fail(err error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.err = err
+	return err
 }
 
 // Close writes and syncs what is buffered, then closes the file.
