@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // Field is one key of a JSON object whose meaning pibot does not know; it is
@@ -55,6 +56,7 @@ type objWriter struct {
 
 func newObjWriter() *objWriter {
 	w := &objWriter{first: true}
+	w.buf.Grow(256) // most objects fit; fewer regrowths
 	w.buf.WriteByte('{')
 	return w
 }
@@ -104,6 +106,18 @@ func (w *objWriter) val(k string, v any) {
 	case string:
 		w.key(k)
 		w.quoted(x)
+		return
+	case int64:
+		w.key(k)
+		w.buf.Write(strconv.AppendInt(w.buf.AvailableBuffer(), x, 10))
+		return
+	case int:
+		w.key(k)
+		w.buf.Write(strconv.AppendInt(w.buf.AvailableBuffer(), int64(x), 10))
+		return
+	case bool:
+		w.key(k)
+		w.buf.WriteString(strconv.FormatBool(x))
 		return
 	default:
 		var buf bytes.Buffer

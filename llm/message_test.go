@@ -241,4 +241,13 @@ func TestPlainStringsEncodeLikeEncodingJSON(t *testing.T) {
 			t.Errorf("%q: wrote %s, encoding/json %s", s, got, want)
 		}
 	}
+	for _, v := range []any{int64(0), int64(-42), int64(1700000000000), 7, true, false} {
+		w := newObjWriter()
+		w.val("k", v)
+		got, _ := w.bytes()
+		want, _ := MarshalJSONNoEscape(map[string]any{"k": v})
+		if string(got) != string(want) {
+			t.Errorf("%v: wrote %s, encoding/json %s", v, got, want)
+		}
+	}
 }
