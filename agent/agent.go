@@ -107,7 +107,7 @@ func New(cfg Config, history []llm.Message) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	// Room for a run's prompt, answer and a few tool turns, so that they
+	// Room for a run's prompt, answer and a tool turn, so that they
 	// do not copy the history again.
 	msgs := make([]llm.Message, len(history), len(history)+runHeadroom)
 	copy(msgs, history)
@@ -115,7 +115,7 @@ func New(cfg Config, history []llm.Message) *Agent {
 }
 
 // runHeadroom is the capacity New leaves after the history.
-const runHeadroom = 8
+const runHeadroom = 4
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
