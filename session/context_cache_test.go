@@ -8,6 +8,20 @@ import (
 	"github.com/pibot/pibot/llm"
 )
 
+// leafMessages is the decoded context of s's default leaf.
+func leafMessages(t *testing.T, s *Session) []llm.Message {
+	t.Helper()
+	c, err := s.Context("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := c.LLMMessages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
 // TestLLMMessagesDecodeOnceCopiesOut: the second call serves stored
 // messages from the Session's cache, and what a caller changes in one
 // result never shows in the next.
@@ -26,22 +40,10 @@ func TestLLMMessagesDecodeOnceCopiesOut(t *testing.T) {
 	if _, err := s.Append(Entry{Type: TypeMessage, Message: &a, ParentID: e.ID}, SyncAlways); err != nil {
 		t.Fatal(err)
 	}
-	get := func() []llm.Message {
-		t.Helper()
-		c, err := s.Context("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs, err := c.LLMMessages()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return msgs
-	}
-	first := get()
+	first := leafMessages(t, s)
 	first[1].Content[0].Text = "changed by the caller"
 	first[1].Content = append(first[1].Content, llm.TextBlock("more"))
-	second := get()
+	second := leafMessages(t, s)
 	if len(second) != 2 || second[0].Text() != "question" || second[1].Text() != "answer" || len(second[1].Content) != 1 {
 		t.Fatalf("second context = %+v", second)
 	}
@@ -59,14 +61,7 @@ func TestAppendedMessagesMatchDecoded(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer src.Close()
-			c, err := src.Context("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			msgs, err := c.LLMMessages()
-			if err != nil {
-				t.Fatal(err)
-			}
+			msgs := leafMessages(t, src)
 			st := NewMemStorage()
 			s, err := Create(st, "/v", Header{}, Entry{Type: TypeModelChange, Provider: "p", ModelID: "m"}, Options{})
 			if err != nil {
@@ -84,14 +79,7 @@ func TestAppendedMessagesMatchDecoded(t *testing.T) {
 				}
 				n++
 			}
-			live, err := s.Context("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			seeded, err := live.LLMMessages()
-			if err != nil {
-				t.Fatal(err)
-			}
+			seeded := leafMessages(t, s)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -100,14 +88,7 @@ func TestAppendedMessagesMatchDecoded(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			rc, err := r.Context("")
-			if err != nil {
-				t.Fatal(err)
-			}
-			decoded, err := rc.LLMMessages()
-			if err != nil {
-				t.Fatal(err)
-			}
+			decoded := leafMessages(t, r)
 			if len(seeded) != n || len(decoded) != n {
 				t.Fatalf("%d messages appended, %d served, %d decoded", n, len(seeded), len(decoded))
 			}
