@@ -10,6 +10,7 @@ RUNS="${1:-5}"
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=$(mktemp -d)
 trap 'rm -rf "$BIN"' EXIT
-(cd "$ROOT" && go build -o "$BIN/pibot" ./cmd/pibot && go build -o "$BIN/serveprobe" ./bench/gateway/serveprobe)
+# The release build of the README.
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$BIN/pibot" ./cmd/pibot && go build -o "$BIN/serveprobe" ./bench/gateway/serveprobe)
 echo "binary: $(du -h "$BIN/pibot" | cut -f1)"
 "$BIN/serveprobe" -bin "$BIN/pibot" -runs "$RUNS" -idle 2s

@@ -39,6 +39,8 @@ type sample struct {
 	readyz    time.Duration // exec → first 200 from /readyz
 	web       time.Duration // exec → first 200 from the web chat's /api/events
 	rssKB     int64         // VmRSS after the idle pause
+	anonKB    int64         // RssAnon: heap, stacks, runtime
+	fileKB    int64         // RssFile: the binary's mapped pages
 }
 
 func main() {
@@ -62,8 +64,8 @@ func main() {
 			fmt.Fprintf(os.Stderr, "serveprobe: run %d: %v\n", i+1, err)
 			os.Exit(1)
 		}
-		fmt.Printf("run %d: ready line %6.1f ms  /readyz %6.1f ms  web chat %6.1f ms  idle VmRSS %5.1f MB\n",
-			i+1, msec(s.readyLine), msec(s.readyz), msec(s.web), mb(s.rssKB))
+		fmt.Printf("run %d: ready line %6.1f ms  /readyz %6.1f ms  web chat %6.1f ms  idle VmRSS %5.1f MB (anon %4.1f, file %4.1f)\n",
+			i+1, msec(s.readyLine), msec(s.readyz), msec(s.web), mb(s.rssKB), mb(s.anonKB), mb(s.fileKB))
 		all = append(all, s)
 	}
 	line := median(all, func(s sample) float64 { return msec(s.readyLine) })
@@ -160,7 +162,7 @@ func probe(bin string, idle time.Duration) (sample, error) {
 		return s, errors.New("no \"pibot ready\" line on stdout")
 	}
 	time.Sleep(idle)
-	if s.rssKB, err = vmRSS(cmd.Process.Pid); err != nil {
+	if s.rssKB, s.anonKB, s.fileKB, err = vmRSS(cmd.Process.Pid); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -206,20 +208,26 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// vmRSS reads the resident set size of pid in KiB.
-func vmRSS(pid int) (int64, error) {
+// vmRSS reads VmRSS, RssAnon and RssFile (KB) from /proc/PID/status.
+func vmRSS(pid int) (rss, anon, file int64, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, 0, err
 	}
+	fields := map[string]*int64{"VmRSS:": &rss, "RssAnon:": &anon, "RssFile:": &file}
+	found := false
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 0 {
-				break
-			}
-			return strconv.ParseInt(f[0], 10, 64)
+		f := strings.Fields(line)
+		if len(f) < 2 || fields[f[0]] == nil {
+			continue
 		}
+		if *fields[f[0]], err = strconv.ParseInt(f[1], 10, 64); err != nil {
+			return 0, 0, 0, err
+		}
+		found = found || f[0] == "VmRSS:"
 	}
-	return 0, errors.New("no VmRSS in /proc status")
+	if !found {
+		return 0, 0, 0, errors.New("no VmRSS in /proc status")
+	}
+	return rss, anon, file, nil
 }
