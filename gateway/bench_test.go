@@ -247,7 +247,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // First every conversation starts: its first message, at a random point
 // of 500 ms, creates its session (the cold start, not part of the timed
 // ops). Then the conversations go on concurrently: each starts again at a
-// random point of 500 ms, and after each reply has streamed its user
+// random point of the first 500 ms (or 10 s, see below), and after each
+// reply has streamed its user
 // thinks before the next message, so the arrivals are spread the way many
 // concurrent users spread them.
 //
@@ -260,9 +261,12 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 //
 // The think time is 100–500 ms unless the name says otherwise: a stress
 // pace (1,000 conversations then send about 1,600 messages and stream
-// about 26,000 tokens a second). think=2-10s is closer to people typing.
+// about 26,000 tokens a second), with every conversation going on within
+// the first 500 ms. think=2-10s is closer to people typing: the
+// conversations go on at random points of the first 10 s, as people who
+// are already chatting do.
 func BenchmarkConcurrentConversations(b *testing.B) {
-	stress := benchPace{min: 100 * time.Millisecond, span: 400 * time.Millisecond}
+	stress := benchPace{start: 500 * time.Millisecond, min: 100 * time.Millisecond, span: 400 * time.Millisecond}
 	for _, tc := range []struct {
 		name  string
 		convs int
@@ -271,15 +275,16 @@ func BenchmarkConcurrentConversations(b *testing.B) {
 		{"convs=1", 1, stress},
 		{"convs=100", 100, stress},
 		{"convs=1000", benchConversations, stress},
-		{"convs=1000,think=2-10s", benchConversations, benchPace{min: 2 * time.Second, span: 8 * time.Second}},
+		{"convs=1000,think=2-10s", benchConversations, benchPace{start: 10 * time.Second, min: 2 * time.Second, span: 8 * time.Second}},
 	} {
 		b.Run(tc.name, func(b *testing.B) { benchConversationsN(b, tc.convs, tc.pace) })
 	}
 }
 
 // benchPace is how long a simulated user thinks between a reply and the
-// next message: min plus a random part of span.
-type benchPace struct{ min, span time.Duration }
+// next message: min plus a random part of span. In the timed part each
+// conversation starts at a random point of start.
+type benchPace struct{ start, min, span time.Duration }
 
 // benchConversation is one simulated user of the conversation benchmark.
 type benchConversation struct {
@@ -368,7 +373,7 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace) {
 	b.ResetTimer()
 	cpu0, tok0 := cpuTime(b), model.tokens.Load()
 	each(func(c *benchConversation) {
-		c.pause(0, 500*time.Millisecond)
+		c.pause(0, think.start)
 		for {
 			n := int(next.Add(1))
 			if n > b.N {
