@@ -60,7 +60,7 @@ func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 }
 
 // appendEntry indexes e, queues its line for the file and asks the group
-// flusher for a flush. It never waits for the disk.
+// commit for a flush. It never waits for the disk.
 func (s *Session) appendEntry(e Entry) (Entry, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()

@@ -15,10 +15,10 @@ import (
 type SyncPolicy int
 
 const (
-	// SyncAlways fdatasyncs before Append returns (user messages).
+	// SyncAlways flushes before Append returns.
 	SyncAlways SyncPolicy = iota
-	// SyncGrouped returns at once; a background flusher syncs within
-	// GroupWindow (group commit). Flush forces it.
+	// SyncGrouped returns at once; the group commit flushes within
+	// GroupWindow. Flush forces it.
 	SyncGrouped
 )
 
@@ -39,7 +39,7 @@ type Options struct {
 	GroupWindow time.Duration
 	// DeferCreate makes Create do no I/O: the file is created, with
 	// everything appended until then, by the first Flush (the group
-	// flusher runs one within GroupWindow; Close runs one). Until then a
+	// commit runs one within GroupWindow; Close runs one). Until then a
 	// crash leaves no file, so the caller keeps what it appends durable
 	// elsewhere (the gateway's inbox holds the user's message).
 	DeferCreate bool

@@ -72,7 +72,7 @@ func testDeferredGroup(t *testing.T, st session.Storage, dir string) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the group flusher never created the deferred file")
+			t.Fatal("the group commit never created the deferred file")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
