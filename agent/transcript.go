@@ -69,14 +69,13 @@ func RepairTranscript(msgs []llm.Message) []llm.Message {
 // transcript builds RepairTranscript's output copy-on-write: while every
 // message so far is kept in order, nothing is copied.
 type transcript struct {
-	in   []llm.Message
-	n    int           // leading messages of in kept so far, while out is nil
-	out  []llm.Message // the output once it differs from in
-	diff bool
+	in  []llm.Message
+	n   int           // leading messages of in kept so far, while out is nil
+	out []llm.Message // the output once it differs from in
 }
 
 func (t *transcript) keep(i int) {
-	if !t.diff {
+	if t.out == nil {
 		t.n = i + 1
 		return
 	}
@@ -92,14 +91,13 @@ func (t *transcript) drop() { t.differ() }
 
 // differ starts the copy with the messages kept so far.
 func (t *transcript) differ() {
-	if !t.diff {
-		t.diff = true
-		t.out = append(make([]llm.Message, 0, len(t.in)), t.in[:t.n]...)
+	if t.out == nil {
+		t.out = append(make([]llm.Message, 0, len(t.in)+1), t.in[:t.n]...)
 	}
 }
 
 func (t *transcript) result() []llm.Message {
-	if !t.diff {
+	if t.out == nil {
 		return t.in[:t.n]
 	}
 	return t.out

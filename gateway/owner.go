@@ -343,13 +343,19 @@ func (o *owner) headLocked(key string) string {
 // e is durable; the owner is not locked while the disk works.
 func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
 	out, err := o.appendLocked(loc, e)
-	if err == nil && sync == session.SyncAlways {
-		err = o.sess.Flush()
-	}
-	if err != nil {
+	if err = o.settle(err, sync); err != nil {
 		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
 	}
 	return out, nil
+}
+
+// settle flushes the session after a successful change when sync asks
+// for it, outside the owner's lock.
+func (o *owner) settle(err error, sync session.SyncPolicy) error {
+	if err == nil && sync == session.SyncAlways {
+		err = o.sess.Flush()
+	}
+	return err
 }
 
 func (o *owner) appendLocked(loc *location, e session.Entry) (session.Entry, error) {
@@ -376,11 +382,7 @@ func (o *owner) appendLocked(loc *location, e session.Entry) (session.Entry, err
 // returns once the move is durable; a move for an inbound message is
 // grouped (the inbox holds the message until its run is flushed).
 func (o *owner) moveHead(loc *location, target string, sync session.SyncPolicy) error {
-	err := o.moveHeadLocked(loc, target)
-	if err == nil && sync == session.SyncAlways {
-		err = o.sess.Flush()
-	}
-	if err != nil {
+	if err := o.settle(o.moveHeadLocked(loc, target), sync); err != nil {
 		return fmt.Errorf("gateway: move head: %w", err)
 	}
 	return nil
