@@ -73,7 +73,19 @@ type InboundKind int
 const (
 	KindMessage InboundKind = iota // a chat message (may carry a command)
 	KindAction                     // a button press
+	// KindMoved is a platform event: the conversation moved to a new
+	// location (a Telegram group that became a supergroup); Moved is set.
+	// Only an adapter produces it, from the platform's own service data,
+	// never from anything a user typed: no text or command maps to it.
+	KindMoved
 )
+
+// Move says where a conversation went: every location of From (and its
+// threads) now lives at To.
+type Move struct {
+	From ConvRef
+	To   ConvRef
+}
 
 // Command is a parsed "/name args" (or a platform's native command).
 type Command struct {
@@ -118,7 +130,9 @@ type Inbound struct {
 	// Command is set when the text is a command.
 	Command *Command
 	Action  *Action
-	Files   []FileRef
+	// Moved is set on KindMoved events only.
+	Moved *Move
+	Files []FileRef
 	// DedupKey identifies the platform event across redeliveries.
 	DedupKey string
 	Time     time.Time

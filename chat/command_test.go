@@ -18,6 +18,9 @@ func TestParseCommand(t *testing.T) {
 		{"hello", "", nil},
 		{"/", "", nil},
 		{"/bad!name", "", nil},
+		// The old migration command is text like any other: a command the
+		// gateway does not know, never a platform event.
+		{"/__migrate -1009999", "", &Command{Name: "__migrate", Args: "-1009999"}},
 	}
 	for _, tt := range tests {
 		got := ParseCommand(tt.text, tt.bot)

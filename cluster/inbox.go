@@ -21,45 +21,59 @@ import (
 type InboxItem struct {
 	ID   string          `json:"id"`
 	Data json.RawMessage `json:"data"`
+	// Crashes counts the processes that started handling the item and
+	// crashed before it was done (see Inbox).
+	Crashes int `json:"crashes,omitempty"`
 }
 
+// inboxRecord is one line of the inbox file.
 type inboxRecord struct {
-	Op   string          `json:"op"` // add | ack
-	ID   string          `json:"id"`
-	Data json.RawMessage `json:"data,omitempty"`
+	// Op is add (accepted by this process), keep (carried over by the
+	// compaction at open), try (a replay begins), ack, quarantine, held (a
+	// quarantined item carried over) or clean (the process closed the
+	// inbox: nothing it handled crashed it).
+	Op      string          `json:"op"`
+	ID      string          `json:"id,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
+	Crashes int             `json:"crashes,omitempty"`
 }
 
 // Inbox is the embedded durable inbox: an fsynced JSONL log of accepted
 // messages and their acknowledgements. A message is durable once Add
 // returns; after a crash, Pending lists what was accepted but not applied.
+//
+// It counts crashes per item: an item the last process accepted (add) or
+// began to replay (Attempt) and did not acknowledge, when that process
+// ended without Close, was in flight during a crash. A crash that took
+// the process down before it touched an item does not count against it.
+// Quarantine sets an item aside for good: it is kept in the file, never
+// pending again.
 type Inbox struct {
-	mu      sync.Mutex
-	path    string
-	f       *groupsync.File // concurrent Adds share one fsync
-	pending map[string]json.RawMessage
-	order   []string
+	mu          sync.Mutex
+	path        string
+	f           *groupsync.File // concurrent Adds share one fsync
+	pending     map[string]*InboxItem
+	order       []string
+	quarantined []InboxItem
 }
 
 // OpenInbox opens (or creates) the inbox at path and compacts it to the
-// pending items. A torn last line is dropped.
+// pending and quarantined items, counting the crash of the last process
+// if it did not close the inbox. A torn last line is dropped.
 func OpenInbox(path string) (*Inbox, error) {
-	ib := &Inbox{path: path, pending: map[string]json.RawMessage{}}
+	ib := &Inbox{path: path, pending: map[string]*InboxItem{}}
+	handled := map[string]bool{} // touched by the last process
+	clean := true
 	if b, err := os.ReadFile(path); err == nil {
+		clean = len(b) == 0
 		r := bufio.NewReader(bytes.NewReader(b))
 		for {
 			line, err := r.ReadBytes('\n')
 			if len(line) > 0 && line[len(line)-1] == '\n' {
 				var rec inboxRecord
 				if json.Unmarshal(line, &rec) == nil {
-					switch rec.Op {
-					case "add":
-						if _, ok := ib.pending[rec.ID]; !ok {
-							ib.order = append(ib.order, rec.ID)
-						}
-						ib.pending[rec.ID] = rec.Data
-					case "ack":
-						delete(ib.pending, rec.ID)
-					}
+					clean = rec.Op == "clean"
+					ib.apply(rec, handled)
 				}
 			}
 			if err == io.EOF {
@@ -73,16 +87,28 @@ func OpenInbox(path string) (*Inbox, error) {
 		return nil, fmt.Errorf("cluster: inbox: %w", err)
 	}
 	var buf bytes.Buffer
+	write := func(rec inboxRecord) {
+		line, _ := json.Marshal(rec)
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	for _, q := range ib.quarantined {
+		write(inboxRecord{Op: "held", ID: q.ID, Data: q.Data, Crashes: q.Crashes})
+	}
 	var order []string
 	for _, id := range ib.order {
-		if d, ok := ib.pending[id]; ok {
-			order = append(order, id)
-			line, _ := json.Marshal(inboxRecord{Op: "add", ID: id, Data: d})
-			buf.Write(line)
-			buf.WriteByte('\n')
+		it, ok := ib.pending[id]
+		if !ok {
+			continue
 		}
+		if !clean && handled[id] {
+			it.Crashes++
+		}
+		order = append(order, id)
+		write(inboxRecord{Op: "keep", ID: id, Data: it.Data, Crashes: it.Crashes})
 	}
 	ib.order = order
+	// The crash counts are durable before anything is replayed.
 	if err := atomicfile.Write(path, buf.Bytes()); err != nil {
 		return nil, fmt.Errorf("cluster: inbox compact: %w", err)
 	}
@@ -92,6 +118,30 @@ func OpenInbox(path string) (*Inbox, error) {
 	}
 	ib.f = groupsync.New(f)
 	return ib, nil
+}
+
+// apply replays one record of the file into ib. handled collects the items
+// the process that wrote the records touched.
+func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
+	switch rec.Op {
+	case "add", "keep":
+		if _, ok := ib.pending[rec.ID]; !ok {
+			ib.order = append(ib.order, rec.ID)
+		}
+		ib.pending[rec.ID] = &InboxItem{ID: rec.ID, Data: rec.Data, Crashes: rec.Crashes}
+		handled[rec.ID] = rec.Op == "add"
+	case "try":
+		handled[rec.ID] = true
+	case "ack":
+		delete(ib.pending, rec.ID)
+	case "quarantine":
+		if it, ok := ib.pending[rec.ID]; ok {
+			delete(ib.pending, rec.ID)
+			ib.quarantined = append(ib.quarantined, *it)
+		}
+	case "held":
+		ib.quarantined = append(ib.quarantined, InboxItem{ID: rec.ID, Data: rec.Data, Crashes: rec.Crashes})
+	}
 }
 
 // Add stores data durably (fsync) and returns its id.
@@ -109,7 +159,8 @@ func (ib *Inbox) Add(ctx context.Context, data []byte) (string, error) {
 // Begin stores data and returns its id at once, with a function that
 // waits until it is durable: the caller may start processing while the
 // fsync runs, but must not acknowledge the message before durable returns
-// nil. Concurrent callers share fsyncs.
+// nil. Concurrent callers share fsyncs. While the file cannot be written
+// (a full disk) Begin fails at once.
 func (ib *Inbox) Begin(_ context.Context, data []byte) (id string, durable func() error, err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
@@ -123,7 +174,7 @@ func (ib *Inbox) Begin(_ context.Context, data []byte) (id string, durable func(
 		return "", nil, fmt.Errorf("cluster: inbox add: %w", err)
 	}
 	ib.mu.Lock()
-	ib.pending[id] = append(json.RawMessage(nil), data...)
+	ib.pending[id] = &InboxItem{ID: id, Data: append(json.RawMessage(nil), data...)}
 	ib.order = append(ib.order, id)
 	ib.mu.Unlock()
 	return id, func() error {
@@ -132,6 +183,52 @@ func (ib *Inbox) Begin(_ context.Context, data []byte) (id string, durable func(
 		}
 		return nil
 	}, nil
+}
+
+// Attempt records durably that this process begins to handle the items
+// ids (a replay): if it crashes before acknowledging them, that crash
+// counts against them.
+func (ib *Inbox) Attempt(_ context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var buf []byte
+	for _, id := range ids {
+		line, _ := json.Marshal(inboxRecord{Op: "try", ID: id})
+		buf = append(append(buf, line...), '\n')
+	}
+	if err := ib.f.WriteSync(buf); err != nil {
+		return fmt.Errorf("cluster: inbox attempt: %w", err)
+	}
+	return nil
+}
+
+// Quarantine sets the pending item id aside durably: it stays in the file
+// (Quarantined lists it) and is never pending again.
+func (ib *Inbox) Quarantine(_ context.Context, id string) error {
+	ib.mu.Lock()
+	it, ok := ib.pending[id]
+	ib.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	line, _ := json.Marshal(inboxRecord{Op: "quarantine", ID: id})
+	if err := ib.f.WriteSync(append(line, '\n')); err != nil {
+		return fmt.Errorf("cluster: inbox quarantine: %w", err)
+	}
+	if ib.forget(id) {
+		ib.mu.Lock()
+		ib.quarantined = append(ib.quarantined, *it)
+		ib.mu.Unlock()
+	}
+	return nil
+}
+
+// Quarantined returns the items set aside, oldest first.
+func (ib *Inbox) Quarantined() []InboxItem {
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	return append([]InboxItem(nil), ib.quarantined...)
 }
 
 // Ack marks id applied. A lost ack only causes a redelivery, which the
@@ -178,8 +275,8 @@ func (ib *Inbox) Pending() []InboxItem {
 	defer ib.mu.Unlock()
 	var out []InboxItem
 	for _, id := range ib.order {
-		if d, ok := ib.pending[id]; ok {
-			out = append(out, InboxItem{ID: id, Data: d})
+		if it, ok := ib.pending[id]; ok {
+			out = append(out, *it)
 		}
 	}
 	return out
@@ -192,5 +289,20 @@ func (ib *Inbox) Len() int {
 	return len(ib.pending)
 }
 
-// Close closes the file.
-func (ib *Inbox) Close() error { return ib.f.Close() }
+// Sync makes every write so far durable. After a failed write (a full
+// disk) it tries to recover the file, so it doubles as a health probe:
+// nil means the inbox can take messages again.
+func (ib *Inbox) Sync() error {
+	if err := ib.f.Sync(); err != nil {
+		return fmt.Errorf("cluster: inbox: %w", err)
+	}
+	return nil
+}
+
+// Close records a clean stop (the items still pending did not crash this
+// process) and closes the file.
+func (ib *Inbox) Close() error {
+	line, _ := json.Marshal(inboxRecord{Op: "clean"})
+	err := ib.f.Write(append(line, '\n'))
+	return errors.Join(err, ib.f.Close())
+}

@@ -24,6 +24,10 @@ type Config struct {
 	Adapter Adapters `yaml:"adapters"`
 	// Providers maps a provider name to its settings.
 	Providers map[string]Provider `yaml:"providers"`
+	// File is the file this configuration was read from, "" for the
+	// defaults. It is not a key of the file: the loader sets it, so that
+	// tools can be kept away from it.
+	File string `yaml:"-"`
 }
 
 // Log configures logging.
@@ -35,6 +39,10 @@ type Log struct {
 // HTTP configures the shared listener (web chat, webhooks, health, metrics).
 type HTTP struct {
 	Listen string `yaml:"listen"`
+	// MetricsToken is the bearer token /metrics asks for when Listen is
+	// not a loopback address (without one, /metrics is off there).
+	MetricsToken     string `yaml:"metrics_token"`
+	MetricsTokenFile string `yaml:"metrics_token_file"`
 }
 
 // Cluster configures cluster mode.
@@ -64,6 +72,8 @@ type Agent struct {
 	IdleEvict        Duration   `yaml:"idle_evict"`
 	ToolTimeout      Duration   `yaml:"tool_timeout"`
 	Fallbacks        []string   `yaml:"fallbacks"`
+	// Limits are the resource limits of every bash call.
+	Limits Limits `yaml:"limits"`
 }
 
 // Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.
@@ -165,9 +175,35 @@ type Provider struct {
 	Headers    map[string]string `yaml:"headers"`
 	Compat     map[string]any    `yaml:"compat"`
 	Models     []Model           `yaml:"models"`
+	// Timeouts bound every call to this provider.
+	Timeouts ProviderTimeouts `yaml:"timeouts"`
 	// Script is what a faux provider answers, one turn per model call,
 	// then it echoes. Only for api: faux.
 	Script []FauxTurn `yaml:"script"`
+}
+
+// ProviderTimeouts bound the phases of a model call; zero means the
+// default (connect 30s, first_byte 10m, idle 5m).
+type ProviderTimeouts struct {
+	// Connect bounds DNS, TCP and TLS until a connection is ready.
+	Connect Duration `yaml:"connect"`
+	// FirstByte bounds the wait from sending the request to the first
+	// stream event: a reasoning model may think this long before it
+	// sends anything.
+	FirstByte Duration `yaml:"first_byte"`
+	// Idle bounds the silence between two stream events.
+	Idle Duration `yaml:"idle"`
+}
+
+func (t ProviderTimeouts) validate(key string, bad func(key, format string, args ...any)) {
+	for _, f := range []struct {
+		name string
+		d    Duration
+	}{{"connect", t.Connect}, {"first_byte", t.FirstByte}, {"idle", t.Idle}} {
+		if f.d < 0 {
+			bad(key+"."+f.name, "must not be negative (0 or unset: the default)")
+		}
+	}
 }
 
 // FauxTurn is one scripted answer of a faux model.
@@ -220,12 +256,12 @@ func Default() Config {
 		HTTP:    HTTP{Listen: "127.0.0.1:8080"},
 		Agent: Agent{
 			Thinking:  "off",
-			Workspace: ".",
+			Workspace: "./pibot-workspace",
 			Sandbox:   "auto",
 			Tools:     []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"},
 			Approvals: Approvals{
 				DM:      map[string]string{},
-				Group:   map[string]string{"bash": "ask", "write": "ask", "edit": "ask"},
+				Group:   map[string]string{"bash": "ask", "write": "ask", "edit": "ask", "attach": "ask"},
 				Timeout: Duration(10 * time.Minute),
 			},
 			Queue:      Queue{Mode: "steer", Collect: Collect{Debounce: Duration(500 * time.Millisecond), Cap: 20, Drop: "old"}},
@@ -233,6 +269,7 @@ func Default() Config {
 			Compaction: Compaction{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000},
 			Retry:      Retry{Enabled: true, MaxRetries: 3, BaseDelay: Duration(2 * time.Second)},
 			IdleEvict:  Duration(10 * time.Minute),
+			Limits:     DefaultLimits(),
 		},
 		Access: Access{DMPolicy: "pairing"},
 	}

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,21 +103,26 @@ func expand(n *yaml.Node, getenv func(string) string, missing *[]string) {
 	}
 }
 
-// checkKeys rejects mapping keys that have no field in t, naming the key.
+// checkKeys rejects mapping keys that have no field in t and values that
+// do not decode into their field's type, naming the key: a decode error of
+// the whole document gives only a line.
 func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return checkLeaf(n, t, path)
+	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if t == reflect.TypeOf(Duration(0)) {
-			return nil
-		}
 		if n.Kind != yaml.MappingNode {
-			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-				return nil
-			}
-			return &Error{Key: trimDot(path), Line: n.Line, Msg: "expected a mapping"}
+			return &Error{Key: trimDot(path), Line: n.Line, Msg: "expected a mapping of keys, got " + describe(n)}
 		}
 		fields := map[string]reflect.Type{}
 		for i := 0; i < t.NumField(); i++ {
@@ -135,7 +143,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			return nil
+			return &Error{Key: trimDot(path), Line: n.Line, Msg: "expected a mapping, got " + describe(n)}
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if err := checkKeys(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
@@ -144,35 +152,106 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			return nil
+			return &Error{Key: trimDot(path), Line: n.Line, Msg: "expected a list, got " + describe(n)}
 		}
 		for i, c := range n.Content {
 			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
+	case reflect.Interface:
+		// Free-form (compat): checked by its consumer.
+	default:
+		return checkLeaf(n, t, path)
 	}
 	return nil
 }
 
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// checkLeaf decodes a single value into a fresh t.
+func checkLeaf(n *yaml.Node, t reflect.Type, path string) error {
+	if n.Kind != yaml.ScalarNode {
+		return &Error{Key: trimDot(path), Line: n.Line, Msg: "expected " + want(t) + ", got " + describe(n)}
+	}
+	err := n.Decode(reflect.New(t).Interface())
+	if err == nil {
+		return nil
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return &Error{Key: trimDot(path), Line: n.Line, Msg: fmt.Sprintf("%q is not %s", n.Value, want(t))}
+	}
+	return &Error{Key: trimDot(path), Line: n.Line, Msg: linePrefix.ReplaceAllString(err.Error(), "")}
+}
+
+// linePrefix is the "line N: " the YAML decoder and the Unmarshalers put
+// in front of a message; Error carries the line itself.
+var linePrefix = regexp.MustCompile(`^(yaml: )?line \d+: `)
+
+// want describes what a value of type t looks like.
+func want(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	}
+	return "a single value"
+}
+
+// describe names the kind of node n for an error.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
 func trimDot(s string) string { return strings.TrimPrefix(s, ".") }
 
-// UnmarshalYAML reads "500ms", "10m" or a number of seconds.
+// UnmarshalYAML reads Go duration syntax ("500ms", "10m", "1h30m") or a
+// plain number of seconds ("90", "1.5"); anything else, such as
+// "3 minutes", is an error rather than a guess.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
 	if err := n.Decode(&s); err != nil {
 		return err
 	}
-	if v, err := time.ParseDuration(s); err == nil {
-		*d = Duration(v)
-		return nil
+	v, err := ParseDuration(s)
+	if err != nil {
+		return err
 	}
-	var secs float64
-	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil {
-		*d = Duration(secs * float64(time.Second))
-		return nil
+	*d = Duration(v)
+	return nil
+}
+
+// ParseDuration reads Go duration syntax or a plain number of seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(s)
+	if v, err := time.ParseDuration(t); err == nil {
+		return v, nil
 	}
-	return fmt.Errorf("line %d: %q is not a duration (e.g. 500ms, 10m)", n.Line, s)
+	if secs, err := strconv.ParseFloat(t, 64); err == nil && isPlainNumber(t) &&
+		math.Abs(secs) < float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%q is not a duration: write a number with a unit, such as 500ms, 90s, 10m or 1h30m (a plain number means seconds)", s)
+}
+
+// isPlainNumber reports whether s is digits with an optional sign and
+// decimal point (no exponent, hex, Inf or NaN).
+func isPlainNumber(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	return s != "" && strings.Trim(s, "0123456789.") == "" && strings.Count(s, ".") <= 1 && s != "."
 }
 
 // MarshalYAML writes the duration as text.

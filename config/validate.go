@@ -42,7 +42,7 @@ func (c Config) Validate() error {
 	if a.Queue.Collect.Cap < 1 {
 		bad("agent.queue.collect.cap", "must be at least 1")
 	}
-	known := []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"}
+	known := ToolNames()
 	for i, t := range a.Tools {
 		if !slices.Contains(known, t) {
 			bad(fmt.Sprintf("agent.tools[%d]", i), "unknown tool %q (known: %s)", t, strings.Join(known, ", "))
@@ -50,12 +50,17 @@ func (c Config) Validate() error {
 	}
 	for scope, m := range map[string]map[string]string{"dm": a.Approvals.DM, "group": a.Approvals.Group} {
 		for tool, p := range m {
+			if tool != "*" && !slices.Contains(known, tool) {
+				bad("agent.approvals."+scope+"."+tool, "unknown tool %q (known: %s, or * for every tool)", tool, strings.Join(known, ", "))
+				continue
+			}
 			oneOf("agent.approvals."+scope+"."+tool, p, "allow", "ask", "deny")
 		}
 	}
 	if a.Compaction.ReserveTokens < 0 || a.Compaction.KeepRecentTokens < 0 {
 		bad("agent.compaction", "token counts must not be negative")
 	}
+	a.Limits.validate(bad)
 	if a.Retry.MaxRetries < 0 {
 		bad("agent.retry.max_retries", "must not be negative")
 	}
@@ -94,6 +99,7 @@ func (c Config) Validate() error {
 			bad(key, "provider names must not contain /")
 		}
 		oneOf(key+".api", p.API, "openai-completions", "openai-responses", "anthropic-messages", "faux")
+		p.Timeouts.validate(key+".timeouts", bad)
 		if len(p.Script) > 0 && p.API != "faux" {
 			bad(key+".script", "only a faux provider can be scripted")
 		}
@@ -118,6 +124,13 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ToolNames returns the names of pibot's tools, the names agent.tools
+// and agent.approvals accept (a test in cmd/pibot keeps the list equal to
+// the tools package's set).
+func ToolNames() []string {
+	return []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"}
 }
 
 // WebEnabled reports whether the web chat is on (default true).

@@ -327,9 +327,9 @@ func crashInboxPending(t *testing.T, data string) int {
 			continue
 		}
 		switch rec.Op {
-		case "add":
+		case "add", "keep": // keep: carried over from an earlier process
 			pending[rec.ID] = true
-		case "ack":
+		case "ack", "quarantine":
 			delete(pending, rec.ID)
 		}
 	}

@@ -87,7 +87,7 @@ func TestRedeliveryAfterCrashIsNotAppliedTwice(t *testing.T) {
 	h := newHarness(t, []faux.Turn{faux.Text("answered once")})
 	h.send("hello", dedup("upd-1"))
 	h.waitText(dmConv, "answered once")
-	h.waitFor("delivered", func() bool { return len(deliveries(h)) == 1 })
+	h.waitFor("delivered", func() bool { return len(deliveries(h)) == 1 && h.inbox.Len() == 0 })
 	// The process restarts before the platform confirmed the event: the
 	// platform delivers it again; memory dedupe is gone, the session knows.
 	h.restart()

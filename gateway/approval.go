@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -40,9 +39,11 @@ type approval struct {
 	Tool      string          `json:"tool"`
 	Args      json.RawMessage `json:"args"`
 	Requester string          `json:"requester"`
-	State     string          `json:"state"` // pending | allowed | denied
-	By        string          `json:"by,omitempty"`
-	Scope     string          `json:"scope,omitempty"` // once | session
+	// Outside: the call would touch a path outside the workspace.
+	Outside bool   `json:"outside,omitempty"`
+	State   string `json:"state"` // pending | allowed | denied
+	By      string `json:"by,omitempty"`
+	Scope   string `json:"scope,omitempty"` // once | session
 
 	path    string
 	loc     *location
@@ -80,31 +81,39 @@ func (g *Gateway) policy(loc *location, tool string) string {
 	return "allow"
 }
 
-// beforeToolCall is the agent hook that applies the approval policy.
+// beforeToolCall is the agent hook that applies the approval policy. In
+// groups a call that would touch a path outside the workspace asks even
+// when its tool's policy is allow (a denied tool stays denied).
 func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
 	g, loc := r.o.g, r.loc
+	paths, outside := g.toolPaths(loc, c)
 	switch g.policy(loc, c.Name) {
 	case "deny":
 		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}, nil
 	case "ask":
 	default:
-		return agent.Decision{}, nil
+		if !outside {
+			return agent.Decision{}, nil
+		}
 	}
+	requester := r.requester()
+	key := allowKey(requester, c.Name, outside)
 	r.o.mu.Lock()
-	ok := loc.allowed[c.Name]
+	ok := loc.allowed[key] || !outside && loc.allowed[allowKey(requester, c.Name, true)]
 	r.o.mu.Unlock()
 	if ok {
 		return agent.Decision{}, nil
 	}
-	requester := r.requester()
-	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, State: "pending", path: r.o.path, loc: loc, decided: make(chan string, 1)}
+	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, Outside: outside, State: "pending", path: r.o.path, loc: loc, decided: make(chan string, 1)}
 	if err := r.o.recordApproval(loc, ap); err != nil {
-		return agent.Decision{Block: true, Reason: "approval could not be recorded: " + err.Error()}, nil
+		g.log.Error("record approval", "err", err)
+		return agent.Decision{Block: true, Reason: "The approval could not be recorded, so the call was not made."}, nil
 	}
 	g.approval.add(ap)
 	defer g.approval.remove(ap.ID)
-	if err := g.approval.ask(ctx, ap); err != nil {
-		return agent.Decision{Block: true, Reason: "approval could not be requested: " + err.Error()}, nil
+	if err := g.approval.ask(ctx, ap, g.approvalText(ap, paths)); err != nil {
+		g.log.Error("ask for approval", "err", err)
+		return agent.Decision{Block: true, Reason: "The approval could not be requested, so the call was not made."}, nil
 	}
 	r.ctl.Status("waiting for approval of " + c.Name)
 	defer r.ctl.Status("")
@@ -136,10 +145,39 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 	}
 	if d == decideSession {
 		r.o.mu.Lock()
-		loc.allowed[c.Name] = true
+		loc.allowed[key] = true
 		r.o.mu.Unlock()
 	}
 	return agent.Decision{}, nil
+}
+
+// toolPaths returns the paths call c would touch and whether, in a group,
+// one of them is outside the workspace (arguments that cannot be read
+// count as outside: the call is asked about rather than trusted).
+func (g *Gateway) toolPaths(loc *location, c agent.ToolCall) ([]ToolPath, bool) {
+	if g.cfg.ToolPaths == nil {
+		return nil, false
+	}
+	paths, err := g.cfg.ToolPaths(c.Name, c.Args)
+	if loc.conv.DM || g.cfg.WorkspaceOnly {
+		return paths, false
+	}
+	outside := err != nil
+	for _, p := range paths {
+		outside = outside || !p.Inside
+	}
+	return paths, outside
+}
+
+// allowKey is the key of an "Allow for this session" grant: it lets that
+// requester's later calls of that tool through, and no one else's; a grant
+// for paths outside the workspace covers the inside too, not the reverse.
+func allowKey(requester, tool string, outside bool) string {
+	k := requester + "\x00" + tool
+	if outside {
+		k += "\x00outside"
+	}
+	return k
 }
 
 func (r *run) requester() string {
@@ -193,13 +231,12 @@ func (a *approvals) get(id string) *approval {
 	return a.pending[id]
 }
 
-// ask posts the approval message with its three buttons.
-func (a *approvals) ask(ctx context.Context, ap *approval) error {
+// ask posts the approval message md with its three buttons.
+func (a *approvals) ask(ctx context.Context, ap *approval, md string) error {
 	ad := a.g.adapters[ap.loc.conv.Platform]
 	if ad == nil {
 		return fmt.Errorf("no adapter for %s", ap.loc.conv.Platform)
 	}
-	md := fmt.Sprintf("🔐 **Approve `%s`?**\n\n```\n%s\n```", ap.Tool, argsPreview(ap.Args))
 	out := chat.Out{Markdown: md, Buttons: [][]chat.Button{{
 		{ID: "ap:" + ap.ID + ":" + decideOnce, Label: "Allow once", Style: chat.StylePrimary},
 		{ID: "ap:" + ap.ID + ":" + decideSession, Label: "Allow for this session"},
@@ -223,27 +260,6 @@ func (a *approvals) claim(id string) bool {
 	_, ok := a.pending[id]
 	delete(a.pending, id)
 	return ok
-}
-
-func argsPreview(args json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(args, &m) == nil {
-		if c, ok := m["command"].(string); ok {
-			return truncate(c, 1500)
-		}
-	}
-	var buf bytes.Buffer
-	if json.Indent(&buf, args, "", "  ") != nil {
-		return truncate(string(args), 1500)
-	}
-	return truncate(buf.String(), 1500)
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // finish records the decision and replaces the buttons with its outcome.
@@ -281,7 +297,7 @@ func decisionText(ap *approval) string {
 	case ap.State == "denied":
 		return fmt.Sprintf("❌ `%s` denied by %s.", ap.Tool, who)
 	case ap.Scope == "session":
-		return fmt.Sprintf("✅ `%s` allowed for this session by %s.", ap.Tool, who)
+		return fmt.Sprintf("✅ `%s` allowed for this session by %s, for the calls of the person who asked.", ap.Tool, who)
 	default:
 		return fmt.Sprintf("✅ `%s` allowed once by %s.", ap.Tool, who)
 	}

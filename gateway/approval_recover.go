@@ -20,8 +20,8 @@ func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) (st
 	if ap == nil {
 		return g.decideRecovered(ctx, in, id, d)
 	}
-	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-		return "Only the person who asked, or an owner, can decide.", nil
+	if refusal := g.mayDecide(in, ap, d); refusal != "" {
+		return refusal, nil
 	}
 	if !g.approval.claim(id) {
 		return "Already decided.", nil
@@ -31,6 +31,21 @@ func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) (st
 		g.approval.finish(ctx, ap, d)
 		ap.decided <- d
 	}
+}
+
+// mayDecide says why in's sender may not take decision d about ap ("" if
+// they may): the requester or an owner decides, and only an owner may
+// allow a group's call that reaches outside the workspace (the requester
+// can still deny it).
+func (g *Gateway) mayDecide(in chat.Inbound, ap *approval, d string) string {
+	owner := g.access.IsOwner(in.Conv.Platform, in.User.ID)
+	switch {
+	case in.User.ID != ap.Requester && !owner:
+		return "Only the person who asked, or an owner, can decide."
+	case ap.Outside && d != decideDeny && !owner:
+		return "Only an owner can allow access outside the workspace."
+	}
+	return ""
 }
 
 func decisionToast(d string) string {
@@ -65,8 +80,8 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 	if !ok {
 		return "Already decided.", nil
 	}
-	if in.User.ID != ap.Requester && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-		return "Only the person who asked, or an owner, can decide.", nil
+	if refusal := g.mayDecide(in, ap, d); refusal != "" {
+		return refusal, nil
 	}
 	o.mu.Lock()
 	busy := loc.run != nil
@@ -93,7 +108,7 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 		g.approval.finish(ctx, ap, d)
 		if d == decideSession {
 			o.mu.Lock()
-			loc.allowed[ap.Tool] = true
+			loc.allowed[allowKey(ap.Requester, ap.Tool, ap.Outside)] = true
 			o.mu.Unlock()
 		}
 		o.resumeAfterApproval(loc, &pending{item: item, inboxID: id, applied: true}, ap, call, d != decideDeny)

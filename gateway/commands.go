@@ -57,6 +57,7 @@ func helpText() string {
 		fmt.Fprintf(&b, "` — %s\n", c.help)
 	}
 	b.WriteString("\nReply to an earlier message to branch the conversation from there.")
+	b.WriteString("\n\nIn a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking` or `/queue` are for owners; `/stop` is for owners and the person whose request is running.")
 	return b.String()
 }
 
@@ -65,6 +66,14 @@ func helpText() string {
 func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, bool) {
 	c := in.Command
 	say := func(format string, args ...any) { g.reply(ctx, in, fmt.Sprintf(format, args...)) }
+	if c.Name != "start" && !slices.ContainsFunc(commands, func(x command) bool { return x.name == c.Name }) {
+		say("Unknown command `/%s`. Send /help for the list.", c.Name)
+		return "", true
+	}
+	if ownersOnlyInGroup(c) && !in.Conv.DM && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		say("Only an owner of this bot can use `/%s%s` in a group: it changes the conversation for everyone here.", c.Name, argHint(c))
+		return "", true
+	}
 	switch c.Name {
 	case "steer", "followup":
 		if strings.TrimSpace(c.Args) == "" {
@@ -75,17 +84,17 @@ func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, b
 			return modeSteer, false
 		}
 		return modeFollowup, false
-	case migrateCommand:
-		g.migrate(ctx, in)
 	case "help", "start":
 		say("%s", helpText())
 	case "whoami":
 		role := "not allowed"
 		switch {
 		case g.access.IsOwner(in.Conv.Platform, in.User.ID):
-			role = "owner"
-		case g.access.Known(in.Conv.Platform, in.User.ID):
-			role = "allowed user"
+			role = "owner: every command, everywhere"
+		case g.access.Known(in.Conv.Platform, in.User.ID) && in.Conv.DM:
+			role = "allowed user: every command in this chat"
+		case !in.Conv.DM:
+			role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model and /thinking to look, /steer, /followup, and /stop of your own request"
 		}
 		say("You are `%s:%s` (%s), %s.", in.Conv.Platform, in.User.ID, displayName(in.User), role)
 	case "new":
@@ -93,17 +102,13 @@ func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, b
 	case "approve", "deny":
 		g.cmdDecide(ctx, in)
 	default:
-		if !slices.ContainsFunc(commands, func(x command) bool { return x.name == c.Name }) {
-			say("Unknown command `/%s`. Send /help for the list.", c.Name)
-			return "", true
-		}
 		var o *owner
 		var loc *location
 		switch c.Name {
 		case "queue", "model", "thinking":
 			var err error
 			if o, loc, err = g.locate(ctx, in); err != nil {
-				say("⚠️ %v", err)
+				g.failed(ctx, in, "opening this conversation's session", err)
 				return "", true
 			}
 		default:
@@ -116,6 +121,37 @@ func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, b
 		g.locationCommand(ctx, in, o, loc)
 	}
 	return "", true
+}
+
+// ownersOnlyInGroup reports whether c changes a group's shared
+// conversation or settings: in a group only owners may run it (in a DM the
+// user may, it is their own conversation). Looking (/model, /thinking,
+// /queue without an argument or with list) is for everyone.
+func ownersOnlyInGroup(c *chat.Command) bool {
+	arg := strings.TrimSpace(c.Args)
+	switch c.Name {
+	case "new", "compact", "fork":
+		return true
+	case "model", "thinking":
+		return arg != ""
+	case "queue":
+		return arg != "" && arg != "list"
+	}
+	return false
+}
+
+func argHint(c *chat.Command) string {
+	if arg, _, _ := strings.Cut(strings.TrimSpace(c.Args), " "); arg != "" && (c.Name == "queue" || c.Name == "thinking") {
+		return " " + arg
+	}
+	return ""
+}
+
+// failed tells the chat that something went wrong without the details
+// (which can hold server paths) and logs them.
+func (g *Gateway) failed(ctx context.Context, in chat.Inbound, doing string, err error) {
+	g.log.Error("command failed", "conv", in.Conv.Key(), "doing", doing, "err", err)
+	g.reply(ctx, in, "⚠️ Something went wrong "+doing+"; the details are in pibot's log.")
 }
 
 // existing returns the owner and location of in's conversation, if bound.
@@ -131,41 +167,6 @@ func (g *Gateway) existing(ctx context.Context, in chat.Inbound) (*owner, *locat
 	return o, o.location(in.Conv.Key(), in.Conv)
 }
 
-// migrateCommand is how an adapter reports that a conversation moved to a
-// new channel id (a Telegram group became a supergroup).
-const migrateCommand = "__migrate"
-
-// migrate rebinds every location of in's channel to the new channel id,
-// keeping their sessions and heads.
-func (g *Gateway) migrate(ctx context.Context, in chat.Inbound) {
-	newID := strings.TrimSpace(in.Command.Args)
-	if newID == "" || newID == in.Conv.Channel {
-		return
-	}
-	old := in.Conv
-	old.Thread = ""
-	g.access.Alias(old.Platform, old.Channel, newID)
-	g.log.Warn("a group moved to a new id; update access.groups in the config", "from", old.Channel, "to", newID)
-	for _, loc := range g.index.keysWithPrefix(old.Key()) {
-		path, _ := g.index.get(loc)
-		moved := chat.ConvRef{Platform: old.Platform, Workspace: old.Workspace, Channel: newID, DM: old.DM, Thread: strings.TrimPrefix(strings.TrimPrefix(loc, old.Key()), ":")}
-		o, err := g.owner(ctx, path)
-		if err != nil {
-			g.log.Warn("migrate", "loc", loc, "err", err)
-			continue
-		}
-		head := o.head(o.location(loc, in.Conv))
-		if err := o.moveHead(o.location(moved.Key(), moved), head, session.SyncAlways); err != nil {
-			g.log.Warn("migrate", "loc", loc, "err", err)
-			continue
-		}
-		if err := g.index.set(moved.Key(), path); err != nil {
-			g.log.Warn("migrate", "loc", loc, "err", err)
-		}
-		g.log.Info("conversation moved", "from", loc, "to", moved.Key())
-	}
-}
-
 func (g *Gateway) cmdNew(ctx context.Context, in chat.Inbound) {
 	if o, loc := g.existing(ctx, in); o != nil {
 		o.mu.Lock()
@@ -176,7 +177,7 @@ func (g *Gateway) cmdNew(ctx context.Context, in chat.Inbound) {
 		}
 	}
 	if err := g.index.set(in.Conv.Key(), ""); err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
+		g.failed(ctx, in, "starting a new session", err)
 		return
 	}
 	g.reply(ctx, in, "🆕 New session. The previous one is kept; this conversation starts fresh.")
@@ -218,6 +219,20 @@ func (g *Gateway) locationCommand(ctx context.Context, in chat.Inbound, o *owner
 	o.mu.Unlock()
 	switch c.Name {
 	case "stop":
+		if !in.Conv.DM && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+			// A member may stop the run they asked for; the queue is
+			// everyone's and stays.
+			switch {
+			case r == nil:
+				say("Nothing is running.")
+			case r.requester() != in.User.ID:
+				say("Only an owner, or the person whose request is running, can stop it.")
+			default:
+				r.interrupt("stopped by /stop")
+				say("⏹ Stopping.")
+			}
+			return
+		}
 		n := o.dropQueued(loc)
 		if r == nil {
 			say("Nothing is running.%s", droppedNote(n))
@@ -245,7 +260,7 @@ func (g *Gateway) locationCommand(ctx context.Context, in chat.Inbound, o *owner
 			err = o.compact(ctx, loc, m, arg)
 		}
 		if err != nil {
-			say("⚠️ %v", err)
+			g.failed(ctx, in, "compacting", err)
 			return
 		}
 		say("🗜 Compacted.")
@@ -284,7 +299,7 @@ func (g *Gateway) cmdQueue(ctx context.Context, in chat.Inbound, o *owner, loc *
 	case slices.Contains(queueModes, arg):
 		data, _ := json.Marshal(map[string]string{"mode": arg})
 		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customQueue, Data: data}, session.SyncAlways); err != nil {
-			g.reply(ctx, in, "⚠️ "+err.Error())
+			g.failed(ctx, in, "saving the queue mode", err)
 			return
 		}
 		o.mu.Lock()
@@ -316,7 +331,7 @@ func (g *Gateway) cmdModel(ctx context.Context, in chat.Inbound, o *owner, loc *
 	}
 	info := m.Info()
 	if _, err := o.append(loc, session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}, session.SyncAlways); err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
+		g.failed(ctx, in, "saving the model", err)
 		return
 	}
 	o.mu.Lock()
@@ -336,7 +351,7 @@ func (g *Gateway) cmdThinking(ctx context.Context, in chat.Inbound, o *owner, lo
 		return
 	}
 	if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: arg}, session.SyncAlways); err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
+		g.failed(ctx, in, "saving the thinking level", err)
 		return
 	}
 	g.reply(ctx, in, fmt.Sprintf("Thinking set to **%s**.", arg))
@@ -345,7 +360,7 @@ func (g *Gateway) cmdThinking(ctx context.Context, in chat.Inbound, o *owner, lo
 func (g *Gateway) cmdStatus(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
 	msgs, thinking, ref, err := o.contextFor(loc)
 	if err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
+		g.failed(ctx, in, "reading the session", err)
 		return
 	}
 	if ref == "" {
@@ -362,14 +377,15 @@ func (g *Gateway) cmdStatus(ctx context.Context, in chat.Inbound, o *owner, loc 
 	if name == "" {
 		name = o.sess.Header().ID
 	}
-	g.reply(ctx, in, fmt.Sprintf("**Session** %s\n- file: `%s`\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
-		name, o.path, o.head(loc), len(msgs), ref, thinking, mode, state))
+	// No server paths: the session is named by its name or id.
+	g.reply(ctx, in, fmt.Sprintf("**Session** %s\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
+		name, o.head(loc), len(msgs), ref, thinking, mode, state))
 }
 
 func (g *Gateway) cmdUsage(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
 	branch, err := o.sess.Branch(o.head(loc))
 	if err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
+		g.failed(ctx, in, "reading the session", err)
 		return
 	}
 	var u llm.Usage

@@ -105,6 +105,9 @@ func (r *run) persistUser(m llm.Message) {
 	// Grouped: the inbox already holds the message durably, and it is
 	// acknowledged only after the session is flushed at the run's end.
 	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m, Pibot: meta}, session.SyncGrouped); err != nil {
+		if p != nil && r.o.lostToStorage(err) {
+			r.o.g.strand([]*pending{p})
+		}
 		r.fail(err)
 		return
 	}
@@ -120,7 +123,11 @@ func (r *run) persistUser(m llm.Message) {
 // fail stops the run after a storage failure: nothing more can be recorded.
 func (r *run) fail(err error) {
 	r.o.g.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
-	r.interrupt("⚠️ the session could not be written: " + err.Error())
+	msg := "⚠️ the session could not be written (the details are in pibot's log)"
+	if r.o.lostToStorage(err) {
+		msg += ". This message is taken up again once pibot can write its data again."
+	}
+	r.interrupt(msg)
 }
 
 // deliver finishes the reply and records which messages carry it.
@@ -147,15 +154,21 @@ func (r *run) deliver() {
 		g.runs.noted(r.o.path, r.loc, refs)
 		return
 	}
-	if len(refs) == 0 {
+	if len(refs) == 0 || err != nil {
+		// Not recorded as delivered: after a crash the answer is sent
+		// again rather than never.
 		return
 	}
 	keys := make([]string, len(refs))
 	for i, ref := range refs {
 		keys[i] = ref.Key()
 	}
-	data, _ := json.Marshal(map[string]any{"entry": r.lastEntry, "refs": keys, "state": "delivered"})
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncGrouped); err != nil {
+	// Recorded only after the platform confirmed the reply, and durable
+	// before the run ends: a crash in between costs a second copy of the
+	// answer (the restart marks the first one interrupted), never a
+	// recorded delivery that did not happen.
+	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncAlways); err != nil {
 		g.log.Warn("record delivery", "err", err)
 	}
 }

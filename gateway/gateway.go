@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,13 @@ type Attacher interface {
 // run's conversation.
 type ToolFactory func(attach Attacher) []agent.Tool
 
+// ToolPath is a path a tool call would touch.
+type ToolPath struct {
+	Path   string // absolute
+	Inside bool   // inside the workspace, symlinks followed
+	Write  bool   // the call would change it
+}
+
 // Config configures a Gateway. Zero values get the defaults noted.
 type Config struct {
 	// DataDir holds sessions/, index.jsonl, inbox.jsonl and runs.json.
@@ -74,8 +82,16 @@ type Config struct {
 	Workspace    string
 	Tools        ToolFactory
 	// Approvals: per-tool policy allow|ask|deny for DMs and groups.
-	DMApprovals     map[string]string
-	GroupApprovals  map[string]string
+	DMApprovals    map[string]string
+	GroupApprovals map[string]string
+	// ToolPaths says which paths a tool call would touch (nil: none
+	// known). In groups a call that would touch a path outside the
+	// workspace asks for approval even when its tool's policy is allow;
+	// approval messages show the paths.
+	ToolPaths func(tool string, args json.RawMessage) ([]ToolPath, error)
+	// WorkspaceOnly: the tools themselves refuse paths outside the
+	// workspace, so such calls are not asked about.
+	WorkspaceOnly   bool
 	ApprovalTimeout time.Duration // default 10m
 	// Queue defaults (per location, changed with /queue).
 	QueueMode       string        // steer (default) | followup | collect | interrupt
@@ -123,6 +139,7 @@ type Gateway struct {
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
 	ready    chan struct{} // closed once Run has recovered and started the adapters
+	health   health        // can the data directory be written (health.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -258,6 +275,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		g.evictLoop(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.probeLoop(ctx)
 	}()
 	close(g.ready)
 	<-ctx.Done()

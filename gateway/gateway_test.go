@@ -67,15 +67,15 @@ func TestReplyBranchesFromThatMessage(t *testing.T) {
 	h := newHarness(t, []faux.Turn{faux.Text("first answer"), faux.Text("second answer"), faux.Text("branched answer")})
 	h.send("one")
 	h.waitText(dmConv, "first answer")
-	h.waitFor("first delivery", func() bool { return len(deliveries(h)) == 1 })
+	h.waitFor("first delivery", func() bool { return len(deliveries(h)) == 1 && h.inbox.Len() == 0 })
 	first := deliveries(h)[0]
 	h.send("two")
 	h.waitText(dmConv, "second answer")
-	h.waitFor("second delivery", func() bool { return len(deliveries(h)) == 2 })
+	h.waitFor("second delivery", func() bool { return len(deliveries(h)) == 2 && h.inbox.Len() == 0 })
 	// Reply to the first answer: the new message branches from there.
 	h.send("alternative", replyTo(first))
 	h.waitText(dmConv, "branched answer")
-	h.waitFor("third delivery", func() bool { return len(deliveries(h)) == 3 })
+	h.waitFor("third delivery", func() bool { return len(deliveries(h)) == 3 && h.inbox.Len() == 0 })
 	path := h.sessions()[0]
 	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
 	if err != nil {
@@ -123,7 +123,7 @@ func TestThreadBranchesSameSession(t *testing.T) {
 	h := newHarness(t, []faux.Turn{faux.Text("main answer"), faux.Text("thread answer")})
 	in := h.send("root question")
 	h.waitText(dmConv, "main answer")
-	h.waitFor("delivery", func() bool { return len(deliveries(h)) == 1 })
+	h.waitFor("delivery", func() bool { return len(deliveries(h)) == 1 && h.inbox.Len() == 0 })
 	thread := dmConv
 	thread.Thread = in.Msg.ID
 	h.send("in thread", inConv(thread))
@@ -143,7 +143,7 @@ func TestDuplicateEventsAreDropped(t *testing.T) {
 	h.send("hello", dedup("evt-1"))
 	h.send("hello", dedup("evt-1"))
 	h.waitText(dmConv, "only once")
-	h.waitFor("delivery", func() bool { return len(deliveries(h)) == 1 })
+	h.waitFor("delivery", func() bool { return len(deliveries(h)) == 1 && h.inbox.Len() == 0 })
 	if n := h.model.Calls(); n != 1 {
 		t.Fatalf("model called %d times for a duplicated event", n)
 	}

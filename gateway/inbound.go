@@ -23,6 +23,11 @@ type inboxItem struct {
 // sink is the chat.Sink of every adapter.
 func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 	g.metrics.inbound(in.Conv.Platform)
+	if in.Kind == chat.KindMoved {
+		// A platform event, judged by the group it moves, not by a sender.
+		g.moved(ctx, in)
+		return nil
+	}
 	d := g.access.Check(in)
 	switch d.Verdict {
 	case access.Ignore:
@@ -78,6 +83,11 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 		if in.DedupKey != "" {
 			g.dedupe.Forget(ctx, in.DedupKey)
 		}
+		g.storageFailed(nil, err) // health.go: degraded until a probe succeeds
+		g.storageDown(ctx, in)
+		if id != "" {
+			_ = g.inbox.Ack(ctx, id) // not taken: the redelivery is
+		}
 		return fmt.Errorf("gateway: inbox: %w", err)
 	}
 	return nil
@@ -111,7 +121,7 @@ func (g *Gateway) route(ctx context.Context, p *pending) {
 	o, loc, err := g.locate(ctx, p.item.In)
 	if err != nil {
 		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
-		g.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session: "+err.Error())
+		g.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")
 		return
 	}
 	o.accept(ctx, loc, p)

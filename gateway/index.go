@@ -108,7 +108,7 @@ func (ix *index) rebuild(dir string, log *slog.Logger) error {
 func (ix *index) write(r indexRecord) error {
 	b, _ := json.Marshal(r)
 	if err := ix.f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("gateway: index: %w", err)
+		return fmt.Errorf("gateway: index: %w", &writeError{err})
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (ix *index) write(r indexRecord) error {
 // message (replaying it finds its session again).
 func (ix *index) sync() error {
 	if err := ix.f.Sync(); err != nil {
-		return fmt.Errorf("gateway: index sync: %w", err)
+		return fmt.Errorf("gateway: index sync: %w", &writeError{err})
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ type Metrics struct {
 	owners   prometheus.Gauge
 	tokens   *prometheus.CounterVec
 	cost     prometheus.Counter
+	quarant  prometheus.Counter
 }
 
 // NewMetrics registers the gateway metrics on reg.
@@ -33,8 +34,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		owners:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "pibot_session_owners", Help: "Sessions loaded in memory."}),
 		tokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pibot_tokens_total", Help: "Model tokens by kind."}, []string{"kind"}),
 		cost:     prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_cost_usd_total", Help: "Model cost in US dollars."}),
+		quarant:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_inbox_quarantined_total", Help: "Accepted messages set aside after crashing pibot twice."}),
 	}
-	reg.MustRegister(m.messages, m.runs, m.runSecs, m.queuedN, m.droppedN, m.owners, m.tokens, m.cost)
+	reg.MustRegister(m.messages, m.runs, m.runSecs, m.queuedN, m.droppedN, m.owners, m.tokens, m.cost, m.quarant)
 	return m
 }
 
@@ -84,4 +86,10 @@ func (m *Metrics) usage(msg llm.Message) {
 	m.tokens.WithLabelValues("cache_read").Add(float64(u.CacheRead))
 	m.tokens.WithLabelValues("cache_write").Add(float64(u.CacheWrite))
 	m.cost.Add(u.Cost.Total)
+}
+
+func (m *Metrics) quarantined() {
+	if m != nil {
+		m.quarant.Inc()
+	}
 }

@@ -120,14 +120,18 @@ func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *locatio
 			continue
 		}
 		// A thread hangs off the message itself: its first head is that
-		// message's entry (DESIGN "Chat → session mapping").
+		// message's entry (docs/architecture.md, "Locations and branches").
 		target, ok := o.sess.EntryForMsg(ref.Key())
 		if !ok {
 			continue
 		}
 		loc := o.location(key, in.Conv)
-		if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
-			return nil, nil, err
+		// A location the file already has a head for (its binding was
+		// lost in a crash) keeps that head.
+		if _, known := o.sess.Head(key); !known {
+			if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
+				return nil, nil, err
+			}
 		}
 		if err := g.index.bind(key, path); err != nil {
 			return nil, nil, err
@@ -154,10 +158,17 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
+	// The binding is durable before the file exists (BeforeCreate): once
+	// an entry of this conversation is on disk, a restart finds its file
+	// instead of opening a second session and running a tool again.
+	if err := g.index.bind(key, path); err != nil {
+		lease.Release(ctx)
+		return nil, nil, err
+	}
 	// The file is created by the session's first flush, off the message's
 	// path: until the run ends and the session is flushed, the inbox
 	// holds the message.
-	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true})
+	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: g.index.sync})
 	if err != nil {
 		lease.Release(ctx)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
@@ -168,9 +179,6 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(g.cfg.Thinking)}, session.SyncGrouped); err != nil {
 			return nil, nil, err
 		}
-	}
-	if err := g.index.bind(key, path); err != nil {
-		return nil, nil, err
 	}
 	return o, loc, nil
 }
@@ -350,10 +358,14 @@ func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) 
 }
 
 // settle flushes the session after a successful change when sync asks
-// for it, outside the owner's lock.
+// for it, outside the owner's lock. The location index is synced with it:
+// an entry on disk never names a location whose binding is not.
 func (o *owner) settle(err error, sync session.SyncPolicy) error {
 	if err == nil && sync == session.SyncAlways {
-		err = o.sess.Flush()
+		err = errors.Join(o.sess.Flush(), o.g.index.sync())
+	}
+	if err != nil {
+		o.g.storageFailed(o, err)
 	}
 	return err
 }

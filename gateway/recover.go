@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
@@ -123,13 +125,21 @@ const interruptedNote = "⚠️ _This reply was interrupted because pibot restar
 // recover marks replies a crash interrupted and replays the inbox: every
 // accepted message whose run did not finish. A message not yet in its
 // session is delivered again; one already there resumes its run when that
-// is safe (see resumable).
+// is safe (see resumable), and one whose answer is in the session but not
+// in the chat gets that answer (see accept). A message that was being
+// handled during quarantineAfter crashes is set aside instead.
 func (g *Gateway) recover(ctx context.Context) {
 	for _, je := range g.runs.previous() {
 		ad := g.adapters[je.Conv.Platform]
+		if ad == nil || je.Noted || len(je.Refs) == 0 {
+			continue
+		}
+		// A reply whose delivery is recorded reached the chat whole: only
+		// the run journal's removal was lost.
+		done := g.deliveredRefs(ctx, je)
 		for _, ref := range je.Refs {
-			if ad == nil || je.Noted {
-				break
+			if done[ref.Key()] {
+				continue
 			}
 			if err := ad.Edit(ctx, ref, chat.Out{Markdown: interruptedNote}); err != nil {
 				g.log.Warn("mark interrupted reply", "ref", ref.Key(), "err", err)
@@ -137,7 +147,26 @@ func (g *Gateway) recover(ctx context.Context) {
 		}
 	}
 	g.runs.touch() // the file now holds this process's (empty) state
+	var replay []cluster.InboxItem
 	for _, it := range g.inbox.Pending() {
+		if it.Crashes >= quarantineAfter {
+			g.quarantine(ctx, it)
+			continue
+		}
+		replay = append(replay, it)
+	}
+	if c, ok := g.inbox.(crashCounter); ok && len(replay) > 0 {
+		ids := make([]string, len(replay))
+		for i, it := range replay {
+			ids[i] = it.ID
+		}
+		// Durable before the replay begins: if one of them crashes this
+		// process too, the next start knows.
+		if err := c.Attempt(ctx, ids); err != nil {
+			g.log.Error("inbox: record replay attempts", "err", err)
+		}
+	}
+	for _, it := range replay {
 		var item inboxItem
 		if err := json.Unmarshal(it.Data, &item); err != nil {
 			g.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
@@ -151,6 +180,156 @@ func (g *Gateway) recover(ctx context.Context) {
 		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key())
 		g.deliver(ctx, it.ID, item)
 	}
+}
+
+// quarantineAfter is how many crashes during its handling set an inbox
+// item aside for good.
+const quarantineAfter = 2
+
+// crashCounter is an inbox that counts the crashes of its items and can
+// set one aside (cluster.Inbox).
+type crashCounter interface {
+	Attempt(ctx context.Context, ids []string) error
+	Quarantine(ctx context.Context, id string) error
+}
+
+const quarantineNotice = "⚠️ This message crashed pibot twice and was set aside; it will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log and in the inbox file.)"
+
+// quarantine sets aside an item that was being handled during
+// quarantineAfter crashes, tells its sender and logs it for the operator.
+func (g *Gateway) quarantine(ctx context.Context, it cluster.InboxItem) {
+	c, ok := g.inbox.(crashCounter)
+	if !ok {
+		return
+	}
+	var item inboxItem
+	_ = json.Unmarshal(it.Data, &item)
+	if err := c.Quarantine(ctx, it.ID); err != nil {
+		// Not replayed either way: it stays pending for the next start.
+		g.log.Error("inbox: quarantine", "id", it.ID, "err", err)
+		return
+	}
+	g.metrics.quarantined()
+	g.log.Error("inbox message quarantined: it was being handled during crashes of pibot; it stays in the inbox file and is not replayed",
+		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "msg", item.In.Msg.Key(), "user", item.In.User.ID)
+	if item.In.DedupKey != "" {
+		_, _ = g.dedupe.Seen(ctx, item.In.DedupKey)
+	}
+	if item.In.Conv.Platform != "" {
+		g.reply(ctx, item.In, quarantineNotice)
+	}
+}
+
+// deliveredRefs returns the chat messages of the latest delivery recorded
+// on the branch of a journaled run's location.
+func (g *Gateway) deliveredRefs(ctx context.Context, je journalEntry) map[string]bool {
+	o, err := g.owner(ctx, je.Path)
+	if err != nil {
+		return nil
+	}
+	o.mu.Lock()
+	head, ok := o.heads[je.Loc]
+	o.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	branch, err := o.sess.Branch(head)
+	if err != nil {
+		return nil
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		if d, ok := deliveryOf(branch[i]); ok {
+			done := map[string]bool{}
+			for _, k := range d.Refs {
+				done[k] = true
+			}
+			return done
+		}
+	}
+	return nil
+}
+
+// delivery is the data of a pibot.delivery entry.
+type delivery struct {
+	Entry string   `json:"entry"`
+	Refs  []string `json:"refs"`
+	State string   `json:"state"`
+}
+
+func deliveryOf(e session.Entry) (delivery, bool) {
+	var d delivery
+	if e.Type != session.TypeCustom || e.CustomType != customDelivery {
+		return d, false
+	}
+	return d, json.Unmarshal(e.Data, &d) == nil
+}
+
+// answered looks at the run that took message key in loc's branch: the
+// entries after the message, up to the next user message. It returns the
+// run's last assistant message when it is a final answer (nil otherwise),
+// and whether a delivery of the run is recorded.
+func (o *owner) answered(loc *location, key string) (answer *session.Entry, delivered bool) {
+	if key == "" {
+		return nil, false
+	}
+	id, ok := o.sess.EntryForMsg(key)
+	if !ok {
+		return nil, false
+	}
+	branch, err := o.sess.Branch(o.head(loc))
+	if err != nil {
+		return nil, false
+	}
+	at := -1
+	for i, e := range branch {
+		if e.ID == id {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		// The branch moved away from the message: nothing to deliver here.
+		return nil, true
+	}
+	for _, e := range branch[at+1:] {
+		if _, ok := deliveryOf(e); ok {
+			delivered = true
+		}
+		if e.Type != session.TypeMessage || e.Message == nil {
+			continue
+		}
+		switch e.Message.Role {
+		case llm.RoleUser:
+			return answer, delivered
+		case llm.RoleAssistant:
+			answer = nil
+			if e.Message.StopReason != llm.StopToolUse {
+				answer = &e
+			}
+		case llm.RoleToolResult:
+			answer = nil
+		}
+	}
+	return answer, delivered
+}
+
+// redeliver sends an answer that is in the session but never reached the
+// chat (a crash between the two), as a run of its own, and records its
+// delivery.
+func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
+	o.g.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "msg", p.msgKey())
+	p.applied = true
+	text := answer.Message.Text()
+	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
+		text = strings.TrimSpace(text + "\n\n⚠️ " + answer.Message.ErrorMessage)
+	}
+	o.startRunWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
+		r.mu.Lock()
+		r.lastEntry = answer.ID
+		r.mu.Unlock()
+		r.ctl.SetText(text)
+		return false
+	})
 }
 
 // unknownOutcome is the result recorded for a tool call that was running

@@ -57,12 +57,23 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		o.mu.Lock()
 		idle := loc.run == nil && !o.closed
 		o.mu.Unlock()
-		if idle && o.resumable(loc) {
-			// Its run was cut short (crash, restart): finish it.
-			o.g.log.Info("resuming an interrupted run", "loc", loc.key)
-			p.applied = true
-			o.startRun(loc, []*pending{p})
-			return
+		if idle {
+			// Exactly one visible answer: a recorded delivery means the
+			// chat has it; an answer in the session that never reached
+			// the chat is sent now; a run cut short is finished.
+			answer, delivered := o.answered(loc, p.msgKey())
+			switch {
+			case delivered:
+			case answer != nil:
+				o.redeliver(loc, p, *answer)
+				return
+			case o.resumable(loc):
+				// Its run was cut short (crash, restart): finish it.
+				o.g.log.Info("resuming an interrupted run", "loc", loc.key)
+				p.applied = true
+				o.startRun(loc, []*pending{p})
+				return
+			}
 		}
 		o.g.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
 		o.g.ackAll(ctx, []*pending{p})
@@ -234,6 +245,11 @@ func (o *owner) afterRun(loc *location, r *run) {
 	// inbox. Until then a crash replays them and resumes the run.
 	if err := errors.Join(o.sess.Flush(), o.g.index.sync()); err != nil {
 		o.g.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
+		if o.lostToStorage(err) {
+			// A full disk: taken up again once a probe finds it writable.
+			o.g.storageFailed(o, err)
+			o.g.strand(r.finished())
+		}
 	} else {
 		o.g.ackAll(context.WithoutCancel(r.ctx), r.finished())
 	}
@@ -449,12 +465,14 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 // contextFor returns the messages, thinking level and model of loc's head.
 func (o *owner) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
 	c, err := o.sess.Context(o.head(loc))
-	if err != nil {
-		return nil, "", "", fmt.Errorf("⚠️ cannot read the session: %v", err)
+	var msgs []llm.Message
+	if err == nil {
+		msgs, err = c.LLMMessages()
 	}
-	msgs, err := c.LLMMessages()
 	if err != nil {
-		return nil, "", "", fmt.Errorf("⚠️ cannot read the session: %v", err)
+		// The error names server paths: the log gets it, the chat does not.
+		o.g.log.Error("read session context", "path", o.path, "loc", loc.key, "err", err)
+		return nil, "", "", errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
 	}
 	thinking := llm.ThinkingLevel(c.ThinkingLevel)
 	if thinking == "" {

@@ -49,6 +49,9 @@ func (g *Gateway) handleAction(ctx context.Context, in chat.Inbound) {
 
 // jump moves the location's head for a tree or fork button.
 func (g *Gateway) jump(ctx context.Context, in chat.Inbound, data string) string {
+	if !in.Conv.DM && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return "Only an owner can move this group's conversation to another branch."
+	}
 	o, loc := g.existing(ctx, in)
 	if o == nil {
 		return "This session is gone."
@@ -69,7 +72,8 @@ func (g *Gateway) jump(ctx context.Context, in chat.Inbound, data string) string
 		target = e.ParentID
 	}
 	if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
-		return "⚠️ " + err.Error()
+		g.log.Error("move head", "conv", in.Conv.Key(), "err", err)
+		return "⚠️ The branch could not be changed; the details are in pibot's log."
 	}
 	g.reply(ctx, in, fmt.Sprintf("🌿 Now on the branch at: _%s_. Your next message continues from there.", entryTitle(o.sess, id)))
 	return "Moved."
@@ -90,7 +94,7 @@ func (g *Gateway) cmdFork(ctx context.Context, in chat.Inbound, o *owner, loc *l
 			return
 		}
 		if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
-			g.reply(ctx, in, "⚠️ "+err.Error())
+			g.failed(ctx, in, "forking", err)
 			return
 		}
 		g.reply(ctx, in, "🌿 Forked. Your next message continues from the message you replied to.")
@@ -98,7 +102,7 @@ func (g *Gateway) cmdFork(ctx context.Context, in chat.Inbound, o *owner, loc *l
 	}
 	branch, err := o.sess.Branch(o.head(loc))
 	if err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
+		g.failed(ctx, in, "reading the session", err)
 		return
 	}
 	var rows [][]chat.Button

@@ -15,7 +15,7 @@ func TestTreeAndForkButtons(t *testing.T) {
 	h.waitText(dmConv, "A1")
 	h.send("q2")
 	h.waitText(dmConv, "A2")
-	h.waitFor("two runs", func() bool { return len(deliveries(h)) == 2 })
+	h.waitFor("two runs", func() bool { return len(deliveries(h)) == 2 && h.inbox.Len() == 0 })
 	// /fork lists the user messages as buttons; pick q2: ask it again.
 	h.send("/fork")
 	var forkQ2 string
@@ -34,7 +34,7 @@ func TestTreeAndForkButtons(t *testing.T) {
 	h.send("q2 reworded")
 	h.waitText(dmConv, "B2")
 	want := []string{"user:q1", "assistant:A1", "user:q2 reworded", "assistant:B2"}
-	h.waitFor("new branch", func() bool { return slices.Equal(headBranch(h), want) && len(deliveries(h)) == 3 })
+	h.waitFor("new branch", func() bool { return slices.Equal(headBranch(h), want) && len(deliveries(h)) == 3 && h.inbox.Len() == 0 })
 	// /tree shows both branches and offers to jump back.
 	h.send("/tree")
 	h.waitText(dmConv, "Session tree", "q2 reworded", "q2")
@@ -78,10 +78,10 @@ func TestMigrationKeepsTheConversation(t *testing.T) {
 	h := newHarness(t, []faux.Turn{faux.Text("before move"), faux.Text("after move")})
 	h.send("hello", inConv(groupConv), from("alice"), mentioned())
 	h.waitText(groupConv, "before move")
-	h.waitFor("delivered", func() bool { return len(deliveries(h)) == 1 })
-	h.send("/__migrate super", inConv(groupConv), from("alice"))
+	h.waitFor("delivered", func() bool { return len(deliveries(h)) == 1 && h.inbox.Len() == 0 })
 	moved := groupConv
 	moved.Channel = "super"
+	h.move(groupConv, moved)
 	h.send("still me", inConv(moved), from("alice"), mentioned())
 	h.waitText(moved, "after move")
 	if n := len(h.sessions()); n != 1 {

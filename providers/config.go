@@ -33,6 +33,16 @@ type Compat = openai.Compat
 // starts (see the fields for defaults).
 type RetryPolicy = transport.RetryPolicy
 
+// Timeouts bound the phases of a model call: Connect (DNS, TCP and TLS),
+// FirstByte (request sent to the first stream event) and Idle (between
+// two stream events). A zero field means its default (see
+// DefaultTimeouts). A timeout fails the call with a message that names
+// providers.NAME.timeouts.PHASE.
+type Timeouts = transport.Timeouts
+
+// DefaultTimeouts returns the timeouts of a provider that sets none.
+func DefaultTimeouts() Timeouts { return Timeouts{}.WithDefaults() }
+
 // Config is one configured provider, already parsed and with its key
 // resolved (${ENV} and file expansion are done by the config package).
 type Config struct {
@@ -45,6 +55,8 @@ type Config struct {
 	Headers map[string]string
 	Compat  Compat
 	Models  []llm.ModelInfo
+	// Timeouts bound every call to this provider (zero fields: defaults).
+	Timeouts Timeouts
 	// Script is what a faux provider answers, one turn per model call
 	// (each of its models plays it from the start, once per registry),
 	// then it echoes. Ignored for other APIs.

@@ -12,12 +12,14 @@ import (
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/anthropic"
 	"github.com/pibot/pibot/providers/faux"
+	"github.com/pibot/pibot/providers/internal/transport"
 	"github.com/pibot/pibot/providers/openai"
 )
 
 // Options are shared by every model a Registry builds.
 type Options struct {
-	// HTTPClient sends requests; nil means http.DefaultClient.
+	// HTTPClient sends requests; nil means http.DefaultClient. Each
+	// provider's Timeouts are applied around its transport.
 	HTTPClient *http.Client
 	// Logger receives retry warnings; nil discards.
 	Logger *slog.Logger
@@ -159,13 +161,13 @@ func (r *Registry) build(c Config, mi llm.ModelInfo) llm.Model {
 	switch mi.API {
 	case APIOpenAICompletions:
 		return openai.NewCompletions(openai.Config{Info: mi, BaseURL: mi.BaseURL, APIKey: c.APIKey, Headers: c.Headers,
-			Compat: c.Compat, HTTP: o.HTTPClient, Logger: o.Logger, Retry: o.Retry})
+			Compat: c.Compat, HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry})
 	case APIOpenAIResponses:
 		return openai.NewResponses(openai.Config{Info: mi, BaseURL: mi.BaseURL, APIKey: c.APIKey, Headers: c.Headers,
-			Compat: c.Compat, HTTP: o.HTTPClient, Logger: o.Logger, Retry: o.Retry})
+			Compat: c.Compat, HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry})
 	case APIAnthropic:
 		return anthropic.New(anthropic.Config{Info: mi, BaseURL: mi.BaseURL, APIKey: c.APIKey, Headers: c.Headers,
-			HTTP: o.HTTPClient, Logger: o.Logger, Retry: o.Retry})
+			HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry})
 	default: // APIFaux; NewRegistry rejected every other name.
 		d := o.FauxDelay
 		if d == 0 {
@@ -188,6 +190,12 @@ func (r *Registry) build(c Config, mi llm.ModelInfo) llm.Model {
 		r.fauxs[key] = m
 		return m
 	}
+}
+
+// client is the HTTP client of provider c: the shared one (its transport
+// and connection pool) under c's timeouts.
+func (r *Registry) client(c Config) *http.Client {
+	return transport.WithTimeouts(r.opts.HTTPClient, c.Name, c.Timeouts)
 }
 
 // List returns every configured model in configuration order.

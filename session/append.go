@@ -181,6 +181,11 @@ func (s *Session) flushLocked() error {
 // create makes the deferred file holding buf, durably (see
 // Storage.Create). The caller holds syncMu or owns s alone.
 func (s *Session) create(buf []byte) error {
+	if s.opts.BeforeCreate != nil {
+		if err := s.opts.BeforeCreate(); err != nil {
+			return err
+		}
+	}
 	if err := s.storage.MkdirAll(filepath.Dir(s.path)); err != nil {
 		return err
 	}

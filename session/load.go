@@ -37,12 +37,16 @@ type Report struct {
 	MissingNewline bool              `json:"missingNewline,omitempty"`
 	Reattached     map[string]string `json:"reattached,omitempty"`  // child id -> new parent id
 	RepairEntry    string            `json:"repairEntry,omitempty"` // id of the pibot.repair entry written
+	// Cycles are entries whose parentId made a loop (on which pi's context
+	// walk never ends), by id, with the parentId they had; they are read
+	// as roots, and a writable open rewrites them so.
+	Cycles map[string]string `json:"cycles,omitempty"`
 }
 
 // Clean reports whether the file had no damage at all.
 func (r Report) Clean() bool {
 	return len(r.SkippedLines) == 0 && len(r.StaleFenced) == 0 && r.TailBytes == 0 &&
-		len(r.Reattached) == 0 && !r.MissingNewline
+		len(r.Reattached) == 0 && !r.MissingNewline && len(r.Cycles) == 0
 }
 
 // node is an entry in memory: the stored bytes plus the envelope fields.

@@ -43,6 +43,11 @@ type Options struct {
 	// crash leaves no file, so the caller keeps what it appends durable
 	// elsewhere (the gateway's inbox holds the user's message).
 	DeferCreate bool
+	// BeforeCreate, if set, runs before a deferred file is created; an
+	// error fails the flush. The gateway makes the location's binding to
+	// the file durable there, so no entry of the file is on disk before
+	// the binding.
+	BeforeCreate func() error
 }
 
 func (o Options) now() time.Time {
@@ -207,23 +212,30 @@ func newSession(storage Storage, path string, opts Options) *Session {
 }
 
 func (s *Session) repairOnOpen(data []byte, p *parsed) error {
-	if p.report.TailBytes > 0 || (p.migrated && len(p.report.SkippedLines) > 0) {
+	// A loop cut by index is rewritten like a migration, with a copy.
+	rewrite := p.migrated || len(s.report.Cycles) > 0
+	if p.report.TailBytes > 0 || (rewrite && len(p.report.SkippedLines) > 0) || len(s.report.Cycles) > 0 {
 		broken := s.path + ".broken"
 		if err := s.storage.WriteFile(broken, data); err != nil {
 			return fmt.Errorf("session: %s: keep broken copy: %w", s.path, err)
 		}
 		s.report.BrokenCopy = broken
 	}
-	if p.migrated {
+	if rewrite {
 		var buf bytes.Buffer
 		buf.Write(s.headerRaw)
 		buf.WriteByte('\n')
 		for _, n := range s.nodes {
-			buf.Write(n.raw)
+			raw := n.raw
+			if n.parent != nil && n.parent.id != n.parentID {
+				// A re-attached orphan: its lost parent's line is gone now.
+				raw = withParent(raw, n.parent.id)
+			}
+			buf.Write(raw)
 			buf.WriteByte('\n')
 		}
 		if err := s.storage.WriteFile(s.path, buf.Bytes()); err != nil {
-			return fmt.Errorf("session: %s: rewrite migrated file: %w", s.path, err)
+			return fmt.Errorf("session: %s: rewrite repaired file: %w", s.path, err)
 		}
 		data = buf.Bytes()
 		p.tailOffset = int64(len(data))

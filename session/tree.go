@@ -12,8 +12,8 @@ type labelState struct {
 }
 
 // index builds the in-memory tree from loaded nodes: parents are resolved
-// (orphans after a damaged line are re-attached), then labels, name, heads
-// and message refs are replayed in file order.
+// (orphans after a damaged line are re-attached, loops are cut), then
+// labels, name, heads and message refs are replayed in file order.
 func (s *Session) index(nodes []*node) {
 	s.nodes = nodes
 	s.byID = make(map[string]*node, len(nodes))
@@ -39,6 +39,7 @@ func (s *Session) index(nodes []*node) {
 			n.parent.children = append(n.parent.children, n)
 		}
 	}
+	s.breakCycles(nodes)
 	for _, n := range nodes {
 		s.indexOne(n)
 	}

@@ -55,6 +55,9 @@ func (t *Attach) Execute(ctx context.Context, _ string, raw json.RawMessage, _ f
 	if err != nil {
 		return llm.ToolOutput{}, nodeError(err, "open", abs)
 	}
+	if err := t.ws.checkOpened(f, *a.Path); err != nil {
+		return llm.ToolOutput{}, err
+	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {

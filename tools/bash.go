@@ -8,12 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/tools/jail"
 	"github.com/pibot/pibot/tools/sandbox"
 )
 
@@ -25,26 +25,37 @@ const (
 	exitGrace = 100 * time.Millisecond
 )
 
-// Bash is pi's bash tool. Commands run in their own process group, which
-// is killed on abort, timeout and when the shell exits (background
-// children included).
+// Bash is pi's bash tool. Commands run in their own process group (and,
+// with a jail, their own cgroup or PID namespace and limits), which is
+// killed on abort, timeout and when the shell exits (background children
+// included).
 type Bash struct {
 	ws         *Workspace
 	sb         *sandbox.Sandbox
+	jail       *jail.Jail // nil: no limits, process group only
 	allowNet   bool
 	env        []string
 	shell      string
 	defTimeout time.Duration
-	maxProcs   int
-	tempDir    string
+	outDir     *outputDir
+	maxOutput  int64
 	log        *slog.Logger
 }
 
-// Spec describes the tool; the description ends with the sandbox status.
+// Spec describes the tool; the description ends with the sandbox status
+// and the limits in force.
 func (t *Bash) Spec() llm.ToolSpec {
 	s := loadSpec("bash")
-	s.Description += " (" + t.sb.Status() + ")"
+	s.Description += " (" + isolation(t.sb, t.jail) + ")"
 	return s
+}
+
+// isolation describes the sandbox and the jail in force.
+func isolation(sb *sandbox.Sandbox, j *jail.Jail) string {
+	if j == nil {
+		return sb.Status() + "; no resource limits"
+	}
+	return sb.Status() + "; " + j.Status()
 }
 
 // DefaultEnv is the minimal environment bash gets when none is
@@ -108,7 +119,7 @@ func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, updat
 		timeout = t.defTimeout
 		timeoutText = jsNumber(t.defTimeout.Seconds())
 	}
-	out := newOutputBuffer(t.tempDir)
+	out := newOutputBuffer(t.outDir, t.maxOutput)
 	defer func() {
 		if err := out.close(); err != nil {
 			t.log.Warn("bash: close output file", "err", err)
@@ -132,9 +143,19 @@ func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, updat
 		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command aborted"), Err: context.Canceled}
 	case res.timedOut:
 		text, _ := formatBash(snap, "")
-		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command timed out after "+timeoutText+" seconds"), Err: context.DeadlineExceeded}
+		status := "Command timed out after " + timeoutText + " seconds"
+		if note := t.limitNote(res); note != "" {
+			status += ". " + note
+		}
+		return llm.ToolOutput{}, &Error{Text: appendStatus(text, status), Err: context.DeadlineExceeded}
 	}
 	text, details := formatBash(snap, "(no output)")
+	if note := t.limitNote(res); note != "" {
+		if res.code > 0 {
+			note = "Command exited with code " + strconv.Itoa(res.code) + ". " + note
+		}
+		return llm.ToolOutput{}, &Error{Text: appendStatus(text, note)}
+	}
 	if res.code != 0 && res.code != -1 {
 		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command exited with code "+strconv.Itoa(res.code))}
 	}
@@ -185,7 +206,31 @@ func formatBash(s snapshot, empty string) (string, *BashDetails) {
 
 type runResult struct {
 	code              int
+	signal            syscall.Signal // the shell's killing signal, 0 if it exited
 	aborted, timedOut bool
+	events            jail.Events
+}
+
+// limitNote explains a limit the command ran into, or returns "".
+func (t *Bash) limitNote(res runResult) string {
+	if t.jail == nil {
+		return ""
+	}
+	l := t.jail.Limits()
+	var notes []string
+	if res.events.OOMKills > 0 {
+		notes = append(notes, "The memory limit of "+jail.FormatBytes(l.Memory)+" (agent.limits.memory) was reached: the kernel killed a process of the command.")
+	}
+	if res.events.ForkFailures > 0 {
+		notes = append(notes, "The process limit of "+itoa(l.Processes)+" (agent.limits.processes) was reached: starting more processes or threads failed.")
+	}
+	if l.FileSize > 0 && (res.code == 128+int(syscall.SIGXFSZ) || res.signal == syscall.SIGXFSZ) {
+		notes = append(notes, "The file size limit of "+jail.FormatBytes(l.FileSize)+" (agent.limits.file_size) was reached: a process writing a larger file was killed.")
+	}
+	if l.CPUTime > 0 && (res.code == 128+int(syscall.SIGXCPU) || res.signal == syscall.SIGXCPU) {
+		notes = append(notes, "The CPU time limit of "+l.CPUTime.String()+" per process (agent.limits.cpu_time) was reached: the process was killed.")
+	}
+	return strings.Join(notes, " ")
 }
 
 // run starts the command in its own process group, streams its merged
@@ -193,26 +238,47 @@ type runResult struct {
 // timeout fires or the shell exits.
 func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Duration, out *outputBuffer, update func(llm.ToolOutput)) (runResult, error) {
 	argv := t.sb.Wrap([]string{t.shellPath(), "-c", command}, t.ws.Root(), cwd, t.allowNet)
+	var jc *jail.Cmd
+	var cmd *exec.Cmd
+	if t.jail != nil {
+		var err error
+		if jc, err = t.jail.Command(argv); err != nil {
+			return runResult{}, &Error{Text: "Cannot start shell: " + err.Error(), Err: err}
+		}
+		cmd = jc.Cmd
+	} else {
+		cmd = exec.Command(argv[0], argv[1:]...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
+		if jc != nil {
+			jc.Close()
+		}
 		return runResult{}, &Error{Text: "Cannot create pipe: " + err.Error(), Err: err}
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cwd
 	cmd.Env = t.env
 	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	if jc != nil {
+		err = jc.Start()
+	} else {
+		err = cmd.Start()
+	}
 	pw.Close()
 	if err != nil {
 		pr.Close()
+		if jc != nil {
+			jc.Close()
+		}
 		return runResult{}, &Error{Text: "Cannot start shell: " + err.Error(), Err: err}
 	}
 	pid := cmd.Process.Pid
-	if t.maxProcs > 0 {
-		lim := &unix.Rlimit{Cur: uint64(t.maxProcs), Max: uint64(t.maxProcs)}
-		if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, lim, nil); err != nil {
-			t.log.Warn("bash: set process limit", "err", err)
+	killAll := func() {
+		if jc != nil {
+			jc.Kill()
+		} else {
+			killGroup(pid)
 		}
 	}
 	readDone := make(chan struct{})
@@ -250,11 +316,11 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 		case <-done:
 			res.aborted = true
 			done = nil
-			killGroup(pid)
+			killAll()
 		case <-timer:
 			res.timedOut = true
 			timer = nil
-			killGroup(pid)
+			killAll()
 		case <-tick.C:
 			if update == nil {
 				continue
@@ -269,12 +335,13 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 		}
 	}
 	// The shell is gone; give background writers a moment, then kill
-	// whatever is left of the group and stop reading.
+	// whatever is left of the group (with a jail: of the cgroup or PID
+	// namespace) and stop reading.
 	select {
 	case <-readDone:
 	case <-time.After(exitGrace):
 	}
-	killGroup(pid)
+	killAll()
 	select {
 	case <-readDone:
 	case <-time.After(time.Second):
@@ -282,7 +349,13 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 		<-readDone
 	}
 	pr.Close()
+	if jc != nil {
+		res.events = jc.Close()
+	}
 	res.code = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.signal = ws.Signal()
+	}
 	if ctx.Err() != nil && !res.timedOut {
 		res.aborted = true
 	}

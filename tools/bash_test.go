@@ -11,15 +11,36 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/tools/jail"
 )
 
-// bashSet returns a Set whose bash environment carries a marker, so the
-// test can find every process it started in /proc.
+// TestMain lets the test binary act as the jail's launcher.
+func TestMain(m *testing.M) {
+	jail.Main()
+	os.Exit(m.Run())
+}
+
+// testLimits are the limits of bashSet's jail: pibot's defaults, with a
+// smaller process cap.
+var testLimits = jail.Limits{Processes: 256, Memory: 2 << 30, CPUTime: 10 * time.Minute, FileSize: 1 << 30}
+
+// bashSet returns a Set whose bash runs through a jail with testLimits
+// and whose environment carries a marker, so the test can find every
+// process it started in /proc.
 func bashSet(t *testing.T) (*Set, string) {
+	t.Helper()
+	return bashSetWith(t, testLimits, 0)
+}
+
+func bashSetWith(t *testing.T, l jail.Limits, maxOutput int64) (*Set, string) {
 	t.Helper()
 	marker := fmt.Sprintf("PIBOT_TEST_MARKER=%s-%d", t.Name(), time.Now().UnixNano())
 	env := append(DefaultEnv(t.TempDir()), marker)
-	s, err := New(t.Context(), Options{Workspace: t.TempDir(), Env: env, TempDir: t.TempDir(), MaxProcesses: 0})
+	j, err := jail.New(jail.Config{Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(t.Context(), Options{Workspace: t.TempDir(), Env: env, TempDir: t.TempDir(), Jail: j, MaxOutputFile: maxOutput})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +85,8 @@ func TestBashTexts(t *testing.T) {
 		{"no output", `{"command":"true"}`, "(no output)", false},
 		{"exit code", `{"command":"echo out; echo err >&2; exit 3"}`, "out\nerr\n\n\nCommand exited with code 3", true},
 		{"exit code no output", `{"command":"exit 1"}`, "(no output)\n\nCommand exited with code 1", true},
-		{"timeout", `{"command":"echo started; sleep 30","timeout":0.3}`, "started\n\n\nCommand timed out after 0.3 seconds", true},
+		// The timeout leaves room for starting the jail's launcher on a busy host.
+		{"timeout", `{"command":"echo started; sleep 30","timeout":2.5}`, "started\n\n\nCommand timed out after 2.5 seconds", true},
 		{"invalid utf8", `{"command":"printf 'bad:[\\xff\\xfe] end\\n'"}`, "bad:[\uFFFD\uFFFD] end\n", false},
 	}
 	for _, c := range cases {
@@ -80,7 +102,7 @@ func TestBashTexts(t *testing.T) {
 func TestBashAbort(t *testing.T) {
 	s, marker := bashSet(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	time.AfterFunc(2*time.Second, cancel) // room for the launcher on a busy host
 	got, isErr, _ := callCtx(ctx, t, s, "bash", `{"command":"echo working; sleep 30 & sleep 30"}`)
 	if !isErr || got != "working\n\n\nCommand aborted" {
 		t.Errorf("got %q", got)

@@ -92,9 +92,9 @@ func (t *Edit) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 		code, _ := errnoCode(err)
 		return llm.ToolOutput{}, &Error{Text: "Could not edit file: " + path + ". Error code: " + code + ".", Err: err}
 	}
-	data, err := os.ReadFile(abs)
+	data, err := t.ws.readFile(abs, path)
 	if err != nil {
-		return llm.ToolOutput{}, nodeError(err, "read", abs)
+		return llm.ToolOutput{}, err
 	}
 	content := decodeUTF8(data)
 	bom := ""
@@ -118,8 +118,8 @@ func (t *Edit) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if st != nil {
 		mode = st.Mode().Perm()
 	}
-	if err := os.WriteFile(abs, []byte(bom+final), mode); err != nil {
-		return llm.ToolOutput{}, nodeError(err, "open", abs)
+	if err := t.ws.writeFile(abs, path, []byte(bom+final), mode); err != nil {
+		return llm.ToolOutput{}, err
 	}
 	diff, first := generateDiff(base, updated, 4)
 	return textOutput("Successfully replaced "+itoa(len(edits))+" block(s) in "+path+".",

@@ -97,7 +97,7 @@ func (t *Find) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 
 func (t *Find) collect(ctx context.Context, root string, re *regexp.Regexp, fullPath bool, limit int) []string {
 	var results []string
-	walk(ctx, root, func(p string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
+	t.ws.walk(ctx, root, func(p string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
 		if len(results) >= limit {
 			return false
 		}

@@ -96,7 +96,7 @@ func (t *Grep) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 
 	s := grepRun{re: re, ctxLines: ctxLines, limit: limit}
 	if st.IsDir() {
-		walk(ctx, root, func(fp string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
+		t.ws.walk(ctx, root, func(fp string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
 			if d.IsDir() || !d.Type().IsRegular() {
 				return true
 			}

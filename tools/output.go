@@ -1,10 +1,7 @@
 package tools
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -13,13 +10,17 @@ import (
 // outputBuffer accumulates streaming command output with bounded memory,
 // like pi's OutputAccumulator: it decodes UTF-8 incrementally, keeps a
 // rolling tail for snapshots and spills the full raw output to a temp
-// file once the output exceeds the limits. Safe for concurrent use.
+// file once the output exceeds the limits; the file keeps at most
+// maxFile bytes (0: no cap). Safe for concurrent use.
 type outputBuffer struct {
 	mu        sync.Mutex
 	maxLines  int
 	maxBytes  int
 	rolling   int
-	tempDir   string
+	dir       *outputDir
+	maxFile   int64
+	fileBytes int64
+	capped    bool   // the file reached maxFile
 	pending   []byte // incomplete UTF-8 sequence from the previous chunk
 	raw       [][]byte
 	tail      string
@@ -33,9 +34,9 @@ type outputBuffer struct {
 	fileErr   error
 }
 
-func newOutputBuffer(tempDir string) *outputBuffer {
+func newOutputBuffer(dir *outputDir, maxFile int64) *outputBuffer {
 	return &outputBuffer{maxLines: DefaultMaxLines, maxBytes: DefaultMaxBytes, rolling: 2 * DefaultMaxBytes,
-		tempDir: tempDir, tailAtBOL: true, lines: 1}
+		dir: dir, maxFile: maxFile, tailAtBOL: true, lines: 1}
 }
 
 // Write appends a chunk of raw output.
@@ -58,9 +59,7 @@ func (o *outputBuffer) Write(p []byte) (int, error) {
 	o.pending = append([]byte(nil), buf[cut:]...)
 	if o.file != nil || o.overLimits() {
 		o.ensureFile()
-		if o.file != nil {
-			o.file.Write(p) //nolint:errcheck // best effort; fileErr reports open failures
-		}
+		o.writeFile(p)
 	} else {
 		o.raw = append(o.raw, append([]byte(nil), p...))
 	}
@@ -97,19 +96,33 @@ func (o *outputBuffer) ensureFile() {
 	if o.file != nil || o.fileErr != nil {
 		return
 	}
-	var id [8]byte
-	rand.Read(id[:])
-	o.path = filepath.Join(o.tempDir, "pi-bash-"+hex.EncodeToString(id[:])+".log")
-	f, err := os.OpenFile(o.path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, path, err := o.dir.create()
 	if err != nil {
-		o.fileErr, o.path = err, ""
+		o.fileErr = err
 		return
 	}
-	o.file = f
+	o.file, o.path = f, path
 	for _, c := range o.raw {
-		f.Write(c) //nolint:errcheck // best effort
+		o.writeFile(c)
 	}
 	o.raw = nil
+}
+
+// writeFile appends p to the full-output file up to maxFile bytes, then
+// notes once that the rest was dropped.
+func (o *outputBuffer) writeFile(p []byte) {
+	if o.file == nil || o.capped {
+		return
+	}
+	if o.maxFile > 0 && o.fileBytes+int64(len(p)) > o.maxFile {
+		p = p[:o.maxFile-o.fileBytes]
+		o.capped = true
+	}
+	n, _ := o.file.Write(p) // best effort; fileErr reports open failures
+	o.fileBytes += int64(n)
+	if o.capped {
+		o.file.Write([]byte("\n[pibot: full output cut at " + formatSize(int(o.maxFile)) + " (agent.limits.output)]\n")) //nolint:errcheck // best effort
+	}
 }
 
 // finish flushes an incomplete trailing sequence as U+FFFD.

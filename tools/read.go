@@ -48,6 +48,9 @@ func (t *Read) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if err != nil {
 		return llm.ToolOutput{}, nodeError(err, "access", abs)
 	}
+	if err := t.ws.checkOpened(f, *a.Path); err != nil {
+		return llm.ToolOutput{}, err
+	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/tools/jail"
 	"github.com/pibot/pibot/tools/sandbox"
 )
 
@@ -51,21 +52,34 @@ type Options struct {
 	Shell string
 	// DefaultTimeout applies to bash calls without a timeout; 0 means none.
 	DefaultTimeout time.Duration
-	// MaxProcesses caps bash's processes (RLIMIT_NPROC); 0 means no cap.
-	MaxProcesses int
-	// TempDir receives the full output of truncated bash calls; empty
-	// means os.TempDir().
+	// Jail starts every bash call with its own limits and kills all its
+	// processes when the call ends. Nil runs bash directly in its own
+	// process group, without limits: the binary must call jail.Main
+	// first thing for a jail to work.
+	Jail *jail.Jail
+	// TempDir is where the private directory (OutputDir) for the full
+	// output of truncated bash calls is created; empty means
+	// os.TempDir().
 	TempDir string
+	// MaxOutputFile caps the size of one full-output file in bytes;
+	// 0 means no cap.
+	MaxOutputFile int64
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 	// Attacher enables the attach tool when set.
 	Attacher Attacher
+	// DenyPaths are files and directories no tool may reach: pibot's data
+	// directory, configuration file and secret files. The file tools
+	// refuse them (symlinks followed) in every mode; the bash sandbox
+	// hides them wherever a mounted directory contains them.
+	DenyPaths []string
 }
 
 // Set is the tools of one session.
 type Set struct {
 	ws    *Workspace
 	sb    *sandbox.Sandbox
+	jail  *jail.Jail
 	tools []Tool
 }
 
@@ -75,7 +89,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if opts.Workspace == "" {
 		return nil, fmt.Errorf("tools: workspace is required")
 	}
-	ws, err := NewWorkspace(opts.Workspace, opts.Home, opts.WorkspaceOnly)
+	ws, err := NewWorkspace(opts.Workspace, opts.Home, opts.WorkspaceOnly, opts.DenyPaths...)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +97,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sb, err := sandbox.New(ctx, opts.Sandbox)
+	sb, err := sandbox.New(ctx, opts.Sandbox, opts.DenyPaths)
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
@@ -98,11 +112,11 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if env == nil {
 		env = DefaultEnv(ws.Root())
 	}
-	s := &Set{ws: ws, sb: sb}
+	s := &Set{ws: ws, sb: sb, jail: opts.Jail}
 	s.tools = []Tool{
 		NewRead(ws),
-		&Bash{ws: ws, sb: sb, allowNet: opts.AllowNetwork, env: env, shell: opts.Shell,
-			defTimeout: opts.DefaultTimeout, maxProcs: opts.MaxProcesses, tempDir: tmp, log: log},
+		&Bash{ws: ws, sb: sb, jail: opts.Jail, allowNet: opts.AllowNetwork, env: env, shell: opts.Shell,
+			defTimeout: opts.DefaultTimeout, outDir: &outputDir{parent: tmp}, maxOutput: opts.MaxOutputFile, log: log},
 		NewEdit(ws),
 		NewWrite(ws),
 		NewGrep(ws),
@@ -118,8 +132,9 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 // Workspace returns the session's workspace.
 func (s *Set) Workspace() *Workspace { return s.ws }
 
-// SandboxStatus says how bash commands are isolated, in words.
-func (s *Set) SandboxStatus() string { return s.sb.Status() }
+// SandboxStatus says how bash commands are isolated, in words: the
+// sandbox, then the limits when a jail is in use.
+func (s *Set) SandboxStatus() string { return isolation(s.sb, s.jail) }
 
 // All returns every tool of the set.
 func (s *Set) All() []Tool { return append([]Tool(nil), s.tools...) }

@@ -7,9 +7,15 @@ import (
 )
 
 // walk visits every entry below root in lexical order, skipping .git
-// directories, until fn returns false or ctx ends.
-func walk(ctx context.Context, root string, fn func(path string, d fs.DirEntry) bool) error {
+// directories and the workspace's denied paths, until fn returns false or
+// ctx ends. It does not follow symlinks below root, so an entry's real
+// path is root's real path joined with its relative path.
+func (w *Workspace) walk(ctx context.Context, root string, fn func(path string, d fs.DirEntry) bool) error {
 	stop := filepath.SkipAll
+	realRoot := root
+	if r, err := realPath(root); err == nil {
+		realRoot = r
+	}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if ctx.Err() != nil {
 			return errAborted
@@ -25,6 +31,15 @@ func walk(ctx context.Context, root string, fn func(path string, d fs.DirEntry) 
 		}
 		if d.IsDir() && d.Name() == ".git" {
 			return filepath.SkipDir
+		}
+		if len(w.deny) > 0 {
+			rel, rerr := filepath.Rel(root, p)
+			if rerr != nil || w.denied(p) || w.denied(filepath.Join(realRoot, rel)) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
 		}
 		if !fn(p, d) {
 			return stop

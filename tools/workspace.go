@@ -4,28 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
 
 // Workspace resolves tool paths against a session's working directory and,
-// when confined, refuses paths that leave it. It also serializes mutations
-// of the same file. A Workspace is safe for concurrent use.
+// when confined, refuses paths that leave it. Denied paths (pibot's data
+// directory, configuration and secret files) are refused in every mode.
+// It also serializes mutations of the same file. A Workspace is safe for
+// concurrent use.
 type Workspace struct {
 	root     string // absolute and cleaned
 	realRoot string // root with symlinks evaluated
 	home     string
 	only     bool
+	deny     []string // absolute and cleaned, each also with symlinks evaluated
 	locks    pathLocks
 }
 
 // NewWorkspace returns a workspace rooted at dir, which must exist. With
 // only set, every resolved path must stay inside dir. "~" expands to home;
-// an empty home means dir.
-func NewWorkspace(dir, home string, only bool) (*Workspace, error) {
+// an empty home means dir. deny lists files and directories that no path
+// may reach, lexically or through a symlink, whether confined or not.
+func NewWorkspace(dir, home string, only bool, deny ...string) (*Workspace, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tools: workspace: %w", err)
@@ -44,7 +50,21 @@ func NewWorkspace(dir, home string, only bool) (*Workspace, error) {
 	if home == "" {
 		home = abs
 	}
-	return &Workspace{root: abs, realRoot: real, home: home, only: only, locks: pathLocks{m: map[string]*pathLock{}}}, nil
+	w := &Workspace{root: abs, realRoot: real, home: home, only: only, locks: pathLocks{m: map[string]*pathLock{}}}
+	for _, d := range deny {
+		if d == "" {
+			continue
+		}
+		d, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("tools: denied path: %w", err)
+		}
+		w.deny = append(w.deny, d)
+		if r, err := realPath(d); err == nil && r != d {
+			w.deny = append(w.deny, r)
+		}
+	}
+	return w, nil
 }
 
 // Root returns the workspace directory.
@@ -82,6 +102,9 @@ func (w *Workspace) Resolve(p string) (string, error) {
 		abs = filepath.Join(w.root, e)
 	}
 	abs = filepath.Clean(abs)
+	if err := w.checkDenied(p, abs); err != nil {
+		return "", err
+	}
 	if !w.only {
 		return abs, nil
 	}
@@ -89,6 +112,36 @@ func (w *Workspace) Resolve(p string) (string, error) {
 		return "", err
 	}
 	return abs, nil
+}
+
+// checkDenied refuses abs when it is a denied path or below one,
+// lexically or once the symlinks of its existing prefix are followed.
+func (w *Workspace) checkDenied(orig, abs string) error {
+	if len(w.deny) == 0 {
+		return nil
+	}
+	if w.denied(abs) {
+		return deniedError(orig)
+	}
+	if real, err := realPath(abs); err == nil && w.denied(real) {
+		return deniedError(orig)
+	}
+	return nil
+}
+
+// denied reports whether the clean absolute path p is a denied path or
+// below one, without looking at the file system.
+func (w *Workspace) denied(p string) bool {
+	for _, d := range w.deny {
+		if within(d, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func deniedError(p string) error {
+	return failf("Path %s is pibot's own data (data_dir, the configuration file or a secret file). Tools never access it.", p)
 }
 
 // Inside reports whether abs (an absolute path) stays inside the
@@ -207,4 +260,62 @@ func (w *Workspace) lock(ctx context.Context, abs string) (func(), error) {
 		drop()
 		return nil, errAborted
 	}
+}
+
+// checkOpened is the second deny check, after Resolve: it refuses the
+// open file f when the path the kernel resolved while opening it is
+// denied, so that a symlink swapped in after Resolve (by a command running
+// alongside) gains nothing. Without /proc it relies on Resolve alone.
+func (w *Workspace) checkOpened(f *os.File, orig string) error {
+	if len(w.deny) == 0 {
+		return nil
+	}
+	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil || !w.denied(real) {
+		return nil
+	}
+	f.Close()
+	return deniedError(orig)
+}
+
+// readFile reads abs (orig as the tool was given it) with checkOpened.
+func (w *Workspace) readFile(abs, orig string) ([]byte, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		return nil, nodeError(err, "read", abs)
+	}
+	if err := w.checkOpened(f, orig); err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nodeError(err, "read", abs)
+	}
+	return data, nil
+}
+
+// writeFile is os.WriteFile with checkOpened: the file is truncated only
+// once the check passed.
+func (w *Workspace) writeFile(abs, orig string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE, perm)
+	if err != nil {
+		return nodeError(err, "open", abs)
+	}
+	if err := w.checkOpened(f, orig); err != nil {
+		return err
+	}
+	if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+		err = f.Truncate(0)
+	}
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nodeError(err, "write", abs)
+	}
+	return nil
 }

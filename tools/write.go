@@ -56,8 +56,8 @@ func (t *Write) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fu
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return llm.ToolOutput{}, nodeError(err, "mkdir", dir)
 	}
-	if err := os.WriteFile(abs, []byte(*a.Content), 0o644); err != nil {
-		return llm.ToolOutput{}, nodeError(err, "open", abs)
+	if err := t.ws.writeFile(abs, *a.Path, []byte(*a.Content), 0o644); err != nil {
+		return llm.ToolOutput{}, err
 	}
 	return textOutput("Successfully wrote "+itoa(utf16Len(*a.Content))+" bytes to "+*a.Path, nil), nil
 }

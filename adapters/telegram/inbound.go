@@ -10,11 +10,6 @@ import (
 	"github.com/pibot/pibot/chat"
 )
 
-// MigrateCommand is the Command.Name of the Inbound that reports a group
-// that became a supergroup: Conv is the old chat and Args the new chat id.
-// The gateway moves the conversation's sessions to the new chat.
-const MigrateCommand = "__migrate"
-
 // inbound normalises an update; false means the update carries nothing for
 // the gateway (it is still confirmed).
 func (a *Adapter) inbound(u *models.Update) (chat.Inbound, bool) {
@@ -70,9 +65,9 @@ func (a *Adapter) message(m *models.Message, me identity) (chat.Inbound, bool) {
 		User: user(m.From),
 		Time: time.Unix(int64(m.Date), 0),
 	}
-	if m.MigrateToChatID != 0 {
-		in.Command = &chat.Command{Name: MigrateCommand, Args: strconv.FormatInt(m.MigrateToChatID, 10)}
-		a.migrate(m.Chat.ID, m.MigrateToChatID)
+	if mv, ok := a.moved(m); ok {
+		in.Kind, in.Moved, in.Conv = chat.KindMoved, mv, mv.From
+		in.Msg.Conv = mv.From
 		return in, true
 	}
 	if m.From != nil && m.From.ID == me.id {
@@ -102,6 +97,31 @@ func (a *Adapter) message(m *models.Message, me identity) (chat.Inbound, bool) {
 	in.Text = text
 	in.Mentioned = c.DM || mentioned || in.ReplyToBot
 	return in, true
+}
+
+// moved reports a group that became a supergroup. Telegram posts two
+// service messages: migrate_to_chat_id in the old group and
+// migrate_from_chat_id in the new supergroup; either one yields the same
+// move (the gateway applies it once). Only these fields, which only
+// Telegram sets, produce a chat.KindMoved event.
+func (a *Adapter) moved(m *models.Message) (*chat.Move, bool) {
+	var from, to int64
+	switch {
+	case m.MigrateToChatID != 0:
+		from, to = m.Chat.ID, m.MigrateToChatID
+	case m.MigrateFromChatID != 0:
+		from, to = m.MigrateFromChatID, m.Chat.ID
+	default:
+		return nil, false
+	}
+	if from == to || from == 0 || m.Chat.Type == models.ChatTypePrivate {
+		return nil, false
+	}
+	a.migrate(from, to)
+	group := func(id int64) chat.ConvRef {
+		return chat.ConvRef{Platform: platform, Channel: strconv.FormatInt(id, 10)}
+	}
+	return &chat.Move{From: group(from), To: group(to)}, true
 }
 
 // stripMention removes every "@username" (case-insensitive, not followed by

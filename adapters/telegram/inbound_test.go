@@ -197,12 +197,32 @@ func TestInboundNormalisation(t *testing.T) {
 		}
 	})
 	t.Run("migration", func(t *testing.T) {
+		h.srv.AddChat(models.Chat{ID: group, Type: models.ChatTypeGroup})
 		m := h.srv.UserMessage(group, alice, "")
 		m.MigrateToChatID = -1007777
 		h.srv.AddMessage(m)
 		got := next(t, in)
-		if got.Command == nil || got.Command.Name != MigrateCommand || got.Command.Args != "-1007777" || got.Conv.Channel != itoa(group) {
+		want := chat.Move{From: chat.ConvRef{Platform: platform, Channel: itoa(group)}, To: chat.ConvRef{Platform: platform, Channel: "-1007777"}}
+		if got.Kind != chat.KindMoved || got.Moved == nil || *got.Moved != want || got.Command != nil {
 			t.Fatalf("got %+v", got)
+		}
+		// The service message in the new supergroup reports the same move.
+		h.srv.AddChat(models.Chat{ID: -1007777, Type: models.ChatTypeSupergroup})
+		m = h.srv.UserMessage(-1007777, alice, "")
+		m.MigrateFromChatID = group
+		h.srv.AddMessage(m)
+		if got := next(t, in); got.Kind != chat.KindMoved || got.Moved == nil || *got.Moved != want {
+			t.Fatalf("got %+v", got)
+		}
+	})
+	// What a user types is a message, never a move, whatever it says.
+	t.Run("typed migration is text", func(t *testing.T) {
+		for _, text := range []string{"/__migrate -1009999", "/__migrate@pibot_test_bot 42"} {
+			h.srv.AddText(group, alice, text)
+			got := next(t, in)
+			if got.Kind != chat.KindMessage || got.Moved != nil {
+				t.Fatalf("%q became %+v", text, got)
+			}
 		}
 	})
 }

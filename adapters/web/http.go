@@ -34,11 +34,12 @@ func (a *Adapter) Handler() http.Handler {
 	mux.HandleFunc("POST /api/send", a.handleSend)
 	mux.HandleFunc("POST /api/action", a.handleAction)
 	mux.HandleFunc("GET /api/events", a.handleEvents)
-	return a.guard(http.NewCrossOriginProtection().Handler(mux))
+	return a.guard(newFailures(), http.NewCrossOriginProtection().Handler(mux))
 }
 
-// guard sets security headers and checks the Host and the token.
-func (a *Adapter) guard(next http.Handler) http.Handler {
+// guard sets security headers and checks the Host and the token; wrong
+// tokens are counted in fails, per client address.
+func (a *Adapter) guard(fails *failures, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -57,11 +58,29 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		client, now := clientKey(r), time.Now()
+		if d := fails.locked(client, now); d > 0 {
+			tooMany(w, d)
+			return
+		}
+		// wrong reports a wrong token; a missing one is no guess and is
+		// not counted.
+		wrong := func(got, msg string) {
+			if got != "" {
+				if d := fails.fail(client, now); d > 0 {
+					a.log.Warn("web chat: wrong tokens, client locked out", "client", client, "for", d)
+					tooMany(w, d)
+					return
+				}
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
+		}
 		if q := r.URL.Query().Get("token"); q != "" && r.Method == http.MethodGet && r.URL.Path == "/" {
 			if !a.tokenOK(q) {
-				http.Error(w, "web chat: bad token", http.StatusUnauthorized)
+				wrong(q, "web chat: bad token")
 				return
 			}
+			fails.ok(client)
 			http.SetCookie(w, &http.Cookie{
 				Name: tokenCookie, Value: q, Path: "/", HttpOnly: true,
 				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
@@ -69,10 +88,11 @@ func (a *Adapter) guard(next http.Handler) http.Handler {
 			http.Redirect(w, r, "/", http.StatusSeeOther)
 			return
 		}
-		if !a.tokenOK(requestToken(r)) {
-			http.Error(w, "web chat: token required (open /?token=… once, or send Authorization: Bearer …)", http.StatusUnauthorized)
+		if got := requestToken(r); !a.tokenOK(got) {
+			wrong(got, "web chat: token required (open /?token=… once, or send Authorization: Bearer …)")
 			return
 		}
+		fails.ok(client)
 		next.ServeHTTP(w, r)
 	})
 }

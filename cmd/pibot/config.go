@@ -27,6 +27,7 @@ func (c *cli) loadConfig(path string) (config.Config, string, error) {
 		if cfg, err = config.Load(path, c.getenv); err != nil {
 			return config.Config{}, path, err
 		}
+		cfg.File = path
 	}
 	if err := cfg.Validate(); err != nil {
 		name := path
@@ -34,6 +35,9 @@ func (c *cli) loadConfig(path string) (config.Config, string, error) {
 			name = "default configuration"
 		}
 		return config.Config{}, path, fmt.Errorf("%s:\n%w", name, err)
+	}
+	if c.scrub != nil {
+		c.scrub(cfg)
 	}
 	return cfg, path, nil
 }

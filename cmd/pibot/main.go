@@ -26,6 +26,10 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/tools"
+	"github.com/pibot/pibot/tools/jail"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -62,6 +66,9 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// scrub, when set, removes the secrets of a loaded configuration
+	// from the process environment (main sets it; tests do not).
+	scrub func(config.Config)
 }
 
 // exitError carries a process exit code; its message (if any) has already
@@ -86,8 +93,18 @@ func usageErr(format string, args ...any) error {
 }
 
 func main() {
-	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
-	os.Exit(c.main(context.Background(), os.Args[1:]))
+	// A bash call's launcher: applies its limits and executes the
+	// command, never returning.
+	jail.Main()
+	hardenProcess()
+	// Commands read the environment as it was at start: secrets are
+	// scrubbed from the process once the configuration is loaded.
+	env := snapshotEnv()
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: env.get,
+		scrub: func(cfg config.Config) { scrubSecrets(cfg, newLogger(os.Stderr, cfg.Log)) }}
+	code := c.main(context.Background(), os.Args[1:])
+	tools.RemoveOutputDir(os.TempDir()) //nolint:errcheck // best effort; a later pibot sweeps it
+	os.Exit(code)
 }
 
 // main runs one command and returns the exit status.

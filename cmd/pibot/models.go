@@ -47,7 +47,8 @@ func providerConfigs(cfg config.Config, getenv func(string) string) ([]providers
 		if err != nil {
 			return nil, err
 		}
-		pc := providers.Config{Name: name, API: p.API, BaseURL: p.BaseURL, APIKey: secret.New(apiKey), Headers: p.Headers, Compat: compat}
+		pc := providers.Config{Name: name, API: p.API, BaseURL: p.BaseURL, APIKey: secret.New(apiKey), Headers: p.Headers, Compat: compat,
+			Timeouts: providers.Timeouts{Connect: p.Timeouts.Connect.D(), FirstByte: p.Timeouts.FirstByte.D(), Idle: p.Timeouts.Idle.D()}}
 		for _, m := range p.Models {
 			pc.Models = append(pc.Models, modelInfo(m))
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,6 +67,11 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := metricsHandler(cfg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if err != nil {
+		return err
+	}
+	mux.Handle("GET /metrics", metrics)
 	st, err := openStack(ctx, cfg, c.getenv, log, adapters, reg)
 	if err != nil {
 		return err
@@ -79,9 +87,13 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 			http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
 			return
 		}
+		// A full disk: messages are refused until a write works again.
+		if err := st.gw.Health(); err != nil {
+			http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
@@ -116,7 +128,10 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		srvErr <- nil
 	case err := <-gwErr:
 		runErr = err
-		if runErr == nil {
+		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			// A signal stopped the gateway before this select saw it.
+			runErr = nil
+		} else if runErr == nil {
 			runErr = errors.New("gateway stopped")
 		}
 		gwErr <- nil
@@ -166,9 +181,8 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		if err != nil {
 			return nil, err
 		}
-		if tok == "" && web.RequireToken(cfg.HTTP.Listen) {
-			return nil, &config.Error{Key: "adapters.web.token", Msg: fmt.Sprintf(
-				"required because http.listen %q is not a loopback address (or set adapters.web.enabled: false)", cfg.HTTP.Listen)}
+		if err := strongToken("adapters.web.token", tok, cfg.HTTP.Listen, " (or set adapters.web.enabled: false)"); err != nil {
+			return nil, err
 		}
 		w, err := web.New(web.Config{Token: secret.New(tok), Logger: log.With("adapter", "web")})
 		if err != nil {
@@ -204,4 +218,53 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// strongToken checks a token that guards a listener: on a non-loopback
+// listen it is required and at least web.MinTokenLen characters long.
+func strongToken(key, tok, listen, alt string) error {
+	if !web.RequireToken(listen) {
+		return nil
+	}
+	gen := fmt.Sprintf("generate one with `openssl rand -hex %d`", web.MinTokenLen)
+	if tok == "" {
+		return &config.Error{Key: key, Msg: fmt.Sprintf("required because http.listen %q is not a loopback address; %s%s", listen, gen, alt)}
+	}
+	if n := len([]rune(tok)); n < web.MinTokenLen {
+		return &config.Error{Key: key, Msg: fmt.Sprintf("is %d characters, too short to guard http.listen %q, which is not a loopback address: use at least %d; %s",
+			n, listen, web.MinTokenLen, gen)}
+	}
+	return nil
+}
+
+// metricsHandler guards /metrics: with http.metrics_token set it asks for
+// that bearer token; without one it is open on a loopback listen and off
+// on any other.
+func metricsHandler(cfg config.Config, h http.Handler) (http.Handler, error) {
+	tok, err := config.ReadSecret("http.metrics_token", cfg.HTTP.MetricsToken, cfg.HTTP.MetricsTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	if tok == "" {
+		if !web.RequireToken(cfg.HTTP.Listen) {
+			return h, nil
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "metrics are off: http.listen is not a loopback address and http.metrics_token is not set", http.StatusForbidden)
+		}), nil
+	}
+	if err := strongToken("http.metrics_token", tok, cfg.HTTP.Listen, ""); err != nil {
+		return nil, err
+	}
+	want := sha256.Sum256([]byte(tok))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		g := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(g[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pibot metrics"`)
+			http.Error(w, "metrics: bearer token required (http.metrics_token)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
 }

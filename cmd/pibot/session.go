@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -138,6 +140,9 @@ func (c *cli) reportDamage(r session.Report) {
 	for _, line := range r.StaleFenced {
 		fmt.Fprintf(c.stderr, "%s:%d: ignored entry with a stale fence\n", r.Path, line)
 	}
+	for _, id := range slices.Sorted(maps.Keys(r.Cycles)) {
+		fmt.Fprintf(c.stderr, "%s: entry %s: parentId %s makes a loop (pi would never finish reading it); read as a root\n", r.Path, id, r.Cycles[id])
+	}
 	if r.TailBytes > 0 {
 		verb := "ignored"
 		if r.TailTruncated {
@@ -235,11 +240,18 @@ func (c *cli) sessionRepair(path string, dryRun bool) error {
 	for child, parent := range r.Reattached {
 		fmt.Fprintf(c.stderr, "%s: entry %s re-attached under %s\n", r.Path, child, parent)
 	}
+	migrated := r.FromVersion != 0 && r.FromVersion != session.CurrentVersion
+	// What a writable open changed on disk; damage it cannot change (stale
+	// fenced entries, bad lines an earlier repair already recorded) is
+	// skipped on every read.
+	changed := r.TailTruncated || r.BrokenCopy != "" || r.RepairEntry != "" || r.MissingNewline || migrated || len(r.Cycles) > 0
 	switch {
-	case r.Clean() && (r.FromVersion == 0 || r.FromVersion == session.CurrentVersion):
+	case r.Clean() && !migrated:
 		fmt.Fprintf(c.stdout, "%s: clean\n", path)
 	case dryRun:
 		fmt.Fprintf(c.stdout, "%s: damaged; run without --dry-run to repair\n", path)
+	case !changed:
+		fmt.Fprintf(c.stdout, "%s: nothing to repair: the damage above is skipped whenever the file is read\n", path)
 	default:
 		msg := "repaired"
 		if r.BrokenCopy != "" {

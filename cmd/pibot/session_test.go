@@ -199,3 +199,67 @@ func TestSessionRepair(t *testing.T) {
 	got := jsonLines(t, ok(t, dir, "session", "context", p))
 	sameContext(t, "repaired torn-tail", got[0], expectedContexts(t, "torn-tail")[""])
 }
+
+// TestSessionRepairSaysNothingToRepair: damage that an earlier repair
+// already recorded (bad lines in the middle, re-attached orphans) is not
+// "repaired" again; the second run says there is nothing to repair and
+// leaves the file alone.
+func TestSessionRepairSaysNothingToRepair(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "malformed-lines")
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "repaired") || !strings.Contains(out, "repair recorded in entry") {
+		t.Fatalf("first repair: %q", out)
+	}
+	before := readFile(t, p)
+	r := pibot(t, dir, "", nil, "session", "repair", p)
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing to repair") || strings.Contains(r.stdout, "repaired") {
+		t.Fatalf("second repair: exit %d, stdout %q", r.code, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "skipped damaged line") {
+		t.Errorf("second repair no longer shows the damage: %q", r.stderr)
+	}
+	if readFile(t, p) != before {
+		t.Fatal("second repair changed the file")
+	}
+}
+
+// TestSessionParentLoop replays a file on which pi's context walk never
+// ends (an entry that is its own parent, after a loop of two): pibot reads
+// it without hanging and says so, check reports it damaged, repair cuts
+// the loops with a .broken copy, and then the file is clean.
+func TestSessionParentLoop(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "loop.jsonl")
+	msg := func(id, parent string) string {
+		return `{"type":"message","id":"` + id + `","parentId":` + parent + `,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"hi ` + id + `"}],"timestamp":1}}` + "\n"
+	}
+	data := `{"type":"session","version":3,"id":"s1","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}` + "\n" +
+		msg("a1", "null") + msg("b2", `"c3"`) + msg("c3", `"b2"`) + msg("d4", `"d4"`)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := pibot(t, dir, "", nil, "session", "context", p)
+	if r.code != 0 || !strings.Contains(r.stderr, "entry d4: parentId d4 makes a loop") || !strings.Contains(r.stderr, "entry b2: parentId c3 makes a loop") {
+		t.Fatalf("context: exit %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	if got := roles(t, r.stdout); len(got) != 1 {
+		t.Fatalf("context of the self-parented leaf = %v, want its one message", got)
+	}
+	r = pibot(t, dir, "", nil, "session", "repair", "--dry-run", p)
+	if r.code != 0 || !strings.Contains(r.stdout, "damaged") || readFile(t, p) != data {
+		t.Fatalf("dry run: exit %d %q, or the file changed", r.code, r.stdout)
+	}
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "repaired, original kept as "+p+".broken") {
+		t.Fatalf("repair: %q", out)
+	}
+	if readFile(t, p+".broken") != data {
+		t.Fatal(".broken copy is not the original")
+	}
+	fixed := readFile(t, p)
+	if strings.Contains(fixed, `"parentId":"d4"`) || strings.Contains(fixed, `"id":"b2","parentId":"c3"`) {
+		t.Fatalf("loops left in the repaired file:\n%s", fixed)
+	}
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "clean") {
+		t.Fatalf("second repair: %q", out)
+	}
+}

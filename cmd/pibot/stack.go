@@ -108,6 +108,8 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Tools:           func(a gateway.Attacher) []agent.Tool { return tb.forRun(a) },
 		DMApprovals:     cfg.Agent.Approvals.DM,
 		GroupApprovals:  cfg.Agent.Approvals.Group,
+		ToolPaths:       tb.toolPaths,
+		WorkspaceOnly:   cfg.Agent.WorkspaceOnly,
 		ApprovalTimeout: cfg.Agent.Approvals.Timeout.D(),
 		QueueMode:       cfg.Agent.Queue.Mode,
 		CollectDebounce: cfg.Agent.Queue.Collect.Debounce.D(),

@@ -2,15 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/tools"
 	"github.com/pibot/pibot/tools/sandbox"
@@ -40,21 +40,28 @@ type toolbox struct {
 
 // newToolbox builds the tools configured in cfg.
 func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*toolbox, error) {
-	ws, err := filepath.Abs(cfg.Agent.Workspace)
+	ws, deny, err := prepareWorkspace(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("agent.workspace: %w", err)
+		return nil, err
 	}
 	mode, err := sandbox.ParseMode(cfg.Agent.Sandbox)
 	if err != nil {
 		return nil, &config.Error{Key: "agent.sandbox", Msg: err.Error()}
 	}
+	j, err := newJail(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	set, err := tools.New(ctx, tools.Options{
+		Jail:           j,
+		MaxOutputFile:  int64(cfg.Agent.Limits.Output),
 		Workspace:      ws,
 		WorkspaceOnly:  cfg.Agent.WorkspaceOnly,
 		Sandbox:        mode,
 		AllowNetwork:   cfg.Agent.AllowNetwork,
 		DefaultTimeout: cfg.Agent.ToolTimeout.D(),
 		Logger:         log,
+		DenyPaths:      deny,
 	})
 	if err != nil {
 		return nil, err
@@ -118,4 +125,15 @@ func retryConfig(cfg config.Config) agent.RetryConfig {
 		MaxRetries: cfg.Agent.Retry.MaxRetries,
 		BaseDelay:  cfg.Agent.Retry.BaseDelay.D(),
 	}
+}
+
+// toolPaths tells the gateway which paths a tool call would touch, so
+// group calls that reach outside the workspace ask first.
+func (t *toolbox) toolPaths(tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
+	touches, err := t.set.Workspace().Paths(tool, args)
+	out := make([]gateway.ToolPath, len(touches))
+	for i, p := range touches {
+		out[i] = gateway.ToolPath{Path: p.Path, Inside: p.Inside, Write: p.Write}
+	}
+	return out, err
 }

@@ -91,14 +91,21 @@ func (c *Checker) Check(in chat.Inbound) Decision {
 			return Decision{Verdict: Ignore}
 		}
 	}
-	groupOK := slices.Contains(c.policy.Groups, "*") || slices.Contains(c.policy.Groups, c.resolve(key(p, in.Conv.Channel)))
-	if !groupOK && !c.Known(p, in.User.ID) {
+	// Only owners may use the bot in a group that is not listed; a paired
+	// or listed user is allowed in DMs and in listed groups only.
+	if !c.GroupAllowed(p, in.Conv.Channel) && !c.IsOwner(p, in.User.ID) {
 		return Decision{Verdict: Ignore}
 	}
 	if in.Kind == chat.KindMessage && c.policy.MentionRequired && !in.Mentioned && !in.ReplyToBot && in.Command == nil {
 		return Decision{Verdict: Ignore}
 	}
 	return Decision{Verdict: Allow}
+}
+
+// GroupAllowed reports whether a group chat is listed in Groups (or "*"),
+// directly or as the new id of a listed group that moved.
+func (c *Checker) GroupAllowed(platform chat.Platform, channel string) bool {
+	return slices.Contains(c.policy.Groups, "*") || slices.Contains(c.policy.Groups, c.resolve(key(platform, channel)))
 }
 
 // Alias makes a group that moved (a Telegram group that became a

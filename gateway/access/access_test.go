@@ -31,6 +31,9 @@ func TestCheck(t *testing.T) {
 	reply.ReplyToBot = true
 	cmd := group("-100", "5", false)
 	cmd.Command = &chat.Command{Name: "help"}
+	unlistedCmd := group("-200", "2", false)
+	unlistedCmd.Command = &chat.Command{Name: "new"}
+	pair(t, store, "8")
 	tests := []struct {
 		name string
 		in   chat.Inbound
@@ -47,6 +50,10 @@ func TestCheck(t *testing.T) {
 		{"command counts as mention", cmd, Allow},
 		{"unknown group, stranger", group("-200", "5", true), Ignore},
 		{"unknown group, owner", group("-200", "1", true), Allow},
+		{"unknown group, listed user", group("-200", "2", true), Ignore},
+		{"unknown group, listed user's command", unlistedCmd, Ignore},
+		{"unknown group, paired user", group("-200", "8", true), Ignore},
+		{"paired user in their DM", dm("8"), Allow},
 	}
 	for _, tt := range tests {
 		if got := c.Check(tt.in).Verdict; got != tt.want {
@@ -126,5 +133,88 @@ func TestPairingLimitsAndExpiry(t *testing.T) {
 	}
 	if _, _, err := s.RequestCode("telegram", "z", ""); err != nil {
 		t.Fatalf("after expiry: %v", err)
+	}
+	// a's code expired unused: no new one until the cool-down is over.
+	if _, _, err := s.RequestCode("telegram", "a", ""); !errors.Is(err, ErrCooldown) {
+		t.Fatalf("new code right after expiry: %v", err)
+	}
+	if ok, err := s.Revoke("telegram", "a"); ok || err != nil {
+		t.Fatalf("revoke: %v %v", ok, err)
+	}
+	if _, _, err := s.RequestCode("telegram", "a", ""); err != nil {
+		t.Fatalf("after the owner's revoke: %v", err)
+	}
+}
+
+// pair approves user on telegram through the store, as the CLI does.
+func pair(t *testing.T, s *Store, user string) {
+	t.Helper()
+	code, _, err := s.RequestCode("telegram", user, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Approve("telegram", code); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGroupAlias(t *testing.T) {
+	c := NewChecker(Policy{Groups: []string{"telegram:-100"}}, nil)
+	c.Alias("telegram", "-100", "-1009")
+	c.Alias("telegram", "-300", "-1003") // an unlisted group gains nothing
+	for _, tt := range []struct {
+		channel string
+		want    bool
+	}{{"-100", true}, {"-1009", true}, {"-300", false}, {"-1003", false}} {
+		if got := c.GroupAllowed("telegram", tt.channel); got != tt.want {
+			t.Errorf("GroupAllowed(%s) = %v, want %v", tt.channel, got, tt.want)
+		}
+	}
+}
+
+// Strangers holding codes cannot keep others from pairing: re-asking
+// neither extends a code nor, once it expired, yields a new one within
+// the cool-down; the per-platform places free up as codes expire.
+func TestPairingCannotBeHeldByReasking(t *testing.T) {
+	s, _ := OpenStore(filepath.Join(t.TempDir(), "p.json"))
+	now := time.Unix(1_800_000_000, 0)
+	s.now = func() time.Time { return now }
+	c := NewChecker(Policy{DMPolicy: "pairing"}, s)
+	var strangers []string
+	for i := range MaxPendingPer {
+		u := "s" + string(rune('a'+i))
+		strangers = append(strangers, u)
+		if d := c.Check(dm(u)); d.Verdict != Pair {
+			t.Fatalf("stranger %s: %v", u, d.Verdict)
+		}
+	}
+	first, _, _ := s.List()
+	// The strangers keep asking every ten minutes for hours.
+	for step := range 18 {
+		now = now.Add(10 * time.Minute)
+		for _, u := range strangers {
+			code, created, err := s.RequestCode("telegram", u, "")
+			switch {
+			case now.Sub(first[0].Created) < CodeTTL:
+				if err != nil || created || code == "" {
+					t.Fatalf("step %d, %s: re-asking within the hour: %q %v %v", step, u, code, created, err)
+				}
+			case !errors.Is(err, ErrCooldown):
+				t.Fatalf("step %d, %s: after expiry got %q %v %v, want the cool-down", step, u, code, created, err)
+			}
+		}
+	}
+	// Re-asking did not extend the codes: they expired an hour after issue.
+	if _, err := s.Approve("telegram", first[0].Code); !errors.Is(err, ErrUnknownCode) {
+		t.Fatalf("a code kept alive by re-asking: %v", err)
+	}
+	// Meanwhile the platform's places are free for someone else.
+	if d := c.Check(dm("newcomer")); d.Verdict != Pair {
+		t.Fatalf("newcomer: %v, want a code", d.Verdict)
+	}
+	// After the cool-down a stranger may ask once more.
+	now = first[0].Created.Add(CodeCooldown + time.Second)
+	if _, created, err := s.RequestCode("telegram", strangers[0], ""); err != nil || !created {
+		t.Fatalf("after the cool-down: %v %v", created, err)
 	}
 }

@@ -18,16 +18,23 @@ import (
 // Code alphabet: upper case without the ambiguous 0, O, 1 and I.
 const codeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 
-// Limits of the pairing flow.
+// Limits of the pairing flow. A user holds at most one code, valid CodeTTL
+// from its issue: asking again returns the same code and does not extend
+// it. A user gets a new code at most once per CodeCooldown, so a few
+// strangers cannot keep the MaxPendingPer places of a platform taken by
+// asking again: holding them all day takes MaxPendingPer fresh accounts
+// every CodeTTL, and anyone else gets a place as soon as one expires.
 const (
 	CodeLength    = 8
 	CodeTTL       = time.Hour
-	MaxPendingPer = 3
+	CodeCooldown  = 24 * time.Hour
+	MaxPendingPer = 10
 )
 
 // Errors of the pairing store.
 var (
 	ErrTooManyPending = errors.New("too many pending pairing requests")
+	ErrCooldown       = errors.New("a pairing code was issued to this user recently")
 	ErrUnknownCode    = errors.New("unknown or expired pairing code")
 )
 
@@ -48,9 +55,17 @@ type Pairing struct {
 	Approved time.Time `json:"approved"`
 }
 
+// Issue records that a user got a code, for CodeCooldown.
+type Issue struct {
+	Platform string    `json:"platform"`
+	User     string    `json:"user"`
+	At       time.Time `json:"at"`
+}
+
 type pairingFile struct {
 	Pending  []Request `json:"pending"`
 	Approved []Pairing `json:"approved"`
+	Issued   []Issue   `json:"issued,omitempty"`
 }
 
 // Store is the pairing state in one JSON file, shared by a running pibot
@@ -126,11 +141,21 @@ func (s *Store) pruneLocked() {
 		}
 	}
 	s.data.Pending = kept
+	issued := s.data.Issued[:0]
+	for _, r := range s.data.Issued {
+		if now.Sub(r.At) < CodeCooldown {
+			issued = append(issued, r)
+		}
+	}
+	s.data.Issued = issued
 }
 
 // RequestCode returns the pending code of (platform, user), creating one if
 // needed. created is false when an existing code was returned (pibot sends
-// a code only when a new request is created).
+// a code only when a new request is created); its expiry stays that of its
+// issue. A user whose code expired gets no new one within CodeCooldown of
+// the last (ErrCooldown); a platform holds at most MaxPendingPer codes
+// (ErrTooManyPending).
 func (s *Store) RequestCode(platform, user, name string) (code string, created bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,11 +172,18 @@ func (s *Store) RequestCode(platform, user, name string) (code string, created b
 			n++
 		}
 	}
+	for _, r := range s.data.Issued {
+		if r.Platform == platform && r.User == user {
+			return "", false, fmt.Errorf("access: %s %s: %w", platform, user, ErrCooldown)
+		}
+	}
 	if n >= MaxPendingPer {
 		return "", false, fmt.Errorf("access: %s: %w", platform, ErrTooManyPending)
 	}
 	code = newCode()
-	s.data.Pending = append(s.data.Pending, Request{Platform: platform, User: user, Name: name, Code: code, Created: s.now().UTC()})
+	now := s.now().UTC()
+	s.data.Pending = append(s.data.Pending, Request{Platform: platform, User: user, Name: name, Code: code, Created: now})
+	s.data.Issued = append(s.data.Issued, Issue{Platform: platform, User: user, At: now})
 	return code, true, s.saveLocked()
 }
 
@@ -208,6 +240,14 @@ func (s *Store) Revoke(platform, user string) (bool, error) {
 		}
 	}
 	s.data.Pending = pk
+	// The owner's revoke also lifts the cool-down: they may pair again.
+	ik := s.data.Issued[:0]
+	for _, r := range s.data.Issued {
+		if !(r.Platform == platform && r.User == user) {
+			ik = append(ik, r)
+		}
+	}
+	s.data.Issued = ik
 	return found, s.saveLocked()
 }
 

@@ -1,14 +1,27 @@
 // Package groupsync appends to a file durably with group commit: writes
 // are gathered in memory, and callers that need them on disk share one
 // write and one fsync instead of queueing a syscall each behind a lock.
+//
+// A failed write or fsync poisons the file (fsyncgate: a failed fsync is
+// never retried on the same descriptor). The next call after at least
+// RetryInterval recovers it: the file is opened again, cut back to what
+// the last successful fsync made durable, and everything written since is
+// written again and synced. So a full disk costs failed calls while it
+// lasts, never a restart.
 package groupsync
 
 import (
+	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// RetryInterval is the least time between two attempts to recover a
+// poisoned file.
+const RetryInterval = 200 * time.Millisecond
 
 // File appends to an *os.File. It is safe for concurrent use. Writes are
 // buffered: they reach the file at the next Sync (or WriteSync, a wait
@@ -17,19 +30,30 @@ import (
 type File struct {
 	mu      sync.Mutex
 	f       *os.File
+	path    string
 	buf     []byte // writes not yet in the file
 	written uint64 // writes accepted
-	err     error  // the first failed write or sync; every later call fails
+	err     error  // the failure that poisoned the file; nil when healthy
+	failed  time.Time
 
-	syncMu sync.Mutex
-	synced uint64 // writes known durable
+	syncMu     sync.Mutex
+	synced     uint64 // writes known durable
+	syncedSize int64  // bytes of the file known durable
+	inFile     []byte // bytes written to the file since the last fsync
 }
 
-// New wraps f, an open file in append mode.
-func New(f *os.File) *File { return &File{f: f} }
+// New wraps f, an open file in append mode (opened by name, so it can be
+// opened again to recover from a failed write).
+func New(f *os.File) *File {
+	g := &File{f: f, path: f.Name()}
+	if st, err := f.Stat(); err == nil {
+		g.syncedSize = st.Size()
+	}
+	return g
+}
 
 // Write appends b without waiting for the disk. b reaches the file with
-// the next sync; if that fails, b may be lost.
+// the next sync; if that fails, b is written again when the file recovers.
 func (g *File) Write(b []byte) error {
 	_, err := g.write(b)
 	return err
@@ -55,7 +79,7 @@ func (g *File) WriteAsync(b []byte) (wait func() error, err error) {
 }
 
 // Sync returns once every write made before it is durable; it costs
-// nothing when they already are.
+// nothing when they already are. On a poisoned file it tries to recover.
 func (g *File) Sync() error {
 	g.mu.Lock()
 	n := g.written
@@ -63,7 +87,29 @@ func (g *File) Sync() error {
 	return g.syncThrough(n)
 }
 
+// Err returns the failure that poisoned the file, nil when it is healthy.
+func (g *File) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
 func (g *File) write(b []byte) (uint64, error) {
+	g.mu.Lock()
+	f, err := g.f, g.err
+	g.mu.Unlock()
+	switch {
+	case f == nil:
+		return 0, os.ErrClosed
+	case err != nil:
+		// Refuse new writes until the file has recovered.
+		g.syncMu.Lock()
+		err = g.recoverLocked()
+		g.syncMu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
@@ -82,6 +128,9 @@ func (g *File) write(b []byte) (uint64, error) {
 func (g *File) Flush() error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
+	if err := g.recoverLocked(); err != nil {
+		return err
+	}
 	_, err := g.writeOut()
 	return err
 }
@@ -93,6 +142,12 @@ func (g *File) syncThrough(n uint64) error {
 	defer g.syncMu.Unlock()
 	if g.synced >= n {
 		return nil
+	}
+	if err := g.recoverLocked(); err != nil {
+		return err
+	}
+	if g.synced >= n {
+		return nil // the recovery synced it
 	}
 	return g.flushLocked()
 }
@@ -106,9 +161,11 @@ func (g *File) flushLocked() error {
 	// fdatasync: an append-only log needs its data and size on disk, not
 	// its timestamps.
 	if err := unix.Fdatasync(int(g.f.Fd())); err != nil {
-		return g.fail(err)
+		return g.fail(fmt.Errorf("fdatasync %s: %w", g.path, err))
 	}
 	g.synced = upTo
+	g.syncedSize += int64(len(g.inFile))
+	g.inFile = g.inFile[:0]
 	return nil
 }
 
@@ -121,25 +178,89 @@ func (g *File) writeOut() (upTo uint64, err error) {
 	g.mu.Unlock()
 	switch {
 	case err != nil:
+		g.unwrite(data)
 		return 0, err
 	case f == nil:
 		return 0, os.ErrClosed
 	case len(data) == 0:
 		return upTo, nil
 	}
+	// Kept until synced: after a failure it is written again.
+	g.inFile = append(g.inFile, data...)
 	if _, err := f.Write(data); err != nil {
-		return 0, g.fail(err)
+		return 0, g.fail(fmt.Errorf("write %s: %w", g.path, err))
 	}
 	return upTo, nil
 }
 
-// fail poisons the file: after a failed write or sync every later call
-// fails, never retrying on the same descriptor (fsyncgate).
+// unwrite puts data taken from the buffer back in front of it.
+func (g *File) unwrite(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	g.mu.Lock()
+	g.buf = append(data, g.buf...)
+	g.mu.Unlock()
+}
+
+// fail poisons the file: after a failed write or sync no call uses the
+// descriptor again; the next one after RetryInterval recovers the file.
 func (g *File) fail(err error) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.err = err
+	if g.err == nil {
+		g.err = err
+	}
+	g.failed = time.Now()
 	return err
+}
+
+// recoverLocked brings a poisoned file back: it opens the file again,
+// cuts it to its durable size, writes everything since then again and
+// syncs it. It returns nil on a healthy file, the poisoning error when the
+// last attempt was less than RetryInterval ago or the attempt fails. The
+// caller holds syncMu.
+func (g *File) recoverLocked() error {
+	g.mu.Lock()
+	err, failed, old := g.err, g.failed, g.f
+	g.mu.Unlock()
+	if err == nil || old == nil {
+		return err
+	}
+	if time.Since(failed) < RetryInterval {
+		return err
+	}
+	f, oerr := os.OpenFile(g.path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if oerr != nil {
+		return g.fail(fmt.Errorf("%w (recovering: %v)", err, oerr))
+	}
+	g.mu.Lock()
+	data, upTo := append(g.inFile, g.buf...), g.written
+	g.buf = nil
+	g.mu.Unlock()
+	werr := f.Truncate(g.syncedSize)
+	if werr == nil && len(data) > 0 {
+		_, werr = f.Write(data)
+	}
+	if werr == nil {
+		werr = unix.Fdatasync(int(f.Fd()))
+	}
+	if werr != nil {
+		_ = f.Close()
+		g.inFile = data
+		g.mu.Lock()
+		g.failed = time.Now()
+		g.mu.Unlock()
+		return fmt.Errorf("%w (recovering: %v)", err, werr)
+	}
+	_ = old.Close()
+	g.mu.Lock()
+	g.f, g.err = f, nil
+	g.mu.Unlock()
+	g.synced = upTo
+	g.syncedSize += int64(len(data))
+	g.inFile = g.inFile[:0]
+	return nil
 }
 
 // Close writes and syncs what is buffered, then closes the file.
@@ -147,13 +268,16 @@ func (g *File) Close() error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
 	g.mu.Lock()
-	f, pending := g.f, g.written > g.synced
+	f, pending, poisoned := g.f, g.written > g.synced, g.err != nil
 	g.mu.Unlock()
 	if f == nil {
 		return nil
 	}
 	var err error
-	if pending {
+	if poisoned {
+		err = g.recoverLocked()
+	}
+	if pending && err == nil {
 		err = g.flushLocked()
 	}
 	g.mu.Lock()

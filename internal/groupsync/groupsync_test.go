@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/pibot/pibot/internal/tinyfs"
 )
 
 func TestConcurrentWritesAllLand(t *testing.T) {
@@ -81,7 +84,8 @@ func TestWritesWaitInMemoryUntilSync(t *testing.T) {
 }
 
 // TestFailedSyncPoisonsTheFile: after a failed write or sync, every later
-// call fails instead of retrying on the same descriptor.
+// call fails instead of retrying on the same descriptor (until the
+// recovery, which opens the file again).
 func TestFailedSyncPoisonsTheFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "log")
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -98,5 +102,76 @@ func TestFailedSyncPoisonsTheFile(t *testing.T) {
 	}
 	if err := g.Sync(); err == nil {
 		t.Fatal("sync after a failed sync succeeded")
+	}
+}
+
+// TestPoisonedFileRecovers: after RetryInterval a poisoned file is opened
+// again and everything not yet durable is written again, once.
+func TestPoisonedFileRecovers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(f)
+	defer g.Close()
+	if err := g.WriteSync([]byte("a\n")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close() // the descriptor goes bad under g
+	if err := g.WriteSync([]byte("b\n")); err == nil {
+		t.Fatal("sync on a closed descriptor succeeded")
+	}
+	if g.Err() == nil {
+		t.Fatal("Err() is nil on a poisoned file")
+	}
+	time.Sleep(RetryInterval)
+	if err := g.WriteSync([]byte("c\n")); err != nil {
+		t.Fatalf("write after the retry interval: %v", err)
+	}
+	if g.Err() != nil {
+		t.Fatalf("Err() = %v after recovery", g.Err())
+	}
+	if b, _ := os.ReadFile(p); string(b) != "a\nb\nc\n" {
+		t.Fatalf("file holds %q, want a, b, c once each", b)
+	}
+}
+
+// TestFullDiskRecovers fills a real (tmpfs) file system: writes fail with
+// ENOSPC while it is full and succeed again, without reopening anything by
+// hand, once space is freed; what was refused is written exactly once.
+func TestFullDiskRecovers(t *testing.T) {
+	dir := tinyfs.Mount(t, 256<<10)
+	p := filepath.Join(dir, "log")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(f)
+	defer g.Close()
+	if err := g.WriteSync([]byte("before\n")); err != nil {
+		t.Fatal(err)
+	}
+	free := tinyfs.Fill(t, dir)
+	big := bytes.Repeat([]byte("x"), 8192)
+	big[len(big)-1] = '\n'
+	if err := g.WriteSync(big); err == nil {
+		t.Fatal("a write on a full disk succeeded")
+	}
+	if err := g.Write([]byte("refused\n")); err == nil {
+		t.Fatal("a poisoned file took a new write")
+	}
+	time.Sleep(RetryInterval)
+	if err := g.Sync(); err == nil {
+		t.Fatal("recovery succeeded while the disk is still full")
+	}
+	free()
+	time.Sleep(RetryInterval)
+	if err := g.WriteSync([]byte("after\n")); err != nil {
+		t.Fatalf("write after space returned: %v", err)
+	}
+	b, _ := os.ReadFile(p)
+	if want := "before\n" + string(big) + "after\n"; string(b) != want {
+		t.Fatalf("file holds %d bytes, want %d (before, the big write once, after)", len(b), len(want))
 	}
 }

@@ -1,7 +1,7 @@
 // Package providertest serves scripted HTTP responses to model API
 // clients: SSE transcripts streamed event by event, error bodies with
-// status codes and headers, and streams that stall until the client gives
-// up (for abort tests). Each request consumes the next scripted response;
+// status codes and headers, and streams that stall or requests that hang
+// until the client gives up (for abort and timeout tests). Each request consumes the next scripted response;
 // the last one repeats.
 package providertest
 
@@ -27,6 +27,9 @@ type Response struct {
 	// Stall keeps the connection open after Body until the client goes
 	// away or the server closes.
 	Stall bool
+	// Hang answers nothing, not even headers, until the client goes away
+	// or the server closes.
+	Hang bool
 }
 
 // SSE returns a 200 text/event-stream response with the transcript in
@@ -94,6 +97,10 @@ func (s *Server) next(r *http.Request, body []byte) Response {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	resp := s.next(r, body)
+	if resp.Hang {
+		<-r.Context().Done()
+		return
+	}
 	for k, v := range resp.Header {
 		w.Header().Set(k, v)
 	}

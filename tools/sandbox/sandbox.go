@@ -1,6 +1,9 @@
 // Package sandbox runs shell commands under bubblewrap (bwrap) when it is
-// installed and works: the workspace is writable, the rest of the file
-// system read-only, /tmp private and the network off unless allowed.
+// installed and works. The sandbox shows only what tools need: the system
+// directories read-only, the workspace read-write, and a private /tmp and
+// home directory; nothing else of the host (no /home, /root, /run, /var,
+// no data directory or configuration of pibot). The network, including
+// abstract Unix sockets, is off unless allowed.
 //
 // New probes bwrap once, because distributions may block the unprivileged
 // user namespaces it needs. Mode auto falls back to running commands
@@ -12,9 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 )
+
+// HomeDir is the home directory inside the sandbox: an empty tmpfs that
+// lives as long as one command. HOME is set to it.
+const HomeDir = "/home/sandbox"
 
 // Mode selects how commands are isolated.
 type Mode string
@@ -45,6 +53,7 @@ func ParseMode(s string) (Mode, error) {
 type Sandbox struct {
 	mode   Mode
 	bwrap  string // path of a working bwrap; empty when unsandboxed
+	deny   []string
 	status string
 }
 
@@ -52,14 +61,17 @@ type Sandbox struct {
 type Probe func(ctx context.Context, path string) error
 
 // New resolves mode against the host. Mode bwrap returns an error when
-// bwrap is missing or cannot create a sandbox.
-func New(ctx context.Context, mode Mode) (*Sandbox, error) {
-	return NewWithProbe(ctx, mode, "bwrap", probeBwrap)
+// bwrap is missing or cannot create a sandbox. deny lists host paths
+// (files or directories: pibot's data directory, configuration file and
+// secret files) that are hidden inside the sandbox even where a mounted
+// directory contains them.
+func New(ctx context.Context, mode Mode, deny []string) (*Sandbox, error) {
+	return NewWithProbe(ctx, mode, deny, "bwrap", ProbeBwrap)
 }
 
 // NewWithProbe is New with the bwrap binary (name on PATH or path) and the
 // probe given explicitly, for tests.
-func NewWithProbe(ctx context.Context, mode Mode, bin string, probe Probe) (*Sandbox, error) {
+func NewWithProbe(ctx context.Context, mode Mode, deny []string, bin string, probe Probe) (*Sandbox, error) {
 	mode, err := ParseMode(string(mode))
 	if err != nil {
 		return nil, err
@@ -71,8 +83,8 @@ func NewWithProbe(ctx context.Context, mode Mode, bin string, probe Probe) (*San
 	if err == nil {
 		err = probe(ctx, path)
 		if err == nil {
-			return &Sandbox{mode: mode, bwrap: path,
-				status: "sandbox on (bubblewrap): workspace read-write, rest of the file system read-only, private /tmp"}, nil
+			return &Sandbox{mode: mode, bwrap: path, deny: slices.Clone(deny),
+				status: "sandbox on (bubblewrap): system directories read-only, workspace read-write, private /tmp and home, nothing else of the host"}, nil
 		}
 		err = fmt.Errorf("bwrap cannot create a sandbox (unprivileged user namespaces may be disabled): %w", err)
 	} else {
@@ -84,11 +96,12 @@ func NewWithProbe(ctx context.Context, mode Mode, bin string, probe Probe) (*San
 	return &Sandbox{mode: mode, status: "sandbox unavailable: " + err.Error() + "; bash commands run UNSANDBOXED on the host"}, nil
 }
 
-// probeBwrap starts a trivial command in the sandbox New would build.
-func probeBwrap(ctx context.Context, path string) error {
+// ProbeBwrap starts a trivial command in the layout New builds, without a
+// workspace.
+func ProbeBwrap(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	args := Args("/", false)
+	args := Args(Layout{Workspace: "/"})
 	args = append(args, "--", "true")
 	out, err := exec.CommandContext(ctx, path, args...).CombinedOutput()
 	if err != nil {
@@ -115,28 +128,7 @@ func (s *Sandbox) Wrap(argv []string, workspace, cwd string, allowNet bool) []st
 	if s.bwrap == "" {
 		return argv
 	}
-	out := append([]string{s.bwrap}, Args(workspace, allowNet)...)
+	out := append([]string{s.bwrap}, Args(Layout{Workspace: workspace, AllowNet: allowNet, Deny: s.deny})...)
 	out = append(out, "--chdir", cwd, "--")
 	return append(out, argv...)
-}
-
-// Args returns bwrap's options: the host read-only, workspace read-write,
-// fresh /tmp, /proc and /dev, every namespace unshared (network shared
-// back when allowed), killed with its parent, in a new session (no
-// terminal injection).
-func Args(workspace string, allowNet bool) []string {
-	a := []string{
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-		"--tmpfs", "/tmp",
-	}
-	if workspace != "/" {
-		a = append(a, "--bind", workspace, workspace)
-	}
-	a = append(a, "--unshare-all")
-	if allowNet {
-		a = append(a, "--share-net")
-	}
-	return append(a, "--die-with-parent", "--new-session")
 }

@@ -5,18 +5,97 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
+// TestArgs checks the layout's shape: no mount of the host root, system
+// directories read-only, private directories before the workspace, masks
+// after it, namespaces last.
 func TestArgs(t *testing.T) {
-	got := strings.Join(Args("/ws", false), " ")
-	want := "--ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind /ws /ws --unshare-all --die-with-parent --new-session"
-	if got != want {
-		t.Errorf("args = %s", got)
+	ws := t.TempDir()
+	data := filepath.Join(ws, "pibot-data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(Args("/ws", true), " "), "--unshare-all --share-net") {
+	cfg := filepath.Join(ws, "pibot.yaml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := Args(Layout{Workspace: ws, Deny: []string{data, cfg, filepath.Join(ws, "missing")}})
+	got := strings.Join(args, " ")
+	for _, bad := range []string{"--ro-bind / /", "--bind / /", "/root", "/run", "--share-net"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("args contain %q: %s", bad, got)
+		}
+	}
+	pos := func(s string) int {
+		i := strings.Index(got, s)
+		if i < 0 {
+			t.Fatalf("args lack %q: %s", s, got)
+		}
+		return i
+	}
+	pos("--ro-bind /usr /usr")
+	pos("--ro-bind /etc /etc")
+	if pos("--tmpfs /tmp") > pos("--bind "+ws+" "+ws) || pos("--tmpfs "+HomeDir) > pos("--bind "+ws) {
+		t.Errorf("private directories must be mounted before the workspace: %s", got)
+	}
+	if pos("--tmpfs "+data) < pos("--bind "+ws) || pos("--ro-bind /dev/null "+cfg) < pos("--bind "+ws) {
+		t.Errorf("masks must come after the workspace: %s", got)
+	}
+	if strings.Contains(got, "missing") {
+		t.Errorf("a path that does not exist is masked: %s", got)
+	}
+	if !strings.HasSuffix(got, "--unshare-all --die-with-parent --new-session") {
+		t.Errorf("args end %s", got)
+	}
+	if !strings.Contains(strings.Join(Args(Layout{Workspace: ws, AllowNet: true}), " "), "--unshare-all --share-net") {
 		t.Error("network not shared back when allowed")
+	}
+}
+
+// TestMasks checks where denied paths are hidden: at their real path
+// inside a mounted directory, at their place below the workspace mount
+// when the workspace is reached through a symlink, nowhere when the
+// sandbox does not show them, and once when nested.
+func TestMasks(t *testing.T) {
+	root := t.TempDir()
+	mk := func(p string, dir bool) string {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if dir {
+			err = os.Mkdir(p, 0o700)
+		} else {
+			err = os.WriteFile(p, nil, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	etc := mk("etc", true)
+	conf := mk("etc/pibot/pibot.yaml", false)
+	wsReal := mk("real-ws", true)
+	data := mk("real-ws/data", true)
+	inData := mk("real-ws/data/pairing.json", false)
+	elsewhere := mk("home/secret", false)
+	link := filepath.Join(root, "conf-link")
+	if err := os.Symlink(conf, link); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	if err := os.Symlink(wsReal, ws); err != nil {
+		t.Fatal(err)
+	}
+	got := masks([]string{link, inData, data, elsewhere, filepath.Join(etc, "*.none")}, []string{etc}, ws, wsReal)
+	want := []string{"--ro-bind", os.DevNull, conf, "--tmpfs", filepath.Join(ws, "data")}
+	if !slices.Equal(got, want) {
+		t.Errorf("masks = %q, want %q", got, want)
 	}
 }
 
@@ -52,7 +131,7 @@ func TestModes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s, err := NewWithProbe(t.Context(), c.mode, c.bin, c.probe)
+			s, err := NewWithProbe(t.Context(), c.mode, nil, c.bin, c.probe)
 			if c.wantErr {
 				if err == nil {
 					t.Fatal("no error")

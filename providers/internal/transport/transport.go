@@ -112,6 +112,9 @@ func (c *Client) Do(ctx context.Context, attempt func(ctx context.Context) error
 		if !errors.As(err, &apiErr) || !apiErr.Retryable() || n >= c.Retry.retries() {
 			return err
 		}
+		if te, ok := errors.AsType[*TimeoutError](err); ok && !te.Retryable() {
+			return err
+		}
 		d := c.Retry.Delay(n+1, apiErr.RetryAfter)
 		c.logger().LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying",
 			slog.String("provider", c.Provider), slog.Int("status", apiErr.Status),
@@ -129,6 +132,9 @@ func (c *Client) Do(ctx context.Context, attempt func(ctx context.Context) error
 func (c *Client) Failure(resp *http.Response, err error) *llm.APIError {
 	if resp != nil && resp.StatusCode >= 300 {
 		return c.statusError(resp)
+	}
+	if te, ok := errors.AsType[*TimeoutError](err); ok {
+		return &llm.APIError{Provider: c.Provider, Message: te.Error(), Err: te}
 	}
 	return &llm.APIError{Provider: c.Provider, Message: c.redact(transportText(err)), Err: errors.New(c.redact(err.Error()))}
 }

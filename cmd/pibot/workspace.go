@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pibot/pibot/config"
+)
+
+// protected is one of pibot's own files or directories, which tools must
+// never reach, with the configuration key that names it.
+type protected struct {
+	key  string // config key, or "configuration file"
+	path string // absolute
+}
+
+// protectedPaths returns pibot's own files: the data directory, the
+// configuration file and every secret file the configuration names.
+func protectedPaths(cfg config.Config) ([]protected, error) {
+	var out []protected
+	add := func(key, p string) error {
+		if p == "" {
+			return nil
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return &config.Error{Key: key, Msg: err.Error()}
+		}
+		out = append(out, protected{key, abs})
+		return nil
+	}
+	errs := []error{
+		add("data_dir", cfg.DataDir),
+		add("configuration file", cfg.File),
+		add("adapters.telegram.token_file", cfg.Adapter.Telegram.TokenFile),
+		add("adapters.telegram.webhook_secret_file", cfg.Adapter.Telegram.WebhookSecretFile),
+		add("adapters.web.token_file", cfg.Adapter.Web.TokenFile),
+	}
+	for name, p := range cfg.Providers {
+		errs = append(errs, add("providers."+name+".api_key_file", p.APIKeyFile))
+	}
+	return out, errors.Join(errs...)
+}
+
+// prepareWorkspace checks the layout `pibot serve` and `pibot chat` start
+// with and returns the absolute workspace and the paths tools must never
+// reach (see tools.Options.DenyPaths). The default workspace is created
+// (mode 0700) when missing; a configured one must exist. A workspace that
+// contains the data directory, the configuration file or a secret file,
+// or that lies inside the data directory, is refused: tools would read and
+// rewrite who is allowed, sessions and secrets.
+func prepareWorkspace(cfg config.Config) (ws string, deny []string, err error) {
+	ws, err = filepath.Abs(cfg.Agent.Workspace)
+	if err != nil {
+		return "", nil, &config.Error{Key: "agent.workspace", Msg: err.Error()}
+	}
+	if cfg.Agent.Workspace == config.Default().Agent.Workspace {
+		if err := os.MkdirAll(ws, 0o700); err != nil {
+			return "", nil, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf("cannot create the default workspace %s: %v", ws, err)}
+		}
+	}
+	st, err := os.Stat(ws)
+	if err != nil {
+		return "", nil, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf("%s: %v (create the directory or set agent.workspace to one that exists)", ws, unwrapPathError(err))}
+	}
+	if !st.IsDir() {
+		return "", nil, &config.Error{Key: "agent.workspace", Msg: ws + " is not a directory"}
+	}
+	wsReal, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return "", nil, &config.Error{Key: "agent.workspace", Msg: err.Error()}
+	}
+	prot, err := protectedPaths(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	var errs []error
+	for _, p := range prot {
+		deny = append(deny, p.path)
+		pReal := realPrefix(p.path)
+		what, name := p.key+" ("+p.path+")", p.key
+		if p.key == "configuration file" {
+			what, name = "the configuration file "+p.path, "the configuration file"
+		}
+		switch {
+		case inside(ws, p.path) || inside(wsReal, pReal):
+			errs = append(errs, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf(
+				"the workspace %s contains %s: tools could read and change it; set agent.workspace to a directory of its own (default %s) or move %s out of the workspace",
+				ws, what, config.Default().Agent.Workspace, name)})
+		case p.key == "data_dir" && (inside(p.path, ws) || inside(pReal, wsReal)):
+			errs = append(errs, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf(
+				"the workspace %s lies inside data_dir (%s): tools could read and change sessions and pairing state; set agent.workspace to a directory outside data_dir",
+				ws, p.path)})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return "", nil, err
+	}
+	return ws, deny, nil
+}
+
+// unwrapPathError drops the operation and path of a *fs.PathError, which
+// the caller already names.
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// realPrefix returns p with the symlinks of its longest existing prefix
+// evaluated (p itself may not exist yet, as a data directory before the
+// first start); a dangling symlink is followed to where it points, which
+// is where the directory would be created.
+func realPrefix(p string) string {
+	var rest []string
+	cur := p
+	for range 255 {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r
+		}
+		if t, err := os.Readlink(cur); err == nil {
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(filepath.Dir(cur), t)
+			}
+			cur = filepath.Clean(t)
+			continue
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return p
+		}
+		rest = append(rest, filepath.Base(cur))
+		cur = parent
+	}
+	return p
+}
+
+// inside reports whether p is dir or below it (both clean and absolute).
+func inside(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}

@@ -1,0 +1,255 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/agent/agenttest"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+// The tests here crash a gateway the way kill -9 does: they copy its data
+// directory while it works (what write(2) put in the files survives a
+// process crash; what the process still buffered does not) and start a
+// new gateway on the copy.
+
+// withDir runs the harness in dir (a crash copy) instead of a new one.
+func withDir(dir string) option { return func(h *harness) { h.dir = dir } }
+
+// fastDrain lets a stop interrupt runs at once.
+func fastDrain(c *gateway.Config) { c.DrainTimeout = 100 * time.Millisecond }
+
+// crashCopy copies the files of dir as they are now into a new directory.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
+	dst := t.TempDir()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil // removed meanwhile (a temporary file)
+			}
+			return err
+		}
+		// The index and the run journal name files by absolute path.
+		b = bytes.ReplaceAll(b, []byte(dir), []byte(dst))
+		return os.WriteFile(to, b, 0o600)
+	})
+	if err != nil {
+		t.Fatalf("crash copy: %v", err)
+	}
+	return dst
+}
+
+// countIn counts the messages of the conversation containing sub.
+func (h *harness) countIn(sub string) int {
+	n := 0
+	for _, m := range h.ad.Messages(dmConv) {
+		if strings.Contains(m, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// dropLines rewrites a file without the lines containing any of subs.
+func dropLines(t *testing.T, path string, subs ...string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for line := range strings.SplitSeq(string(b), "\n") {
+		drop := false
+		for _, s := range subs {
+			drop = drop || strings.Contains(line, s)
+		}
+		if !drop {
+			kept = append(kept, line)
+		}
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoredAnswerReachesTheChatAfterACrash: the answer is in the session
+// but no delivery is recorded and the message is still in the inbox (a
+// crash between the two). The restart sends that answer once, without
+// asking the model again, and records its delivery; a further restart
+// sends nothing more.
+func TestStoredAnswerReachesTheChatAfterACrash(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("forty-two")})
+	h.send("the question")
+	h.waitText(dmConv, "forty-two")
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	h.stop()
+	// The crash window: the delivery record, the acknowledgement and the
+	// clean stop never reached the disk.
+	dropLines(t, h.sessions()[0], `"pibot.delivery"`)
+	dropLines(t, filepath.Join(h.dir, "inbox.jsonl"), `"op":"ack"`, `"op":"clean"`)
+	calls := h.model.Calls()
+	h.start()
+	h.waitFor("the stored answer in the chat", func() bool { return h.countIn("forty-two") == 2 })
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	if n := h.model.Calls(); n != calls {
+		t.Fatalf("the model was asked %d more times; the stored answer is enough", n-calls)
+	}
+	if n := len(deliveries(h)); n != 1 {
+		t.Fatalf("%d delivery records, want 1", n)
+	}
+	h.restart()
+	time.Sleep(300 * time.Millisecond)
+	if n := h.countIn("forty-two"); n != 2 {
+		t.Fatalf("the answer is in the chat %d times after another restart, want 2 (original + the one sent after the crash)", n)
+	}
+}
+
+// TestDeliveredAnswerIsNotTouchedAfterACrash: the delivery is recorded but
+// the run journal and the inbox still name the run (a crash just after
+// the record). The restart neither marks the delivered reply interrupted
+// nor sends it again.
+func TestDeliveredAnswerIsNotTouchedAfterACrash(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("forty-two")})
+	in := h.send("the question")
+	h.waitText(dmConv, "forty-two")
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	ds := deliveries(h)
+	if len(ds) != 1 {
+		t.Fatalf("%d deliveries", len(ds))
+	}
+	h.stop()
+	dropLines(t, filepath.Join(h.dir, "inbox.jsonl"), `"op":"ack"`, `"op":"clean"`)
+	path := h.sessions()[0]
+	journal := map[string]any{path + "|" + in.Conv.Key(): map[string]any{
+		"path": path, "loc": in.Conv.Key(), "conv": in.Conv, "refs": []chat.MsgRef{ds[0]},
+	}}
+	b, _ := json.Marshal(journal)
+	if err := os.WriteFile(filepath.Join(h.dir, "runs.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := h.countIn("forty-two"); n != 1 {
+		t.Fatalf("the delivered answer is in the chat %d times, want 1; messages: %q", n, h.ad.Messages(dmConv))
+	}
+	if n := h.countIn("interrupted"); n != 0 {
+		t.Fatalf("the delivered answer was marked interrupted: %q", h.ad.Messages(dmConv))
+	}
+}
+
+// TestToolNotRunTwiceAfterACrashInANewConversation: pibot crashes while
+// the first tool of a new conversation runs (its call is on disk). The
+// restart finds the conversation's session (its binding is on disk too),
+// resumes it with "outcome unknown", and the model, seeing that, does not
+// call the tool again. On the old code the restart opened a second session,
+// the model saw the question afresh and the tool ran twice.
+func TestToolNotRunTwiceAfterACrashInANewConversation(t *testing.T) {
+	var runs atomic.Int32
+	started := make(chan struct{}, 4)
+	release := make(chan struct{})
+	tool := &agenttest.Tool{Name: "launch", Fn: func(ctx context.Context, id string, _ json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return agenttest.TextOutput("launched"), nil
+	}}
+	// A model that calls the tool for a fresh question and stops once it
+	// sees a result for the call.
+	model := faux.Turn{Reply: func(req llm.Request) faux.Turn {
+		for _, m := range req.Messages {
+			if m.Role == llm.RoleToolResult {
+				return faux.Text("not launching again: " + m.Text())
+			}
+		}
+		return faux.ToolCalls(faux.Call("c1", "launch", `{}`))
+	}}
+	h := newHarness(t, []faux.Turn{model}, withTools(tool), withConfig(fastDrain))
+	h.send("launch the rocket")
+	<-started
+	dir := crashCopy(t, h.dir)
+	close(release)
+
+	h2 := newHarness(t, []faux.Turn{model}, withTools(tool), withDir(dir), withConfig(fastDrain))
+	h2.waitText(dmConv, "not launching again", "outcome is unknown")
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
+	if s := h2.sessions(); len(s) != 1 {
+		t.Fatalf("%d session files after the restart, want 1: %q", len(s), s)
+	}
+}
+
+// TestMessageThatCrashesTwiceIsQuarantined: a message in flight during two
+// crashes in a row is set aside with a notice instead of being replayed
+// again; a message in flight only during the first crash is answered.
+func TestMessageThatCrashesTwiceIsQuarantined(t *testing.T) {
+	// "bomb" never finishes (it stands for a message that takes pibot
+	// down); "innocent" takes a moment.
+	model := faux.Turn{Reply: func(req llm.Request) faux.Turn {
+		last := req.Messages[len(req.Messages)-1].Text()
+		if strings.Contains(last, "bomb") {
+			return faux.Text("boom").WithDelay(time.Hour)
+		}
+		return faux.Text("fine, thanks").WithDelay(100 * time.Millisecond)
+	}}
+	h1 := newHarness(t, []faux.Turn{model}, withConfig(fastDrain))
+	h1.send("bomb")
+	h1.send("innocent", inConv(groupConv), from("owner"), mentioned())
+	h1.waitFor("both runs to start", func() bool { return h1.model.Calls() == 2 })
+	crash1 := crashCopy(t, h1.dir)
+
+	h2 := newHarness(t, []faux.Turn{model}, withDir(crash1), withConfig(fastDrain))
+	h2.waitText(groupConv, "fine, thanks")
+	h2.waitFor("only the bomb left in the inbox", func() bool { return h2.inbox.Len() == 1 })
+	h2.waitFor("the bomb replayed", func() bool { return h2.model.Calls() >= 2 })
+	time.Sleep(100 * time.Millisecond) // the innocent one's ack reaches the file
+	crash2 := crashCopy(t, h2.dir)
+
+	h3 := newHarness(t, []faux.Turn{model}, withDir(crash2), withConfig(fastDrain))
+	h3.waitText(dmConv, "crashed pibot twice and was set aside")
+	h3.waitFor("an empty inbox", func() bool { return h3.inbox.Len() == 0 })
+	if q := h3.inbox.Quarantined(); len(q) != 1 || !strings.Contains(string(q[0].Data), "bomb") {
+		t.Fatalf("quarantined = %+v, want the bomb", q)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := h3.model.Calls(); n != 0 {
+		t.Fatalf("the model was asked %d times after the quarantine", n)
+	}
+	if msgs := h3.ad.Messages(groupConv); len(msgs) != 0 {
+		t.Fatalf("the innocent message was handled again: %q", msgs)
+	}
+	// A restart does not bring it back.
+	h3.restart()
+	time.Sleep(200 * time.Millisecond)
+	if n := h3.model.Calls(); n != 0 || h3.inbox.Len() != 0 {
+		t.Fatalf("after a restart: %d model calls, %d pending", n, h3.inbox.Len())
+	}
+}

@@ -1,0 +1,70 @@
+// Package tinyfs gives tests a real file system that can run out of
+// space: a small tmpfs mounted for the test (root only), and a filler
+// that takes every free byte until it is removed.
+package tinyfs
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Mount mounts a tmpfs of size bytes on a new temporary directory and
+// unmounts it when the test ends. It skips the test when the process may
+// not mount (not root, or no mount permission in this container).
+func Mount(t testing.TB, size int64) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("tinyfs: mounting a small tmpfs needs root; skipped")
+	}
+	dir := filepath.Join(t.TempDir(), "tinyfs")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.FormatInt(size, 10)+",mode=0700"); err != nil {
+		t.Skipf("tinyfs: cannot mount a tmpfs here (%v); skipped", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+			t.Errorf("tinyfs: unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// Fill writes a file in dir until the file system is full and returns a
+// function that removes it, freeing the space.
+func Fill(t testing.TB, dir string) (free func()) {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		t.Fatalf("tinyfs: %v", err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("tinyfs: filling %s: %v", dir, err)
+			}
+			break
+		}
+	}
+	// Take the last partial block too.
+	for {
+		if _, err := f.Write(chunk[:1]); err != nil {
+			break
+		}
+	}
+	_ = f.Close()
+	return func() {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("tinyfs: %v", err)
+		}
+	}
+}

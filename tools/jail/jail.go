@@ -1,0 +1,335 @@
+// Package jail runs one command per call with its own resource limits and
+// kills everything the command started when the call ends.
+//
+// A command is started through a launcher: the pibot binary re-executed
+// with a hidden first argument (LauncherArg). Main, called first thing in
+// main() (and in TestMain of tests that run commands through a jail),
+// turns that process into the launcher: on one locked OS thread it joins
+// the call's cgroup, sets the rlimits, drops dangerous capabilities when
+// it runs as root, switches user if configured, sets no_new_privs and
+// then executes the target. Every limit is therefore in force before the
+// first instruction of the command runs.
+//
+// Where the host allows it (root, or a cgroup delegated to pibot) every
+// call gets its own cgroup (v2, or v1 pids and memory controllers) with
+// pids.max and a memory limit; when the call ends every process in it is
+// killed, including processes that left the process group with setsid.
+// As root, calls also run in their own PID namespace, whose processes all
+// die with the namespace's first process. Without either, the process
+// group is killed and the rlimits still apply.
+package jail
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// LauncherArg is the hidden first argument that makes the binary a
+// launcher (see Main).
+const LauncherArg = "__pibot_jail_launcher__"
+
+// Limits are the resource limits of one command. Zero disables a limit.
+type Limits struct {
+	// Processes caps the processes and threads of one call: pids.max of
+	// its cgroup, or without one RLIMIT_NPROC, set to Processes above
+	// what the user runs when the call starts (it counts per user and
+	// never binds root).
+	Processes int
+	// Memory caps the memory of one call in bytes: the cgroup memory
+	// limit, or RLIMIT_DATA of every process without one.
+	Memory int64
+	// CPUTime caps the CPU time of every process (RLIMIT_CPU).
+	CPUTime time.Duration
+	// FileSize caps the size of every file a process writes
+	// (RLIMIT_FSIZE).
+	FileSize int64
+}
+
+// Config configures a Jail.
+type Config struct {
+	Limits Limits
+	// User runs commands as this user when pibot runs as root: a name
+	// or "uid[:gid]". Empty keeps pibot's user.
+	User string
+	// Exe is the launcher executable; empty means /proc/self/exe (the
+	// running binary, which must call Main first thing).
+	Exe string
+	// CgroupFS is where cgroups are mounted; empty means /sys/fs/cgroup.
+	CgroupFS string
+	// NoCgroup disables cgroups (for tests of the fallback).
+	NoCgroup bool
+	// Logger receives diagnostics; nil discards them.
+	Logger *slog.Logger
+}
+
+// Jail starts commands with limits. It is safe for concurrent use.
+type Jail struct {
+	limits  Limits
+	exe     string
+	cred    *credential // nil keeps pibot's user
+	root    bool        // pibot runs as root: PID namespace, capabilities
+	cg      *cgroupSet  // nil without cgroups
+	status  string
+	log     *slog.Logger
+	counter atomic.Uint64
+}
+
+// New probes the host (cgroups, privileges) once and returns a jail.
+// An unknown user is an error.
+func New(cfg Config) (*Jail, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	j := &Jail{limits: cfg.Limits, exe: cfg.Exe, root: os.Geteuid() == 0, log: log}
+	if j.exe == "" {
+		j.exe = "/proc/self/exe"
+	}
+	if cfg.User != "" {
+		if !j.root {
+			return nil, fmt.Errorf("jail: running commands as user %q needs pibot to run as root", cfg.User)
+		}
+		c, err := lookupUser(cfg.User)
+		if err != nil {
+			return nil, fmt.Errorf("jail: %w", err)
+		}
+		j.cred = c
+	}
+	if !cfg.NoCgroup {
+		fs := cfg.CgroupFS
+		if fs == "" {
+			fs = "/sys/fs/cgroup"
+		}
+		cg, err := probeCgroups(fs, cfg.Limits, log)
+		if err != nil {
+			log.Info("per-call cgroups unavailable, using rlimits and process groups", "reason", err.Error())
+		} else {
+			j.cg = cg
+		}
+	}
+	j.status = j.describe()
+	return j, nil
+}
+
+// Status describes the limits and isolation in force, in one sentence.
+func (j *Jail) Status() string { return j.status }
+
+// Contained reports whether every process of a call is killed when it
+// ends, even one that left its process group: a cgroup or a PID
+// namespace is in force.
+func (j *Jail) Contained() bool { return j.cg != nil || j.root }
+
+// ProcessesCapped reports whether the process limit binds every process
+// of a call: a pids cgroup, or RLIMIT_NPROC for a user other than root.
+func (j *Jail) ProcessesCapped() bool {
+	if j.limits.Processes <= 0 {
+		return false
+	}
+	return (j.cg != nil && j.cg.pids) || j.cred != nil && j.cred.uid != 0 || !j.root
+}
+
+// Limits returns the configured limits.
+func (j *Jail) Limits() Limits { return j.limits }
+
+func (j *Jail) describe() string {
+	var parts []string
+	var lim []string
+	if l := j.limits; l.Processes > 0 || l.Memory > 0 || l.CPUTime > 0 || l.FileSize > 0 {
+		if l.Processes > 0 {
+			lim = append(lim, fmt.Sprintf("%d processes", l.Processes))
+		}
+		if l.Memory > 0 {
+			lim = append(lim, FormatBytes(l.Memory)+" memory")
+		}
+		if l.CPUTime > 0 {
+			lim = append(lim, l.CPUTime.String()+" CPU per process")
+		}
+		if l.FileSize > 0 {
+			lim = append(lim, FormatBytes(l.FileSize)+" per file")
+		}
+		parts = append(parts, "limits: "+strings.Join(lim, ", "))
+	} else {
+		parts = append(parts, "no resource limits")
+	}
+	switch {
+	case j.cg != nil:
+		parts = append(parts, "own "+j.cg.describe())
+	case j.limits.Processes > 0 && j.root && (j.cred == nil || j.cred.uid == 0):
+		parts = append(parts, "no cgroup: the process limit does not bind root")
+	default:
+		parts = append(parts, "no cgroup")
+	}
+	if j.root {
+		parts = append(parts, "own PID namespace", "dangerous capabilities dropped")
+	}
+	if j.cred != nil {
+		parts = append(parts, fmt.Sprintf("runs as uid %d", j.cred.uid))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Cmd is one command in its jail. Use Cmd.Cmd like an exec.Cmd (set Dir,
+// Env, Stdout, Stderr, then Start and Wait), Kill to end it and Close when
+// done.
+type Cmd struct {
+	*exec.Cmd
+	j   *Jail
+	cg  *cgroup // nil without cgroups
+	pid int     // launcher pid, once started
+}
+
+// Command prepares argv to run in a new jail. The caller must call Close.
+func (j *Jail) Command(argv []string) (*Cmd, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("jail: empty command")
+	}
+	s := spec{Rlimits: j.rlimits(), DropCaps: j.root}
+	c := &Cmd{j: j}
+	if j.cg != nil {
+		cg, err := j.cg.create(fmt.Sprintf("p%d-%d", os.Getpid(), j.counter.Add(1)))
+		if err != nil {
+			return nil, fmt.Errorf("jail: %w", err)
+		}
+		c.cg = cg
+		s.Cgroups = cg.dirs()
+	}
+	if j.cred != nil {
+		s.UID, s.GID, s.Groups = &j.cred.uid, &j.cred.gid, j.cred.groups
+	}
+	enc, err := s.encode()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Cmd = exec.Command(j.exe, append([]string{LauncherArg, enc}, argv...)...)
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if j.root {
+		attr.Cloneflags = syscall.CLONE_NEWPID
+	}
+	c.Cmd.SysProcAttr = attr
+	return c, nil
+}
+
+func (j *Jail) rlimits() []rlimit {
+	var out []rlimit
+	l := j.limits
+	if l.Processes > 0 && (j.cg == nil || !j.cg.pids) {
+		// RLIMIT_NPROC counts every process and thread of the user,
+		// pibot's and the user's others included: allow Processes more
+		// than the user runs now.
+		uid := os.Geteuid()
+		if j.cred != nil {
+			uid = j.cred.uid
+		}
+		n := uint64(userTasks(uid) + l.Processes)
+		out = append(out, rlimit{Res: rlimitNPROC, Cur: n, Max: n})
+	}
+	if l.Memory > 0 && (j.cg == nil || !j.cg.memory) {
+		out = append(out, rlimit{Res: rlimitDATA, Cur: uint64(l.Memory), Max: uint64(l.Memory)})
+	}
+	if l.CPUTime > 0 {
+		s := uint64((l.CPUTime + time.Second - 1) / time.Second)
+		// SIGXCPU at the soft limit, SIGKILL a little later.
+		out = append(out, rlimit{Res: rlimitCPU, Cur: s, Max: s + 5})
+	}
+	if l.FileSize > 0 {
+		out = append(out, rlimit{Res: rlimitFSIZE, Cur: uint64(l.FileSize), Max: uint64(l.FileSize)})
+	}
+	return out
+}
+
+// Start starts the command.
+func (c *Cmd) Start() error {
+	if err := c.Cmd.Start(); err != nil {
+		return fmt.Errorf("jail: %w", err)
+	}
+	c.pid = c.Cmd.Process.Pid
+	return nil
+}
+
+// Kill SIGKILLs every process of the command: its cgroup, its PID
+// namespace (by killing its first process) and its process group.
+func (c *Cmd) Kill() {
+	if c.cg != nil {
+		c.cg.kill()
+	}
+	if c.pid > 0 {
+		killGroup(c.pid)
+	}
+}
+
+// Events says which limits the command hit.
+type Events struct {
+	// OOMKills counts processes the kernel killed at the memory limit.
+	OOMKills int
+	// ForkFailures counts forks refused by the process limit.
+	ForkFailures int
+}
+
+// Close kills whatever is left of the command, reads which limits were
+// hit and removes the cgroup. Call it after Wait (or when Start failed).
+func (c *Cmd) Close() Events {
+	c.Kill()
+	if c.cg == nil {
+		return Events{}
+	}
+	ev := c.cg.events()
+	if err := c.cg.remove(); err != nil {
+		c.j.log.Warn("jail: remove cgroup", "err", err)
+	}
+	c.cg = nil
+	return ev
+}
+
+// killGroup SIGKILLs the process group repeatedly until it is gone (or
+// only zombies waiting for their reaper are left), so processes forked
+// while it is being killed die too.
+func killGroup(pgid int) {
+	for range 20 {
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); err == syscall.ESRCH {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// userTasks counts the processes and threads of uid.
+func userTasks(uid int) int {
+	n := 0
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+			tasks, _ := os.ReadDir("/proc/" + e.Name() + "/task")
+			n += len(tasks)
+		}
+	}
+	return n
+}
+
+// FormatBytes renders a size in binary units ("2 GiB", "1.5 MiB").
+func FormatBytes(n int64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	v, u := float64(n), 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%d %s", int64(v), units[u])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[u])
+}

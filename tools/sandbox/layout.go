@@ -1,0 +1,178 @@
+package sandbox
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Layout is what one sandboxed command sees of the host.
+type Layout struct {
+	// Workspace is mounted read-write at its own path; "/" mounts none.
+	Workspace string
+	// AllowNet keeps the host's network namespace (and with it the
+	// host's abstract Unix sockets); otherwise only a private loopback
+	// exists.
+	AllowNet bool
+	// Deny lists host paths hidden wherever a mounted tree contains them:
+	// a directory becomes an empty tmpfs, a file an unreadable node.
+	Deny []string
+}
+
+// systemDirs are the host directories mounted read-only: what programs
+// need to run. Merged-/usr links (/bin -> usr/bin) are recreated as links.
+// /home, /root, /run, /var, /srv, /mnt, /media and /sys are not mounted.
+func systemDirs() []string {
+	return []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
+}
+
+// hostSecrets are files and directories inside the system directories
+// that hold host credentials: hidden like Layout.Deny. Entries may be
+// glob patterns.
+func hostSecrets() []string {
+	return []string{
+		"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+		"/etc/security/opasswd", "/etc/ssl/private", "/etc/ssh/ssh_host_*_key",
+	}
+}
+
+// Args returns bwrap's options for l: the system directories read-only,
+// fresh /dev and /proc, private tmpfs /tmp, /var/tmp and home (HOME set to
+// it), the workspace read-write, the denied paths and host secrets masked,
+// every namespace unshared (network shared back when allowed), killed with
+// its parent, in a new session (no terminal injection).
+//
+// Args reads the host's file system to see which system directories exist
+// and where denied paths really are.
+func Args(l Layout) []string {
+	var a, mounted []string
+	for _, d := range systemDirs() {
+		st, err := os.Lstat(d)
+		switch {
+		case err != nil:
+		case st.Mode()&os.ModeSymlink != 0:
+			if t, err := os.Readlink(d); err == nil {
+				a = append(a, "--symlink", t, d)
+			}
+		case st.IsDir():
+			a = append(a, "--ro-bind", d, d)
+			mounted = append(mounted, d)
+		}
+	}
+	a = append(a,
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/tmp",
+		"--tmpfs", "/var/tmp",
+		"--tmpfs", HomeDir,
+		"--setenv", "HOME", HomeDir,
+	)
+	if l.AllowNet {
+		a = append(a, resolvConf(mounted)...)
+	}
+	// The workspace comes after the private directories so that a
+	// workspace below /tmp or the home directory stays visible.
+	ws := filepath.Clean(l.Workspace)
+	wsReal := ws
+	if r, err := filepath.EvalSymlinks(ws); err == nil {
+		wsReal = r
+	}
+	if ws != "/" {
+		a = append(a, "--bind", wsReal, ws)
+	}
+	a = append(a, masks(hostSecrets(), mounted, ws, wsReal)...)
+	a = append(a, masks(l.Deny, mounted, ws, wsReal)...)
+	a = append(a, "--unshare-all")
+	if l.AllowNet {
+		a = append(a, "--share-net")
+	}
+	return append(a, "--die-with-parent", "--new-session")
+}
+
+// resolvConf mounts the file /etc/resolv.conf links to when that file is
+// outside the mounted directories (systemd-resolved keeps it in /run), so
+// that name resolution works when the network is allowed.
+func resolvConf(mounted []string) []string {
+	r, err := filepath.EvalSymlinks("/etc/resolv.conf")
+	if err != nil || r == "/etc/resolv.conf" || underAny(mounted, r) {
+		return nil
+	}
+	if st, err := os.Stat(r); err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	return []string{"--ro-bind", r, r}
+}
+
+// masks returns the options that hide each existing path of paths (glob
+// patterns allowed) where the sandbox would show it: inside a mounted
+// system directory at its real path, inside the workspace at its path
+// below the workspace mount. Paths nested in another masked directory are
+// skipped. Only real paths (symlinks resolved) are masked, so a mask never
+// needs a mount point outside what is mounted.
+func masks(paths, mounted []string, ws, wsReal string) []string {
+	type target struct {
+		path string
+		dir  bool
+	}
+	var ts []target
+	for _, p := range paths {
+		matches := []string{p}
+		if strings.ContainsAny(p, "*?[") {
+			matches, _ = filepath.Glob(p)
+		}
+		for _, m := range matches {
+			real, err := filepath.EvalSymlinks(m)
+			if err != nil {
+				continue // nothing there to hide
+			}
+			st, err := os.Stat(real)
+			if err != nil {
+				continue
+			}
+			var at string
+			switch {
+			case ws != "/" && under(wsReal, real):
+				rel, _ := filepath.Rel(wsReal, real)
+				at = filepath.Join(ws, rel)
+			case underAny(mounted, real):
+				at = real
+			default:
+				continue // not visible in the sandbox
+			}
+			ts = append(ts, target{at, st.IsDir()})
+		}
+	}
+	slices.SortFunc(ts, func(x, y target) int { return strings.Compare(x.path, y.path) })
+	var a []string
+	var dirs []string
+	for _, t := range ts {
+		if underAny(dirs, t.path) {
+			continue
+		}
+		if t.dir {
+			a = append(a, "--tmpfs", t.path)
+			dirs = append(dirs, t.path)
+		} else {
+			a = append(a, "--ro-bind", os.DevNull, t.path)
+		}
+	}
+	return a
+}
+
+// under reports whether p is root or below it (both clean and absolute).
+func under(root, p string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == root || strings.HasPrefix(p, root+"/")
+}
+
+func underAny(roots []string, p string) bool {
+	for _, r := range roots {
+		if under(r, p) {
+			return true
+		}
+	}
+	return false
+}
