@@ -186,7 +186,7 @@ func (r *renderer) codeSpan(b *strings.Builder, n *ast.CodeSpan) {
 	case DialectSlack:
 		b.WriteString("`" + escapeHTML(s) + "`")
 	case DialectDiscord:
-		ticks := strings.Repeat("`", longestRun(s, '`')+1)
+		ticks := strings.Repeat("`", LongestRun(s, '`')+1)
 		if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 			s = " " + s + " "
 		}
@@ -367,8 +367,9 @@ func isControl(c rune) bool {
 	return c < 0x20 && c != '\n' && c != '\t' || c == 0x7f || c >= 0x80 && c < 0xa0
 }
 
-// longestRun returns the length of the longest run of c in s.
-func longestRun(s string, c byte) int {
+// LongestRun returns the length of the longest run of c in s: a markdown
+// code span or fence around s needs a backtick run one longer.
+func LongestRun(s string, c byte) int {
 	best, n := 0, 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == c {

@@ -9,8 +9,8 @@ import (
 // opened with fence and info and closed with fence. Lines longer than a
 // chunk are cut between characters.
 func (s *splitter) splitCode(fence, info, code string, limit int) []string {
-	if longestRun(code, fence[0]) >= len(fence) {
-		fence = strings.Repeat(fence[:1], longestRun(code, fence[0])+1)
+	if LongestRun(code, fence[0]) >= len(fence) {
+		fence = strings.Repeat(fence[:1], LongestRun(code, fence[0])+1)
 	}
 	open, closing := fence+info+"\n", "\n"+fence
 	overhead := s.measure(open+"x"+closing) - 1

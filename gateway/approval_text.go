@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/pibot/pibot/chat"
 )
 
 // Bounds of an approval message.
@@ -106,7 +108,7 @@ func inlineCode(s string) string {
 	if r := []rune(s); len(r) > approvalTargetRunes {
 		s = string(r[:approvalTargetRunes]) + "…"
 	}
-	ticks := strings.Repeat("`", longestRun(s, '`')+1)
+	ticks := strings.Repeat("`", chat.LongestRun(s, '`')+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") || len(ticks) > 1 {
 		return ticks + " " + s + " " + ticks
 	}
@@ -116,18 +118,5 @@ func inlineCode(s string) string {
 // fence is a code fence longer than any backtick run in s, so s cannot
 // close it.
 func fence(s string) string {
-	return strings.Repeat("`", max(3, longestRun(s, '`')+1))
-}
-
-func longestRun(s string, c byte) int {
-	best, n := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			n++
-			best = max(best, n)
-		} else {
-			n = 0
-		}
-	}
-	return best
+	return strings.Repeat("`", max(3, chat.LongestRun(s, '`')+1))
 }

@@ -13,7 +13,7 @@ import (
 func (w *Workspace) walk(ctx context.Context, root string, fn func(path string, d fs.DirEntry) bool) error {
 	stop := filepath.SkipAll
 	realRoot := root
-	if r, err := realPath(root); err == nil {
+	if r, err := RealPath(root); err == nil {
 		realRoot = r
 	}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

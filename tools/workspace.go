@@ -60,7 +60,7 @@ func NewWorkspace(dir, home string, only bool, deny ...string) (*Workspace, erro
 			return nil, fmt.Errorf("tools: denied path: %w", err)
 		}
 		w.deny = append(w.deny, d)
-		if r, err := realPath(d); err == nil && r != d {
+		if r, err := RealPath(d); err == nil && r != d {
 			w.deny = append(w.deny, r)
 		}
 	}
@@ -123,7 +123,7 @@ func (w *Workspace) checkDenied(orig, abs string) error {
 	if w.denied(abs) {
 		return deniedError(orig)
 	}
-	if real, err := realPath(abs); err == nil && w.denied(real) {
+	if real, err := RealPath(abs); err == nil && w.denied(real) {
 		return deniedError(orig)
 	}
 	return nil
@@ -133,7 +133,7 @@ func (w *Workspace) checkDenied(orig, abs string) error {
 // below one, without looking at the file system.
 func (w *Workspace) denied(p string) bool {
 	for _, d := range w.deny {
-		if within(d, p) {
+		if Within(d, p) {
 			return true
 		}
 	}
@@ -151,14 +151,14 @@ func (w *Workspace) Inside(abs string) bool {
 }
 
 func (w *Workspace) check(orig, abs string) error {
-	if !within(w.root, abs) && !within(w.realRoot, abs) {
+	if !Within(w.root, abs) && !Within(w.realRoot, abs) {
 		return outsideError(orig)
 	}
-	real, err := realPath(abs)
+	real, err := RealPath(abs)
 	if err != nil {
 		return &Error{Text: fmt.Sprintf("Cannot resolve path %s: %v", orig, err), Err: err}
 	}
-	if !within(w.realRoot, real) {
+	if !Within(w.realRoot, real) {
 		return outsideError(orig)
 	}
 	return nil
@@ -168,8 +168,8 @@ func outsideError(p string) error {
 	return failf("Path %s is outside the workspace. Only files inside the workspace can be accessed (agent.workspace_only is enabled).", p)
 }
 
-// within reports whether p is root or below it (both cleaned, absolute).
-func within(root, p string) bool {
+// Within reports whether p is root or below it (both clean and absolute).
+func Within(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
 	if err != nil {
 		return false
@@ -177,10 +177,11 @@ func within(root, p string) bool {
 	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
 }
 
-// realPath evaluates the symlinks of the longest existing prefix of abs
-// and appends the rest, so a path to a file yet to be created is checked
-// through the directories that do exist.
-func realPath(abs string) (string, error) {
+// RealPath evaluates the symlinks of the longest existing prefix of abs
+// (an absolute, clean path) and appends the rest, so a path to a file yet
+// to be created is checked through the directories that do exist; a
+// dangling symlink is followed to where it points.
+func RealPath(abs string) (string, error) {
 	var rest []string
 	cur := abs
 	for i := 0; i < 255; i++ {
@@ -233,7 +234,7 @@ type pathLock struct {
 // lock waits for the file's mutation lock and returns its release.
 func (w *Workspace) lock(ctx context.Context, abs string) (func(), error) {
 	key := abs
-	if r, err := realPath(abs); err == nil {
+	if r, err := RealPath(abs); err == nil {
 		key = r
 	}
 	l := &w.locks

@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/tools"
 )
 
 // protected is one of pibot's own files or directories, which tools must
@@ -87,11 +87,11 @@ func prepareWorkspace(cfg config.Config) (ws string, deny []string, err error) {
 			what, name = "the configuration file "+p.path, "the configuration file"
 		}
 		switch {
-		case inside(ws, p.path) || inside(wsReal, pReal):
+		case tools.Within(ws, p.path) || tools.Within(wsReal, pReal):
 			errs = append(errs, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf(
 				"the workspace %s contains %s: tools could read and change it; set agent.workspace to a directory of its own (default %s) or move %s out of the workspace",
 				ws, what, config.Default().Agent.Workspace, name)})
-		case p.key == "data_dir" && (inside(p.path, ws) || inside(pReal, wsReal)):
+		case p.key == "data_dir" && (tools.Within(p.path, ws) || tools.Within(pReal, wsReal)):
 			errs = append(errs, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf(
 				"the workspace %s lies inside data_dir (%s): tools could read and change sessions and pairing state; set agent.workspace to a directory outside data_dir",
 				ws, p.path)})
@@ -115,37 +115,10 @@ func unwrapPathError(err error) error {
 
 // realPrefix returns p with the symlinks of its longest existing prefix
 // evaluated (p itself may not exist yet, as a data directory before the
-// first start); a dangling symlink is followed to where it points, which
-// is where the directory would be created.
+// first start), or p when they cannot be.
 func realPrefix(p string) string {
-	var rest []string
-	cur := p
-	for range 255 {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				r = filepath.Join(r, rest[i])
-			}
-			return r
-		}
-		if t, err := os.Readlink(cur); err == nil {
-			if !filepath.IsAbs(t) {
-				t = filepath.Join(filepath.Dir(cur), t)
-			}
-			cur = filepath.Clean(t)
-			continue
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = append(rest, filepath.Base(cur))
-		cur = parent
+	if r, err := tools.RealPath(p); err == nil {
+		return r
 	}
 	return p
-}
-
-// inside reports whether p is dir or below it (both clean and absolute).
-func inside(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
