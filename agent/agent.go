@@ -77,8 +77,8 @@ type Agent struct {
 	mu       sync.Mutex
 	cfg      Config
 	messages []llm.Message
-	steer    []llm.Message
-	follow   []llm.Message
+	steer    []pending
+	follow   []pending
 	// shownSteer and shownFollow are the display texts pi's session keeps
 	// for queue_update: a text leaves when its message starts.
 	shownSteer  []string
@@ -133,6 +133,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // already active and nil otherwise: failures end up in events and messages
 // as they do in pi.
 func (a *Agent) Prompt(ctx context.Context, emit func(Event), prompts ...llm.Message) error {
+	items := make([]Tagged, len(prompts))
+	for i, p := range prompts {
+		items[i] = Tagged{Message: p}
+	}
+	return a.PromptTagged(ctx, emit, items...)
+}
+
+// PromptTagged is Prompt for tagged messages: each prompt's message_start
+// and message_end carry its tag.
+func (a *Agent) PromptTagged(ctx context.Context, emit func(Event), prompts ...Tagged) error {
 	runCtx, err := a.begin(ctx)
 	if err != nil {
 		return err
@@ -141,7 +151,7 @@ func (a *Agent) Prompt(ctx context.Context, emit func(Event), prompts ...llm.Mes
 	r := a.newRun(emit)
 	items := make([]pending, len(prompts))
 	for i, p := range prompts {
-		items[i] = pending{msg: p}
+		items[i] = pending{msg: p.Message, tag: p.Tag}
 	}
 	r.loop(runCtx, items, false)
 	r.retry(runCtx)

@@ -38,6 +38,9 @@ type Event struct {
 
 	// Message is the message of message_start/update/end and turn_end.
 	Message *llm.Message
+	// Tag is the caller's tag of a prompt or queued message (Tagged), on
+	// its message_start and message_end. It is never written out.
+	Tag any
 	// AssistantEvent is the provider event behind a message_update.
 	AssistantEvent *llm.Event
 	// ToolResults are the tool results of a turn (turn_end).

@@ -107,8 +107,8 @@ func (r *run) inject(p pending) llm.Message {
 	r.a.messages = append(r.a.messages, p.msg)
 	r.a.mu.Unlock()
 	m := p.msg
-	r.send(Event{Type: EventMessageStart, Message: &m})
-	r.send(Event{Type: EventMessageEnd, Message: &m})
+	r.send(Event{Type: EventMessageStart, Message: &m, Tag: p.tag})
+	r.send(Event{Type: EventMessageEnd, Message: &m, Tag: p.tag})
 	return m
 }
 

@@ -11,47 +11,70 @@ import (
 // follow-up).
 type pending struct {
 	msg   llm.Message
+	tag   any
 	queue byte
+}
+
+// Tagged is a message with an opaque tag of the caller's. The agent never
+// looks at the tag and never sends or records it: it hands it back on the
+// message's message_start and message_end events (Event.Tag) and from
+// ClearTagged, so that the caller can tell its queued messages apart
+// without matching on their contents or timestamps.
+type Tagged struct {
+	Message llm.Message
+	Tag     any
 }
 
 // Steer queues m to be injected at the next turn boundary (after the
 // current tool batch). It works when idle too: the message then waits for
 // the next run, right after its prompt. Callers that forward events emit
 // QueueUpdate() afterwards, as pi does.
-func (a *Agent) Steer(m llm.Message) {
+func (a *Agent) Steer(m llm.Message) { a.SteerTagged(Tagged{Message: m}) }
+
+// SteerTagged is Steer for a tagged message.
+func (a *Agent) SteerTagged(t Tagged) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.steer = append(a.steer, m)
-	if m.Role == llm.RoleUser {
-		a.shownSteer = append(a.shownSteer, m.Text())
+	a.steer = append(a.steer, pending{msg: t.Message, tag: t.Tag, queue: 's'})
+	if t.Message.Role == llm.RoleUser {
+		a.shownSteer = append(a.shownSteer, t.Message.Text())
 	}
 }
 
 // FollowUp queues m to run after the current run would stop.
-func (a *Agent) FollowUp(m llm.Message) {
+func (a *Agent) FollowUp(m llm.Message) { a.FollowUpTagged(Tagged{Message: m}) }
+
+// FollowUpTagged is FollowUp for a tagged message.
+func (a *Agent) FollowUpTagged(t Tagged) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.follow = append(a.follow, m)
-	if m.Role == llm.RoleUser {
-		a.shownFollow = append(a.shownFollow, m.Text())
+	a.follow = append(a.follow, pending{msg: t.Message, tag: t.Tag, queue: 'f'})
+	if t.Message.Role == llm.RoleUser {
+		a.shownFollow = append(a.shownFollow, t.Message.Text())
 	}
 }
 
 // ClearQueues empties both queues and returns what they held.
 func (a *Agent) ClearQueues() (steer, follow []llm.Message) {
+	st, fu := a.ClearTagged()
+	return untag(st), untag(fu)
+}
+
+// ClearTagged empties both queues and returns what they held, with tags.
+func (a *Agent) ClearTagged() (steer, follow []Tagged) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	steer, follow = a.steer, a.follow
+	st, fu := a.steer, a.follow
 	a.steer, a.follow = nil, nil
 	a.shownSteer, a.shownFollow = nil, nil
-	return steer, follow
+	return tagged(st), tagged(fu)
 }
 
 // Queued returns copies of the queued steering and follow-up messages.
 func (a *Agent) Queued() (steer, follow []llm.Message) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.steer), slices.Clone(a.follow)
+	return untag(tagged(a.steer)), untag(tagged(a.follow))
 }
 
 // QueueUpdate returns the queue_update event describing the queues now
@@ -69,20 +92,20 @@ func (a *Agent) queueUpdateLocked() Event {
 func (a *Agent) drainSteer() []pending {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []llm.Message
+	var out []pending
 	out, a.steer = drain(a.steer, a.cfg.SteeringMode)
-	return tag(out, 's')
+	return out
 }
 
 func (a *Agent) drainFollow() []pending {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var out []llm.Message
+	var out []pending
 	out, a.follow = drain(a.follow, a.cfg.FollowUpMode)
-	return tag(out, 'f')
+	return out
 }
 
-func drain(q []llm.Message, mode QueueMode) (out, rest []llm.Message) {
+func drain(q []pending, mode QueueMode) (out, rest []pending) {
 	if len(q) == 0 {
 		return nil, q
 	}
@@ -92,10 +115,24 @@ func drain(q []llm.Message, mode QueueMode) (out, rest []llm.Message) {
 	return q[:1:1], slices.Clone(q[1:])
 }
 
-func tag(msgs []llm.Message, q byte) []pending {
-	out := make([]pending, len(msgs))
-	for i, m := range msgs {
-		out[i] = pending{msg: m, queue: q}
+func tagged(ps []pending) []Tagged {
+	if ps == nil {
+		return nil
+	}
+	out := make([]Tagged, len(ps))
+	for i, p := range ps {
+		out[i] = Tagged{Message: p.msg, Tag: p.tag}
+	}
+	return out
+}
+
+func untag(ts []Tagged) []llm.Message {
+	if ts == nil {
+		return nil
+	}
+	out := make([]llm.Message, len(ts))
+	for i, t := range ts {
+		out[i] = t.Message
 	}
 	return out
 }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 )
 
@@ -26,11 +25,15 @@ type ConvRef struct {
 	Platform Platform
 	// Workspace is the Slack team or Discord guild; "" elsewhere.
 	Workspace string
-	// Channel is the Slack channel, Discord channel or thread, Telegram
-	// chat id, web/term conversation id.
+	// Channel is the Slack channel, Discord channel (the parent channel,
+	// for a thread), Telegram chat id, web/term conversation id.
 	Channel string
-	// Thread is the Slack thread_ts or Telegram forum topic id; "" for a
-	// main line.
+	// Thread is the id of the message the thread hangs off, "" for a main
+	// line: the Slack thread_ts (the parent's ts), the Discord starter
+	// message id (which is also the thread channel's id), the Telegram
+	// forum topic id (the id of the topic's creation message). Web threads
+	// are the exception: their id is chosen by the browser. Channel stays
+	// the parent channel, so a thread's Key extends its channel's.
 	Thread string
 	// DM is true for one-to-one conversations with the bot.
 	DM bool
@@ -52,8 +55,15 @@ func (c ConvRef) String() string { return c.Key() }
 // MsgRef identifies one platform message.
 type MsgRef struct {
 	Conv ConvRef
-	// ID is the Slack ts, Discord message id, Telegram message_id.
+	// ID is the Slack ts, Discord message id, Telegram message_id. It may
+	// be "" for a message that cannot be edited or deleted (an ephemeral
+	// one).
 	ID string
+	// Handle is opaque, serialisable adapter state needed to edit or
+	// delete the message later (the interaction token of a Discord
+	// deferred reply); "" for most messages. The gateway stores it and
+	// hands it back untouched; Key ignores it.
+	Handle string
 }
 
 // Key returns "<conversation key>#<id>", unique across platforms.
@@ -89,18 +99,16 @@ type Move struct {
 
 // Command is a parsed "/name args" (or a platform's native command).
 type Command struct {
-	Name string // lower case, without "/" or "@bot"
+	Name string // lower case, without the prefix or "@bot"
 	Args string
 }
 
 // Action is a button press. Data is the opaque button ID sent earlier.
+// The press is answered through Inbound.Interaction.
 type Action struct {
 	Data string
 	// Msg is the message the button was on (ID may be "" if unknown).
 	Msg MsgRef
-	// Token lets the adapter answer this very press (callback query id,
-	// interaction token); opaque to the gateway.
-	Token string
 }
 
 // FileRef is a file attached to an inbound message.
@@ -127,9 +135,22 @@ type Inbound struct {
 	Text string
 	// Mentioned is true if the bot was mentioned (or, in a group, replied to).
 	Mentioned bool
+	// Bound is true when the bot already takes part in this thread, so
+	// that people need not mention it there. The adapter sets it when the
+	// platform says so (a Discord thread the bot opened, a Slack thread it
+	// replied in); a gateway that knows Conv.Key() is bound to a session
+	// may set it before the access check too. access.Check waives the
+	// mention rule only when Bound and Conv.Thread != "", never for a main
+	// line. Telegram forum topics are channels of their own, not reply
+	// threads: the Telegram adapter never sets it.
+	Bound bool
 	// Command is set when the text is a command.
 	Command *Command
 	Action  *Action
+	// Interaction is set on button presses and on commands the platform
+	// delivered as interactions; the gateway answers through it (see
+	// Responder). nil for plain messages and text commands.
+	Interaction *Interaction
 	// Moved is set on KindMoved events only.
 	Moved *Move
 	Files []FileRef
@@ -181,6 +202,14 @@ type Out struct {
 	Buttons  [][]Button
 	ReplyTo  *MsgRef
 	Silent   bool
+	// Ephemeral, when not "", is the id of the one user who should see
+	// the message (Slack chat.postEphemeral, Discord ephemeral interaction
+	// responses). Such a message may come back with an empty MsgRef.ID: it
+	// cannot be edited or deleted. Where Caps.Ephemeral is false (Telegram,
+	// web, terminal) the adapter posts a normal message in the
+	// conversation instead, which everyone there sees: never put in an
+	// ephemeral message what the rest of the conversation may not read.
+	Ephemeral string
 }
 
 // Caps describes what an adapter can do in one conversation.
@@ -196,14 +225,40 @@ type Caps struct {
 	// NativeStream is true if OpenStream gives a platform stream (Telegram
 	// drafts, Slack streams); otherwise replies are streamed by edits.
 	NativeStream bool
-	// AppendOnly marks a native stream that can only append (Slack's
-	// chat.appendStream): earlier text cannot be rewritten.
+	// AppendOnly (meaningful with NativeStream only) marks a native stream
+	// that can only append, like Slack's chat.appendStream: text once shown
+	// can be neither rewritten nor removed. On such a stream:
+	//   - every Stream.Update must extend the markdown of the previous one
+	//     (the previous text is a prefix of the new); the adapter sends only
+	//     the addition. An Update that does not extend it returns an error
+	//     wrapping ErrNotAppend and sends nothing;
+	//   - Finish's final Markdown must extend the last Update as well (the
+	//     adapter appends the difference and attaches the buttons); a final
+	//     text that does not is an ErrNotAppend error and the stream stays
+	//     open, so the caller can Abort and Send the message instead.
+	// The stream controller therefore shows only finished text on such a
+	// stream (never a tail that may still change, such as a tool progress
+	// line or an unclosed markdown construct) and reports progress out of
+	// band (Typer.SetStatus), the way the terminal prints only what an
+	// edit adds.
 	AppendOnly bool
+	// Ephemeral is true if Out.Ephemeral really hides a message from
+	// everyone but its user; false means it falls back to a normal
+	// message.
+	Ephemeral bool
 	// MaxButtonID is the longest button ID in bytes (0: MaxButtonID).
 	MaxButtonID int
 }
 
 // Adapter connects one platform.
+//
+// Every outbound method (Send, Edit and all optional abilities) works
+// whether or not Run is active in this process, before Run starts and after
+// it returned: in cluster mode another replica may be the one receiving
+// events (the one polling Telegram, holding the Discord shard), and this
+// replica still answers its sessions. Outbound failures are typed: a
+// platform 429 is a *RateLimitError, a message or conversation that is gone
+// wraps ErrNotFound.
 type Adapter interface {
 	Platform() Platform
 	Caps(conv ConvRef) Caps
@@ -212,7 +267,7 @@ type Adapter interface {
 	// Send posts a message and returns its reference.
 	Send(ctx context.Context, conv ConvRef, m Out) (MsgRef, error)
 	// Edit replaces a message's text and buttons. An edit that changes
-	// nothing returns nil.
+	// nothing returns nil; a message that is gone is ErrNotFound.
 	Edit(ctx context.Context, ref MsgRef, m Out) error
 }
 
@@ -229,19 +284,6 @@ type Typer interface {
 // Reactor adds a reaction (an emoji) to a message.
 type Reactor interface {
 	React(ctx context.Context, ref MsgRef, emoji string) error
-}
-
-// ActionReply answers a button press: a short toast, and optionally new
-// content for the message that carried the buttons.
-type ActionReply struct {
-	Toast   string
-	Replace *Out
-}
-
-// ActionResponder answers button presses (Telegram answerCallbackQuery,
-// Discord interaction response, Slack ack).
-type ActionResponder interface {
-	Respond(ctx context.Context, in Inbound, r ActionReply) error
 }
 
 // Uploader sends a file to a conversation.
@@ -276,9 +318,40 @@ type Stream interface {
 	Abort(ctx context.Context) error
 }
 
+// StreamOptions says how to open a native stream.
+type StreamOptions struct {
+	// ReplyTo is the message the reply answers, if any.
+	ReplyTo *MsgRef
+	// Recipient is the id of the user the reply is for: Slack streams in
+	// channels need it (recipient_user_id). "" where not known.
+	Recipient string
+	// RecipientTeam is the recipient's workspace (Slack
+	// recipient_team_id); "" means Conv.Workspace.
+	RecipientTeam string
+}
+
 // Streamer opens native streams.
 type Streamer interface {
-	OpenStream(ctx context.Context, conv ConvRef, replyTo *MsgRef) (Stream, error)
+	OpenStream(ctx context.Context, conv ConvRef, opts StreamOptions) (Stream, error)
+}
+
+// ErrNotAppend is wrapped by the error of an Update or Finish that does not
+// extend the text of an append-only stream (see Caps.AppendOnly).
+var ErrNotAppend = errors.New("append-only stream: text does not extend what was sent")
+
+// ThreadOpener opens a thread under a message, on platforms where the bot's
+// answer to a channel message belongs in a thread the bot creates
+// (Discord). The gateway calls it only after the access check allowed the
+// event (an ignored message must never create a thread), before it binds
+// the location, and then uses the returned conversation for the location.
+//
+// Invariant: the returned ConvRef is msg.Conv with Thread = msg.ID, the id
+// of the message the thread hangs off (see ConvRef.Thread), so the
+// location's key is the same whichever replica opens the thread. OpenThread
+// is idempotent: a thread that already exists on msg is returned as it is.
+// name is a title for the thread (the platform may shorten it).
+type ThreadOpener interface {
+	OpenThread(ctx context.Context, msg MsgRef, name string) (ConvRef, error)
 }
 
 // ErrRateLimited is wrapped by every RateLimitError.
@@ -301,29 +374,3 @@ func (e *RateLimitError) Error() string {
 
 // Unwrap returns ErrRateLimited.
 func (e *RateLimitError) Unwrap() error { return ErrRateLimited }
-
-// ParseCommand parses "/name args" or "/name@bot args". It returns nil if
-// text is not a command, or names another bot. botName may be "".
-func ParseCommand(text, botName string) *Command {
-	if !strings.HasPrefix(text, "/") || len(text) < 2 {
-		return nil
-	}
-	head, args, _ := strings.Cut(text[1:], " ")
-	if i := strings.IndexAny(head, "\n\t"); i >= 0 {
-		args = strings.TrimSpace(head[i:] + " " + args)
-		head = head[:i]
-	}
-	name, at, hasAt := strings.Cut(head, "@")
-	if hasAt && botName != "" && !strings.EqualFold(at, botName) {
-		return nil
-	}
-	if name == "" {
-		return nil
-	}
-	for _, r := range name {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			return nil
-		}
-	}
-	return &Command{Name: strings.ToLower(name), Args: strings.TrimSpace(args)}
-}

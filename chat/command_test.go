@@ -47,3 +47,55 @@ func FuzzParseCommand(f *testing.F) {
 		}
 	})
 }
+
+func TestParseCommandPrefix(t *testing.T) {
+	tests := []struct {
+		text, bot string
+		prefixes  []string
+		want      *Command
+	}{
+		{"!stop", "", []string{"/", "!"}, &Command{Name: "stop"}},
+		{"!Model fast", "", []string{"/", "!"}, &Command{Name: "model", Args: "fast"}},
+		{"/stop", "", []string{"/", "!"}, &Command{Name: "stop"}},
+		{"!stop", "", nil, nil}, // no prefixes: "/" only
+		{"/stop", "", nil, &Command{Name: "stop"}},
+		{"!stop", "", []string{"/"}, nil},
+		{"!", "", []string{"!"}, nil},
+		{"! stop", "", []string{"!"}, nil},
+		{"!!stop", "", []string{"!"}, nil},
+		{"!!stop", "", []string{"!", "!!"}, &Command{Name: "stop"}}, // longest prefix wins
+		{"stop", "", []string{""}, nil},                             // an empty prefix is ignored
+		{"!stop@pibot now", "PiBot", []string{"!"}, &Command{Name: "stop", Args: "now"}},
+		{"!stop@other now", "pibot", []string{"!"}, nil},
+		{"!run\nline two", "", []string{"!"}, &Command{Name: "run", Args: "line two"}},
+	}
+	for _, tt := range tests {
+		got := ParseCommandPrefix(tt.text, tt.bot, tt.prefixes...)
+		if (got == nil) != (tt.want == nil) || got != nil && *got != *tt.want {
+			t.Errorf("ParseCommandPrefix(%q, %q, %q) = %+v, want %+v", tt.text, tt.bot, tt.prefixes, got, tt.want)
+		}
+	}
+}
+
+// ParseCommandPrefix with "/" is ParseCommand, and a second prefix never
+// changes what "/" text parses to.
+func FuzzParseCommandPrefix(f *testing.F) {
+	for _, s := range []string{"/help", "!stop", "!a@b c", "!!x", "/x\ty", "!", "text"} {
+		f.Add(s, "bot")
+	}
+	f.Fuzz(func(t *testing.T, text, bot string) {
+		want := ParseCommand(text, bot)
+		for _, prefixes := range [][]string{nil, {"/"}, {"/", "!"}} {
+			got := ParseCommandPrefix(text, bot, prefixes...)
+			if strings.HasPrefix(text, "!") && len(prefixes) == 2 {
+				if got != nil && (got.Name == "" || got.Name != strings.ToLower(got.Name) || strings.ContainsAny(got.Name, "/!@ \n")) {
+					t.Fatalf("bad name %q from %q", got.Name, text)
+				}
+				continue
+			}
+			if (got == nil) != (want == nil) || got != nil && *got != *want {
+				t.Fatalf("ParseCommandPrefix(%q, %q, %q) = %+v, ParseCommand = %+v", text, bot, prefixes, got, want)
+			}
+		}
+	})
+}

@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 )
 
-// Budget is a set of token buckets keyed by string (a chat, a bot token, a
-// Slack method), for outbound rate limits.
+// Budget is a set of token buckets keyed by string (a sender, a chat),
+// all with the same rate and burst: the inbound per-sender budget.
+// Reserve takes a token even when the bucket is empty, so a sender who
+// keeps sending keeps waiting longer.
 type Budget struct {
 	mu      sync.Mutex
 	rate    float64 // tokens per second
@@ -19,6 +22,15 @@ type Budget struct {
 type bucket struct {
 	tokens float64
 	last   time.Time
+	// rate and burst are the limits a Rates bucket was last used with.
+	rate, burst float64
+}
+
+// refill adds the tokens earned since the bucket was last used, up to
+// burst.
+func (bk *bucket) refill(now time.Time, rate, burst float64) {
+	bk.tokens = math.Min(burst, bk.tokens+now.Sub(bk.last).Seconds()*rate)
+	bk.last = now
 }
 
 // NewBudget allows rate events per second with the given burst, per key.
@@ -27,8 +39,9 @@ func NewBudget(rate float64, burst int) *Budget {
 }
 
 // Reserve takes one token for key and returns how long the caller must wait
-// before using it (0 when available now).
-func (b *Budget) Reserve(key string) time.Duration {
+// before using it (0 when available now). The in-process budget never
+// fails.
+func (b *Budget) Reserve(_ context.Context, key string) (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -37,23 +50,19 @@ func (b *Budget) Reserve(key string) time.Duration {
 		bk = &bucket{tokens: b.burst, last: now}
 		b.buckets[key] = bk
 	}
-	bk.tokens += now.Sub(bk.last).Seconds() * b.rate
-	if bk.tokens > b.burst {
-		bk.tokens = b.burst
-	}
-	bk.last = now
+	bk.refill(now, b.rate, b.burst)
 	bk.tokens--
 	if bk.tokens >= 0 {
-		return 0
+		return 0, nil
 	}
-	return time.Duration(-bk.tokens / b.rate * float64(time.Second))
+	return time.Duration(-bk.tokens / b.rate * float64(time.Second)), nil
 }
 
 // Wait blocks until key has a token or ctx ends.
 func (b *Budget) Wait(ctx context.Context, key string) error {
-	d := b.Reserve(key)
-	if d <= 0 {
-		return nil
+	d, err := b.Reserve(ctx, key)
+	if err != nil || d <= 0 {
+		return err
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -62,5 +71,65 @@ func (b *Budget) Wait(ctx context.Context, key string) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// maxRateBuckets bounds the buckets Rates keeps: beyond it, full buckets
+// (which would grant the same as a new one) are dropped.
+const maxRateBuckets = 4096
+
+// Rates is the in-process outbound rate budget of the chat adapters: token
+// buckets keyed by string, each with the rate and burst its caller names
+// (a Telegram chat, a whole bot). It implements the adapters' RateBudget;
+// a Redis-backed one shares the same buckets between replicas.
+type Rates struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	buckets map[string]*bucket
+}
+
+// NewRates returns an empty in-process outbound budget.
+func NewRates() *Rates {
+	return &Rates{now: time.Now, buckets: map[string]*bucket{}}
+}
+
+// Take takes one token from key's bucket, which refills at perSec tokens
+// a second up to burst, and returns 0; when the bucket has no token it
+// takes nothing and returns how long until it will have one. A wait is
+// lengthened by a tenth of the refill interval so that jitter between
+// two calls cannot bring them closer together than the budget allows.
+// The in-process budget never fails.
+func (r *Rates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	if perSec <= 0 {
+		return 0, nil // no limit
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	full := float64(max(burst, 1))
+	bk, ok := r.buckets[key]
+	if !ok {
+		if len(r.buckets) >= maxRateBuckets {
+			r.dropFull(now)
+		}
+		bk = &bucket{tokens: full, last: now}
+		r.buckets[key] = bk
+	}
+	bk.rate, bk.burst = perSec, full
+	bk.refill(now, perSec, full)
+	if bk.tokens >= 1 {
+		bk.tokens--
+		return 0, nil
+	}
+	return time.Duration((1.1 - bk.tokens) / perSec * float64(time.Second)), nil
+}
+
+// dropFull forgets the buckets that have refilled completely: a new
+// bucket would grant exactly the same.
+func (r *Rates) dropFull(now time.Time) {
+	for k, bk := range r.buckets {
+		if bk.tokens+now.Sub(bk.last).Seconds()*bk.rate >= bk.burst {
+			delete(r.buckets, k)
+		}
 	}
 }

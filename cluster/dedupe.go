@@ -49,11 +49,12 @@ func (d *Dedupe) Seen(_ context.Context, key string) (bool, error) {
 
 // Forget removes key, so a redelivery is accepted again (used when
 // processing failed before the message became durable).
-func (d *Dedupe) Forget(_ context.Context, key string) {
+func (d *Dedupe) Forget(_ context.Context, key string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e, ok := d.seen[key]; ok {
 		d.order.Remove(e)
 		delete(d.seen, key)
 	}
+	return nil
 }

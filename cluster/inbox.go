@@ -225,10 +225,10 @@ func (ib *Inbox) Quarantine(_ context.Context, id string) error {
 }
 
 // Quarantined returns the items set aside, oldest first.
-func (ib *Inbox) Quarantined() []InboxItem {
+func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
-	return append([]InboxItem(nil), ib.quarantined...)
+	return append([]InboxItem(nil), ib.quarantined...), nil
 }
 
 // Ack marks id applied. A lost ack only causes a redelivery, which the
@@ -269,8 +269,9 @@ func (ib *Inbox) forget(id string) bool {
 	return true
 }
 
-// Pending returns the items not yet acknowledged, oldest first.
-func (ib *Inbox) Pending() []InboxItem {
+// Pending returns the items not yet acknowledged, oldest first. The
+// embedded inbox holds them in memory, so it never fails.
+func (ib *Inbox) Pending(context.Context) ([]InboxItem, error) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	var out []InboxItem
@@ -279,7 +280,7 @@ func (ib *Inbox) Pending() []InboxItem {
 			out = append(out, *it)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Len returns the number of pending items.

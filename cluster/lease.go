@@ -61,9 +61,12 @@ func (le *localLease) Release(context.Context) error {
 
 // Locker grants in-process leases. Fences come from a counter file in the
 // data directory, bumped once per process start, so fences keep growing
-// across restarts exactly as in cluster mode.
+// across restarts exactly as in cluster mode. The data directory lock
+// (LockDir) keeps every other process out, so a fence of this process's
+// epoch in a file was written by this process.
 type Locker struct {
 	mu    sync.Mutex
+	path  string // the counter file
 	held  map[string]*localLease
 	epoch int64
 }
@@ -84,22 +87,27 @@ func NewLocker(dir string) (*Locker, error) {
 	if err := atomicfile.Write(p, []byte(strconv.FormatInt(n, 10)+"\n")); err != nil {
 		return nil, fmt.Errorf("cluster: write fence: %w", err)
 	}
-	return &Locker{held: map[string]*localLease{}, epoch: n}, nil
+	return &Locker{path: p, held: map[string]*localLease{}, epoch: n}, nil
 }
 
 // Acquire grants key's lease or returns ErrLeaseHeld. minFence is the
-// highest fence already seen in the session file; the grant is above it.
+// highest fence already seen in the session file. The grant carries this
+// process's epoch: a file holding it was written by this process, which
+// may go on. A file holding a higher fence (the counter file was lost or
+// copied back) raises the epoch, durably, above it.
 func (l *Locker) Acquire(_ context.Context, key string, minFence int64) (Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.held[key]; ok {
 		return nil, fmt.Errorf("cluster: %s: %w", key, ErrLeaseHeld)
 	}
-	f := l.epoch
-	if f <= minFence {
-		f = minFence + 1
+	if minFence > l.epoch {
+		if err := atomicfile.Write(l.path, []byte(strconv.FormatInt(minFence+1, 10)+"\n")); err != nil {
+			return nil, fmt.Errorf("cluster: raise fence: %w", err)
+		}
+		l.epoch = minFence + 1
 	}
-	le := &localLease{key: key, fence: f, l: l, done: make(chan struct{})}
+	le := &localLease{key: key, fence: l.epoch, l: l, done: make(chan struct{})}
 	l.held[key] = le
 	return le, nil
 }

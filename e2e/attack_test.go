@@ -33,11 +33,11 @@ func (w *world) pair(u models.User) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	code, _, err := s.RequestCode("telegram", strconv.FormatInt(u.ID, 10), u.Username)
+	code, _, err := s.RequestCode(w.t.Context(), "telegram", strconv.FormatInt(u.ID, 10), u.Username)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := s.Approve("telegram", code); err != nil {
+	if _, err := s.Approve(w.t.Context(), "telegram", code); err != nil {
 		w.t.Fatal(err)
 	}
 }

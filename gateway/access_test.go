@@ -33,7 +33,7 @@ func TestPairingGatesStrangers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cli.Approve("test", code[1]); err != nil {
+	if _, err := cli.Approve(t.Context(), "test", code[1]); err != nil {
 		t.Fatal(err)
 	}
 	h.send("hello again", inConv(stranger), from("stranger"))
@@ -74,7 +74,7 @@ func TestAcceptedMessagesAreReplayedAfterACrash(t *testing.T) {
 	h.waitText(dmConv, "recovered answer")
 	h.waitFor("persisted", func() bool { return slices.Contains(headBranch(h), "user:did you get this?") })
 	// A restart after it was applied replays nothing.
-	h.waitFor("inbox empty", func() bool { return len(h.inbox.Pending()) == 0 })
+	h.waitFor("inbox empty", func() bool { return len(pendingOf(h)) == 0 })
 	calls := h.model.Calls()
 	h.restart()
 	time.Sleep(100 * time.Millisecond)
@@ -99,7 +99,7 @@ func TestRedeliveryAfterCrashIsNotAppliedTwice(t *testing.T) {
 	if got := userTexts(h.entries(h.sessions()[0])); len(got) != 1 {
 		t.Fatalf("user messages after redelivery: %q", got)
 	}
-	h.waitFor("inbox empty", func() bool { return len(h.inbox.Pending()) == 0 })
+	h.waitFor("inbox empty", func() bool { return len(pendingOf(h)) == 0 })
 }
 
 func TestSenderBudget(t *testing.T) {
@@ -108,8 +108,8 @@ func TestSenderBudget(t *testing.T) {
 	cli, _ := access.OpenStore(filepath.Join(h.dir, "pairing.json"))
 	h.send("hi", inConv(stranger), from("ann"))
 	h.waitText(stranger, "pairing code")
-	reqs, _, _ := cli.List()
-	if _, err := cli.Approve("test", reqs[0].Code); err != nil {
+	reqs, _, _ := cli.List(t.Context())
+	if _, err := cli.Approve(t.Context(), "test", reqs[0].Code); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {

@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/session"
 )
 
 // Approval decisions, as stored and as button suffixes.
@@ -26,11 +26,72 @@ const (
 // approvals tracks tool calls waiting for a human decision. Each pending
 // approval is persisted as a custom entry, so a decision made after a
 // restart still applies: the tool then runs (or is refused) and the run
-// continues.
+// continues (approval_recover.go).
+//
+// approvals holds no gateway, owner or run: the chat, owner rights and the
+// clock come in through approvalHost, and each call names the location it
+// waits in (approvalSite) and the run that waits (approvalRun).
 type approvals struct {
-	g       *Gateway
+	deps    approvalDeps
 	mu      sync.Mutex
 	pending map[string]*approval
+}
+
+// approvalDeps are the collaborators of approvals.
+type approvalDeps struct {
+	policy approvalPolicy
+	host   approvalHost
+	log    *slog.Logger
+	// existing finds the bound session of a conversation, and begin makes
+	// a resume item durable in the inbox: both for decisions whose run is
+	// gone (approval_recover.go).
+	existing func(ctx context.Context, in chat.Inbound) (*owner, *location)
+	begin    func(ctx context.Context, data []byte) (id string, durable func() error, err error)
+	// tools builds the tools a resumed call runs with.
+	tools ToolFactory
+}
+
+// approvalPolicy is the part of Config approvals apply.
+type approvalPolicy struct {
+	dm, group map[string]string // tool (or "*") → allow|ask|deny
+	// toolPaths, workspaceOnly: see Config.ToolPaths and WorkspaceOnly.
+	toolPaths     func(tool string, args json.RawMessage) ([]ToolPath, error)
+	workspaceOnly bool
+	workspace     string // absolute
+	timeout       time.Duration
+}
+
+// approvalHost is what approvals need from the gateway around them.
+type approvalHost interface {
+	// send posts a message.
+	send(ctx context.Context, conv chat.ConvRef, out chat.Out) (chat.MsgRef, error)
+	// editLater replaces a message's content on a goroutine the gateway
+	// owns, waiting out rate limits.
+	editLater(ref chat.MsgRef, out chat.Out)
+	// isOwner reports whether user is an owner of the bot on p.
+	isOwner(p chat.Platform, user string) bool
+	// timer is the clock: c fires after d unless stop is called first.
+	timer(d time.Duration) (c <-chan time.Time, stop func() bool)
+}
+
+// approvalSite is the location a tool call waits in: where its approval is
+// recorded and "Allow for this session" grants are kept.
+type approvalSite interface {
+	// record appends ap as a custom entry, durably.
+	record(ap *approval) error
+	granted(key string) bool
+	grant(key string)
+}
+
+// approvalRun is the run whose tool call waits for a decision.
+type approvalRun interface {
+	approvalSite
+	// requester is the user whose request the run answers.
+	requester() string
+	// status shows (or, with "", clears) a status line in the reply.
+	status(text string)
+	// frozen reports that the run records nothing more (shutdown).
+	frozen() bool
 }
 
 type approval struct {
@@ -45,16 +106,22 @@ type approval struct {
 	By      string `json:"by,omitempty"`
 	Scope   string `json:"scope,omitempty"` // once | session
 
-	path    string
-	loc     *location
+	path    string // the session file
+	conv    chat.ConvRef
+	site    approvalSite
 	msg     chat.MsgRef
 	decided chan string
 }
 
-func newApprovals(g *Gateway) *approvals {
-	return &approvals{g: g, pending: map[string]*approval{}}
+func newApprovals(d approvalDeps) *approvals {
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	return &approvals{deps: d, pending: map[string]*approval{}}
 }
 
+// pendingFor reports whether a call of session file path waits for a
+// decision.
 func (a *approvals) pendingFor(path string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -66,11 +133,25 @@ func (a *approvals) pendingFor(path string) bool {
 	return false
 }
 
-// policy returns allow|ask|deny for tool in loc.
-func (g *Gateway) policy(loc *location, tool string) string {
-	m := g.cfg.GroupApprovals
-	if loc.conv.DM {
-		m = g.cfg.DMApprovals
+// waitingIn returns the id of a call waiting for a decision in the
+// conversation with key convKey, "" if none.
+func (a *approvals) waitingIn(convKey string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	id := ""
+	for _, ap := range a.pending {
+		if ap.conv.Key() == convKey {
+			id = ap.ID
+		}
+	}
+	return id
+}
+
+// policy returns allow|ask|deny for tool in conv.
+func (a *approvals) policy(conv chat.ConvRef, tool string) string {
+	m := a.deps.policy.group
+	if conv.DM {
+		m = a.deps.policy.dm
 	}
 	if p, ok := m[tool]; ok {
 		return p
@@ -81,90 +162,88 @@ func (g *Gateway) policy(loc *location, tool string) string {
 	return "allow"
 }
 
-// beforeToolCall is the agent hook that applies the approval policy. In
+// check applies the approval policy to call c of run r, which writes
+// session file path for conv: it is the agent's BeforeToolCall hook. In
 // groups a call that would touch a path outside the workspace asks even
 // when its tool's policy is allow (a denied tool stays denied).
-func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
-	g, loc := r.o.g, r.loc
-	paths, outside := g.toolPaths(loc, c)
-	switch g.policy(loc, c.Name) {
+func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv chat.ConvRef, c agent.ToolCall) agent.Decision {
+	paths, outside := a.toolPaths(conv, c)
+	switch a.policy(conv, c.Name) {
 	case "deny":
-		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}, nil
+		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}
 	case "ask":
 	default:
 		if !outside {
-			return agent.Decision{}, nil
+			return agent.Decision{}
 		}
 	}
 	requester := r.requester()
 	key := allowKey(requester, c.Name, outside)
-	r.o.mu.Lock()
-	ok := loc.allowed[key] || !outside && loc.allowed[allowKey(requester, c.Name, true)]
-	r.o.mu.Unlock()
-	if ok {
-		return agent.Decision{}, nil
+	if r.granted(key) || !outside && r.granted(allowKey(requester, c.Name, true)) {
+		return agent.Decision{}
 	}
-	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, Outside: outside, State: "pending", path: r.o.path, loc: loc, decided: make(chan string, 1)}
-	if err := r.o.recordApproval(loc, ap); err != nil {
-		g.log.Error("record approval", "err", err)
-		return agent.Decision{Block: true, Reason: "The approval could not be recorded, so the call was not made."}, nil
+	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, Outside: outside, State: "pending", path: path, conv: conv, site: r, decided: make(chan string, 1)}
+	if err := r.record(ap); err != nil {
+		a.deps.log.Error("record approval", "err", err)
+		return agent.Decision{Block: true, Reason: "The approval could not be recorded, so the call was not made."}
 	}
-	g.approval.add(ap)
-	defer g.approval.remove(ap.ID)
-	if err := g.approval.ask(ctx, ap, g.approvalText(ap, paths)); err != nil {
-		g.log.Error("ask for approval", "err", err)
-		return agent.Decision{Block: true, Reason: "The approval could not be requested, so the call was not made."}, nil
+	a.mu.Lock()
+	a.pending[ap.ID] = ap
+	a.mu.Unlock()
+	defer a.claim(ap.ID) // whoever decided has claimed it already
+	if err := a.post(ctx, ap, a.text(ap, paths)); err != nil {
+		a.deps.log.Error("ask for approval", "err", err)
+		return agent.Decision{Block: true, Reason: "The approval could not be requested, so the call was not made."}
 	}
-	r.ctl.Status("waiting for approval of " + c.Name)
-	defer r.ctl.Status("")
-	timer := time.NewTimer(g.cfg.ApprovalTimeout)
-	defer timer.Stop()
+	r.status("waiting for approval of " + c.Name)
+	defer r.status("")
+	timeout, stop := a.deps.host.timer(a.deps.policy.timeout)
+	defer stop()
 	var d string
 	select {
 	case d = <-ap.decided:
-	case <-timer.C:
-		if g.approval.claim(ap.ID) {
+	case <-timeout:
+		if a.claim(ap.ID) {
 			d = decideDeny
 			ap.By = "timeout"
-			g.approval.finish(context.WithoutCancel(ctx), ap, d)
+			a.finish(context.WithoutCancel(ctx), ap, d)
 		} else {
 			d = <-ap.decided // a press won the race
 		}
 	case <-ctx.Done():
-		if r.frozen.Load() {
-			return agent.Decision{Block: true, Reason: "pibot restarted while this call waited for approval; the buttons still work"}, nil
+		if r.frozen() {
+			return agent.Decision{Block: true, Reason: "pibot restarted while this call waited for approval; the buttons still work"}
 		}
-		return agent.Decision{Block: true, Reason: "Operation aborted"}, nil
+		return agent.Decision{Block: true, Reason: "Operation aborted"}
 	}
 	if d == decideDeny {
 		reason := "The user denied this tool call."
 		if ap.By == "timeout" {
 			reason = "No one approved this tool call in time; it was denied."
 		}
-		return agent.Decision{Block: true, Reason: reason}, nil
+		return agent.Decision{Block: true, Reason: reason}
 	}
 	if d == decideSession {
-		r.o.mu.Lock()
-		loc.allowed[key] = true
-		r.o.mu.Unlock()
+		r.grant(key)
 	}
-	return agent.Decision{}, nil
+	return agent.Decision{}
 }
 
 // toolPaths returns the paths call c would touch and whether, in a group,
 // one of them is outside the workspace (arguments that cannot be read
 // count as outside: the call is asked about rather than trusted).
-func (g *Gateway) toolPaths(loc *location, c agent.ToolCall) ([]ToolPath, bool) {
-	if g.cfg.ToolPaths == nil {
+func (a *approvals) toolPaths(conv chat.ConvRef, c agent.ToolCall) ([]ToolPath, bool) {
+	p := a.deps.policy
+	if p.toolPaths == nil {
 		return nil, false
 	}
-	paths, err := g.cfg.ToolPaths(c.Name, c.Args)
-	if loc.conv.DM || g.cfg.WorkspaceOnly {
+	paths, err := p.toolPaths(c.Name, c.Args)
+	if conv.DM || p.workspaceOnly {
 		return paths, false
 	}
 	outside := err != nil
-	for _, p := range paths {
-		outside = outside || !p.Inside
+	for _, tp := range paths {
+		outside = outside || !tp.Inside
 	}
 	return paths, outside
 }
@@ -180,69 +259,14 @@ func allowKey(requester, tool string, outside bool) string {
 	return k
 }
 
-func (r *run) requester() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var last int64
-	who := ""
-	for ts, p := range r.meta {
-		if ts > last {
-			last, who = ts, p.item.In.User.ID
-		}
-	}
-	if who == "" {
-		if h, ok := r.o.sess.Get(r.o.head(r.loc)); ok {
-			for _, e := range r.branchEntries(h.ID) {
-				if e.Pibot != nil && e.Pibot.From != "" {
-					who = e.Pibot.From
-				}
-			}
-		}
-	}
-	return who
-}
-
-func (r *run) branchEntries(leaf string) []session.Entry {
-	b, _ := r.o.sess.Branch(leaf)
-	return b
-}
-
-func (o *owner) recordApproval(loc *location, ap *approval) error {
-	data, _ := json.Marshal(ap)
-	_, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customApproval, Data: data}, session.SyncAlways)
-	return err
-}
-
-func (a *approvals) add(ap *approval) {
-	a.mu.Lock()
-	a.pending[ap.ID] = ap
-	a.mu.Unlock()
-}
-
-func (a *approvals) remove(id string) {
-	a.mu.Lock()
-	delete(a.pending, id)
-	a.mu.Unlock()
-}
-
-func (a *approvals) get(id string) *approval {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.pending[id]
-}
-
-// ask posts the approval message md with its three buttons.
-func (a *approvals) ask(ctx context.Context, ap *approval, md string) error {
-	ad := a.g.adapters[ap.loc.conv.Platform]
-	if ad == nil {
-		return fmt.Errorf("no adapter for %s", ap.loc.conv.Platform)
-	}
+// post sends the approval message md with its three buttons.
+func (a *approvals) post(ctx context.Context, ap *approval, md string) error {
 	out := chat.Out{Markdown: md, Buttons: [][]chat.Button{{
-		{ID: "ap:" + ap.ID + ":" + decideOnce, Label: "Allow once", Style: chat.StylePrimary},
-		{ID: "ap:" + ap.ID + ":" + decideSession, Label: "Allow for this session"},
-		{ID: "ap:" + ap.ID + ":" + decideDeny, Label: "Deny", Style: chat.StyleDanger},
+		{ID: btnApprove + ap.ID + ":" + decideOnce, Label: "Allow once", Style: chat.StylePrimary},
+		{ID: btnApprove + ap.ID + ":" + decideSession, Label: "Allow for this session"},
+		{ID: btnApprove + ap.ID + ":" + decideDeny, Label: "Deny", Style: chat.StyleDanger},
 	}}}
-	ref, err := ad.Send(ctx, ap.loc.conv, out)
+	ref, err := a.deps.host.send(ctx, ap.conv, out)
 	if err != nil {
 		return err
 	}
@@ -271,18 +295,14 @@ func (a *approvals) finish(ctx context.Context, ap *approval, d string) {
 	case decideSession:
 		ap.Scope = "session"
 	}
-	if o, err := a.g.owner(ctx, ap.path); err == nil {
-		data, _ := json.Marshal(ap)
-		if _, err := o.append(ap.loc, session.Entry{Type: session.TypeCustom, CustomType: customApproval, Data: data}, session.SyncAlways); err != nil {
-			a.g.log.Warn("record approval decision", "err", err)
-		}
+	if err := ap.site.record(ap); err != nil {
+		a.deps.log.Warn("record approval decision", "err", err)
 	}
 	a.mu.Lock()
 	msg := ap.msg
 	a.mu.Unlock()
-	if ad := a.g.adapters[ap.loc.conv.Platform]; ad != nil && msg.ID != "" {
-		out := chat.Out{Markdown: decisionText(ap)}
-		a.g.track(func(ctx context.Context) { a.g.editRetry(ctx, ad, msg, out) })
+	if msg.ID != "" {
+		a.deps.host.editLater(msg, chat.Out{Markdown: decisionText(ap)})
 	}
 }
 

@@ -11,76 +11,20 @@ import (
 	"github.com/pibot/pibot/session"
 )
 
-// decide applies a button press or /approve, /deny. It returns the toast
-// at once and, when the decision was taken, the work that follows it
-// (recording, editing the buttons away, resuming the run), which the
-// caller runs after answering the press.
-func (g *Gateway) decide(ctx context.Context, in chat.Inbound, id, d string) (string, func()) {
-	ap := g.approval.get(id)
-	if ap == nil {
-		return g.decideRecovered(ctx, in, id, d)
-	}
-	if refusal := g.mayDecide(in, ap, d); refusal != "" {
-		return refusal, nil
-	}
-	if !g.approval.claim(id) {
-		return "Already decided.", nil
-	}
-	ap.By = displayName(in.User)
-	return decisionToast(d), func() {
-		g.approval.finish(ctx, ap, d)
-		ap.decided <- d
-	}
-}
-
-// mayDecide says why in's sender may not take decision d about ap ("" if
-// they may): the requester or an owner decides, and only an owner may
-// allow a group's call that reaches outside the workspace (the requester
-// can still deny it).
-func (g *Gateway) mayDecide(in chat.Inbound, ap *approval, d string) string {
-	owner := g.access.IsOwner(in.Conv.Platform, in.User.ID)
-	switch {
-	case in.User.ID != ap.Requester && !owner:
-		return "Only the person who asked, or an owner, can decide."
-	case ap.Outside && d != decideDeny && !owner:
-		return "Only an owner can allow access outside the workspace."
-	}
-	return ""
-}
-
-func decisionToast(d string) string {
-	if d == decideDeny {
-		return "Denied."
-	}
-	return "Allowed."
-}
-
-func displayName(u chat.User) string {
-	if u.Name != "" {
-		return u.Name
-	}
-	return u.ID
-}
-
 // decideRecovered handles a decision about an approval whose run no longer
 // exists (pibot restarted while it waited): the decision is recorded, the
 // tool call gets its result (the tool runs if allowed), and the run
 // continues from there.
-func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d string) (string, func()) {
-	path, ok := g.index.get(in.Conv.Key())
-	if !ok {
+func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d string) (string, func()) {
+	o, loc := a.deps.existing(ctx, in)
+	if o == nil {
 		return "This approval is no longer pending.", nil
 	}
-	o, err := g.owner(ctx, path)
-	if err != nil {
-		return "This approval is no longer pending.", nil
-	}
-	loc := o.location(in.Conv.Key(), in.Conv)
-	ap, call, ok := o.findPendingApproval(loc, id)
+	ap, call, ok := findPendingApproval(o, loc, id)
 	if !ok {
 		return "Already decided.", nil
 	}
-	if refusal := g.mayDecide(in, ap, d); refusal != "" {
+	if refusal := a.mayDecide(in, ap, d); refusal != "" {
 		return refusal, nil
 	}
 	o.mu.Lock()
@@ -89,7 +33,8 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 	if busy {
 		return "A run is active here; try again when it ends.", nil
 	}
-	ap.By, ap.path, ap.loc = displayName(in.User), path, loc
+	site := locSite{o, loc}
+	ap.By, ap.path, ap.conv, ap.site = displayName(in.User), o.path, loc.conv, site
 	if in.Action != nil {
 		ap.msg = in.Action.Msg // ap is this goroutine's own copy from the session
 	}
@@ -98,26 +43,24 @@ func (g *Gateway) decideRecovered(ctx context.Context, in chat.Inbound, id, d st
 		// a resume item does, so a crash during it resumes it again.
 		item := inboxItem{In: chat.Inbound{Conv: in.Conv}, Resume: true}
 		data, _ := json.Marshal(item)
-		id, durable, err := g.inbox.Begin(ctx, data)
+		id, durable, err := a.deps.begin(ctx, data)
 		if err == nil {
 			err = durable()
 		}
 		if err != nil {
-			g.log.Error("record resume", "err", err)
+			a.deps.log.Error("record resume", "err", err)
 		}
-		g.approval.finish(ctx, ap, d)
+		a.finish(ctx, ap, d)
 		if d == decideSession {
-			o.mu.Lock()
-			loc.allowed[allowKey(ap.Requester, ap.Tool, ap.Outside)] = true
-			o.mu.Unlock()
+			site.grant(allowKey(ap.Requester, ap.Tool, ap.Outside))
 		}
-		o.resumeAfterApproval(loc, &pending{item: item, inboxID: id, applied: true}, ap, call, d != decideDeny)
+		a.resume(o, loc, &pending{item: item, inboxID: id, applied: true}, ap, call, d != decideDeny)
 	}
 }
 
 // findPendingApproval looks on loc's branch for approval id without a
 // decision whose tool call still has no result.
-func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Content, bool) {
+func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, bool) {
 	branch, err := o.sess.Branch(o.head(loc))
 	if err != nil {
 		return nil, llm.Content{}, false
@@ -152,10 +95,10 @@ func (o *owner) findPendingApproval(loc *location, id string) (*approval, llm.Co
 	return ap, call, ok
 }
 
-// resumeAfterApproval starts a run that first gives the approved (or
-// denied) call its result, showing it like any tool call, then continues
-// with the model. The run is owned like every other: shutdown freezes it.
-func (o *owner) resumeAfterApproval(loc *location, token *pending, ap *approval, call llm.Content, allow bool) {
+// resume starts a run that first gives the approved (or denied) call its
+// result, showing it like any tool call, then continues with the model.
+// The run is owned like every other: shutdown freezes it.
+func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval, call llm.Content, allow bool) {
 	o.startRunWith(loc, []*pending{token}, func(ctx context.Context, r *run) bool {
 		var out llm.ToolOutput
 		failure := ""
@@ -163,7 +106,7 @@ func (o *owner) resumeAfterApproval(loc *location, token *pending, ap *approval,
 			failure = "The user denied this tool call."
 		} else {
 			var tool agent.Tool
-			for _, t := range o.g.cfg.Tools(&attacher{r: r}) {
+			for _, t := range a.deps.tools(&attacher{r: r}) {
 				if t.Spec().Name == ap.Tool {
 					tool = t
 				}
@@ -171,7 +114,7 @@ func (o *owner) resumeAfterApproval(loc *location, token *pending, ap *approval,
 			if tool == nil {
 				failure = "Tool " + ap.Tool + " not found"
 			} else {
-				r.ctl.ToolStart(call.ID, call.Name, summarizeArgs(call.Arguments))
+				r.ctl.ToolStart(call.ID, call.Name, call.Arguments)
 				var err error
 				if out, err = tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {}); err != nil {
 					failure = err.Error()
@@ -181,7 +124,7 @@ func (o *owner) resumeAfterApproval(loc *location, token *pending, ap *approval,
 		if failure != "" {
 			out = llm.ToolOutput{Content: []llm.Content{llm.TextBlock(failure)}}
 		}
-		r.ctl.ToolEnd(call.ID, failure != "", excerpt(&out))
+		r.ctl.ToolEnd(call.ID, failure != "", toolText(&out))
 		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: failure != "", Timestamp: time.Now().UnixMilli()}
 		if out.Details != nil {
 			msg.Details, _ = json.Marshal(out.Details)

@@ -16,17 +16,17 @@ const (
 	approvalExcerptRunes = 600 // the excerpt below the summary
 )
 
-// approvalText is the approval message of ap: first what the call
+// text is the approval message of ap: first what the call
 // touches (paths, a command's first line) and how much (bytes, lines),
 // each on a line of its own, then a bounded excerpt of the arguments. No
 // amount of content can push the target out of the message.
-func (g *Gateway) approvalText(ap *approval, paths []ToolPath) string {
+func (a *approvals) text(ap *approval, paths []ToolPath) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "🔐 **Approve `%s`?**\n", ap.Tool)
 	for _, p := range paths {
 		shown := p.Path
 		if p.Inside {
-			if rel, err := filepath.Rel(g.workspace(), p.Path); err == nil {
+			if rel, err := filepath.Rel(a.deps.policy.workspace, p.Path); err == nil {
 				shown = rel
 			}
 		}

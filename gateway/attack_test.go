@@ -40,11 +40,11 @@ func (h *harness) pairUser(user string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	code, _, err := s.RequestCode("test", user, user)
+	code, _, err := s.RequestCode(h.t.Context(), "test", user, user)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if _, err := s.Approve("test", code); err != nil {
+	if _, err := s.Approve(h.t.Context(), "test", code); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -2,54 +2,260 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/llm"
-	"github.com/pibot/pibot/session"
 )
 
-// customQueue records a location's queue mode in the session.
-const customQueue = "pibot.queue"
+// right says who may use a command in one kind of conversation. Everyone
+// meant has passed the access check already.
+type right int
 
+const (
+	// rightAnyone: everyone.
+	rightAnyone right = iota
+	// rightOwnersToChange: everyone may look (an argument listed in
+	// command.looks); only owners may change.
+	rightOwnersToChange
+	// rightOwnersOrRequester: owners, and the person whose request is
+	// running, for that request only.
+	rightOwnersOrRequester
+	// rightOwners: owners only.
+	rightOwners
+)
+
+// need says which session a command acts on.
+type need int
+
+const (
+	// sessionNone: the command needs no session.
+	sessionNone need = iota
+	// sessionIfBound: the conversation's session if it has one.
+	sessionIfBound
+	// sessionBound: the conversation's session; without one the command
+	// says so.
+	sessionBound
+	// sessionOpen: the conversation's session, started if it has none.
+	sessionOpen
+)
+
+// command is one entry of the command table.
 type command struct {
-	name, args, help string
+	name string
+	args string // shown in /help after the name
+	help string // what it does, for /help and the platform's command list
+	// hidden commands work but are not listed (/start).
+	hidden bool
+	// dm and group say who may use it in DMs and in groups.
+	dm, group right
+	// looks lists the arguments that only look, for rightOwnersToChange.
+	looks []string
+	// echoArg: a refusal repeats the first word of the arguments.
+	echoArg bool
+	session need
+	// queue, if set, makes the command's text a message with that queue
+	// mode (/steer, /followup); handle is then nil.
+	queue  string
+	handle func(ctx context.Context, c *invocation)
 }
 
-var commands = []command{
-	{"help", "", "show this help"},
-	{"new", "", "start a new session here"},
-	{"stop", "", "stop the current run"},
-	{"steer", "TEXT", "steer the current run with TEXT"},
-	{"followup", "TEXT", "run TEXT after the current run"},
-	{"queue", "[steer|followup|collect|interrupt|list|drop]", "show or set what happens to messages sent while I work"},
-	{"model", "[provider/model]", "show or switch the model"},
-	{"thinking", "[off|minimal|low|medium|high|xhigh]", "show or set the thinking level"},
-	{"compact", "[instructions]", "summarise older messages to free context"},
-	{"tree", "", "show the branches of this session"},
-	{"fork", "", "branch from a message (reply to it with /fork)"},
-	{"status", "", "show session, model and queue state"},
-	{"usage", "", "show tokens and cost of this branch"},
-	{"approve", "[id]", "approve the pending tool call"},
-	{"deny", "[id]", "deny the pending tool call"},
-	{"whoami", "", "show your user id and rights"},
+// commandTable lists the commands in /help order.
+func commandTable() []command {
+	return []command{
+		{name: "help", help: "show this help", handle: cmdHelp},
+		{name: "new", help: "start a new session here", group: rightOwners, session: sessionIfBound, handle: cmdNew},
+		{name: "stop", help: "stop the current run", group: rightOwnersOrRequester, session: sessionBound, handle: cmdStop},
+		{name: "steer", args: "TEXT", help: "steer the current run with TEXT", queue: modeSteer},
+		{name: "followup", args: "TEXT", help: "run TEXT after the current run", queue: modeFollowup},
+		{name: "queue", args: "[steer|followup|collect|interrupt|list|drop]", help: "show or set what happens to messages sent while I work",
+			group: rightOwnersToChange, looks: []string{"", "list"}, echoArg: true, session: sessionOpen, handle: cmdQueue},
+		{name: "model", args: "[provider/model]", help: "show or switch the model",
+			group: rightOwnersToChange, looks: []string{""}, session: sessionOpen, handle: cmdModel},
+		{name: "thinking", args: "[off|minimal|low|medium|high|xhigh]", help: "show or set the thinking level",
+			group: rightOwnersToChange, looks: []string{""}, echoArg: true, session: sessionOpen, handle: cmdThinking},
+		{name: "compact", args: "[instructions]", help: "summarise older messages to free context", group: rightOwners, session: sessionBound, handle: cmdCompact},
+		{name: "tree", help: "show the branches of this session", session: sessionBound, handle: cmdTree},
+		{name: "fork", help: "branch from a message (reply to it with /fork)", group: rightOwners, session: sessionBound, handle: cmdFork},
+		{name: "status", help: "show session, model and queue state", session: sessionBound, handle: cmdStatus},
+		{name: "usage", help: "show tokens and cost of this branch", session: sessionBound, handle: cmdUsage},
+		{name: "approve", args: "[id]", help: "approve the pending tool call", handle: cmdDecide},
+		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
+		{name: "whoami", help: "show your user id and rights", handle: cmdWhoami},
+		{name: "start", help: "show this help", hidden: true, handle: cmdHelp},
+	}
 }
 
-func commandSpecs() []chat.CommandSpec {
-	out := make([]chat.CommandSpec, len(commands))
-	for i, c := range commands {
-		out[i] = chat.CommandSpec{Name: c.name, Description: c.help}
+// groupRightsNote ends /help. It says in words what the group column of
+// the table holds (a test checks that they agree).
+const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking` or `/queue` are for owners; `/stop` is for owners and the person whose request is running."
+
+// commands answers chat commands and button presses. It holds no gateway:
+// what the handlers use comes in through its fields.
+type commands struct {
+	table     []command
+	log       *slog.Logger
+	rights    senderRights
+	models    Models
+	model     string // the default "provider/model"
+	approvals *approvals
+	chat      commandChat
+	sessions  commandSessions
+}
+
+// senderRights says what a sender is (gateway/access.Checker).
+type senderRights interface {
+	IsOwner(p chat.Platform, userID string) bool
+	Known(ctx context.Context, p chat.Platform, userID string) (bool, error)
+}
+
+// commandChat is how commands answer.
+type commandChat interface {
+	// reply sends a short answer to in's conversation.
+	reply(ctx context.Context, in chat.Inbound, md string)
+	// send posts a message.
+	send(ctx context.Context, conv chat.ConvRef, out chat.Out) (chat.MsgRef, error)
+	// answer answers a button press with a toast.
+	answer(ctx context.Context, in chat.Inbound, toast string)
+}
+
+// commandSessions finds the session a command acts on.
+type commandSessions interface {
+	// locate returns the conversation's session, starting one if needed.
+	locate(ctx context.Context, in chat.Inbound) (*owner, *location, error)
+	// existing returns the conversation's session, nil if it has none.
+	existing(ctx context.Context, in chat.Inbound) (*owner, *location)
+	// unbind detaches the conversation with key convKey from its session.
+	unbind(convKey string) error
+}
+
+// invocation is one use of a command: what its handler gets besides the
+// context.
+type invocation struct {
+	in   chat.Inbound
+	name string
+	arg  string // the arguments, trimmed
+	// full: the sender has every right of the command here (an owner, or
+	// anyone where the command is for anyone).
+	full bool
+	// o and loc are the session the command acts on (see need), run is
+	// loc's run when the command arrived.
+	o    *owner
+	loc  *location
+	run  *run
+	cmds *commands
+}
+
+// say answers in the command's conversation.
+func (c *invocation) say(ctx context.Context, format string, args ...any) {
+	c.cmds.chat.reply(ctx, c.in, fmt.Sprintf(format, args...))
+}
+
+// failed tells the chat that something went wrong without the details
+// (which can hold server paths) and logs them.
+func (c *invocation) failed(ctx context.Context, doing string, err error) {
+	c.cmds.log.Error("command failed", "conv", c.in.Conv.Key(), "doing", doing, "err", err)
+	c.cmds.chat.reply(ctx, c.in, "⚠️ Something went wrong "+doing+"; the details are in pibot's log.")
+}
+
+// lookup returns the command called name.
+func (cs *commands) lookup(name string) (command, bool) {
+	i := slices.IndexFunc(cs.table, func(x command) bool { return x.name == name })
+	if i < 0 {
+		return command{}, false
+	}
+	return cs.table[i], true
+}
+
+// dispatch executes in's command. For a command whose text is a message (/steer,
+// /followup) it returns the queue mode and handled=false: the text then
+// goes through the inbox.
+func (cs *commands) dispatch(ctx context.Context, in chat.Inbound) (mode string, handled bool) {
+	c := &invocation{in: in, name: in.Command.Name, arg: strings.TrimSpace(in.Command.Args), cmds: cs}
+	cmd, ok := cs.lookup(c.name)
+	if !ok {
+		c.say(ctx, "Unknown command `/%s`. Send /help for the list.", c.name)
+		return "", true
+	}
+	r := cmd.dm
+	if !in.Conv.DM {
+		r = cmd.group
+	}
+	owner := cs.rights.IsOwner(in.Conv.Platform, in.User.ID)
+	c.full = r == rightAnyone || owner
+	if !owner && (r == rightOwners || r == rightOwnersToChange && !slices.Contains(cmd.looks, c.arg)) {
+		c.say(ctx, "%s", cmd.refusal(in.Conv.DM, c.arg))
+		return "", true
+	}
+	if cmd.queue != "" {
+		if c.arg == "" {
+			c.say(ctx, "Usage: `/%s %s`", cmd.name, cmd.args)
+			return "", true
+		}
+		return cmd.queue, false
+	}
+	switch cmd.session {
+	case sessionOpen:
+		o, loc, err := cs.sessions.locate(ctx, in)
+		if err != nil {
+			c.failed(ctx, "opening this conversation's session", err)
+			return "", true
+		}
+		c.o, c.loc = o, loc
+	case sessionBound, sessionIfBound:
+		c.o, c.loc = cs.sessions.existing(ctx, in)
+		if c.o == nil && cmd.session == sessionBound {
+			c.say(ctx, "There is no session here yet. Send a message to start one.")
+			return "", true
+		}
+	}
+	if c.o != nil {
+		c.o.mu.Lock()
+		c.run = c.loc.run
+		c.o.mu.Unlock()
+	}
+	if r == rightOwnersOrRequester && !c.full && c.run != nil && c.run.requester() != in.User.ID {
+		c.say(ctx, "Only an owner, or the person whose request is running, can stop it.")
+		return "", true
+	}
+	cmd.handle(ctx, c)
+	return "", true
+}
+
+// refusal tells a sender who is not an owner that the command with arg is
+// not theirs to use.
+func (cmd command) refusal(dm bool, arg string) string {
+	hint := ""
+	if first, _, _ := strings.Cut(arg, " "); cmd.echoArg && first != "" {
+		hint = " " + first
+	}
+	if dm {
+		return fmt.Sprintf("Only an owner of this bot can use `/%s%s`.", cmd.name, hint)
+	}
+	return fmt.Sprintf("Only an owner of this bot can use `/%s%s` in a group: it changes the conversation for everyone here.", cmd.name, hint)
+}
+
+// specs is the command list platforms show (chat.CommandRegistrar).
+func (cs *commands) specs() []chat.CommandSpec {
+	var out []chat.CommandSpec
+	for _, c := range cs.table {
+		if !c.hidden {
+			out = append(out, chat.CommandSpec{Name: c.name, Description: c.help})
+		}
 	}
 	return out
 }
 
-func helpText() string {
+// helpText is the answer to /help.
+func (cs *commands) helpText() string {
 	var b strings.Builder
 	b.WriteString("**Commands**\n\n")
-	for _, c := range commands {
+	for _, c := range cs.table {
+		if c.hidden {
+			continue
+		}
 		fmt.Fprintf(&b, "- `/%s", c.name)
 		if c.args != "" {
 			b.WriteString(" " + c.args)
@@ -57,350 +263,6 @@ func helpText() string {
 		fmt.Fprintf(&b, "` — %s\n", c.help)
 	}
 	b.WriteString("\nReply to an earlier message to branch the conversation from there.")
-	b.WriteString("\n\nIn a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking` or `/queue` are for owners; `/stop` is for owners and the person whose request is running.")
+	b.WriteString("\n\n" + groupRightsNote)
 	return b.String()
-}
-
-// handleCommand runs a command. For /steer and /followup it returns the
-// queue mode and handled=false: the text then goes through the inbox.
-func (g *Gateway) handleCommand(ctx context.Context, in chat.Inbound) (string, bool) {
-	c := in.Command
-	say := func(format string, args ...any) { g.reply(ctx, in, fmt.Sprintf(format, args...)) }
-	if c.Name != "start" && !slices.ContainsFunc(commands, func(x command) bool { return x.name == c.Name }) {
-		say("Unknown command `/%s`. Send /help for the list.", c.Name)
-		return "", true
-	}
-	if ownersOnlyInGroup(c) && !in.Conv.DM && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-		say("Only an owner of this bot can use `/%s%s` in a group: it changes the conversation for everyone here.", c.Name, argHint(c))
-		return "", true
-	}
-	switch c.Name {
-	case "steer", "followup":
-		if strings.TrimSpace(c.Args) == "" {
-			say("Usage: `/%s TEXT`", c.Name)
-			return "", true
-		}
-		if c.Name == "steer" {
-			return modeSteer, false
-		}
-		return modeFollowup, false
-	case "help", "start":
-		say("%s", helpText())
-	case "whoami":
-		role := "not allowed"
-		switch {
-		case g.access.IsOwner(in.Conv.Platform, in.User.ID):
-			role = "owner: every command, everywhere"
-		case g.access.Known(in.Conv.Platform, in.User.ID) && in.Conv.DM:
-			role = "allowed user: every command in this chat"
-		case !in.Conv.DM:
-			role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model and /thinking to look, /steer, /followup, and /stop of your own request"
-		}
-		say("You are `%s:%s` (%s), %s.", in.Conv.Platform, in.User.ID, displayName(in.User), role)
-	case "new":
-		g.cmdNew(ctx, in)
-	case "approve", "deny":
-		g.cmdDecide(ctx, in)
-	default:
-		var o *owner
-		var loc *location
-		switch c.Name {
-		case "queue", "model", "thinking":
-			var err error
-			if o, loc, err = g.locate(ctx, in); err != nil {
-				g.failed(ctx, in, "opening this conversation's session", err)
-				return "", true
-			}
-		default:
-			o, loc = g.existing(ctx, in)
-		}
-		if o == nil {
-			say("There is no session here yet. Send a message to start one.")
-			return "", true
-		}
-		g.locationCommand(ctx, in, o, loc)
-	}
-	return "", true
-}
-
-// ownersOnlyInGroup reports whether c changes a group's shared
-// conversation or settings: in a group only owners may run it (in a DM the
-// user may, it is their own conversation). Looking (/model, /thinking,
-// /queue without an argument or with list) is for everyone.
-func ownersOnlyInGroup(c *chat.Command) bool {
-	arg := strings.TrimSpace(c.Args)
-	switch c.Name {
-	case "new", "compact", "fork":
-		return true
-	case "model", "thinking":
-		return arg != ""
-	case "queue":
-		return arg != "" && arg != "list"
-	}
-	return false
-}
-
-func argHint(c *chat.Command) string {
-	if arg, _, _ := strings.Cut(strings.TrimSpace(c.Args), " "); arg != "" && (c.Name == "queue" || c.Name == "thinking") {
-		return " " + arg
-	}
-	return ""
-}
-
-// failed tells the chat that something went wrong without the details
-// (which can hold server paths) and logs them.
-func (g *Gateway) failed(ctx context.Context, in chat.Inbound, doing string, err error) {
-	g.log.Error("command failed", "conv", in.Conv.Key(), "doing", doing, "err", err)
-	g.reply(ctx, in, "⚠️ Something went wrong "+doing+"; the details are in pibot's log.")
-}
-
-// existing returns the owner and location of in's conversation, if bound.
-func (g *Gateway) existing(ctx context.Context, in chat.Inbound) (*owner, *location) {
-	path, ok := g.index.get(in.Conv.Key())
-	if !ok {
-		return nil, nil
-	}
-	o, err := g.owner(ctx, path)
-	if err != nil {
-		return nil, nil
-	}
-	return o, o.location(in.Conv.Key(), in.Conv)
-}
-
-func (g *Gateway) cmdNew(ctx context.Context, in chat.Inbound) {
-	if o, loc := g.existing(ctx, in); o != nil {
-		o.mu.Lock()
-		r := loc.run
-		o.mu.Unlock()
-		if r != nil {
-			r.interrupt("stopped by /new")
-		}
-	}
-	if err := g.index.set(in.Conv.Key(), ""); err != nil {
-		g.failed(ctx, in, "starting a new session", err)
-		return
-	}
-	g.reply(ctx, in, "🆕 New session. The previous one is kept; this conversation starts fresh.")
-}
-
-func (g *Gateway) cmdDecide(ctx context.Context, in chat.Inbound) {
-	d := decideOnce
-	if in.Command.Name == "deny" {
-		d = decideDeny
-	}
-	id := strings.TrimSpace(in.Command.Args)
-	if id == "" {
-		g.approval.mu.Lock()
-		for _, ap := range g.approval.pending {
-			if ap.loc != nil && ap.loc.key == in.Conv.Key() {
-				id = ap.ID
-			}
-		}
-		g.approval.mu.Unlock()
-	}
-	if id == "" {
-		g.reply(ctx, in, "Nothing is waiting for approval here.")
-		return
-	}
-	toast, then := g.decide(ctx, in, id, d)
-	if then != nil {
-		then()
-	}
-	g.reply(ctx, in, toast)
-}
-
-// locationCommand runs a command that acts on an existing location.
-func (g *Gateway) locationCommand(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
-	c := in.Command
-	arg := strings.TrimSpace(c.Args)
-	say := func(format string, args ...any) { g.reply(ctx, in, fmt.Sprintf(format, args...)) }
-	o.mu.Lock()
-	r := loc.run
-	o.mu.Unlock()
-	switch c.Name {
-	case "stop":
-		if !in.Conv.DM && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-			// A member may stop the run they asked for; the queue is
-			// everyone's and stays.
-			switch {
-			case r == nil:
-				say("Nothing is running.")
-			case r.requester() != in.User.ID:
-				say("Only an owner, or the person whose request is running, can stop it.")
-			default:
-				r.interrupt("stopped by /stop")
-				say("⏹ Stopping.")
-			}
-			return
-		}
-		n := o.dropQueued(loc)
-		if r == nil {
-			say("Nothing is running.%s", droppedNote(n))
-			return
-		}
-		r.interrupt("stopped by /stop")
-		say("⏹ Stopping.%s", droppedNote(n))
-	case "queue":
-		g.cmdQueue(ctx, in, o, loc, arg)
-	case "model":
-		g.cmdModel(ctx, in, o, loc, arg)
-	case "thinking":
-		g.cmdThinking(ctx, in, o, loc, arg)
-	case "compact":
-		if r != nil {
-			say("A run is active; /stop it first or wait.")
-			return
-		}
-		_, _, ref, err := o.contextFor(loc)
-		var m llm.Model
-		if err == nil {
-			m, err = (&run{o: o}).resolveModel(ref)
-		}
-		if err == nil {
-			err = o.compact(ctx, loc, m, arg)
-		}
-		if err != nil {
-			g.failed(ctx, in, "compacting", err)
-			return
-		}
-		say("🗜 Compacted.")
-	case "tree":
-		g.cmdTree(ctx, in, o, loc)
-	case "fork":
-		g.cmdFork(ctx, in, o, loc)
-	case "status":
-		g.cmdStatus(ctx, in, o, loc)
-	case "usage":
-		g.cmdUsage(ctx, in, o, loc)
-	}
-}
-
-func droppedNote(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" Dropped %d queued message(s).", n)
-}
-
-func (g *Gateway) cmdQueue(ctx context.Context, in chat.Inbound, o *owner, loc *location, arg string) {
-	switch {
-	case arg == "" || arg == "list":
-		o.mu.Lock()
-		mode := loc.mode
-		o.mu.Unlock()
-		q := o.queuedTexts(loc)
-		if len(q) == 0 {
-			g.reply(ctx, in, fmt.Sprintf("Queue mode: **%s**. Nothing queued.", mode))
-			return
-		}
-		g.reply(ctx, in, fmt.Sprintf("Queue mode: **%s**. Queued:\n\n- %s", mode, strings.Join(q, "\n- ")))
-	case arg == "drop":
-		g.reply(ctx, in, fmt.Sprintf("Dropped %d queued message(s).", o.dropQueued(loc)))
-	case slices.Contains(queueModes, arg):
-		data, _ := json.Marshal(map[string]string{"mode": arg})
-		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customQueue, Data: data}, session.SyncAlways); err != nil {
-			g.failed(ctx, in, "saving the queue mode", err)
-			return
-		}
-		o.mu.Lock()
-		loc.mode = arg
-		o.mu.Unlock()
-		g.reply(ctx, in, fmt.Sprintf("Queue mode set to **%s**.", arg))
-	default:
-		g.reply(ctx, in, "Usage: `/queue [steer|followup|collect|interrupt|list|drop]`")
-	}
-}
-
-func (g *Gateway) cmdModel(ctx context.Context, in chat.Inbound, o *owner, loc *location, arg string) {
-	_, _, ref, _ := o.contextFor(loc)
-	if ref == "" {
-		ref = g.cfg.Model
-	}
-	if arg == "" {
-		g.reply(ctx, in, fmt.Sprintf("Model: `%s`. Switch with `/model provider/model`.", ref))
-		return
-	}
-	if g.models == nil {
-		g.reply(ctx, in, "No models are configured.")
-		return
-	}
-	m, err := g.models.Model(arg)
-	if err != nil {
-		g.reply(ctx, in, "⚠️ "+err.Error())
-		return
-	}
-	info := m.Info()
-	if _, err := o.append(loc, session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}, session.SyncAlways); err != nil {
-		g.failed(ctx, in, "saving the model", err)
-		return
-	}
-	o.mu.Lock()
-	loc.model = info.Ref()
-	o.mu.Unlock()
-	g.reply(ctx, in, fmt.Sprintf("Model set to `%s`.", info.Ref()))
-}
-
-func (g *Gateway) cmdThinking(ctx context.Context, in chat.Inbound, o *owner, loc *location, arg string) {
-	_, cur, _, _ := o.contextFor(loc)
-	if arg == "" {
-		g.reply(ctx, in, fmt.Sprintf("Thinking: **%s**.", cur))
-		return
-	}
-	if !slices.Contains(llm.ThinkingLevels[:], llm.ThinkingLevel(arg)) {
-		g.reply(ctx, in, "Usage: `/thinking off|minimal|low|medium|high|xhigh`")
-		return
-	}
-	if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: arg}, session.SyncAlways); err != nil {
-		g.failed(ctx, in, "saving the thinking level", err)
-		return
-	}
-	g.reply(ctx, in, fmt.Sprintf("Thinking set to **%s**.", arg))
-}
-
-func (g *Gateway) cmdStatus(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
-	msgs, thinking, ref, err := o.contextFor(loc)
-	if err != nil {
-		g.failed(ctx, in, "reading the session", err)
-		return
-	}
-	if ref == "" {
-		ref = g.cfg.Model
-	}
-	o.mu.Lock()
-	running, mode := loc.run != nil, loc.mode
-	o.mu.Unlock()
-	state := "idle"
-	if running {
-		state = "running"
-	}
-	name := o.sess.Name()
-	if name == "" {
-		name = o.sess.Header().ID
-	}
-	// No server paths: the session is named by its name or id.
-	g.reply(ctx, in, fmt.Sprintf("**Session** %s\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
-		name, o.head(loc), len(msgs), ref, thinking, mode, state))
-}
-
-func (g *Gateway) cmdUsage(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
-	branch, err := o.sess.Branch(o.head(loc))
-	if err != nil {
-		g.failed(ctx, in, "reading the session", err)
-		return
-	}
-	var u llm.Usage
-	calls := 0
-	for _, e := range branch {
-		if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleAssistant {
-			calls++
-			mu := e.Message.Usage
-			u.Input += mu.Input
-			u.Output += mu.Output
-			u.CacheRead += mu.CacheRead
-			u.CacheWrite += mu.CacheWrite
-			u.Cost.Total += mu.Cost.Total
-		}
-	}
-	g.reply(ctx, in, fmt.Sprintf("**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
-		calls, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total))
 }

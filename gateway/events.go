@@ -26,15 +26,13 @@ func (r *run) emit(e agent.Event) {
 		}
 		r.journal() // the first post of the reply may have happened
 	case agent.EventMessageEnd:
-		if e.Message != nil {
-			r.persist(*e.Message)
-		}
+		r.record(e)
 		r.journal()
 	case agent.EventToolExecutionStart:
-		r.ctl.ToolStart(e.ToolCallID, e.ToolName, summarizeArgs(e.Args))
+		r.ctl.ToolStart(e.ToolCallID, e.ToolName, e.Args)
 		r.journal()
 	case agent.EventToolExecutionEnd:
-		r.ctl.ToolEnd(e.ToolCallID, e.IsError, excerpt(e.Result))
+		r.ctl.ToolEnd(e.ToolCallID, e.IsError, toolText(e.Result))
 	case agent.EventAutoRetryStart:
 		r.ctl.Status(fmt.Sprintf("retrying (%d/%d) in %s: %s", e.Attempt, e.MaxAttempts, time.Duration(e.DelayMs)*time.Millisecond, e.ErrorMessage))
 	case agent.EventAutoRetryEnd, agent.EventCompactionEnd:
@@ -48,76 +46,6 @@ func (r *run) emit(e agent.Event) {
 			r.ctl.Status("")
 		}
 	}
-}
-
-// persist appends a finished message to the session.
-func (r *run) persist(m llm.Message) {
-	if r.frozen.Load() {
-		return
-	}
-	switch m.Role {
-	case llm.RoleUser:
-		r.persistUser(m)
-	case llm.RoleAssistant:
-		// Tool calls are durable before the tools run: after a crash the
-		// run resumes from them ("outcome unknown") instead of asking the
-		// model again and running the tools twice.
-		e, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, syncFor(m))
-		if err != nil {
-			r.fail(err)
-			return
-		}
-		r.mu.Lock()
-		r.lastEntry, r.final = e.ID, &m
-		r.mu.Unlock()
-		r.o.g.metrics.usage(m)
-		r.ctl.SetText(m.Text())
-		if m.StopReason == llm.StopError && m.ErrorMessage != "" {
-			r.ctl.EndMessage()
-			r.ctl.SetText("⚠️ " + m.ErrorMessage)
-		}
-		r.ctl.EndMessage()
-	case llm.RoleToolResult:
-		// A tool's outcome is known for good once it is recorded.
-		if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m}, session.SyncAlways); err != nil {
-			r.fail(err)
-		}
-	}
-}
-
-// syncFor is the durability an assistant message needs: one that calls
-// tools must be on disk before they run.
-func syncFor(m llm.Message) session.SyncPolicy {
-	if len(m.ToolCalls()) > 0 {
-		return session.SyncAlways
-	}
-	return session.SyncGrouped
-}
-
-// persistUser appends a user message; its inbox item is acknowledged when
-// the run ends, after the session is flushed.
-func (r *run) persistUser(m llm.Message) {
-	p := r.takeMeta(m.Timestamp)
-	meta := &session.Meta{}
-	if p != nil {
-		meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
-	}
-	// Grouped: the inbox already holds the message durably, and it is
-	// acknowledged only after the session is flushed at the run's end.
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeMessage, Message: &m, Pibot: meta}, session.SyncGrouped); err != nil {
-		if p != nil && r.o.lostToStorage(err) {
-			r.o.g.strand([]*pending{p})
-		}
-		r.fail(err)
-		return
-	}
-	if p == nil {
-		return
-	}
-	if p.queued {
-		r.o.g.react(r.ctx, p.item.In.Msg, "✅")
-	}
-	r.done(p)
 }
 
 // fail stops the run after a storage failure: nothing more can be recorded.
@@ -206,26 +134,13 @@ func thinkingText(m *llm.Message) string {
 	return b.String()
 }
 
-// summarizeArgs gives a one-line view of tool arguments: the command, path
-// or pattern when there is one.
-func summarizeArgs(args json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(args, &m) != nil {
-		return ""
-	}
-	for _, k := range []string{"command", "path", "pattern", "name"} {
-		if s, ok := m[k].(string); ok {
-			return oneLine(s, 80)
-		}
-	}
-	return ""
-}
-
-func excerpt(o *llm.ToolOutput) string {
+// toolText is the text of a tool's result, whole: the stream controller
+// decides what of it a reply shows (gateway/stream/render.go).
+func toolText(o *llm.ToolOutput) string {
 	if o == nil {
 		return ""
 	}
-	return oneLine(llm.JoinText(o.Content, "\n"), 200)
+	return llm.JoinText(o.Content, "\n")
 }
 
 func oneLine(s string, n int) string {

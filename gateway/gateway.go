@@ -27,23 +27,25 @@ type Models interface {
 }
 
 // Inbox keeps accepted messages durable until their run is over. Begin
-// stores a message and returns a function that waits until it is durable.
+// stores a message and returns a function that waits until it is durable;
+// Pending lists what was accepted and not acknowledged.
 type Inbox interface {
 	Begin(ctx context.Context, data []byte) (id string, durable func() error, err error)
 	Ack(ctx context.Context, id string) error
-	Pending() []cluster.InboxItem
+	Pending(ctx context.Context) ([]cluster.InboxItem, error)
 }
 
-// Dedupe drops redelivered platform events.
+// Dedupe drops redelivered platform events. Forget lets a key be seen
+// again (its event was not taken after all).
 type Dedupe interface {
 	Seen(ctx context.Context, key string) (bool, error)
-	Forget(ctx context.Context, key string)
+	Forget(ctx context.Context, key string) error
 }
 
 // Budget rate-limits inbound messages per sender: Reserve takes one token
 // for key and says how long the caller would have to wait for it.
 type Budget interface {
-	Reserve(key string) time.Duration
+	Reserve(ctx context.Context, key string) (time.Duration, error)
 }
 
 // Locker grants the right to write a session file.
@@ -126,6 +128,8 @@ type Gateway struct {
 	locker   Locker
 	budget   Budget
 	metrics  *Metrics
+	// holder names this process in lease markers (host/pid).
+	holder string
 	// splitters are shared by every reply's stream controller.
 	splitters chat.Splitters
 
@@ -138,6 +142,7 @@ type Gateway struct {
 	watchers sync.WaitGroup    // lease watchers, one per loaded owner
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
+	commands *commands     // the command table and button presses
 	ready    chan struct{} // closed once Run has recovered and started the adapters
 	health   health        // can the data directory be written (health.go)
 }
@@ -174,10 +179,11 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		locker:   d.Locker,
 		budget:   d.Budget,
 		metrics:  cfg.Metrics,
+		holder:   holderID(),
 		owners:   map[string]*owner{},
 		ready:    make(chan struct{}),
 	}
-	g.approval = newApprovals(g)
+	wireCommands(g) // host.go
 	for _, a := range d.Adapters {
 		g.adapters[a.Platform()] = a
 	}
@@ -265,7 +271,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := a.Run(ctx, g.sink); err != nil && !errors.Is(err, context.Canceled) {
+			if err := g.runAdapter(ctx, a); err != nil && !errors.Is(err, context.Canceled) {
 				g.log.Error("adapter stopped", "platform", a.Platform(), "err", err)
 				errs <- fmt.Errorf("gateway: %s: %w", a.Platform(), err)
 			}
@@ -331,7 +337,7 @@ func (g *Gateway) registerCommands(ctx context.Context) error {
 	var errs []error
 	for _, a := range g.adapters {
 		if r, ok := a.(chat.CommandRegistrar); ok {
-			if err := r.RegisterCommands(ctx, commandSpecs()); err != nil {
+			if err := r.RegisterCommands(ctx, g.commands.specs()); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", a.Platform(), err))
 			}
 		}

@@ -60,7 +60,7 @@ func TestDMConversationStreamsAndPersists(t *testing.T) {
 		t.Errorf("first send does not reply to the user message: %+v", sends)
 	}
 	// The inbox lets go of the message once the run is over and on disk.
-	h.waitFor("inbox acknowledged", func() bool { return len(h.inbox.Pending()) == 0 })
+	h.waitFor("inbox acknowledged", func() bool { return len(pendingOf(h)) == 0 })
 }
 
 func TestReplyBranchesFromThatMessage(t *testing.T) {

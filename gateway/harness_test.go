@@ -47,6 +47,8 @@ type harness struct {
 	policy access.Policy
 	locker gateway.Locker
 	budget gateway.Budget
+	// wrap, when set, gives the gateway a wrapper of ad instead of ad.
+	wrap func(*chattest.Adapter) chat.Adapter
 
 	g      *gateway.Gateway
 	cancel context.CancelFunc
@@ -61,6 +63,9 @@ func withConfig(f func(*gateway.Config)) option { return func(h *harness) { h.mo
 func withTools(t ...agent.Tool) option          { return func(h *harness) { h.tools = t } }
 func withLocker(l gateway.Locker) option        { return func(h *harness) { h.locker = l } }
 func withBudget(b gateway.Budget) option        { return func(h *harness) { h.budget = b } }
+func withAdapter(wrap func(*chattest.Adapter) chat.Adapter) option {
+	return func(h *harness) { h.wrap = wrap }
+}
 
 func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
 	t.Helper()
@@ -107,8 +112,12 @@ func (h *harness) start() {
 	if h.mod != nil {
 		h.mod(&cfg)
 	}
+	var ad chat.Adapter = h.ad
+	if h.wrap != nil {
+		ad = h.wrap(h.ad)
+	}
 	g, err := gateway.New(cfg, gateway.Deps{
-		Adapters: []chat.Adapter{h.ad},
+		Adapters: []chat.Adapter{ad},
 		Models:   models{h.model},
 		Access:   access.NewChecker(h.policy, store),
 		Inbox:    inbox,
@@ -224,6 +233,16 @@ func (h *harness) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// pendingOf lists the inbox items not yet acknowledged.
+func pendingOf(h *harness) []cluster.InboxItem {
+	h.t.Helper()
+	items, err := h.inbox.Pending(h.t.Context())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return items
 }
 
 // sessions returns the session files in the data dir.

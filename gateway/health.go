@@ -197,7 +197,12 @@ func (g *Gateway) probe(ctx context.Context) {
 	g.health.mu.Unlock()
 	g.log.Info("storage works again; taking messages", "down", down.Round(time.Millisecond), "stranded", len(stranded))
 	pending := map[string]bool{}
-	for _, it := range g.inbox.Pending() {
+	items, err := g.inbox.Pending(ctx)
+	if err != nil {
+		// The stranded messages stay in the inbox: the next start replays them.
+		g.log.Error("inbox: list accepted messages; stranded ones wait for a restart", "err", err)
+	}
+	for _, it := range items {
 		pending[it.ID] = true
 	}
 	for _, p := range stranded {

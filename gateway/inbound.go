@@ -28,7 +28,11 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 		g.moved(ctx, in)
 		return nil
 	}
-	d := g.access.Check(in)
+	d := g.access.Check(ctx, in)
+	if d.Err != nil {
+		// Not let in on a store that cannot say; the next message asks again.
+		g.log.Error("access check failed; event ignored", "conv", in.Conv.Key(), "user", in.User.ID, "err", d.Err)
+	}
 	switch d.Verdict {
 	case access.Ignore:
 		return nil
@@ -47,7 +51,7 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 		}
 	}
 	if in.Kind == chat.KindAction && in.Action != nil {
-		g.handleAction(ctx, in)
+		g.commands.press(ctx, in)
 		return nil
 	}
 	if !g.withinBudget(ctx, in) {
@@ -55,7 +59,7 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 	}
 	item := inboxItem{In: in}
 	if in.Command != nil {
-		mode, handled := g.handleCommand(ctx, in)
+		mode, handled := g.commands.dispatch(ctx, in)
 		if handled {
 			return nil
 		}
@@ -81,12 +85,20 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 		// Not acknowledged: the platform delivers it again, and a copy
 		// that already reached its session is recognised there.
 		if in.DedupKey != "" {
-			g.dedupe.Forget(ctx, in.DedupKey)
+			if ferr := g.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
+				// The redelivery will be dropped as a duplicate.
+				g.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)
+			}
 		}
 		g.storageFailed(nil, err) // health.go: degraded until a probe succeeds
 		g.storageDown(ctx, in)
 		if id != "" {
-			_ = g.inbox.Ack(ctx, id) // not taken: the redelivery is
+			// Not taken: the redelivery is. (On a failing disk this ack
+			// may fail too; the copy then replays at the next start and
+			// its session recognises it.)
+			if aerr := g.inbox.Ack(ctx, id); aerr != nil {
+				g.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
+			}
 		}
 		return fmt.Errorf("gateway: inbox: %w", err)
 	}
@@ -100,12 +112,21 @@ func (g *Gateway) withinBudget(ctx context.Context, in chat.Inbound) bool {
 		return true
 	}
 	key := string(in.Conv.Platform) + ":" + in.User.ID
-	wait := g.budget.Reserve(key)
+	wait, err := g.budget.Reserve(ctx, key)
+	if err != nil {
+		// A budget that cannot be asked does not stop messages.
+		g.log.Warn("sender budget unavailable; message let through", "err", err)
+		return true
+	}
 	if wait <= 0 {
 		return true
 	}
 	g.metrics.dropped()
-	if g.budget.Reserve(key+":notice") <= 0 {
+	notice, err := g.budget.Reserve(ctx, key+":notice")
+	switch {
+	case err != nil:
+		g.log.Warn("sender budget unavailable; over-budget notice not sent", "err", err)
+	case notice <= 0:
 		g.reply(ctx, in, fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second)))
 	}
 	return false

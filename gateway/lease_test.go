@@ -2,9 +2,17 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
@@ -13,9 +21,14 @@ import (
 
 // revocable is a Locker whose leases a test can take away, as a Redis
 // lease is lost when another replica takes over.
+// Every lease it grants has fence 7. While refuse is set, keys starting
+// with "adapter:" are held by another replica.
 type revocable struct {
-	mu     sync.Mutex
-	leases []*revLease
+	mu      sync.Mutex
+	leases  []*revLease
+	keys    []string
+	refuse  bool
+	refused int // Acquires refused so far
 }
 
 type revLease struct {
@@ -27,12 +40,56 @@ func (l *revLease) Fence() int64                  { return 7 }
 func (l *revLease) Done() <-chan struct{}         { return l.done }
 func (l *revLease) Release(context.Context) error { l.once.Do(func() { close(l.done) }); return nil }
 
-func (r *revocable) Acquire(context.Context, string, int64) (cluster.Lease, error) {
+func (r *revocable) Acquire(_ context.Context, key string, _ int64) (cluster.Lease, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.refuse && strings.HasPrefix(key, "adapter:") {
+		r.refused++
+		return nil, cluster.ErrLeaseHeld
+	}
 	l := &revLease{done: make(chan struct{})}
 	r.leases = append(r.leases, l)
+	r.keys = append(r.keys, key)
 	return l, nil
+}
+
+// revoke takes away the leases of key, as a Redis lease expires.
+func (r *revocable) revoke(key string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, l := range r.leases {
+		if r.keys[i] == key {
+			l.Release(context.Background())
+		}
+	}
+}
+
+func (r *revocable) setRefuse(on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.refuse = on
+}
+
+func (r *revocable) refusedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused
+}
+
+func (r *revocable) held(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for i, l := range r.leases {
+		select {
+		case <-l.done:
+		default:
+			if r.keys[i] == key {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (r *revocable) revokeAll() {
@@ -63,5 +120,140 @@ func TestLostLeaseStopsTheRunAndRecordsNothing(t *testing.T) {
 		if e.Fence != 7 {
 			t.Fatalf("entry %s written without the lease's fence (%d)", e.ID, e.Fence)
 		}
+	}
+}
+
+// TestTakeoverStaysAboveTheFileFence replays a lease store that lost its
+// fence counter (Redis after a failover): the file was written with fence
+// 7, the new locker counts from 1. The new owner must get a fence above
+// the file's, write the pibot.lease marker before anything else, and
+// answer; a late write of the old owner is then ignored by readers.
+func TestTakeoverStaysAboveTheFileFence(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("first answer"), faux.Text("second answer")}, withLocker(&revocable{}))
+	h.send("hello")
+	h.waitText(dmConv, "first answer")
+	h.waitFor("the session file", func() bool { return len(h.sessions()) == 1 })
+	path := h.sessions()[0]
+	h.stop()
+	h.waitFor("fence 7 in the file", func() bool {
+		n, err := session.HighestFence(session.FileStorage{}, path)
+		return err == nil && n == 7
+	})
+
+	h.locker = nil // a real cluster.Locker on a counter that starts at 1
+	h.start()
+	h.send("again")
+	h.waitText(dmConv, "second answer")
+	h.waitFor("the answer recorded", func() bool {
+		for _, e := range h.entries(path) {
+			if e.Type == session.TypeMessage && e.Message.Text() == "second answer" {
+				return true
+			}
+		}
+		return false
+	})
+	var marker *session.LeaseMarker
+	var after []session.Entry
+	for _, e := range h.entries(path) {
+		switch {
+		case e.Type == session.TypeCustom && e.CustomType == session.CustomLease:
+			if marker != nil {
+				t.Fatal("two lease markers for one takeover")
+			}
+			marker = &session.LeaseMarker{}
+			if err := json.Unmarshal(e.Data, marker); err != nil {
+				t.Fatal(err)
+			}
+			if e.Fence != marker.Fence {
+				t.Fatalf("marker entry fence %d, data fence %d", e.Fence, marker.Fence)
+			}
+		case marker != nil:
+			after = append(after, e)
+		}
+	}
+	if marker == nil {
+		t.Fatal("no pibot.lease marker after the takeover")
+	}
+	if marker.Fence <= 7 || marker.Prev != 7 || marker.Holder == "" || marker.At == "" {
+		t.Fatalf("marker = %+v, want a fence above 7 and prevFence 7", *marker)
+	}
+	if len(after) == 0 {
+		t.Fatal("nothing recorded after the marker")
+	}
+	for _, e := range after {
+		if e.Fence != marker.Fence {
+			t.Fatalf("entry %s (%s) after the takeover has fence %d, want %d", e.ID, e.Type, e.Fence, marker.Fence)
+		}
+	}
+
+	// The old owner, still alive somewhere, appends late with fence 7.
+	h.stop()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := fmt.Sprintf(`{"type":"custom","customType":"pibot.stale","id":"0badf00d","parentId":%q,"timestamp":%q,"fence":7}`+"\n",
+		after[len(after)-1].ID, time.Now().UTC().Format(time.RFC3339Nano))
+	if _, err := f.WriteString(stale); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, ok := s.Get("0badf00d"); ok || len(s.Report().StaleFenced) != 1 {
+		t.Fatalf("the stale owner's entry was not ignored (report %+v)", s.Report())
+	}
+}
+
+// polling is an adapter that must run on one replica only, like Telegram
+// long polling: it counts its Runs and the Runs active at once.
+type polling struct {
+	*chattest.Adapter
+	runs, active atomic.Int32
+	overlap      atomic.Bool
+}
+
+func (p *polling) SingletonKey() string { return "test/poll" }
+
+func (p *polling) Run(ctx context.Context, sink chat.Sink) error {
+	p.runs.Add(1)
+	if p.active.Add(1) > 1 {
+		p.overlap.Store(true)
+	}
+	defer p.active.Add(-1)
+	return p.Adapter.Run(ctx, sink)
+}
+
+// TestSingletonAdapterRunsOnlyUnderItsLease replays a replica losing the
+// polling lease to another one: its Run is cancelled at once, is not
+// started again while the other replica holds the lease, and starts again
+// (messages flow) once the lease is granted back.
+func TestSingletonAdapterRunsOnlyUnderItsLease(t *testing.T) {
+	locker := &revocable{}
+	var p *polling
+	h := newHarness(t, []faux.Turn{faux.Text("answer one"), faux.Text("answer two")}, withLocker(locker),
+		withAdapter(func(ad *chattest.Adapter) chat.Adapter { p = &polling{Adapter: ad}; return p }))
+	const key = "adapter:test/poll"
+	h.waitFor("the polling lease", func() bool { return locker.held(key) == 1 && p.active.Load() == 1 })
+	h.send("hello")
+	h.waitText(dmConv, "answer one")
+
+	locker.setRefuse(true) // another replica takes the lease over
+	locker.revoke(key)
+	h.waitFor("Run cancelled after the lease was lost", func() bool { return p.active.Load() == 0 })
+	h.waitFor("a second attempt at the lease", func() bool { return locker.refusedCount() >= 1 })
+	if n := p.runs.Load(); n != 1 {
+		t.Fatalf("Run started %d times while another replica held the lease", n)
+	}
+
+	locker.setRefuse(false)
+	h.waitFor("Run again under a new lease", func() bool { return p.runs.Load() == 2 && p.active.Load() == 1 })
+	h.send("again")
+	h.waitText(dmConv, "answer two")
+	if p.overlap.Load() {
+		t.Fatal("two Runs of a singleton adapter were active at once")
 	}
 }

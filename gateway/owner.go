@@ -154,6 +154,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	now := time.Now()
 	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: g.workspace()}
 	path := filepath.Join(dir, session.FileName(h.Timestamp, h.ID))
+	// A new file: no fence to stay above yet.
 	lease, err := g.locker.Acquire(ctx, path, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
@@ -162,7 +163,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	// an entry of this conversation is on disk, a restart finds its file
 	// instead of opening a second session and running a tool again.
 	if err := g.index.bind(key, path); err != nil {
-		lease.Release(ctx)
+		g.release(ctx, lease)
 		return nil, nil, err
 	}
 	// The file is created by the session's first flush, off the message's
@@ -170,7 +171,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	// holds the message.
 	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: g.index.sync})
 	if err != nil {
-		lease.Release(ctx)
+		g.release(ctx, lease)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := g.installOwner(path, s, lease)
@@ -199,7 +200,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 		return o, nil
 	}
 	g.mu.Unlock()
-	lease, err := g.locker.Acquire(ctx, path, 0)
+	lease, seen, err := g.acquireSession(ctx, path)
 	if err != nil {
 		// Another goroutine may be loading it right now.
 		g.mu.Lock()
@@ -208,15 +209,22 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 		if ok {
 			return o, nil
 		}
-		return nil, fmt.Errorf("gateway: lease %s: %w", path, err)
+		return nil, err
 	}
 	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow})
 	if err != nil {
-		lease.Release(ctx)
+		g.release(ctx, lease)
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if r := s.Report(); !r.Clean() {
 		g.log.Warn("session repaired on open", "path", path, "report", fmt.Sprintf("%+v", r))
+	}
+	if err := g.markTakeover(s, lease, seen); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			g.log.Warn("close session", "path", path, "err", cerr)
+		}
+		g.release(ctx, lease)
+		return nil, err
 	}
 	return g.installOwner(path, s, lease), nil
 }
@@ -227,7 +235,7 @@ func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Le
 	if prev, ok := g.owners[path]; ok {
 		g.mu.Unlock()
 		s.Close()
-		lease.Release(context.Background())
+		g.release(context.Background(), lease)
 		return prev
 	}
 	g.owners[path] = o
@@ -486,6 +494,6 @@ func (o *owner) close() {
 		o.g.log.Warn("close session", "path", o.path, "err", err)
 	}
 	if o.lease != nil {
-		o.lease.Release(context.Background())
+		o.g.release(context.Background(), o.lease)
 	}
 }

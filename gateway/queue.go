@@ -106,12 +106,8 @@ func (o *owner) dropQueued(loc *location) int {
 	r := loc.run
 	o.mu.Unlock()
 	if a := runAgent(r); a != nil {
-		st, fu := a.ClearQueues()
-		for _, m := range append(st, fu...) {
-			if p := r.takeMeta(m.Timestamp); p != nil {
-				ps = append(ps, p)
-			}
-		}
+		st, fu := a.ClearTagged()
+		ps = append(ps, r.untag(append(st, fu...))...)
 	}
 	for _, p := range ps {
 		o.drop(p, "/queue drop")

@@ -101,7 +101,7 @@ func TestCollectMergesMessages(t *testing.T) {
 	if !slices.Contains(got, "user:part one\n\npart two\n\npart three") {
 		t.Fatalf("branch = %q, want one merged user message", got)
 	}
-	h.waitFor("every merged message acknowledged", func() bool { return len(h.inbox.Pending()) == 0 })
+	h.waitFor("every merged message acknowledged", func() bool { return len(pendingOf(h)) == 0 })
 }
 
 func TestInterruptAbortsAndRunsTheNewMessage(t *testing.T) {

@@ -148,7 +148,12 @@ func (g *Gateway) recover(ctx context.Context) {
 	}
 	g.runs.touch() // the file now holds this process's (empty) state
 	var replay []cluster.InboxItem
-	for _, it := range g.inbox.Pending() {
+	pending, err := g.inbox.Pending(ctx)
+	if err != nil {
+		// Nothing is lost: the items stay pending for the next start.
+		g.log.Error("inbox: list accepted messages; none replayed", "err", err)
+	}
+	for _, it := range pending {
 		if it.Crashes >= quarantineAfter {
 			g.quarantine(ctx, it)
 			continue
@@ -170,15 +175,26 @@ func (g *Gateway) recover(ctx context.Context) {
 		var item inboxItem
 		if err := json.Unmarshal(it.Data, &item); err != nil {
 			g.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
-			_ = g.inbox.Ack(ctx, it.ID)
+			if err := g.inbox.Ack(ctx, it.ID); err != nil {
+				g.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
+			}
 			continue
 		}
-		if item.In.DedupKey != "" {
-			// A platform redelivery of this event is a duplicate.
-			_, _ = g.dedupe.Seen(ctx, item.In.DedupKey)
-		}
+		g.markSeen(ctx, item.In.DedupKey)
 		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key())
 		g.deliver(ctx, it.ID, item)
+	}
+}
+
+// markSeen records the dedupe key of an event taken from the inbox, so a
+// platform redelivery of it is a duplicate.
+func (g *Gateway) markSeen(ctx context.Context, key string) {
+	if key == "" {
+		return
+	}
+	if _, err := g.dedupe.Seen(ctx, key); err != nil {
+		// A redelivery is then taken again; its session recognises it.
+		g.log.Warn("dedupe: record a replayed event", "key", key, "err", err)
 	}
 }
 
@@ -212,9 +228,7 @@ func (g *Gateway) quarantine(ctx context.Context, it cluster.InboxItem) {
 	g.metrics.quarantined()
 	g.log.Error("inbox message quarantined: it was being handled during crashes of pibot; it stays in the inbox file and is not replayed",
 		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "msg", item.In.Msg.Key(), "user", item.In.User.ID)
-	if item.In.DedupKey != "" {
-		_, _ = g.dedupe.Seen(ctx, item.In.DedupKey)
-	}
+	g.markSeen(ctx, item.In.DedupKey)
 	if item.In.Conv.Platform != "" {
 		g.reply(ctx, item.In, quarantineNotice)
 	}

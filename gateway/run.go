@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
 )
 
@@ -25,9 +27,14 @@ type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu          sync.Mutex
-	meta        map[int64]*pending // user messages by timestamp, awaiting their entry
-	lastTS      int64
+	// rec records the agent's messages at the location's head.
+	rec *sessionview.Runner
+
+	mu sync.Mutex
+	// waiting are the chat messages handed to the agent (as prompts or
+	// queued) whose entry is not written yet, oldest first. The agent
+	// hands each back as the tag of its message_end.
+	waiting     []*pending
 	lastEntry   string // last assistant entry
 	final       *llm.Message
 	interrupted string
@@ -112,12 +119,14 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		o.g.queued(ctx, p, "⏭ interrupting the current run")
 	case modeFollowup:
 		o.mu.Unlock()
-		r.enqueue(p, false)
-		o.g.queued(ctx, p, "📥 queued as a follow-up")
+		if r.enqueue(p, false) {
+			o.g.queued(ctx, p, "📥 queued as a follow-up")
+		}
 	default:
 		o.mu.Unlock()
-		r.enqueue(p, true)
-		o.g.queued(ctx, p, "📥 will steer the current run")
+		if r.enqueue(p, true) {
+			o.g.queued(ctx, p, "📥 will steer the current run")
+		}
 	}
 }
 
@@ -165,7 +174,7 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 		parent = context.Background()
 	}
 	ctx, cancel := context.WithCancel(parent)
-	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, meta: map[int64]*pending{}, prelude: prelude}
+	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, rec: o.recorder(loc), prelude: prelude}
 
 	o.mu.Lock()
 	if o.closed {
@@ -218,18 +227,9 @@ func (o *owner) afterRun(loc *location, r *run) {
 		o.mu.Unlock()
 		return
 	}
-	// Seal the queues first: a message enqueued after this goes to the
-	// next run instead of an agent that will never read it.
-	r.qmu.Lock()
-	r.sealed = true
-	r.qmu.Unlock()
-	steer, follow := r.agent.ClearQueues()
-	var left []*pending
-	for _, m := range append(steer, follow...) {
-		if p := r.takeMeta(m.Timestamp); p != nil {
-			left = append(left, p)
-		}
-	}
+	r.seal()
+	steer, follow := r.agent.ClearTagged()
+	left := r.untag(append(steer, follow...))
 	o.mu.Lock()
 	loc.run = nil
 	next := append(left, loc.next...)
@@ -260,10 +260,12 @@ func (r *run) execute(ps []*pending) {
 	o, g, loc := r.o, r.o.g, r.loc
 	ctx := r.ctx
 	var replyTo *chat.MsgRef
+	var recipient string // the user a native stream is for (Slack channels need one)
 	if len(ps) > 0 {
 		if last := ps[len(ps)-1].item.In.Msg; last.ID != "" {
 			replyTo = &last
 		}
+		recipient = ps[len(ps)-1].item.In.User.ID
 	}
 	ad := g.adapters[loc.conv.Platform]
 	if ad == nil {
@@ -271,16 +273,16 @@ func (r *run) execute(ps []*pending) {
 		r.setHandles(agent.New(agent.Config{}, nil), nil)
 		return
 	}
-	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, FinalWait: g.cfg.FinalWait, Logger: g.log, Splitters: &g.splitters})
+	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, Recipient: recipient, FinalWait: g.cfg.FinalWait, Logger: g.log, Splitters: &g.splitters})
 
-	prompts := make([]llm.Message, 0, len(ps))
+	prompts := make([]agent.Tagged, 0, len(ps))
 	for _, p := range ps {
 		if p.applied {
 			r.done(p)
 			continue
 		}
-		ts := r.stamp(p)
-		prompts = append(prompts, o.message(ctx, p, ts))
+		r.wait(p)
+		prompts = append(prompts, tagged(p, o.message(ctx, p, time.Now().UnixMilli())))
 	}
 	history, thinking, modelRef, err := o.contextFor(loc)
 	if err == nil {
@@ -289,8 +291,8 @@ func (r *run) execute(ps []*pending) {
 	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
 	if err != nil {
 		// Keep the user's message, and say what is missing.
-		for _, m := range prompts {
-			r.persistUser(m)
+		for _, t := range prompts {
+			r.record(agent.Event{Type: agent.EventMessageEnd, Message: &t.Message, Tag: t.Tag})
 		}
 		if _, serr := ad.Send(ctx, loc.conv, chat.Out{Markdown: err.Error(), ReplyTo: replyTo}); serr != nil {
 			g.log.Warn("send", "err", serr)
@@ -317,7 +319,7 @@ func (r *run) execute(ps []*pending) {
 	if len(prompts) == 0 {
 		err = r.agent.Continue(ctx, emit)
 	} else {
-		err = r.agent.Prompt(ctx, emit, prompts...)
+		err = r.agent.PromptTagged(ctx, emit, prompts...)
 	}
 	if err != nil {
 		g.log.Error("agent run", "loc", loc.key, "err", err)
@@ -327,8 +329,19 @@ func (r *run) execute(ps []*pending) {
 			g.log.Warn("compaction", "loc", loc.key, "err", err)
 		}
 	}
+	// The agent reads its queues no more: a message that arrives while the
+	// reply is delivered starts the next run.
+	r.seal()
 	r.deliver()
 	g.metrics.runEnded(time.Since(start))
+}
+
+// seal closes the agent's queues: a message enqueued after this goes to
+// the next run instead of an agent that will never read it.
+func (r *run) seal() {
+	r.qmu.Lock()
+	r.sealed = true
+	r.qmu.Unlock()
 }
 
 func (r *run) stoppedReason() string {
@@ -337,17 +350,34 @@ func (r *run) stoppedReason() string {
 	return r.interrupted
 }
 
-// stamp assigns p a unique message timestamp and remembers it.
-func (r *run) stamp(p *pending) int64 {
+// wait notes that p is handed to the agent and awaits its entry.
+func (r *run) wait(p *pending) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ts := time.Now().UnixMilli()
-	if ts <= r.lastTS {
-		ts = r.lastTS + 1
+	r.waiting = append(r.waiting, p)
+}
+
+// unwait notes that p no longer awaits its entry in this run (recorded,
+// or taken back from the agent).
+func (r *run) unwait(p *pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i := slices.Index(r.waiting, p); i >= 0 {
+		r.waiting = slices.Delete(r.waiting, i, i+1)
 	}
-	r.lastTS = ts
-	r.meta[ts] = p
-	return ts
+}
+
+// untag returns the chat messages of messages taken back from the agent's
+// queues; they no longer await an entry in this run.
+func (r *run) untag(ts []agent.Tagged) []*pending {
+	var out []*pending
+	for _, t := range ts {
+		if p, ok := t.Tag.(*pending); ok {
+			r.unwait(p)
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // done records that p is in the session; it is acknowledged when the
@@ -362,14 +392,6 @@ func (r *run) finished() []*pending {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.acks
-}
-
-func (r *run) takeMeta(ts int64) *pending {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := r.meta[ts]
-	delete(r.meta, ts)
-	return p
 }
 
 // setHandles publishes the run's agent and controller to other goroutines.
@@ -387,31 +409,38 @@ func (r *run) handles() (*agent.Agent, *stream.Controller) {
 	return r.agent, r.ctl
 }
 
-// enqueue adds a message to the active run's steering or follow-up queue.
-// A run that is ending takes no more: the message goes to the next run.
-func (r *run) enqueue(p *pending, steer bool) {
+// enqueue adds a message to the active run's steering or follow-up queue
+// and reports whether it waits for that run (the sender is told so). A
+// run that is ending takes no more: the message starts the next run.
+func (r *run) enqueue(p *pending, steer bool) bool {
 	a, ctl := r.handles()
 	if a == nil {
+		// The run is still starting: the message runs after it.
 		r.o.park(r, p)
-		return
+		return true
 	}
-	m := r.o.message(r.ctx, p, r.stamp(p))
+	t := tagged(p, r.o.message(r.ctx, p, time.Now().UnixMilli()))
 	r.qmu.Lock()
 	if r.sealed {
 		r.qmu.Unlock()
+		// The run has answered and takes nothing more: the message starts
+		// the next run, so nobody is told it steers this one.
+		p.queued = false
 		r.o.park(r, p)
-		return
+		return false
 	}
+	r.wait(p)
 	if steer {
-		a.Steer(m)
+		a.SteerTagged(t)
 	} else {
-		a.FollowUp(m)
+		a.FollowUpTagged(t)
 	}
 	r.qmu.Unlock()
 	if ctl != nil {
 		st, fu := a.Queued()
 		ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
 	}
+	return true
 }
 
 // interrupt aborts the run; note is shown on the reply.
@@ -474,13 +503,6 @@ func (o *owner) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, str
 		o.g.log.Error("read session context", "path", o.path, "loc", loc.key, "err", err)
 		return nil, "", "", errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
 	}
-	thinking := llm.ThinkingLevel(c.ThinkingLevel)
-	if thinking == "" {
-		thinking = o.g.cfg.Thinking
-	}
-	ref := loc.model
-	if ref == "" && c.Model != nil {
-		ref = c.Model.Provider + "/" + c.Model.ModelID
-	}
+	ref, thinking := sessionview.Resolve(c, loc.model, o.g.cfg.Model, o.g.cfg.Thinking)
 	return msgs, thinking, ref, nil
 }

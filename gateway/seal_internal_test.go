@@ -19,20 +19,22 @@ func TestLateMessageGoesToTheNextRun(t *testing.T) {
 	}
 	defer o.close()
 	a := agent.New(agent.Config{}, nil)
-	r := &run{o: o, loc: loc, ctx: t.Context(), meta: map[int64]*pending{}}
+	r := &run{o: o, loc: loc, ctx: t.Context(), rec: o.recorder(loc)}
 	r.setHandles(a, nil)
 	loc.run = r
 	early := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "early"}}}
-	r.enqueue(early, true)
+	if !r.enqueue(early, true) {
+		t.Error("a live run's message was not reported as waiting for it")
+	}
 	if st, _ := a.Queued(); len(st) != 1 {
 		t.Fatalf("a live run did not take the steering message: %d queued", len(st))
 	}
-	// afterRun seals the queues before it empties them for the last time.
-	r.qmu.Lock()
-	r.sealed = true
-	r.qmu.Unlock()
+	// The run seals its queues before it delivers the reply.
+	r.seal()
 	late := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "late"}}}
-	r.enqueue(late, true)
+	if r.enqueue(late, true) {
+		t.Error("a sealed run's message was reported as waiting for it")
+	}
 	if st, _ := a.Queued(); len(st) != 1 {
 		t.Fatalf("a sealed run took a message: %d queued", len(st))
 	}

@@ -10,49 +10,16 @@ import (
 	"github.com/pibot/pibot/session"
 )
 
-// Button id prefixes (ids stay within chat.MaxButtonID).
-const (
-	btnApprove = "ap:"
-	btnJump    = "tj:"
-	btnFork    = "fk:"
-)
-
 // maxTreeButtons bounds the jump buttons of /tree.
 const maxTreeButtons = 8
 
-// handleAction answers a button press.
-func (g *Gateway) handleAction(ctx context.Context, in chat.Inbound) {
-	data := in.Action.Data
-	toast := "Unknown button."
-	var then func()
-	switch {
-	case strings.HasPrefix(data, btnApprove):
-		rest := strings.TrimPrefix(data, btnApprove)
-		if id, d, ok := strings.Cut(rest, ":"); ok {
-			toast, then = g.decide(ctx, in, id, d)
-		}
-	case strings.HasPrefix(data, btnJump), strings.HasPrefix(data, btnFork):
-		toast = g.jump(ctx, in, data)
-	}
-	// Answer the press first: the platform shows a spinner until then.
-	if r, ok := g.adapters[in.Conv.Platform].(chat.ActionResponder); ok {
-		if err := r.Respond(ctx, in, chat.ActionReply{Toast: toast}); err != nil {
-			g.log.Debug("respond to action", "err", err)
-		}
-	} else if toast != "" {
-		g.reply(ctx, in, "_"+toast+"_")
-	}
-	if then != nil {
-		then()
-	}
-}
-
-// jump moves the location's head for a tree or fork button.
-func (g *Gateway) jump(ctx context.Context, in chat.Inbound, data string) string {
-	if !in.Conv.DM && !g.access.IsOwner(in.Conv.Platform, in.User.ID) {
+// jump moves the location's head for a tree or fork button. In a group
+// only owners may: the conversation is everyone's.
+func (cs *commands) jump(ctx context.Context, in chat.Inbound, data string) string {
+	if !in.Conv.DM && !cs.rights.IsOwner(in.Conv.Platform, in.User.ID) {
 		return "Only an owner can move this group's conversation to another branch."
 	}
-	o, loc := g.existing(ctx, in)
+	o, loc := cs.sessions.existing(ctx, in)
 	if o == nil {
 		return "This session is gone."
 	}
@@ -72,37 +39,37 @@ func (g *Gateway) jump(ctx context.Context, in chat.Inbound, data string) string
 		target = e.ParentID
 	}
 	if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
-		g.log.Error("move head", "conv", in.Conv.Key(), "err", err)
+		cs.log.Error("move head", "conv", in.Conv.Key(), "err", err)
 		return "⚠️ The branch could not be changed; the details are in pibot's log."
 	}
-	g.reply(ctx, in, fmt.Sprintf("🌿 Now on the branch at: _%s_. Your next message continues from there.", entryTitle(o.sess, id)))
+	cs.chat.reply(ctx, in, fmt.Sprintf("🌿 Now on the branch at: _%s_. Your next message continues from there.", entryTitle(o.sess, id)))
 	return "Moved."
 }
 
-func (g *Gateway) cmdFork(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
-	o.mu.Lock()
-	busy := loc.run != nil
-	o.mu.Unlock()
-	if busy {
-		g.reply(ctx, in, "A run is active; /stop it first.")
+// cmdFork moves the head to the message replied to, or offers buttons for
+// the user messages of the branch.
+func cmdFork(ctx context.Context, c *invocation) {
+	o, loc := c.o, c.loc
+	if c.run != nil {
+		c.say(ctx, "A run is active; /stop it first.")
 		return
 	}
-	if in.ReplyTo != nil {
-		target, ok := o.branchPoint(*in.ReplyTo)
+	if c.in.ReplyTo != nil {
+		target, ok := o.branchPoint(*c.in.ReplyTo)
 		if !ok {
-			g.reply(ctx, in, "I don't know that message; reply to one of this conversation's messages.")
+			c.say(ctx, "I don't know that message; reply to one of this conversation's messages.")
 			return
 		}
 		if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
-			g.failed(ctx, in, "forking", err)
+			c.failed(ctx, "forking", err)
 			return
 		}
-		g.reply(ctx, in, "🌿 Forked. Your next message continues from the message you replied to.")
+		c.say(ctx, "🌿 Forked. Your next message continues from the message you replied to.")
 		return
 	}
 	branch, err := o.sess.Branch(o.head(loc))
 	if err != nil {
-		g.failed(ctx, in, "reading the session", err)
+		c.failed(ctx, "reading the session", err)
 		return
 	}
 	var rows [][]chat.Button
@@ -113,31 +80,30 @@ func (g *Gateway) cmdFork(ctx context.Context, in chat.Inbound, o *owner, loc *l
 		}
 	}
 	if len(rows) == 0 {
-		g.reply(ctx, in, "Nothing to fork from yet.")
+		c.say(ctx, "Nothing to fork from yet.")
 		return
 	}
-	g.sendButtons(ctx, in, "Fork from which message? The message you pick can then be asked again differently. (Or reply to any message with /fork.)", rows)
+	c.sendButtons(ctx, "Fork from which message? The message you pick can then be asked again differently. (Or reply to any message with /fork.)", rows)
 }
 
-func (g *Gateway) cmdTree(ctx context.Context, in chat.Inbound, o *owner, loc *location) {
-	text, leaves := renderTree(o.sess, o.head(loc))
+// cmdTree draws the session tree with a button per branch.
+func cmdTree(ctx context.Context, c *invocation) {
+	s := c.o.sess
+	text, leaves := renderTree(s, c.o.head(c.loc))
 	var rows [][]chat.Button
 	for _, l := range leaves {
 		if len(rows) == maxTreeButtons {
 			break
 		}
-		rows = append(rows, []chat.Button{{ID: btnJump + l, Label: "→ " + oneLine(entryTitle(o.sess, l), 40)}})
+		rows = append(rows, []chat.Button{{ID: btnJump + l, Label: "→ " + oneLine(entryTitle(s, l), 40)}})
 	}
-	g.sendButtons(ctx, in, text, rows)
+	c.sendButtons(ctx, text, rows)
 }
 
-func (g *Gateway) sendButtons(ctx context.Context, in chat.Inbound, md string, rows [][]chat.Button) {
-	a := g.adapters[in.Conv.Platform]
-	if a == nil {
-		return
-	}
-	if _, err := a.Send(ctx, in.Conv, chat.Out{Markdown: md, Buttons: rows}); err != nil {
-		g.log.Warn("send", "err", err)
+// sendButtons posts md with buttons in the command's conversation.
+func (c *invocation) sendButtons(ctx context.Context, md string, rows [][]chat.Button) {
+	if _, err := c.cmds.chat.send(ctx, c.in.Conv, chat.Out{Markdown: md, Buttons: rows}); err != nil {
+		c.cmds.log.Warn("send", "err", err)
 	}
 }
 

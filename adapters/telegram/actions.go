@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-telegram/bot"
 
@@ -13,39 +14,83 @@ import (
 // maxToast is the longest callback answer text Telegram shows.
 const maxToast = 200
 
-// Respond answers a button press: answerCallbackQuery with the toast (this
-// ends the client's spinner, so it goes first), then, if r.Replace is set,
-// the message that carried the buttons is edited: new text and buttons, or
-// with an empty Markdown only the keyboard is removed (or replaced).
-func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionReply) error {
-	if in.Action == nil || in.Action.Token == "" {
-		return errors.New("telegram: respond: the inbound event is not a button press")
+// callbackDeadline is how long after a press its callback query is
+// answered through answerCallbackQuery. Telegram documents no number;
+// stale queries fail with "query is too old", and clients stop their
+// spinner after a few seconds anyway, so this stays on the safe side.
+const callbackDeadline = 10 * time.Second
+
+// Answer answers a button press. Before the deadline, answerCallbackQuery
+// carries the toast (this ends the client's spinner, so it goes first);
+// after it, or when Telegram says the query is too old, the toast is sent
+// as a normal, silent message replying to the pressed message. Then, if
+// r.Replace is set, the message that carried the buttons is edited: new
+// text and buttons, or with an empty Markdown only the keyboard is removed
+// (or replaced). r.Reply is sent as a normal message (Telegram has no
+// ephemeral messages). The handle needs no state of this process: any
+// replica's adapter answers it.
+func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+	if ix.Platform != platform || ix.ID == "" {
+		return chat.MsgRef{}, errors.New("telegram: answer: not a Telegram callback query")
 	}
-	toast := truncateUTF16(r.Toast, maxToast)
-	err := a.do(ctx, modeAdmin, 0, "answer callback", func(ctx context.Context) error {
-		_, err := a.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: in.Action.Token, Text: toast})
-		return err
-	})
-	if err != nil {
-		return err
+	if err := a.answerCallback(ctx, ix, r.Toast); err != nil {
+		return chat.MsgRef{}, err
 	}
-	if r.Replace == nil || in.Action.Msg.ID == "" {
+	if err := a.replace(ctx, ix.Msg, r.Replace); err != nil {
+		return chat.MsgRef{}, err
+	}
+	if r.Reply == nil {
+		return chat.MsgRef{}, nil
+	}
+	return a.Send(ctx, ix.Conv, *r.Reply)
+}
+
+// answerCallback shows toast as the callback answer, or as a message once
+// the query can no longer be answered.
+func (a *Adapter) answerCallback(ctx context.Context, ix chat.Interaction, toast string) error {
+	toast = truncateUTF16(toast, maxToast)
+	if !ix.Expired(time.Now()) {
+		err := a.do(ctx, modeAdmin, 0, "answer callback", func(ctx context.Context) error {
+			_, err := a.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: ix.ID, Text: toast})
+			return err
+		})
+		if err == nil || !errors.Is(err, bot.ErrorBadRequest) {
+			return err
+		}
+		a.log.Debug("telegram: callback query too old; the toast becomes a message", "err", err)
+	}
+	if toast == "" {
 		return nil
 	}
-	if r.Replace.Markdown != "" {
-		return a.Edit(ctx, in.Action.Msg, *r.Replace)
+	out := chat.Out{Markdown: toast, Silent: true}
+	if ix.Msg.ID != "" {
+		out.ReplyTo = &ix.Msg
 	}
-	chatID, _, err := a.target(in.Action.Msg.Conv)
+	if _, err := a.Send(ctx, ix.Conv, out); err != nil {
+		return fmt.Errorf("telegram: answer: %w", err)
+	}
+	return nil
+}
+
+// replace applies an Answer's Replace to the message with the buttons.
+func (a *Adapter) replace(ctx context.Context, ref chat.MsgRef, r *chat.Out) error {
+	if r == nil || ref.ID == "" {
+		return nil
+	}
+	if r.Markdown != "" {
+		return a.Edit(ctx, ref, *r)
+	}
+	chatID, _, err := a.target(ref.Conv)
 	if err != nil {
 		return err
 	}
-	id, err := msgID(in.Action.Msg)
+	id, err := msgID(ref)
 	if err != nil {
 		return err
 	}
-	markup, err := keyboard(r.Replace.Buttons)
+	markup, err := keyboard(r.Buttons)
 	if err != nil {
-		return fmt.Errorf("telegram: respond: %w", err)
+		return fmt.Errorf("telegram: answer: %w", err)
 	}
 	return a.do(ctx, modeSend, chatID, "edit keyboard", func(ctx context.Context) error {
 		_, err := a.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chatID, MessageID: id, ReplyMarkup: markup})

@@ -160,7 +160,7 @@ func (a *Adapter) wrap(op string, err error) error {
 	desc := err.Error()
 	if errors.Is(err, bot.ErrorNotFound) || strings.Contains(desc, "message to edit not found") ||
 		strings.Contains(desc, "message to delete not found") || strings.Contains(desc, "message can't be edited") ||
-		strings.Contains(desc, "message can't be deleted") {
+		strings.Contains(desc, "message can't be deleted") || strings.Contains(desc, "message to react not found") {
 		e.kinds = append(e.kinds, chat.ErrNotFound)
 	}
 	if strings.Contains(desc, "can't parse entities") {

@@ -60,6 +60,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Budget sets the outbound rate budget; zero fields take defaults.
 	Budget Budget
+	// Rates keeps the buckets of Budget; nil: in this process. Cluster
+	// mode passes one the replicas share.
+	Rates RateBudget
 }
 
 // Budget is the adapter's outbound pacing, applied before every send,
@@ -164,7 +167,7 @@ func New(cfg Config) (*Adapter, error) {
 		token:        cfg.Token,
 		api:          cfg.APIURL,
 		log:          log.With("adapter", "telegram"),
-		limiter:      newLimiter(cfg.Budget.withDefaults()),
+		limiter:      newLimiter(cfg.Budget.withDefaults(), cfg.Rates, botID(cfg.Token.Reveal())),
 		retryBase:    500 * time.Millisecond,
 		conflictBase: 5 * time.Second,
 		migrated:     map[int64]int64{},
@@ -197,6 +200,13 @@ func New(cfg Config) (*Adapter, error) {
 	a.me.id = b.ID()
 	a.draftSeq.Store(mrand.Int64N(1 << 30)) // draft ids: non-zero, distinct per stream
 	return a, nil
+}
+
+// botID is the bot's numeric id: the public part of its token, before
+// the colon.
+func botID(token string) string {
+	id, _, _ := strings.Cut(token, ":")
+	return id
 }
 
 // setupWebhook validates the webhook settings and derives the path.

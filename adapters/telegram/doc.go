@@ -1,7 +1,10 @@
 // Package telegram is pibot's Telegram adapter: it implements chat.Adapter
-// and the optional Typer, Streamer (drafts in private chats),
-// ActionResponder, Uploader, Downloader, CommandRegistrar, Reactor and
-// Deleter on top of github.com/go-telegram/bot.
+// and the optional Typer, Streamer (drafts in private chats), Responder
+// (callback queries), Uploader, Downloader, CommandRegistrar, Reactor and
+// Deleter on top of github.com/go-telegram/bot. It has no ephemeral
+// messages (Out.Ephemeral posts a normal message) and no thread opener
+// (forum topics are made by people). Every outbound call works whether or
+// not Run is active in this process.
 //
 // Updates arrive by long polling (its own getUpdates loop, which confirms
 // an update only after the gateway's sink made it durable, and backs off on

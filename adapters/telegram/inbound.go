@@ -203,13 +203,17 @@ func callback(q *models.CallbackQuery) (chat.Inbound, bool) {
 		return chat.Inbound{}, false // an inline-mode message: not ours
 	}
 	msg := chat.MsgRef{Conv: c, ID: strconv.Itoa(id)}
+	now := time.Now()
+	u := user(&q.From)
 	return chat.Inbound{
 		Kind:      chat.KindAction,
 		Conv:      c,
 		Msg:       msg,
-		User:      user(&q.From),
+		User:      u,
 		Mentioned: true,
-		Action:    &chat.Action{Data: q.Data, Msg: msg, Token: q.ID},
-		Time:      time.Now(),
+		Action:    &chat.Action{Data: q.Data, Msg: msg},
+		Interaction: &chat.Interaction{Platform: platform, ID: q.ID, Conv: c, Msg: msg, User: u.ID,
+			Deadline: now.Add(callbackDeadline)},
+		Time: now,
 	}, true
 }

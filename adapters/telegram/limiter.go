@@ -2,7 +2,9 @@ package telegram
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +14,147 @@ import (
 // liveMaxWait is the longest a live call (edit, draft) waits for its chat's
 // budget; a longer wait is returned as a RateLimitError instead.
 const liveMaxWait = 1500 * time.Millisecond
+
+// RateBudget holds the token buckets that pace outbound calls (Config.Rates).
+// The default keeps them in this process; in cluster mode the replicas
+// share one (cluster's Redis budget), so a bot's budget is not spent once
+// per replica. cluster.Rates is the in-process implementation.
+type RateBudget interface {
+	// Take takes one token from key's bucket, which refills at perSec
+	// tokens a second up to burst, and returns 0; when the bucket has none
+	// it takes nothing and returns how long until it will have one.
+	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
+}
+
+// limiter paces outbound calls: a bucket per chat and one for the bot in
+// a RateBudget, and a bot-wide pause after a 429.
+type limiter struct {
+	budget Budget
+	rates  RateBudget
+	prefix string // of the bucket keys: "telegram/<bot id>/"
+
+	mu          sync.Mutex
+	pausedUntil time.Time
+}
+
+// newLimiter paces the bot botID with rates (nil: in this process).
+func newLimiter(b Budget, rates RateBudget, botID string) *limiter {
+	if rates == nil {
+		rates = newLocalRates()
+	}
+	return &limiter{budget: b, rates: rates, prefix: "telegram/" + botID + "/"}
+}
+
+// pause stops every call of the bot for d.
+func (l *limiter) pause(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until := time.Now().Add(d); until.After(l.pausedUntil) {
+		l.pausedUntil = until
+	}
+}
+
+// acquire waits until a call of mode m to chatID may go out, or returns a
+// *chat.RateLimitError where m must not wait. A budgeted call takes a
+// token of its chat, then one of the bot.
+func (l *limiter) acquire(ctx context.Context, chatID int64, m mode) error {
+	if err := l.waitPause(ctx, m); err != nil {
+		return err
+	}
+	if !m.budgeted() {
+		return nil
+	}
+	perSec, burst := l.budget.PrivatePerSec, l.budget.PrivateBurst
+	if chatID <= 0 {
+		perSec, burst = l.budget.GroupPerMin/60, l.budget.GroupBurst
+	}
+	if err := l.take(ctx, m, "chat/"+strconv.FormatInt(chatID, 10), perSec, burst, "chat"); err != nil {
+		return err
+	}
+	if err := l.take(ctx, m, "global", l.budget.GlobalPerSec, int(math.Max(1, l.budget.GlobalPerSec)), "global"); err != nil {
+		return err
+	}
+	// A 429 may have paused the bot while this call waited for tokens.
+	return l.waitPause(ctx, m)
+}
+
+// waitPause waits out a bot-wide pause, or returns it as a RateLimitError
+// where m must not wait.
+func (l *limiter) waitPause(ctx context.Context, m mode) error {
+	for {
+		l.mu.Lock()
+		d := time.Until(l.pausedUntil)
+		l.mu.Unlock()
+		if d <= 0 {
+			return nil
+		}
+		if m.live() {
+			return &chat.RateLimitError{RetryAfter: d, Scope: "bot"}
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// take waits for a token of the bucket key, or returns the wait as a
+// RateLimitError of scope where m must not wait that long.
+func (l *limiter) take(ctx context.Context, m mode, key string, perSec float64, burst int, scope string) error {
+	for {
+		d, err := l.rates.Take(ctx, l.prefix+key, perSec, burst)
+		if err != nil {
+			return fmt.Errorf("rate budget: %w", err)
+		}
+		if d <= 0 {
+			return nil
+		}
+		if m.live() && d > liveMaxWait {
+			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// maxLocalBuckets bounds the buckets localRates keeps: beyond it, full
+// buckets (which grant the same as a new one) are dropped.
+const maxLocalBuckets = 4096
+
+// localRates is the default RateBudget: token buckets in this process.
+type localRates struct {
+	mu      sync.Mutex
+	buckets map[string]*tokenBucket
+}
+
+func newLocalRates() *localRates { return &localRates{buckets: map[string]*tokenBucket{}} }
+
+// Take implements RateBudget; it never fails.
+func (r *localRates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	if perSec <= 0 {
+		return 0, nil // no limit
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	b := r.buckets[key]
+	if b == nil {
+		if len(r.buckets) >= maxLocalBuckets {
+			for k, old := range r.buckets {
+				if old.refill(now); old.tokens >= old.burst {
+					delete(r.buckets, k)
+				}
+			}
+		}
+		b = newBucket(perSec, burst, now)
+		r.buckets[key] = b
+	}
+	if d := b.delay(now); d > 0 {
+		return d, nil
+	}
+	b.tokens--
+	return 0, nil
+}
 
 // tokenBucket refills rate tokens per second up to burst.
 type tokenBucket struct {
@@ -37,92 +180,4 @@ func (b *tokenBucket) delay(now time.Time) time.Duration {
 		return 0
 	}
 	return time.Duration((1.1 - b.tokens) / b.rate * float64(time.Second))
-}
-
-// limiter paces outbound calls: a token bucket per chat and one for the
-// bot, and a bot-wide pause after a 429.
-type limiter struct {
-	budget Budget
-
-	mu          sync.Mutex
-	pausedUntil time.Time
-	global      *tokenBucket
-	chats       map[int64]*tokenBucket
-}
-
-func newLimiter(b Budget) *limiter {
-	return &limiter{budget: b, global: newBucket(b.GlobalPerSec, int(math.Max(1, b.GlobalPerSec)), time.Now()), chats: map[int64]*tokenBucket{}}
-}
-
-// pause stops every call of the bot for d.
-func (l *limiter) pause(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if until := time.Now().Add(d); until.After(l.pausedUntil) {
-		l.pausedUntil = until
-	}
-}
-
-func (l *limiter) bucket(chatID int64, now time.Time) *tokenBucket {
-	b := l.chats[chatID]
-	if b != nil {
-		return b
-	}
-	if len(l.chats) >= 4096 {
-		for id, old := range l.chats {
-			if old.refill(now); old.tokens >= old.burst {
-				delete(l.chats, id)
-			}
-		}
-	}
-	if chatID > 0 {
-		b = newBucket(l.budget.PrivatePerSec, l.budget.PrivateBurst, now)
-	} else {
-		b = newBucket(l.budget.GroupPerMin/60, l.budget.GroupBurst, now)
-	}
-	l.chats[chatID] = b
-	return b
-}
-
-// acquire waits until a call of mode m to chatID may go out, or returns a
-// *chat.RateLimitError where m must not wait.
-func (l *limiter) acquire(ctx context.Context, chatID int64, m mode) error {
-	for {
-		l.mu.Lock()
-		now := time.Now()
-		if d := l.pausedUntil.Sub(now); d > 0 {
-			l.mu.Unlock()
-			if m.live() {
-				return &chat.RateLimitError{RetryAfter: d, Scope: "bot"}
-			}
-			if err := sleep(ctx, d); err != nil {
-				return err
-			}
-			continue
-		}
-		if !m.budgeted() {
-			l.mu.Unlock()
-			return nil
-		}
-		b := l.bucket(chatID, now)
-		wc, wg := b.delay(now), l.global.delay(now)
-		if wc == 0 && wg == 0 {
-			b.tokens--
-			l.global.tokens--
-			l.mu.Unlock()
-			return nil
-		}
-		l.mu.Unlock()
-		d := max(wc, wg)
-		if m.live() && d > liveMaxWait {
-			scope := "chat"
-			if wg > wc {
-				scope = "global"
-			}
-			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
-		}
-		if err := sleep(ctx, d); err != nil {
-			return err
-		}
-	}
 }

@@ -52,7 +52,7 @@ func TestSendEditTypingDraft(t *testing.T) {
 		t.Fatalf("chat actions = %+v", c)
 	}
 
-	s, err := h.a.OpenStream(ctx, conv, &ref)
+	s, err := h.a.OpenStream(ctx, conv, chat.StreamOptions{ReplyTo: &ref})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSendEditTypingDraft(t *testing.T) {
 	if err := s.Update(ctx, "late"); err == nil {
 		t.Error("update after Finish succeeded")
 	}
-	if _, err := h.a.OpenStream(ctx, dm(-5), nil); err == nil {
+	if _, err := h.a.OpenStream(ctx, dm(-5), chat.StreamOptions{}); err == nil {
 		t.Error("a draft stream opened in a group")
 	}
 }
@@ -208,10 +208,10 @@ func TestButtonsAndCallbacks(t *testing.T) {
 	}
 	qid := h.srv.AddCallback(alice, 42, mustAtoi(t, ref.ID), "ap:1")
 	got := next(t, in)
-	if got.Kind != chat.KindAction || got.Action == nil || got.Action.Data != "ap:1" || got.Action.Token != qid || got.Action.Msg.ID != ref.ID || got.User.ID != "42" {
+	if got.Kind != chat.KindAction || got.Action == nil || got.Action.Data != "ap:1" || got.Interaction == nil || got.Interaction.ID != qid || got.Action.Msg.ID != ref.ID || got.User.ID != "42" {
 		t.Fatalf("action = %+v %+v", got, got.Action)
 	}
-	if err := h.a.Respond(ctx, got, chat.ActionReply{Toast: "Approved", Replace: &chat.Out{}}); err != nil {
+	if _, err := h.a.Answer(ctx, *got.Interaction, chat.Answer{Toast: "Approved", Replace: &chat.Out{}}); err != nil {
 		t.Fatal(err)
 	}
 	if a := h.srv.Calls("answerCallbackQuery"); len(a) != 1 || a[0].Params["callback_query_id"] != qid || a[0].Params["text"] != "Approved" {
@@ -220,7 +220,7 @@ func TestButtonsAndCallbacks(t *testing.T) {
 	if m := h.srv.Messages(42)[0]; len(m.Buttons) != 0 || m.Text == "" {
 		t.Fatalf("keyboard not removed: %+v", m)
 	}
-	if err := h.a.Respond(ctx, got, chat.ActionReply{Toast: "Denied", Replace: &chat.Out{Markdown: "Denied by alice"}}); err != nil {
+	if _, err := h.a.Answer(ctx, *got.Interaction, chat.Answer{Toast: "Denied", Replace: &chat.Out{Markdown: "Denied by alice"}}); err != nil {
 		t.Fatal(err)
 	}
 	if m := h.srv.Messages(42)[0]; m.Text != "Denied by alice" {

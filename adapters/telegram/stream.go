@@ -19,7 +19,9 @@ const draftInterval = time.Second
 // OpenStream starts a native stream in a private chat: Update shows the
 // text as a draft (sendMessageDraft, animated under one draft id), Finish
 // sends the final message. Groups have no drafts; use Send and Edit there.
-func (a *Adapter) OpenStream(ctx context.Context, conv chat.ConvRef, replyTo *chat.MsgRef) (chat.Stream, error) {
+// The recipient options are not needed: a private chat has one user.
+func (a *Adapter) OpenStream(ctx context.Context, conv chat.ConvRef, opts chat.StreamOptions) (chat.Stream, error) {
+	replyTo := opts.ReplyTo
 	chatID, thread, err := a.target(conv)
 	if err != nil {
 		return nil, err

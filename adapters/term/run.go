@@ -117,7 +117,7 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 
 	if isKey {
 		in.DedupKey = "term:" + a.newID("a")
-		in.Action.Token = in.DedupKey
+		in.Interaction = &chat.Interaction{Platform: Platform, ID: in.DedupKey, Conv: conv, Msg: keyMsg, User: UserID}
 	} else {
 		in.Msg = chat.MsgRef{Conv: conv, ID: a.newID("u")}
 		in.DedupKey = "term:" + in.Msg.ID

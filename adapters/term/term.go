@@ -65,7 +65,9 @@ type Config struct {
 }
 
 // Adapter is the terminal chat. It implements chat.Adapter, chat.Typer
-// and chat.ActionResponder.
+// and chat.Responder. Send, Edit, SetStatus and Answer work whether or not
+// Run is active; Out.Ephemeral prints a normal message (the terminal has a
+// single user).
 type Adapter struct {
 	in    io.Reader
 	out   io.Writer
@@ -88,8 +90,9 @@ type Adapter struct {
 
 // shown is what the terminal shows of one bot message.
 type shown struct {
-	text    string // rendered
-	buttons [][]chat.Button
+	markdown string
+	text     string // rendered
+	buttons  [][]chat.Button
 }
 
 // New returns a terminal chat adapter.
@@ -145,11 +148,14 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 	if err := checkConv(conv); err != nil {
 		return chat.MsgRef{}, fmt.Errorf("term: send: %w", err)
 	}
+	if err := checkButtons(m.Buttons); err != nil {
+		return chat.MsgRef{}, fmt.Errorf("term: send: %w", err)
+	}
 	text := chat.Render(m.Markdown, a.dialect())
 	id := a.newID("b")
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := &shown{text: text, buttons: m.Buttons}
+	s := &shown{markdown: m.Markdown, text: text, buttons: m.Buttons}
 	a.msgs[id] = s
 	a.order = append(a.order, id)
 	if len(a.order) > maxMessages {
@@ -169,6 +175,9 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 // printed again. An unknown message gives an error wrapping
 // chat.ErrNotFound.
 func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
+	if err := checkButtons(m.Buttons); err != nil {
+		return fmt.Errorf("term: edit: %w", err)
+	}
 	text := chat.Render(m.Markdown, a.dialect())
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -190,7 +199,7 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 		a.write(text)
 		a.tail = ref.ID
 	}
-	s.text = text
+	s.text, s.markdown = text, m.Markdown
 	if !sameButtons {
 		s.buttons = m.Buttons
 		if len(m.Buttons) > 0 {
@@ -217,15 +226,28 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	return nil
 }
 
-// Respond prints the toast and applies Replace to the message that
-// carried the pressed button.
-func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionReply) error {
-	if in.Action == nil {
-		return fmt.Errorf("term: respond: inbound is not a button press")
+// Answer applies Replace to the message that carried the pressed button
+// (only its buttons when Replace.Markdown is empty), prints the toast and
+// sends Reply as a normal message (the terminal has one user, so an
+// ephemeral message is just a message). Terminal interactions never
+// expire.
+func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+	if ix.Platform != Platform {
+		return chat.MsgRef{}, fmt.Errorf("term: answer: not a terminal interaction")
 	}
 	if r.Replace != nil {
-		if err := a.Edit(ctx, in.Action.Msg, *r.Replace); err != nil {
-			return fmt.Errorf("term: respond: %w", err)
+		out := *r.Replace
+		if out.Markdown == "" {
+			a.mu.Lock()
+			s := a.msgs[ix.Msg.ID]
+			a.mu.Unlock()
+			if s == nil {
+				return chat.MsgRef{}, fmt.Errorf("term: answer: %s: %w", ix.Msg.Key(), chat.ErrNotFound)
+			}
+			out.Markdown = s.markdown
+		}
+		if err := a.Edit(ctx, ix.Msg, out); err != nil {
+			return chat.MsgRef{}, fmt.Errorf("term: answer: %w", err)
 		}
 	}
 	if r.Toast != "" {
@@ -234,7 +256,10 @@ func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionRep
 		a.note("✓ " + r.Toast)
 		a.mu.Unlock()
 	}
-	return nil
+	if r.Reply == nil {
+		return chat.MsgRef{}, nil
+	}
+	return a.Send(ctx, ix.Conv, *r.Reply)
 }
 
 // showButtons prints numbered buttons and makes them the active ones.
@@ -284,6 +309,19 @@ func (a *Adapter) note(s string) {
 		s = ansiDim + s + ansiReset
 	}
 	a.write(s + "\n")
+}
+
+// checkButtons holds the terminal to the contract every platform keeps:
+// button ids of 1 to chat.MaxButtonID bytes.
+func checkButtons(rows [][]chat.Button) error {
+	for _, row := range rows {
+		for _, b := range row {
+			if b.ID == "" || len(b.ID) > chat.MaxButtonID {
+				return fmt.Errorf("button %q: id must be 1 to %d bytes", b.Label, chat.MaxButtonID)
+			}
+		}
+	}
+	return nil
 }
 
 func equalButtons(x, y [][]chat.Button) bool {

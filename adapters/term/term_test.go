@@ -14,9 +14,9 @@ import (
 
 // Compile-time checks of the interfaces the adapter implements.
 var (
-	_ chat.Adapter         = (*Adapter)(nil)
-	_ chat.Typer           = (*Adapter)(nil)
-	_ chat.ActionResponder = (*Adapter)(nil)
+	_ chat.Adapter   = (*Adapter)(nil)
+	_ chat.Typer     = (*Adapter)(nil)
+	_ chat.Responder = (*Adapter)(nil)
 )
 
 // buffer is an io.Writer safe for concurrent use.
@@ -53,7 +53,8 @@ func (g *gateway) sink(ctx context.Context, in chat.Inbound) error {
 	g.ins = append(g.ins, in)
 	switch {
 	case in.Kind == chat.KindAction:
-		return g.a.Respond(ctx, in, chat.ActionReply{Toast: in.Action.Data, Replace: &chat.Out{Markdown: "Decided: " + in.Action.Data}})
+		_, err := g.a.Answer(ctx, *in.Interaction, chat.Answer{Toast: in.Action.Data, Replace: &chat.Out{Markdown: "Decided: " + in.Action.Data}})
+		return err
 	case in.Text == "hello":
 		if err := g.a.SetStatus(ctx, in.Conv, "thinking"); err != nil {
 			return err

@@ -67,7 +67,10 @@ func isLoopbackHost(host string) bool {
 }
 
 // Adapter is the web chat. It implements chat.Adapter, chat.Typer and
-// chat.ActionResponder; its HTTP side is Handler.
+// chat.Responder; its HTTP side is Handler. Send, Edit, SetStatus and
+// Answer work whether or not Run is active (browsers see the messages on
+// their next fetch); only inbound requests need Run. Out.Ephemeral posts a
+// normal message: the web chat has a single user.
 type Adapter struct {
 	static fs.FS
 	token  secret.Secret
@@ -290,27 +293,40 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	return nil
 }
 
-// Respond answers a button press: the toast is shown briefly in the
-// browser, and Replace, if set, replaces the message that carried the
-// button.
-func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionReply) error {
-	if in.Action == nil {
-		return errors.New("web: respond: inbound is not a button press")
+// Answer answers a button press: Replace, if set, replaces the message
+// that carried the button (only its buttons when Replace.Markdown is
+// empty), the toast is shown briefly in the browser, and Reply is posted as
+// a normal message (the web chat has one user, so an ephemeral message is
+// just a message). Web interactions never expire.
+func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+	if ix.Platform != Platform {
+		return chat.MsgRef{}, errors.New("web: answer: not a web interaction")
 	}
-	if err := checkConv(in.Conv); err != nil {
-		return fmt.Errorf("web: respond: %w", err)
+	if err := checkConv(ix.Conv); err != nil {
+		return chat.MsgRef{}, fmt.Errorf("web: answer: %w", err)
 	}
 	if r.Replace != nil {
-		if err := a.Edit(ctx, in.Action.Msg, *r.Replace); err != nil {
-			return fmt.Errorf("web: respond: %w", err)
+		out := *r.Replace
+		if out.Markdown == "" {
+			a.mu.Lock()
+			if l := a.convs[ix.Msg.Conv.Channel]; l != nil && l.msgs[ix.Msg.ID] != nil {
+				out.Markdown = l.msgs[ix.Msg.ID].Text
+			}
+			a.mu.Unlock()
+		}
+		if err := a.Edit(ctx, ix.Msg, out); err != nil {
+			return chat.MsgRef{}, fmt.Errorf("web: answer: %w", err)
 		}
 	}
 	if r.Toast != "" {
 		a.mu.Lock()
-		a.conv(in.Conv.Channel).toast(in.Conv.Thread, r.Toast)
+		a.conv(ix.Conv.Channel).toast(ix.Conv.Thread, r.Toast)
 		a.mu.Unlock()
 	}
-	return nil
+	if r.Reply == nil {
+		return chat.MsgRef{}, nil
+	}
+	return a.Send(ctx, ix.Conv, *r.Reply)
 }
 
 // validID reports whether s is a usable conversation, thread or client

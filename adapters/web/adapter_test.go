@@ -13,9 +13,9 @@ import (
 
 // Compile-time checks of the interfaces the adapter implements.
 var (
-	_ chat.Adapter         = (*Adapter)(nil)
-	_ chat.Typer           = (*Adapter)(nil)
-	_ chat.ActionResponder = (*Adapter)(nil)
+	_ chat.Adapter   = (*Adapter)(nil)
+	_ chat.Typer     = (*Adapter)(nil)
+	_ chat.Responder = (*Adapter)(nil)
 )
 
 func newAdapter(t *testing.T, cfg Config) *Adapter {
@@ -202,7 +202,7 @@ func TestConversationsAreBounded(t *testing.T) {
 	}
 }
 
-func TestRespond(t *testing.T) {
+func TestAnswer(t *testing.T) {
 	ctx := t.Context()
 	a := newAdapter(t, Config{})
 	c := conv("c1", "")
@@ -210,8 +210,8 @@ func TestRespond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := chat.Inbound{Kind: chat.KindAction, Conv: c, Msg: r, Action: &chat.Action{Data: "y", Msg: r}}
-	if err := a.Respond(ctx, in, chat.ActionReply{Toast: "ok", Replace: &chat.Out{Markdown: "allowed"}}); err != nil {
+	ix := chat.Interaction{Platform: Platform, ID: "p1", Conv: c, Msg: r, User: UserID}
+	if _, err := a.Answer(ctx, ix, chat.Answer{Toast: "ok", Replace: &chat.Out{Markdown: "allowed"}}); err != nil {
 		t.Fatal(err)
 	}
 	a.mu.Lock()
@@ -219,10 +219,10 @@ func TestRespond(t *testing.T) {
 	text, buttons := m.Text, m.Buttons
 	a.mu.Unlock()
 	if text != "allowed" || buttons != nil {
-		t.Errorf("after Respond: %q %v", text, buttons)
+		t.Errorf("after Answer: %q %v", text, buttons)
 	}
-	if err := a.Respond(ctx, chat.Inbound{Conv: c}, chat.ActionReply{Toast: "x"}); err == nil {
-		t.Error("Respond without an action succeeded")
+	if _, err := a.Answer(ctx, chat.Interaction{Platform: "telegram", Conv: c}, chat.Answer{Toast: "x"}); err == nil {
+		t.Error("Answer of another platform's interaction succeeded")
 	}
 }
 

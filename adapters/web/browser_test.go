@@ -57,7 +57,7 @@ func (g *gateway) answer(ctx context.Context, in chat.Inbound) {
 	}
 	switch {
 	case in.Kind == chat.KindAction:
-		err := g.a.Respond(ctx, in, chat.ActionReply{Toast: "approved", Replace: &chat.Out{Markdown: "Approved: " + in.Action.Data}})
+		_, err := g.a.Answer(ctx, *in.Interaction, chat.Answer{Toast: "approved", Replace: &chat.Out{Markdown: "Approved: " + in.Action.Data}})
 		if err == nil {
 			_, err = g.a.Send(ctx, in.Conv, chat.Out{Markdown: "ran `ls`: 3 files"})
 		}

@@ -273,14 +273,15 @@ func (a *Adapter) handleAction(w http.ResponseWriter, r *http.Request) {
 	conv := chat.ConvRef{Platform: Platform, Channel: req.Conv, Thread: thread, DM: true}
 	ref := chat.MsgRef{Conv: conv, ID: req.Msg}
 	in := chat.Inbound{
-		Kind:      chat.KindAction,
-		Conv:      conv,
-		Msg:       ref,
-		User:      localUser(),
-		Mentioned: true,
-		Action:    &chat.Action{Data: req.Data, Msg: ref, Token: req.ID},
-		DedupKey:  "web:" + req.Conv + ":a-" + req.ID,
-		Time:      time.Now().UTC(),
+		Kind:        chat.KindAction,
+		Conv:        conv,
+		Msg:         ref,
+		User:        localUser(),
+		Mentioned:   true,
+		Action:      &chat.Action{Data: req.Data, Msg: ref},
+		Interaction: &chat.Interaction{Platform: Platform, ID: req.ID, Conv: conv, Msg: ref, User: UserID},
+		DedupKey:    "web:" + req.Conv + ":a-" + req.ID,
+		Time:        time.Now().UTC(),
 	}
 	if err := a.deliver(r.Context(), in); err != nil {
 		a.log.Warn("web chat: button press not accepted", "conv", req.Conv, "err", err)

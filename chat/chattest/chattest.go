@@ -11,13 +11,16 @@
 //
 // The Adapter implements chat.Adapter and every optional interface except
 // chat.Streamer; Streaming returns a view of the same adapter that also
-// implements chat.Streamer. Time comes from time.Now unless WithClock is
+// implements chat.Streamer (append-only when the Caps say AppendOnly). It
+// passes the adapter conformance suite in chattest/adaptertest, like every
+// real adapter must. Time comes from time.Now unless WithClock is
 // given, so tests under testing/synctest see the bubble's fake clock.
 package chattest
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -37,7 +40,8 @@ const (
 	MethodDelete       Method = "delete"
 	MethodStatus       Method = "status"
 	MethodReact        Method = "react"
-	MethodRespond      Method = "respond"
+	MethodRespond      Method = "respond" // Responder.Answer
+	MethodOpenThread   Method = "thread.open"
 	MethodUpload       Method = "upload"
 	MethodDownload     Method = "download"
 	MethodCommands     Method = "commands"
@@ -55,12 +59,16 @@ type Call struct {
 	// message.
 	Ref chat.MsgRef
 	// Text is the markdown (send, edit, stream), the status (status), the
-	// emoji (react), the toast (respond) or the file name (upload,
-	// download).
+	// emoji (react), the toast (respond), the thread name (thread.open) or
+	// the file name (upload, download).
 	Text    string
 	Buttons [][]chat.Button
 	ReplyTo *chat.MsgRef
-	Time    time.Time
+	// Ephemeral is Out.Ephemeral of a send (or of an answer's reply).
+	Ephemeral string
+	// Recipient is StreamOptions.Recipient of stream.open.
+	Recipient string
+	Time      time.Time
 	// Err is the error the call returned.
 	Err error
 }
@@ -81,6 +89,9 @@ type Message struct {
 	Reactions []string
 	File      *File
 	Deleted   bool
+	// Ephemeral is the one user who sees the message (only when the Caps
+	// say Ephemeral; otherwise ephemeral messages are posted normally).
+	Ephemeral string
 	// Edits counts successful edits that changed something.
 	Edits int
 }
@@ -135,6 +146,8 @@ type Adapter struct {
 	commands   []chat.CommandSpec
 	drafts     map[string]string
 	status     map[string]string
+	nextIx     int
+	answered   map[string]bool // interaction ids
 }
 
 var (
@@ -142,7 +155,8 @@ var (
 	_ chat.Typer            = (*Adapter)(nil)
 	_ chat.Reactor          = (*Adapter)(nil)
 	_ chat.Deleter          = (*Adapter)(nil)
-	_ chat.ActionResponder  = (*Adapter)(nil)
+	_ chat.Responder        = (*Adapter)(nil)
+	_ chat.ThreadOpener     = (*Adapter)(nil)
 	_ chat.Uploader         = (*Adapter)(nil)
 	_ chat.Downloader       = (*Adapter)(nil)
 	_ chat.CommandRegistrar = (*Adapter)(nil)
@@ -174,6 +188,7 @@ func New(opts ...Option) *Adapter {
 		files:     map[string][]byte{},
 		drafts:    map[string]string{},
 		status:    map[string]string{},
+		answered:  map[string]bool{},
 	}
 	for _, o := range opts {
 		o(a)
@@ -211,8 +226,12 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 }
 
 // Inject delivers in to the sink given to Run, waiting until Run is active,
-// and returns the sink's error.
+// and returns the sink's error. A button press without an Interaction gets
+// one, as a platform's would: answerable until a minute after now.
 func (a *Adapter) Inject(ctx context.Context, in chat.Inbound) error {
+	if in.Kind == chat.KindAction && in.Interaction == nil && in.Action != nil {
+		in.Interaction = a.interaction(in)
+	}
 	for {
 		a.mu.Lock()
 		sink, active := a.sink, a.active
@@ -228,18 +247,53 @@ func (a *Adapter) Inject(ctx context.Context, in chat.Inbound) error {
 	}
 }
 
-// Send posts a message.
+// Send posts a message. A button id longer than the Caps allow is an
+// error; an ephemeral message (when the Caps say Ephemeral) comes back
+// with an empty ID.
 func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat.MsgRef, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c := Call{Method: MethodSend, Conv: conv, Text: m.Markdown, Buttons: m.Buttons, ReplyTo: m.ReplyTo}
+	c := Call{Method: MethodSend, Conv: conv, Text: m.Markdown, Buttons: m.Buttons, ReplyTo: m.ReplyTo, Ephemeral: m.Ephemeral}
+	if err := a.checkOutLocked(&c, conv, m); err != nil {
+		return chat.MsgRef{}, err
+	}
 	if err := a.beginLocked(&c, ""); err != nil {
 		return chat.MsgRef{}, err
 	}
-	msg := a.postLocked(conv, m)
-	c.Ref = msg.Ref
+	ref := a.sendLocked(conv, m)
+	c.Ref = ref
 	a.recordLocked(c)
-	return msg.Ref, nil
+	return ref, nil
+}
+
+// sendLocked posts m, honouring Out.Ephemeral as the Caps say.
+func (a *Adapter) sendLocked(conv chat.ConvRef, m chat.Out) chat.MsgRef {
+	msg := a.postLocked(conv, m)
+	if m.Ephemeral != "" && a.Caps(conv).Ephemeral {
+		msg.Ephemeral = m.Ephemeral
+		return chat.MsgRef{Conv: conv}
+	}
+	return msg.Ref
+}
+
+// checkOutLocked rejects button ids the Caps do not allow, recording c as
+// failed.
+func (a *Adapter) checkOutLocked(c *Call, conv chat.ConvRef, m chat.Out) error {
+	limit := a.Caps(conv).MaxButtonID
+	if limit == 0 {
+		limit = chat.MaxButtonID
+	}
+	for _, row := range m.Buttons {
+		for _, b := range row {
+			if b.ID == "" || len(b.ID) > limit {
+				c.Time = a.now()
+				c.Err = fmt.Errorf("chattest: button %q: id is %d bytes, limit %d", b.Label, len(b.ID), limit)
+				a.recordLocked(*c)
+				return c.Err
+			}
+		}
+	}
+	return nil
 }
 
 // Edit replaces a message's text and buttons; chat.ErrNotFound if the
@@ -248,6 +302,9 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := Call{Method: MethodEdit, Conv: ref.Conv, Ref: ref, Text: m.Markdown, Buttons: m.Buttons}
+	if err := a.checkOutLocked(&c, ref.Conv, m); err != nil {
+		return err
+	}
 	if err := a.beginLocked(&c, ref.Key()); err != nil {
 		return err
 	}
@@ -306,31 +363,6 @@ func (a *Adapter) React(ctx context.Context, ref chat.MsgRef, emoji string) erro
 		return err
 	}
 	msg.Reactions = append(msg.Reactions, emoji)
-	a.recordLocked(c)
-	return nil
-}
-
-// Respond answers a button press; r.Replace, if set, replaces the message
-// that carried the button.
-func (a *Adapter) Respond(ctx context.Context, in chat.Inbound, r chat.ActionReply) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c := Call{Method: MethodRespond, Conv: in.Conv, Text: r.Toast}
-	if in.Action != nil {
-		c.Ref = in.Action.Msg
-	}
-	if err := a.beginLocked(&c, c.Ref.Key()); err != nil {
-		return err
-	}
-	if r.Replace != nil {
-		msg, err := a.liveLocked(&c, c.Ref)
-		if err != nil {
-			return err
-		}
-		msg.Text, msg.Buttons = r.Replace.Markdown, r.Replace.Buttons
-		msg.Edits++
-		c.Buttons = r.Replace.Buttons
-	}
 	a.recordLocked(c)
 	return nil
 }
@@ -416,7 +448,7 @@ func (a *Adapter) postLocked(conv chat.ConvRef, m chat.Out) *Message {
 // with chat.ErrNotFound otherwise.
 func (a *Adapter) liveLocked(c *Call, ref chat.MsgRef) (*Message, error) {
 	msg, ok := a.byKey[ref.Key()]
-	if !ok || msg.Deleted {
+	if !ok || msg.Deleted || msg.Ephemeral != "" {
 		c.Err = chat.ErrNotFound
 		a.recordLocked(*c)
 		return nil, chat.ErrNotFound

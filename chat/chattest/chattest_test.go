@@ -200,9 +200,12 @@ func TestOptionalAbilities(t *testing.T) {
 	if err := ad.React(ctx, ref, "👀"); err != nil {
 		t.Fatal(err)
 	}
-	press := chat.Inbound{Kind: chat.KindAction, Conv: dm, Action: &chat.Action{Data: "y", Msg: ref}}
-	if err := ad.Respond(ctx, press, chat.ActionReply{Toast: "ok", Replace: &chat.Out{Markdown: "approved"}}); err != nil {
+	ix := ad.Interaction(ref, "u1")
+	if _, err := ad.Answer(ctx, ix, chat.Answer{Toast: "ok", Replace: &chat.Out{Markdown: "approved"}}); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := ad.Answer(ctx, ix, chat.Answer{Toast: "again"}); !errors.Is(err, chat.ErrExpired) {
+		t.Errorf("second answer: %v, want ErrExpired", err)
 	}
 	m, _ := ad.Message(ref)
 	if m.Text != "approved" || m.Buttons != nil || !slices.Equal(m.Reactions, []string{"👀"}) {
@@ -236,7 +239,7 @@ func TestNativeStream(t *testing.T) {
 	ctx := t.Context()
 	ad := chattest.New()
 	var _ chat.Streamer = ad.Streaming()
-	st, err := ad.Streaming().OpenStream(ctx, dm, nil)
+	st, err := ad.Streaming().OpenStream(ctx, dm, chat.StreamOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

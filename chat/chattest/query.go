@@ -44,13 +44,13 @@ func (a *Adapter) WaitFor(ctx context.Context, cond func([]Call) bool) error {
 }
 
 // Messages returns the visible text of each message of conv that was not
-// deleted, in posting order.
+// deleted and is not ephemeral, in posting order.
 func (a *Adapter) Messages(conv chat.ConvRef) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var out []string
 	for _, m := range a.msgs {
-		if !m.Deleted && m.Ref.Conv == conv {
+		if !m.Deleted && m.Ephemeral == "" && m.Ref.Conv == conv {
 			out = append(out, m.Text)
 		}
 	}
@@ -78,6 +78,20 @@ func (a *Adapter) Message(ref chat.MsgRef) (Message, bool) {
 	c := *m
 	c.Reactions = slices.Clone(m.Reactions)
 	return c, true
+}
+
+// Ephemerals returns the text of the ephemeral messages user sees in
+// conv, in posting order.
+func (a *Adapter) Ephemerals(conv chat.ConvRef, user string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, m := range a.msgs {
+		if m.Ephemeral == user && m.Ref.Conv == conv {
+			out = append(out, m.Text)
+		}
+	}
+	return out
 }
 
 // Status returns the last status set for conv.

@@ -3,13 +3,17 @@ package chattest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/pibot/pibot/chat"
 )
 
 // StreamAdapter is an Adapter that also implements chat.Streamer. Its
 // native streams keep a draft per conversation (see Adapter.Draft) and post
-// a real message on Finish.
+// a real message on Finish. When the conversation's Caps say AppendOnly,
+// they enforce the append-only contract: an Update or Finish whose text
+// does not extend the previous one fails with chat.ErrNotAppend.
 type StreamAdapter struct {
 	*Adapter
 }
@@ -25,17 +29,18 @@ func (a *Adapter) Streaming() StreamAdapter { return StreamAdapter{a} }
 var errStreamClosed = errors.New("chattest: stream closed")
 
 // OpenStream opens a native stream in conv.
-func (s StreamAdapter) OpenStream(ctx context.Context, conv chat.ConvRef, replyTo *chat.MsgRef) (chat.Stream, error) {
+func (s StreamAdapter) OpenStream(ctx context.Context, conv chat.ConvRef, opts chat.StreamOptions) (chat.Stream, error) {
 	a := s.Adapter
+	replyTo := opts.ReplyTo
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c := Call{Method: MethodOpenStream, Conv: conv, ReplyTo: replyTo}
+	c := Call{Method: MethodOpenStream, Conv: conv, ReplyTo: replyTo, Recipient: opts.Recipient}
 	if err := a.beginLocked(&c, ""); err != nil {
 		return nil, err
 	}
 	a.drafts[conv.Key()] = ""
 	a.recordLocked(c)
-	return &nativeStream{a: a, conv: conv, replyTo: replyTo}, nil
+	return &nativeStream{a: a, conv: conv, replyTo: replyTo, appendOnly: a.Caps(conv).AppendOnly}, nil
 }
 
 // nativeStream is one open native stream.
@@ -43,7 +48,21 @@ type nativeStream struct {
 	a       *Adapter
 	conv    chat.ConvRef
 	replyTo *chat.MsgRef
-	closed  bool // guarded by a.mu
+	// appendOnly enforces chat.Caps.AppendOnly.
+	appendOnly bool
+	closed     bool // guarded by a.mu
+}
+
+// extendsLocked checks the append-only rule for the new text, recording c
+// as failed when it is broken.
+func (n *nativeStream) extendsLocked(c *Call, text string) error {
+	prev := n.a.drafts[n.conv.Key()]
+	if !n.appendOnly || strings.HasPrefix(text, prev) {
+		return nil
+	}
+	c.Err = fmt.Errorf("chattest: stream %s: %w", n.conv.Key(), chat.ErrNotAppend)
+	n.a.recordLocked(*c)
+	return c.Err
 }
 
 func (n *nativeStream) Update(ctx context.Context, markdown string) error {
@@ -52,6 +71,9 @@ func (n *nativeStream) Update(ctx context.Context, markdown string) error {
 	defer a.mu.Unlock()
 	c := Call{Method: MethodStreamUpdate, Conv: n.conv, Text: markdown}
 	if err := n.checkLocked(&c); err != nil {
+		return err
+	}
+	if err := n.extendsLocked(&c, markdown); err != nil {
 		return err
 	}
 	a.drafts[n.conv.Key()] = markdown
@@ -65,6 +87,9 @@ func (n *nativeStream) Finish(ctx context.Context, final chat.Out) (chat.MsgRef,
 	defer a.mu.Unlock()
 	c := Call{Method: MethodStreamFinish, Conv: n.conv, Text: final.Markdown, Buttons: final.Buttons, ReplyTo: n.replyTo}
 	if err := n.checkLocked(&c); err != nil {
+		return chat.MsgRef{}, err
+	}
+	if err := n.extendsLocked(&c, final.Markdown); err != nil {
 		return chat.MsgRef{}, err
 	}
 	if final.ReplyTo == nil {

@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -63,12 +65,16 @@ func (c *cli) chat(ctx context.Context, args []string) error {
 	return c.runOnce(ctx, o)
 }
 
-// chatRun is one agent conversation recorded in a session file.
+// chatRun is one agent conversation recorded in a session file through
+// the session runner the gateway uses too (sessionview.Runner).
 type chatRun struct {
 	agent  *agent.Agent
 	maint  *agent.Maintenance
-	rec    *recorder
+	sess   *session.Session
+	rec    *sessionview.Runner
 	header session.Header
+	// err is the first write failure; the run is aborted when it happens.
+	err error
 }
 
 // openChat resolves the model, opens or creates the session file and builds
@@ -82,7 +88,6 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 	if err != nil {
 		return nil, err
 	}
-	ref := o.model
 	var resumed *session.Session
 	var sctx session.Context
 	if o.session != "" {
@@ -94,29 +99,34 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 			resumed.Close()
 			return nil, err
 		}
-		if ref == "" && cfg.Agent.Model == "" && sctx.Model != nil {
-			ref = sctx.Model.Provider + "/" + sctx.Model.ModelID
-		}
-	}
-	if ref == "" {
-		ref = defaultModel(cfg, reg)
 	}
 	closeResumed := func() {
 		if resumed != nil {
 			resumed.Close()
 		}
 	}
+	// pi's choice, as in the gateway: --model, else the session's model,
+	// else the configured one; the session's thinking level, else the
+	// configured one.
+	def := defaultModel(cfg, reg)
+	ref, thinking := sessionview.Resolve(sctx, o.model, def, llm.ThinkingLevel(cfg.Agent.Thinking))
 	if ref == "" {
 		closeResumed()
 		return nil, fmt.Errorf("chat: %s", noModelHelp)
 	}
 	model, err := reg.Model(ref)
+	if err != nil && o.model == "" && def != "" && ref != def {
+		// The session's model is gone (a provider removed from the
+		// config): go on with the configured one, as pi does.
+		log.Warn("the session's model is not usable; using the configured one", "model", ref, "err", err)
+		model, err = reg.Model(def)
+	}
 	if err != nil {
 		closeResumed()
 		return nil, err
 	}
 	info := model.Info()
-	thinking := info.ClampThinking(llm.ThinkingLevel(cfg.Agent.Thinking))
+	thinking = info.ClampThinking(thinking)
 	tb, err := newToolbox(ctx, cfg, log)
 	if err != nil {
 		closeResumed()
@@ -127,45 +137,38 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 		closeResumed()
 		return nil, err
 	}
-	modelEntry := session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}
-	thinkingEntry := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(thinking)}
-	rec := &recorder{}
 	var history []llm.Message
+	sess := resumed
 	if resumed != nil {
-		rec.sess, rec.leaf = resumed, resumed.Leaf()
 		if history, err = sctx.LLMMessages(); err != nil {
-			closeResumed()
-			return nil, err
-		}
-		if sctx.Model == nil || sctx.Model.Provider != info.Provider || sctx.Model.ModelID != info.ID {
-			err = rec.append(modelEntry, session.SyncGrouped)
-		}
-		if err == nil && sctx.ThinkingLevel != string(thinking) {
-			err = rec.append(thinkingEntry, session.SyncGrouped)
-		}
-		if err != nil {
 			closeResumed()
 			return nil, err
 		}
 	} else {
 		now := time.Now()
 		h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: tb.ws}
-		s, err := session.CreateFile(session.Dir(cfg.DataDir, "cli"), h, modelEntry, session.Options{Logger: log})
-		if err != nil {
+		first := session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}
+		if sess, err = session.CreateFile(session.Dir(cfg.DataDir, "cli"), h, first, session.Options{Logger: log}); err != nil {
 			return nil, err
 		}
-		rec.sess, rec.leaf = s, s.Leaf()
-		if err := rec.append(thinkingEntry, session.SyncGrouped); err != nil {
-			s.Close()
-			return nil, err
-		}
+		sctx = session.Context{Model: &session.ModelRef{Provider: info.Provider, ModelID: info.ID}}
+	}
+	head := sessionview.NewLeaf(sess, sess.Leaf())
+	if err := sessionview.Settle(head, sctx, info, thinking, session.SyncGrouped); err != nil {
+		sess.Close()
+		return nil, err
 	}
 	a := agent.New(agent.Config{
 		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun(nil),
-		Retry: retryConfig(cfg), SessionID: rec.sess.Header().ID,
+		Retry: retryConfig(cfg), SessionID: sess.Header().ID,
 	}, history)
-	comp := &compactor{rec: rec, model: a.Model, settings: compactionSettings(cfg), thinking: thinking}
-	return &chatRun{agent: a, maint: agent.NewMaintenance(comp.settings, comp.compact), rec: rec, header: rec.sess.Header()}, nil
+	settings := compactionSettings(cfg)
+	maint := sessionview.Maintenance(settings,
+		func(ctx context.Context, instructions string) (compaction.Result, error) {
+			return sessionview.Compact(ctx, sess, head, a.Model(), settings, instructions, thinking)
+		},
+		func() ([]llm.Message, error) { return sessionview.Messages(sess, head) })
+	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header()}, nil
 }
 
 // prompt runs one user prompt, then the automatic compaction check. emit
@@ -173,8 +176,11 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 func (r *chatRun) prompt(ctx context.Context, text string, emit func(agent.Event)) error {
 	wrapped := func(ev agent.Event) {
 		r.maint.Observe(ev)
-		if err := r.rec.observe(ev); err != nil {
-			r.agent.Abort()
+		if r.err == nil {
+			if _, err := r.rec.Record(ev); err != nil {
+				r.err = err
+				r.agent.Abort()
+			}
 		}
 		if emit != nil {
 			emit(ev)
@@ -183,13 +189,16 @@ func (r *chatRun) prompt(ctx context.Context, text string, emit func(agent.Event
 	if err := r.agent.Prompt(ctx, wrapped, llm.UserText(text, time.Now().UnixMilli())); err != nil {
 		return err
 	}
-	if r.rec.err != nil {
-		return fmt.Errorf("session: %w", r.rec.err)
+	if r.err != nil {
+		return fmt.Errorf("session: %w", r.err)
 	}
 	if err := r.maint.AfterRun(ctx, r.agent, wrapped); err != nil {
 		return err
 	}
-	return r.rec.err
+	if r.err != nil {
+		return fmt.Errorf("session: %w", r.err)
+	}
+	return nil
 }
 
 // lastAssistant returns the conversation's last assistant message.
@@ -213,7 +222,7 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 	if err != nil {
 		return err
 	}
-	defer run.rec.sess.Close()
+	defer run.sess.Close()
 	var emit func(agent.Event)
 	if o.mode == "json" {
 		if err := writeJSONLine(c.stdout, run.header); err != nil {
@@ -230,7 +239,7 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 			return err
 		}
 	}
-	if err := run.rec.sess.Close(); err != nil {
+	if err := run.sess.Close(); err != nil {
 		return err
 	}
 	last, ok := run.lastAssistant()
@@ -245,7 +254,7 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 		if o.mode == "json" {
 			return &exitError{code: 1}
 		}
-		return fmt.Errorf("%s (session %s)", msg, run.rec.sess.Path())
+		return fmt.Errorf("%s (session %s)", msg, run.sess.Path())
 	}
 	if o.mode != "json" {
 		text := strings.TrimRight(last.Text(), "\n")

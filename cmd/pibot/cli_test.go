@@ -143,7 +143,7 @@ func TestPairing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, created, err := store.RequestCode("telegram", "42", "Ann")
+	code, created, err := store.RequestCode(t.Context(), "telegram", "42", "Ann")
 	if err != nil || !created {
 		t.Fatalf("RequestCode = %v, %v", created, err)
 	}
@@ -158,7 +158,7 @@ func TestPairing(t *testing.T) {
 	if !strings.Contains(out, "approved telegram:42 (Ann)") {
 		t.Fatalf("approve: %q", out)
 	}
-	if !store.Approved("telegram", "42") {
+	if ok, err := store.Approved(t.Context(), "telegram", "42"); err != nil || !ok {
 		t.Fatal("store does not see the approval")
 	}
 	out = ok(t, dir, "pairing", "list", "-c", cfg)
@@ -166,7 +166,7 @@ func TestPairing(t *testing.T) {
 		t.Fatalf("list after approve: %q", out)
 	}
 	ok(t, dir, "pairing", "revoke", "telegram", "42", "-c", cfg)
-	if store.Approved("telegram", "42") {
+	if ok, err := store.Approved(t.Context(), "telegram", "42"); err != nil || ok {
 		t.Fatal("still approved after revoke")
 	}
 	if r := pibot(t, dir, "", nil, "pairing", "revoke", "telegram", "42", "-c", cfg); r.code != 1 || !strings.Contains(r.stderr, "not paired") {

@@ -54,7 +54,7 @@ func (c *cli) banner(cfg config.Config) {
 
 // endOnEOF is the terminal adapter whose end of input ends the chat.
 // Embedding the concrete adapter keeps its optional interfaces (Typer,
-// ActionResponder) visible to the gateway.
+// Responder) visible to the gateway.
 type endOnEOF struct {
 	*term.Adapter
 	end context.CancelFunc

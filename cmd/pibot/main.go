@@ -155,7 +155,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	case "models":
 		return c.models(rest)
 	case "pairing":
-		return c.pairing(rest)
+		return c.pairing(ctx, rest)
 	}
 	return usageErr("unknown command %q", cmd)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -8,9 +9,19 @@ import (
 	"github.com/pibot/pibot/gateway/access"
 )
 
+// pairingAdmin is what the pairing commands change: the file store
+// (access.Store) or a store the replicas of a cluster share.
+type pairingAdmin interface {
+	Approve(ctx context.Context, platform, code string) (access.Pairing, error)
+	Revoke(ctx context.Context, platform, user string) (bool, error)
+	List(ctx context.Context) ([]access.Request, []access.Pairing, error)
+}
+
+var _ pairingAdmin = (*access.Store)(nil)
+
 // pairing runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json.
 // A running pibot rereads the file on every check, so changes apply at once.
-func (c *cli) pairing(args []string) error {
+func (c *cli) pairing(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usageErr("pairing: want list, approve PLATFORM CODE or revoke PLATFORM USER")
 	}
@@ -38,19 +49,20 @@ func (c *cli) pairing(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := access.OpenStore(dataPath(cfg, "pairing.json"))
+	fileStore, err := access.OpenStore(dataPath(cfg, "pairing.json"))
 	if err != nil {
 		return err
 	}
+	var store pairingAdmin = fileStore
 	switch sub {
 	case "approve":
-		p, err := store.Approve(pos[0], pos[1])
+		p, err := store.Approve(ctx, pos[0], pos[1])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "approved %s:%s%s\n", p.Platform, p.User, nameSuffix(p.Name))
 	case "revoke":
-		found, err := store.Revoke(pos[0], pos[1])
+		found, err := store.Revoke(ctx, pos[0], pos[1])
 		if err != nil {
 			return err
 		}
@@ -59,13 +71,13 @@ func (c *cli) pairing(args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "revoked %s:%s\n", pos[0], pos[1])
 	default:
-		return c.pairingList(store)
+		return c.pairingList(ctx, store)
 	}
 	return nil
 }
 
-func (c *cli) pairingList(store *access.Store) error {
-	pending, approved, err := store.List()
+func (c *cli) pairingList(ctx context.Context, store pairingAdmin) error {
+	pending, approved, err := store.List(ctx)
 	if err != nil {
 		return err
 	}

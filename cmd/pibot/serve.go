@@ -24,6 +24,7 @@ import (
 	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/secret"
 )
@@ -208,6 +209,8 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		a, err := telegram.New(telegram.Config{
 			Token: secret.New(tok), APIURL: tg.APIURL, Mode: tg.Mode, WebhookURL: tg.WebhookURL,
 			WebhookSecret: secret.New(whSecret), AllowedUpdates: tg.AllowedUpdates, Logger: log,
+			// In this process; cluster mode will pass one the replicas share.
+			Rates: cluster.NewRates(),
 		})
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/term"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/agent"
@@ -23,6 +24,10 @@ import (
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
 )
+
+// cluster.Rates is the outbound budget given to the Telegram adapter,
+// which may not import cluster; only here are both visible.
+var _ telegram.RateBudget = (*cluster.Rates)(nil)
 
 // Embedded cluster settings.
 const (

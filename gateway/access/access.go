@@ -1,6 +1,8 @@
 package access
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,19 +39,31 @@ const (
 type Decision struct {
 	Verdict Verdict
 	Reply   string
+	// Err is set when the decision could not be made (the pairing store
+	// failed); the verdict is then Ignore, and the caller logs Err.
+	Err error
 }
 
-// Checker applies a Policy and the pairing Store.
+// Pairings holds pairing requests and paired users: the file Store, or a
+// store the replicas of a cluster share. RequestCode keeps the limits of
+// the pairing flow (CodeTTL, CodeCooldown, MaxPendingPer) and reports them
+// with ErrCooldown and ErrTooManyPending.
+type Pairings interface {
+	RequestCode(ctx context.Context, platform, user, name string) (code string, created bool, err error)
+	Approved(ctx context.Context, platform, user string) (bool, error)
+}
+
+// Checker applies a Policy and the pairing store.
 type Checker struct {
 	policy Policy
-	store  *Store
+	store  Pairings
 
 	mu      sync.Mutex
 	aliases map[string]string // new "platform:chat" -> the listed one
 }
 
 // NewChecker returns a checker; store may be nil (no pairing).
-func NewChecker(p Policy, store *Store) *Checker {
+func NewChecker(p Policy, store Pairings) *Checker {
 	if p.DMPolicy == "" {
 		p.DMPolicy = "pairing"
 	}
@@ -64,29 +78,43 @@ func (c *Checker) IsOwner(platform chat.Platform, user string) bool {
 }
 
 // Known reports whether the user is an owner, an allowed user or paired.
-func (c *Checker) Known(platform chat.Platform, user string) bool {
+// When the pairing store fails, the user is not known and the error says
+// why.
+func (c *Checker) Known(ctx context.Context, platform chat.Platform, user string) (bool, error) {
 	k := key(platform, user)
 	if slices.Contains(c.policy.Owners, k) || slices.Contains(c.policy.Users, k) {
-		return true
+		return true, nil
 	}
-	return c.store != nil && c.store.Approved(string(platform), user)
+	if c.store == nil {
+		return false, nil
+	}
+	ok, err := c.store.Approved(ctx, string(platform), user)
+	if err != nil {
+		return false, fmt.Errorf("access: pairing store: %w", err)
+	}
+	return ok, nil
 }
 
-// Check decides about one inbound event, by its own sender.
-func (c *Checker) Check(in chat.Inbound) Decision {
+// Check decides about one inbound event, by its own sender. When the
+// pairing store fails the event is ignored and Decision.Err says why.
+func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 	if in.User.IsBot || in.User.ID == "" {
 		return Decision{Verdict: Ignore}
 	}
 	p := in.Conv.Platform
 	if in.Conv.DM {
-		if c.Known(p, in.User.ID) {
+		known, err := c.Known(ctx, p, in.User.ID)
+		if err != nil {
+			return Decision{Verdict: Ignore, Err: err}
+		}
+		if known {
 			return Decision{Verdict: Allow}
 		}
 		switch c.policy.DMPolicy {
 		case "open":
 			return Decision{Verdict: Allow}
 		case "pairing":
-			return c.pair(in)
+			return c.pair(ctx, in)
 		default: // allowlist, disabled
 			return Decision{Verdict: Ignore}
 		}
@@ -96,7 +124,10 @@ func (c *Checker) Check(in chat.Inbound) Decision {
 	if !c.GroupAllowed(p, in.Conv.Channel) && !c.IsOwner(p, in.User.ID) {
 		return Decision{Verdict: Ignore}
 	}
-	if in.Kind == chat.KindMessage && c.policy.MentionRequired && !in.Mentioned && !in.ReplyToBot && in.Command == nil {
+	// Inside a thread the bot already takes part in (chat.Inbound.Bound),
+	// people talk to it without mentioning it; a main line still needs one.
+	boundThread := in.Bound && in.Conv.Thread != ""
+	if in.Kind == chat.KindMessage && c.policy.MentionRequired && !in.Mentioned && !in.ReplyToBot && in.Command == nil && !boundThread {
 		return Decision{Verdict: Ignore}
 	}
 	return Decision{Verdict: Allow}
@@ -132,13 +163,16 @@ func (c *Checker) resolveLocked(k string) string {
 	return k
 }
 
-func (c *Checker) pair(in chat.Inbound) Decision {
+func (c *Checker) pair(ctx context.Context, in chat.Inbound) Decision {
 	if c.store == nil {
 		return Decision{Verdict: Ignore}
 	}
-	code, created, err := c.store.RequestCode(string(in.Conv.Platform), in.User.ID, in.User.Name)
+	code, created, err := c.store.RequestCode(ctx, string(in.Conv.Platform), in.User.ID, in.User.Name)
+	if errors.Is(err, ErrCooldown) || errors.Is(err, ErrTooManyPending) {
+		return Decision{Verdict: Ignore} // the limits of the flow: silence
+	}
 	if err != nil {
-		return Decision{Verdict: Ignore}
+		return Decision{Verdict: Ignore, Err: fmt.Errorf("access: pairing store: %w", err)}
 	}
 	if !created {
 		return Decision{Verdict: Ignore}

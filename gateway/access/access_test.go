@@ -34,6 +34,14 @@ func TestCheck(t *testing.T) {
 	unlistedCmd := group("-200", "2", false)
 	unlistedCmd.Command = &chat.Command{Name: "new"}
 	pair(t, store, "8")
+	boundThread := group("-100", "5", false)
+	boundThread.Conv.Thread, boundThread.Bound = "77", true
+	unboundThread := group("-100", "5", false)
+	unboundThread.Conv.Thread = "77"
+	boundMain := group("-100", "5", false)
+	boundMain.Bound = true
+	boundUnlisted := group("-200", "5", false)
+	boundUnlisted.Conv.Thread, boundUnlisted.Bound = "77", true
 	tests := []struct {
 		name string
 		in   chat.Inbound
@@ -54,9 +62,13 @@ func TestCheck(t *testing.T) {
 		{"unknown group, listed user's command", unlistedCmd, Ignore},
 		{"unknown group, paired user", group("-200", "8", true), Ignore},
 		{"paired user in their DM", dm("8"), Allow},
+		{"bound thread needs no mention", boundThread, Allow},
+		{"thread the bot is not in needs one", unboundThread, Ignore},
+		{"bound main line still needs one", boundMain, Ignore},
+		{"bound thread of an unlisted group", boundUnlisted, Ignore},
 	}
 	for _, tt := range tests {
-		if got := c.Check(tt.in).Verdict; got != tt.want {
+		if got := c.Check(t.Context(), tt.in).Verdict; got != tt.want {
 			t.Errorf("%s: verdict %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -68,7 +80,7 @@ func TestDMPolicies(t *testing.T) {
 		want   Verdict
 	}{{"open", Allow}, {"allowlist", Ignore}, {"disabled", Ignore}} {
 		c := NewChecker(Policy{DMPolicy: tt.policy}, nil)
-		if got := c.Check(dm("7")).Verdict; got != tt.want {
+		if got := c.Check(t.Context(), dm("7")).Verdict; got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.policy, got, tt.want)
 		}
 	}
@@ -80,11 +92,11 @@ func TestPairingFlow(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	s.now = func() time.Time { return now }
 	c := NewChecker(Policy{DMPolicy: "pairing"}, s)
-	d := c.Check(dm("42"))
+	d := c.Check(t.Context(), dm("42"))
 	if d.Verdict != Pair {
 		t.Fatalf("verdict %v", d.Verdict)
 	}
-	reqs, _, _ := s.List()
+	reqs, _, _ := s.List(t.Context())
 	if len(reqs) != 1 || len(reqs[0].Code) != CodeLength || strings.ContainsAny(reqs[0].Code, "0O1I") {
 		t.Fatalf("bad code: %+v", reqs)
 	}
@@ -94,19 +106,19 @@ func TestPairingFlow(t *testing.T) {
 	// A second process (the CLI) approves through its own Store on the same file.
 	cli, _ := OpenStore(path)
 	cli.now = s.now
-	if _, err := cli.Approve("telegram", "WRONGCOD"); !errors.Is(err, ErrUnknownCode) {
+	if _, err := cli.Approve(t.Context(), "telegram", "WRONGCOD"); !errors.Is(err, ErrUnknownCode) {
 		t.Fatalf("wrong code: %v", err)
 	}
-	if _, err := cli.Approve("telegram", strings.ToLower(reqs[0].Code)); err != nil {
+	if _, err := cli.Approve(t.Context(), "telegram", strings.ToLower(reqs[0].Code)); err != nil {
 		t.Fatal(err)
 	}
-	if c.Check(dm("42")).Verdict != Allow {
+	if c.Check(t.Context(), dm("42")).Verdict != Allow {
 		t.Fatal("approved user not allowed by the running checker")
 	}
-	if ok, _ := cli.Revoke("telegram", "42"); !ok {
+	if ok, _ := cli.Revoke(t.Context(), "telegram", "42"); !ok {
 		t.Fatal("revoke found nothing")
 	}
-	if c.Check(dm("42")).Verdict == Allow {
+	if c.Check(t.Context(), dm("42")).Verdict == Allow {
 		t.Fatal("revoked user still allowed")
 	}
 }
@@ -116,32 +128,32 @@ func TestPairingLimitsAndExpiry(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	s.now = func() time.Time { return now }
 	for i := range MaxPendingPer {
-		if _, _, err := s.RequestCode("telegram", string(rune('a'+i)), ""); err != nil {
+		if _, _, err := s.RequestCode(t.Context(), "telegram", string(rune('a'+i)), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := s.RequestCode("telegram", "z", ""); !errors.Is(err, ErrTooManyPending) {
+	if _, _, err := s.RequestCode(t.Context(), "telegram", "z", ""); !errors.Is(err, ErrTooManyPending) {
 		t.Fatalf("4th pending: %v", err)
 	}
-	if _, _, err := s.RequestCode("slack", "z", ""); err != nil {
+	if _, _, err := s.RequestCode(t.Context(), "slack", "z", ""); err != nil {
 		t.Fatalf("other platform limited: %v", err)
 	}
-	reqs, _, _ := s.List()
+	reqs, _, _ := s.List(t.Context())
 	now = now.Add(CodeTTL + time.Second)
-	if _, err := s.Approve("telegram", reqs[0].Code); !errors.Is(err, ErrUnknownCode) {
+	if _, err := s.Approve(t.Context(), "telegram", reqs[0].Code); !errors.Is(err, ErrUnknownCode) {
 		t.Fatalf("expired code approved: %v", err)
 	}
-	if _, _, err := s.RequestCode("telegram", "z", ""); err != nil {
+	if _, _, err := s.RequestCode(t.Context(), "telegram", "z", ""); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
 	// a's code expired unused: no new one until the cool-down is over.
-	if _, _, err := s.RequestCode("telegram", "a", ""); !errors.Is(err, ErrCooldown) {
+	if _, _, err := s.RequestCode(t.Context(), "telegram", "a", ""); !errors.Is(err, ErrCooldown) {
 		t.Fatalf("new code right after expiry: %v", err)
 	}
-	if ok, err := s.Revoke("telegram", "a"); ok || err != nil {
+	if ok, err := s.Revoke(t.Context(), "telegram", "a"); ok || err != nil {
 		t.Fatalf("revoke: %v %v", ok, err)
 	}
-	if _, _, err := s.RequestCode("telegram", "a", ""); err != nil {
+	if _, _, err := s.RequestCode(t.Context(), "telegram", "a", ""); err != nil {
 		t.Fatalf("after the owner's revoke: %v", err)
 	}
 }
@@ -149,11 +161,11 @@ func TestPairingLimitsAndExpiry(t *testing.T) {
 // pair approves user on telegram through the store, as the CLI does.
 func pair(t *testing.T, s *Store, user string) {
 	t.Helper()
-	code, _, err := s.RequestCode("telegram", user, "")
+	code, _, err := s.RequestCode(t.Context(), "telegram", user, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Approve("telegram", code); err != nil {
+	if _, err := s.Approve(t.Context(), "telegram", code); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -184,16 +196,16 @@ func TestPairingCannotBeHeldByReasking(t *testing.T) {
 	for i := range MaxPendingPer {
 		u := "s" + string(rune('a'+i))
 		strangers = append(strangers, u)
-		if d := c.Check(dm(u)); d.Verdict != Pair {
+		if d := c.Check(t.Context(), dm(u)); d.Verdict != Pair {
 			t.Fatalf("stranger %s: %v", u, d.Verdict)
 		}
 	}
-	first, _, _ := s.List()
+	first, _, _ := s.List(t.Context())
 	// The strangers keep asking every ten minutes for hours.
 	for step := range 18 {
 		now = now.Add(10 * time.Minute)
 		for _, u := range strangers {
-			code, created, err := s.RequestCode("telegram", u, "")
+			code, created, err := s.RequestCode(t.Context(), "telegram", u, "")
 			switch {
 			case now.Sub(first[0].Created) < CodeTTL:
 				if err != nil || created || code == "" {
@@ -205,16 +217,16 @@ func TestPairingCannotBeHeldByReasking(t *testing.T) {
 		}
 	}
 	// Re-asking did not extend the codes: they expired an hour after issue.
-	if _, err := s.Approve("telegram", first[0].Code); !errors.Is(err, ErrUnknownCode) {
+	if _, err := s.Approve(t.Context(), "telegram", first[0].Code); !errors.Is(err, ErrUnknownCode) {
 		t.Fatalf("a code kept alive by re-asking: %v", err)
 	}
 	// Meanwhile the platform's places are free for someone else.
-	if d := c.Check(dm("newcomer")); d.Verdict != Pair {
+	if d := c.Check(t.Context(), dm("newcomer")); d.Verdict != Pair {
 		t.Fatalf("newcomer: %v, want a code", d.Verdict)
 	}
 	// After the cool-down a stranger may ask once more.
 	now = first[0].Created.Add(CodeCooldown + time.Second)
-	if _, created, err := s.RequestCode("telegram", strangers[0], ""); err != nil || !created {
+	if _, created, err := s.RequestCode(t.Context(), "telegram", strangers[0], ""); err != nil || !created {
 		t.Fatalf("after the cool-down: %v %v", created, err)
 	}
 }

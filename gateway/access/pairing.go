@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
@@ -70,7 +71,8 @@ type pairingFile struct {
 
 // Store is the pairing state in one JSON file, shared by a running pibot
 // and the `pibot pairing` command: every call rereads the file when it
-// changed and writes it atomically.
+// changed and writes it atomically. It is the embedded Pairings; a store
+// shared by the replicas of a cluster implements the same methods.
 type Store struct {
 	mu    sync.Mutex
 	path  string
@@ -79,6 +81,8 @@ type Store struct {
 	mtime time.Time
 	size  int64
 }
+
+var _ Pairings = (*Store)(nil)
 
 // OpenStore opens the store at path (created on first write).
 func OpenStore(path string) (*Store, error) {
@@ -156,7 +160,7 @@ func (s *Store) pruneLocked() {
 // issue. A user whose code expired gets no new one within CodeCooldown of
 // the last (ErrCooldown); a platform holds at most MaxPendingPer codes
 // (ErrTooManyPending).
-func (s *Store) RequestCode(platform, user, name string) (code string, created bool, err error) {
+func (s *Store) RequestCode(_ context.Context, platform, user, name string) (code string, created bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {
@@ -197,7 +201,7 @@ func newCode() string {
 }
 
 // Approve turns the pending request with code on platform into a pairing.
-func (s *Store) Approve(platform, code string) (Pairing, error) {
+func (s *Store) Approve(_ context.Context, platform, code string) (Pairing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {
@@ -217,7 +221,7 @@ func (s *Store) Approve(platform, code string) (Pairing, error) {
 }
 
 // Revoke removes an approved user (and any pending request of theirs).
-func (s *Store) Revoke(platform, user string) (bool, error) {
+func (s *Store) Revoke(_ context.Context, platform, user string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {
@@ -252,7 +256,7 @@ func (s *Store) Revoke(platform, user string) (bool, error) {
 }
 
 // List returns pending (unexpired) requests and approved users.
-func (s *Store) List() ([]Request, []Pairing, error) {
+func (s *Store) List(context.Context) ([]Request, []Pairing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {
@@ -262,17 +266,18 @@ func (s *Store) List() ([]Request, []Pairing, error) {
 	return append([]Request(nil), s.data.Pending...), append([]Pairing(nil), s.data.Approved...), nil
 }
 
-// Approved reports whether (platform, user) is paired.
-func (s *Store) Approved(platform, user string) bool {
+// Approved reports whether (platform, user) is paired. A file that cannot
+// be read is an error (the caller lets nobody in on it).
+func (s *Store) Approved(_ context.Context, platform, user string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {
-		return false
+		return false, err
 	}
 	for _, p := range s.data.Approved {
 		if p.Platform == platform && p.User == user {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func BenchmarkStreamToken(b *testing.B) {
 			for b.Loop() {
 				ad := chattest.New(chattest.WithCaps(caps, caps))
 				c := New(ad, conv, Options{})
-				c.ToolStart("1", "bash", "go test ./...")
+				c.ToolStart("1", "bash", json.RawMessage(`{"command":"go test ./..."}`))
 				c.ToolEnd("1", false, "ok")
 				var sb strings.Builder
 				for i, tok := range toks {
@@ -43,9 +44,9 @@ func BenchmarkStreamToken(b *testing.B) {
 					c.SetText(sb.String())
 					if i%tick == 0 {
 						c.mu.Lock()
-						md := c.doc.render(c.opts.Verbosity, c.now(), true)
+						md := c.surf.view(&c.doc, c.opts.Verbosity, c.now())
 						c.mu.Unlock()
-						c.publish(ctx, c.split(md))
+						c.surf.publish(ctx, md)
 					}
 				}
 				if _, err := c.Finish(ctx, chat.Out{}); err != nil {

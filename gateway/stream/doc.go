@@ -3,22 +3,46 @@
 // A Controller is created per reply. The agent's event goroutine feeds it
 // (SetText, EndMessage, SetThinking, ToolStart, ToolEnd, Status); its own
 // goroutine, started by Start and stopped by Finish or Abort, renders the
-// whole reply on every tick and shows it at the adapter's cadence:
+// reply on every tick and shows it at the adapter's cadence through one of
+// three surfaces, chosen from the adapter's Caps:
+//
+//   - edit (the default): messages are sent and edited. The reply is split
+//     with chat.Split at 90% of Caps.MaxLen; full chunks become follow-on
+//     messages, the tail stays live with a "▌" cursor. A message that is
+//     gone (chat.ErrNotFound) or keeps failing is left behind and the reply
+//     continues in a new message.
+//   - native (Caps.NativeStream and a chat.Streamer: Telegram drafts, the
+//     web chat): the reply streams natively while it fits in one message,
+//     then, or when the stream fails, editing takes over.
+//   - append-only (NativeStream with Caps.AppendOnly: Slack streams): the
+//     stream only ever receives finished text, in order — whole blocks of
+//     assistant messages (up to the last blank line outside a code fence)
+//     and the lines of finished tool calls — and never a change to what it
+//     has shown. Unfinished text, running tools and the status line are
+//     reported out of band on the typing line (chat.Typer), which is kept
+//     up for the whole reply and updated as soon as the status changes. A
+//     full stream is finished and the reply continues in a new one; a final
+//     text that replaces a message already shown is appended after it; a
+//     stream that keeps failing is left behind and its text shown again in
+//     a new one, and if streaming fails for the final text, the rest is
+//     sent as plain messages.
+//
+// On every surface:
 //
 //   - the first post waits for about 24 characters or 0.8 s, and a typing
 //     indicator is refreshed until then and during long tool runs;
-//   - the reply is split with chat.Split at 90% of Caps.MaxLen; full chunks
-//     become follow-on messages, the tail stays live with a "▌" cursor;
 //   - at most one call is in flight, each message is edited at most once
 //     per Caps.EditInterval, unchanged text is not re-sent, and later
 //     updates coalesce (latest wins);
 //   - a *chat.RateLimitError pauses the reply for its RetryAfter and doubles
 //     the interval (up to 10 s); after three consecutive strikes only the
-//     final text is delivered;
-//   - a message that is gone (chat.ErrNotFound) or keeps failing is left
-//     behind and the reply continues in a new message;
-//   - with Caps.NativeStream and a chat.Streamer the reply streams natively
-//     while it fits in one message, falling back to send+edit on failure.
+//     final text is delivered.
+//
+// Tool lines are formatted in one place (render.go) from the tool's name,
+// its JSON arguments and its output: "✓ `bash · go test ./... · 12s`",
+// followed in Tools by the start of a failed tool's output (on one line, 80
+// characters), and in Verbose by the first ten lines of every output in a
+// code block.
 //
 // Finish (or Abort) always delivers the complete text: it retries, waits out
 // retry-after pauses up to Options.FinalWait, and sends the rest as new
@@ -39,9 +63,11 @@ type Verbosity string
 const (
 	// Quiet shows only the assistant's text.
 	Quiet Verbosity = "quiet"
-	// Tools adds one compact line per tool call: "bash · go test ./... · 12s".
+	// Tools adds one compact line per tool call: "bash · go test ./... · 12s",
+	// and the start of a failed tool's output.
 	Tools Verbosity = "tools"
-	// Verbose adds tool arguments, result excerpts and thinking.
+	// Verbose adds longer tool arguments, the first ten lines of every
+	// tool's output, and thinking.
 	Verbose Verbosity = "verbose"
 )
 
@@ -51,6 +77,10 @@ type Options struct {
 	Verbosity Verbosity
 	// ReplyTo is the message the first message of the reply answers.
 	ReplyTo *chat.MsgRef
+	// Recipient is the id of the user the reply is for, passed to native
+	// streams (chat.StreamOptions.Recipient: Slack streams in channels
+	// need it); "" where not known.
+	Recipient string
 	// FinalWait bounds how long Finish and Abort wait out rate limits and
 	// retries; default 60 s.
 	FinalWait time.Duration

@@ -1,10 +1,14 @@
 package stream
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pibot/pibot/chat"
 )
 
 // Rendering limits for tool lines and verbose extras, in runes.
@@ -15,117 +19,148 @@ const (
 	excerptLen     = 500
 	excerptLines   = 10
 	thinkingLen    = 600
+	outputHead     = 8 << 10         // bytes of a tool's output looked at
 	runningStep    = 5 * time.Second // granularity of a running tool's clock
 )
 
 // cursor marks a reply that is still being written.
 const cursor = "▌"
 
-// item is one part of a reply: an assistant message section or a tool call.
-type item struct {
-	tool     *toolRun
-	thinking string
-	text     string
-}
+// parts writes the parts of a reply separated by blank lines.
+type parts struct{ b strings.Builder }
 
-// toolRun is one tool call.
-type toolRun struct {
-	name, summary string
-	start, end    time.Time
-	done, isError bool
-	excerpt       string
-}
-
-// document is the content of a reply, independent of any platform.
-type document struct {
-	items  []*item
-	open   *item // the current assistant message section, nil if none
-	tools  map[string]*toolRun
-	status string
-}
-
-// section returns the current assistant message section, opening one.
-func (d *document) section() *item {
-	if d.open == nil {
-		d.open = &item{}
-		d.items = append(d.items, d.open)
+// next starts a part.
+func (p *parts) next() *strings.Builder {
+	if p.b.Len() > 0 {
+		p.b.WriteString("\n\n")
 	}
-	return d.open
-}
-
-func (d *document) setText(md string) { d.section().text = md }
-
-func (d *document) setThinking(s string) { d.section().thinking = s }
-
-func (d *document) endMessage() { d.open = nil }
-
-// setFinal replaces the text of the last assistant message: the open one,
-// else the last part of the reply if it is a message; otherwise md becomes
-// a new message after the tool lines.
-func (d *document) setFinal(md string) {
-	if d.open == nil && len(d.items) > 0 && d.items[len(d.items)-1].tool == nil {
-		d.open = d.items[len(d.items)-1]
-	}
-	d.setText(md)
-}
-
-func (d *document) toolStart(id, name, summary string, now time.Time) {
-	t := &toolRun{name: name, summary: summary, start: now}
-	if d.tools == nil {
-		d.tools = map[string]*toolRun{}
-	}
-	d.tools[id] = t
-	d.items = append(d.items, &item{tool: t})
-}
-
-// toolEnd marks a tool finished; it reports false for an unknown id.
-func (d *document) toolEnd(id string, isError bool, excerpt string, now time.Time) bool {
-	t, ok := d.tools[id]
-	if !ok || t.done {
-		return false
-	}
-	t.done, t.isError, t.excerpt, t.end = true, isError, excerpt, now
-	return true
-}
-
-// running returns a running tool, nil if none.
-func (d *document) running() *toolRun {
-	for _, it := range d.items {
-		if it.tool != nil && !it.tool.done {
-			return it.tool
-		}
-	}
-	return nil
+	return &p.b
 }
 
 // render returns the reply as CommonMark. live adds the status line.
 func (d *document) render(v Verbosity, now time.Time, live bool) string {
-	var b strings.Builder
-	part := func() *strings.Builder {
-		if b.Len() > 0 {
-			b.WriteString("\n\n")
-		}
-		return &b
-	}
+	var p parts
 	for _, it := range d.items {
-		switch {
-		case it.tool != nil:
+		if it.tool != nil {
 			if v != Quiet {
-				writeTool(part(), it.tool, v, now)
+				writeTool(p.next(), it.tool, v, now)
 			}
-		default:
-			if th := strings.TrimSpace(it.thinking); v == Verbose && th != "" {
-				writeThinking(part(), th)
-			}
-			if t := cleanText(it.text); t != "" {
-				part().WriteString(t)
-			}
+			continue
 		}
+		writeSection(&p, it, v, it.text)
 	}
 	if s := strings.TrimSpace(d.status); live && s != "" {
-		part().WriteString("_" + escapeInline(oneLine(s)) + "_")
+		p.next().WriteString("_" + escapeInline(oneLine(s)) + "_")
 	}
-	return b.String()
+	return p.b.String()
+}
+
+// renderFinished returns the part of the reply that will not change any
+// more: everything before the first running tool or the open message,
+// plus the open message's finished blocks. Each result extends the one
+// before, and render's final result extends them all, unless the final
+// text replaces a message.
+func (d *document) renderFinished(v Verbosity) string {
+	var p parts
+	for _, it := range d.items {
+		switch {
+		case it.tool != nil && !it.tool.done:
+			return p.b.String()
+		case it.tool != nil:
+			if v != Quiet {
+				writeTool(p.next(), it.tool, v, it.tool.end)
+			}
+		case it == d.open:
+			if it.text != "" {
+				writeSection(&p, it, v, finishedBlocks(it.text))
+			}
+			return p.b.String()
+		default:
+			writeSection(&p, it, v, it.text)
+		}
+	}
+	return p.b.String()
+}
+
+// writeSection writes an assistant message section showing text.
+func writeSection(p *parts, it *item, v Verbosity, text string) {
+	if th := strings.TrimSpace(it.thinking); v == Verbose && th != "" {
+		writeThinking(p.next(), th)
+	}
+	if t := cleanText(text); t != "" {
+		p.next().WriteString(t)
+	}
+}
+
+// toolSummary is the argument shown on a tool's line: its command, path,
+// pattern or name, on one line and cut to the verbosity's length; in
+// Verbose, the arguments as compact JSON when none of those is set.
+func toolSummary(args json.RawMessage, v Verbosity) string {
+	limit := summaryTools
+	if v == Verbose {
+		limit = summaryVerbose
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, k := range [...]string{"command", "path", "pattern", "name"} {
+		if s, ok := m[k].(string); ok {
+			return truncate(oneLine(s), limit)
+		}
+	}
+	var b bytes.Buffer
+	if v != Verbose || len(m) == 0 || json.Compact(&b, args) != nil {
+		return ""
+	}
+	return truncate(oneLine(b.String()), limit)
+}
+
+// toolDetail is what follows a finished tool's line: in Verbose, the first
+// lines of its output in a code block; in Tools, the head of a failed
+// tool's output on the same line.
+func toolDetail(output string, isError bool, v Verbosity) string {
+	out := strings.TrimSpace(head(output, outputHead))
+	switch {
+	case out == "":
+		return ""
+	case v == Verbose:
+		var b strings.Builder
+		b.WriteString("\n")
+		writeCodeBlock(&b, excerpt(out))
+		return b.String()
+	case isError:
+		return " — " + escapeInline(truncate(oneLine(out), errorLineLen))
+	default:
+		return ""
+	}
+}
+
+// writeTool writes a tool call's line: "✓ `bash · go test ./... · 12s`",
+// then its detail.
+func writeTool(b *strings.Builder, t *toolRun, v Verbosity, now time.Time) {
+	icon, dur := "⏳", ""
+	switch {
+	case t.done && t.isError:
+		icon, dur = "✗", fmtDur(t.end.Sub(t.start))
+	case t.done:
+		icon, dur = "✓", fmtDur(t.end.Sub(t.start))
+	default:
+		if el := now.Sub(t.start).Truncate(runningStep); el > 0 {
+			dur = fmtDur(el) + "…"
+		}
+	}
+	line := t.name
+	if t.summary != "" {
+		line += " · " + t.summary
+	}
+	if dur != "" {
+		line += " · " + dur
+	}
+	b.WriteString(icon + " " + inlineCode(line))
+	if t.done {
+		b.WriteString(t.detail)
+	}
 }
 
 // cleanText trims blank edges and closes a code fence left open, so that
@@ -141,69 +176,58 @@ func cleanText(s string) string {
 	return s
 }
 
+// finishedBlocks returns the head of md up to its last blank line outside
+// a code fence: the blocks a growing message will not change any more.
+func finishedBlocks(md string) string {
+	var f fence
+	end, pos := 0, 0
+	for line := range strings.Lines(md) {
+		pos += len(line)
+		t := strings.TrimRight(line, "\r\n")
+		f.feed(t)
+		if f.open == "" && strings.TrimSpace(t) == "" && len(t) < len(line) {
+			end = pos
+		}
+	}
+	return md[:end]
+}
+
 // openFence returns the fence that closes a code block still open at the
 // end of md, "" if none.
 func openFence(md string) string {
-	var open string
+	var f fence
 	for line := range strings.Lines(md) {
-		t := strings.TrimRight(line, "\r\n")
-		ind := len(t) - len(strings.TrimLeft(t, " "))
-		if ind > 3 {
-			continue
-		}
-		t = t[ind:]
-		if open != "" {
-			if strings.HasPrefix(t, open) && strings.Trim(t, string(open[0])+" \t") == "" {
-				open = ""
-			}
-			continue
-		}
-		for _, ch := range []byte{'`', '~'} {
-			n := 0
-			for n < len(t) && t[n] == ch {
-				n++
-			}
-			if n >= 3 && !(ch == '`' && strings.Contains(t[n:], "`")) {
-				open = t[:n]
-			}
-		}
+		f.feed(strings.TrimRight(line, "\r\n"))
 	}
-	return open
+	return f.open
 }
 
-func writeTool(b *strings.Builder, t *toolRun, v Verbosity, now time.Time) {
-	icon, dur := "⏳", ""
-	switch {
-	case t.done && t.isError:
-		icon, dur = "✗", fmtDur(t.end.Sub(t.start))
-	case t.done:
-		icon, dur = "✓", fmtDur(t.end.Sub(t.start))
-	default:
-		if el := now.Sub(t.start).Truncate(runningStep); el > 0 {
-			dur = fmtDur(el) + "…"
+// fence follows code fences line by line.
+type fence struct {
+	open string // the fence of the code block the last line is in, "" if none
+}
+
+// feed takes the next line, without its line ending.
+func (f *fence) feed(t string) {
+	ind := len(t) - len(strings.TrimLeft(t, " "))
+	if ind > 3 {
+		return
+	}
+	t = t[ind:]
+	if f.open != "" {
+		if strings.HasPrefix(t, f.open) && strings.Trim(t, string(f.open[0])+" \t") == "" {
+			f.open = ""
 		}
+		return
 	}
-	limit := summaryTools
-	if v == Verbose {
-		limit = summaryVerbose
-	}
-	line := t.name
-	if s := truncate(oneLine(t.summary), limit); s != "" {
-		line += " · " + s
-	}
-	if dur != "" {
-		line += " · " + dur
-	}
-	b.WriteString(icon + " " + inlineCode(line))
-	ex := strings.TrimSpace(t.excerpt)
-	switch {
-	case ex == "" || !t.done:
-	case v == Verbose:
-		b.WriteString("\n")
-		writeCodeBlock(b, excerpt(ex))
-	case t.isError:
-		first, _, _ := strings.Cut(ex, "\n")
-		b.WriteString(" — " + escapeInline(truncate(first, errorLineLen)))
+	for _, ch := range []byte{'`', '~'} {
+		n := 0
+		for n < len(t) && t[n] == ch {
+			n++
+		}
+		if n >= 3 && !(ch == '`' && strings.Contains(t[n:], "`")) {
+			f.open = t[:n]
+		}
 	}
 }
 
@@ -224,11 +248,12 @@ func writeThinking(b *strings.Builder, s string) {
 }
 
 func writeCodeBlock(b *strings.Builder, s string) {
-	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
+	fence := strings.Repeat("`", max(3, chat.LongestRun(s, '`')+1))
 	b.WriteString(fence + "\n" + s + "\n" + fence)
 }
 
-// excerpt keeps the head of a tool result.
+// excerpt keeps the head of a tool result: at most excerptLines lines and
+// excerptLen runes.
 func excerpt(s string) string {
 	n := 0
 	for i := range len(s) {
@@ -243,27 +268,25 @@ func excerpt(s string) string {
 	return truncate(s, excerptLen)
 }
 
+// head returns at most the first n bytes of s, cut at a rune boundary.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // inlineCode wraps s in a code span whose delimiter is longer than any
 // backtick run inside.
 func inlineCode(s string) string {
-	d := strings.Repeat("`", longestRun(s, '`')+1)
+	d := strings.Repeat("`", chat.LongestRun(s, '`')+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		s = " " + s + " "
 	}
 	return d + s + d
-}
-
-func longestRun(s string, ch byte) int {
-	best, n := 0, 0
-	for i := range len(s) {
-		if s[i] == ch {
-			n++
-			best = max(best, n)
-		} else {
-			n = 0
-		}
-	}
-	return best
 }
 
 // escapeInline backslash-escapes markdown punctuation.

@@ -2,6 +2,7 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -48,6 +49,15 @@ func feed(c *stream.Controller, ws []string, step time.Duration) string {
 		time.Sleep(step)
 	}
 	return b.String()
+}
+
+// cmd and path are tool arguments.
+func cmd(c string) json.RawMessage  { return args("command", c) }
+func path(p string) json.RawMessage { return args("path", p) }
+
+func args(k, v string) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{k: v})
+	return b
 }
 
 func outbound(calls []chattest.Call) []chattest.Call {
@@ -328,10 +338,10 @@ func TestToolLines(t *testing.T) {
 				c.Start(t.Context())
 				c.SetThinking("let me run the tests")
 				c.EndMessage()
-				c.ToolStart("1", "bash", "go test ./...")
+				c.ToolStart("1", "bash", cmd("go test ./..."))
 				time.Sleep(12 * time.Second)
 				c.ToolEnd("1", false, "PASS")
-				c.ToolStart("2", "read", "x.go")
+				c.ToolStart("2", "read", path("x.go"))
 				time.Sleep(500 * time.Millisecond)
 				c.ToolEnd("2", true, "no such file\nmore detail")
 				c.SetText("All green.")
@@ -359,7 +369,7 @@ func TestRunningToolShowsElapsed(t *testing.T) {
 		ad := newAdapter(caps(4000))
 		c := stream.New(ad, dm, stream.Options{})
 		c.Start(t.Context())
-		c.ToolStart("1", "bash", "make")
+		c.ToolStart("1", "bash", cmd("make"))
 		time.Sleep(11 * time.Second)
 		if got := ad.LastText(dm); got != "⏳ `bash · make · 10s…` ▌" {
 			t.Errorf("live text = %q", got)
@@ -449,7 +459,7 @@ func TestTyping(t *testing.T) {
 		if n := len(chattest.Filter(ad.Calls(), chattest.MethodStatus)); n != 3 {
 			t.Errorf("%d status calls after the first output, want still 3", n)
 		}
-		c.ToolStart("1", "bash", "sleep 30")
+		c.ToolStart("1", "bash", cmd("sleep 30"))
 		time.Sleep(10 * time.Second)
 		if n := len(chattest.Filter(ad.Calls(), chattest.MethodStatus)); n < 5 {
 			t.Errorf("%d status calls during a tool run, want refreshes", n)
@@ -526,7 +536,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		c := stream.New(ad, dm, stream.Options{})
 		c.Start(t.Context())
 		c.SetText("some text that is long enough to post at once")
-		c.ToolStart("1", "bash", "ls")
+		c.ToolStart("1", "bash", cmd("ls"))
 		if _, err := c.Finish(t.Context(), chat.Out{}); err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +570,7 @@ func TestFinalMarkdownReplacesLastMessage(t *testing.T) {
 		{"after a tool", func(c *stream.Controller) {
 			c.SetText("Let me look.")
 			c.EndMessage()
-			c.ToolStart("1", "ls", ".")
+			c.ToolStart("1", "ls", path("."))
 			c.ToolEnd("1", false, "")
 		}, "Done.", "Let me look.\n\n✓ `ls · . · 0s`\n\nDone."},
 		{"empty final keeps the text", func(c *stream.Controller) { c.SetText("kept") }, "", "kept"},

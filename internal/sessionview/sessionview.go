@@ -1,8 +1,11 @@
-// Package sessionview bridges the session store and the agent's compaction:
-// it turns session entries into the compaction package's branch view and a
-// compaction result back into a session entry, so that the gateway and the
-// command line compact sessions the same way. session and agent stay
-// unaware of each other.
+// Package sessionview is where the agent and the session store meet, so
+// that the gateway and `pibot chat` run a conversation the same way: the
+// Runner records every finished message at a Head (pi's message_end →
+// entry rules and the durability each entry needs, with the caller's tag
+// of a queued chat message handed back), Resolve and Settle pick and record
+// the model and thinking level, and Compact, Maintenance, BranchEntries
+// and CompactionEntry glue the compaction package to session entries.
+// session and agent stay unaware of each other.
 package sessionview
 
 import (

@@ -149,10 +149,12 @@ func (s *Server) dispatch(c Call) (any, *apiError) {
 			Emoji string `json:"emoji"`
 		}
 		_ = json.Unmarshal([]byte(p["reaction"]), &rs)
-		if m := s.find(chatID, p["message_id"]); m != nil {
-			for _, r := range rs {
-				m.Reactions = append(m.Reactions, r.Emoji)
-			}
+		m := s.find(chatID, p["message_id"])
+		if m == nil {
+			return nil, badRequest("message to react not found")
+		}
+		for _, r := range rs {
+			m.Reactions = append(m.Reactions, r.Emoji)
 		}
 		return true, nil
 	}

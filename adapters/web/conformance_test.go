@@ -1,0 +1,58 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/adaptertest"
+)
+
+// The web chat passes the chat conformance suite; presses arrive through
+// its HTTP API (httptest), as a browser sends them.
+func TestConformance(t *testing.T) {
+	adaptertest.Run(t, func(t *testing.T) adaptertest.Target {
+		a := newAdapter(t, Config{})
+		srv := serve(t, a)
+		presses := 0
+		return adaptertest.Target{
+			Adapter:    a,
+			Conv:       conv("c1", ""),
+			User:       UserID,
+			Transcript: a.transcript,
+			InPlace:    true,
+			Press: func(ctx context.Context, ref chat.MsgRef, _ int, id string) error {
+				presses++
+				body, _ := json.Marshal(map[string]string{"conv": ref.Conv.Channel, "msg": ref.ID, "data": id, "id": fmt.Sprintf("p%d", presses)})
+				if code, resp := post(t, srv, "/api/action", string(body)); code != 200 {
+					return fmt.Errorf("POST /api/action: %d %s", code, resp)
+				}
+				return nil
+			},
+		}
+	})
+}
+
+// transcript is the bot's messages of conv that browsers are shown, oldest
+// first.
+func (a *Adapter) transcript(c chat.ConvRef) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.convs[c.Channel]
+	if l == nil {
+		return ""
+	}
+	var texts []string
+	for _, e := range l.entries {
+		if !strings.HasPrefix(e.key, "c:") {
+			continue
+		}
+		if m := l.msgs[e.msgID]; m != nil && m.From == fromBot && m.Thread == c.Thread {
+			texts = append(texts, m.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}

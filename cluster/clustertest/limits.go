@@ -1,0 +1,268 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Clock is a manual clock for harnesses of in-process implementations:
+// pass Now to the implementation and Advance to the suite.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock at a fixed instant.
+func NewClock() *Clock { return &Clock{now: time.Unix(1_700_000_000, 0)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Dedupe is what RunDedupeTests drives.
+type Dedupe interface {
+	Seen(ctx context.Context, key string) (bool, error)
+	Forget(ctx context.Context, key string) error
+}
+
+// DedupeHarness opens dedupers for RunDedupeTests.
+type DedupeHarness struct {
+	// Open returns a dedupe on fresh storage that remembers at least max
+	// keys for ttl each, and a function that lets its time pass.
+	Open func(t *testing.T, ttl time.Duration, max int) (Dedupe, func(time.Duration))
+}
+
+// RunDedupeTests runs the dedupe suite.
+func RunDedupeTests(t *testing.T, h DedupeHarness) {
+	ctx := t.Context()
+	seen := func(t *testing.T, d Dedupe, key string) bool {
+		t.Helper()
+		ok, err := d.Seen(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	t.Run("SecondDeliveryIsADuplicate", func(t *testing.T) {
+		d, _ := h.Open(t, time.Hour, 100)
+		if seen(t, d, "k") {
+			t.Fatal("a new key was reported seen")
+		}
+		for i := range 2 {
+			if !seen(t, d, "k") {
+				t.Fatalf("redelivery %d was not reported seen", i+1)
+			}
+		}
+		if seen(t, d, "other") {
+			t.Fatal("keys are not independent")
+		}
+	})
+	t.Run("KeyExpiresAfterTTL", func(t *testing.T) {
+		d, advance := h.Open(t, time.Minute, 100)
+		seen(t, d, "k")
+		advance(30 * time.Second)
+		if !seen(t, d, "k") {
+			t.Fatal("key forgotten within its TTL")
+		}
+		advance(2 * time.Minute)
+		if seen(t, d, "k") {
+			t.Fatal("key survived its TTL")
+		}
+	})
+	t.Run("ForgetAcceptsTheNextDelivery", func(t *testing.T) {
+		d, _ := h.Open(t, time.Hour, 100)
+		seen(t, d, "k")
+		if err := d.Forget(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if seen(t, d, "k") {
+			t.Fatal("Forget did not forget")
+		}
+		if err := d.Forget(ctx, "never-seen"); err != nil {
+			t.Fatalf("Forget of an unknown key: %v", err)
+		}
+	})
+	t.Run("CapacityKeepsTheLatestKeys", func(t *testing.T) {
+		const max = 50
+		d, _ := h.Open(t, time.Hour, max)
+		for i := range 3 * max {
+			seen(t, d, fmt.Sprint("k", i))
+		}
+		for i := 2 * max; i < 3*max; i++ {
+			if !seen(t, d, fmt.Sprint("k", i)) {
+				t.Fatalf("key %d of the latest %d forgotten", i, max)
+			}
+		}
+	})
+}
+
+// Budget is what RunBudgetTests drives: the inbound per-sender budget.
+type Budget interface {
+	Reserve(ctx context.Context, key string) (time.Duration, error)
+}
+
+// BudgetHarness opens budgets for RunBudgetTests.
+type BudgetHarness struct {
+	// Open returns a budget on fresh storage allowing rate tokens per
+	// second with burst per key, and a function that lets its time pass.
+	Open func(t *testing.T, rate float64, burst int) (Budget, func(time.Duration))
+}
+
+// RunBudgetTests runs the inbound budget suite.
+func RunBudgetTests(t *testing.T, h BudgetHarness) {
+	reserve := func(t *testing.T, b Budget, key string) time.Duration {
+		t.Helper()
+		d, err := b.Reserve(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	t.Run("BurstThenWait", func(t *testing.T) {
+		b, _ := h.Open(t, 1, 3)
+		for i := range 3 {
+			if d := reserve(t, b, "k"); d != 0 {
+				t.Fatalf("reserve %d of the burst waits %v", i, d)
+			}
+		}
+		if d := reserve(t, b, "k"); d <= 0 || d > time.Second {
+			t.Fatalf("reserve past the burst waits %v, want (0, 1s]", d)
+		}
+		if d := reserve(t, b, "k"); d <= time.Second {
+			t.Fatalf("a sender who keeps sending waits only %v", d)
+		}
+		if d := reserve(t, b, "other"); d != 0 {
+			t.Fatal("keys share a bucket")
+		}
+	})
+	t.Run("Refill", func(t *testing.T) {
+		b, advance := h.Open(t, 2, 2)
+		reserve(t, b, "k")
+		reserve(t, b, "k")
+		advance(500 * time.Millisecond) // one token back
+		if d := reserve(t, b, "k"); d != 0 {
+			t.Fatalf("after a refill of one token: wait %v", d)
+		}
+		if d := reserve(t, b, "k"); d == 0 {
+			t.Fatal("refilled more than the elapsed time allows")
+		}
+		advance(time.Hour) // refill stops at the burst
+		for i := range 2 {
+			if d := reserve(t, b, "k"); d != 0 {
+				t.Fatalf("reserve %d after a long pause waits %v", i, d)
+			}
+		}
+		if d := reserve(t, b, "k"); d == 0 {
+			t.Fatal("a long pause refilled beyond the burst")
+		}
+	})
+}
+
+// Rates is what RunRatesTests drives: the outbound platform budget of the
+// chat adapters (their RateBudget).
+type Rates interface {
+	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
+}
+
+// RatesHarness opens outbound budgets for RunRatesTests.
+type RatesHarness struct {
+	// Open returns an empty budget on fresh storage, and a function that
+	// lets its time pass.
+	Open func(t *testing.T) (Rates, func(time.Duration))
+}
+
+// RunRatesTests runs the outbound budget suite.
+func RunRatesTests(t *testing.T, h RatesHarness) {
+	take := func(t *testing.T, r Rates, key string, perSec float64, burst int) time.Duration {
+		t.Helper()
+		d, err := r.Take(t.Context(), key, perSec, burst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	t.Run("BurstThenWaitTakesNothing", func(t *testing.T) {
+		r, advance := h.Open(t)
+		for i := range 3 {
+			if d := take(t, r, "chat", 1, 3); d != 0 {
+				t.Fatalf("take %d of the burst waits %v", i, d)
+			}
+		}
+		d1 := take(t, r, "chat", 1, 3)
+		d2 := take(t, r, "chat", 1, 3)
+		if d1 <= 0 || d2 <= 0 || d2 > d1 {
+			t.Fatalf("waits past the burst: %v then %v; want positive and not growing (a refused take takes nothing)", d1, d2)
+		}
+		advance(d1)
+		if d := take(t, r, "chat", 1, 3); d != 0 {
+			t.Fatalf("after waiting the wait it was given: %v more", d)
+		}
+		if d := take(t, r, "other", 1, 3); d != 0 {
+			t.Fatal("keys share a bucket")
+		}
+	})
+	t.Run("RefillUpToBurst", func(t *testing.T) {
+		r, advance := h.Open(t)
+		for range 2 {
+			take(t, r, "g", 20.0/60, 2) // 20 a minute
+		}
+		if take(t, r, "g", 20.0/60, 2) == 0 {
+			t.Fatal("a third take within the burst of 2")
+		}
+		advance(3 * time.Second)
+		if d := take(t, r, "g", 20.0/60, 2); d != 0 {
+			t.Fatalf("one token after 3 s at 20/min: wait %v", d)
+		}
+		advance(time.Hour)
+		for i := range 2 {
+			if d := take(t, r, "g", 20.0/60, 2); d != 0 {
+				t.Fatalf("take %d after a long pause waits %v", i, d)
+			}
+		}
+		if take(t, r, "g", 20.0/60, 2) == 0 {
+			t.Fatal("a long pause refilled beyond the burst")
+		}
+	})
+	t.Run("ConcurrentTakesStayInBudget", func(t *testing.T) {
+		r, _ := h.Open(t)
+		const burst = 5
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			granted int
+		)
+		for range 4 * burst {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := r.Take(t.Context(), "bot", 0.001, burst)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d == 0 {
+					mu.Lock()
+					granted++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if granted != burst {
+			t.Fatalf("%d concurrent takes granted, want the burst of %d", granted, burst)
+		}
+	})
+}

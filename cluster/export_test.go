@@ -1,0 +1,12 @@
+package cluster
+
+import "time"
+
+// SetClock makes d read the time from now (tests).
+func (d *Dedupe) SetClock(now func() time.Time) { d.now = now }
+
+// SetClock makes b read the time from now (tests).
+func (b *Budget) SetClock(now func() time.Time) { b.now = now }
+
+// SetClock makes r read the time from now (tests).
+func (r *Rates) SetClock(now func() time.Time) { r.now = now }

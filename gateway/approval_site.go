@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/session"
+)
+
+// locSite is the approvalSite of an owner's location: approvals are
+// custom entries of its session, grants live in the location.
+type locSite struct {
+	o   *owner
+	loc *location
+}
+
+func (s locSite) record(ap *approval) error {
+	data, _ := json.Marshal(ap)
+	_, err := s.o.append(s.loc, session.Entry{Type: session.TypeCustom, CustomType: customApproval, Data: data}, session.SyncAlways)
+	return err
+}
+
+func (s locSite) granted(key string) bool {
+	s.o.mu.Lock()
+	defer s.o.mu.Unlock()
+	return s.loc.allowed[key]
+}
+
+func (s locSite) grant(key string) {
+	s.o.mu.Lock()
+	s.loc.allowed[key] = true
+	s.o.mu.Unlock()
+}
+
+// runSite is the approvalRun of a run.
+type runSite struct {
+	locSite
+	r *run
+}
+
+func (s runSite) requester() string { return s.r.requester() }
+func (s runSite) status(text string) {
+	s.r.ctl.Status(text)
+}
+func (s runSite) frozen() bool { return s.r.frozen.Load() }
+
+// beforeToolCall is the agent hook of a run: the approvals decide.
+func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
+	site := runSite{locSite{r.o, r.loc}, r}
+	return r.o.g.approval.check(ctx, site, r.o.path, r.loc.conv, c), nil
+}
+
+// requester is the user whose request r answers: the sender of its latest
+// message, or, for a resumed run, of the latest message on its branch.
+func (r *run) requester() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	who := ""
+	if n := len(r.waiting); n > 0 {
+		who = r.waiting[n-1].item.In.User.ID
+	}
+	if who == "" {
+		if h, ok := r.o.sess.Get(r.o.head(r.loc)); ok {
+			b, _ := r.o.sess.Branch(h.ID)
+			for _, e := range b {
+				if e.Pibot != nil && e.Pibot.From != "" {
+					who = e.Pibot.From
+				}
+			}
+		}
+	}
+	return who
+}

@@ -1,0 +1,245 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// customQueue records a location's queue mode in the session.
+const customQueue = "pibot.queue"
+
+// The handlers of the command table (tree.go has /tree and /fork).
+
+func cmdHelp(ctx context.Context, c *invocation) { c.say(ctx, "%s", c.cmds.helpText()) }
+
+func cmdWhoami(ctx context.Context, c *invocation) {
+	in, rights := c.in, c.cmds.rights
+	known, err := rights.Known(ctx, in.Conv.Platform, in.User.ID)
+	if err != nil {
+		c.failed(ctx, "looking you up", err)
+		return
+	}
+	role := "not allowed"
+	switch {
+	case rights.IsOwner(in.Conv.Platform, in.User.ID):
+		role = "owner: every command, everywhere"
+	case known && in.Conv.DM:
+		role = "allowed user: every command in this chat"
+	case !in.Conv.DM:
+		role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model and /thinking to look, /steer, /followup, and /stop of your own request"
+	}
+	c.say(ctx, "You are `%s:%s` (%s), %s.", in.Conv.Platform, in.User.ID, displayName(in.User), role)
+}
+
+func cmdNew(ctx context.Context, c *invocation) {
+	if c.run != nil {
+		c.run.interrupt("stopped by /new")
+	}
+	if err := c.cmds.sessions.unbind(c.in.Conv.Key()); err != nil {
+		c.failed(ctx, "starting a new session", err)
+		return
+	}
+	c.say(ctx, "🆕 New session. The previous one is kept; this conversation starts fresh.")
+}
+
+func cmdDecide(ctx context.Context, c *invocation) {
+	d := decideOnce
+	if c.name == "deny" {
+		d = decideDeny
+	}
+	id := c.arg
+	if id == "" {
+		id = c.cmds.approvals.waitingIn(c.in.Conv.Key())
+	}
+	if id == "" {
+		c.say(ctx, "Nothing is waiting for approval here.")
+		return
+	}
+	toast, then := c.cmds.approvals.decide(ctx, c.in, id, d)
+	if then != nil {
+		then()
+	}
+	c.say(ctx, "%s", toast)
+}
+
+// cmdStop stops the run. With every right it also drops the queue; a
+// member stops only their own request (the dispatcher checked it is
+// theirs), and the queue, which is everyone's, stays.
+func cmdStop(ctx context.Context, c *invocation) {
+	if !c.full {
+		if c.run == nil {
+			c.say(ctx, "Nothing is running.")
+			return
+		}
+		c.run.interrupt("stopped by /stop")
+		c.say(ctx, "⏹ Stopping.")
+		return
+	}
+	n := c.o.dropQueued(c.loc)
+	if c.run == nil {
+		c.say(ctx, "Nothing is running.%s", droppedNote(n))
+		return
+	}
+	c.run.interrupt("stopped by /stop")
+	c.say(ctx, "⏹ Stopping.%s", droppedNote(n))
+}
+
+func droppedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" Dropped %d queued message(s).", n)
+}
+
+func cmdQueue(ctx context.Context, c *invocation) {
+	o, loc, arg := c.o, c.loc, c.arg
+	switch {
+	case arg == "" || arg == "list":
+		o.mu.Lock()
+		mode := loc.mode
+		o.mu.Unlock()
+		q := o.queuedTexts(loc)
+		if len(q) == 0 {
+			c.say(ctx, "Queue mode: **%s**. Nothing queued.", mode)
+			return
+		}
+		c.say(ctx, "Queue mode: **%s**. Queued:\n\n- %s", mode, strings.Join(q, "\n- "))
+	case arg == "drop":
+		c.say(ctx, "Dropped %d queued message(s).", o.dropQueued(loc))
+	case slices.Contains(queueModes, arg):
+		data, _ := json.Marshal(map[string]string{"mode": arg})
+		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customQueue, Data: data}, session.SyncAlways); err != nil {
+			c.failed(ctx, "saving the queue mode", err)
+			return
+		}
+		o.mu.Lock()
+		loc.mode = arg
+		o.mu.Unlock()
+		c.say(ctx, "Queue mode set to **%s**.", arg)
+	default:
+		c.say(ctx, "Usage: `/queue [steer|followup|collect|interrupt|list|drop]`")
+	}
+}
+
+func cmdModel(ctx context.Context, c *invocation) {
+	o, loc, arg := c.o, c.loc, c.arg
+	_, _, ref, _ := o.contextFor(loc)
+	if ref == "" {
+		ref = c.cmds.model
+	}
+	if arg == "" {
+		c.say(ctx, "Model: `%s`. Switch with `/model provider/model`.", ref)
+		return
+	}
+	if c.cmds.models == nil {
+		c.say(ctx, "No models are configured.")
+		return
+	}
+	m, err := c.cmds.models.Model(arg)
+	if err != nil {
+		c.say(ctx, "%s", "⚠️ "+err.Error())
+		return
+	}
+	info := m.Info()
+	if _, err := o.append(loc, session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}, session.SyncAlways); err != nil {
+		c.failed(ctx, "saving the model", err)
+		return
+	}
+	o.mu.Lock()
+	loc.model = info.Ref()
+	o.mu.Unlock()
+	c.say(ctx, "Model set to `%s`.", info.Ref())
+}
+
+func cmdThinking(ctx context.Context, c *invocation) {
+	_, cur, _, _ := c.o.contextFor(c.loc)
+	if c.arg == "" {
+		c.say(ctx, "Thinking: **%s**.", cur)
+		return
+	}
+	if !slices.Contains(llm.ThinkingLevels[:], llm.ThinkingLevel(c.arg)) {
+		c.say(ctx, "Usage: `/thinking off|minimal|low|medium|high|xhigh`")
+		return
+	}
+	if _, err := c.o.append(c.loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: c.arg}, session.SyncAlways); err != nil {
+		c.failed(ctx, "saving the thinking level", err)
+		return
+	}
+	c.say(ctx, "Thinking set to **%s**.", c.arg)
+}
+
+func cmdCompact(ctx context.Context, c *invocation) {
+	if c.run != nil {
+		c.say(ctx, "A run is active; /stop it first or wait.")
+		return
+	}
+	o, loc := c.o, c.loc
+	_, _, ref, err := o.contextFor(loc)
+	var m llm.Model
+	if err == nil {
+		m, err = (&run{o: o}).resolveModel(ref)
+	}
+	if err == nil {
+		err = o.compact(ctx, loc, m, c.arg)
+	}
+	if err != nil {
+		c.failed(ctx, "compacting", err)
+		return
+	}
+	c.say(ctx, "🗜 Compacted.")
+}
+
+func cmdStatus(ctx context.Context, c *invocation) {
+	o, loc := c.o, c.loc
+	msgs, thinking, ref, err := o.contextFor(loc)
+	if err != nil {
+		c.failed(ctx, "reading the session", err)
+		return
+	}
+	if ref == "" {
+		ref = c.cmds.model
+	}
+	o.mu.Lock()
+	running, mode := loc.run != nil, loc.mode
+	o.mu.Unlock()
+	state := "idle"
+	if running {
+		state = "running"
+	}
+	name := o.sess.Name()
+	if name == "" {
+		name = o.sess.Header().ID
+	}
+	// No server paths: the session is named by its name or id.
+	c.say(ctx, "**Session** %s\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
+		name, o.head(loc), len(msgs), ref, thinking, mode, state)
+}
+
+func cmdUsage(ctx context.Context, c *invocation) {
+	branch, err := c.o.sess.Branch(c.o.head(c.loc))
+	if err != nil {
+		c.failed(ctx, "reading the session", err)
+		return
+	}
+	var u llm.Usage
+	calls := 0
+	for _, e := range branch {
+		if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleAssistant {
+			calls++
+			mu := e.Message.Usage
+			u.Input += mu.Input
+			u.Output += mu.Output
+			u.CacheRead += mu.CacheRead
+			u.CacheWrite += mu.CacheWrite
+			u.Cost.Total += mu.Cost.Total
+		}
+	}
+	c.say(ctx, "**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
+		calls, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
+}

@@ -1,0 +1,71 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/session"
+)
+
+// acquireSession takes the lease of the session file at path, above the
+// highest fence the file already holds: a lease store that lost its
+// counter (Redis after a failover) must not hand out a fence the file's
+// readers would ignore. It returns that highest fence too.
+func (g *Gateway) acquireSession(ctx context.Context, path string) (cluster.Lease, int64, error) {
+	seen, err := session.HighestFence(session.FileStorage{}, path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
+	}
+	lease, err := g.locker.Acquire(ctx, path, seen)
+	if err != nil {
+		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
+	}
+	return lease, seen, nil
+}
+
+// markTakeover writes the pibot.lease marker when s was opened under a
+// lease whose fence is above every fence in the file (a new owner: another
+// replica, or this one after a restart). The marker is durable before the
+// owner writes anything else, so from then on readers ignore whatever a
+// stale owner still appends with its lower fence.
+func (g *Gateway) markTakeover(s *session.Session, lease cluster.Lease, seen int64) error {
+	if lease.Fence() <= seen {
+		return nil // the fence this file already carries: not a takeover
+	}
+	data, err := json.Marshal(session.LeaseMarker{
+		Fence:  lease.Fence(),
+		Holder: g.holder,
+		Prev:   seen,
+		At:     time.Now().UTC().Format(time.RFC3339Nano),
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: lease marker: %w", err)
+	}
+	e := session.Entry{Type: session.TypeCustom, CustomType: session.CustomLease, Data: data, ParentID: s.Leaf()}
+	if _, err := s.Append(e, session.SyncAlways); err != nil {
+		return fmt.Errorf("gateway: lease marker: %w", err)
+	}
+	return nil
+}
+
+// holderID names this process in lease markers: host/pid.
+func holderID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host + "/" + strconv.Itoa(os.Getpid())
+}
+
+// release gives a lease back, logging a failure (the lease then expires on
+// its own in cluster mode).
+func (g *Gateway) release(ctx context.Context, lease cluster.Lease) {
+	if err := lease.Release(ctx); err != nil {
+		g.log.Warn("release lease", "err", err)
+	}
+}

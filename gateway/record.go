@@ -1,0 +1,81 @@
+package gateway
+
+import (
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/internal/sessionview"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// locHead is a location's head as the place a run writes.
+type locHead struct {
+	o   *owner
+	loc *location
+}
+
+func (h locHead) Leaf() string { return h.o.head(h.loc) }
+
+func (h locHead) Append(e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
+	return h.o.append(h.loc, e, sync)
+}
+
+// recorder returns the session runner of a run at loc: chat messages are
+// tagged with their *pending, whose sender and platform message go on the
+// entry; user messages are group-synced because the inbox holds them until
+// the session is flushed at the run's end.
+func (o *owner) recorder(loc *location) *sessionview.Runner {
+	return sessionview.NewRunner(locHead{o: o, loc: loc}, sessionview.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
+		meta := &session.Meta{}
+		if p, ok := tag.(*pending); ok {
+			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
+		}
+		return meta
+	}})
+}
+
+// tagged is p's user message tagged with p, so that its entry is tied to
+// p when the agent hands the message back at its message_end.
+func tagged(p *pending, m llm.Message) agent.Tagged { return agent.Tagged{Message: m, Tag: p} }
+
+// record writes the message of a message_end to the session and updates
+// the reply.
+func (r *run) record(e agent.Event) {
+	if e.Message == nil || r.frozen.Load() {
+		return
+	}
+	p, _ := e.Tag.(*pending)
+	rec, err := r.rec.Record(e)
+	if p != nil {
+		r.unwait(p)
+	}
+	if err != nil {
+		if p != nil && r.o.lostToStorage(err) {
+			r.o.g.strand([]*pending{p})
+		}
+		r.fail(err)
+		return
+	}
+	m := *e.Message
+	switch m.Role {
+	case llm.RoleUser:
+		// Acknowledged when the run ends, after the session is flushed.
+		if p == nil {
+			return
+		}
+		if p.queued {
+			r.o.g.react(r.ctx, p.item.In.Msg, "✅")
+		}
+		r.done(p)
+	case llm.RoleAssistant:
+		r.mu.Lock()
+		r.lastEntry, r.final = rec.Entry.ID, &m
+		r.mu.Unlock()
+		r.o.g.metrics.usage(m)
+		r.ctl.SetText(m.Text())
+		if m.StopReason == llm.StopError && m.ErrorMessage != "" {
+			r.ctl.EndMessage()
+			r.ctl.SetText("⚠️ " + m.ErrorMessage)
+		}
+		r.ctl.EndMessage()
+	}
+}

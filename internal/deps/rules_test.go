@@ -1,0 +1,177 @@
+package deps
+
+// A rule is what one package of the module may import. Module packages are
+// named relative to the module ("gateway/stream"); an entry ending in "/..."
+// covers a package and everything below it. Entries whose first element has
+// a dot are third-party module paths and cover every package of the module.
+type rule struct {
+	pkg      string   // the package, exactly
+	may      []string // direct imports allowed (besides the standard library)
+	test     []string // further direct imports allowed in its _test.go files
+	never    []string // never reached, directly or transitively
+	testOnly bool     // test support: production code and commands never reach it
+	why      string   // printed with every failure
+}
+
+// Third-party modules that the layers must keep apart.
+const (
+	telegramSDK  = "github.com/go-telegram/bot"
+	slackSDK     = "github.com/slack-go/slack"
+	discordSDK   = "github.com/bwmarrin/discordgo"
+	anthropicSDK = "github.com/anthropics/anthropic-sdk-go"
+	openaiSDK    = "github.com/openai/openai-go"
+	redis        = "github.com/redis"
+	chromedp     = "github.com/chromedp"
+	goldmark     = "github.com/yuin/goldmark"
+	yaml         = "go.yaml.in/yaml"
+	xsys         = "golang.org/x/sys"
+	prometheus   = "github.com/prometheus/client_golang"
+)
+
+var (
+	platformSDKs = []string{telegramSDK, slackSDK, discordSDK}
+	modelSDKs    = []string{anthropicSDK, openaiSDK}
+	// sdks is what no layer below cmd/pibot, other than the one adapter or
+	// provider that wraps it, may reach.
+	sdks = join(platformSDKs, modelSDKs, []string{redis, chromedp})
+)
+
+// join concatenates lists into a new slice.
+func join(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// Reasons shared by several rules.
+const (
+	whyAdapter  = "adapters know the chat contract and their own SDK only: no gateway, agent, session, provider, tool or cluster"
+	whyProvider = "a provider speaks one model API in llm terms: no chat, session, gateway or other provider's SDK"
+	whyTestPkg  = "test support mirrors the package it fakes and never reaches the binary"
+	whyTool     = "the sandbox layer under tools: process confinement only, no tool, chat or agent logic"
+	whyStdlib   = "a leaf utility: stdlib (and x/sys) only, so any layer can use it"
+)
+
+// rules is the allow-list. Keep it in the order of docs/architecture.md:
+// vocabulary, core, platforms, gateway, wiring, internal, test support.
+var rules = []rule{
+	// The vocabulary every layer shares.
+	{pkg: "llm", never: sdks,
+		why: "llm is the vocabulary of models, messages and tools: stdlib only, so every layer can use it"},
+	{pkg: "chat", may: []string{goldmark},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "adapters/...", "providers/...", "tools/...", "cluster"}),
+		why:   "chat is the adapter contract: stdlib and goldmark only, never a platform SDK"},
+	{pkg: "config", may: []string{yaml}, never: sdks,
+		why: "config is the YAML schema: stdlib and yaml only"},
+
+	// The core: agent, sessions, tools, providers.
+	{pkg: "agent", may: []string{"llm", "agent/compaction"},
+		never: join(sdks, []string{"gateway/...", "session/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
+		why:   "the agent loop knows models and tools only through llm and its own interfaces: no chat, session or gateway"},
+	{pkg: "agent/compaction", may: []string{"llm"},
+		test:  []string{"agent/agenttest"},
+		never: join(sdks, []string{"agent", "gateway/...", "session/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
+		why:   "compaction summarises llm messages; it knows neither the agent loop nor the session format"},
+	{pkg: "session", may: []string{"llm", xsys},
+		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
+		why:   "the session store is pure storage: no chat, no agent, no Redis"},
+	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox"},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
+		why:   "tools implement agent.Tool structurally (without importing agent) and know no chat"},
+	{pkg: "tools/jail", may: []string{xsys},
+		never: join(sdks, []string{"tools", "agent/...", "chat/...", "gateway/..."}), why: whyTool},
+	{pkg: "tools/sandbox",
+		never: join(sdks, []string{"tools", "agent/...", "chat/...", "gateway/..."}), why: whyTool},
+	{pkg: "providers", may: []string{"llm", "internal/secret", "providers/anthropic", "providers/openai", "providers/faux", "providers/internal/..."},
+		never: join(platformSDKs, []string{redis, chromedp, "gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "tools/...", "cluster"}),
+		why:   "the provider registry builds models from configuration; it knows no chat, session or agent"},
+	{pkg: "providers/anthropic", may: []string{"llm", "internal/secret", "providers/internal/...", anthropicSDK},
+		test:  []string{"providers/providertest"},
+		never: join(platformSDKs, []string{openaiSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "chat/..."}),
+		why:   whyProvider},
+	{pkg: "providers/openai", may: []string{"llm", "internal/secret", "providers/internal/...", openaiSDK},
+		test:  []string{"providers/providertest"},
+		never: join(platformSDKs, []string{anthropicSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "chat/..."}),
+		why:   whyProvider},
+	{pkg: "providers/faux", may: []string{"llm", "providers/internal/assemble"},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/..."}),
+		why:   "the scripted model speaks llm like a real provider (it ships in the binary for demos and the end-to-end tests)"},
+	{pkg: "providers/internal/assemble", may: []string{"llm", "providers/internal/partialjson"}, never: sdks,
+		why: "assembles streamed llm messages for every provider: no SDK"},
+	{pkg: "providers/internal/partialjson", never: sdks, why: whyStdlib},
+	{pkg: "providers/internal/transform", may: []string{"llm"}, never: sdks,
+		why: "rewrites llm messages for a provider's rules: no SDK"},
+	{pkg: "providers/internal/transport", may: []string{"llm", "internal/secret"}, never: sdks,
+		why: "the HTTP transport shared by providers: retries and redaction, no SDK"},
+
+	// The platforms.
+	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", telegramSDK}, test: []string{"chat/adaptertest"},
+		never: join(modelSDKs, []string{slackSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
+		why:   whyAdapter},
+	{pkg: "adapters/web", may: []string{"chat", "internal/secret"}, test: []string{chromedp, "chat/adaptertest"},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
+		why:   whyAdapter},
+	{pkg: "adapters/term", may: []string{"chat"}, test: []string{"chat/adaptertest"},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
+		why:   whyAdapter},
+
+	// The gateway and what it stands on.
+	{pkg: "gateway",
+		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/stream", "llm", "session",
+			"internal/atomicfile", "internal/groupsync", "internal/sessionview", prometheus},
+		test:  []string{"providers/faux", "internal/tinyfs"},
+		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
+		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},
+	{pkg: "gateway/access", may: []string{"chat", "internal/atomicfile"}, test: []string{"gateway/access/accesstest"},
+		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "access decides who may talk from chat types alone"},
+	{pkg: "gateway/stream", may: []string{"chat"},
+		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "the stream controller drives a chat.Adapter and knows nothing of runs or sessions"},
+	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/groupsync", xsys}, test: []string{"cluster/clustertest"},
+		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "cluster primitives are generic (keys, bytes, leases): no chat, session or agent type"},
+
+	// The wiring.
+	{pkg: "cmd/pibot",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/secret", "internal/sessionview",
+			"llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
+		why: "cmd/pibot wires the layers together; only it sees every layer"},
+
+	// Internal helpers.
+	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
+	{pkg: "internal/groupsync", may: []string{xsys}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
+	{pkg: "internal/secret", may: []string{xsys}, never: sdks, why: whyStdlib},
+	{pkg: "internal/sessionview", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},
+		never: join(sdks, []string{"gateway/...", "chat/...", "adapters/...", "providers/...", "tools/...", "cluster"}),
+		why:   "sessionview is the one place where sessions and the agent meet, shared by the gateway and pibot chat"},
+	{pkg: "internal/tinyfs", may: []string{xsys}, testOnly: true,
+		why: "tinyfs mounts small file systems for tests and imports testing"},
+	{pkg: "internal/deps", testOnly: true, why: "this test"},
+
+	// Test support, end-to-end tests, benchmarks and compatibility tools.
+	{pkg: "chat/chattest", may: []string{"chat"}, test: []string{"chat/adaptertest"}, testOnly: true, why: whyTestPkg},
+	{pkg: "chat/adaptertest", may: []string{"chat"}, testOnly: true,
+		why: "the adapter conformance suite drives any chat.Adapter through the contract alone"},
+	{pkg: "agent/agenttest", may: []string{"llm"}, testOnly: true, why: whyTestPkg},
+	{pkg: "session/sessiontest", may: []string{"llm", "session"}, testOnly: true, why: whyTestPkg},
+	{pkg: "gateway/access/accesstest", may: []string{"gateway/access"}, testOnly: true,
+		why: "the pairing store conformance suite drives a store through access's types alone"},
+	{pkg: "cluster/clustertest", may: []string{"cluster"}, testOnly: true,
+		why: "the cluster conformance suite drives any locker, inbox, dedupe or budget through the cluster types alone"},
+	{pkg: "tools/toolstest", testOnly: true, why: whyTestPkg},
+	{pkg: "providers/providertest", may: []string{"llm"}, testOnly: true, why: whyTestPkg},
+	{pkg: "adapters/telegram/telegramtest", may: []string{telegramSDK}, testOnly: true,
+		why: "the fake Bot API speaks Telegram's wire format (SDK models only), not pibot's"},
+	{pkg: "e2e", testOnly: true,
+		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
+			"llm", "providers/...", "session/...", "tools/...", telegramSDK, chromedp},
+		why: "end-to-end tests drive the real layers from the outside"},
+	{pkg: "bench/gateway/serveprobe", testOnly: true, why: "the probe runs the binary from outside: stdlib only"},
+	{pkg: "bench/sessions/ctx", may: []string{"llm", "session"}, testOnly: true, why: "the session benchmark times the session package alone"},
+	{pkg: "bench/sessions/gen", may: []string{"session/sessiontest"}, testOnly: true, why: "the generator writes session files through sessiontest"},
+	{pkg: "compat/cmd/writesessions", may: []string{"llm", "session"}, testOnly: true,
+		why: "the pi compatibility check writes sessions with the session package alone"},
+}
