@@ -180,6 +180,12 @@ func cmdCompact(ctx context.Context, c *invocation) {
 		return
 	}
 	o, loc := c.o, c.loc
+	if e, ok := o.sess.Get(o.head(loc)); c.replay && ok && e.Type == session.TypeCompaction {
+		// Replayed after a crash that came after its compaction was
+		// written: the model is not asked twice.
+		c.say(ctx, "🗜 Compacted.")
+		return
+	}
 	_, _, ref, err := o.contextFor(loc)
 	var m llm.Model
 	if err == nil {

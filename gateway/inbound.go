@@ -10,9 +10,19 @@ import (
 	"github.com/pibot/pibot/gateway/access"
 )
 
-// inboxItem is what the inbox stores for one accepted message.
+// Kinds of inbox item: what the owner's mailbox does with it.
+const (
+	itemMessage = ""        // a chat message: starts or feeds a run (Mode, Resume)
+	itemCommand = "command" // a command that acts on a session: its handler runs
+	itemPress   = "press"   // a button press: decided (approvals, tree jumps)
+)
+
+// inboxItem is what the inbox stores for one accepted event.
 type inboxItem struct {
-	In chat.Inbound `json:"in"`
+	// Kind is one of the item kinds; "" is a message (items written
+	// before kinds existed are all messages).
+	Kind string       `json:"kind,omitempty"`
+	In   chat.Inbound `json:"in"`
 	// Mode forces a queue mode (from /steer and /followup).
 	Mode string `json:"mode,omitempty"`
 	// Resume marks a run to finish after a restart (a tool approved after
@@ -50,25 +60,32 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 			return nil
 		}
 	}
-	if in.Kind == chat.KindAction && in.Action != nil {
-		g.commands.press(ctx, in)
-		return nil
-	}
-	if !g.withinBudget(ctx, in) {
-		return nil
-	}
 	item := inboxItem{In: in}
-	if in.Command != nil {
-		mode, handled := g.commands.dispatch(ctx, in)
-		if handled {
+	switch {
+	case in.Kind == chat.KindAction && in.Action != nil:
+		item.Kind = itemPress
+	case in.Command != nil:
+		if !g.commands.needsSession(in.Command.Name) {
+			// /help, /whoami, an unknown command, and the usage and
+			// rights answers of /steer and /followup: no session needed.
+			mode, handled := g.commands.dispatch(ctx, in, false)
+			if handled {
+				return nil
+			}
+			item.Mode = mode
+			item.In.Text = in.Command.Args
+			item.In.Command = nil
+		} else {
+			item.Kind = itemCommand
+		}
+	}
+	if item.Kind == itemMessage {
+		if !g.withinBudget(ctx, in) {
 			return nil
 		}
-		item.Mode = mode
-		item.In.Text = in.Command.Args
-		item.In.Command = nil
-	}
-	if item.In.Text == "" && len(item.In.Files) == 0 {
-		return nil
+		if item.In.Text == "" && len(item.In.Files) == 0 {
+			return nil
+		}
 	}
 	data, err := json.Marshal(item)
 	if err != nil {
@@ -78,8 +95,17 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 	if err == nil {
 		// The run may start while the inbox fsync is in flight; the
 		// platform hears "received" only once the message is durable.
-		g.deliver(ctx, id, item)
+		g.post(id, item, false)
 		err = durable()
+	}
+	if err != nil && item.Kind != itemMessage {
+		// A command or press works without the inbox, as it always did
+		// (/stop on a full disk): it is only not replayed after a crash.
+		g.log.Warn("inbox: a command or button press is not durable; executed anyway", "conv", in.Conv.Key(), "err", err)
+		if id == "" {
+			g.post("", item, false)
+		}
+		return nil
 	}
 	if err != nil {
 		// Not acknowledged: the platform delivers it again, and a copy
@@ -132,9 +158,34 @@ func (g *Gateway) withinBudget(ctx context.Context, in chat.Inbound) bool {
 	return false
 }
 
-// deliver hands a durable message to its session owner.
-func (g *Gateway) deliver(ctx context.Context, inboxID string, item inboxItem) {
-	g.route(ctx, &pending{item: item, inboxID: inboxID})
+// post hands an inbox item to the mailbox of its location, where it is
+// executed after everything that came before it there. replay marks an
+// item taken from the inbox at start.
+func (g *Gateway) post(inboxID string, item inboxItem, replay bool) {
+	g.mail.post(item.In.Conv.Key(), func() { g.execute(g.runContext(), inboxID, item, replay) })
+}
+
+// execute does the work of one inbox item; it runs in the mailbox of the
+// item's location.
+func (g *Gateway) execute(ctx context.Context, inboxID string, item inboxItem, replay bool) {
+	switch item.Kind {
+	case itemMessage:
+		g.route(ctx, &pending{item: item, inboxID: inboxID})
+		return
+	case itemCommand:
+		g.commands.dispatch(ctx, item.In, replay)
+	case itemPress:
+		g.commands.press(ctx, item.In)
+	default:
+		g.log.Error("inbox item of an unknown kind dropped", "kind", item.Kind, "conv", item.In.Conv.Key())
+	}
+	// A command's or press's changes to the session are flushed by the
+	// time it returns (they are appended with SyncAlways).
+	if inboxID != "" {
+		if err := g.inbox.Ack(ctx, inboxID); err != nil {
+			g.log.Warn("inbox ack", "err", err)
+		}
+	}
 }
 
 // route finds p's owner and location and hands p over.

@@ -102,8 +102,9 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		p.queued = true
 	}
 	if mode == modeCollect {
-		o.collectLocked(loc, p)
+		after := o.collectLocked(loc, p)
 		o.mu.Unlock()
+		after()
 		return
 	}
 	if r == nil {
@@ -205,7 +206,9 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 }
 
 // park hands p to whatever runs next at r's location: the waiting list
-// while r is still the location's run, else a run of its own.
+// while r is still the location's run, else a run of its own. It runs in
+// the location's mailbox (enqueue is called only there), so p keeps its
+// place before what arrived after it.
 func (o *owner) park(r *run, p *pending) {
 	o.mu.Lock()
 	if r.loc.run == r {
