@@ -3,8 +3,8 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"

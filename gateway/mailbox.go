@@ -6,11 +6,12 @@ import "sync"
 // a queue of work that one goroutine executes in order, the way
 // tailscale's util/execqueue does. The goroutine exists only while its
 // location has work; an idle location costs nothing. Every inbox item of
-// a location (message, command, button press, resume) and the owner's own
-// follow-ups there (a collect window that ends, a message a finished run
-// did not take) go through it, so they are executed in the order they
-// arrived, and one slow command (/compact waits for the model) holds up
-// its own location only.
+// a location (message, command, button press, resume), the end of its
+// collect window and messages taken up again after a full disk go through
+// it, so they are executed in the order they arrived, and one slow command
+// (/compact waits for the model) holds up its own location only. A run
+// hands its leftovers to the next run itself, under the owner's lock, so
+// nothing the mailbox accepts meanwhile overtakes them.
 //
 // The gateway owns the goroutines: close refuses new work and wait
 // returns once every queued item has run.

@@ -42,7 +42,7 @@ func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
 	// mailbox. Once the gateway shuts down the mailbox takes nothing and
 	// the collected messages stay in the inbox for the next start.
 	loc.collectTimer = time.AfterFunc(g.cfg.CollectDebounce, func() {
-		g.mail.post(loc.key, func() { o.flushCollect(loc) })
+		o.post(loc.key, func() { o.flushCollect(loc) })
 	})
 	return func() {
 		if dropped != nil {
