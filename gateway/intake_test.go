@@ -2,8 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
@@ -188,5 +191,72 @@ func TestPressToastComesBeforeItsWork(t *testing.T) {
 		if c.Method == chattest.MethodEdit && strings.Contains(c.Text, "allowed once by") && i < toast {
 			t.Fatalf("the approval message was edited (call %d) before the toast (call %d)", i, toast)
 		}
+	}
+}
+
+// TestReplayedCommandsRunInOrder replays commands left in the inbox by a
+// crash: a /compact whose compaction entry was written before the crash
+// answers again without asking the model a second time, and a command
+// that had not run yet runs, after it.
+func TestReplayedCommandsRunInOrder(t *testing.T) {
+	answers := map[string]string{"first": "one", "second": "two"}
+	turn := faux.Turn{Reply: func(req llm.Request) faux.Turn {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == llm.RoleUser {
+			if a, ok := answers[last.Text()]; ok {
+				return faux.Text(a)
+			}
+		}
+		return faux.Text("the summary")
+	}}
+	h := newHarness(t, slices.Repeat([]faux.Turn{turn}, 8), withConfig(func(c *gateway.Config) {
+		c.Compaction = compaction.Settings{ReserveTokens: 1000, KeepRecentTokens: 1}
+	}))
+	h.send("first")
+	h.waitText(dmConv, "one")
+	h.send("second")
+	h.waitText(dmConv, "two")
+	h.waitFor("the run to end", func() bool { return len(pendingOf(h)) == 0 })
+	h.send("/compact")
+	h.waitText(dmConv, "🗜 Compacted.")
+	asked := h.model.Calls()
+	h.stop()
+
+	// What a crash after the compaction and before its ack leaves, and a
+	// command accepted behind it.
+	inbox, err := cluster.OpenInbox(filepath.Join(h.dir, "inbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"/compact", "/thinking high"} {
+		data, err := json.Marshal(struct {
+			Kind string       `json:"kind"`
+			In   chat.Inbound `json:"in"`
+		}{"command", h.inbound(text)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, durable, err := inbox.Begin(context.Background(), data)
+		if err == nil {
+			err = durable()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	inbox.Close()
+	h.start()
+	h.waitText(dmConv, "Thinking set to **high**.")
+	h.waitFor("the replayed commands to be acknowledged", func() bool { return len(pendingOf(h)) == 0 })
+	var order []string
+	for _, m := range h.ad.Messages(dmConv) {
+		if strings.Contains(m, "Compacted") || strings.Contains(m, "Thinking set") {
+			order = append(order, m)
+		}
+	}
+	if want := []string{"🗜 Compacted.", "🗜 Compacted.", "Thinking set to **high**."}; !slices.Equal(order, want) {
+		t.Fatalf("answers %q, want %q", order, want)
+	}
+	if n := h.model.Calls(); n != asked {
+		t.Fatalf("the replayed /compact asked the model again (%d calls, %d before)", n, asked)
 	}
 }

@@ -36,8 +36,8 @@ type owner struct {
 	stopWatch chan struct{}
 	// post queues work on the mailbox of a location (mailboxes.post).
 	post func(loc string, f func()) bool
-	log *slog.Logger
-	cfg *Config // the gateway's, read-only
+	log  *slog.Logger
+	cfg  *Config // the gateway's, read-only
 	// track runs a run on a goroutine the gateway waits for; runContext
 	// is the parent of every run (both from the gateway).
 	track      func(f func(context.Context))
