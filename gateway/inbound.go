@@ -60,6 +60,9 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 			return nil
 		}
 	}
+	if !g.withinBudget(ctx, in) { // messages and commands, not presses
+		return nil
+	}
 	item := inboxItem{In: in}
 	switch {
 	case in.Kind == chat.KindAction && in.Action != nil:
@@ -79,13 +82,8 @@ func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
 			item.Kind = itemCommand
 		}
 	}
-	if item.Kind == itemMessage {
-		if !g.withinBudget(ctx, in) {
-			return nil
-		}
-		if item.In.Text == "" && len(item.In.Files) == 0 {
-			return nil
-		}
+	if item.Kind == itemMessage && item.In.Text == "" && len(item.In.Files) == 0 {
+		return nil
 	}
 	data, err := json.Marshal(item)
 	if err != nil {

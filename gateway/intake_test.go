@@ -18,6 +18,7 @@ import (
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
 )
@@ -258,5 +259,32 @@ func TestReplayedCommandsRunInOrder(t *testing.T) {
 	}
 	if n := h.model.Calls(); n != asked {
 		t.Fatalf("the replayed /compact asked the model again (%d calls, %d before)", n, asked)
+	}
+}
+
+// TestSenderBudgetCountsCommands: a command counts against its sender's
+// budget at intake, as a message does, though it is executed later by the
+// location's mailbox.
+func TestSenderBudgetCountsCommands(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("ok")}, withBudget(cluster.NewBudget(0.001, 2)))
+	stranger := chat.ConvRef{Platform: "test", Channel: "dm-ann", DM: true}
+	cli, err := access.OpenStore(filepath.Join(h.dir, "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send("hi", inConv(stranger), from("ann"))
+	h.waitText(stranger, "pairing code")
+	reqs, _, _ := cli.List(t.Context())
+	if _, err := cli.Approve(t.Context(), "test", reqs[0].Code); err != nil {
+		t.Fatal(err)
+	}
+	h.send("/queue followup", inConv(stranger), from("ann"))
+	h.send("/queue collect", inConv(stranger), from("ann"))
+	h.send("/queue interrupt", inConv(stranger), from("ann"))
+	h.waitText(stranger, "faster than I can take them")
+	h.waitText(stranger, "Queue mode set to **collect**.")
+	h.waitFor("the commands within the budget to be done", func() bool { return len(pendingOf(h)) == 0 })
+	if slices.ContainsFunc(h.ad.Messages(stranger), func(m string) bool { return strings.Contains(m, "**interrupt**") }) {
+		t.Fatal("a command over the sender's budget was executed")
 	}
 }
