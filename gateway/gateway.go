@@ -144,6 +144,7 @@ type Gateway struct {
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
 	commands *commands     // the command table and button presses
+	intake   *intake       // the sink of every adapter (intake.go)
 	ready    chan struct{} // closed once Run has recovered and started the adapters
 	health   health        // can the data directory be written (health.go)
 }
@@ -186,6 +187,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		ready:    make(chan struct{}),
 	}
 	wireCommands(g) // host.go
+	g.intake = wireIntake(g)
 	for _, a := range d.Adapters {
 		g.adapters[a.Platform()] = a
 	}

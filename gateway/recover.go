@@ -182,7 +182,7 @@ func (g *Gateway) recover(ctx context.Context) {
 		}
 		g.markSeen(ctx, item.In.DedupKey)
 		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key(), "kind", item.Kind)
-		g.post(it.ID, item, true)
+		g.intake.post(it.ID, item, true)
 	}
 }
 
