@@ -180,6 +180,12 @@ func cmdCompact(ctx context.Context, c *invocation) {
 		return
 	}
 	o, loc := c.o, c.loc
+	if c.replay && compactedLast(o, loc) {
+		// Replayed after a crash that came after its compaction was
+		// written: the model is not asked twice.
+		c.say(ctx, "🗜 Compacted.")
+		return
+	}
 	_, _, ref, err := o.contextFor(loc)
 	var m llm.Model
 	if err == nil {
@@ -242,4 +248,23 @@ func cmdUsage(ctx context.Context, c *invocation) {
 	}
 	c.say(ctx, "**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
 		calls, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
+}
+
+// compactedLast reports whether the latest compaction on loc's branch
+// comes after its latest message (markers such as a lease takeover may
+// follow it).
+func compactedLast(o *owner, loc *location) bool {
+	branch, err := o.sess.Branch(o.head(loc))
+	if err != nil {
+		return false
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		switch branch[i].Type {
+		case session.TypeCompaction:
+			return true
+		case session.TypeMessage, session.TypeCustomMessage:
+			return false
+		}
+	}
+	return false
 }

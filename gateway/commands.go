@@ -56,6 +56,10 @@ type command struct {
 	// echoArg: a refusal repeats the first word of the arguments.
 	echoArg bool
 	session need
+	// intake: the command touches no session and is answered when it
+	// arrives; every other command waits its turn in the mailbox of its
+	// location (it may be executed later, by the session's owner).
+	intake bool
 	// queue, if set, makes the command's text a message with that queue
 	// mode (/steer, /followup); handle is then nil.
 	queue  string
@@ -65,11 +69,11 @@ type command struct {
 // commandTable lists the commands in /help order.
 func commandTable() []command {
 	return []command{
-		{name: "help", help: "show this help", handle: cmdHelp},
+		{name: "help", help: "show this help", intake: true, handle: cmdHelp},
 		{name: "new", help: "start a new session here", group: rightOwners, session: sessionIfBound, handle: cmdNew},
 		{name: "stop", help: "stop the current run", group: rightOwnersOrRequester, session: sessionBound, handle: cmdStop},
-		{name: "steer", args: "TEXT", help: "steer the current run with TEXT", queue: modeSteer},
-		{name: "followup", args: "TEXT", help: "run TEXT after the current run", queue: modeFollowup},
+		{name: "steer", args: "TEXT", help: "steer the current run with TEXT", intake: true, queue: modeSteer},
+		{name: "followup", args: "TEXT", help: "run TEXT after the current run", intake: true, queue: modeFollowup},
 		{name: "queue", args: "[steer|followup|collect|interrupt|list|drop]", help: "show or set what happens to messages sent while I work",
 			group: rightOwnersToChange, looks: []string{"", "list"}, echoArg: true, session: sessionOpen, handle: cmdQueue},
 		{name: "model", args: "[provider/model]", help: "show or switch the model",
@@ -83,8 +87,8 @@ func commandTable() []command {
 		{name: "usage", help: "show tokens and cost of this branch", session: sessionBound, handle: cmdUsage},
 		{name: "approve", args: "[id]", help: "approve the pending tool call", handle: cmdDecide},
 		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
-		{name: "whoami", help: "show your user id and rights", handle: cmdWhoami},
-		{name: "start", help: "show this help", hidden: true, handle: cmdHelp},
+		{name: "whoami", help: "show your user id and rights", intake: true, handle: cmdWhoami},
+		{name: "start", help: "show this help", hidden: true, intake: true, handle: cmdHelp},
 	}
 }
 
@@ -146,6 +150,9 @@ type invocation struct {
 	loc  *location
 	run  *run
 	cmds *commands
+	// replay: the command is taken from the inbox at start; it may have
+	// been executed before the crash (see cmdCompact).
+	replay bool
 }
 
 // say answers in the command's conversation.
@@ -169,11 +176,19 @@ func (cs *commands) lookup(name string) (command, bool) {
 	return cs.table[i], true
 }
 
+// needsSession reports whether command name waits for its location's
+// mailbox (false: dispatch answers it at intake; unknown names too).
+func (cs *commands) needsSession(name string) bool {
+	cmd, ok := cs.lookup(name)
+	return ok && !cmd.intake
+}
+
 // dispatch executes in's command. For a command whose text is a message (/steer,
 // /followup) it returns the queue mode and handled=false: the text then
-// goes through the inbox.
-func (cs *commands) dispatch(ctx context.Context, in chat.Inbound) (mode string, handled bool) {
-	c := &invocation{in: in, name: in.Command.Name, arg: strings.TrimSpace(in.Command.Args), cmds: cs}
+// goes through the inbox. replay marks a command taken from the inbox at
+// start.
+func (cs *commands) dispatch(ctx context.Context, in chat.Inbound, replay bool) (mode string, handled bool) {
+	c := &invocation{in: in, name: in.Command.Name, arg: strings.TrimSpace(in.Command.Args), cmds: cs, replay: replay}
 	cmd, ok := cs.lookup(c.name)
 	if !ok {
 		c.say(ctx, "Unknown command `/%s`. Send /help for the list.", c.name)

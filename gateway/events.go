@@ -50,7 +50,7 @@ func (r *run) emit(e agent.Event) {
 
 // fail stops the run after a storage failure: nothing more can be recorded.
 func (r *run) fail(err error) {
-	r.o.g.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
+	r.o.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
 	msg := "⚠️ the session could not be written (the details are in pibot's log)"
 	if r.o.lostToStorage(err) {
 		msg += ". This message is taken up again once pibot can write its data again."

@@ -139,10 +139,12 @@ type Gateway struct {
 	mu       sync.Mutex
 	owners   map[string]*owner // by session path
 	wg       sync.WaitGroup    // owner runs
+	mail     *mailboxes        // one per location: inbox items in order (mailbox.go)
 	watchers sync.WaitGroup    // lease watchers, one per loaded owner
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
 	commands *commands     // the command table and button presses
+	intake   *intake       // the sink of every adapter (intake.go)
 	ready    chan struct{} // closed once Run has recovered and started the adapters
 	health   health        // can the data directory be written (health.go)
 }
@@ -181,9 +183,11 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		metrics:  cfg.Metrics,
 		holder:   holderID(),
 		owners:   map[string]*owner{},
+		mail:     newMailboxes(),
 		ready:    make(chan struct{}),
 	}
 	wireCommands(g) // host.go
+	g.intake = wireIntake(g)
 	for _, a := range d.Adapters {
 		g.adapters[a.Platform()] = a
 	}
@@ -306,8 +310,12 @@ func (g *Gateway) Ready() <-chan struct{} { return g.ready }
 // drain lets active runs finish within a budget, then cancels them and
 // closes every owner.
 func (g *Gateway) drain(cancel context.CancelFunc) {
+	// Intake has stopped: what the mailboxes hold still runs (it may start
+	// runs); what a run hands them from now on stays in the inbox for the
+	// next start.
+	g.mail.close()
 	done := make(chan struct{})
-	go func() { g.wg.Wait(); close(done) }()
+	go func() { g.mail.wait(); g.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(g.cfg.DrainTimeout):
@@ -382,15 +390,21 @@ func (g *Gateway) ownerCount() int {
 	return len(g.owners)
 }
 
+// runContext is the parent of the gateway's work (runs, mailboxes): it
+// ends when shutdown cancels the runs.
+func (g *Gateway) runContext() context.Context {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.runCtx == nil {
+		return context.Background()
+	}
+	return g.runCtx
+}
+
 // track runs f on a goroutine the gateway owns: shutdown waits for it, and
 // its context ends when the gateway's runs are cancelled.
 func (g *Gateway) track(f func(ctx context.Context)) {
-	g.mu.Lock()
-	ctx := g.runCtx
-	g.mu.Unlock()
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := g.runContext()
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()

@@ -49,6 +49,8 @@ type harness struct {
 	budget gateway.Budget
 	// wrap, when set, gives the gateway a wrapper of ad instead of ad.
 	wrap func(*chattest.Adapter) chat.Adapter
+	// wrapModel, when set, gives the gateway a wrapper of model.
+	wrapModel func(llm.Model) llm.Model
 
 	g      *gateway.Gateway
 	cancel context.CancelFunc
@@ -65,6 +67,9 @@ func withLocker(l gateway.Locker) option        { return func(h *harness) { h.lo
 func withBudget(b gateway.Budget) option        { return func(h *harness) { h.budget = b } }
 func withAdapter(wrap func(*chattest.Adapter) chat.Adapter) option {
 	return func(h *harness) { h.wrap = wrap }
+}
+func withModel(wrap func(llm.Model) llm.Model) option {
+	return func(h *harness) { h.wrapModel = wrap }
 }
 
 func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
@@ -112,13 +117,17 @@ func (h *harness) start() {
 	if h.mod != nil {
 		h.mod(&cfg)
 	}
+	var m llm.Model = h.model
+	if h.wrapModel != nil {
+		m = h.wrapModel(m)
+	}
 	var ad chat.Adapter = h.ad
 	if h.wrap != nil {
 		ad = h.wrap(h.ad)
 	}
 	g, err := gateway.New(cfg, gateway.Deps{
 		Adapters: []chat.Adapter{ad},
-		Models:   models{h.model},
+		Models:   models{m},
 		Access:   access.NewChecker(h.policy, store),
 		Inbox:    inbox,
 		Dedupe:   cluster.NewDedupe(time.Hour, 1000),

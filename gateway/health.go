@@ -209,7 +209,7 @@ func (g *Gateway) probe(ctx context.Context) {
 		// A message the inbox let go (refused, or answered since) is not
 		// taken up again.
 		if pending[p.inboxID] {
-			g.route(ctx, p)
+			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.runContext(), p) })
 		}
 	}
 }

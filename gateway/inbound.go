@@ -2,139 +2,28 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/gateway/access"
 )
 
-// inboxItem is what the inbox stores for one accepted message.
+// Kinds of inbox item: what the owner's mailbox does with it.
+const (
+	itemMessage = ""        // a chat message: starts or feeds a run (Mode, Resume)
+	itemCommand = "command" // a command that acts on a session: its handler runs
+	itemPress   = "press"   // a button press: decided (approvals, tree jumps)
+)
+
+// inboxItem is what the inbox stores for one accepted event.
 type inboxItem struct {
-	In chat.Inbound `json:"in"`
+	// Kind is one of the item kinds; "" is a message (items written
+	// before kinds existed are all messages).
+	Kind string       `json:"kind,omitempty"`
+	In   chat.Inbound `json:"in"`
 	// Mode forces a queue mode (from /steer and /followup).
 	Mode string `json:"mode,omitempty"`
 	// Resume marks a run to finish after a restart (a tool approved after
 	// the run that asked was gone): no new message, only In.Conv is set.
 	Resume bool `json:"resume,omitempty"`
-}
-
-// sink is the chat.Sink of every adapter.
-func (g *Gateway) sink(ctx context.Context, in chat.Inbound) error {
-	g.metrics.inbound(in.Conv.Platform)
-	if in.Kind == chat.KindMoved {
-		// A platform event, judged by the group it moves, not by a sender.
-		g.moved(ctx, in)
-		return nil
-	}
-	d := g.access.Check(ctx, in)
-	if d.Err != nil {
-		// Not let in on a store that cannot say; the next message asks again.
-		g.log.Error("access check failed; event ignored", "conv", in.Conv.Key(), "user", in.User.ID, "err", d.Err)
-	}
-	switch d.Verdict {
-	case access.Ignore:
-		return nil
-	case access.Pair, access.Deny:
-		g.reply(ctx, in, d.Reply)
-		return nil
-	}
-	if in.DedupKey != "" {
-		dup, err := g.dedupe.Seen(ctx, in.DedupKey)
-		if err != nil {
-			return fmt.Errorf("gateway: dedupe: %w", err)
-		}
-		if dup {
-			g.log.Debug("duplicate event dropped", "key", in.DedupKey)
-			return nil
-		}
-	}
-	if in.Kind == chat.KindAction && in.Action != nil {
-		g.commands.press(ctx, in)
-		return nil
-	}
-	if !g.withinBudget(ctx, in) {
-		return nil
-	}
-	item := inboxItem{In: in}
-	if in.Command != nil {
-		mode, handled := g.commands.dispatch(ctx, in)
-		if handled {
-			return nil
-		}
-		item.Mode = mode
-		item.In.Text = in.Command.Args
-		item.In.Command = nil
-	}
-	if item.In.Text == "" && len(item.In.Files) == 0 {
-		return nil
-	}
-	data, err := json.Marshal(item)
-	if err != nil {
-		return fmt.Errorf("gateway: encode inbound: %w", err)
-	}
-	id, durable, err := g.inbox.Begin(ctx, data)
-	if err == nil {
-		// The run may start while the inbox fsync is in flight; the
-		// platform hears "received" only once the message is durable.
-		g.deliver(ctx, id, item)
-		err = durable()
-	}
-	if err != nil {
-		// Not acknowledged: the platform delivers it again, and a copy
-		// that already reached its session is recognised there.
-		if in.DedupKey != "" {
-			if ferr := g.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
-				// The redelivery will be dropped as a duplicate.
-				g.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)
-			}
-		}
-		g.storageFailed(nil, err) // health.go: degraded until a probe succeeds
-		g.storageDown(ctx, in)
-		if id != "" {
-			// Not taken: the redelivery is. (On a failing disk this ack
-			// may fail too; the copy then replays at the next start and
-			// its session recognises it.)
-			if aerr := g.inbox.Ack(ctx, id); aerr != nil {
-				g.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
-			}
-		}
-		return fmt.Errorf("gateway: inbox: %w", err)
-	}
-	return nil
-}
-
-// withinBudget applies the per-sender message budget. A sender over it is
-// told once per cool-down that the message was not processed.
-func (g *Gateway) withinBudget(ctx context.Context, in chat.Inbound) bool {
-	if g.budget == nil || in.Kind != chat.KindMessage || g.access.IsOwner(in.Conv.Platform, in.User.ID) {
-		return true
-	}
-	key := string(in.Conv.Platform) + ":" + in.User.ID
-	wait, err := g.budget.Reserve(ctx, key)
-	if err != nil {
-		// A budget that cannot be asked does not stop messages.
-		g.log.Warn("sender budget unavailable; message let through", "err", err)
-		return true
-	}
-	if wait <= 0 {
-		return true
-	}
-	g.metrics.dropped()
-	notice, err := g.budget.Reserve(ctx, key+":notice")
-	switch {
-	case err != nil:
-		g.log.Warn("sender budget unavailable; over-budget notice not sent", "err", err)
-	case notice <= 0:
-		g.reply(ctx, in, fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second)))
-	}
-	return false
-}
-
-// deliver hands a durable message to its session owner.
-func (g *Gateway) deliver(ctx context.Context, inboxID string, item inboxItem) {
-	g.route(ctx, &pending{item: item, inboxID: inboxID})
 }
 
 // route finds p's owner and location and hands p over.

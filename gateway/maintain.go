@@ -14,7 +14,7 @@ import (
 // (sessionview.Maintenance), compacting at the location's head.
 func (r *run) maintenance() *agent.Maintenance {
 	o, loc := r.o, r.loc
-	return sessionview.Maintenance(o.g.cfg.Compaction,
+	return sessionview.Maintenance(o.cfg.Compaction,
 		func(ctx context.Context, instructions string) (compaction.Result, error) {
 			return o.compactNow(ctx, loc, r.model, instructions)
 		},
@@ -38,5 +38,5 @@ func (o *owner) compactNow(ctx context.Context, loc *location, model llm.Model, 
 	if err != nil {
 		return compaction.Result{}, err
 	}
-	return sessionview.Compact(ctx, o.sess, locHead{o: o, loc: loc}, model, o.g.cfg.Compaction, instructions, thinking)
+	return sessionview.Compact(ctx, o.sess, locHead{o: o, loc: loc}, model, o.cfg.Compaction, instructions, thinking)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,6 +34,14 @@ type owner struct {
 	closed   bool
 	// stopWatch ends watchLease when the owner closes.
 	stopWatch chan struct{}
+	// post queues work on the mailbox of a location (mailboxes.post).
+	post func(loc string, f func()) bool
+	log  *slog.Logger
+	cfg  *Config // the gateway's, read-only
+	// track runs a run on a goroutine the gateway waits for; runContext
+	// is the parent of every run (both from the gateway).
+	track      func(f func(context.Context))
+	runContext func() context.Context
 }
 
 // sessionGroupWindow is how long a grouped session append may wait for
@@ -230,7 +239,8 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 }
 
 func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
-	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now()}
+	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now(),
+		log: g.log, cfg: &g.cfg, post: g.mail.post, track: g.track, runContext: g.runContext}
 	g.mu.Lock()
 	if prev, ok := g.owners[path]; ok {
 		g.mu.Unlock()
@@ -273,7 +283,7 @@ func (o *owner) watchLease() {
 	if closed {
 		return
 	}
-	o.g.log.Warn("session lease lost; stopping its runs", "path", o.path)
+	o.log.Warn("session lease lost; stopping its runs", "path", o.path)
 	o.sess.SetFenced(errLeaseLost)
 	o.freezeAll("⚠️ interrupted: another pibot instance took over this conversation")
 	o.g.mu.Lock()
@@ -325,11 +335,11 @@ func (o *owner) location(key string, conv chat.ConvRef) *location {
 func (o *owner) savedModeLocked(key string) string {
 	head, ok := o.heads[key]
 	if !ok {
-		return o.g.cfg.QueueMode
+		return o.cfg.QueueMode
 	}
 	branch, err := o.sess.Branch(head)
 	if err != nil {
-		return o.g.cfg.QueueMode
+		return o.cfg.QueueMode
 	}
 	for i := len(branch) - 1; i >= 0; i-- {
 		if e := branch[i]; e.Type == session.TypeCustom && e.CustomType == customQueue {
@@ -339,7 +349,7 @@ func (o *owner) savedModeLocked(key string) string {
 			}
 		}
 	}
-	return o.g.cfg.QueueMode
+	return o.cfg.QueueMode
 }
 
 func (o *owner) head(loc *location) string {
@@ -455,7 +465,7 @@ func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
 		return
 	}
 	if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
-		o.g.log.Warn("branch", "loc", loc.key, "err", err)
+		o.log.Warn("branch", "loc", loc.key, "err", err)
 	}
 }
 
@@ -491,7 +501,7 @@ func (o *owner) close() {
 	}
 	o.mu.Unlock()
 	if err := o.sess.Close(); err != nil {
-		o.g.log.Warn("close session", "path", o.path, "err", err)
+		o.log.Warn("close session", "path", o.path, "err", err)
 	}
 	if o.lease != nil {
 		o.g.release(context.Background(), o.lease)

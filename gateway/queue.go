@@ -18,12 +18,14 @@ const (
 
 var queueModes = []string{modeSteer, modeFollowup, modeCollect, modeInterrupt}
 
-// collectLocked buffers p and (re)arms the debounce timer. o.mu is held.
-func (o *owner) collectLocked(loc *location, p *pending) {
+// collectLocked buffers p and (re)arms the debounce timer. o.mu is held;
+// the returned func tells the users what happened and must be called
+// once it is released (it may send).
+func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
 	g := o.g
 	loc.collect = append(loc.collect, p)
+	var dropped *pending
 	if n := len(loc.collect); n > g.cfg.CollectCap {
-		var dropped *pending
 		if g.cfg.CollectDrop == "new" {
 			dropped = loc.collect[n-1]
 			loc.collect = loc.collect[:n-1]
@@ -31,15 +33,25 @@ func (o *owner) collectLocked(loc *location, p *pending) {
 			dropped = loc.collect[0]
 			loc.collect = loc.collect[1:]
 		}
-		go o.drop(dropped, "the collect queue is full")
 	}
 	if loc.collectTimer != nil {
 		loc.collectTimer.Stop()
 	}
-	if len(loc.collect) > 0 && loc.collect[len(loc.collect)-1] == p {
-		go g.queued(context.Background(), p, "📥 collected")
+	kept := len(loc.collect) > 0 && loc.collect[len(loc.collect)-1] == p
+	// The window's end is work of the location: it waits its turn in the
+	// mailbox. Once the gateway shuts down the mailbox takes nothing and
+	// the collected messages stay in the inbox for the next start.
+	loc.collectTimer = time.AfterFunc(g.cfg.CollectDebounce, func() {
+		o.post(loc.key, func() { o.flushCollect(loc) })
+	})
+	return func() {
+		if dropped != nil {
+			o.drop(dropped, "the collect queue is full")
+		}
+		if kept {
+			g.queued(context.Background(), p, "📥 collected")
+		}
 	}
-	loc.collectTimer = time.AfterFunc(g.cfg.CollectDebounce, func() { o.flushCollect(loc) })
 }
 
 // flushCollect merges the collected messages into one follow-up.

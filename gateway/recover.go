@@ -181,8 +181,8 @@ func (g *Gateway) recover(ctx context.Context) {
 			continue
 		}
 		g.markSeen(ctx, item.In.DedupKey)
-		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key())
-		g.deliver(ctx, it.ID, item)
+		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key(), "kind", item.Kind)
+		g.intake.post(it.ID, item, true)
 	}
 }
 

@@ -76,13 +76,13 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 				return
 			case o.resumable(loc):
 				// Its run was cut short (crash, restart): finish it.
-				o.g.log.Info("resuming an interrupted run", "loc", loc.key)
+				o.log.Info("resuming an interrupted run", "loc", loc.key)
 				p.applied = true
 				o.startRun(loc, []*pending{p})
 				return
 			}
 		}
-		o.g.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
+		o.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
 		o.g.ackAll(ctx, []*pending{p})
 		return
 	}
@@ -102,8 +102,9 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		p.queued = true
 	}
 	if mode == modeCollect {
-		o.collectLocked(loc, p)
+		after := o.collectLocked(loc, p)
 		o.mu.Unlock()
+		after()
 		return
 	}
 	if r == nil {
@@ -166,46 +167,51 @@ func (o *owner) startRun(loc *location, ps []*pending) { o.startRunWith(loc, ps,
 // startRunWith starts a run; prelude, if set, runs first inside the run
 // (with the reply started) and may end it by returning false.
 func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.Context, *run) bool) {
-	g := o.g
-	g.mu.Lock()
-	parent := g.runCtx
-	g.mu.Unlock()
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithCancel(parent)
-	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, rec: o.recorder(loc), prelude: prelude}
-
+	parent := o.runContext()
+	r := o.newRun(parent, loc, prelude)
 	o.mu.Lock()
 	if o.closed {
 		// Evicted since routing: route the messages again.
 		o.mu.Unlock()
-		cancel()
+		r.cancel()
 		for _, p := range ps {
-			g.route(parent, p)
+			o.g.route(parent, p)
 		}
 		return
 	}
 	if loc.run != nil {
 		loc.next = append(loc.next, ps...)
 		o.mu.Unlock()
-		cancel()
+		r.cancel()
 		return
 	}
 	loc.run = r
 	o.mu.Unlock()
+	o.launch(r, ps)
+}
 
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		defer cancel()
+// newRun makes a run for loc that is not started yet; parent is the
+// gateway's run context (taken before o.mu: the gateway's lock is never
+// taken under an owner's).
+func (o *owner) newRun(parent context.Context, loc *location, prelude func(context.Context, *run) bool) *run {
+	ctx, cancel := context.WithCancel(parent)
+	return &run{o: o, loc: loc, ctx: ctx, cancel: cancel, rec: o.recorder(loc), prelude: prelude}
+}
+
+// launch starts r, already installed as its location's run, on a
+// goroutine the gateway waits for.
+func (o *owner) launch(r *run, ps []*pending) {
+	o.track(func(context.Context) {
+		defer r.cancel()
 		r.execute(ps)
-		o.afterRun(loc, r)
-	}()
+		o.afterRun(r.loc, r)
+	})
 }
 
 // park hands p to whatever runs next at r's location: the waiting list
-// while r is still the location's run, else a run of its own.
+// while r is still the location's run, else a run of its own. It runs in
+// the location's mailbox (enqueue is called only there), so p keeps its
+// place before what arrived after it.
 func (o *owner) park(r *run, p *pending) {
 	o.mu.Lock()
 	if r.loc.run == r {
@@ -230,21 +236,32 @@ func (o *owner) afterRun(loc *location, r *run) {
 	r.seal()
 	steer, follow := r.agent.ClearTagged()
 	left := r.untag(append(steer, follow...))
+	parent := o.runContext()
 	o.mu.Lock()
 	loc.run = nil
 	next := append(left, loc.next...)
 	loc.next = nil
 	o.lastUsed = time.Now()
+	// The waiting messages take the location over in the same step, so a
+	// message the mailbox accepts meanwhile queues behind them.
+	var nr *run
+	if len(next) > 0 && !o.closed {
+		nr = o.newRun(parent, loc, nil)
+		loc.run = nr
+	}
 	o.mu.Unlock()
 	o.g.runs.remove(o.path, loc.key)
 	// Waiting messages do not wait for the disk.
-	if len(next) > 0 {
-		o.startRun(loc, next)
+	switch {
+	case nr != nil:
+		o.launch(nr, next)
+	case len(next) > 0:
+		o.startRun(loc, next) // the owner closed: routed again
 	}
 	// The run is over: once the session is on disk its messages leave the
 	// inbox. Until then a crash replays them and resumes the run.
 	if err := errors.Join(o.sess.Flush(), o.g.index.sync()); err != nil {
-		o.g.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
+		o.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
 		if o.lostToStorage(err) {
 			// A full disk: taken up again once a probe finds it writable.
 			o.g.storageFailed(o, err)
@@ -500,9 +517,9 @@ func (o *owner) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, str
 	}
 	if err != nil {
 		// The error names server paths: the log gets it, the chat does not.
-		o.g.log.Error("read session context", "path", o.path, "loc", loc.key, "err", err)
+		o.log.Error("read session context", "path", o.path, "loc", loc.key, "err", err)
 		return nil, "", "", errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
 	}
-	ref, thinking := sessionview.Resolve(c, loc.model, o.g.cfg.Model, o.g.cfg.Thinking)
+	ref, thinking := sessionview.Resolve(c, loc.model, o.cfg.Model, o.cfg.Thinking)
 	return msgs, thinking, ref, nil
 }

@@ -23,7 +23,7 @@ func (g *Gateway) runAdapter(ctx context.Context, a chat.Adapter) error {
 			return g.runSingleton(ctx, a, "adapter:"+key)
 		}
 	}
-	return a.Run(ctx, g.sink)
+	return a.Run(ctx, g.intake.sink)
 }
 
 // runSingleton runs a's Run under the lease key: it waits for the lease
@@ -72,7 +72,7 @@ func (g *Gateway) runLeased(ctx context.Context, a chat.Adapter, lease cluster.L
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx, g.sink) }()
+	go func() { done <- a.Run(runCtx, g.intake.sink) }()
 	select {
 	case err := <-done:
 		return false, err

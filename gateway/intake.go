@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/gateway/access"
+)
+
+// intake takes events from the adapters: access, dedupe, the sender's
+// budget, a durable inbox item, and the item posted to its location's
+// mailbox (mailbox.go). It holds no gateway: its collaborators are
+// injected (wireIntake).
+type intake struct {
+	log      *slog.Logger
+	metrics  *Metrics
+	access   *access.Checker
+	dedupe   Dedupe
+	budget   Budget
+	inbox    Inbox
+	commands *commands
+	mail     *mailboxes
+	// reply answers in in's conversation; moved handles a platform's
+	// "conversation moved" event; route hands a message to its owner;
+	// refused reports an inbox that refused an event (health.go);
+	// runContext is the parent of the mailboxes' work.
+	reply      func(ctx context.Context, in chat.Inbound, md string)
+	moved      func(ctx context.Context, in chat.Inbound)
+	route      func(ctx context.Context, p *pending)
+	refused    func(ctx context.Context, in chat.Inbound, err error)
+	runContext func() context.Context
+}
+
+// wireIntake builds the intake of g.
+func wireIntake(g *Gateway) *intake {
+	return &intake{
+		log:      g.log,
+		metrics:  g.metrics,
+		access:   g.access,
+		dedupe:   g.dedupe,
+		budget:   g.budget,
+		inbox:    g.inbox,
+		commands: g.commands,
+		mail:     g.mail,
+		reply:    g.reply,
+		moved:    g.moved,
+		route:    g.route,
+		refused: func(ctx context.Context, in chat.Inbound, err error) {
+			g.storageFailed(nil, err)
+			g.storageDown(ctx, in)
+		},
+		runContext: g.runContext,
+	}
+}
+
+// sink is the chat.Sink of every adapter.
+func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
+	i.metrics.inbound(in.Conv.Platform)
+	if in.Kind == chat.KindMoved {
+		// A platform event, judged by the group it moves, not by a sender.
+		i.moved(ctx, in)
+		return nil
+	}
+	d := i.access.Check(ctx, in)
+	if d.Err != nil {
+		// Not let in on a store that cannot say; the next message asks again.
+		i.log.Error("access check failed; event ignored", "conv", in.Conv.Key(), "user", in.User.ID, "err", d.Err)
+	}
+	switch d.Verdict {
+	case access.Ignore:
+		return nil
+	case access.Pair, access.Deny:
+		i.reply(ctx, in, d.Reply)
+		return nil
+	}
+	if in.DedupKey != "" {
+		dup, err := i.dedupe.Seen(ctx, in.DedupKey)
+		if err != nil {
+			return fmt.Errorf("gateway: dedupe: %w", err)
+		}
+		if dup {
+			i.log.Debug("duplicate event dropped", "key", in.DedupKey)
+			return nil
+		}
+	}
+	if !i.withinBudget(ctx, in) { // messages and commands, not presses
+		return nil
+	}
+	item := inboxItem{In: in}
+	switch {
+	case in.Kind == chat.KindAction && in.Action != nil:
+		item.Kind = itemPress
+	case in.Command != nil:
+		if !i.commands.needsSession(in.Command.Name) {
+			// /help, /whoami, an unknown command, and the usage and
+			// rights answers of /steer and /followup: no session needed.
+			mode, handled := i.commands.dispatch(ctx, in, false)
+			if handled {
+				return nil
+			}
+			item.Mode = mode
+			item.In.Text = in.Command.Args
+			item.In.Command = nil
+		} else {
+			item.Kind = itemCommand
+		}
+	}
+	if item.Kind == itemMessage && item.In.Text == "" && len(item.In.Files) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(item)
+	if err != nil {
+		return fmt.Errorf("gateway: encode inbound: %w", err)
+	}
+	id, durable, err := i.inbox.Begin(ctx, data)
+	if err == nil {
+		// The run may start while the inbox fsync is in flight; the
+		// platform hears "received" only once the message is durable.
+		i.post(id, item, false)
+		err = durable()
+	}
+	if err != nil && item.Kind != itemMessage {
+		// A command or press works without the inbox, as it always did
+		// (/stop on a full disk): it is only not replayed after a crash.
+		i.log.Warn("inbox: a command or button press is not durable; executed anyway", "conv", in.Conv.Key(), "err", err)
+		if id == "" {
+			i.post("", item, false)
+		}
+		return nil
+	}
+	if err != nil {
+		// Not acknowledged: the platform delivers it again, and a copy
+		// that already reached its session is recognised there.
+		if in.DedupKey != "" {
+			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
+				// The redelivery will be dropped as a duplicate.
+				i.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)
+			}
+		}
+		i.refused(ctx, in, err) // health.go: degraded until a probe succeeds; the sender is told
+		if id != "" {
+			// Not taken: the redelivery is. (On a failing disk this ack
+			// may fail too; the copy then replays at the next start and
+			// its session recognises it.)
+			if aerr := i.inbox.Ack(ctx, id); aerr != nil {
+				i.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
+			}
+		}
+		return fmt.Errorf("gateway: inbox: %w", err)
+	}
+	return nil
+}
+
+// withinBudget applies the per-sender message budget. A sender over it is
+// told once per cool-down that the message was not processed.
+func (i *intake) withinBudget(ctx context.Context, in chat.Inbound) bool {
+	if i.budget == nil || in.Kind != chat.KindMessage || i.access.IsOwner(in.Conv.Platform, in.User.ID) {
+		return true
+	}
+	key := string(in.Conv.Platform) + ":" + in.User.ID
+	wait, err := i.budget.Reserve(ctx, key)
+	if err != nil {
+		// A budget that cannot be asked does not stop messages.
+		i.log.Warn("sender budget unavailable; message let through", "err", err)
+		return true
+	}
+	if wait <= 0 {
+		return true
+	}
+	i.metrics.dropped()
+	notice, err := i.budget.Reserve(ctx, key+":notice")
+	switch {
+	case err != nil:
+		i.log.Warn("sender budget unavailable; over-budget notice not sent", "err", err)
+	case notice <= 0:
+		i.reply(ctx, in, fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second)))
+	}
+	return false
+}
+
+// post hands an inbox item to the mailbox of its location, where it is
+// executed after everything that came before it there. replay marks an
+// item taken from the inbox at start.
+func (i *intake) post(inboxID string, item inboxItem, replay bool) {
+	i.mail.post(item.In.Conv.Key(), func() { i.execute(i.runContext(), inboxID, item, replay) })
+}
+
+// execute does the work of one inbox item; it runs in the mailbox of the
+// item's location.
+func (i *intake) execute(ctx context.Context, inboxID string, item inboxItem, replay bool) {
+	switch item.Kind {
+	case itemMessage:
+		i.route(ctx, &pending{item: item, inboxID: inboxID})
+		return
+	case itemCommand:
+		i.commands.dispatch(ctx, item.In, replay)
+	case itemPress:
+		i.commands.press(ctx, item.In)
+	default:
+		i.log.Error("inbox item of an unknown kind dropped", "kind", item.Kind, "conv", item.In.Conv.Key())
+	}
+	// A command's or press's changes to the session are flushed by the
+	// time it returns (they are appended with SyncAlways).
+	if inboxID != "" {
+		if err := i.inbox.Ack(ctx, inboxID); err != nil {
+			i.log.Warn("inbox ack", "err", err)
+		}
+	}
+}
