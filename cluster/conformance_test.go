@@ -52,6 +52,36 @@ func TestInboxConformance(t *testing.T) {
 	})
 }
 
+func TestIndexConformance(t *testing.T) {
+	path := func(store string) string { return filepath.Join(store, "index.jsonl") }
+	open := map[clustertest.Index]string{}
+	clustertest.RunIndexTests(t, clustertest.IndexHarness{
+		Open: func(t *testing.T, store string) clustertest.Index {
+			ix, err := cluster.OpenIndex(path(store), cluster.IndexOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			open[ix] = store
+			return ix
+		},
+		// A killed process loses what it only buffered: keep the file as
+		// it is, let Close write the rest, then put the copy back.
+		Crash: func(t *testing.T, ix clustertest.Index) {
+			p := path(open[ix])
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ix.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}
+
 func TestDedupeConformance(t *testing.T) {
 	clustertest.RunDedupeTests(t, clustertest.DedupeHarness{
 		Open: func(t *testing.T, ttl time.Duration, max int) (clustertest.Dedupe, func(time.Duration)) {

@@ -89,7 +89,7 @@ agent:
 		// quarantined, which is not what this test is about.
 		crashWait(t, "Telegram's queue confirmed", 30*time.Second, func() bool { return srv.Pending() == 0 })
 		crashWait(t, "an empty inbox", 30*time.Second, func() bool { return crashInboxPending(t, data) == 0 })
-		crashWait(t, "an empty run journal", 30*time.Second, func() bool { return crashRunsJournaled(data) == 0 })
+		crashWait(t, "no reply journaled as streaming", 30*time.Second, func() bool { n, _ := crashOpenReplies(data); return n == 0 })
 	}
 	p.stop()
 	logs = append(logs, p.stderr.String())

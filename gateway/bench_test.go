@@ -503,9 +503,9 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 			bg.waitMetric(b, "pibot_run_seconds", time.Minute, func(v float64) bool { return v >= float64(b.N+1) })
 			if tc.evict != time.Hour {
 				bg.waitMetric(b, "pibot_session_owners", time.Minute, func(v float64) bool { return v == 0 })
-				// Finished runs may still wait on the gateway's run journal,
-				// which serialises its updates: wait until their goroutines
-				// are gone, and report how long that took.
+				// Finished runs may still be settling (flush, acknowledgement):
+				// wait until their goroutines are gone, and report how long
+				// that took.
 				t0 := time.Now()
 				for runtime.NumGoroutine() > g0 && time.Since(t0) < 2*time.Minute {
 					time.Sleep(10 * time.Millisecond)

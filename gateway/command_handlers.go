@@ -41,7 +41,7 @@ func cmdNew(ctx context.Context, c *invocation) {
 	if c.run != nil {
 		c.run.interrupt("stopped by /new")
 	}
-	if err := c.cmds.sessions.unbind(c.in.Conv.Key()); err != nil {
+	if err := c.cmds.sessions.unbind(ctx, c.in.Conv.Key()); err != nil {
 		c.failed(ctx, "starting a new session", err)
 		return
 	}

@@ -132,7 +132,7 @@ type commandSessions interface {
 	// existing returns the conversation's session, nil if it has none.
 	existing(ctx context.Context, in chat.Inbound) (*owner, *location)
 	// unbind detaches the conversation with key convKey from its session.
-	unbind(convKey string) error
+	unbind(ctx context.Context, convKey string) error
 }
 
 // invocation is one use of a command: what its handler gets besides the

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
@@ -53,7 +55,7 @@ func crashCopy(t *testing.T, dir string) string {
 			}
 			return err
 		}
-		// The index and the run journal name files by absolute path.
+		// The index names files by absolute path.
 		b = bytes.ReplaceAll(b, []byte(dir), []byte(dst))
 		return os.WriteFile(to, b, 0o600)
 	})
@@ -128,29 +130,45 @@ func TestStoredAnswerReachesTheChatAfterACrash(t *testing.T) {
 	}
 }
 
+// interrupted is what a reply cut off by a crash says after the restart.
+const interrupted = "interrupted because pibot restarted"
+
+// replyStates lists the states of the pibot.reply entries (the reply
+// journal) of every session, in file order.
+func replyStates(h *harness) []string {
+	var out []string
+	for _, p := range h.sessions() {
+		for _, e := range h.entries(p) {
+			if e.CustomType == "pibot.reply" {
+				var r struct{ State string }
+				_ = json.Unmarshal(e.Data, &r)
+				out = append(out, r.State)
+			}
+		}
+	}
+	return out
+}
+
 // TestDeliveredAnswerIsNotTouchedAfterACrash: the delivery is recorded but
-// the run journal and the inbox still name the run (a crash just after
-// the record). The restart neither marks the delivered reply interrupted
-// nor sends it again.
+// the inbox still names the run (a crash just after the record). The reply
+// journal's entry in the session is closed by the delivery: the restart
+// neither marks the delivered reply interrupted nor sends it again.
 func TestDeliveredAnswerIsNotTouchedAfterACrash(t *testing.T) {
-	h := newHarness(t, []faux.Turn{faux.Text("forty-two")})
-	in := h.send("the question")
+	// Streamed slowly enough that its message is posted (and journaled)
+	// before the run ends.
+	long := strings.Repeat("word ", 30) + "forty-two"
+	h := newHarness(t, []faux.Turn{faux.Text(long).WithDelay(10 * time.Millisecond)})
+	h.send("the question")
 	h.waitText(dmConv, "forty-two")
 	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
-	ds := deliveries(h)
-	if len(ds) != 1 {
+	if ds := deliveries(h); len(ds) != 1 {
 		t.Fatalf("%d deliveries", len(ds))
+	}
+	if st := replyStates(h); !slices.Equal(st, []string{"streaming"}) {
+		t.Fatalf("reply journal %q, want one streaming entry (closed by the delivery)", st)
 	}
 	h.stop()
 	dropLines(t, filepath.Join(h.dir, "inbox.jsonl"), `"op":"ack"`, `"op":"clean"`)
-	path := h.sessions()[0]
-	journal := map[string]any{path + "|" + in.Conv.Key(): map[string]any{
-		"path": path, "loc": in.Conv.Key(), "conv": in.Conv, "refs": []chat.MsgRef{ds[0]},
-	}}
-	b, _ := json.Marshal(journal)
-	if err := os.WriteFile(filepath.Join(h.dir, "runs.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	h.start()
 	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
 	time.Sleep(300 * time.Millisecond)
@@ -159,6 +177,87 @@ func TestDeliveredAnswerIsNotTouchedAfterACrash(t *testing.T) {
 	}
 	if n := h.countIn("interrupted"); n != 0 {
 		t.Fatalf("the delivered answer was marked interrupted: %q", h.ad.Messages(dmConv))
+	}
+}
+
+// TestReplyCutMidStreamIsMarkedAfterACrash: pibot dies while a reply
+// streams. The reply journal entry in the session names its chat message:
+// the restart marks that message interrupted, closes the entry, and the
+// resumed run answers in a new message. A further restart marks nothing
+// again. (The crash is a stop whose last records are dropped: the drained
+// run's own note and the inbox's acknowledgements.)
+func TestReplyCutMidStreamIsMarkedAfterACrash(t *testing.T) {
+	long := strings.Repeat("word ", 200) + "END"
+	h := newHarness(t, []faux.Turn{faux.Text(long).WithDelay(20 * time.Millisecond), faux.Text("the full answer")}, withConfig(fastDrain))
+	h.send("tell me a long story")
+	h.waitFor("the reply journaled on disk", func() bool {
+		s := h.sessions()
+		if len(s) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(s[0])
+		return bytes.Contains(b, []byte(`"pibot.reply"`))
+	})
+	h.stop()
+	if n := h.countIn("END"); n != 0 {
+		t.Fatal("the reply finished before the stop; the test needs it cut off")
+	}
+	dropLines(t, h.sessions()[0], `"state":"noted"`)
+	dropLines(t, filepath.Join(h.dir, "inbox.jsonl"), `"op":"ack"`, `"op":"clean"`)
+	h.start()
+	h.waitText(dmConv, "the full answer")
+	h.waitFor("the cut reply marked", func() bool { return h.countIn(interrupted) == 1 })
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	if msgs := h.ad.Messages(dmConv); len(msgs) != 2 || !strings.Contains(msgs[0], interrupted) {
+		t.Fatalf("chat %q, want the cut reply marked, then the answer", msgs)
+	}
+	if st := replyStates(h); !slices.Contains(st, "marked") {
+		t.Fatalf("reply journal %q: the marked reply is not closed", st)
+	}
+	edits := len(h.ad.Calls())
+	h.restart()
+	time.Sleep(300 * time.Millisecond)
+	for _, c := range h.ad.Calls()[edits:] {
+		if c.Method == chattest.MethodEdit {
+			t.Fatalf("a restart after recovery edited %+v again", c)
+		}
+	}
+}
+
+// TestLegacyRunJournalIsReadOnceAndRemoved: a data directory of an older
+// pibot has runs.json, its reply journal. The first start marks the
+// undelivered reply it names (not the delivered one) and removes it.
+func TestLegacyRunJournalIsReadOnceAndRemoved(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("forty-two")})
+	in := h.send("the question")
+	h.waitText(dmConv, "forty-two")
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	ds := deliveries(h)
+	if len(ds) != 1 {
+		t.Fatalf("%d deliveries", len(ds))
+	}
+	cut, err := h.ad.Send(t.Context(), dmConv, chat.Out{Markdown: "half a reply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	path := h.sessions()[0]
+	journal := map[string]any{path + "|" + in.Conv.Key(): map[string]any{
+		"path": path, "loc": in.Conv.Key(), "conv": in.Conv, "refs": []chat.MsgRef{ds[0], cut},
+	}}
+	b, _ := json.Marshal(journal)
+	runs := filepath.Join(h.dir, "runs.json")
+	if err := os.WriteFile(runs, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitFor("the cut reply marked", func() bool { return h.countIn(interrupted) == 1 })
+	h.waitFor("runs.json removed", func() bool { _, err := os.Stat(runs); return os.IsNotExist(err) })
+	if n := h.countIn("forty-two"); n != 1 {
+		t.Fatalf("the delivered answer is in the chat %d times, want 1; messages: %q", n, h.ad.Messages(dmConv))
+	}
+	if n := h.countIn("half a reply"); n != 0 {
+		t.Fatalf("the cut reply was not marked: %q", h.ad.Messages(dmConv))
 	}
 }
 

@@ -77,14 +77,15 @@ func (r *run) deliver() {
 		g.log.Error("deliver reply", "loc", r.loc.key, "err", err)
 	}
 	if r.frozen.Load() {
-		// Keep the journal entry: the restart resumes this run, and the
-		// reply already says so.
-		g.runs.noted(r.o.path, r.loc, refs)
+		// The restart resumes this run, and the reply already says so:
+		// it is not marked again.
+		r.closeJournal(refs, replyNoted)
 		return
 	}
 	if len(refs) == 0 || err != nil {
 		// Not recorded as delivered: after a crash the answer is sent
 		// again rather than never.
+		r.closeJournal(refs, replyEnded)
 		return
 	}
 	keys := make([]string, len(refs))
@@ -99,27 +100,6 @@ func (r *run) deliver() {
 	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncAlways); err != nil {
 		g.log.Warn("record delivery", "err", err)
 	}
-}
-
-// journal records the reply's messages so a restart can mark them.
-func (r *run) journal() {
-	if r.ctl == nil {
-		return
-	}
-	// Called on every event: the count is cheap, the refs are copied only
-	// when a message was posted.
-	n := r.ctl.Posted()
-	r.mu.Lock()
-	changed := n != r.journaled
-	r.mu.Unlock()
-	if !changed {
-		return
-	}
-	refs := r.ctl.Refs()
-	r.mu.Lock()
-	r.journaled = len(refs)
-	r.mu.Unlock()
-	r.o.g.runs.setRefs(r.o.path, r.loc, refs)
 }
 
 const customDelivery = "pibot.delivery"

@@ -48,6 +48,19 @@ type Budget interface {
 	Reserve(ctx context.Context, key string) (time.Duration, error)
 }
 
+// Index maps a location key to the session file that holds it. It is a
+// cache of what the session files say (their heads name their locations):
+// Bind is seen by Get at once and made durable by the next Sync; Set binds
+// durably; an empty path unbinds. KeysWithPrefix lists the locations of a
+// conversation: the key itself and keys that start with prefix + ":".
+type Index interface {
+	Get(ctx context.Context, loc string) (path string, ok bool, err error)
+	KeysWithPrefix(ctx context.Context, prefix string) ([]string, error)
+	Bind(ctx context.Context, loc, path string) error
+	Set(ctx context.Context, loc, path string) error
+	Sync(ctx context.Context) error
+}
+
 // Locker grants the right to write a session file.
 type Locker interface {
 	Acquire(ctx context.Context, key string, minFence int64) (cluster.Lease, error)
@@ -72,7 +85,7 @@ type ToolPath struct {
 
 // Config configures a Gateway. Zero values get the defaults noted.
 type Config struct {
-	// DataDir holds sessions/, index.jsonl, inbox.jsonl and runs.json.
+	// DataDir holds sessions/ and, unless Deps.Index is set, index.jsonl.
 	DataDir string
 	// Model is the default "provider/model"; "" means no model configured,
 	// and the chat says what to set (NoModelHelp).
@@ -133,8 +146,9 @@ type Gateway struct {
 	// splitters are shared by every reply's stream controller.
 	splitters chat.Splitters
 
-	index *index
-	runs  *runJournal
+	index Index
+	// closeIndex closes an index the gateway opened itself.
+	closeIndex func() error
 
 	mu       sync.Mutex
 	owners   map[string]*owner // by session path
@@ -159,6 +173,10 @@ type Deps struct {
 	Locker   Locker
 	// Budget limits messages per sender (owners are exempt); nil: no limit.
 	Budget Budget
+	// Index binds locations to session files; nil: the gateway opens
+	// DataDir/index.jsonl (cluster.Index), rebuilt from the session files
+	// when missing, and closes it when Run ends.
+	Index Index
 }
 
 // New builds a gateway. It loads the location index of DataDir.
@@ -194,12 +212,14 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	if err := os.MkdirAll(g.sessionsDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	ix, err := openIndex(filepath.Join(cfg.DataDir, "index.jsonl"), g.sessionsDir(), g.log)
-	if err != nil {
-		return nil, err
+	g.index = d.Index
+	if g.index == nil {
+		ix, err := openLocalIndex(filepath.Join(cfg.DataDir, "index.jsonl"), g.sessionsDir(), g.log)
+		if err != nil {
+			return nil, err
+		}
+		g.index, g.closeIndex = ix, ix.Close
 	}
-	g.index = ix
-	g.runs = newRunJournal(filepath.Join(cfg.DataDir, "runs.json"))
 	return g, nil
 }
 
@@ -261,12 +281,6 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.registerCommands(ctx); err != nil {
 		g.log.Warn("register commands", "err", err)
 	}
-	stopJournal, journalDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(journalDone)
-		g.runs.flush(stopJournal, g.log)
-	}()
-	defer func() { close(stopJournal); <-journalDone }()
 	g.recover(ctx)
 
 	var wg sync.WaitGroup
@@ -336,8 +350,10 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 		o.close()
 	}
 	g.watchers.Wait()
-	if err := g.index.close(); err != nil {
-		g.log.Warn("close index", "err", err)
+	if g.closeIndex != nil {
+		if err := g.closeIndex(); err != nil {
+			g.log.Warn("close index", "err", err)
+		}
 	}
 }
 

@@ -13,4 +13,5 @@ var (
 	_ Dedupe       = (*cluster.Dedupe)(nil)
 	_ Budget       = (*cluster.Budget)(nil)
 	_ Locker       = (*cluster.Locker)(nil)
+	_ Index        = (*cluster.Index)(nil)
 )

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/session"
 )
 
@@ -48,12 +49,6 @@ func (g *Gateway) Health() error {
 	return fmt.Errorf("cannot write the data directory since %s: %w", g.health.since.Format(time.RFC3339), g.health.err)
 }
 
-// writeError marks a failed write of the gateway's own files (the index).
-type writeError struct{ err error }
-
-func (e *writeError) Error() string { return e.err.Error() }
-func (e *writeError) Unwrap() error { return e.err }
-
 // storageError reports whether err is a failed write of the data
 // directory, not a lost lease or a closed session.
 func storageError(err error) bool {
@@ -61,8 +56,8 @@ func storageError(err error) bool {
 	if errors.As(err, &fe) {
 		return !errors.Is(fe.Cause, errLeaseLost)
 	}
-	var we *writeError
-	return errors.As(err, &we)
+	// A failed write of the location index.
+	return errors.Is(err, cluster.ErrWrite)
 }
 
 // lostToStorage reports whether err, from o, is due to a failed write:
@@ -182,7 +177,7 @@ func (g *Gateway) probe(ctx context.Context) {
 	if s, ok := g.inbox.(syncer); ok {
 		err = s.Sync()
 	}
-	err = errors.Join(err, g.index.sync(), probeWrite(g.cfg.DataDir))
+	err = errors.Join(err, g.index.Sync(ctx), probeWrite(g.cfg.DataDir))
 	g.health.mu.Lock()
 	if err != nil {
 		g.health.err = err

@@ -87,7 +87,11 @@ func (h gatewayHost) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 
 // existing returns the owner and location of in's conversation, if bound.
 func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *location) {
-	path, ok := h.g.index.get(in.Conv.Key())
+	path, ok, err := h.g.index.Get(ctx, in.Conv.Key())
+	if err != nil {
+		h.g.log.Warn("index: look up a conversation", "conv", in.Conv.Key(), "err", err)
+		return nil, nil
+	}
 	if !ok {
 		return nil, nil
 	}
@@ -98,4 +102,6 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 	return o, o.location(in.Conv.Key(), in.Conv)
 }
 
-func (h gatewayHost) unbind(convKey string) error { return h.g.index.set(convKey, "") }
+func (h gatewayHost) unbind(ctx context.Context, convKey string) error {
+	return h.g.index.Set(ctx, convKey, "")
+}

@@ -33,14 +33,23 @@ func (g *Gateway) moved(ctx context.Context, in chat.Inbound) {
 		g.access.Alias(from.Platform, from.Channel, to.Channel)
 		g.log.Warn("a group moved to a new id; update access.groups in the config", "from", from.Channel, "to", to.Channel)
 	}
-	for _, key := range g.index.keysWithPrefix(from.Key()) {
-		path, ok := g.index.get(key)
+	keys, err := g.index.KeysWithPrefix(ctx, from.Key())
+	if err != nil {
+		g.log.Warn("move conversation: list its locations", "conv", from.Key(), "err", err)
+		return
+	}
+	for _, key := range keys {
+		path, ok, err := g.index.Get(ctx, key)
+		if err != nil {
+			g.log.Warn("move conversation", "loc", key, "err", err)
+			continue
+		}
 		if !ok || path == "" {
 			continue
 		}
 		dest := to
 		dest.Thread = strings.TrimPrefix(strings.TrimPrefix(key, from.Key()), ":")
-		if _, bound := g.index.get(dest.Key()); bound {
+		if _, bound, err := g.index.Get(ctx, dest.Key()); bound || err != nil {
 			continue
 		}
 		src := from
@@ -55,7 +64,7 @@ func (g *Gateway) moved(ctx context.Context, in chat.Inbound) {
 			g.log.Warn("move conversation", "loc", key, "err", err)
 			continue
 		}
-		if err := g.index.set(dest.Key(), path); err != nil {
+		if err := g.index.Set(ctx, dest.Key(), path); err != nil {
 			g.log.Warn("move conversation", "loc", key, "err", err)
 			continue
 		}

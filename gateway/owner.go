@@ -98,7 +98,11 @@ func (p *pending) msgKey() string {
 // message starts a location whose first head is that message's entry.
 func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
 	key := in.Conv.Key()
-	if path, ok := g.index.get(key); ok {
+	path, ok, err := g.index.Get(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: index: %w", err)
+	}
+	if ok {
 		o, err := g.owner(ctx, path)
 		if err == nil {
 			loc := o.location(key, in.Conv)
@@ -120,7 +124,10 @@ func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *locatio
 		parents = append(parents, chat.MsgRef{Conv: root, ID: in.Conv.Thread})
 	}
 	for _, ref := range parents {
-		path, ok := g.index.get(ref.Conv.Key())
+		path, ok, err := g.index.Get(ctx, ref.Conv.Key())
+		if err != nil {
+			return nil, nil, fmt.Errorf("gateway: index: %w", err)
+		}
 		if !ok {
 			continue
 		}
@@ -142,7 +149,7 @@ func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *locatio
 				return nil, nil, err
 			}
 		}
-		if err := g.index.bind(key, path); err != nil {
+		if err := g.index.Bind(ctx, key, path); err != nil {
 			return nil, nil, err
 		}
 		return o, loc, nil
@@ -171,14 +178,14 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	// The binding is durable before the file exists (BeforeCreate): once
 	// an entry of this conversation is on disk, a restart finds its file
 	// instead of opening a second session and running a tool again.
-	if err := g.index.bind(key, path); err != nil {
+	if err := g.index.Bind(ctx, key, path); err != nil {
 		g.release(ctx, lease)
 		return nil, nil, err
 	}
 	// The file is created by the session's first flush, off the message's
 	// path: until the run ends and the session is flushed, the inbox
 	// holds the message.
-	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: g.index.sync})
+	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return g.index.Sync(context.Background()) }})
 	if err != nil {
 		g.release(ctx, lease)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
@@ -380,7 +387,7 @@ func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) 
 // an entry on disk never names a location whose binding is not.
 func (o *owner) settle(err error, sync session.SyncPolicy) error {
 	if err == nil && sync == session.SyncAlways {
-		err = errors.Join(o.sess.Flush(), o.g.index.sync())
+		err = errors.Join(o.sess.Flush(), o.g.index.Sync(context.Background()))
 	}
 	if err != nil {
 		o.g.storageFailed(o, err)

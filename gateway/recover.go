@@ -3,156 +3,29 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
-// runJournal is runs.json: the chat messages of replies being streamed
-// right now, so that after a crash the next start can mark them
-// interrupted. It lives in memory; one goroutine (flush) writes coalesced
-// snapshots, fsynced, off the path of any message.
-type runJournal struct {
-	path  string
-	mu    sync.Mutex
-	m     map[string]journalEntry
-	dirty chan struct{}
-}
-
-type journalEntry struct {
-	Path string        `json:"path"`
-	Loc  string        `json:"loc"`
-	Conv chat.ConvRef  `json:"conv"`
-	Refs []chat.MsgRef `json:"refs,omitempty"`
-	// Noted: the reply already says it was interrupted (a drained run).
-	Noted bool `json:"noted,omitempty"`
-}
-
-func newRunJournal(path string) *runJournal {
-	return &runJournal{path: path, m: map[string]journalEntry{}, dirty: make(chan struct{}, 1)}
-}
-
-// previous returns what the last process left in the file.
-func (j *runJournal) previous() map[string]journalEntry {
-	m := map[string]journalEntry{}
-	if b, err := os.ReadFile(j.path); err == nil {
-		_ = json.Unmarshal(b, &m)
-	}
-	return m
-}
-
-func (j *runJournal) set(e journalEntry) {
-	j.mu.Lock()
-	j.m[e.Path+"|"+e.Loc] = e
-	j.mu.Unlock()
-	j.touch()
-}
-
-func (j *runJournal) setRefs(path string, loc *location, refs []chat.MsgRef) {
-	j.set(journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs})
-}
-
-// noted records that a drained run marked its own reply.
-func (j *runJournal) noted(path string, loc *location, refs []chat.MsgRef) {
-	j.set(journalEntry{Path: path, Loc: loc.key, Conv: loc.conv, Refs: refs, Noted: true})
-}
-
-func (j *runJournal) remove(path, loc string) {
-	j.mu.Lock()
-	_, ok := j.m[path+"|"+loc]
-	delete(j.m, path+"|"+loc)
-	j.mu.Unlock()
-	if ok {
-		j.touch()
-	}
-}
-
-func (j *runJournal) touch() {
-	select {
-	case j.dirty <- struct{}{}:
-	default:
-	}
-}
-
-// journalInterval is the least time between two snapshots: changes in
-// between are written together.
-const journalInterval = 100 * time.Millisecond
-
-// flush writes snapshots until stop is closed, then writes the last one.
-func (j *runJournal) flush(stop <-chan struct{}, log interface{ Warn(string, ...any) }) {
-	for {
-		select {
-		case <-j.dirty:
-		case <-stop:
-			if err := j.write(); err != nil {
-				log.Warn("write runs.json", "err", err)
-			}
-			return
-		}
-		if err := j.write(); err != nil {
-			log.Warn("write runs.json", "err", err)
-		}
-		select {
-		case <-time.After(journalInterval):
-		case <-stop:
-			if err := j.write(); err != nil {
-				log.Warn("write runs.json", "err", err)
-			}
-			return
-		}
-	}
-}
-
-func (j *runJournal) write() error {
-	j.mu.Lock()
-	b, err := json.Marshal(j.m)
-	j.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(j.path, b)
-}
-
-const interruptedNote = "⚠️ _This reply was interrupted because pibot restarted._"
-
-// recover marks replies a crash interrupted and replays the inbox: every
-// accepted message whose run did not finish. A message not yet in its
+// recover marks replies a crash interrupted (replies.go) and replays the
+// inbox: every accepted message whose run did not finish. A message not yet in its
 // session is delivered again; one already there resumes its run when that
 // is safe (see resumable), and one whose answer is in the session but not
 // in the chat gets that answer (see accept). A message that was being
 // handled during quarantineAfter crashes is set aside instead.
 func (g *Gateway) recover(ctx context.Context) {
-	for _, je := range g.runs.previous() {
-		ad := g.adapters[je.Conv.Platform]
-		if ad == nil || je.Noted || len(je.Refs) == 0 {
-			continue
-		}
-		// A reply whose delivery is recorded reached the chat whole: only
-		// the run journal's removal was lost.
-		done := g.deliveredRefs(ctx, je)
-		for _, ref := range je.Refs {
-			if done[ref.Key()] {
-				continue
-			}
-			if err := ad.Edit(ctx, ref, chat.Out{Markdown: interruptedNote}); err != nil {
-				g.log.Warn("mark interrupted reply", "ref", ref.Key(), "err", err)
-			}
-		}
-	}
-	g.runs.touch() // the file now holds this process's (empty) state
 	var replay []cluster.InboxItem
 	pending, err := g.inbox.Pending(ctx)
 	if err != nil {
 		// Nothing is lost: the items stay pending for the next start.
 		g.log.Error("inbox: list accepted messages; none replayed", "err", err)
 	}
+	g.markLegacyRuns(ctx)
+	g.markInterrupted(ctx, pending)
 	for _, it := range pending {
 		if it.Crashes >= quarantineAfter {
 			g.quarantine(ctx, it)
@@ -232,35 +105,6 @@ func (g *Gateway) quarantine(ctx context.Context, it cluster.InboxItem) {
 	if item.In.Conv.Platform != "" {
 		g.reply(ctx, item.In, quarantineNotice)
 	}
-}
-
-// deliveredRefs returns the chat messages of the latest delivery recorded
-// on the branch of a journaled run's location.
-func (g *Gateway) deliveredRefs(ctx context.Context, je journalEntry) map[string]bool {
-	o, err := g.owner(ctx, je.Path)
-	if err != nil {
-		return nil
-	}
-	o.mu.Lock()
-	head, ok := o.heads[je.Loc]
-	o.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	branch, err := o.sess.Branch(head)
-	if err != nil {
-		return nil
-	}
-	for i := len(branch) - 1; i >= 0; i-- {
-		if d, ok := deliveryOf(branch[i]); ok {
-			done := map[string]bool{}
-			for _, k := range d.Refs {
-				done[k] = true
-			}
-			return done
-		}
-	}
-	return nil
 }
 
 // delivery is the data of a pibot.delivery entry.

@@ -226,8 +226,8 @@ func (o *owner) park(r *run, p *pending) {
 // afterRun clears the run and starts the next one if messages wait.
 func (o *owner) afterRun(loc *location, r *run) {
 	if r.frozen.Load() {
-		// Shutdown: the journal keeps this run so the restart resumes it,
-		// and unrecorded messages are still in the inbox.
+		// Shutdown: unrecorded messages are still in the inbox, so the
+		// restart resumes this run.
 		o.mu.Lock()
 		loc.run = nil
 		o.mu.Unlock()
@@ -250,7 +250,6 @@ func (o *owner) afterRun(loc *location, r *run) {
 		loc.run = nr
 	}
 	o.mu.Unlock()
-	o.g.runs.remove(o.path, loc.key)
 	// Waiting messages do not wait for the disk.
 	switch {
 	case nr != nil:
@@ -260,7 +259,7 @@ func (o *owner) afterRun(loc *location, r *run) {
 	}
 	// The run is over: once the session is on disk its messages leave the
 	// inbox. Until then a crash replays them and resumes the run.
-	if err := errors.Join(o.sess.Flush(), o.g.index.sync()); err != nil {
+	if err := errors.Join(o.sess.Flush(), o.g.index.Sync(context.WithoutCancel(r.ctx))); err != nil {
 		o.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
 		if o.lostToStorage(err) {
 			// A full disk: taken up again once a probe finds it writable.

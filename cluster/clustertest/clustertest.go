@@ -1,7 +1,7 @@
 // Package clustertest is a conformance suite for the cluster seams of the
-// gateway: lockers, inboxes, dedupers and rate budgets. The embedded
-// implementations of package cluster pass it; a Redis-backed one must
-// pass it too. Each Run function takes a harness that opens the
+// gateway: lockers, inboxes, location indexes, dedupers and rate budgets.
+// The embedded implementations of package cluster pass it; a Redis-backed
+// one must pass it too. Each Run function takes a harness that opens the
 // implementation on a named store, so a test can reopen the same store as
 // a restarted process (or another replica) would.
 package clustertest

@@ -67,7 +67,7 @@ func onlySession(t *testing.T, dir string) string {
 }
 
 // normalized is a session file without its header, pibot's custom entries
-// and pibot fields (pibot, fence), with ids replaced by line numbers and timestamps and
+// (spliced out of the tree) and pibot fields (pibot, fence), with ids replaced by line numbers and timestamps and
 // usage masked.
 func normalized(t *testing.T, path string) string {
 	t.Helper()
@@ -76,6 +76,11 @@ func normalized(t *testing.T, path string) string {
 	var out []string
 	for _, e := range lines {
 		if e["type"] == "custom" && strings.HasPrefix(e["customType"].(string), "pibot.") {
+			// Its children hang off its parent (pibot.reply sits between
+			// a user message and the answer).
+			if p, ok := e["parentId"]; ok && p != nil {
+				index[e["id"]] = index[p]
+			}
 			continue
 		}
 		index[e["id"]] = len(out)

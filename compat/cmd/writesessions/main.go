@@ -98,7 +98,10 @@ func run(dir string) error {
 	l1 := "first question"
 	lab := w.add(session.Entry{Type: session.TypeLabel, TargetID: u1, Label: &l1}, a2)
 	u2 := w.add(user("Now summarise it", &session.Meta{Loc: "telegram:1", Msg: "telegram:1:12"}), lab)
-	a3 := w.add(assistant("Two lines of text."), u2)
+	// The reply journal: a custom entry between a user message and its
+	// answer, as the gateway writes it while a reply streams.
+	rp := w.add(session.Entry{Type: session.TypeCustom, CustomType: "pibot.reply", Data: json.RawMessage(`{"refs":[{"conv":{"platform":"telegram","channel":"1"},"id":"13"}],"state":"streaming"}`), Pibot: &session.Meta{Loc: "telegram:1"}}, u2)
+	a3 := w.add(assistant("Two lines of text."), rp)
 	// A reply to an older message branches (new head for the location).
 	if w.err == nil {
 		w.err = s.MoveHead("telegram:1", a1, session.SyncAlways)

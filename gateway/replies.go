@@ -1,0 +1,250 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/session"
+)
+
+// The reply journal lives in the session file: when a run posts the first
+// chat message of its reply (and each further one, when the reply is split),
+// it appends a pibot.reply entry naming those messages at its location and
+// has the session flushed off the run's path. The run's pibot.delivery
+// entry closes it, and so does a pibot.reply entry with another state. After
+// a crash, whichever process takes the session over finds the open entries
+// and marks their messages interrupted (markInterrupted). pi ignores custom
+// entries, so the file stays readable by pi.
+
+const (
+	customReply = "pibot.reply"
+
+	// replyStreaming: the reply is being posted.
+	replyStreaming = "streaming"
+	// replyNoted: a drained run ended the reply with a note of its own.
+	replyNoted = "noted"
+	// replyEnded: the run ended without a recorded delivery.
+	replyEnded = "ended"
+	// replyMarked: a restart marked the reply interrupted.
+	replyMarked = "marked"
+)
+
+const interruptedNote = "⚠️ _This reply was interrupted because pibot restarted._"
+
+// replyRecord is the data of a pibot.reply entry.
+type replyRecord struct {
+	Refs  []chat.MsgRef `json:"refs,omitempty"`
+	State string        `json:"state"`
+}
+
+// journal records the reply's messages once one more of them is posted.
+func (r *run) journal() {
+	if r.ctl == nil || r.frozen.Load() {
+		return
+	}
+	// Called on every event: the count is cheap, the refs are copied only
+	// when a message was posted.
+	n := r.ctl.Posted()
+	r.mu.Lock()
+	changed := n != r.journaled
+	r.mu.Unlock()
+	if !changed {
+		return
+	}
+	refs := r.ctl.Refs()
+	r.mu.Lock()
+	r.journaled = len(refs)
+	r.mu.Unlock()
+	r.recordReply(refs, replyStreaming)
+	// The message is in the chat already: its entry goes to the disk now,
+	// not at the end of the session's group window, on a goroutine of its
+	// own so the reply does not wait for it.
+	o := r.o
+	o.g.track(func(context.Context) {
+		if err := o.settle(nil, session.SyncAlways); err != nil {
+			o.g.log.Warn("flush the messages of a reply", "path", o.path, "err", err)
+		}
+	})
+}
+
+// closeJournal closes the reply's journal entry when the run recorded no
+// delivery: state says why (replyNoted, replyEnded).
+func (r *run) closeJournal(refs []chat.MsgRef, state string) {
+	r.mu.Lock()
+	journaled := r.journaled > 0
+	r.mu.Unlock()
+	if journaled {
+		r.recordReply(refs, state)
+	}
+}
+
+// recordReply appends a pibot.reply entry without waiting for the disk:
+// the group commit writes it within sessionGroupWindow.
+func (r *run) recordReply(refs []chat.MsgRef, state string) {
+	data, _ := json.Marshal(replyRecord{Refs: refs, State: state})
+	e := session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}
+	if _, err := r.o.append(r.loc, e, session.SyncGrouped); err != nil {
+		r.o.g.log.Warn("record the messages of a reply", "loc", r.loc.key, "err", err)
+	}
+}
+
+// openReply returns the reply of loc's last run when it is still marked
+// streaming: the last pibot.reply or pibot.delivery entry of the location
+// on its branch is a streaming pibot.reply.
+func (o *owner) openReply(key, head string) (replyRecord, bool) {
+	branch, err := o.sess.Branch(head)
+	if err != nil {
+		return replyRecord{}, false
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		if e.Type != session.TypeCustom || e.Pibot == nil || e.Pibot.Loc != key {
+			continue
+		}
+		if _, ok := deliveryOf(e); ok {
+			return replyRecord{}, false
+		}
+		if e.CustomType != customReply {
+			continue
+		}
+		var rr replyRecord
+		if json.Unmarshal(e.Data, &rr) != nil {
+			return replyRecord{}, false
+		}
+		return rr, rr.State == replyStreaming && len(rr.Refs) > 0
+	}
+	return replyRecord{}, false
+}
+
+// markInterrupted marks the replies a crash cut off mid-stream in the
+// sessions of the accepted messages (a reply is streamed only while its
+// message is in the inbox), and closes their journal entries.
+func (g *Gateway) markInterrupted(ctx context.Context, items []cluster.InboxItem) {
+	paths := map[string]bool{}
+	for _, it := range items {
+		var item inboxItem
+		if json.Unmarshal(it.Data, &item) != nil || item.In.Conv.Platform == "" {
+			continue
+		}
+		path, ok, err := g.index.Get(ctx, item.In.Conv.Key())
+		if err != nil {
+			g.log.Warn("index: find the session of an accepted message", "conv", item.In.Conv.Key(), "err", err)
+			continue
+		}
+		if ok {
+			paths[path] = true
+		}
+	}
+	for path := range paths {
+		o, err := g.owner(ctx, path)
+		if err != nil {
+			g.log.Warn("open a session to mark interrupted replies", "path", path, "err", err)
+			continue
+		}
+		o.mu.Lock()
+		heads := make(map[string]string, len(o.heads))
+		for k, h := range o.heads {
+			heads[k] = h
+		}
+		o.mu.Unlock()
+		for key, head := range heads {
+			rr, open := o.openReply(key, head)
+			if !open {
+				continue
+			}
+			g.log.Info("marking a reply cut off by a restart interrupted", "loc", key, "messages", len(rr.Refs))
+			g.markReply(ctx, rr.Refs, nil)
+			loc := o.location(key, rr.Refs[0].Conv)
+			data, _ := json.Marshal(replyRecord{Refs: rr.Refs, State: replyMarked})
+			if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}, session.SyncGrouped); err != nil {
+				g.log.Warn("record a marked reply", "loc", key, "err", err)
+			}
+		}
+	}
+}
+
+// markReply edits the messages of an interrupted reply with a note, except
+// those in done.
+func (g *Gateway) markReply(ctx context.Context, refs []chat.MsgRef, done map[string]bool) {
+	for _, ref := range refs {
+		ad := g.adapters[ref.Conv.Platform]
+		if ad == nil || done[ref.Key()] {
+			continue
+		}
+		if err := ad.Edit(ctx, ref, chat.Out{Markdown: interruptedNote}); err != nil {
+			g.log.Warn("mark interrupted reply", "ref", ref.Key(), "err", err)
+		}
+	}
+}
+
+// legacyRun is an entry of runs.json, where pibot kept its reply journal
+// before it moved into the session files.
+type legacyRun struct {
+	Path  string        `json:"path"`
+	Loc   string        `json:"loc"`
+	Refs  []chat.MsgRef `json:"refs"`
+	Noted bool          `json:"noted"`
+}
+
+// markLegacyRuns marks the replies a runs.json left by an older pibot
+// names, once: the file is then removed. A delivered reply (its delivery
+// is recorded on the location's branch) is left alone.
+func (g *Gateway) markLegacyRuns(ctx context.Context) {
+	path := filepath.Join(g.cfg.DataDir, "runs.json")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	runs := map[string]legacyRun{}
+	if err == nil {
+		err = json.Unmarshal(b, &runs)
+	}
+	if err != nil {
+		g.log.Warn("runs.json of an older pibot unreadable; its replies are not marked", "err", err)
+	}
+	for _, lr := range runs {
+		if lr.Noted || len(lr.Refs) == 0 {
+			continue
+		}
+		g.markReply(ctx, lr.Refs, g.deliveredRefs(ctx, lr.Path, lr.Loc))
+	}
+	if err := os.Remove(path); err != nil {
+		g.log.Warn("remove runs.json of an older pibot", "err", err)
+		return
+	}
+	g.log.Info("runs.json of an older pibot read and removed: the reply journal is in the session files now", "replies", len(runs))
+}
+
+// deliveredRefs returns the chat messages of the latest delivery recorded
+// on the branch of loc in the session at path.
+func (g *Gateway) deliveredRefs(ctx context.Context, path, loc string) map[string]bool {
+	o, err := g.owner(ctx, path)
+	if err != nil {
+		return nil
+	}
+	o.mu.Lock()
+	head, ok := o.heads[loc]
+	o.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	branch, err := o.sess.Branch(head)
+	if err != nil {
+		return nil
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		if d, ok := deliveryOf(branch[i]); ok {
+			done := map[string]bool{}
+			for _, k := range d.Refs {
+				done[k] = true
+			}
+			return done
+		}
+	}
+	return nil
+}
