@@ -161,6 +161,7 @@ type Gateway struct {
 	intake   *intake       // the sink of every adapter (intake.go)
 	ready    chan struct{} // closed once Run has recovered and started the adapters
 	health   health        // can the data directory be written (health.go)
+	replier  *replier      // the gateway's own messages to the chats (replier.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -204,6 +205,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		mail:     newMailboxes(),
 		ready:    make(chan struct{}),
 	}
+	g.replier = &replier{adapters: g.adapters, log: g.log, metrics: g.metrics, finalWait: cfg.FinalWait}
 	wireCommands(g) // host.go
 	g.intake = wireIntake(g)
 	for _, a := range d.Adapters {
@@ -426,27 +428,4 @@ func (g *Gateway) track(f func(ctx context.Context)) {
 		defer g.wg.Done()
 		f(ctx)
 	}()
-}
-
-// editRetry edits a message, waiting out rate limits up to FinalWait.
-func (g *Gateway) editRetry(ctx context.Context, ad chat.Adapter, ref chat.MsgRef, out chat.Out) {
-	deadline := time.Now().Add(g.cfg.FinalWait)
-	for {
-		err := ad.Edit(ctx, ref, out)
-		var rl *chat.RateLimitError
-		if err == nil {
-			return
-		}
-		if !errors.As(err, &rl) || time.Now().Add(rl.RetryAfter).After(deadline) {
-			g.log.Warn("edit message", "ref", ref.Key(), "err", err)
-			return
-		}
-		t := time.NewTimer(rl.RetryAfter)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
 }

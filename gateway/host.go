@@ -57,7 +57,7 @@ func (h gatewayHost) editLater(ref chat.MsgRef, out chat.Out) {
 	if ad == nil {
 		return
 	}
-	h.g.track(func(ctx context.Context) { h.g.editRetry(ctx, ad, ref, out) })
+	h.g.track(func(ctx context.Context) { h.g.replier.editRetry(ctx, ad, ref, out) })
 }
 
 func (h gatewayHost) isOwner(p chat.Platform, user string) bool { return h.g.access.IsOwner(p, user) }
@@ -67,7 +67,9 @@ func (h gatewayHost) timer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.C, t.Stop
 }
 
-func (h gatewayHost) reply(ctx context.Context, in chat.Inbound, md string) { h.g.reply(ctx, in, md) }
+func (h gatewayHost) reply(ctx context.Context, in chat.Inbound, md string) {
+	h.g.replier.reply(ctx, in, md)
+}
 
 // answer answers a press through its interaction, or, where the platform
 // has none, with a short reply.
@@ -77,7 +79,7 @@ func (h gatewayHost) answer(ctx context.Context, in chat.Inbound, toast string) 
 			h.g.log.Debug("respond to action", "err", err)
 		}
 	} else if toast != "" {
-		h.g.reply(ctx, in, "_"+toast+"_")
+		h.g.replier.reply(ctx, in, "_"+toast+"_")
 	}
 }
 

@@ -31,7 +31,7 @@ func (g *Gateway) route(ctx context.Context, p *pending) {
 	o, loc, err := g.locate(ctx, p.item.In)
 	if err != nil {
 		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
-		g.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")
+		g.replier.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")
 		return
 	}
 	o.accept(ctx, loc, p)
@@ -47,33 +47,4 @@ func (g *Gateway) ackAll(ctx context.Context, ps []*pending) {
 			}
 		}
 	}
-}
-
-// reply sends a short answer to the conversation of in.
-func (g *Gateway) reply(ctx context.Context, in chat.Inbound, md string) {
-	a := g.adapters[in.Conv.Platform]
-	if a == nil || md == "" {
-		return
-	}
-	out := chat.Out{Markdown: md}
-	if in.Msg.ID != "" {
-		ref := in.Msg
-		out.ReplyTo = &ref
-	}
-	if _, err := a.Send(ctx, in.Conv, out); err != nil {
-		g.log.Warn("send reply", "conv", in.Conv.Key(), "err", err)
-	}
-}
-
-// react marks a message with an emoji where the platform can.
-func (g *Gateway) react(ctx context.Context, ref chat.MsgRef, emoji string) bool {
-	a, ok := g.adapters[ref.Conv.Platform].(chat.Reactor)
-	if !ok || ref.ID == "" {
-		return false
-	}
-	if err := a.React(ctx, ref, emoji); err != nil {
-		g.log.Debug("react", "err", err)
-		return false
-	}
-	return true
 }

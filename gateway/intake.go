@@ -46,7 +46,7 @@ func wireIntake(g *Gateway) *intake {
 		inbox:    g.inbox,
 		commands: g.commands,
 		mail:     g.mail,
-		reply:    g.reply,
+		reply:    g.replier.reply,
 		moved:    g.moved,
 		route:    g.route,
 		refused: func(ctx context.Context, in chat.Inbound, err error) {

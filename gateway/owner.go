@@ -38,6 +38,8 @@ type owner struct {
 	post func(loc string, f func()) bool
 	log  *slog.Logger
 	cfg  *Config // the gateway's, read-only
+	// replier sends the owner's notices (queued, dropped, done).
+	replier *replier
 	// track runs a run on a goroutine the gateway waits for; runContext
 	// is the parent of every run (both from the gateway).
 	track      func(f func(context.Context))
@@ -247,7 +249,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 
 func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now(),
-		log: g.log, cfg: &g.cfg, post: g.mail.post, track: g.track, runContext: g.runContext}
+		log: g.log, cfg: &g.cfg, replier: g.replier, post: g.mail.post, track: g.track, runContext: g.runContext}
 	g.mu.Lock()
 	if prev, ok := g.owners[path]; ok {
 		g.mu.Unlock()

@@ -22,11 +22,10 @@ var queueModes = []string{modeSteer, modeFollowup, modeCollect, modeInterrupt}
 // the returned func tells the users what happened and must be called
 // once it is released (it may send).
 func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
-	g := o.g
 	loc.collect = append(loc.collect, p)
 	var dropped *pending
-	if n := len(loc.collect); n > g.cfg.CollectCap {
-		if g.cfg.CollectDrop == "new" {
+	if n := len(loc.collect); n > o.cfg.CollectCap {
+		if o.cfg.CollectDrop == "new" {
 			dropped = loc.collect[n-1]
 			loc.collect = loc.collect[:n-1]
 		} else {
@@ -41,7 +40,7 @@ func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
 	// The window's end is work of the location: it waits its turn in the
 	// mailbox. Once the gateway shuts down the mailbox takes nothing and
 	// the collected messages stay in the inbox for the next start.
-	loc.collectTimer = time.AfterFunc(g.cfg.CollectDebounce, func() {
+	loc.collectTimer = time.AfterFunc(o.cfg.CollectDebounce, func() {
 		o.post(loc.key, func() { o.flushCollect(loc) })
 	})
 	return func() {
@@ -49,7 +48,7 @@ func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
 			o.drop(dropped, "the collect queue is full")
 		}
 		if kept {
-			g.queued(context.Background(), p, "📥 collected")
+			o.replier.queued(context.Background(), p, "📥 collected")
 		}
 	}
 }
@@ -101,8 +100,8 @@ func mergePending(ps []*pending) *pending {
 func (o *owner) drop(p *pending, reason string) {
 	ctx := context.Background()
 	o.g.metrics.dropped()
-	o.g.react(ctx, p.item.In.Msg, "❌")
-	o.g.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
+	o.replier.react(ctx, p.item.In.Msg, "❌")
+	o.replier.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
 	o.g.ackAll(ctx, []*pending{p})
 }
 

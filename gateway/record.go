@@ -63,7 +63,7 @@ func (r *run) record(e agent.Event) {
 			return
 		}
 		if p.queued {
-			r.o.g.react(r.ctx, p.item.In.Msg, "✅")
+			r.o.replier.react(r.ctx, p.item.In.Msg, "✅")
 		}
 		r.done(p)
 	case llm.RoleAssistant:

@@ -103,7 +103,7 @@ func (g *Gateway) quarantine(ctx context.Context, it cluster.InboxItem) {
 		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "msg", item.In.Msg.Key(), "user", item.In.User.ID)
 	g.markSeen(ctx, item.In.DedupKey)
 	if item.In.Conv.Platform != "" {
-		g.reply(ctx, item.In, quarantineNotice)
+		g.replier.reply(ctx, item.In, quarantineNotice)
 	}
 }
 

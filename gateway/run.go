@@ -117,27 +117,17 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		loc.next = append(loc.next, p)
 		r.interrupt("interrupted by a newer message")
 		o.mu.Unlock()
-		o.g.queued(ctx, p, "⏭ interrupting the current run")
+		o.replier.queued(ctx, p, "⏭ interrupting the current run")
 	case modeFollowup:
 		o.mu.Unlock()
 		if r.enqueue(p, false) {
-			o.g.queued(ctx, p, "📥 queued as a follow-up")
+			o.replier.queued(ctx, p, "📥 queued as a follow-up")
 		}
 	default:
 		o.mu.Unlock()
 		if r.enqueue(p, true) {
-			o.g.queued(ctx, p, "📥 will steer the current run")
+			o.replier.queued(ctx, p, "📥 will steer the current run")
 		}
-	}
-}
-
-// queued tells the user their message is queued: a reaction where the
-// platform has them, a status line otherwise.
-// The caller sets p.queued before the message can be applied.
-func (g *Gateway) queued(ctx context.Context, p *pending, status string) {
-	g.metrics.queued()
-	if !g.react(ctx, p.item.In.Msg, "👀") {
-		g.reply(ctx, p.item.In, "_"+status+"_")
 	}
 }
 

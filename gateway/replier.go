@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// replier sends the gateway's own short messages to the chats: answers,
+// reactions, queue notices and edits retried past rate limits.
+type replier struct {
+	adapters map[chat.Platform]chat.Adapter
+	log      *slog.Logger
+	metrics  *Metrics
+	// finalWait bounds how long editRetry waits out rate limits.
+	finalWait time.Duration
+}
+
+// reply sends a short answer to the conversation of in.
+func (c *replier) reply(ctx context.Context, in chat.Inbound, md string) {
+	a := c.adapters[in.Conv.Platform]
+	if a == nil || md == "" {
+		return
+	}
+	out := chat.Out{Markdown: md}
+	if in.Msg.ID != "" {
+		ref := in.Msg
+		out.ReplyTo = &ref
+	}
+	if _, err := a.Send(ctx, in.Conv, out); err != nil {
+		c.log.Warn("send reply", "conv", in.Conv.Key(), "err", err)
+	}
+}
+
+// react marks a message with an emoji where the platform can.
+func (c *replier) react(ctx context.Context, ref chat.MsgRef, emoji string) bool {
+	a, ok := c.adapters[ref.Conv.Platform].(chat.Reactor)
+	if !ok || ref.ID == "" {
+		return false
+	}
+	if err := a.React(ctx, ref, emoji); err != nil {
+		c.log.Debug("react", "err", err)
+		return false
+	}
+	return true
+}
+
+// queued tells the user their message is queued: a reaction where the
+// platform has them, a status line otherwise.
+// The caller sets p.queued before the message can be applied.
+func (c *replier) queued(ctx context.Context, p *pending, status string) {
+	c.metrics.queued()
+	if !c.react(ctx, p.item.In.Msg, "👀") {
+		c.reply(ctx, p.item.In, "_"+status+"_")
+	}
+}
+
+// editRetry edits a message, waiting out rate limits up to finalWait.
+func (c *replier) editRetry(ctx context.Context, ad chat.Adapter, ref chat.MsgRef, out chat.Out) {
+	deadline := time.Now().Add(c.finalWait)
+	for {
+		err := ad.Edit(ctx, ref, out)
+		var rl *chat.RateLimitError
+		if err == nil {
+			return
+		}
+		if !errors.As(err, &rl) || time.Now().Add(rl.RetryAfter).After(deadline) {
+			c.log.Warn("edit message", "ref", ref.Key(), "err", err)
+			return
+		}
+		t := time.NewTimer(rl.RetryAfter)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
