@@ -157,11 +157,12 @@ type Gateway struct {
 	watchers sync.WaitGroup    // lease watchers, one per loaded owner
 	runCtx   context.Context   // set by Run: parent of every agent run
 	approval *approvals
-	commands *commands     // the command table and button presses
-	intake   *intake       // the sink of every adapter (intake.go)
-	ready    chan struct{} // closed once Run has recovered and started the adapters
-	health   health        // can the data directory be written (health.go)
-	replier  *replier      // the gateway's own messages to the chats (replier.go)
+	commands *commands      // the command table and button presses
+	intake   *intake        // the sink of every adapter (intake.go)
+	ready    chan struct{}  // closed once Run has recovered and started the adapters
+	health   health         // can the data directory be written (health.go)
+	replier  *replier       // the gateway's own messages to the chats (replier.go)
+	runner   *adapterRunner // runs the adapters (adapters.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -211,6 +212,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	for _, a := range d.Adapters {
 		g.adapters[a.Platform()] = a
 	}
+	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	if err := os.MkdirAll(g.sessionsDir(), 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -280,7 +282,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.runCtx = runCtx
 	g.mu.Unlock()
 
-	if err := g.registerCommands(ctx); err != nil {
+	if err := g.runner.registerCommands(ctx); err != nil {
 		g.log.Warn("register commands", "err", err)
 	}
 	g.recover(ctx)
@@ -291,7 +293,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := g.runAdapter(ctx, a); err != nil && !errors.Is(err, context.Canceled) {
+			if err := g.runner.runAdapter(ctx, a); err != nil && !errors.Is(err, context.Canceled) {
 				g.log.Error("adapter stopped", "platform", a.Platform(), "err", err)
 				errs <- fmt.Errorf("gateway: %s: %w", a.Platform(), err)
 			}
@@ -357,18 +359,6 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 			g.log.Warn("close index", "err", err)
 		}
 	}
-}
-
-func (g *Gateway) registerCommands(ctx context.Context) error {
-	var errs []error
-	for _, a := range g.adapters {
-		if r, ok := a.(chat.CommandRegistrar); ok {
-			if err := r.RegisterCommands(ctx, g.commands.specs()); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", a.Platform(), err))
-			}
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // evictLoop unloads idle sessions so memory stays bounded.

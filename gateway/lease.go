@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"time"
@@ -64,8 +65,8 @@ func holderID() string {
 
 // release gives a lease back, logging a failure (the lease then expires on
 // its own in cluster mode).
-func (g *Gateway) release(ctx context.Context, lease cluster.Lease) {
+func release(ctx context.Context, log *slog.Logger, lease cluster.Lease) {
 	if err := lease.Release(ctx); err != nil {
-		g.log.Warn("release lease", "err", err)
+		log.Warn("release lease", "err", err)
 	}
 }

@@ -181,7 +181,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	// an entry of this conversation is on disk, a restart finds its file
 	// instead of opening a second session and running a tool again.
 	if err := g.index.Bind(ctx, key, path); err != nil {
-		g.release(ctx, lease)
+		release(ctx, g.log, lease)
 		return nil, nil, err
 	}
 	// The file is created by the session's first flush, off the message's
@@ -189,7 +189,7 @@ func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *l
 	// holds the message.
 	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return g.index.Sync(context.Background()) }})
 	if err != nil {
-		g.release(ctx, lease)
+		release(ctx, g.log, lease)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := g.installOwner(path, s, lease)
@@ -231,7 +231,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 	}
 	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow})
 	if err != nil {
-		g.release(ctx, lease)
+		release(ctx, g.log, lease)
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	if r := s.Report(); !r.Clean() {
@@ -241,7 +241,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 		if cerr := s.Close(); cerr != nil {
 			g.log.Warn("close session", "path", path, "err", cerr)
 		}
-		g.release(ctx, lease)
+		release(ctx, g.log, lease)
 		return nil, err
 	}
 	return g.installOwner(path, s, lease), nil
@@ -254,7 +254,7 @@ func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Le
 	if prev, ok := g.owners[path]; ok {
 		g.mu.Unlock()
 		s.Close()
-		g.release(context.Background(), lease)
+		release(context.Background(), g.log, lease)
 		return prev
 	}
 	g.owners[path] = o
@@ -513,6 +513,6 @@ func (o *owner) close() {
 		o.log.Warn("close session", "path", o.path, "err", err)
 	}
 	if o.lease != nil {
-		o.g.release(context.Background(), o.lease)
+		release(context.Background(), o.log, o.lease)
 	}
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -15,15 +17,39 @@ const (
 	singletonRetryMax = 30 * time.Second
 )
 
-// runAdapter runs a's Run until ctx ends. A chat.Singleton adapter runs
-// only while this replica holds its lease (runSingleton).
-func (g *Gateway) runAdapter(ctx context.Context, a chat.Adapter) error {
-	if s, ok := a.(chat.Singleton); ok {
-		if key := s.SingletonKey(); key != "" {
-			return g.runSingleton(ctx, a, "adapter:"+key)
+// adapterRunner runs the adapters: each feeds sink, a chat.Singleton one
+// only while this replica holds its lease.
+type adapterRunner struct {
+	adapters map[chat.Platform]chat.Adapter
+	locker   Locker
+	log      *slog.Logger
+	sink     chat.Sink
+	// commands is the command list platforms show.
+	commands func() []chat.CommandSpec
+}
+
+// registerCommands tells every adapter that can show commands which there are.
+func (ar *adapterRunner) registerCommands(ctx context.Context) error {
+	var errs []error
+	for _, a := range ar.adapters {
+		if r, ok := a.(chat.CommandRegistrar); ok {
+			if err := r.RegisterCommands(ctx, ar.commands()); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", a.Platform(), err))
+			}
 		}
 	}
-	return a.Run(ctx, g.intake.sink)
+	return errors.Join(errs...)
+}
+
+// runAdapter runs a's Run until ctx ends. A chat.Singleton adapter runs
+// only while this replica holds its lease (runSingleton).
+func (ar *adapterRunner) runAdapter(ctx context.Context, a chat.Adapter) error {
+	if s, ok := a.(chat.Singleton); ok {
+		if key := s.SingletonKey(); key != "" {
+			return ar.runSingleton(ctx, a, "adapter:"+key)
+		}
+	}
+	return a.Run(ctx, ar.sink)
 }
 
 // runSingleton runs a's Run under the lease key: it waits for the lease
@@ -32,19 +58,19 @@ func (g *Gateway) runAdapter(ctx context.Context, a chat.Adapter) error {
 // again, backing off, until ctx ends. With the local Locker the lease is
 // always granted and never lost. An error that ends Run on its own is
 // returned, as for any adapter.
-func (g *Gateway) runSingleton(ctx context.Context, a chat.Adapter, key string) error {
+func (ar *adapterRunner) runSingleton(ctx context.Context, a chat.Adapter, key string) error {
 	retry := singletonRetryMin
 	var fence int64 // the highest fence granted so far: the next is above it
 	for {
-		lease, err := g.locker.Acquire(ctx, key, fence)
+		lease, err := ar.locker.Acquire(ctx, key, fence)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			if errors.Is(err, cluster.ErrLeaseHeld) {
-				g.log.Debug("adapter runs on another replica; waiting", "platform", a.Platform(), "lease", key)
+				ar.log.Debug("adapter runs on another replica; waiting", "platform", a.Platform(), "lease", key)
 			} else {
-				g.log.Warn("adapter lease", "platform", a.Platform(), "lease", key, "err", err)
+				ar.log.Warn("adapter lease", "platform", a.Platform(), "lease", key, "err", err)
 			}
 			if !sleepCtx(ctx, retry) {
 				return nil
@@ -54,12 +80,12 @@ func (g *Gateway) runSingleton(ctx context.Context, a chat.Adapter, key string) 
 		}
 		fence = max(fence, lease.Fence())
 		retry = singletonRetryMin
-		lost, err := g.runLeased(ctx, a, lease)
-		g.release(context.WithoutCancel(ctx), lease)
+		lost, err := ar.runLeased(ctx, a, lease)
+		release(context.WithoutCancel(ctx), ar.log, lease)
 		if !lost || ctx.Err() != nil {
 			return err
 		}
-		g.log.Warn("adapter lease lost; stopped receiving here", "platform", a.Platform(), "lease", key)
+		ar.log.Warn("adapter lease lost; stopped receiving here", "platform", a.Platform(), "lease", key)
 		if !sleepCtx(ctx, retry) {
 			return nil
 		}
@@ -68,18 +94,18 @@ func (g *Gateway) runSingleton(ctx context.Context, a chat.Adapter, key string) 
 
 // runLeased runs a's Run until it returns or lease is lost (lost true: Run
 // was cancelled and has returned).
-func (g *Gateway) runLeased(ctx context.Context, a chat.Adapter, lease cluster.Lease) (lost bool, err error) {
+func (ar *adapterRunner) runLeased(ctx context.Context, a chat.Adapter, lease cluster.Lease) (lost bool, err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx, g.intake.sink) }()
+	go func() { done <- a.Run(runCtx, ar.sink) }()
 	select {
 	case err := <-done:
 		return false, err
 	case <-lease.Done():
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			g.log.Warn("adapter stopped after its lease was lost", "platform", a.Platform(), "err", err)
+			ar.log.Warn("adapter stopped after its lease was lost", "platform", a.Platform(), "err", err)
 		}
 		return true, nil
 	}
