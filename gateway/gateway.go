@@ -160,7 +160,7 @@ type Gateway struct {
 	commands *commands      // the command table and button presses
 	intake   *intake        // the sink of every adapter (intake.go)
 	ready    chan struct{}  // closed once Run has recovered and started the adapters
-	health   health         // can the data directory be written (health.go)
+	health   *health        // can the data directory be written (health.go)
 	replier  *replier       // the gateway's own messages to the chats (replier.go)
 	runner   *adapterRunner // runs the adapters (adapters.go)
 }
@@ -223,6 +223,23 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 			return nil, err
 		}
 		g.index, g.closeIndex = ix, ix.Close
+	}
+	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
+		unload: func(o *owner) {
+			g.mu.Lock()
+			mine := g.owners[o.path] == o
+			if mine {
+				delete(g.owners, o.path)
+			}
+			g.mu.Unlock()
+			if mine {
+				// Not under the caller's locks; its runs then stop writing.
+				g.track(func(context.Context) { o.close() })
+			}
+		},
+		reroute: func(p *pending) {
+			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.runContext(), p) })
+		},
 	}
 	return g, nil
 }
@@ -307,7 +324,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		g.probeLoop(ctx)
+		g.health.probeLoop(ctx)
 	}()
 	close(g.ready)
 	<-ctx.Done()
@@ -324,6 +341,10 @@ func (g *Gateway) Run(ctx context.Context) error {
 // Ready is closed once Run has replayed the inbox and started every
 // adapter.
 func (g *Gateway) Ready() <-chan struct{} { return g.ready }
+
+// Health returns nil while the gateway can write its data directory, else
+// why not (for /readyz).
+func (g *Gateway) Health() error { return g.health.check() }
 
 // drain lets active runs finish within a budget, then cancels them and
 // closes every owner.

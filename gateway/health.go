@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,6 +21,17 @@ import (
 // again every probeInterval. When a probe succeeds, the messages whose
 // runs failed meanwhile are routed again.
 type health struct {
+	log     *slog.Logger
+	replier *replier
+	inbox   Inbox
+	index   Index
+	dataDir string
+	// unload unloads o if it is still the loaded owner of its session,
+	// closing it off the caller's locks.
+	unload func(o *owner)
+	// reroute routes a stranded message again, on its location's mailbox.
+	reroute func(p *pending)
+
 	mu       sync.Mutex
 	err      error // the failure while degraded; nil when healthy
 	since    time.Time
@@ -38,15 +50,14 @@ const noticeEvery = time.Minute
 // is still full for pibot.
 const probeSize = 16 << 10
 
-// Health returns nil while the gateway can write its data directory, else
-// why not (for /readyz).
-func (g *Gateway) Health() error {
-	g.health.mu.Lock()
-	defer g.health.mu.Unlock()
-	if g.health.err == nil {
+// check returns nil while the data directory can be written, else why not.
+func (h *health) check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
 		return nil
 	}
-	return fmt.Errorf("cannot write the data directory since %s: %w", g.health.since.Format(time.RFC3339), g.health.err)
+	return fmt.Errorf("cannot write the data directory since %s: %w", h.since.Format(time.RFC3339), h.err)
 }
 
 // storageError reports whether err is a failed write of the data
@@ -77,77 +88,68 @@ func (o *owner) lostToStorage(err error) bool {
 // storageFailed records a failed write. o, if set, is the owner whose
 // session failed: a session whose writer is fenced by an I/O error is
 // unloaded, so the next message opens (and repairs) the file again.
-func (g *Gateway) storageFailed(o *owner, err error) {
+func (h *health) storageFailed(o *owner, err error) {
 	if o == nil && err == nil {
 		return
 	}
 	if o != nil && !storageError(err) {
 		return
 	}
-	g.health.mu.Lock()
-	if g.health.err == nil {
-		g.health.since = time.Now()
-		g.log.Error("storage write failed; refusing new messages until it works again", "err", err)
+	h.mu.Lock()
+	if h.err == nil {
+		h.since = time.Now()
+		h.log.Error("storage write failed; refusing new messages until it works again", "err", err)
 	}
-	g.health.err = err
-	g.health.mu.Unlock()
+	h.err = err
+	h.mu.Unlock()
 	if o == nil {
 		return
 	}
 	if fenced := o.sess.Fenced(); fenced == nil || errors.Is(fenced, errLeaseLost) {
 		return
 	}
-	g.mu.Lock()
-	mine := g.owners[o.path] == o
-	if mine {
-		delete(g.owners, o.path)
-	}
-	g.mu.Unlock()
-	if mine {
-		// Not under the caller's locks; its runs then stop writing.
-		g.track(func(context.Context) { o.close() })
-	}
+	h.unload(o)
 }
 
 // strand keeps messages whose run could not be recorded; they are routed
 // again once the disk works.
-func (g *Gateway) strand(ps []*pending) {
+func (h *health) strand(ps []*pending) {
 	if len(ps) == 0 {
 		return
 	}
-	g.health.mu.Lock()
-	defer g.health.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, p := range ps {
-		g.health.stranded = append(g.health.stranded, &pending{item: p.item, inboxID: p.inboxID, extra: p.extra})
+		h.stranded = append(h.stranded, &pending{item: p.item, inboxID: p.inboxID, extra: p.extra})
 	}
 }
 
 // storageDown tells the sender of in, at most once per noticeEvery per
 // conversation, that the message was not taken.
-func (g *Gateway) storageDown(ctx context.Context, in chat.Inbound) {
+func (h *health) storageDown(ctx context.Context, in chat.Inbound) {
 	if in.Kind != chat.KindMessage {
 		return
 	}
 	key := in.Conv.Key()
 	now := time.Now()
-	g.health.mu.Lock()
-	if g.health.told == nil {
-		g.health.told = map[string]time.Time{}
+	h.mu.Lock()
+	if h.told == nil {
+		h.told = map[string]time.Time{}
 	}
-	last, seen := g.health.told[key]
+	last, seen := h.told[key]
 	if !seen || now.Sub(last) >= noticeEvery {
-		g.health.told[key] = now
+		h.told[key] = now
 	}
-	g.health.mu.Unlock()
+	h.mu.Unlock()
 	if seen && now.Sub(last) < noticeEvery {
 		return
 	}
-	g.replier.reply(ctx, in, "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one. It is taken once storage works again if your chat app delivers it again; if you get no answer, send it again later.")
+	h.replier.reply(ctx, in, "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one. It is taken once storage works again if your chat app delivers it again; if you get no answer, send it again later.")
 }
 
 // probeLoop tries the disk again while the gateway is degraded, until ctx
 // ends.
-func (g *Gateway) probeLoop(ctx context.Context) {
+func (h *health) probeLoop(ctx context.Context) {
 	t := time.NewTicker(probeInterval)
 	defer t.Stop()
 	for {
@@ -156,11 +158,11 @@ func (g *Gateway) probeLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		g.health.mu.Lock()
-		degraded := g.health.err != nil
-		g.health.mu.Unlock()
+		h.mu.Lock()
+		degraded := h.err != nil
+		h.mu.Unlock()
 		if degraded {
-			g.probe(ctx)
+			h.probe(ctx)
 		}
 	}
 }
@@ -172,30 +174,30 @@ type syncer interface{ Sync() error }
 // probe writes the data directory: the inbox and the index (which recover
 // after a failed write) and a probe file. If all works, the gateway is
 // healthy again and routes the stranded messages.
-func (g *Gateway) probe(ctx context.Context) {
+func (h *health) probe(ctx context.Context) {
 	var err error
-	if s, ok := g.inbox.(syncer); ok {
+	if s, ok := h.inbox.(syncer); ok {
 		err = s.Sync()
 	}
-	err = errors.Join(err, g.index.Sync(ctx), probeWrite(g.cfg.DataDir))
-	g.health.mu.Lock()
+	err = errors.Join(err, h.index.Sync(ctx), probeWrite(h.dataDir))
+	h.mu.Lock()
 	if err != nil {
-		g.health.err = err
-		g.health.mu.Unlock()
+		h.err = err
+		h.mu.Unlock()
 		return
 	}
-	down := time.Since(g.health.since)
-	g.health.err = nil
-	stranded := g.health.stranded
-	g.health.stranded = nil
-	g.health.told = nil
-	g.health.mu.Unlock()
-	g.log.Info("storage works again; taking messages", "down", down.Round(time.Millisecond), "stranded", len(stranded))
+	down := time.Since(h.since)
+	h.err = nil
+	stranded := h.stranded
+	h.stranded = nil
+	h.told = nil
+	h.mu.Unlock()
+	h.log.Info("storage works again; taking messages", "down", down.Round(time.Millisecond), "stranded", len(stranded))
 	pending := map[string]bool{}
-	items, err := g.inbox.Pending(ctx)
+	items, err := h.inbox.Pending(ctx)
 	if err != nil {
 		// The stranded messages stay in the inbox: the next start replays them.
-		g.log.Error("inbox: list accepted messages; stranded ones wait for a restart", "err", err)
+		h.log.Error("inbox: list accepted messages; stranded ones wait for a restart", "err", err)
 	}
 	for _, it := range items {
 		pending[it.ID] = true
@@ -204,7 +206,7 @@ func (g *Gateway) probe(ctx context.Context) {
 		// A message the inbox let go (refused, or answered since) is not
 		// taken up again.
 		if pending[p.inboxID] {
-			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.runContext(), p) })
+			h.reroute(p)
 		}
 	}
 }

@@ -50,8 +50,8 @@ func wireIntake(g *Gateway) *intake {
 		moved:    g.moved,
 		route:    g.route,
 		refused: func(ctx context.Context, in chat.Inbound, err error) {
-			g.storageFailed(nil, err)
-			g.storageDown(ctx, in)
+			g.health.storageFailed(nil, err)
+			g.health.storageDown(ctx, in)
 		},
 		runContext: g.runContext,
 	}

@@ -40,6 +40,8 @@ type owner struct {
 	cfg  *Config // the gateway's, read-only
 	// replier sends the owner's notices (queued, dropped, done).
 	replier *replier
+	// health is told of failed writes and keeps what they stranded.
+	health *health
 	// track runs a run on a goroutine the gateway waits for; runContext
 	// is the parent of every run (both from the gateway).
 	track      func(f func(context.Context))
@@ -249,7 +251,7 @@ func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
 
 func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now(),
-		log: g.log, cfg: &g.cfg, replier: g.replier, post: g.mail.post, track: g.track, runContext: g.runContext}
+		log: g.log, cfg: &g.cfg, replier: g.replier, health: g.health, post: g.mail.post, track: g.track, runContext: g.runContext}
 	g.mu.Lock()
 	if prev, ok := g.owners[path]; ok {
 		g.mu.Unlock()
@@ -392,7 +394,7 @@ func (o *owner) settle(err error, sync session.SyncPolicy) error {
 		err = errors.Join(o.sess.Flush(), o.g.index.Sync(context.Background()))
 	}
 	if err != nil {
-		o.g.storageFailed(o, err)
+		o.health.storageFailed(o, err)
 	}
 	return err
 }

@@ -50,7 +50,7 @@ func (r *run) record(e agent.Event) {
 	}
 	if err != nil {
 		if p != nil && r.o.lostToStorage(err) {
-			r.o.g.strand([]*pending{p})
+			r.o.health.strand([]*pending{p})
 		}
 		r.fail(err)
 		return

@@ -253,8 +253,8 @@ func (o *owner) afterRun(loc *location, r *run) {
 		o.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
 		if o.lostToStorage(err) {
 			// A full disk: taken up again once a probe finds it writable.
-			o.g.storageFailed(o, err)
-			o.g.strand(r.finished())
+			o.health.storageFailed(o, err)
+			o.health.strand(r.finished())
 		}
 	} else {
 		o.g.ackAll(context.WithoutCancel(r.ctx), r.finished())
