@@ -37,33 +37,33 @@ func TestIdleSessionsAreEvicted(t *testing.T) {
 	const n = 50
 	for i := range n {
 		conv := chat.ConvRef{Platform: "test", Channel: fmt.Sprint("c", i), DM: true}
-		if _, _, err := g.locate(t.Context(), chat.Inbound{Conv: conv}); err != nil {
+		if _, _, err := g.sessions.locate(t.Context(), chat.Inbound{Conv: conv}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := g.ownerCount(); got != n {
+	if got := g.sessions.ownerCount(); got != n {
 		t.Fatalf("%d owners loaded, want %d", got, n)
 	}
-	if got := g.evictIdle(time.Now().Add(-time.Hour)); got != 0 {
+	if got := g.sessions.evictIdle(time.Now().Add(-time.Hour)); got != 0 {
 		t.Fatalf("evicted %d sessions that were just used", got)
 	}
-	if got := g.evictIdle(time.Now().Add(time.Second)); got != n {
+	if got := g.sessions.evictIdle(time.Now().Add(time.Second)); got != n {
 		t.Fatalf("evicted %d, want %d", got, n)
 	}
-	if g.ownerCount() != 0 {
+	if g.sessions.ownerCount() != 0 {
 		t.Fatal("owners left after eviction")
 	}
 	// An evicted session is reloaded on demand with its location intact.
 	conv := chat.ConvRef{Platform: "test", Channel: "c7", DM: true}
-	o, loc, err := g.locate(t.Context(), chat.Inbound{Conv: conv})
+	o, loc, err := g.sessions.locate(t.Context(), chat.Inbound{Conv: conv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.head(loc) == "" {
 		t.Fatal("reloaded session lost its head")
 	}
-	if g.ownerCount() != 1 {
-		t.Fatalf("owners after reload = %d", g.ownerCount())
+	if g.sessions.ownerCount() != 1 {
+		t.Fatalf("owners after reload = %d", g.sessions.ownerCount())
 	}
 	o.close()
 }

@@ -40,7 +40,7 @@ func (g *Gateway) receiveFile(ctx context.Context, conv chat.ConvRef, f chat.Fil
 		name = f.Kind + "-" + f.ID
 	}
 	name = fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102-150405"), unsafeName.ReplaceAllString(filepath.Base(name), "_"))
-	dir := filepath.Join(g.workspace(), "uploads")
+	dir := filepath.Join(absWorkspace(g.cfg.Workspace), "uploads")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Sprintf("[file %q could not be saved: %v]", f.Name, err), nil
 	}

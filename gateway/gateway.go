@@ -19,6 +19,7 @@ import (
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
 )
 
 // Models resolves "provider/model" references.
@@ -151,11 +152,10 @@ type Gateway struct {
 	closeIndex func() error
 
 	mu       sync.Mutex
-	owners   map[string]*owner // by session path
-	wg       sync.WaitGroup    // owner runs
-	mail     *mailboxes        // one per location: inbox items in order (mailbox.go)
-	watchers sync.WaitGroup    // lease watchers, one per loaded owner
-	runCtx   context.Context   // set by Run: parent of every agent run
+	wg       sync.WaitGroup  // owner runs
+	mail     *mailboxes      // one per location: inbox items in order (mailbox.go)
+	runCtx   context.Context // set by Run: parent of every agent run
+	sessions *registry       // the loaded session owners (registry.go)
 	approval *approvals
 	commands *commands      // the command table and button presses
 	intake   *intake        // the sink of every adapter (intake.go)
@@ -202,7 +202,6 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		budget:   d.Budget,
 		metrics:  cfg.Metrics,
 		holder:   holderID(),
-		owners:   map[string]*owner{},
 		mail:     newMailboxes(),
 		ready:    make(chan struct{}),
 	}
@@ -213,26 +212,22 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		g.adapters[a.Platform()] = a
 	}
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
-	if err := os.MkdirAll(g.sessionsDir(), 0o700); err != nil {
+	if err := os.MkdirAll(sessionsDir(cfg.DataDir), 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g.index = d.Index
 	if g.index == nil {
-		ix, err := openLocalIndex(filepath.Join(cfg.DataDir, "index.jsonl"), g.sessionsDir(), g.log)
+		ix, err := openLocalIndex(filepath.Join(cfg.DataDir, "index.jsonl"), sessionsDir(cfg.DataDir), g.log)
 		if err != nil {
 			return nil, err
 		}
 		g.index, g.closeIndex = ix, ix.Close
 	}
+	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
+		owners: map[string]*owner{}, newOwner: g.newOwner}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {
-			g.mu.Lock()
-			mine := g.owners[o.path] == o
-			if mine {
-				delete(g.owners, o.path)
-			}
-			g.mu.Unlock()
-			if mine {
+			if g.sessions.forget(o) {
 				// Not under the caller's locks; its runs then stop writing.
 				g.track(func(context.Context) { o.close() })
 			}
@@ -286,7 +281,8 @@ func setDefaults(c *Config) {
 	}
 }
 
-func (g *Gateway) sessionsDir() string { return filepath.Join(g.cfg.DataDir, "sessions") }
+// sessionsDir is where the session files of dataDir are.
+func sessionsDir(dataDir string) string { return filepath.Join(dataDir, "sessions") }
 
 // Run starts every adapter, replays messages accepted before a crash,
 // recovers interrupted replies, and serves until ctx ends. Then it stops
@@ -319,7 +315,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		g.evictLoop(ctx)
+		g.sessions.evictLoop(ctx)
 	}()
 	wg.Add(1)
 	go func() {
@@ -358,23 +354,12 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	select {
 	case <-done:
 	case <-time.After(g.cfg.DrainTimeout):
-		g.mu.Lock()
-		for _, o := range g.owners {
-			o.freezeAll("pibot is restarting; this reply will be resumed")
-		}
-		g.mu.Unlock()
+		g.sessions.freezeAll("pibot is restarting; this reply will be resumed")
 		cancel()
 		<-done
 	}
 	cancel()
-	g.mu.Lock()
-	owners := g.owners
-	g.owners = map[string]*owner{}
-	g.mu.Unlock()
-	for _, o := range owners {
-		o.close()
-	}
-	g.watchers.Wait()
+	g.sessions.closeAll()
 	if g.closeIndex != nil {
 		if err := g.closeIndex(); err != nil {
 			g.log.Warn("close index", "err", err)
@@ -382,41 +367,10 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	}
 }
 
-// evictLoop unloads idle sessions so memory stays bounded.
-func (g *Gateway) evictLoop(ctx context.Context) {
-	t := time.NewTicker(g.cfg.IdleEvict / 4)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			g.evictIdle(time.Now().Add(-g.cfg.IdleEvict))
-		}
-	}
-}
-
-func (g *Gateway) evictIdle(before time.Time) int {
-	g.mu.Lock()
-	var idle []*owner
-	for k, o := range g.owners {
-		if o.idleSince(before) {
-			delete(g.owners, k)
-			idle = append(idle, o)
-		}
-	}
-	g.mu.Unlock()
-	for _, o := range idle {
-		o.close()
-	}
-	g.metrics.setOwners(g.ownerCount())
-	return len(idle)
-}
-
-func (g *Gateway) ownerCount() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.owners)
+// newOwner builds the owner of a session the registry loaded.
+func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
+	return &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now(),
+		log: g.log, cfg: &g.cfg, replier: g.replier, health: g.health, forget: g.sessions.forget, post: g.mail.post, track: g.track, runContext: g.runContext}
 }
 
 // runContext is the parent of the gateway's work (runs, mailboxes): it

@@ -16,7 +16,7 @@ type gatewayHost struct{ g *Gateway }
 // wireCommands builds the approvals and the command table of g.
 func wireCommands(g *Gateway) {
 	h := gatewayHost{g}
-	ws := g.workspace()
+	ws := absWorkspace(g.cfg.Workspace)
 	g.approval = newApprovals(approvalDeps{
 		policy: approvalPolicy{
 			dm:            g.cfg.DMApprovals,
@@ -84,7 +84,7 @@ func (h gatewayHost) answer(ctx context.Context, in chat.Inbound, toast string) 
 }
 
 func (h gatewayHost) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
-	return h.g.locate(ctx, in)
+	return h.g.sessions.locate(ctx, in)
 }
 
 // existing returns the owner and location of in's conversation, if bound.
@@ -97,7 +97,7 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 	if !ok {
 		return nil, nil
 	}
-	o, err := h.g.owner(ctx, path)
+	o, err := h.g.sessions.owner(ctx, path)
 	if err != nil {
 		return nil, nil
 	}

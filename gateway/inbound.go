@@ -28,7 +28,7 @@ type inboxItem struct {
 
 // route finds p's owner and location and hands p over.
 func (g *Gateway) route(ctx context.Context, p *pending) {
-	o, loc, err := g.locate(ctx, p.item.In)
+	o, loc, err := g.sessions.locate(ctx, p.item.In)
 	if err != nil {
 		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
 		g.replier.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")

@@ -17,12 +17,12 @@ import (
 // highest fence the file already holds: a lease store that lost its
 // counter (Redis after a failover) must not hand out a fence the file's
 // readers would ignore. It returns that highest fence too.
-func (g *Gateway) acquireSession(ctx context.Context, path string) (cluster.Lease, int64, error) {
+func (reg *registry) acquireSession(ctx context.Context, path string) (cluster.Lease, int64, error) {
 	seen, err := session.HighestFence(session.FileStorage{}, path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
-	lease, err := g.locker.Acquire(ctx, path, seen)
+	lease, err := reg.locker.Acquire(ctx, path, seen)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
@@ -34,13 +34,13 @@ func (g *Gateway) acquireSession(ctx context.Context, path string) (cluster.Leas
 // replica, or this one after a restart). The marker is durable before the
 // owner writes anything else, so from then on readers ignore whatever a
 // stale owner still appends with its lower fence.
-func (g *Gateway) markTakeover(s *session.Session, lease cluster.Lease, seen int64) error {
+func (reg *registry) markTakeover(s *session.Session, lease cluster.Lease, seen int64) error {
 	if lease.Fence() <= seen {
 		return nil // the fence this file already carries: not a takeover
 	}
 	data, err := json.Marshal(session.LeaseMarker{
 		Fence:  lease.Fence(),
-		Holder: g.holder,
+		Holder: reg.holder,
 		Prev:   seen,
 		At:     time.Now().UTC().Format(time.RFC3339Nano),
 	})

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +40,9 @@ type owner struct {
 	replier *replier
 	// health is told of failed writes and keeps what they stranded.
 	health *health
+	// forget removes o from the loaded owners if it is still there
+	// (registry.forget).
+	forget func(o *owner) bool
 	// track runs a run on a goroutine the gateway waits for; runContext
 	// is the parent of every run (both from the gateway).
 	track      func(f func(context.Context))
@@ -96,185 +97,6 @@ func (p *pending) msgKey() string {
 	return p.item.In.Msg.Key()
 }
 
-// locate finds (or creates) the owner and location for an inbound event,
-// applying the branching rules: a reply to an earlier message of the same
-// location moves its head there (see branchPoint); a new thread on a
-// message starts a location whose first head is that message's entry.
-func (g *Gateway) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
-	key := in.Conv.Key()
-	path, ok, err := g.index.Get(ctx, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: index: %w", err)
-	}
-	if ok {
-		o, err := g.owner(ctx, path)
-		if err == nil {
-			loc := o.location(key, in.Conv)
-			if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
-				o.branchTo(loc, *in.ReplyTo)
-			}
-			return o, loc, nil
-		}
-		g.log.Warn("session of location unavailable; starting a new one", "loc", key, "path", path, "err", err)
-	}
-	// A new location: branch from the message it hangs off, if we know it.
-	var parents []chat.MsgRef
-	if in.ReplyTo != nil {
-		parents = append(parents, *in.ReplyTo)
-	}
-	if in.Conv.Thread != "" {
-		root := in.Conv
-		root.Thread = ""
-		parents = append(parents, chat.MsgRef{Conv: root, ID: in.Conv.Thread})
-	}
-	for _, ref := range parents {
-		path, ok, err := g.index.Get(ctx, ref.Conv.Key())
-		if err != nil {
-			return nil, nil, fmt.Errorf("gateway: index: %w", err)
-		}
-		if !ok {
-			continue
-		}
-		o, err := g.owner(ctx, path)
-		if err != nil {
-			continue
-		}
-		// A thread hangs off the message itself: its first head is that
-		// message's entry (docs/architecture.md, "Locations and branches").
-		target, ok := o.sess.EntryForMsg(ref.Key())
-		if !ok {
-			continue
-		}
-		loc := o.location(key, in.Conv)
-		// A location the file already has a head for (its binding was
-		// lost in a crash) keeps that head.
-		if _, known := o.sess.Head(key); !known {
-			if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
-				return nil, nil, err
-			}
-		}
-		if err := g.index.Bind(ctx, key, path); err != nil {
-			return nil, nil, err
-		}
-		return o, loc, nil
-	}
-	return g.newSession(ctx, in.Conv)
-}
-
-// newSession creates a session file for a location.
-func (g *Gateway) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *location, error) {
-	key := conv.Key()
-	dir := session.Dir(g.cfg.DataDir, string(conv.Platform))
-	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(g.cfg.Thinking), Pibot: &session.Meta{Loc: key}}
-	if prov, id, ok := strings.Cut(g.cfg.Model, "/"); ok {
-		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
-	}
-	// Take the lease before the file exists, so even its first entries
-	// carry the fence.
-	now := time.Now()
-	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: g.workspace()}
-	path := filepath.Join(dir, session.FileName(h.Timestamp, h.ID))
-	// A new file: no fence to stay above yet.
-	lease, err := g.locker.Acquire(ctx, path, 0)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
-	}
-	// The binding is durable before the file exists (BeforeCreate): once
-	// an entry of this conversation is on disk, a restart finds its file
-	// instead of opening a second session and running a tool again.
-	if err := g.index.Bind(ctx, key, path); err != nil {
-		release(ctx, g.log, lease)
-		return nil, nil, err
-	}
-	// The file is created by the session's first flush, off the message's
-	// path: until the run ends and the session is flushed, the inbox
-	// holds the message.
-	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return g.index.Sync(context.Background()) }})
-	if err != nil {
-		release(ctx, g.log, lease)
-		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
-	}
-	o := g.installOwner(path, s, lease)
-	loc := o.location(key, conv)
-	if first.Type == session.TypeModelChange {
-		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(g.cfg.Thinking)}, session.SyncGrouped); err != nil {
-			return nil, nil, err
-		}
-	}
-	return o, loc, nil
-}
-
-func (g *Gateway) workspace() string {
-	if w, err := filepath.Abs(g.cfg.Workspace); err == nil {
-		return w
-	}
-	return g.cfg.Workspace
-}
-
-// owner returns the loaded owner of path, loading it if needed.
-func (g *Gateway) owner(ctx context.Context, path string) (*owner, error) {
-	g.mu.Lock()
-	if o, ok := g.owners[path]; ok {
-		o.touch()
-		g.mu.Unlock()
-		return o, nil
-	}
-	g.mu.Unlock()
-	lease, seen, err := g.acquireSession(ctx, path)
-	if err != nil {
-		// Another goroutine may be loading it right now.
-		g.mu.Lock()
-		o, ok := g.owners[path]
-		g.mu.Unlock()
-		if ok {
-			return o, nil
-		}
-		return nil, err
-	}
-	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: g.log, GroupWindow: sessionGroupWindow})
-	if err != nil {
-		release(ctx, g.log, lease)
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	if r := s.Report(); !r.Clean() {
-		g.log.Warn("session repaired on open", "path", path, "report", fmt.Sprintf("%+v", r))
-	}
-	if err := g.markTakeover(s, lease, seen); err != nil {
-		if cerr := s.Close(); cerr != nil {
-			g.log.Warn("close session", "path", path, "err", cerr)
-		}
-		release(ctx, g.log, lease)
-		return nil, err
-	}
-	return g.installOwner(path, s, lease), nil
-}
-
-func (g *Gateway) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
-	o := &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now(),
-		log: g.log, cfg: &g.cfg, replier: g.replier, health: g.health, post: g.mail.post, track: g.track, runContext: g.runContext}
-	g.mu.Lock()
-	if prev, ok := g.owners[path]; ok {
-		g.mu.Unlock()
-		s.Close()
-		release(context.Background(), g.log, lease)
-		return prev
-	}
-	g.owners[path] = o
-	n := len(g.owners)
-	g.mu.Unlock()
-	g.metrics.setOwners(n)
-	if p, ok := lease.(permanentLease); ok && p.Permanent() {
-		return o // nothing to watch: an idle owner costs no goroutine
-	}
-	o.stopWatch = make(chan struct{})
-	g.watchers.Add(1)
-	go func() {
-		defer g.watchers.Done()
-		o.watchLease()
-	}()
-	return o
-}
-
 // permanentLease is a lease that is never lost, only released (the local
 // Locker's); its owner needs no watcher.
 type permanentLease interface{ Permanent() bool }
@@ -297,11 +119,7 @@ func (o *owner) watchLease() {
 	o.log.Warn("session lease lost; stopping its runs", "path", o.path)
 	o.sess.SetFenced(errLeaseLost)
 	o.freezeAll("⚠️ interrupted: another pibot instance took over this conversation")
-	o.g.mu.Lock()
-	if o.g.owners[o.path] == o {
-		delete(o.g.owners, o.path)
-	}
-	o.g.mu.Unlock()
+	o.forget(o)
 	o.close()
 }
 

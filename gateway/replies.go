@@ -141,7 +141,7 @@ func (g *Gateway) markInterrupted(ctx context.Context, items []cluster.InboxItem
 		}
 	}
 	for path := range paths {
-		o, err := g.owner(ctx, path)
+		o, err := g.sessions.owner(ctx, path)
 		if err != nil {
 			g.log.Warn("open a session to mark interrupted replies", "path", path, "err", err)
 			continue
@@ -223,7 +223,7 @@ func (g *Gateway) markLegacyRuns(ctx context.Context) {
 // deliveredRefs returns the chat messages of the latest delivery recorded
 // on the branch of loc in the session at path.
 func (g *Gateway) deliveredRefs(ctx context.Context, path, loc string) map[string]bool {
-	o, err := g.owner(ctx, path)
+	o, err := g.sessions.owner(ctx, path)
 	if err != nil {
 		return nil
 	}

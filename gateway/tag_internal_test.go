@@ -22,7 +22,7 @@ import (
 func TestQueuedMessagesInOneMillisecond(t *testing.T) {
 	g := newBareGateway(t)
 	conv := chat.ConvRef{Platform: "test", Channel: "c", DM: true}
-	o, loc, err := g.locate(t.Context(), chat.Inbound{Conv: conv})
+	o, loc, err := g.sessions.locate(t.Context(), chat.Inbound{Conv: conv})
 	if err != nil {
 		t.Fatal(err)
 	}

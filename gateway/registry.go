@@ -1,0 +1,284 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/session"
+)
+
+// registry holds the loaded session owners, one per session file: it
+// finds the owner and location of an event (loading the session under its
+// lease, or creating one), and unloads idle owners.
+type registry struct {
+	cfg     *Config // the gateway's, read-only
+	log     *slog.Logger
+	index   Index
+	locker  Locker
+	holder  string // names this process in lease markers (host/pid)
+	metrics *Metrics
+	// newOwner builds the owner of a session just loaded (the gateway
+	// wires its collaborators).
+	newOwner func(path string, s *session.Session, lease cluster.Lease) *owner
+
+	mu       sync.Mutex
+	owners   map[string]*owner // by session path
+	watchers sync.WaitGroup    // lease watchers, one per loaded owner
+}
+
+// forget removes o from the loaded owners if it is still the owner of its
+// path, and says whether it was.
+func (reg *registry) forget(o *owner) bool {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	mine := reg.owners[o.path] == o
+	if mine {
+		delete(reg.owners, o.path)
+	}
+	return mine
+}
+
+// freezeAll freezes every loaded owner's runs with note.
+func (reg *registry) freezeAll(note string) {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	for _, o := range reg.owners {
+		o.freezeAll(note)
+	}
+}
+
+// closeAll unloads and closes every owner and waits for their lease
+// watchers.
+func (reg *registry) closeAll() {
+	reg.mu.Lock()
+	owners := reg.owners
+	reg.owners = map[string]*owner{}
+	reg.mu.Unlock()
+	for _, o := range owners {
+		o.close()
+	}
+	reg.watchers.Wait()
+}
+
+// locate finds (or creates) the owner and location for an inbound event,
+// applying the branching rules: a reply to an earlier message of the same
+// location moves its head there (see branchPoint); a new thread on a
+// message starts a location whose first head is that message's entry.
+func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
+	key := in.Conv.Key()
+	path, ok, err := reg.index.Get(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: index: %w", err)
+	}
+	if ok {
+		o, err := reg.owner(ctx, path)
+		if err == nil {
+			loc := o.location(key, in.Conv)
+			if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
+				o.branchTo(loc, *in.ReplyTo)
+			}
+			return o, loc, nil
+		}
+		reg.log.Warn("session of location unavailable; starting a new one", "loc", key, "path", path, "err", err)
+	}
+	// A new location: branch from the message it hangs off, if we know it.
+	var parents []chat.MsgRef
+	if in.ReplyTo != nil {
+		parents = append(parents, *in.ReplyTo)
+	}
+	if in.Conv.Thread != "" {
+		root := in.Conv
+		root.Thread = ""
+		parents = append(parents, chat.MsgRef{Conv: root, ID: in.Conv.Thread})
+	}
+	for _, ref := range parents {
+		path, ok, err := reg.index.Get(ctx, ref.Conv.Key())
+		if err != nil {
+			return nil, nil, fmt.Errorf("gateway: index: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		o, err := reg.owner(ctx, path)
+		if err != nil {
+			continue
+		}
+		// A thread hangs off the message itself: its first head is that
+		// message's entry (docs/architecture.md, "Locations and branches").
+		target, ok := o.sess.EntryForMsg(ref.Key())
+		if !ok {
+			continue
+		}
+		loc := o.location(key, in.Conv)
+		// A location the file already has a head for (its binding was
+		// lost in a crash) keeps that head.
+		if _, known := o.sess.Head(key); !known {
+			if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := reg.index.Bind(ctx, key, path); err != nil {
+			return nil, nil, err
+		}
+		return o, loc, nil
+	}
+	return reg.newSession(ctx, in.Conv)
+}
+
+// newSession creates a session file for a location.
+func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *location, error) {
+	key := conv.Key()
+	dir := session.Dir(reg.cfg.DataDir, string(conv.Platform))
+	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(reg.cfg.Thinking), Pibot: &session.Meta{Loc: key}}
+	if prov, id, ok := strings.Cut(reg.cfg.Model, "/"); ok {
+		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
+	}
+	// Take the lease before the file exists, so even its first entries
+	// carry the fence.
+	now := time.Now()
+	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: absWorkspace(reg.cfg.Workspace)}
+	path := filepath.Join(dir, session.FileName(h.Timestamp, h.ID))
+	// A new file: no fence to stay above yet.
+	lease, err := reg.locker.Acquire(ctx, path, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
+	}
+	// The binding is durable before the file exists (BeforeCreate): once
+	// an entry of this conversation is on disk, a restart finds its file
+	// instead of opening a second session and running a tool again.
+	if err := reg.index.Bind(ctx, key, path); err != nil {
+		release(ctx, reg.log, lease)
+		return nil, nil, err
+	}
+	// The file is created by the session's first flush, off the message's
+	// path: until the run ends and the session is flushed, the inbox
+	// holds the message.
+	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
+	if err != nil {
+		release(ctx, reg.log, lease)
+		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
+	}
+	o := reg.installOwner(path, s, lease)
+	loc := o.location(key, conv)
+	if first.Type == session.TypeModelChange {
+		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(reg.cfg.Thinking)}, session.SyncGrouped); err != nil {
+			return nil, nil, err
+		}
+	}
+	return o, loc, nil
+}
+
+// absWorkspace returns dir made absolute, or as it is if that fails.
+func absWorkspace(dir string) string {
+	if w, err := filepath.Abs(dir); err == nil {
+		return w
+	}
+	return dir
+}
+
+// owner returns the loaded owner of path, loading it if needed.
+func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
+	reg.mu.Lock()
+	if o, ok := reg.owners[path]; ok {
+		o.touch()
+		reg.mu.Unlock()
+		return o, nil
+	}
+	reg.mu.Unlock()
+	lease, seen, err := reg.acquireSession(ctx, path)
+	if err != nil {
+		// Another goroutine may be loading it right now.
+		reg.mu.Lock()
+		o, ok := reg.owners[path]
+		reg.mu.Unlock()
+		if ok {
+			return o, nil
+		}
+		return nil, err
+	}
+	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: sessionGroupWindow})
+	if err != nil {
+		release(ctx, reg.log, lease)
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if r := s.Report(); !r.Clean() {
+		reg.log.Warn("session repaired on open", "path", path, "report", fmt.Sprintf("%+v", r))
+	}
+	if err := reg.markTakeover(s, lease, seen); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			reg.log.Warn("close session", "path", path, "err", cerr)
+		}
+		release(ctx, reg.log, lease)
+		return nil, err
+	}
+	return reg.installOwner(path, s, lease), nil
+}
+
+func (reg *registry) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
+	o := reg.newOwner(path, s, lease)
+	reg.mu.Lock()
+	if prev, ok := reg.owners[path]; ok {
+		reg.mu.Unlock()
+		s.Close()
+		release(context.Background(), reg.log, lease)
+		return prev
+	}
+	reg.owners[path] = o
+	n := len(reg.owners)
+	reg.mu.Unlock()
+	reg.metrics.setOwners(n)
+	if p, ok := lease.(permanentLease); ok && p.Permanent() {
+		return o // nothing to watch: an idle owner costs no goroutine
+	}
+	o.stopWatch = make(chan struct{})
+	reg.watchers.Add(1)
+	go func() {
+		defer reg.watchers.Done()
+		o.watchLease()
+	}()
+	return o
+}
+
+// evictLoop unloads idle sessions so memory stays bounded.
+func (reg *registry) evictLoop(ctx context.Context) {
+	t := time.NewTicker(reg.cfg.IdleEvict / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			reg.evictIdle(time.Now().Add(-reg.cfg.IdleEvict))
+		}
+	}
+}
+
+func (reg *registry) evictIdle(before time.Time) int {
+	reg.mu.Lock()
+	var idle []*owner
+	for k, o := range reg.owners {
+		if o.idleSince(before) {
+			delete(reg.owners, k)
+			idle = append(idle, o)
+		}
+	}
+	reg.mu.Unlock()
+	for _, o := range idle {
+		o.close()
+	}
+	reg.metrics.setOwners(reg.ownerCount())
+	return len(idle)
+}
+
+func (reg *registry) ownerCount() int {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	return len(reg.owners)
+}
