@@ -156,6 +156,7 @@ type Gateway struct {
 	mail     *mailboxes      // one per location: inbox items in order (mailbox.go)
 	runCtx   context.Context // set by Run: parent of every agent run
 	sessions *registry       // the loaded session owners (registry.go)
+	recovery *recovery       // replays what a restart left unfinished (recover.go)
 	approval *approvals
 	commands *commands      // the command table and button presses
 	intake   *intake        // the sink of every adapter (intake.go)
@@ -225,6 +226,8 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
 		owners: map[string]*owner{}, newOwner: g.newOwner}
+	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
+		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {
 			if g.sessions.forget(o) {
@@ -298,7 +301,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.runner.registerCommands(ctx); err != nil {
 		g.log.Warn("register commands", "err", err)
 	}
-	g.recover(ctx)
+	g.recovery.recover(ctx)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, len(g.adapters)+1)

@@ -3,13 +3,32 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
+
+// recovery replays, at start, what a crash or restart left unfinished:
+// the accepted messages of the inbox and the replies cut off mid-stream
+// (replies.go).
+type recovery struct {
+	log      *slog.Logger
+	inbox    Inbox
+	dedupe   Dedupe
+	index    Index
+	sessions *registry
+	adapters map[chat.Platform]chat.Adapter
+	replier  *replier
+	metrics  *Metrics
+	dataDir  string
+	// replay hands an accepted message to its mailbox (intake.post).
+	replay func(inboxID string, item inboxItem, replay bool)
+}
 
 // recover marks replies a crash interrupted (replies.go) and replays the
 // inbox: every accepted message whose run did not finish. A message not yet in its
@@ -17,23 +36,23 @@ import (
 // is safe (see resumable), and one whose answer is in the session but not
 // in the chat gets that answer (see accept). A message that was being
 // handled during quarantineAfter crashes is set aside instead.
-func (g *Gateway) recover(ctx context.Context) {
+func (rc *recovery) recover(ctx context.Context) {
 	var replay []cluster.InboxItem
-	pending, err := g.inbox.Pending(ctx)
+	pending, err := rc.inbox.Pending(ctx)
 	if err != nil {
 		// Nothing is lost: the items stay pending for the next start.
-		g.log.Error("inbox: list accepted messages; none replayed", "err", err)
+		rc.log.Error("inbox: list accepted messages; none replayed", "err", err)
 	}
-	g.markLegacyRuns(ctx)
-	g.markInterrupted(ctx, pending)
+	rc.markLegacyRuns(ctx)
+	rc.markInterrupted(ctx, pending)
 	for _, it := range pending {
 		if it.Crashes >= quarantineAfter {
-			g.quarantine(ctx, it)
+			rc.quarantine(ctx, it)
 			continue
 		}
 		replay = append(replay, it)
 	}
-	if c, ok := g.inbox.(crashCounter); ok && len(replay) > 0 {
+	if c, ok := rc.inbox.(crashCounter); ok && len(replay) > 0 {
 		ids := make([]string, len(replay))
 		for i, it := range replay {
 			ids[i] = it.ID
@@ -41,33 +60,33 @@ func (g *Gateway) recover(ctx context.Context) {
 		// Durable before the replay begins: if one of them crashes this
 		// process too, the next start knows.
 		if err := c.Attempt(ctx, ids); err != nil {
-			g.log.Error("inbox: record replay attempts", "err", err)
+			rc.log.Error("inbox: record replay attempts", "err", err)
 		}
 	}
 	for _, it := range replay {
 		var item inboxItem
 		if err := json.Unmarshal(it.Data, &item); err != nil {
-			g.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
-			if err := g.inbox.Ack(ctx, it.ID); err != nil {
-				g.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
+			rc.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
+			if err := rc.inbox.Ack(ctx, it.ID); err != nil {
+				rc.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
 			}
 			continue
 		}
-		g.markSeen(ctx, item.In.DedupKey)
-		g.log.Info("replaying an accepted message", "conv", item.In.Conv.Key(), "kind", item.Kind)
-		g.intake.post(it.ID, item, true)
+		rc.markSeen(ctx, item.In.DedupKey)
+		rc.log.Info("replaying an accepted message", "conv", item.In.Conv.Key(), "kind", item.Kind)
+		rc.replay(it.ID, item, true)
 	}
 }
 
 // markSeen records the dedupe key of an event taken from the inbox, so a
 // platform redelivery of it is a duplicate.
-func (g *Gateway) markSeen(ctx context.Context, key string) {
+func (rc *recovery) markSeen(ctx context.Context, key string) {
 	if key == "" {
 		return
 	}
-	if _, err := g.dedupe.Seen(ctx, key); err != nil {
+	if _, err := rc.dedupe.Seen(ctx, key); err != nil {
 		// A redelivery is then taken again; its session recognises it.
-		g.log.Warn("dedupe: record a replayed event", "key", key, "err", err)
+		rc.log.Warn("dedupe: record a replayed event", "key", key, "err", err)
 	}
 }
 
@@ -86,8 +105,8 @@ const quarantineNotice = "⚠️ This message crashed pibot twice and was set as
 
 // quarantine sets aside an item that was being handled during
 // quarantineAfter crashes, tells its sender and logs it for the operator.
-func (g *Gateway) quarantine(ctx context.Context, it cluster.InboxItem) {
-	c, ok := g.inbox.(crashCounter)
+func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem) {
+	c, ok := rc.inbox.(crashCounter)
 	if !ok {
 		return
 	}
@@ -95,15 +114,15 @@ func (g *Gateway) quarantine(ctx context.Context, it cluster.InboxItem) {
 	_ = json.Unmarshal(it.Data, &item)
 	if err := c.Quarantine(ctx, it.ID); err != nil {
 		// Not replayed either way: it stays pending for the next start.
-		g.log.Error("inbox: quarantine", "id", it.ID, "err", err)
+		rc.log.Error("inbox: quarantine", "id", it.ID, "err", err)
 		return
 	}
-	g.metrics.quarantined()
-	g.log.Error("inbox message quarantined: it was being handled during crashes of pibot; it stays in the inbox file and is not replayed",
+	rc.metrics.quarantined()
+	rc.log.Error("inbox message quarantined: it was being handled during crashes of pibot; it stays in the inbox file and is not replayed",
 		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "msg", item.In.Msg.Key(), "user", item.In.User.ID)
-	g.markSeen(ctx, item.In.DedupKey)
+	rc.markSeen(ctx, item.In.DedupKey)
 	if item.In.Conv.Platform != "" {
-		g.replier.reply(ctx, item.In, quarantineNotice)
+		rc.replier.reply(ctx, item.In, quarantineNotice)
 	}
 }
 

@@ -124,16 +124,16 @@ func (o *owner) openReply(key, head string) (replyRecord, bool) {
 // markInterrupted marks the replies a crash cut off mid-stream in the
 // sessions of the accepted messages (a reply is streamed only while its
 // message is in the inbox), and closes their journal entries.
-func (g *Gateway) markInterrupted(ctx context.Context, items []cluster.InboxItem) {
+func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxItem) {
 	paths := map[string]bool{}
 	for _, it := range items {
 		var item inboxItem
 		if json.Unmarshal(it.Data, &item) != nil || item.In.Conv.Platform == "" {
 			continue
 		}
-		path, ok, err := g.index.Get(ctx, item.In.Conv.Key())
+		path, ok, err := rc.index.Get(ctx, item.In.Conv.Key())
 		if err != nil {
-			g.log.Warn("index: find the session of an accepted message", "conv", item.In.Conv.Key(), "err", err)
+			rc.log.Warn("index: find the session of an accepted message", "conv", item.In.Conv.Key(), "err", err)
 			continue
 		}
 		if ok {
@@ -141,9 +141,9 @@ func (g *Gateway) markInterrupted(ctx context.Context, items []cluster.InboxItem
 		}
 	}
 	for path := range paths {
-		o, err := g.sessions.owner(ctx, path)
+		o, err := rc.sessions.owner(ctx, path)
 		if err != nil {
-			g.log.Warn("open a session to mark interrupted replies", "path", path, "err", err)
+			rc.log.Warn("open a session to mark interrupted replies", "path", path, "err", err)
 			continue
 		}
 		o.mu.Lock()
@@ -157,12 +157,12 @@ func (g *Gateway) markInterrupted(ctx context.Context, items []cluster.InboxItem
 			if !open {
 				continue
 			}
-			g.log.Info("marking a reply cut off by a restart interrupted", "loc", key, "messages", len(rr.Refs))
-			g.markReply(ctx, rr.Refs, nil)
+			rc.log.Info("marking a reply cut off by a restart interrupted", "loc", key, "messages", len(rr.Refs))
+			rc.markReply(ctx, rr.Refs, nil)
 			loc := o.location(key, rr.Refs[0].Conv)
 			data, _ := json.Marshal(replyRecord{Refs: rr.Refs, State: replyMarked})
 			if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}, session.SyncGrouped); err != nil {
-				g.log.Warn("record a marked reply", "loc", key, "err", err)
+				rc.log.Warn("record a marked reply", "loc", key, "err", err)
 			}
 		}
 	}
@@ -170,14 +170,14 @@ func (g *Gateway) markInterrupted(ctx context.Context, items []cluster.InboxItem
 
 // markReply edits the messages of an interrupted reply with a note, except
 // those in done.
-func (g *Gateway) markReply(ctx context.Context, refs []chat.MsgRef, done map[string]bool) {
+func (rc *recovery) markReply(ctx context.Context, refs []chat.MsgRef, done map[string]bool) {
 	for _, ref := range refs {
-		ad := g.adapters[ref.Conv.Platform]
+		ad := rc.adapters[ref.Conv.Platform]
 		if ad == nil || done[ref.Key()] {
 			continue
 		}
 		if err := ad.Edit(ctx, ref, chat.Out{Markdown: interruptedNote}); err != nil {
-			g.log.Warn("mark interrupted reply", "ref", ref.Key(), "err", err)
+			rc.log.Warn("mark interrupted reply", "ref", ref.Key(), "err", err)
 		}
 	}
 }
@@ -194,8 +194,8 @@ type legacyRun struct {
 // markLegacyRuns marks the replies a runs.json left by an older pibot
 // names, once: the file is then removed. A delivered reply (its delivery
 // is recorded on the location's branch) is left alone.
-func (g *Gateway) markLegacyRuns(ctx context.Context) {
-	path := filepath.Join(g.cfg.DataDir, "runs.json")
+func (rc *recovery) markLegacyRuns(ctx context.Context) {
+	path := filepath.Join(rc.dataDir, "runs.json")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return
@@ -205,25 +205,25 @@ func (g *Gateway) markLegacyRuns(ctx context.Context) {
 		err = json.Unmarshal(b, &runs)
 	}
 	if err != nil {
-		g.log.Warn("runs.json of an older pibot unreadable; its replies are not marked", "err", err)
+		rc.log.Warn("runs.json of an older pibot unreadable; its replies are not marked", "err", err)
 	}
 	for _, lr := range runs {
 		if lr.Noted || len(lr.Refs) == 0 {
 			continue
 		}
-		g.markReply(ctx, lr.Refs, g.deliveredRefs(ctx, lr.Path, lr.Loc))
+		rc.markReply(ctx, lr.Refs, rc.deliveredRefs(ctx, lr.Path, lr.Loc))
 	}
 	if err := os.Remove(path); err != nil {
-		g.log.Warn("remove runs.json of an older pibot", "err", err)
+		rc.log.Warn("remove runs.json of an older pibot", "err", err)
 		return
 	}
-	g.log.Info("runs.json of an older pibot read and removed: the reply journal is in the session files now", "replies", len(runs))
+	rc.log.Info("runs.json of an older pibot read and removed: the reply journal is in the session files now", "replies", len(runs))
 }
 
 // deliveredRefs returns the chat messages of the latest delivery recorded
 // on the branch of loc in the session at path.
-func (g *Gateway) deliveredRefs(ctx context.Context, path, loc string) map[string]bool {
-	o, err := g.sessions.owner(ctx, path)
+func (rc *recovery) deliveredRefs(ctx context.Context, path, loc string) map[string]bool {
+	o, err := rc.sessions.owner(ctx, path)
 	if err != nil {
 		return nil
 	}
