@@ -60,8 +60,8 @@ func (r *run) fail(err error) {
 
 // deliver finishes the reply and records which messages carry it.
 func (r *run) deliver() {
-	g := r.o.g
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), g.cfg.FinalWait+10*time.Second)
+	o := r.o
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.cfg.FinalWait+10*time.Second)
 	defer cancel()
 	r.mu.Lock()
 	note := r.interrupted
@@ -74,7 +74,7 @@ func (r *run) deliver() {
 		refs, err = r.ctl.Finish(fctx, chat.Out{})
 	}
 	if err != nil {
-		g.log.Error("deliver reply", "loc", r.loc.key, "err", err)
+		o.log.Error("deliver reply", "loc", r.loc.key, "err", err)
 	}
 	if r.frozen.Load() {
 		// The restart resumes this run, and the reply already says so:
@@ -98,7 +98,7 @@ func (r *run) deliver() {
 	// recorded delivery that did not happen.
 	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
 	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncAlways); err != nil {
-		g.log.Warn("record delivery", "err", err)
+		o.log.Warn("record delivery", "err", err)
 	}
 }
 
@@ -135,8 +135,8 @@ func oneLine(s string, n int) string {
 type attacher struct{ r *run }
 
 func (a *attacher) Attach(ctx context.Context, name, mimeType string, rd io.Reader, size int64) error {
-	g := a.r.o.g
-	up, ok := g.adapters[a.r.loc.conv.Platform].(chat.Uploader)
+	o := a.r.o
+	up, ok := o.adapters[a.r.loc.conv.Platform].(chat.Uploader)
 	if !ok {
 		return fmt.Errorf("attach: %s cannot receive files", a.r.loc.conv.Platform)
 	}

@@ -372,8 +372,10 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 
 // newOwner builds the owner of a session the registry loaded.
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
-	return &owner{g: g, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now(),
-		log: g.log, cfg: &g.cfg, replier: g.replier, health: g.health, forget: g.sessions.forget, post: g.mail.post, track: g.track, runContext: g.runContext}
+	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
+		index: g.index, approval: g.approval, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, ack: g.ackAll,
+		receiveFile: g.receiveFile, forget: g.sessions.forget, track: g.track, runContext: g.runContext}
+	return &owner{ownerDeps: deps, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now()}
 }
 
 // runContext is the parent of the gateway's work (runs, mailboxes): it

@@ -20,7 +20,7 @@ import (
 // location. Runs in different locations proceed concurrently; appends are
 // serialised by mu.
 type owner struct {
-	g     *Gateway
+	ownerDeps
 	path  string
 	sess  *session.Session
 	lease cluster.Lease
@@ -32,14 +32,33 @@ type owner struct {
 	closed   bool
 	// stopWatch ends watchLease when the owner closes.
 	stopWatch chan struct{}
-	// post queues work on the mailbox of a location (mailboxes.post).
-	post func(loc string, f func()) bool
-	log  *slog.Logger
-	cfg  *Config // the gateway's, read-only
+}
+
+// ownerDeps are the collaborators of every owner; the gateway wires them
+// (Gateway.newOwner).
+type ownerDeps struct {
+	log *slog.Logger
+	cfg *Config // the gateway's, read-only
+	// adapters send the replies; splitters are shared by every reply's
+	// stream controller.
+	adapters  map[chat.Platform]chat.Adapter
+	splitters *chat.Splitters
+	models    Models
+	metrics   *Metrics
+	index     Index
+	approval  *approvals
 	// replier sends the owner's notices (queued, dropped, done).
 	replier *replier
 	// health is told of failed writes and keeps what they stranded.
 	health *health
+	// post queues work on the mailbox of a location (mailboxes.post).
+	post func(loc string, f func()) bool
+	// route hands a message to its owner and location again (Gateway.route).
+	route func(ctx context.Context, p *pending)
+	// ack tells the inbox messages are done with (Gateway.ackAll).
+	ack func(ctx context.Context, ps []*pending)
+	// receiveFile saves a file of a message into the workspace.
+	receiveFile func(ctx context.Context, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
 	// forget removes o from the loaded owners if it is still there
 	// (registry.forget).
 	forget func(o *owner) bool
@@ -143,7 +162,7 @@ func (o *owner) idleSince(before time.Time) bool {
 			return false
 		}
 	}
-	return !o.g.approval.pendingFor(o.path)
+	return !o.approval.pendingFor(o.path)
 }
 
 // location returns the state of loc, creating it.
@@ -209,7 +228,7 @@ func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) 
 // an entry on disk never names a location whose binding is not.
 func (o *owner) settle(err error, sync session.SyncPolicy) error {
 	if err == nil && sync == session.SyncAlways {
-		err = errors.Join(o.sess.Flush(), o.g.index.Sync(context.Background()))
+		err = errors.Join(o.sess.Flush(), o.index.Sync(context.Background()))
 	}
 	if err != nil {
 		o.health.storageFailed(o, err)

@@ -99,10 +99,10 @@ func mergePending(ps []*pending) *pending {
 // acknowledged: dropping it is the decision.
 func (o *owner) drop(p *pending, reason string) {
 	ctx := context.Background()
-	o.g.metrics.dropped()
+	o.metrics.dropped()
 	o.replier.react(ctx, p.item.In.Msg, "❌")
 	o.replier.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
-	o.g.ackAll(ctx, []*pending{p})
+	o.ack(ctx, []*pending{p})
 }
 
 // dropQueued discards everything queued at loc and returns how many.

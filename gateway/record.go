@@ -70,7 +70,7 @@ func (r *run) record(e agent.Event) {
 		r.mu.Lock()
 		r.lastEntry, r.final = rec.Entry.ID, &m
 		r.mu.Unlock()
-		r.o.g.metrics.usage(m)
+		r.o.metrics.usage(m)
 		r.ctl.SetText(m.Text())
 		if m.StopReason == llm.StopError && m.ErrorMessage != "" {
 			r.ctl.EndMessage()

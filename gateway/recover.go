@@ -194,7 +194,7 @@ func (o *owner) answered(loc *location, key string) (answer *session.Entry, deli
 // chat (a crash between the two), as a run of its own, and records its
 // delivery.
 func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
-	o.g.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "msg", p.msgKey())
+	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "msg", p.msgKey())
 	p.applied = true
 	text := answer.Message.Text()
 	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
@@ -265,7 +265,7 @@ func (o *owner) resumable(loc *location) bool {
 		}
 		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, Content: []llm.Content{llm.TextBlock(unknownOutcome)}, IsError: true, Timestamp: time.Now().UnixMilli()}
 		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
-			o.g.log.Warn("record unknown tool outcome", "err", err)
+			o.log.Warn("record unknown tool outcome", "err", err)
 			return false
 		}
 	}

@@ -65,9 +65,9 @@ func (r *run) journal() {
 	// not at the end of the session's group window, on a goroutine of its
 	// own so the reply does not wait for it.
 	o := r.o
-	o.g.track(func(context.Context) {
+	o.track(func(context.Context) {
 		if err := o.settle(nil, session.SyncAlways); err != nil {
-			o.g.log.Warn("flush the messages of a reply", "path", o.path, "err", err)
+			o.log.Warn("flush the messages of a reply", "path", o.path, "err", err)
 		}
 	})
 }
@@ -89,7 +89,7 @@ func (r *run) recordReply(refs []chat.MsgRef, state string) {
 	data, _ := json.Marshal(replyRecord{Refs: refs, State: state})
 	e := session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}
 	if _, err := r.o.append(r.loc, e, session.SyncGrouped); err != nil {
-		r.o.g.log.Warn("record the messages of a reply", "loc", r.loc.key, "err", err)
+		r.o.log.Warn("record the messages of a reply", "loc", r.loc.key, "err", err)
 	}
 }
 

@@ -83,14 +83,14 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 			}
 		}
 		o.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
-		o.g.ackAll(ctx, []*pending{p})
+		o.ack(ctx, []*pending{p})
 		return
 	}
 	o.mu.Lock()
 	if o.closed {
 		// Evicted between routing and now: route again.
 		o.mu.Unlock()
-		o.g.route(ctx, p)
+		o.route(ctx, p)
 		return
 	}
 	mode := p.item.Mode
@@ -137,7 +137,7 @@ func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
 	text := in.Text
 	var blocks []llm.Content
 	for _, f := range in.Files {
-		note, img := o.g.receiveFile(ctx, in.Conv, f)
+		note, img := o.receiveFile(ctx, in.Conv, f)
 		if img != nil {
 			blocks = append(blocks, *img)
 		}
@@ -165,7 +165,7 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 		o.mu.Unlock()
 		r.cancel()
 		for _, p := range ps {
-			o.g.route(parent, p)
+			o.route(parent, p)
 		}
 		return
 	}
@@ -249,7 +249,7 @@ func (o *owner) afterRun(loc *location, r *run) {
 	}
 	// The run is over: once the session is on disk its messages leave the
 	// inbox. Until then a crash replays them and resumes the run.
-	if err := errors.Join(o.sess.Flush(), o.g.index.Sync(context.WithoutCancel(r.ctx))); err != nil {
+	if err := errors.Join(o.sess.Flush(), o.index.Sync(context.WithoutCancel(r.ctx))); err != nil {
 		o.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
 		if o.lostToStorage(err) {
 			// A full disk: taken up again once a probe finds it writable.
@@ -257,13 +257,13 @@ func (o *owner) afterRun(loc *location, r *run) {
 			o.health.strand(r.finished())
 		}
 	} else {
-		o.g.ackAll(context.WithoutCancel(r.ctx), r.finished())
+		o.ack(context.WithoutCancel(r.ctx), r.finished())
 	}
 }
 
 // execute runs the agent to the end and delivers the reply.
 func (r *run) execute(ps []*pending) {
-	o, g, loc := r.o, r.o.g, r.loc
+	o, loc := r.o, r.loc
 	ctx := r.ctx
 	var replyTo *chat.MsgRef
 	var recipient string // the user a native stream is for (Slack channels need one)
@@ -273,13 +273,13 @@ func (r *run) execute(ps []*pending) {
 		}
 		recipient = ps[len(ps)-1].item.In.User.ID
 	}
-	ad := g.adapters[loc.conv.Platform]
+	ad := o.adapters[loc.conv.Platform]
 	if ad == nil {
-		g.log.Error("no adapter for location", "loc", loc.key)
+		o.log.Error("no adapter for location", "loc", loc.key)
 		r.setHandles(agent.New(agent.Config{}, nil), nil)
 		return
 	}
-	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: g.cfg.Verbosity, ReplyTo: replyTo, Recipient: recipient, FinalWait: g.cfg.FinalWait, Logger: g.log, Splitters: &g.splitters})
+	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: recipient, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters})
 
 	prompts := make([]agent.Tagged, 0, len(ps))
 	for _, p := range ps {
@@ -301,12 +301,12 @@ func (r *run) execute(ps []*pending) {
 			r.record(agent.Event{Type: agent.EventMessageEnd, Message: &t.Message, Tag: t.Tag})
 		}
 		if _, serr := ad.Send(ctx, loc.conv, chat.Out{Markdown: err.Error(), ReplyTo: replyTo}); serr != nil {
-			g.log.Warn("send", "err", serr)
+			o.log.Warn("send", "err", serr)
 		}
 		return
 	}
 	r.ctl.Start(ctx)
-	g.metrics.runStarted()
+	o.metrics.runStarted()
 	if r.prelude != nil {
 		if !r.prelude(ctx, r) {
 			r.deliver()
@@ -328,18 +328,18 @@ func (r *run) execute(ps []*pending) {
 		err = r.agent.PromptTagged(ctx, emit, prompts...)
 	}
 	if err != nil {
-		g.log.Error("agent run", "loc", loc.key, "err", err)
+		o.log.Error("agent run", "loc", loc.key, "err", err)
 	}
-	if r.stoppedReason() == "" && g.cfg.Compaction.Enabled {
+	if r.stoppedReason() == "" && o.cfg.Compaction.Enabled {
 		if err := maint.AfterRun(ctx, r.agent, emit); err != nil {
-			g.log.Warn("compaction", "loc", loc.key, "err", err)
+			o.log.Warn("compaction", "loc", loc.key, "err", err)
 		}
 	}
 	// The agent reads its queues no more: a message that arrives while the
 	// reply is delivered starts the next run.
 	r.seal()
 	r.deliver()
-	g.metrics.runEnded(time.Since(start))
+	o.metrics.runEnded(time.Since(start))
 }
 
 // seal closes the agent's queues: a message enqueued after this goes to
@@ -462,18 +462,18 @@ func (r *run) interrupt(note string) {
 }
 
 func (r *run) resolveModel(ref string) (llm.Model, error) {
-	g := r.o.g
+	o := r.o
 	if ref == "" {
-		ref = g.cfg.Model
+		ref = o.cfg.Model
 	}
-	if ref == "" || g.models == nil {
-		help := g.cfg.NoModelHelp
+	if ref == "" || o.models == nil {
+		help := o.cfg.NoModelHelp
 		if help == "" {
 			help = "No model is configured. Set `agent.model` (provider/model) in the config file, or OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment, and restart pibot."
 		}
 		return nil, fmt.Errorf("⚠️ %s", help)
 	}
-	m, err := g.models.Model(ref)
+	m, err := o.models.Model(ref)
 	if err != nil {
 		return nil, fmt.Errorf("⚠️ Model %s is not usable: %v", ref, err)
 	}
@@ -481,13 +481,13 @@ func (r *run) resolveModel(ref string) (llm.Model, error) {
 }
 
 func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
-	g := r.o.g
+	o := r.o
 	cfg := agent.Config{
 		Model:        r.model,
 		Thinking:     thinking,
-		SystemPrompt: g.cfg.SystemPrompt(),
-		Tools:        g.cfg.Tools(&attacher{r: r}),
-		Retry:        g.cfg.Retry,
+		SystemPrompt: o.cfg.SystemPrompt(),
+		Tools:        o.cfg.Tools(&attacher{r: r}),
+		Retry:        o.cfg.Retry,
 		SessionID:    r.o.sess.Header().ID,
 		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
 	}
