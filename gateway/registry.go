@@ -221,6 +221,9 @@ func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
 	return reg.installOwner(path, s, lease), nil
 }
 
+// installOwner makes the owner of a session just opened the loaded one of
+// path, unless another goroutine loaded it first (then s is closed and that
+// owner returned), and watches its lease unless it is never lost.
 func (reg *registry) installOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	o := reg.newOwner(path, s, lease)
 	reg.mu.Lock()
@@ -260,6 +263,7 @@ func (reg *registry) evictLoop(ctx context.Context) {
 	}
 }
 
+// evictIdle unloads the owners idle since before and says how many.
 func (reg *registry) evictIdle(before time.Time) int {
 	reg.mu.Lock()
 	var idle []*owner
@@ -277,6 +281,7 @@ func (reg *registry) evictIdle(before time.Time) int {
 	return len(idle)
 }
 
+// ownerCount is the number of loaded owners.
 func (reg *registry) ownerCount() int {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
