@@ -93,11 +93,11 @@ func (r *run) deliver() {
 		keys[i] = ref.Key()
 	}
 	// Recorded only after the platform confirmed the reply, and durable
-	// before the run ends: a crash in between costs a second copy of the
-	// answer (the restart marks the first one interrupted), never a
-	// recorded delivery that did not happen.
+	// before the run's messages leave the inbox (afterRun flushes the
+	// session first): a crash in between costs a second copy of the
+	// answer, never a recorded delivery that did not happen.
 	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncAlways); err != nil {
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncGrouped); err != nil {
 		o.log.Warn("record delivery", "err", err)
 	}
 }
