@@ -51,86 +51,6 @@ type run struct {
 	sealed bool
 }
 
-// accept takes a durable message for loc and applies the queue mode.
-func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
-	// Insert-if-absent: a redelivered message already in the session (the
-	// platform retried after a crash, or an inbox replay) is not applied
-	// twice.
-	resume := p.item.Resume
-	if key := p.msgKey(); key != "" && !resume {
-		_, resume = o.sess.EntryForMsg(key)
-	}
-	if resume {
-		o.mu.Lock()
-		idle := loc.run == nil && !o.closed
-		o.mu.Unlock()
-		if idle {
-			// Exactly one visible answer: a recorded delivery means the
-			// chat has it; an answer in the session that never reached
-			// the chat is sent now; a run cut short is finished.
-			answer, delivered := o.answered(loc, p.msgKey())
-			switch {
-			case delivered:
-			case answer != nil:
-				o.redeliver(loc, p, *answer)
-				return
-			case o.resumable(loc):
-				// Its run was cut short (crash, restart): finish it.
-				o.log.Info("resuming an interrupted run", "loc", loc.key)
-				p.applied = true
-				o.startRun(loc, []*pending{p})
-				return
-			}
-		}
-		o.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
-		o.ack(ctx, []*pending{p})
-		return
-	}
-	o.mu.Lock()
-	if o.closed {
-		// Evicted between routing and now: route again.
-		o.mu.Unlock()
-		o.route(ctx, p)
-		return
-	}
-	mode := p.item.Mode
-	if mode == "" {
-		mode = loc.mode
-	}
-	r := loc.run
-	if mode == modeCollect || r != nil {
-		p.queued = true
-	}
-	if mode == modeCollect {
-		after := o.collectLocked(loc, p)
-		o.mu.Unlock()
-		after()
-		return
-	}
-	if r == nil {
-		o.mu.Unlock()
-		o.startRun(loc, []*pending{p})
-		return
-	}
-	switch mode {
-	case modeInterrupt:
-		loc.next = append(loc.next, p)
-		r.interrupt("interrupted by a newer message")
-		o.mu.Unlock()
-		o.replier.queued(ctx, p, "⏭ interrupting the current run")
-	case modeFollowup:
-		o.mu.Unlock()
-		if r.enqueue(p, false) {
-			o.replier.queued(ctx, p, "📥 queued as a follow-up")
-		}
-	default:
-		o.mu.Unlock()
-		if r.enqueue(p, true) {
-			o.replier.queued(ctx, p, "📥 will steer the current run")
-		}
-	}
-}
-
 // message builds the user message of a pending item.
 func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
 	in := p.item.In
@@ -196,21 +116,6 @@ func (o *owner) launch(r *run, ps []*pending) {
 		r.execute(ps)
 		o.afterRun(r.loc, r)
 	})
-}
-
-// park hands p to whatever runs next at r's location: the waiting list
-// while r is still the location's run, else a run of its own. It runs in
-// the location's mailbox (enqueue is called only there), so p keeps its
-// place before what arrived after it.
-func (o *owner) park(r *run, p *pending) {
-	o.mu.Lock()
-	if r.loc.run == r {
-		r.loc.next = append(r.loc.next, p)
-		o.mu.Unlock()
-		return
-	}
-	o.mu.Unlock()
-	o.accept(context.WithoutCancel(r.ctx), r.loc, p)
 }
 
 // afterRun clears the run and starts the next one if messages wait.
@@ -413,40 +318,6 @@ func (r *run) handles() (*agent.Agent, *stream.Controller) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.agent, r.ctl
-}
-
-// enqueue adds a message to the active run's steering or follow-up queue
-// and reports whether it waits for that run (the sender is told so). A
-// run that is ending takes no more: the message starts the next run.
-func (r *run) enqueue(p *pending, steer bool) bool {
-	a, ctl := r.handles()
-	if a == nil {
-		// The run is still starting: the message runs after it.
-		r.o.park(r, p)
-		return true
-	}
-	t := tagged(p, r.o.message(r.ctx, p, time.Now().UnixMilli()))
-	r.qmu.Lock()
-	if r.sealed {
-		r.qmu.Unlock()
-		// The run has answered and takes nothing more: the message starts
-		// the next run, so nobody is told it steers this one.
-		p.queued = false
-		r.o.park(r, p)
-		return false
-	}
-	r.wait(p)
-	if steer {
-		a.SteerTagged(t)
-	} else {
-		a.FollowUpTagged(t)
-	}
-	r.qmu.Unlock()
-	if ctl != nil {
-		st, fu := a.Queued()
-		ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
-	}
-	return true
 }
 
 // interrupt aborts the run; note is shown on the reply.
