@@ -81,7 +81,7 @@ func cmdStop(ctx context.Context, c *invocation) {
 		c.say(ctx, "⏹ Stopping.")
 		return
 	}
-	n := c.o.dropQueued(c.loc)
+	n := c.o.queue.dropQueued(c.loc)
 	if c.run == nil {
 		if n == 0 {
 			c.tell(ctx, "Nothing is running.")
@@ -108,14 +108,14 @@ func cmdQueue(ctx context.Context, c *invocation) {
 		o.mu.Lock()
 		mode := loc.mode
 		o.mu.Unlock()
-		q := o.queuedTexts(loc)
+		q := o.queue.queuedTexts(loc)
 		if len(q) == 0 {
 			c.tell(ctx, "Queue mode: **%s**. Nothing queued.", mode)
 			return
 		}
 		c.tell(ctx, "Queue mode: **%s**. Queued:\n\n- %s", mode, strings.Join(q, "\n- "))
 	case arg == "drop":
-		c.say(ctx, "Dropped %d queued message(s).", o.dropQueued(loc))
+		c.say(ctx, "Dropped %d queued message(s).", o.queue.dropQueued(loc))
 	case slices.Contains(queueModes, arg):
 		data, _ := json.Marshal(map[string]string{"mode": arg})
 		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customQueue, Data: data}, session.SyncAlways); err != nil {

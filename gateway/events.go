@@ -52,7 +52,7 @@ func (r *run) emit(e agent.Event) {
 func (r *run) fail(err error) {
 	r.o.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
 	msg := "⚠️ the session could not be written (the details are in pibot's log)"
-	if r.o.lostToStorage(err) {
+	if lostToStorage(r.o.sess, err) {
 		msg += ". This message is taken up again once pibot can write its data again."
 	}
 	r.interrupt(msg)

@@ -377,7 +377,11 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
 		index: g.index, approval: g.approval, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, ack: g.ackAll,
 		receiveFile: g.receiveFile, forget: g.sessions.forget, track: g.track, runContext: g.runContext}
-	return &owner{ownerDeps: deps, path: path, sess: s, lease: lease, locs: map[string]*location{}, heads: s.Heads(), lastUsed: time.Now()}
+	o := &owner{ownerDeps: deps, locs: map[string]*location{}}
+	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Heads(), lastUsed: time.Now(),
+		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
+	o.queue = queue{o}
+	return o
 }
 
 // runContext is the parent of the gateway's work (runs, mailboxes): it

@@ -71,17 +71,17 @@ func storageError(err error) bool {
 	return errors.Is(err, cluster.ErrWrite)
 }
 
-// lostToStorage reports whether err, from o, is due to a failed write:
+// lostToStorage reports whether err, from the session s, is due to a failed write:
 // itself a storage error, or any error of a session whose writer a failed
 // write fenced (it may have been closed since).
-func (o *owner) lostToStorage(err error) bool {
+func lostToStorage(s *session.Session, err error) bool {
 	if err == nil {
 		return false
 	}
 	if storageError(err) {
 		return true
 	}
-	f := o.sess.Fenced()
+	f := s.Fenced()
 	return f != nil && !errors.Is(f, errLeaseLost)
 }
 

@@ -35,7 +35,7 @@ func (g *Gateway) route(ctx context.Context, p *pending) {
 		return
 	}
 	g.threads.touch(p.item.In.Conv)
-	o.accept(ctx, loc, p)
+	o.queue.accept(ctx, loc, p)
 }
 
 // ackAll tells the inbox the messages are done with: their run finished,

@@ -2,34 +2,28 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
-// owner is the one writer of a session file. It holds the file's lease,
-// tracks the head of every location in the file, and runs the agent per
-// location. Runs in different locations proceed concurrently; appends are
-// serialised by mu.
+// owner is the one writer of a session file. Its sessionFile (embedded:
+// the file's lock is the owner's) holds the lease, the head of every
+// location and the appends; the owner keeps the locations and runs the
+// agent per location, and its queue (queue.go) decides what happens to a
+// message that arrives while a run works. Runs in different locations
+// proceed concurrently; appends are serialised by mu.
 type owner struct {
 	ownerDeps
-	path  string
-	sess  *session.Session
-	lease cluster.Lease
+	*sessionFile
+	// queue applies the queue modes to arriving messages.
+	queue queue
 
-	mu       sync.Mutex
-	locs     map[string]*location
-	heads    map[string]string
-	lastUsed time.Time
-	closed   bool
+	locs map[string]*location // guarded by mu
 	// stopWatch ends watchLease when the owner closes.
 	stopWatch chan struct{}
 }
@@ -144,12 +138,6 @@ func (o *owner) watchLease() {
 
 var errLeaseLost = errors.New("gateway: session lease lost")
 
-func (o *owner) touch() {
-	o.mu.Lock()
-	o.lastUsed = time.Now()
-	o.mu.Unlock()
-}
-
 // idleSince reports whether nothing ran or arrived since before.
 func (o *owner) idleSince(before time.Time) bool {
 	o.mu.Lock()
@@ -176,127 +164,6 @@ func (o *owner) location(key string, conv chat.ConvRef) *location {
 	l := &location{key: key, conv: conv, mode: o.savedModeLocked(key), allowed: map[string]bool{}}
 	o.locs[key] = l
 	return l
-}
-
-// savedModeLocked is the queue mode last set with /queue on the branch of
-// location key, or the default.
-func (o *owner) savedModeLocked(key string) string {
-	head, ok := o.heads[key]
-	if !ok {
-		return o.cfg.QueueMode
-	}
-	branch, err := o.sess.Branch(head)
-	if err != nil {
-		return o.cfg.QueueMode
-	}
-	for i := len(branch) - 1; i >= 0; i-- {
-		if e := branch[i]; e.Type == session.TypeCustom && e.CustomType == customQueue {
-			var d struct{ Mode string }
-			if json.Unmarshal(e.Data, &d) == nil && d.Mode != "" {
-				return d.Mode
-			}
-		}
-	}
-	return o.cfg.QueueMode
-}
-
-func (o *owner) head(loc *location) string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.headLocked(loc.key)
-}
-
-func (o *owner) headLocked(key string) string {
-	if h, ok := o.heads[key]; ok {
-		return h
-	}
-	return o.sess.Leaf()
-}
-
-// append writes e as the new head of loc. With SyncAlways it returns once
-// e is durable; the owner is not locked while the disk works.
-func (o *owner) append(loc *location, e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
-	out, err := o.appendLocked(loc, e)
-	if err = o.settle(err, sync); err != nil {
-		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
-	}
-	return out, nil
-}
-
-// settle flushes the session after a successful change when sync asks
-// for it, outside the owner's lock. The location index is synced with it:
-// an entry on disk never names a location whose binding is not.
-func (o *owner) settle(err error, sync session.SyncPolicy) error {
-	if err == nil && sync == session.SyncAlways {
-		err = errors.Join(o.sess.Flush(), o.index.Sync(context.Background()))
-	}
-	if err != nil {
-		o.health.storageFailed(o, err)
-	}
-	return err
-}
-
-func (o *owner) appendLocked(loc *location, e session.Entry) (session.Entry, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return session.Entry{}, errors.New("gateway: session closed")
-	}
-	e.ParentID = o.headLocked(loc.key)
-	if e.Pibot == nil {
-		e.Pibot = &session.Meta{}
-	}
-	e.Pibot.Loc = loc.key
-	out, err := o.sess.Append(e, session.SyncGrouped)
-	if err != nil {
-		return session.Entry{}, err
-	}
-	o.heads[loc.key] = out.ID
-	o.lastUsed = time.Now()
-	return out, nil
-}
-
-// moveHead makes target the head of loc (a branch). With SyncAlways it
-// returns once the move is durable; a move for an inbound message is
-// grouped (the inbox holds the message until its run is flushed).
-func (o *owner) moveHead(loc *location, target string, sync session.SyncPolicy) error {
-	if err := o.settle(o.moveHeadLocked(loc, target), sync); err != nil {
-		return fmt.Errorf("gateway: move head: %w", err)
-	}
-	return nil
-}
-
-func (o *owner) moveHeadLocked(loc *location, target string) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.headLocked(loc.key) == target {
-		return nil
-	}
-	if err := o.sess.MoveHead(loc.key, target, session.SyncGrouped); err != nil {
-		return err
-	}
-	if h, ok := o.sess.Head(loc.key); ok {
-		o.heads[loc.key] = h
-	}
-	return nil
-}
-
-// branchPoint is the entry a new branch from message ref starts at: for a
-// reply to the bot, the reply's entry; for one of the user's own messages,
-// that message's parent (the question is asked again differently).
-func (o *owner) branchPoint(ref chat.MsgRef) (string, bool) {
-	id, ok := o.sess.EntryForMsg(ref.Key())
-	if !ok {
-		return "", false
-	}
-	e, ok := o.sess.Get(id)
-	if !ok {
-		return "", false
-	}
-	if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser && e.ParentID != "" {
-		return e.ParentID, true
-	}
-	return id, true
 }
 
 // branchTo moves loc's head to the entry of ref, unless a run is active

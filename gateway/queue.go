@@ -19,10 +19,17 @@ const (
 
 var queueModes = []string{modeSteer, modeFollowup, modeCollect, modeInterrupt}
 
+// queue applies the queue modes of an owner's locations to the messages
+// that arrive there: it starts a run, feeds the active one, collects,
+// interrupts, parks a message for the next run, and drops or lists what
+// waits. It works under its owner's lock.
+type queue struct{ o *owner }
+
 // collectLocked buffers p and (re)arms the debounce timer. o.mu is held;
 // the returned func tells the users what happened and must be called
 // once it is released (it may send).
-func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
+func (q queue) collectLocked(loc *location, p *pending) (after func()) {
+	o := q.o
 	loc.collect = append(loc.collect, p)
 	var dropped *pending
 	if n := len(loc.collect); n > o.cfg.CollectCap {
@@ -42,11 +49,11 @@ func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
 	// mailbox. Once the gateway shuts down the mailbox takes nothing and
 	// the collected messages stay in the inbox for the next start.
 	loc.collectTimer = time.AfterFunc(o.cfg.CollectDebounce, func() {
-		o.post(loc.key, func() { o.flushCollect(loc) })
+		o.post(loc.key, func() { q.flushCollect(loc) })
 	})
 	return func() {
 		if dropped != nil {
-			o.drop(dropped, "the collect queue is full")
+			q.drop(dropped, "the collect queue is full")
 		}
 		if kept {
 			o.replier.queued(context.Background(), p, "📥 collected")
@@ -55,7 +62,8 @@ func (o *owner) collectLocked(loc *location, p *pending) (after func()) {
 }
 
 // flushCollect merges the collected messages into one follow-up.
-func (o *owner) flushCollect(loc *location) {
+func (q queue) flushCollect(loc *location) {
+	o := q.o
 	o.mu.Lock()
 	ps := loc.collect
 	loc.collect = nil
@@ -68,7 +76,7 @@ func (o *owner) flushCollect(loc *location) {
 	}
 	merged := mergePending(ps)
 	if r != nil {
-		r.enqueue(merged, false)
+		q.enqueue(r, merged, false)
 		return
 	}
 	o.startRun(loc, []*pending{merged})
@@ -98,7 +106,8 @@ func mergePending(ps []*pending) *pending {
 
 // drop discards a queued message, telling the user why. Its inbox item is
 // acknowledged: dropping it is the decision.
-func (o *owner) drop(p *pending, reason string) {
+func (q queue) drop(p *pending, reason string) {
+	o := q.o
 	ctx := context.Background()
 	o.metrics.dropped()
 	o.replier.react(ctx, p.item.In.Msg, "❌")
@@ -107,7 +116,8 @@ func (o *owner) drop(p *pending, reason string) {
 }
 
 // dropQueued discards everything queued at loc and returns how many.
-func (o *owner) dropQueued(loc *location) int {
+func (q queue) dropQueued(loc *location) int {
+	o := q.o
 	o.mu.Lock()
 	ps := append(loc.collect, loc.next...)
 	loc.collect, loc.next = nil, nil
@@ -122,13 +132,14 @@ func (o *owner) dropQueued(loc *location) int {
 		ps = append(ps, r.untag(append(st, fu...))...)
 	}
 	for _, p := range ps {
-		o.drop(p, "/queue drop")
+		q.drop(p, "/queue drop")
 	}
 	return len(ps)
 }
 
 // queuedTexts lists what waits at loc.
-func (o *owner) queuedTexts(loc *location) []string {
+func (q queue) queuedTexts(loc *location) []string {
+	o := q.o
 	o.mu.Lock()
 	var out []string
 	for _, p := range loc.collect {
@@ -162,7 +173,8 @@ func runAgent(r *run) *agent.Agent {
 }
 
 // accept takes a durable message for loc and applies the queue mode.
-func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
+func (q queue) accept(ctx context.Context, loc *location, p *pending) {
+	o := q.o
 	// Insert-if-absent: a redelivered message already in the session (the
 	// platform retried after a crash, or an inbox replay) is not applied
 	// twice.
@@ -212,7 +224,7 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		p.queued = true
 	}
 	if mode == modeCollect {
-		after := o.collectLocked(loc, p)
+		after := q.collectLocked(loc, p)
 		o.mu.Unlock()
 		after()
 		return
@@ -230,12 +242,12 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 		o.replier.queued(ctx, p, "⏭ interrupting the current run")
 	case modeFollowup:
 		o.mu.Unlock()
-		if r.enqueue(p, false) {
+		if q.enqueue(r, p, false) {
 			o.replier.queued(ctx, p, "📥 queued as a follow-up")
 		}
 	default:
 		o.mu.Unlock()
-		if r.enqueue(p, true) {
+		if q.enqueue(r, p, true) {
 			o.replier.queued(ctx, p, "📥 will steer the current run")
 		}
 	}
@@ -245,7 +257,8 @@ func (o *owner) accept(ctx context.Context, loc *location, p *pending) {
 // while r is still the location's run, else a run of its own. It runs in
 // the location's mailbox (enqueue is called only there), so p keeps its
 // place before what arrived after it.
-func (o *owner) park(r *run, p *pending) {
+func (q queue) park(r *run, p *pending) {
+	o := q.o
 	o.mu.Lock()
 	if r.loc.run == r {
 		r.loc.next = append(r.loc.next, p)
@@ -253,17 +266,17 @@ func (o *owner) park(r *run, p *pending) {
 		return
 	}
 	o.mu.Unlock()
-	o.accept(context.WithoutCancel(r.ctx), r.loc, p)
+	q.accept(context.WithoutCancel(r.ctx), r.loc, p)
 }
 
 // enqueue adds a message to the active run's steering or follow-up queue
 // and reports whether it waits for that run (the sender is told so). A
 // run that is ending takes no more: the message starts the next run.
-func (r *run) enqueue(p *pending, steer bool) bool {
+func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 	a, ctl := r.handles()
 	if a == nil {
 		// The run is still starting: the message runs after it.
-		r.o.park(r, p)
+		q.park(r, p)
 		return true
 	}
 	t := tagged(p, r.o.message(r.ctx, p, time.Now().UnixMilli()))
@@ -273,7 +286,7 @@ func (r *run) enqueue(p *pending, steer bool) bool {
 		// The run has answered and takes nothing more: the message starts
 		// the next run, so nobody is told it steers this one.
 		p.queued = false
-		r.o.park(r, p)
+		q.park(r, p)
 		return false
 	}
 	r.wait(p)

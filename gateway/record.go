@@ -2,35 +2,20 @@ package gateway
 
 import (
 	"github.com/pibot/pibot/agent"
-	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
 // locHead is a location's head as the place a run writes.
 type locHead struct {
-	o   *owner
+	f   *sessionFile
 	loc *location
 }
 
-func (h locHead) Leaf() string { return h.o.head(h.loc) }
+func (h locHead) Leaf() string { return h.f.head(h.loc) }
 
 func (h locHead) Append(e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
-	return h.o.append(h.loc, e, sync)
-}
-
-// recorder returns the session runner of a run at loc: chat messages are
-// tagged with their *pending, whose sender and platform message go on the
-// entry; user messages are group-synced because the inbox holds them until
-// the session is flushed at the run's end.
-func (o *owner) recorder(loc *location) *sessionview.Runner {
-	return sessionview.NewRunner(locHead{o: o, loc: loc}, sessionview.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
-		meta := &session.Meta{}
-		if p, ok := tag.(*pending); ok {
-			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
-		}
-		return meta
-	}})
+	return h.f.append(h.loc, e, sync)
 }
 
 // tagged is p's user message tagged with p, so that its entry is tied to
@@ -49,7 +34,7 @@ func (r *run) record(e agent.Event) {
 		r.unwait(p)
 	}
 	if err != nil {
-		if p != nil && r.o.lostToStorage(err) {
+		if p != nil && lostToStorage(r.o.sess, err) {
 			r.o.health.strand([]*pending{p})
 		}
 		r.fail(err)

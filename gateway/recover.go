@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
@@ -141,55 +140,6 @@ func deliveryOf(e session.Entry) (delivery, bool) {
 	return d, json.Unmarshal(e.Data, &d) == nil
 }
 
-// answered looks at the run that took message key in loc's branch: the
-// entries after the message, up to the next user message. It returns the
-// run's last assistant message when it is a final answer (nil otherwise),
-// and whether a delivery of the run is recorded.
-func (o *owner) answered(loc *location, key string) (answer *session.Entry, delivered bool) {
-	if key == "" {
-		return nil, false
-	}
-	id, ok := o.sess.EntryForMsg(key)
-	if !ok {
-		return nil, false
-	}
-	branch, err := o.sess.Branch(o.head(loc))
-	if err != nil {
-		return nil, false
-	}
-	at := -1
-	for i, e := range branch {
-		if e.ID == id {
-			at = i
-			break
-		}
-	}
-	if at < 0 {
-		// The branch moved away from the message: nothing to deliver here.
-		return nil, true
-	}
-	for _, e := range branch[at+1:] {
-		if _, ok := deliveryOf(e); ok {
-			delivered = true
-		}
-		if e.Type != session.TypeMessage || e.Message == nil {
-			continue
-		}
-		switch e.Message.Role {
-		case llm.RoleUser:
-			return answer, delivered
-		case llm.RoleAssistant:
-			answer = nil
-			if e.Message.StopReason != llm.StopToolUse {
-				answer = &e
-			}
-		case llm.RoleToolResult:
-			answer = nil
-		}
-	}
-	return answer, delivered
-}
-
 // redeliver sends an answer that is in the session but never reached the
 // chat (a crash between the two), as a run of its own, and records its
 // delivery.
@@ -212,62 +162,3 @@ func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
 // unknownOutcome is the result recorded for a tool call that was running
 // when pibot stopped: it is never run again blindly.
 const unknownOutcome = "pibot restarted while this tool was running; its outcome is unknown. Check the state before running it again."
-
-// resumable reports whether loc's interrupted run can continue without
-// side effects, preparing it: an unanswered user message is answered
-// again; tool calls that were running get an "outcome unknown" result and
-// the model continues. Calls still waiting for approval wait on.
-func (o *owner) resumable(loc *location) bool {
-	branch, err := o.sess.Branch(o.head(loc))
-	if err != nil {
-		return false
-	}
-	results := map[string]bool{}
-	pendingApproval := map[string]bool{}
-	var last *llm.Message
-	for _, e := range branch {
-		switch {
-		case e.Type == session.TypeMessage && e.Message != nil:
-			last = e.Message
-			if e.Message.Role == llm.RoleToolResult {
-				results[e.Message.ToolCallID] = true
-			}
-		case e.Type == session.TypeCustom && e.CustomType == customApproval:
-			var a approval
-			if json.Unmarshal(e.Data, &a) == nil {
-				pendingApproval[a.ToolCall] = a.State == "pending"
-			}
-		}
-	}
-	if last == nil {
-		return false
-	}
-	if last.Role == llm.RoleUser {
-		return true
-	}
-	var call *llm.Message
-	for i := len(branch) - 1; i >= 0; i-- {
-		if m := branch[i].Message; m != nil && m.Role == llm.RoleAssistant {
-			call = m
-			break
-		}
-	}
-	if call == nil || call.StopReason != llm.StopToolUse {
-		return false
-	}
-	calls := call.ToolCalls()
-	for _, c := range calls {
-		if results[c.ID] {
-			continue
-		}
-		if pendingApproval[c.ID] {
-			return false
-		}
-		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, Content: []llm.Content{llm.TextBlock(unknownOutcome)}, IsError: true, Timestamp: time.Now().UnixMilli()}
-		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
-			o.log.Warn("record unknown tool outcome", "err", err)
-			return false
-		}
-	}
-	return len(calls) > 0
-}

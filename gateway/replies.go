@@ -89,34 +89,6 @@ func (r *run) recordReply(refs []chat.MsgRef, state string) {
 	}
 }
 
-// openReply returns the reply of loc's last run when it is still marked
-// streaming: the last pibot.reply or pibot.delivery entry of the location
-// on its branch is a streaming pibot.reply.
-func (o *owner) openReply(key, head string) (replyRecord, bool) {
-	branch, err := o.sess.Branch(head)
-	if err != nil {
-		return replyRecord{}, false
-	}
-	for i := len(branch) - 1; i >= 0; i-- {
-		e := branch[i]
-		if e.Type != session.TypeCustom || e.Pibot == nil || e.Pibot.Loc != key {
-			continue
-		}
-		if _, ok := deliveryOf(e); ok {
-			return replyRecord{}, false
-		}
-		if e.CustomType != customReply {
-			continue
-		}
-		var rr replyRecord
-		if json.Unmarshal(e.Data, &rr) != nil {
-			return replyRecord{}, false
-		}
-		return rr, rr.State == replyStreaming && len(rr.Refs) > 0
-	}
-	return replyRecord{}, false
-}
-
 // markInterrupted marks the replies a crash cut off mid-stream in the
 // sessions of the accepted messages (a reply is streamed only while its
 // message is in the inbox), and closes their journal entries.

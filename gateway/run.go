@@ -156,7 +156,7 @@ func (o *owner) afterRun(loc *location, r *run) {
 	// inbox. Until then a crash replays them and resumes the run.
 	if err := errors.Join(o.sess.Flush(), o.index.Sync(context.WithoutCancel(r.ctx))); err != nil {
 		o.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
-		if o.lostToStorage(err) {
+		if lostToStorage(o.sess, err) {
 			// A full disk: taken up again once a probe finds it writable.
 			o.health.storageFailed(o, err)
 			o.health.strand(r.finished())
@@ -377,20 +377,4 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		cfg.Thinking = r.model.Info().ClampThinking(thinking)
 	}
 	return cfg
-}
-
-// contextFor returns the messages, thinking level and model of loc's head.
-func (o *owner) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
-	c, err := o.sess.Context(o.head(loc))
-	var msgs []llm.Message
-	if err == nil {
-		msgs, err = c.LLMMessages()
-	}
-	if err != nil {
-		// The error names server paths: the log gets it, the chat does not.
-		o.log.Error("read session context", "path", o.path, "loc", loc.key, "err", err)
-		return nil, "", "", errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
-	}
-	ref, thinking := sessionview.Resolve(c, loc.model, o.cfg.Model, o.cfg.Thinking)
-	return msgs, thinking, ref, nil
 }

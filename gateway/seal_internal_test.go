@@ -23,7 +23,7 @@ func TestLateMessageGoesToTheNextRun(t *testing.T) {
 	r.setHandles(a, nil)
 	loc.run = r
 	early := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "early"}}}
-	if !r.enqueue(early, true) {
+	if !r.o.queue.enqueue(r, early, true) {
 		t.Error("a live run's message was not reported as waiting for it")
 	}
 	if st, _ := a.Queued(); len(st) != 1 {
@@ -32,7 +32,7 @@ func TestLateMessageGoesToTheNextRun(t *testing.T) {
 	// The run seals its queues before it delivers the reply.
 	r.seal()
 	late := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "late"}}}
-	if r.enqueue(late, true) {
+	if r.o.queue.enqueue(r, late, true) {
 		t.Error("a sealed run's message was reported as waiting for it")
 	}
 	if st, _ := a.Queued(); len(st) != 1 {

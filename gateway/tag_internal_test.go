@@ -40,7 +40,7 @@ func TestQueuedMessagesInOneMillisecond(t *testing.T) {
 	before := time.Now().UnixMilli()
 	for i := range n {
 		id := fmt.Sprint(i)
-		r.enqueue(&pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "m" + id, Msg: chat.MsgRef{Conv: conv, ID: id}, User: chat.User{ID: "u" + id}}}}, false)
+		r.o.queue.enqueue(r, &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "m" + id, Msg: chat.MsgRef{Conv: conv, ID: id}, User: chat.User{ID: "u" + id}}}}, false)
 	}
 	after := time.Now().UnixMilli()
 	// Only user messages go through the run's recording here: the test

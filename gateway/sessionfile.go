@@ -1,0 +1,335 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/sessionview"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// sessionFile is a loaded session file as its one writer sees it: the
+// lease, the head of every location, appends and head moves (serialised
+// by mu), and what the file says about a location (its context, its last
+// run's answer and reply). Its owner embeds it and shares mu.
+type sessionFile struct {
+	env   fileEnv
+	path  string
+	sess  *session.Session
+	lease cluster.Lease
+
+	mu       sync.Mutex
+	heads    map[string]string
+	lastUsed time.Time
+	closed   bool
+}
+
+// fileEnv are the collaborators of a sessionFile.
+type fileEnv struct {
+	log   *slog.Logger
+	cfg   *Config // the gateway's, read-only
+	index Index
+	// failed is told of a failed write (health.storageFailed).
+	failed func(err error)
+}
+
+func (f *sessionFile) touch() {
+	f.mu.Lock()
+	f.lastUsed = time.Now()
+	f.mu.Unlock()
+}
+
+func (f *sessionFile) head(loc *location) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headLocked(loc.key)
+}
+
+func (f *sessionFile) headLocked(key string) string {
+	if h, ok := f.heads[key]; ok {
+		return h
+	}
+	return f.sess.Leaf()
+}
+
+// append writes e as the new head of loc. With SyncAlways it returns once
+// e is durable; the file is not locked while the disk works.
+func (f *sessionFile) append(loc *location, e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
+	out, err := f.appendLocked(loc, e)
+	if err = f.settle(err, sync); err != nil {
+		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
+	}
+	return out, nil
+}
+
+// settle flushes the session after a successful change when sync asks
+// for it, outside the owner's lock. The location index is synced with it:
+// an entry on disk never names a location whose binding is not.
+func (f *sessionFile) settle(err error, sync session.SyncPolicy) error {
+	if err == nil && sync == session.SyncAlways {
+		err = errors.Join(f.sess.Flush(), f.env.index.Sync(context.Background()))
+	}
+	if err != nil {
+		f.env.failed(err)
+	}
+	return err
+}
+
+func (f *sessionFile) appendLocked(loc *location, e session.Entry) (session.Entry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return session.Entry{}, errors.New("gateway: session closed")
+	}
+	e.ParentID = f.headLocked(loc.key)
+	if e.Pibot == nil {
+		e.Pibot = &session.Meta{}
+	}
+	e.Pibot.Loc = loc.key
+	out, err := f.sess.Append(e, session.SyncGrouped)
+	if err != nil {
+		return session.Entry{}, err
+	}
+	f.heads[loc.key] = out.ID
+	f.lastUsed = time.Now()
+	return out, nil
+}
+
+// moveHead makes target the head of loc (a branch). With SyncAlways it
+// returns once the move is durable; a move for an inbound message is
+// grouped (the inbox holds the message until its run is flushed).
+func (f *sessionFile) moveHead(loc *location, target string, sync session.SyncPolicy) error {
+	if err := f.settle(f.moveHeadLocked(loc, target), sync); err != nil {
+		return fmt.Errorf("gateway: move head: %w", err)
+	}
+	return nil
+}
+
+func (f *sessionFile) moveHeadLocked(loc *location, target string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.headLocked(loc.key) == target {
+		return nil
+	}
+	if err := f.sess.MoveHead(loc.key, target, session.SyncGrouped); err != nil {
+		return err
+	}
+	if h, ok := f.sess.Head(loc.key); ok {
+		f.heads[loc.key] = h
+	}
+	return nil
+}
+
+// branchPoint is the entry a new branch from message ref starts at: for a
+// reply to the bot, the reply's entry; for one of the user's own messages,
+// that message's parent (the question is asked again differently).
+func (f *sessionFile) branchPoint(ref chat.MsgRef) (string, bool) {
+	id, ok := f.sess.EntryForMsg(ref.Key())
+	if !ok {
+		return "", false
+	}
+	e, ok := f.sess.Get(id)
+	if !ok {
+		return "", false
+	}
+	if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser && e.ParentID != "" {
+		return e.ParentID, true
+	}
+	return id, true
+}
+
+// savedModeLocked is the queue mode last set with /queue on the branch of
+// location key, or the default.
+func (f *sessionFile) savedModeLocked(key string) string {
+	head, ok := f.heads[key]
+	if !ok {
+		return f.env.cfg.QueueMode
+	}
+	branch, err := f.sess.Branch(head)
+	if err != nil {
+		return f.env.cfg.QueueMode
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		if e := branch[i]; e.Type == session.TypeCustom && e.CustomType == customQueue {
+			var d struct{ Mode string }
+			if json.Unmarshal(e.Data, &d) == nil && d.Mode != "" {
+				return d.Mode
+			}
+		}
+	}
+	return f.env.cfg.QueueMode
+}
+
+// contextFor returns the messages, thinking level and model of loc's head.
+func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
+	c, err := f.sess.Context(f.head(loc))
+	var msgs []llm.Message
+	if err == nil {
+		msgs, err = c.LLMMessages()
+	}
+	if err != nil {
+		// The error names server paths: the log gets it, the chat does not.
+		f.env.log.Error("read session context", "path", f.path, "loc", loc.key, "err", err)
+		return nil, "", "", errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
+	}
+	ref, thinking := sessionview.Resolve(c, loc.model, f.env.cfg.Model, f.env.cfg.Thinking)
+	return msgs, thinking, ref, nil
+}
+
+// recorder returns the session runner of a run at loc: chat messages are
+// tagged with their *pending, whose sender and platform message go on the
+// entry; user messages are group-synced because the inbox holds them until
+// the session is flushed at the run's end.
+func (f *sessionFile) recorder(loc *location) *sessionview.Runner {
+	return sessionview.NewRunner(locHead{f: f, loc: loc}, sessionview.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
+		meta := &session.Meta{}
+		if p, ok := tag.(*pending); ok {
+			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
+		}
+		return meta
+	}})
+}
+
+// answered looks at the run that took message key in loc's branch: the
+// entries after the message, up to the next user message. It returns the
+// run's last assistant message when it is a final answer (nil otherwise),
+// and whether a delivery of the run is recorded.
+func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry, delivered bool) {
+	if key == "" {
+		return nil, false
+	}
+	id, ok := f.sess.EntryForMsg(key)
+	if !ok {
+		return nil, false
+	}
+	branch, err := f.sess.Branch(f.head(loc))
+	if err != nil {
+		return nil, false
+	}
+	at := -1
+	for i, e := range branch {
+		if e.ID == id {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		// The branch moved away from the message: nothing to deliver here.
+		return nil, true
+	}
+	for _, e := range branch[at+1:] {
+		if _, ok := deliveryOf(e); ok {
+			delivered = true
+		}
+		if e.Type != session.TypeMessage || e.Message == nil {
+			continue
+		}
+		switch e.Message.Role {
+		case llm.RoleUser:
+			return answer, delivered
+		case llm.RoleAssistant:
+			answer = nil
+			if e.Message.StopReason != llm.StopToolUse {
+				answer = &e
+			}
+		case llm.RoleToolResult:
+			answer = nil
+		}
+	}
+	return answer, delivered
+}
+
+// resumable reports whether loc's interrupted run can continue without
+// side effects, preparing it: an unanswered user message is answered
+// again; tool calls that were running get an "outcome unknown" result and
+// the model continues. Calls still waiting for approval wait on.
+func (f *sessionFile) resumable(loc *location) bool {
+	branch, err := f.sess.Branch(f.head(loc))
+	if err != nil {
+		return false
+	}
+	results := map[string]bool{}
+	pendingApproval := map[string]bool{}
+	var last *llm.Message
+	for _, e := range branch {
+		switch {
+		case e.Type == session.TypeMessage && e.Message != nil:
+			last = e.Message
+			if e.Message.Role == llm.RoleToolResult {
+				results[e.Message.ToolCallID] = true
+			}
+		case e.Type == session.TypeCustom && e.CustomType == customApproval:
+			var a approval
+			if json.Unmarshal(e.Data, &a) == nil {
+				pendingApproval[a.ToolCall] = a.State == "pending"
+			}
+		}
+	}
+	if last == nil {
+		return false
+	}
+	if last.Role == llm.RoleUser {
+		return true
+	}
+	var call *llm.Message
+	for i := len(branch) - 1; i >= 0; i-- {
+		if m := branch[i].Message; m != nil && m.Role == llm.RoleAssistant {
+			call = m
+			break
+		}
+	}
+	if call == nil || call.StopReason != llm.StopToolUse {
+		return false
+	}
+	calls := call.ToolCalls()
+	for _, c := range calls {
+		if results[c.ID] {
+			continue
+		}
+		if pendingApproval[c.ID] {
+			return false
+		}
+		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, Content: []llm.Content{llm.TextBlock(unknownOutcome)}, IsError: true, Timestamp: time.Now().UnixMilli()}
+		if _, err := f.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
+			f.env.log.Warn("record unknown tool outcome", "err", err)
+			return false
+		}
+	}
+	return len(calls) > 0
+}
+
+// openReply returns the reply of loc's last run when it is still marked
+// streaming: the last pibot.reply or pibot.delivery entry of the location
+// on its branch is a streaming pibot.reply.
+func (f *sessionFile) openReply(key, head string) (replyRecord, bool) {
+	branch, err := f.sess.Branch(head)
+	if err != nil {
+		return replyRecord{}, false
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		if e.Type != session.TypeCustom || e.Pibot == nil || e.Pibot.Loc != key {
+			continue
+		}
+		if _, ok := deliveryOf(e); ok {
+			return replyRecord{}, false
+		}
+		if e.CustomType != customReply {
+			continue
+		}
+		var rr replyRecord
+		if json.Unmarshal(e.Data, &rr) != nil {
+			return replyRecord{}, false
+		}
+		return rr, rr.State == replyStreaming && len(rr.Refs) > 0
+	}
+	return replyRecord{}, false
+}
