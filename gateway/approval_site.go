@@ -54,12 +54,7 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 // requester is the user whose request r answers: the sender of its latest
 // message, or, for a resumed run, of the latest message on its branch.
 func (r *run) requester() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	who := ""
-	if n := len(r.waiting); n > 0 {
-		who = r.waiting[n-1].item.In.User.ID
-	}
+	who := r.msgs.lastSender()
 	if who == "" {
 		if h, ok := r.o.sess.Get(r.o.head(r.loc)); ok {
 			b, _ := r.o.sess.Branch(h.ID)

@@ -193,7 +193,7 @@ func cmdCompact(ctx context.Context, c *invocation) {
 	_, _, ref, err := o.contextFor(loc)
 	var m llm.Model
 	if err == nil {
-		m, err = (&run{o: o}).resolveModel(ref)
+		m, err = resolveModel(o.cfg, o.models, ref)
 	}
 	if err == nil {
 		err = o.compact(ctx, loc, m, c.arg)

@@ -24,13 +24,13 @@ func (r *run) emit(e agent.Event) {
 				r.ctl.SetThinking(th)
 			}
 		}
-		r.journal() // the first post of the reply may have happened
+		r.journal.update(r.ctl, replySite{r}) // the first post of the reply may have happened
 	case agent.EventMessageEnd:
 		r.record(e)
-		r.journal()
+		r.journal.update(r.ctl, replySite{r})
 	case agent.EventToolExecutionStart:
 		r.ctl.ToolStart(e.ToolCallID, e.ToolName, e.Args)
-		r.journal()
+		r.journal.update(r.ctl, replySite{r})
 	case agent.EventToolExecutionEnd:
 		r.ctl.ToolEnd(e.ToolCallID, e.IsError, toolText(e.Result))
 	case agent.EventAutoRetryStart:
@@ -79,13 +79,13 @@ func (r *run) deliver() {
 	if r.frozen.Load() {
 		// The restart resumes this run, and the reply already says so:
 		// it is not marked again.
-		r.closeJournal(refs, replyNoted)
+		r.journal.close(refs, replyNoted, replySite{r})
 		return
 	}
 	if len(refs) == 0 || err != nil {
 		// Not recorded as delivered: after a crash the answer is sent
 		// again rather than never.
-		r.closeJournal(refs, replyEnded)
+		r.journal.close(refs, replyEnded, replySite{r})
 		return
 	}
 	keys := make([]string, len(refs))

@@ -129,7 +129,7 @@ func (q queue) dropQueued(loc *location) int {
 	o.mu.Unlock()
 	if a := runAgent(r); a != nil {
 		st, fu := a.ClearTagged()
-		ps = append(ps, r.untag(append(st, fu...))...)
+		ps = append(ps, r.msgs.untag(append(st, fu...))...)
 	}
 	for _, p := range ps {
 		q.drop(p, "/queue drop")
@@ -280,22 +280,21 @@ func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 		return true
 	}
 	t := tagged(p, r.o.message(r.ctx, p, time.Now().UnixMilli()))
-	r.qmu.Lock()
-	if r.sealed {
-		r.qmu.Unlock()
+	fed := r.gate.pass(func() {
+		r.msgs.wait(p)
+		if steer {
+			a.SteerTagged(t)
+		} else {
+			a.FollowUpTagged(t)
+		}
+	})
+	if !fed {
 		// The run has answered and takes nothing more: the message starts
 		// the next run, so nobody is told it steers this one.
 		p.queued = false
 		q.park(r, p)
 		return false
 	}
-	r.wait(p)
-	if steer {
-		a.SteerTagged(t)
-	} else {
-		a.FollowUpTagged(t)
-	}
-	r.qmu.Unlock()
 	if ctl != nil {
 		st, fu := a.Queued()
 		ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))

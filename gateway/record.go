@@ -31,7 +31,7 @@ func (r *run) record(e agent.Event) {
 	p, _ := e.Tag.(*pending)
 	rec, err := r.rec.Record(e)
 	if p != nil {
-		r.unwait(p)
+		r.msgs.unwait(p)
 	}
 	if err != nil {
 		if p != nil && lostToStorage(r.o.sess, err) {
@@ -50,7 +50,7 @@ func (r *run) record(e agent.Event) {
 		if p.queued {
 			r.o.replier.react(r.ctx, p.item.In.Msg, "✅")
 		}
-		r.done(p)
+		r.msgs.done(p)
 	case llm.RoleAssistant:
 		r.mu.Lock()
 		r.lastEntry, r.final = rec.Entry.ID, &m

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/session"
 )
 
@@ -42,52 +44,74 @@ type replyRecord struct {
 	State string        `json:"state"`
 }
 
-// journal records the reply's messages once one more of them is posted.
-func (r *run) journal() {
-	if r.ctl == nil || r.frozen.Load() {
+// replyWriter appends pibot.reply entries (a run's replySite, unless the
+// run is frozen).
+type replyWriter interface {
+	recordReply(refs []chat.MsgRef, state string)
+	frozen() bool
+}
+
+// replySite is a run as its reply journal writes it.
+type replySite struct{ r *run }
+
+// replyJournal counts the chat messages of a reply already named in the
+// session's reply journal, so a pibot.reply entry is written only when the
+// reply posted another one.
+type replyJournal struct {
+	mu        sync.Mutex
+	journaled int
+}
+
+// update records the reply's messages through write once one more of them
+// is posted. It is called on every event: the count is cheap, the refs
+// are copied only when a message was posted.
+func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
+	if ctl == nil || w.frozen() {
 		return
 	}
-	// Called on every event: the count is cheap, the refs are copied only
-	// when a message was posted.
-	n := r.ctl.Posted()
-	r.mu.Lock()
-	changed := n != r.journaled
-	r.mu.Unlock()
+	n := ctl.Posted()
+	j.mu.Lock()
+	changed := n != j.journaled
+	j.mu.Unlock()
 	if !changed {
 		return
 	}
-	refs := r.ctl.Refs()
-	r.mu.Lock()
-	r.journaled = len(refs)
-	r.mu.Unlock()
+	refs := ctl.Refs()
+	j.mu.Lock()
+	j.journaled = len(refs)
+	j.mu.Unlock()
 	// With the group commit, like the run's other entries: a reply cut
 	// off within the group window of its first message may go unmarked
 	// after a crash (its run is resumed and answers anyway), and no reply
 	// pays an fsync of its own (at 1,000 busy conversations that fsync
 	// cost a quarter more CPU per token and ten times the p99).
-	r.recordReply(refs, replyStreaming)
+	w.recordReply(refs, replyStreaming)
 }
 
-// closeJournal closes the reply's journal entry when the run recorded no
-// delivery: state says why (replyNoted, replyEnded).
-func (r *run) closeJournal(refs []chat.MsgRef, state string) {
-	r.mu.Lock()
-	journaled := r.journaled > 0
-	r.mu.Unlock()
+// close closes the reply's journal entry through write when the run
+// recorded no delivery: state says why (replyNoted, replyEnded).
+func (j *replyJournal) close(refs []chat.MsgRef, state string, w replyWriter) {
+	j.mu.Lock()
+	journaled := j.journaled > 0
+	j.mu.Unlock()
 	if journaled {
-		r.recordReply(refs, state)
+		w.recordReply(refs, state)
 	}
 }
 
 // recordReply appends a pibot.reply entry without waiting for the disk:
 // the group commit writes it within sessionGroupWindow.
-func (r *run) recordReply(refs []chat.MsgRef, state string) {
+func (s replySite) recordReply(refs []chat.MsgRef, state string) {
+	r := s.r
 	data, _ := json.Marshal(replyRecord{Refs: refs, State: state})
 	e := session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}
 	if _, err := r.o.append(r.loc, e, session.SyncGrouped); err != nil {
 		r.o.log.Warn("record the messages of a reply", "loc", r.loc.key, "err", err)
 	}
 }
+
+// frozen reports that the run records nothing more (shutdown).
+func (s replySite) frozen() bool { return s.r.frozen.Load() }
 
 // markInterrupted marks the replies a crash cut off mid-stream in the
 // sessions of the accepted messages (a reply is streamed only while its

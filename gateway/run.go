@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,25 +29,22 @@ type run struct {
 	// rec records the agent's messages at the location's head.
 	rec *sessionview.Runner
 
-	mu sync.Mutex
-	// waiting are the chat messages handed to the agent (as prompts or
-	// queued) whose entry is not written yet, oldest first. The agent
-	// hands each back as the tag of its message_end.
-	waiting     []*pending
+	// msgs are the chat messages the run answers (runmsgs.go).
+	msgs runMessages
+	// journal records the chat messages of the reply (replies.go).
+	journal replyJournal
+	// gate closes the agent's queues once the run has answered
+	// (runmsgs.go).
+	gate queueGate
+
+	mu          sync.Mutex
 	lastEntry   string // last assistant entry
 	final       *llm.Message
 	interrupted string
-	journaled   int
-	// acks are the messages recorded by this run, acknowledged at its end.
-	acks []*pending
 	// prelude runs before the agent (a tool approved after a restart).
 	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
 	frozen atomic.Bool
-	// qmu orders enqueue against afterRun: once sealed, the agent's
-	// queues take nothing more.
-	qmu    sync.Mutex
-	sealed bool
 }
 
 // message builds the user message of a pending item.
@@ -128,9 +124,9 @@ func (o *owner) afterRun(loc *location, r *run) {
 		o.mu.Unlock()
 		return
 	}
-	r.seal()
+	r.gate.close()
 	steer, follow := r.agent.ClearTagged()
-	left := r.untag(append(steer, follow...))
+	left := r.msgs.untag(append(steer, follow...))
 	parent := o.runContext()
 	o.mu.Lock()
 	loc.run = nil
@@ -159,10 +155,10 @@ func (o *owner) afterRun(loc *location, r *run) {
 		if lostToStorage(o.sess, err) {
 			// A full disk: taken up again once a probe finds it writable.
 			o.health.storageFailed(o, err)
-			o.health.strand(r.finished())
+			o.health.strand(r.msgs.finished())
 		}
 	} else {
-		o.ack(context.WithoutCancel(r.ctx), r.finished())
+		o.ack(context.WithoutCancel(r.ctx), r.msgs.finished())
 	}
 }
 
@@ -190,15 +186,15 @@ func (r *run) execute(ps []*pending) {
 	prompts := make([]agent.Tagged, 0, len(ps))
 	for _, p := range ps {
 		if p.applied {
-			r.done(p)
+			r.msgs.done(p)
 			continue
 		}
-		r.wait(p)
+		r.msgs.wait(p)
 		prompts = append(prompts, tagged(p, o.message(ctx, p, time.Now().UnixMilli())))
 	}
 	history, thinking, modelRef, err := o.contextFor(loc)
 	if err == nil {
-		r.model, err = r.resolveModel(modelRef)
+		r.model, err = resolveModel(o.cfg, o.models, modelRef)
 	}
 	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
 	if err != nil {
@@ -243,7 +239,7 @@ func (r *run) execute(ps []*pending) {
 	}
 	// The agent reads its queues no more: a message that arrives while the
 	// reply is delivered starts the next run.
-	r.seal()
+	r.gate.close()
 	r.deliver()
 	o.metrics.runEnded(time.Since(start))
 }
@@ -258,62 +254,10 @@ func (r *run) recipient(ps []*pending) string {
 	return r.requester()
 }
 
-// seal closes the agent's queues: a message enqueued after this goes to
-// the next run instead of an agent that will never read it.
-func (r *run) seal() {
-	r.qmu.Lock()
-	r.sealed = true
-	r.qmu.Unlock()
-}
-
 func (r *run) stoppedReason() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.interrupted
-}
-
-// wait notes that p is handed to the agent and awaits its entry.
-func (r *run) wait(p *pending) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.waiting = append(r.waiting, p)
-}
-
-// unwait notes that p no longer awaits its entry in this run (recorded,
-// or taken back from the agent).
-func (r *run) unwait(p *pending) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if i := slices.Index(r.waiting, p); i >= 0 {
-		r.waiting = slices.Delete(r.waiting, i, i+1)
-	}
-}
-
-// untag returns the chat messages of messages taken back from the agent's
-// queues; they no longer await an entry in this run.
-func (r *run) untag(ts []agent.Tagged) []*pending {
-	var out []*pending
-	for _, t := range ts {
-		if p, ok := t.Tag.(*pending); ok {
-			r.unwait(p)
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// done records that p is in the session; it is acknowledged when the
-// run ends.
-func (r *run) done(p *pending) {
-	r.mu.Lock()
-	r.acks = append(r.acks, p)
-	r.mu.Unlock()
-}
-
-func (r *run) finished() []*pending {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.acks
 }
 
 // setHandles publishes the run's agent and controller to other goroutines.
@@ -343,19 +287,18 @@ func (r *run) interrupt(note string) {
 	}
 }
 
-func (r *run) resolveModel(ref string) (llm.Model, error) {
-	o := r.o
+func resolveModel(cfg *Config, models Models, ref string) (llm.Model, error) {
 	if ref == "" {
-		ref = o.cfg.Model
+		ref = cfg.Model
 	}
-	if ref == "" || o.models == nil {
-		help := o.cfg.NoModelHelp
+	if ref == "" || models == nil {
+		help := cfg.NoModelHelp
 		if help == "" {
 			help = "No model is configured. Set `agent.model` (provider/model) in the config file, or OPENAI_API_KEY / ANTHROPIC_API_KEY in the environment, and restart pibot."
 		}
 		return nil, fmt.Errorf("⚠️ %s", help)
 	}
-	m, err := o.models.Model(ref)
+	m, err := models.Model(ref)
 	if err != nil {
 		return nil, fmt.Errorf("⚠️ Model %s is not usable: %v", ref, err)
 	}

@@ -30,7 +30,7 @@ func TestLateMessageGoesToTheNextRun(t *testing.T) {
 		t.Fatalf("a live run did not take the steering message: %d queued", len(st))
 	}
 	// The run seals its queues before it delivers the reply.
-	r.seal()
+	r.gate.close()
 	late := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "late"}}}
 	if r.o.queue.enqueue(r, late, true) {
 		t.Error("a sealed run's message was reported as waiting for it")
