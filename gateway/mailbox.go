@@ -1,6 +1,9 @@
 package gateway
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // mailboxes holds one mailbox per chat location (keyed by ConvRef.Key):
 // a queue of work that one goroutine executes in order, the way
@@ -70,3 +73,87 @@ func (m *mailboxes) close() {
 
 // wait returns once every mailbox goroutine has ended.
 func (m *mailboxes) wait() { m.wg.Wait() }
+
+// waitList is what waits at one location for a run besides its mailbox's
+// work: the messages for the run after the active one (next: interrupt
+// mode, messages the agent did not take, messages that came while a run
+// was starting or ending) and the collect window (collect mode's buffer
+// and its debounce timer). Together with the mailbox it is the
+// location's queue. It belongs to its location and is guarded by the
+// owner's lock: every method expects the caller to hold it.
+type waitList struct {
+	next    []*pending
+	collect []*pending
+	timer   *time.Timer
+}
+
+// addNext queues ps for the next run.
+func (w *waitList) addNext(ps ...*pending) { w.next = append(w.next, ps...) }
+
+// takeNext removes and returns what waits for the next run.
+func (w *waitList) takeNext() []*pending {
+	ps := w.next
+	w.next = nil
+	return ps
+}
+
+// addCollected buffers p in the collect window, at most limit messages:
+// past it the newest (dropNew) or the oldest is dropped and returned. kept
+// says whether p is still in the window.
+func (w *waitList) addCollected(p *pending, limit int, dropNew bool) (dropped *pending, kept bool) {
+	w.collect = append(w.collect, p)
+	if n := len(w.collect); n > limit {
+		if dropNew {
+			dropped, w.collect = w.collect[n-1], w.collect[:n-1]
+		} else {
+			dropped, w.collect = w.collect[0], w.collect[1:]
+		}
+	}
+	return dropped, len(w.collect) > 0 && w.collect[len(w.collect)-1] == p
+}
+
+// rearm restarts the collect window: end runs once d passes without
+// another message.
+func (w *waitList) rearm(d time.Duration, end func()) {
+	w.stop()
+	w.timer = time.AfterFunc(d, end)
+}
+
+// takeCollected ends the collect window and returns what it holds.
+func (w *waitList) takeCollected() []*pending {
+	ps := w.collect
+	w.collect, w.timer = nil, nil
+	return ps
+}
+
+// takeAll empties the list (the window first, then the next run's).
+func (w *waitList) takeAll() []*pending {
+	ps := append(w.collect, w.next...)
+	w.collect, w.next = nil, nil
+	w.stop()
+	return ps
+}
+
+// texts describes what waits, for /queue list.
+func (w *waitList) texts() []string {
+	var out []string
+	for _, p := range w.collect {
+		out = append(out, "collect: "+p.item.In.Text)
+	}
+	for _, p := range w.next {
+		out = append(out, "next: "+p.item.In.Text)
+	}
+	return out
+}
+
+// empty reports whether nothing waits.
+func (w *waitList) empty() bool { return len(w.collect) == 0 && len(w.next) == 0 }
+
+// stop stops the collect window's timer (the owner closes, or it is
+// rearmed or emptied).
+func (w *waitList) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+}

@@ -75,12 +75,8 @@ type location struct {
 	conv chat.ConvRef
 	mode string
 	run  *run
-	// next holds messages to run after the active run (interrupt mode and
-	// messages the agent did not consume).
-	next []*pending
-	// collect buffers messages in collect mode.
-	collect      []*pending
-	collectTimer *time.Timer
+	// waits holds what waits for a run (mailbox.go).
+	waits waitList
 	// allowed tools for the rest of the session ("Allow for this session").
 	allowed map[string]bool
 	model   string
@@ -146,7 +142,7 @@ func (o *owner) idleSince(before time.Time) bool {
 		return false
 	}
 	for _, l := range o.locs {
-		if l.run != nil || len(l.collect) > 0 || len(l.next) > 0 {
+		if l.run != nil || !l.waits.empty() {
 			return false
 		}
 	}
@@ -210,9 +206,7 @@ func (o *owner) close() {
 		close(o.stopWatch)
 	}
 	for _, l := range o.locs {
-		if l.collectTimer != nil {
-			l.collectTimer.Stop()
-		}
+		l.waits.stop()
 	}
 	o.mu.Unlock()
 	if err := o.sess.Close(); err != nil {

@@ -30,25 +30,11 @@ type queue struct{ o *owner }
 // once it is released (it may send).
 func (q queue) collectLocked(loc *location, p *pending) (after func()) {
 	o := q.o
-	loc.collect = append(loc.collect, p)
-	var dropped *pending
-	if n := len(loc.collect); n > o.cfg.CollectCap {
-		if o.cfg.CollectDrop == "new" {
-			dropped = loc.collect[n-1]
-			loc.collect = loc.collect[:n-1]
-		} else {
-			dropped = loc.collect[0]
-			loc.collect = loc.collect[1:]
-		}
-	}
-	if loc.collectTimer != nil {
-		loc.collectTimer.Stop()
-	}
-	kept := len(loc.collect) > 0 && loc.collect[len(loc.collect)-1] == p
+	dropped, kept := loc.waits.addCollected(p, o.cfg.CollectCap, o.cfg.CollectDrop == "new")
 	// The window's end is work of the location: it waits its turn in the
 	// mailbox. Once the gateway shuts down the mailbox takes nothing and
 	// the collected messages stay in the inbox for the next start.
-	loc.collectTimer = time.AfterFunc(o.cfg.CollectDebounce, func() {
+	loc.waits.rearm(o.cfg.CollectDebounce, func() {
 		o.post(loc.key, func() { q.flushCollect(loc) })
 	})
 	return func() {
@@ -65,9 +51,7 @@ func (q queue) collectLocked(loc *location, p *pending) (after func()) {
 func (q queue) flushCollect(loc *location) {
 	o := q.o
 	o.mu.Lock()
-	ps := loc.collect
-	loc.collect = nil
-	loc.collectTimer = nil
+	ps := loc.waits.takeCollected()
 	r := loc.run
 	closed := o.closed
 	o.mu.Unlock()
@@ -119,12 +103,7 @@ func (q queue) drop(p *pending, reason string) {
 func (q queue) dropQueued(loc *location) int {
 	o := q.o
 	o.mu.Lock()
-	ps := append(loc.collect, loc.next...)
-	loc.collect, loc.next = nil, nil
-	if loc.collectTimer != nil {
-		loc.collectTimer.Stop()
-		loc.collectTimer = nil
-	}
+	ps := loc.waits.takeAll()
 	r := loc.run
 	o.mu.Unlock()
 	if a := runAgent(r); a != nil {
@@ -141,13 +120,7 @@ func (q queue) dropQueued(loc *location) int {
 func (q queue) queuedTexts(loc *location) []string {
 	o := q.o
 	o.mu.Lock()
-	var out []string
-	for _, p := range loc.collect {
-		out = append(out, "collect: "+p.item.In.Text)
-	}
-	for _, p := range loc.next {
-		out = append(out, "next: "+p.item.In.Text)
-	}
+	out := loc.waits.texts()
 	r := loc.run
 	o.mu.Unlock()
 	if a := runAgent(r); a != nil {
@@ -236,7 +209,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 	}
 	switch mode {
 	case modeInterrupt:
-		loc.next = append(loc.next, p)
+		loc.waits.addNext(p)
 		r.interrupt("interrupted by a newer message")
 		o.mu.Unlock()
 		o.replier.queued(ctx, p, "⏭ interrupting the current run")
@@ -261,7 +234,7 @@ func (q queue) park(r *run, p *pending) {
 	o := q.o
 	o.mu.Lock()
 	if r.loc.run == r {
-		r.loc.next = append(r.loc.next, p)
+		r.loc.waits.addNext(p)
 		o.mu.Unlock()
 		return
 	}

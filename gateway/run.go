@@ -86,7 +86,7 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 		return
 	}
 	if loc.run != nil {
-		loc.next = append(loc.next, ps...)
+		loc.waits.addNext(ps...)
 		o.mu.Unlock()
 		r.cancel()
 		return
@@ -130,8 +130,7 @@ func (o *owner) afterRun(loc *location, r *run) {
 	parent := o.runContext()
 	o.mu.Lock()
 	loc.run = nil
-	next := append(left, loc.next...)
-	loc.next = nil
+	next := append(left, loc.waits.takeNext()...)
 	o.lastUsed = time.Now()
 	// The waiting messages take the location over in the same step, so a
 	// message the mailbox accepts meanwhile queues behind them.

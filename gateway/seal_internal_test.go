@@ -39,7 +39,7 @@ func TestLateMessageGoesToTheNextRun(t *testing.T) {
 		t.Fatalf("a sealed run took a message: %d queued", len(st))
 	}
 	o.mu.Lock()
-	next := loc.next
+	next := loc.waits.next
 	o.mu.Unlock()
 	if len(next) != 1 || next[0] != late {
 		t.Fatalf("the late message is not waiting for the next run: %+v", next)
