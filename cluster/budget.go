@@ -78,9 +78,9 @@ func (b *Budget) Wait(ctx context.Context, key string) error {
 // (which would grant the same as a new one) are dropped.
 const maxRateBuckets = 4096
 
-// Rates is the in-process outbound rate budget of the chat adapters: token
+// Rates is the in-process outbound pacing store of the chat adapters: token
 // buckets keyed by string, each with the rate and burst its caller names
-// (a Telegram chat, a whole bot). It implements the adapters' RateBudget;
+// (a Telegram chat, a whole bot). It implements the adapters' Rates (telegram.Rates);
 // a Redis-backed one shares the same buckets between replicas.
 type Rates struct {
 	mu      sync.Mutex
@@ -88,7 +88,7 @@ type Rates struct {
 	buckets map[string]*bucket
 }
 
-// NewRates returns an empty in-process outbound budget.
+// NewRates returns an empty in-process outbound pacing store.
 func NewRates() *Rates {
 	return &Rates{now: time.Now, buckets: map[string]*bucket{}}
 }

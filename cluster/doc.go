@@ -1,7 +1,7 @@
 // Package cluster holds the coordination primitives the gateway needs to
 // share work safely: an instance lock on the data directory, per-session
 // leases with fencing tokens, inbound dedupe with a TTL, a durable inbox of
-// accepted messages, a location index and rate budgets. This package
+// accepted messages, a location index, sender budgets and outbound rates. This package
 // provides the embedded (single-process) implementations: flock,
 // in-process locks, a memory dedupe, an fsynced JSONL inbox, a
 // group-committed JSONL index and in-memory token buckets. Redis-backed

@@ -144,7 +144,7 @@ func (h *health) storageDown(ctx context.Context, in chat.Inbound) {
 	if seen && now.Sub(last) < noticeEvery {
 		return
 	}
-	h.replier.reply(ctx, in, "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one. It is taken once storage works again if your chat app delivers it again; if you get no answer, send it again later.")
+	h.replier.reply(ctx, in, "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one. It is taken once storage works again if your chat app sends it again; if you get no answer, send it again later.")
 }
 
 // probeLoop tries the disk again while the gateway is degraded, until ctx

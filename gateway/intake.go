@@ -156,7 +156,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		return nil
 	}
 	if err != nil {
-		// Not acknowledged: the platform delivers it again, and a copy
+		// Not acknowledged: the platform sends it again, and a copy
 		// that already reached its session is recognised there.
 		if in.DedupKey != "" {
 			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {

@@ -31,7 +31,7 @@ type recovery struct {
 
 // recover marks replies a crash interrupted (replies.go) and replays the
 // inbox: every accepted message whose run did not finish. A message not yet in its
-// session is delivered again; one already there resumes its run when that
+// session is posted to its mailbox again; one already there resumes its run when that
 // is safe (see resumable), and one whose answer is in the session but not
 // in the chat gets that answer (see accept). A message that was being
 // handled during quarantineAfter crashes is set aside instead.

@@ -63,7 +63,7 @@ func (f *sessionFile) headLocked(key string) string {
 // append writes e as the new head of loc. With SyncAlways it returns once
 // e is durable; the file is not locked while the disk works.
 func (f *sessionFile) append(loc *location, e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
-	out, err := f.appendLocked(loc, e)
+	out, err := f.appendEntry(loc, e)
 	if err = f.settle(err, sync); err != nil {
 		return session.Entry{}, fmt.Errorf("gateway: append: %w", err)
 	}
@@ -83,7 +83,9 @@ func (f *sessionFile) settle(err error, sync session.SyncPolicy) error {
 	return err
 }
 
-func (f *sessionFile) appendLocked(loc *location, e session.Entry) (session.Entry, error) {
+// appendEntry appends e at loc's head under the lock, with the group
+// commit (append settles it).
+func (f *sessionFile) appendEntry(loc *location, e session.Entry) (session.Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -107,13 +109,15 @@ func (f *sessionFile) appendLocked(loc *location, e session.Entry) (session.Entr
 // returns once the move is durable; a move for an inbound message is
 // grouped (the inbox holds the message until its run is flushed).
 func (f *sessionFile) moveHead(loc *location, target string, sync session.SyncPolicy) error {
-	if err := f.settle(f.moveHeadLocked(loc, target), sync); err != nil {
+	if err := f.settle(f.setHead(loc, target), sync); err != nil {
 		return fmt.Errorf("gateway: move head: %w", err)
 	}
 	return nil
 }
 
-func (f *sessionFile) moveHeadLocked(loc *location, target string) error {
+// setHead moves loc's head to target under the lock, with the group
+// commit (moveHead settles it).
+func (f *sessionFile) setHead(loc *location, target string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.headLocked(loc.key) == target {

@@ -24,7 +24,7 @@ const maxLen = 4000
 func (a *Adapter) Platform() chat.Platform { return platform }
 
 // Caps returns what the adapter can do in conv: drafts in private chats,
-// edits every 1.5 s there and every 3 s in groups (their 20/min budget
+// edits every 1.5 s there and every 3 s in groups (their 20/min pace
 // covers every bot message).
 func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
 	c := chat.Caps{Dialect: chat.DialectTelegram, MaxLen: maxLen, EditInterval: 3 * time.Second, TypingRefresh: 4 * time.Second}
@@ -183,8 +183,8 @@ func (a *Adapter) sendMessage(ctx context.Context, chatID int64, thread int, md 
 
 // Edit replaces a message's text and buttons (no buttons removes the
 // keyboard). "Not modified" is success; a vanished message is
-// chat.ErrNotFound; a bot-wide retry_after pause or an exhausted chat
-// budget is a *chat.RateLimitError (edits never wait it out).
+// chat.ErrNotFound; a bot-wide retry_after pause or a chat over its
+// pace is a *chat.RateLimitError (edits never wait it out).
 func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	chatID, _, err := a.target(ref.Conv)
 	if err != nil {

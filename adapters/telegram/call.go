@@ -19,7 +19,7 @@ import (
 	"github.com/pibot/pibot/internal/secret"
 )
 
-// mode is how a Bot API call meets the rate budget, a bot-wide retry_after
+// mode is how a Bot API call meets the pacing, a bot-wide retry_after
 // pause and failures.
 //
 // The rule: final deliveries (sends, uploads) and one-off calls (callback
@@ -32,16 +32,16 @@ import (
 type mode int
 
 const (
-	modeSend   mode = iota // budgeted, waits out pauses, retried
-	modeUpload             // budgeted, waits out pauses, not retried
-	modeLive               // budgeted (short wait), never waits out a pause, not retried
-	modeStatus             // not budgeted, never waits out a pause, not retried
-	modeAdmin              // not budgeted, waits out pauses, retried
+	modeSend   mode = iota // paced, waits out pauses, retried
+	modeUpload             // paced, waits out pauses, not retried
+	modeLive               // paced (short wait), never waits out a pause, not retried
+	modeStatus             // not paced, never waits out a pause, not retried
+	modeAdmin              // not paced, waits out pauses, retried
 )
 
-func (m mode) budgeted() bool { return m == modeSend || m == modeUpload || m == modeLive }
-func (m mode) live() bool     { return m == modeLive || m == modeStatus }
-func (m mode) retried() bool  { return m == modeSend || m == modeAdmin }
+func (m mode) paced() bool   { return m == modeSend || m == modeUpload || m == modeLive }
+func (m mode) live() bool    { return m == modeLive || m == modeStatus }
+func (m mode) retried() bool { return m == modeSend || m == modeAdmin }
 
 func (m mode) timeout() time.Duration {
 	if m == modeUpload {
@@ -63,7 +63,7 @@ var (
 	errRetry    = errors.New("temporary failure")
 )
 
-// do runs one Bot API call under the rate budget with retries, and returns
+// do runs one Bot API call under the pacing with retries, and returns
 // a redacted error.
 func (a *Adapter) do(ctx context.Context, m mode, chatID int64, op string, fn func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {

@@ -58,16 +58,16 @@ type Config struct {
 	// HTTPClient makes the Bot API calls; nil: a client without a timeout
 	// (every call has its own deadline).
 	HTTPClient *http.Client
-	// Budget sets the outbound rate budget; zero fields take defaults.
-	Budget Budget
-	// Rates keeps the buckets of Budget; nil: in this process. Cluster
+	// Pacing sets the outbound pacing; zero fields take defaults.
+	Pacing Pacing
+	// Rates keeps the buckets of Pacing; nil: in this process. Cluster
 	// mode passes one the replicas share.
-	Rates RateBudget
+	Rates Rates
 }
 
-// Budget is the adapter's outbound pacing, applied before every send,
+// Pacing is the adapter's outbound pacing, applied before every send,
 // edit and draft. Zero fields take the Bot FAQ defaults.
-type Budget struct {
+type Pacing struct {
 	PrivatePerSec float64 // per private chat; default 1
 	PrivateBurst  int     // default 3
 	GroupPerMin   float64 // per group or supergroup; default 20
@@ -75,7 +75,7 @@ type Budget struct {
 	GlobalPerSec  float64 // whole bot; default 30
 }
 
-func (b Budget) withDefaults() Budget {
+func (b Pacing) withDefaults() Pacing {
 	if b.PrivatePerSec <= 0 {
 		b.PrivatePerSec = 1
 	}
@@ -167,7 +167,7 @@ func New(cfg Config) (*Adapter, error) {
 		token:        cfg.Token,
 		api:          cfg.APIURL,
 		log:          log.With("adapter", "telegram"),
-		limiter:      newLimiter(cfg.Budget.withDefaults(), cfg.Rates, botID(cfg.Token.Reveal())),
+		limiter:      newLimiter(cfg.Pacing.withDefaults(), cfg.Rates, botID(cfg.Token.Reveal())),
 		retryBase:    500 * time.Millisecond,
 		conflictBase: 5 * time.Second,
 		migrated:     map[int64]int64{},

@@ -74,7 +74,7 @@ func TestPollingConfirmsOnlyAfterSink(t *testing.T) {
 	if n < 3 {
 		t.Errorf("getUpdates offsets = %v; want the unconfirmed update fetched again after each sink error", offsets)
 	}
-	if !strings.Contains(h.logs.String(), "delivered again") {
+	if !strings.Contains(h.logs.String(), "fetched again") {
 		t.Errorf("sink failures not logged:\n%s", h.logs)
 	}
 }

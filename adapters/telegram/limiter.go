@@ -12,14 +12,14 @@ import (
 )
 
 // liveMaxWait is the longest a live call (edit, draft) waits for its chat's
-// budget; a longer wait is returned as a RateLimitError instead.
+// token; a longer wait is returned as a RateLimitError instead.
 const liveMaxWait = 1500 * time.Millisecond
 
-// RateBudget holds the token buckets that pace outbound calls (Config.Rates).
+// Rates holds the token buckets that pace outbound calls (Config.Rates).
 // The default keeps them in this process; in cluster mode the replicas
-// share one (cluster's Redis budget), so a bot's budget is not spent once
+// share one (cluster's Redis rates), so a bot's pace is not spent once
 // per replica. cluster.Rates is the in-process implementation.
-type RateBudget interface {
+type Rates interface {
 	// Take takes one token from key's bucket, which refills at perSec
 	// tokens a second up to burst, and returns 0; when the bucket has none
 	// it takes nothing and returns how long until it will have one.
@@ -27,10 +27,10 @@ type RateBudget interface {
 }
 
 // limiter paces outbound calls: a bucket per chat and one for the bot in
-// a RateBudget, and a bot-wide pause after a 429.
+// a Rates, and a bot-wide pause after a 429.
 type limiter struct {
-	budget Budget
-	rates  RateBudget
+	pacing Pacing
+	rates  Rates
 	prefix string // of the bucket keys: "telegram/<bot id>/"
 
 	mu          sync.Mutex
@@ -38,11 +38,11 @@ type limiter struct {
 }
 
 // newLimiter paces the bot botID with rates (nil: in this process).
-func newLimiter(b Budget, rates RateBudget, botID string) *limiter {
+func newLimiter(b Pacing, rates Rates, botID string) *limiter {
 	if rates == nil {
 		rates = newLocalRates()
 	}
-	return &limiter{budget: b, rates: rates, prefix: "telegram/" + botID + "/"}
+	return &limiter{pacing: b, rates: rates, prefix: "telegram/" + botID + "/"}
 }
 
 // pause stops every call of the bot for d.
@@ -55,23 +55,23 @@ func (l *limiter) pause(d time.Duration) {
 }
 
 // acquire waits until a call of mode m to chatID may go out, or returns a
-// *chat.RateLimitError where m must not wait. A budgeted call takes a
+// *chat.RateLimitError where m must not wait. A paced call takes a
 // token of its chat, then one of the bot.
 func (l *limiter) acquire(ctx context.Context, chatID int64, m mode) error {
 	if err := l.waitPause(ctx, m); err != nil {
 		return err
 	}
-	if !m.budgeted() {
+	if !m.paced() {
 		return nil
 	}
-	perSec, burst := l.budget.PrivatePerSec, l.budget.PrivateBurst
+	perSec, burst := l.pacing.PrivatePerSec, l.pacing.PrivateBurst
 	if chatID <= 0 {
-		perSec, burst = l.budget.GroupPerMin/60, l.budget.GroupBurst
+		perSec, burst = l.pacing.GroupPerMin/60, l.pacing.GroupBurst
 	}
 	if err := l.take(ctx, m, "chat/"+strconv.FormatInt(chatID, 10), perSec, burst, "chat"); err != nil {
 		return err
 	}
-	if err := l.take(ctx, m, "global", l.budget.GlobalPerSec, int(math.Max(1, l.budget.GlobalPerSec)), "global"); err != nil {
+	if err := l.take(ctx, m, "global", l.pacing.GlobalPerSec, int(math.Max(1, l.pacing.GlobalPerSec)), "global"); err != nil {
 		return err
 	}
 	// A 429 may have paused the bot while this call waited for tokens.
@@ -103,7 +103,7 @@ func (l *limiter) take(ctx context.Context, m mode, key string, perSec float64, 
 	for {
 		d, err := l.rates.Take(ctx, l.prefix+key, perSec, burst)
 		if err != nil {
-			return fmt.Errorf("rate budget: %w", err)
+			return fmt.Errorf("pacing: %w", err)
 		}
 		if d <= 0 {
 			return nil
@@ -121,7 +121,7 @@ func (l *limiter) take(ctx context.Context, m mode, key string, perSec float64, 
 // buckets (which grant the same as a new one) are dropped.
 const maxLocalBuckets = 4096
 
-// localRates is the default RateBudget: token buckets in this process.
+// localRates is the default Rates: token buckets in this process.
 type localRates struct {
 	mu      sync.Mutex
 	buckets map[string]*tokenBucket
@@ -129,7 +129,7 @@ type localRates struct {
 
 func newLocalRates() *localRates { return &localRates{buckets: map[string]*tokenBucket{}} }
 
-// Take implements RateBudget; it never fails.
+// Take implements Rates; it never fails.
 func (r *localRates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
 	if perSec <= 0 {
 		return 0, nil // no limit
@@ -173,7 +173,7 @@ func (b *tokenBucket) refill(now time.Time) {
 
 // delay is how long until a token is available. A wait is lengthened by a
 // tenth of the refill interval so that network jitter between two calls
-// cannot make them reach Telegram closer together than the budget allows.
+// cannot make them reach Telegram closer together than the pacing allows.
 func (b *tokenBucket) delay(now time.Time) time.Duration {
 	b.refill(now)
 	if b.tokens >= 1 {

@@ -10,10 +10,10 @@ import (
 	"github.com/pibot/pibot/chat"
 )
 
-// sharedRates is one RateBudget given to several adapters, as replicas
+// sharedRates is one Rates given to several adapters, as replicas
 // share the Redis one; it records the keys it was asked for.
 type sharedRates struct {
-	RateBudget
+	Rates
 	mu   sync.Mutex
 	keys map[string]bool
 }
@@ -22,7 +22,7 @@ func (s *sharedRates) Take(ctx context.Context, key string, perSec float64, burs
 	s.mu.Lock()
 	s.keys[key] = true
 	s.mu.Unlock()
-	return s.RateBudget.Take(ctx, key, perSec, burst)
+	return s.Rates.Take(ctx, key, perSec, burst)
 }
 
 // TestInjectedBudgetIsSharedByReplicas replays two replicas of one bot
@@ -30,7 +30,7 @@ func (s *sharedRates) Take(ctx context.Context, key string, perSec float64, burs
 // only an injected shared budget keeps the two together under it: the
 // fake Bot API (at the Bot FAQ numbers) answers 429 to any call over it.
 func TestInjectedBudgetIsSharedByReplicas(t *testing.T) {
-	rates := &sharedRates{RateBudget: newLocalRates(), keys: map[string]bool{}}
+	rates := &sharedRates{Rates: newLocalRates(), keys: map[string]bool{}}
 	h := newHarness(t, func(c *Config) { c.Rates = rates })
 	second, err := New(Config{Token: h.a.cfg.Token, APIURL: h.srv.URL, Rates: rates})
 	if err != nil {

@@ -172,7 +172,7 @@ func TestSendRetriesServerErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fast := telegramtest.Limits{PrivatePerSec: 100, PrivateBurst: 100, GlobalPerSec: 100, GlobalBurst: 100}
-			h := newHarness(t, func(c *Config) { c.Budget = Budget{PrivatePerSec: 100, PrivateBurst: 100, GlobalPerSec: 100} }, telegramtest.WithLimits(fast))
+			h := newHarness(t, func(c *Config) { c.Pacing = Pacing{PrivatePerSec: 100, PrivateBurst: 100, GlobalPerSec: 100} }, telegramtest.WithLimits(fast))
 			h.srv.Fail("sendMessage", 2, tt.fault)
 			if _, err := h.a.Send(t.Context(), dm(42), chat.Out{Markdown: "final answer"}); err != nil {
 				t.Fatal(err)

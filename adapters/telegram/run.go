@@ -70,7 +70,7 @@ type getUpdatesParams struct {
 
 // poll is the long-polling loop. The offset moves past an update only once
 // sink has returned nil for it, so an update whose sink call failed is
-// fetched and delivered again.
+// fetched and fed again.
 func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 	if err := a.do(ctx, modeAdmin, 0, "deleteWebhook", func(ctx context.Context) error {
 		_, err := a.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
@@ -123,13 +123,13 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 			if u.ID < offset {
 				continue
 			}
-			if err := a.deliver(ctx, sink, u); err != nil {
+			if err := a.feed(ctx, sink, u); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
 				failures++
 				d := min(a.retryBase<<min(failures, 7), maxBackoff)
-				a.log.Warn("telegram: update not taken; it will be delivered again", "update_id", u.ID, "retry_in", d, "err", err)
+				a.log.Warn("telegram: update not taken; it will be fetched again", "update_id", u.ID, "retry_in", d, "err", err)
 				if sleep(ctx, d) != nil {
 					return nil
 				}
@@ -142,8 +142,8 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 	return nil
 }
 
-// deliver hands one update to sink; nil means it may be confirmed.
-func (a *Adapter) deliver(ctx context.Context, sink chat.Sink, u *models.Update) error {
+// feed hands one update to sink; nil means it may be confirmed.
+func (a *Adapter) feed(ctx context.Context, sink chat.Sink, u *models.Update) error {
 	in, ok := a.inbound(u)
 	if !ok {
 		return nil

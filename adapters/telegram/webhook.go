@@ -26,7 +26,7 @@ func (a *Adapter) webhookURL() string {
 // WebhookHandler serves Telegram's webhook deliveries. A request without
 // the right secret token gets 403 before its body is read (constant-time
 // compare); an update is answered 200 only after the sink returned nil for
-// it, and 500 otherwise so that Telegram delivers it again. Before Run has
+// it, and 500 otherwise so that Telegram sends it again. Before Run has
 // registered the webhook it answers 503.
 func (a *Adapter) WebhookHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,7 +62,7 @@ func (a *Adapter) WebhookHandler() http.Handler {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		if err := a.deliver(r.Context(), sink, &u); err != nil {
+		if err := a.feed(r.Context(), sink, &u); err != nil {
 			a.log.Warn("telegram: update not taken; Telegram will deliver it again", "update_id", u.ID, "err", err)
 			http.Error(w, "not stored", http.StatusInternalServerError)
 			return

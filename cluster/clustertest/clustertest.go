@@ -1,5 +1,5 @@
 // Package clustertest is a conformance suite for the cluster seams of the
-// gateway: lockers, inboxes, location indexes, dedupers and rate budgets.
+// gateway: lockers, inboxes, location indexes, dedupers, sender budgets and outbound rates.
 // The embedded implementations of package cluster pass it; a Redis-backed
 // one must pass it too. Each Run function takes a harness that opens the
 // implementation on a named store, so a test can reopen the same store as

@@ -171,20 +171,20 @@ func RunBudgetTests(t *testing.T, h BudgetHarness) {
 	})
 }
 
-// Rates is what RunRatesTests drives: the outbound platform budget of the
-// chat adapters (their RateBudget).
+// Rates is what RunRatesTests drives: the outbound pacing store of the
+// chat adapters (telegram.Rates).
 type Rates interface {
 	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
 }
 
-// RatesHarness opens outbound budgets for RunRatesTests.
+// RatesHarness opens outbound pacing stores for RunRatesTests.
 type RatesHarness struct {
 	// Open returns an empty budget on fresh storage, and a function that
 	// lets its time pass.
 	Open func(t *testing.T) (Rates, func(time.Duration))
 }
 
-// RunRatesTests runs the outbound budget suite.
+// RunRatesTests runs the outbound pacing suite.
 func RunRatesTests(t *testing.T, h RatesHarness) {
 	take := func(t *testing.T, r Rates, key string, perSec float64, burst int) time.Duration {
 		t.Helper()

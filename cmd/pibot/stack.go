@@ -25,9 +25,9 @@ import (
 	"github.com/pibot/pibot/providers"
 )
 
-// cluster.Rates is the outbound budget given to the Telegram adapter,
+// cluster.Rates is the outbound pacing store given to the Telegram adapter,
 // which may not import cluster; only here are both visible.
-var _ telegram.RateBudget = (*cluster.Rates)(nil)
+var _ telegram.Rates = (*cluster.Rates)(nil)
 
 // Embedded cluster settings.
 const (
