@@ -133,9 +133,20 @@ func TestInboxSurvivesReopenAndTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id1, _ := ib.Add(t.Context(), []byte(`{"text":"one"}`))
-	id2, _ := ib.Add(t.Context(), []byte(`{"text":"two"}`))
-	if err := ib.Ack(t.Context(), id1); err != nil {
+	add := func(ib *Inbox, data string) string {
+		t.Helper()
+		id, durable, err := ib.Enqueue(t.Context(), "k", []byte(data))
+		if err == nil {
+			err = durable()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	id1 := add(ib, `{"text":"one"}`)
+	id2 := add(ib, `{"text":"two"}`)
+	if err := ib.Ack(t.Context(), "k", id1); err != nil {
 		t.Fatal(err)
 	}
 	ib.Close()
@@ -147,13 +158,31 @@ func TestInboxSurvivesReopenAndTornTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ib2.Close()
-	got, _ := ib2.Pending(t.Context())
-	if len(got) != 1 || got[0].ID != id2 || string(got[0].Data) != `{"text":"two"}` {
+	got, _ := ib2.Pending(t.Context(), "k")
+	if len(got) != 1 || got[0].ID != id2 || got[0].Key != "k" || string(got[0].Data) != `{"text":"two"}` {
 		t.Fatalf("Pending after reopen = %+v", got)
 	}
-	id3, err := ib2.Add(t.Context(), []byte(`{"text":"three"}`))
-	if err != nil || ib2.Len() != 2 {
-		t.Fatalf("Add after reopen: %v, len %d", err, ib2.Len())
+	add(ib2, `{"text":"three"}`)
+	if ib2.Len() != 2 {
+		t.Fatalf("len after reopen and enqueue = %d", ib2.Len())
 	}
-	_ = id3
+}
+
+// An inbox written before items had keys: its items come back under "".
+func TestInboxWithoutKeys(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "inbox.jsonl")
+	old := `{"op":"add","id":"a1","data":{"text":"old"}}` + "\n" + `{"op":"clean"}` + "\n"
+	if err := os.WriteFile(p, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ib, err := OpenInbox(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ib.Close()
+	keys, _ := ib.Keys(t.Context())
+	got, err := ib.Claim(t.Context(), "")
+	if err != nil || len(keys) != 1 || keys[0] != "" || len(got) != 1 || got[0].ID != "a1" {
+		t.Fatalf("keys %q, claimed %+v, %v", keys, got, err)
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,9 +15,13 @@ import (
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
-// InboxItem is an accepted inbound message not yet applied to its session.
+// InboxItem is an accepted inbound event not yet applied to its session.
 type InboxItem struct {
-	ID   string          `json:"id"`
+	ID string `json:"id"`
+	// Key is what the item is queued under: the chat location it belongs
+	// to (a location belongs to one session, whose owner takes its items).
+	// Items written before keys existed have "".
+	Key  string          `json:"key,omitempty"`
 	Data json.RawMessage `json:"data"`
 	// Crashes counts the processes that started handling the item and
 	// crashed before it was done (see Inbox).
@@ -34,13 +36,16 @@ type inboxRecord struct {
 	// inbox: nothing it handled crashed it).
 	Op      string          `json:"op"`
 	ID      string          `json:"id,omitempty"`
+	Key     string          `json:"key,omitempty"`
 	Data    json.RawMessage `json:"data,omitempty"`
 	Crashes int             `json:"crashes,omitempty"`
 }
 
 // Inbox is the embedded durable inbox: an fsynced JSONL log of accepted
-// messages and their acknowledgements. A message is durable once Add
-// returns; after a crash, Pending lists what was accepted but not applied.
+// events and their acknowledgements, queued under a key each (the chat
+// location; inbox_keys.go). An item is durable once Enqueue's durable
+// function returns; after a crash, Claim hands over what the dead process
+// accepted but did not apply.
 //
 // It counts crashes per item: an item the last process accepted (add) or
 // began to replay (Attempt) and did not acknowledge, when that process
@@ -55,13 +60,24 @@ type Inbox struct {
 	pending     map[string]*InboxItem
 	order       []string
 	quarantined []InboxItem
+	// holders says who handles each pending item (Consume, Claim).
+	holders map[string]holder
 }
+
+// holder says who handles a pending item.
+type holder int8
+
+const (
+	heldByNone holder = iota // enqueued, not consumed yet
+	heldBySelf               // consumed or claimed by this process
+	heldByDead               // carried over from a process that ended
+)
 
 // OpenInbox opens (or creates) the inbox at path and compacts it to the
 // pending and quarantined items, counting the crash of the last process
 // if it did not close the inbox. A torn last line is dropped.
 func OpenInbox(path string) (*Inbox, error) {
-	ib := &Inbox{path: path, pending: map[string]*InboxItem{}}
+	ib := &Inbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}}
 	handled := map[string]bool{} // touched by the last process
 	clean := true
 	if b, err := os.ReadFile(path); err == nil {
@@ -93,7 +109,7 @@ func OpenInbox(path string) (*Inbox, error) {
 		buf.WriteByte('\n')
 	}
 	for _, q := range ib.quarantined {
-		write(inboxRecord{Op: "held", ID: q.ID, Data: q.Data, Crashes: q.Crashes})
+		write(inboxRecord{Op: "held", ID: q.ID, Key: q.Key, Data: q.Data, Crashes: q.Crashes})
 	}
 	var order []string
 	for _, id := range ib.order {
@@ -105,7 +121,8 @@ func OpenInbox(path string) (*Inbox, error) {
 			it.Crashes++
 		}
 		order = append(order, id)
-		write(inboxRecord{Op: "keep", ID: id, Data: it.Data, Crashes: it.Crashes})
+		ib.holders[id] = heldByDead
+		write(inboxRecord{Op: "keep", ID: id, Key: it.Key, Data: it.Data, Crashes: it.Crashes})
 	}
 	ib.order = order
 	// The crash counts are durable before anything is replayed.
@@ -128,7 +145,7 @@ func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 		if _, ok := ib.pending[rec.ID]; !ok {
 			ib.order = append(ib.order, rec.ID)
 		}
-		ib.pending[rec.ID] = &InboxItem{ID: rec.ID, Data: rec.Data, Crashes: rec.Crashes}
+		ib.pending[rec.ID] = &InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes}
 		handled[rec.ID] = rec.Op == "add"
 	case "try":
 		handled[rec.ID] = true
@@ -140,67 +157,8 @@ func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 			ib.quarantined = append(ib.quarantined, *it)
 		}
 	case "held":
-		ib.quarantined = append(ib.quarantined, InboxItem{ID: rec.ID, Data: rec.Data, Crashes: rec.Crashes})
+		ib.quarantined = append(ib.quarantined, InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes})
 	}
-}
-
-// Add stores data durably (fsync) and returns its id.
-func (ib *Inbox) Add(ctx context.Context, data []byte) (string, error) {
-	id, durable, err := ib.Begin(ctx, data)
-	if err != nil {
-		return "", err
-	}
-	if err := durable(); err != nil {
-		return "", err
-	}
-	return id, nil
-}
-
-// Begin stores data and returns its id at once, with a function that
-// waits until it is durable: the caller may start processing while the
-// fsync runs, but must not acknowledge the message before durable returns
-// nil. Concurrent callers share fsyncs. While the file cannot be written
-// (a full disk) Begin fails at once.
-func (ib *Inbox) Begin(_ context.Context, data []byte) (id string, durable func() error, err error) {
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	id = hex.EncodeToString(rnd[:])
-	line, err := json.Marshal(inboxRecord{Op: "add", ID: id, Data: data})
-	if err != nil {
-		return "", nil, fmt.Errorf("cluster: inbox add: %w", err)
-	}
-	wait, err := ib.f.WriteAsync(append(line, '\n'))
-	if err != nil {
-		return "", nil, fmt.Errorf("cluster: inbox add: %w", err)
-	}
-	ib.mu.Lock()
-	ib.pending[id] = &InboxItem{ID: id, Data: append(json.RawMessage(nil), data...)}
-	ib.order = append(ib.order, id)
-	ib.mu.Unlock()
-	return id, func() error {
-		if err := wait(); err != nil {
-			return fmt.Errorf("cluster: inbox sync: %w", err)
-		}
-		return nil
-	}, nil
-}
-
-// Attempt records durably that this process begins to handle the items
-// ids (a replay): if it crashes before acknowledging them, that crash
-// counts against them.
-func (ib *Inbox) Attempt(_ context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	var buf []byte
-	for _, id := range ids {
-		line, _ := json.Marshal(inboxRecord{Op: "try", ID: id})
-		buf = append(append(buf, line...), '\n')
-	}
-	if err := ib.f.WriteSync(buf); err != nil {
-		return fmt.Errorf("cluster: inbox attempt: %w", err)
-	}
-	return nil
 }
 
 // Quarantine sets the pending item id aside durably: it stays in the file
@@ -231,11 +189,15 @@ func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
 	return append([]InboxItem(nil), ib.quarantined...), nil
 }
 
-// Ack marks id applied. A lost ack only causes a redelivery, which the
-// session deduplicates, so it is written but not fsynced.
-func (ib *Inbox) Ack(_ context.Context, id string) error {
-	line, _ := json.Marshal(inboxRecord{Op: "ack", ID: id})
-	if !ib.forget(id) {
+// Ack marks the item id of key applied. A lost ack only causes the item
+// to be handled again, which its session recognises, so it is written but
+// not fsynced. Acknowledging an item that is not pending does nothing.
+func (ib *Inbox) Ack(_ context.Context, key, id string) error {
+	line, _ := json.Marshal(inboxRecord{Op: "ack", ID: id, Key: key})
+	ib.mu.Lock()
+	it, ok := ib.pending[id]
+	ib.mu.Unlock()
+	if !ok || it.Key != key || !ib.forget(id) {
 		return nil
 	}
 	// Written outside ib.mu: the write may wait behind an fsync, and
@@ -257,6 +219,7 @@ func (ib *Inbox) forget(id string) bool {
 		return false
 	}
 	delete(ib.pending, id)
+	delete(ib.holders, id)
 	if len(ib.order) > 2*len(ib.pending)+64 {
 		kept := ib.order[:0]
 		for _, o := range ib.order {
@@ -269,18 +232,21 @@ func (ib *Inbox) forget(id string) bool {
 	return true
 }
 
-// Pending returns the items not yet acknowledged, oldest first. The
-// embedded inbox holds them in memory, so it never fails.
-func (ib *Inbox) Pending(context.Context) ([]InboxItem, error) {
+// All returns every item not yet acknowledged, of every key, oldest
+// first (for tests and tools; the gateway asks per key).
+func (ib *Inbox) All() []InboxItem { return ib.items(func(*InboxItem) bool { return true }) }
+
+// items lists the pending items that keep accepts, oldest first.
+func (ib *Inbox) items(keep func(it *InboxItem) bool) []InboxItem {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	var out []InboxItem
 	for _, id := range ib.order {
-		if it, ok := ib.pending[id]; ok {
+		if it, ok := ib.pending[id]; ok && keep(it) {
 			out = append(out, *it)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // Len returns the number of pending items.

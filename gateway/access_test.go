@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -55,6 +56,23 @@ func TestGroupMentionGatingAndBots(t *testing.T) {
 	h.waitText(groupConv, "group answer")
 }
 
+// TestLegacyInboxItemReplayed: an item written before inbox items had keys
+// (an inbox file of an older pibot) is still replayed after an upgrade, and
+// acknowledged.
+func TestLegacyInboxItemReplayed(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("answer to an old item")})
+	h.stop()
+	in := chat.Inbound{Kind: chat.KindMessage, Conv: dmConv, Msg: chat.MsgRef{Conv: dmConv, ID: "old-1"}, User: chat.User{ID: "owner"}, Text: "from before the upgrade"}
+	data, _ := json.Marshal(map[string]any{"in": in})
+	line, _ := json.Marshal(map[string]any{"op": "add", "id": "legacy1", "data": json.RawMessage(data)})
+	if err := os.WriteFile(filepath.Join(h.dir, "inbox.jsonl"), append(line, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitText(dmConv, "answer to an old item")
+	h.waitFor("the old item acknowledged", func() bool { return h.inbox.Len() == 0 })
+}
+
 func TestAcceptedMessagesAreReplayedAfterACrash(t *testing.T) {
 	// A message accepted (durable in the inbox, platform acknowledged) but
 	// never applied, because the process died, is applied on restart.
@@ -66,7 +84,11 @@ func TestAcceptedMessagesAreReplayedAfterACrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ib.Add(context.Background(), data); err != nil {
+	_, durable, err := ib.Enqueue(context.Background(), dmConv.Key(), data)
+	if err == nil {
+		err = durable()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	ib.Close()

@@ -42,11 +42,11 @@ type approvalDeps struct {
 	policy approvalPolicy
 	host   approvalHost
 	log    *slog.Logger
-	// existing finds the bound session of a conversation, and begin makes
+	// existing finds the bound session of a conversation, and enqueue makes
 	// a resume item durable in the inbox: both for decisions whose run is
 	// gone (approval_recover.go).
 	existing func(ctx context.Context, in chat.Inbound) (*owner, *location)
-	begin    func(ctx context.Context, data []byte) (id string, durable func() error, err error)
+	enqueue  func(ctx context.Context, key string, data []byte) (id string, durable func() error, err error)
 	// tools builds the tools a resumed call runs with.
 	tools ToolFactory
 }

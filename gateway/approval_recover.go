@@ -41,9 +41,10 @@ func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d 
 	return decisionToast(d), func() {
 		// The resumed run has no user message to keep it in the inbox:
 		// a resume item does, so a crash during it resumes it again.
-		item := inboxItem{In: chat.Inbound{Conv: in.Conv}, Resume: true}
+		item := inboxItem{In: chat.Inbound{Conv: loc.conv}, Resume: true}
 		data, _ := json.Marshal(item)
-		id, durable, err := a.deps.begin(ctx, data)
+		key := loc.key
+		id, durable, err := a.deps.enqueue(ctx, key, data)
 		if err == nil {
 			err = durable()
 		}
@@ -54,7 +55,7 @@ func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d 
 		if d == decideSession {
 			site.grant(allowKey(ap.Requester, ap.Tool, ap.Outside))
 		}
-		a.resume(o, loc, &pending{item: item, inboxID: id, applied: true}, ap, call, d != decideDeny)
+		a.resume(o, loc, &pending{item: item, inbox: inboxRef{key: key, id: id}, applied: true}, ap, call, d != decideDeny)
 	}
 }
 

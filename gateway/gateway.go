@@ -27,13 +27,17 @@ type Models interface {
 	Model(ref string) (llm.Model, error)
 }
 
-// Inbox keeps accepted messages durable until their run is over. Begin
-// stores a message and returns a function that waits until it is durable;
-// Pending lists what was accepted and not acknowledged.
+// Inbox keeps accepted events durable until they are applied, queued
+// under the key of their chat location (cluster.Inbox). Enqueue stores an
+// item and returns a function that waits until it is durable; Ack lets it
+// go; Pending lists a key's items not acknowledged; at start Keys and
+// Claim hand over what a process that ended left unfinished.
 type Inbox interface {
-	Begin(ctx context.Context, data []byte) (id string, durable func() error, err error)
-	Ack(ctx context.Context, id string) error
-	Pending(ctx context.Context) ([]cluster.InboxItem, error)
+	Enqueue(ctx context.Context, key string, data []byte) (id string, durable func() error, err error)
+	Ack(ctx context.Context, key, id string) error
+	Pending(ctx context.Context, key string) ([]cluster.InboxItem, error)
+	Keys(ctx context.Context) ([]string, error)
+	Claim(ctx context.Context, key string) ([]cluster.InboxItem, error)
 }
 
 // Dedupe drops redelivered platform events. Forget lets a key be seen

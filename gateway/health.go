@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,7 +121,7 @@ func (h *health) strand(ps []*pending) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, p := range ps {
-		h.stranded = append(h.stranded, &pending{item: p.item, inboxID: p.inboxID, extra: p.extra})
+		h.stranded = append(h.stranded, &pending{item: p.item, inbox: p.inbox, extra: p.extra})
 	}
 }
 
@@ -193,19 +194,16 @@ func (h *health) probe(ctx context.Context) {
 	h.told = nil
 	h.mu.Unlock()
 	h.log.Info("storage works again; taking messages", "down", down.Round(time.Millisecond), "stranded", len(stranded))
-	pending := map[string]bool{}
-	items, err := h.inbox.Pending(ctx)
-	if err != nil {
-		// The stranded messages stay in the inbox: the next start replays them.
-		h.log.Error("inbox: list accepted messages; stranded ones wait for a restart", "err", err)
-	}
-	for _, it := range items {
-		pending[it.ID] = true
-	}
 	for _, p := range stranded {
 		// A message the inbox let go (refused, or answered since) is not
 		// taken up again.
-		if pending[p.inboxID] {
+		items, err := h.inbox.Pending(ctx, p.inbox.key)
+		if err != nil {
+			// It stays in the inbox: the next start replays it.
+			h.log.Error("inbox: list accepted messages; a stranded one waits for a restart", "err", err)
+			continue
+		}
+		if slices.ContainsFunc(items, func(it cluster.InboxItem) bool { return it.ID == p.inbox.id }) {
 			h.reroute(p)
 		}
 	}

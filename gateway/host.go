@@ -29,7 +29,7 @@ func wireCommands(g *Gateway) {
 		host:     h,
 		log:      g.log,
 		existing: h.existing,
-		begin:    g.inbox.Begin,
+		enqueue:  g.inbox.Enqueue,
 		tools:    g.cfg.Tools,
 	})
 	g.commands = &commands{

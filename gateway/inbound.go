@@ -42,8 +42,8 @@ func (g *Gateway) route(ctx context.Context, p *pending) {
 // or they were dropped on purpose.
 func (g *Gateway) ackAll(ctx context.Context, ps []*pending) {
 	for _, p := range ps {
-		for _, id := range p.inboxIDs() {
-			if err := g.inbox.Ack(ctx, id); err != nil {
+		for _, ref := range p.inboxRefs() {
+			if err := g.inbox.Ack(ctx, ref.key, ref.id); err != nil {
 				g.log.Warn("inbox ack", "err", err)
 			}
 		}

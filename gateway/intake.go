@@ -139,11 +139,13 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	if err != nil {
 		return fmt.Errorf("gateway: encode inbound: %w", err)
 	}
-	id, durable, err := i.inbox.Begin(ctx, data)
+	key := in.Conv.Key()
+	id, durable, err := i.inbox.Enqueue(ctx, key, data)
+	ref := inboxRef{key: key, id: id}
 	if err == nil {
 		// The run may start while the inbox fsync is in flight; the
 		// platform hears "received" only once the message is durable.
-		i.post(id, item, false)
+		i.post(ref, item, false)
 		err = durable()
 	}
 	if err != nil && item.Kind != itemMessage {
@@ -151,7 +153,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		// (/stop on a full disk): it is only not replayed after a crash.
 		i.log.Warn("inbox: a command or button press is not durable; executed anyway", "conv", in.Conv.Key(), "err", err)
 		if id == "" {
-			i.post("", item, false)
+			i.post(inboxRef{}, item, false)
 		}
 		return nil
 	}
@@ -169,7 +171,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			// Not taken: the redelivery is. (On a failing disk this ack
 			// may fail too; the copy then replays at the next start and
 			// its session recognises it.)
-			if aerr := i.inbox.Ack(ctx, id); aerr != nil {
+			if aerr := i.inbox.Ack(ctx, key, id); aerr != nil {
 				i.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
 			}
 		}
@@ -211,16 +213,16 @@ func (i *intake) withinBudget(ctx context.Context, in chat.Inbound) bool {
 // post hands an inbox item to the mailbox of its location, where it is
 // executed after everything that came before it there. replay marks an
 // item taken from the inbox at start.
-func (i *intake) post(inboxID string, item inboxItem, replay bool) {
-	i.mail.post(item.In.Conv.Key(), func() { i.execute(i.runContext(), inboxID, item, replay) })
+func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
+	i.mail.post(item.In.Conv.Key(), func() { i.execute(i.runContext(), ref, item, replay) })
 }
 
 // execute does the work of one inbox item; it runs in the mailbox of the
 // item's location.
-func (i *intake) execute(ctx context.Context, inboxID string, item inboxItem, replay bool) {
+func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool) {
 	switch item.Kind {
 	case itemMessage:
-		i.route(ctx, &pending{item: item, inboxID: inboxID})
+		i.route(ctx, &pending{item: item, inbox: ref})
 		return
 	case itemCommand:
 		i.commands.dispatch(ctx, item.In, replay)
@@ -231,8 +233,8 @@ func (i *intake) execute(ctx context.Context, inboxID string, item inboxItem, re
 	}
 	// A command's or press's changes to the session are flushed by the
 	// time it returns (they are appended with SyncAlways).
-	if inboxID != "" {
-		if err := i.inbox.Ack(ctx, inboxID); err != nil {
+	if ref.id != "" {
+		if err := i.inbox.Ack(ctx, ref.key, ref.id); err != nil {
 			i.log.Warn("inbox ack", "err", err)
 		}
 	}

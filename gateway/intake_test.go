@@ -236,7 +236,7 @@ func TestReplayedCommandsRunInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, durable, err := inbox.Begin(context.Background(), data)
+		_, durable, err := inbox.Enqueue(context.Background(), dmConv.Key(), data)
 		if err == nil {
 			err = durable()
 		}

@@ -84,10 +84,11 @@ type location struct {
 
 // pending is an accepted message on its way into the session.
 type pending struct {
-	item    inboxItem
-	inboxID string
-	// extra lists further inbox ids merged into this message (collect).
-	extra []string
+	item inboxItem
+	// inbox is the item's place in the inbox ("" id: not in it).
+	inbox inboxRef
+	// extra lists further inbox items merged into this message (collect).
+	extra []inboxRef
 	// queued is set when the message waited for a run; the user is told
 	// when it is applied.
 	queued bool
@@ -96,8 +97,12 @@ type pending struct {
 	applied bool
 }
 
-// inboxIDs lists the inbox items p stands for.
-func (p *pending) inboxIDs() []string { return append([]string{p.inboxID}, p.extra...) }
+// inboxRef names an inbox item: its key (the location it was enqueued
+// for) and id.
+type inboxRef struct{ key, id string }
+
+// inboxRefs lists the inbox items p stands for.
+func (p *pending) inboxRefs() []inboxRef { return append([]inboxRef{p.inbox}, p.extra...) }
 
 func (p *pending) msgKey() string {
 	if p.item.In.Msg.ID == "" {

@@ -74,11 +74,11 @@ func mergePending(ps []*pending) *pending {
 	}
 	last := *ps[len(ps)-1]
 	var texts []string
-	var extra []string
+	var extra []inboxRef
 	for _, p := range ps {
 		texts = append(texts, p.item.In.Text)
 		if p != ps[len(ps)-1] {
-			extra = append(extra, p.inboxID)
+			extra = append(extra, p.inbox)
 			extra = append(extra, p.extra...)
 			last.item.In.Files = append(last.item.In.Files, p.item.In.Files...)
 		}

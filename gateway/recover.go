@@ -26,7 +26,7 @@ type recovery struct {
 	metrics  *Metrics
 	dataDir  string
 	// replay hands an accepted message to its mailbox (intake.post).
-	replay func(inboxID string, item inboxItem, replay bool)
+	replay func(ref inboxRef, item inboxItem, replay bool)
 }
 
 // recover marks replies a crash interrupted (replies.go) and replays the
@@ -37,11 +37,7 @@ type recovery struct {
 // handled during quarantineAfter crashes is set aside instead.
 func (rc *recovery) recover(ctx context.Context) {
 	var replay []cluster.InboxItem
-	pending, err := rc.inbox.Pending(ctx)
-	if err != nil {
-		// Nothing is lost: the items stay pending for the next start.
-		rc.log.Error("inbox: list accepted messages; none replayed", "err", err)
-	}
+	pending := rc.claimAll(ctx)
 	rc.markLegacyRuns(ctx)
 	rc.markInterrupted(ctx, pending)
 	for _, it := range pending {
@@ -51,30 +47,41 @@ func (rc *recovery) recover(ctx context.Context) {
 		}
 		replay = append(replay, it)
 	}
-	if c, ok := rc.inbox.(crashCounter); ok && len(replay) > 0 {
-		ids := make([]string, len(replay))
-		for i, it := range replay {
-			ids[i] = it.ID
-		}
-		// Durable before the replay begins: if one of them crashes this
-		// process too, the next start knows.
-		if err := c.Attempt(ctx, ids); err != nil {
-			rc.log.Error("inbox: record replay attempts", "err", err)
-		}
-	}
 	for _, it := range replay {
 		var item inboxItem
 		if err := json.Unmarshal(it.Data, &item); err != nil {
 			rc.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
-			if err := rc.inbox.Ack(ctx, it.ID); err != nil {
+			if err := rc.inbox.Ack(ctx, it.Key, it.ID); err != nil {
 				rc.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
 			}
 			continue
 		}
 		rc.markSeen(ctx, item.In.DedupKey)
 		rc.log.Info("replaying an accepted message", "conv", item.In.Conv.Key(), "kind", item.Kind)
-		rc.replay(it.ID, item, true)
+		rc.replay(inboxRef{key: it.Key, id: it.ID}, item, true)
 	}
+}
+
+// claimAll takes over the inbox items a process that ended left
+// unfinished, of every key. Claiming is durable before the replay begins:
+// if one of them crashes this process too, the next start knows.
+func (rc *recovery) claimAll(ctx context.Context) []cluster.InboxItem {
+	keys, err := rc.inbox.Keys(ctx)
+	if err != nil {
+		// Nothing is lost: the items stay pending for the next start.
+		rc.log.Error("inbox: list keys; nothing replayed", "err", err)
+		return nil
+	}
+	var all []cluster.InboxItem
+	for _, key := range keys {
+		items, err := rc.inbox.Claim(ctx, key)
+		if err != nil {
+			rc.log.Error("inbox: claim; not replayed", "key", key, "err", err)
+			continue
+		}
+		all = append(all, items...)
+	}
+	return all
 }
 
 // markSeen records the dedupe key of an event taken from the inbox, so a
@@ -93,10 +100,9 @@ func (rc *recovery) markSeen(ctx context.Context, key string) {
 // item aside for good.
 const quarantineAfter = 2
 
-// crashCounter is an inbox that counts the crashes of its items and can
-// set one aside (cluster.Inbox).
+// crashCounter is an inbox that counts the crashes of its items
+// (InboxItem.Crashes) and can set one aside (cluster.Inbox).
 type crashCounter interface {
-	Attempt(ctx context.Context, ids []string) error
 	Quarantine(ctx context.Context, id string) error
 }
 

@@ -10,13 +10,15 @@ import (
 	"github.com/pibot/pibot/cluster"
 )
 
-// Inbox is what RunInboxTests drives: the gateway's inbox with its crash
-// counting (Attempt, Quarantine).
+// Inbox is what RunInboxTests drives: the gateway's inbox, keyed by chat
+// location, with its crash counting (Quarantine).
 type Inbox interface {
-	Begin(ctx context.Context, data []byte) (id string, durable func() error, err error)
-	Ack(ctx context.Context, id string) error
-	Pending(ctx context.Context) ([]cluster.InboxItem, error)
-	Attempt(ctx context.Context, ids []string) error
+	Enqueue(ctx context.Context, key string, data []byte) (id string, durable func() error, err error)
+	Consume(ctx context.Context, key string) ([]cluster.InboxItem, error)
+	Claim(ctx context.Context, key string) ([]cluster.InboxItem, error)
+	Ack(ctx context.Context, key, id string) error
+	Pending(ctx context.Context, key string) ([]cluster.InboxItem, error)
+	Keys(ctx context.Context) ([]string, error)
 	Quarantine(ctx context.Context, id string) error
 	Quarantined(ctx context.Context) ([]cluster.InboxItem, error)
 	// Close records a clean stop.
@@ -42,7 +44,10 @@ func RunInboxTests(t *testing.T, h InboxHarness) {
 		{"DurableAcrossReopen", testInboxReopen},
 		{"DurableAcrossCrash", testInboxCrash},
 		{"AckRemoves", testInboxAck},
-		{"ConcurrentBeginsAllDurable", testInboxConcurrent},
+		{"ConcurrentEnqueuesAllDurable", testInboxConcurrent},
+		{"KeysKeepItemsApart", testInboxKeys},
+		{"ConsumeHandsOutOnce", testInboxConsume},
+		{"ClaimTakesOverADeadHolder", testInboxClaim},
 		{"CrashesOfItemsInFlightCounted", testInboxCrashCount},
 		{"QuarantineSetsAsideForGood", testInboxQuarantine},
 	}
@@ -51,9 +56,9 @@ func RunInboxTests(t *testing.T, h InboxHarness) {
 	}
 }
 
-func add(t *testing.T, ib Inbox, data string) string {
+func add(t *testing.T, ib Inbox, key, data string) string {
 	t.Helper()
-	id, durable, err := ib.Begin(t.Context(), []byte(data))
+	id, durable, err := ib.Enqueue(t.Context(), key, []byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +68,47 @@ func add(t *testing.T, ib Inbox, data string) string {
 	return id
 }
 
-func pending(t *testing.T, ib Inbox) []cluster.InboxItem {
+func pending(t *testing.T, ib Inbox, key string) []cluster.InboxItem {
 	t.Helper()
-	items, err := ib.Pending(t.Context())
+	items, err := ib.Pending(t.Context(), key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return items
+}
+
+func keys(t *testing.T, ib Inbox) []string {
+	t.Helper()
+	ks, err := ib.Keys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+func consume(t *testing.T, ib Inbox, key string) []string {
+	t.Helper()
+	items, err := ib.Consume(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return datas(items)
+}
+
+func claim(t *testing.T, ib Inbox, key string) []string {
+	t.Helper()
+	items, err := ib.Claim(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return datas(items)
+}
+
+func ack(t *testing.T, ib Inbox, key, id string) {
+	t.Helper()
+	if err := ib.Ack(t.Context(), key, id); err != nil {
+		t.Fatalf("Ack(%s, %s): %v", key, id, err)
+	}
 }
 
 func datas(items []cluster.InboxItem) []string {
@@ -80,11 +119,13 @@ func datas(items []cluster.InboxItem) []string {
 	return out
 }
 
-func crashes(t *testing.T, ib Inbox) map[string]int {
+func crashes(t *testing.T, ib Inbox, ks ...string) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, it := range pending(t, ib) {
-		out[string(it.Data)] = it.Crashes
+	for _, k := range ks {
+		for _, it := range pending(t, ib, k) {
+			out[string(it.Data)] = it.Crashes
+		}
 	}
 	return out
 }
@@ -98,31 +139,33 @@ func closeInbox(t *testing.T, ib Inbox) {
 
 func testInboxReopen(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
-	a := add(t, ib, `"one"`)
-	add(t, ib, `"two"`)
-	add(t, ib, `"three"`)
-	if err := ib.Ack(t.Context(), a); err != nil {
-		t.Fatal(err)
-	}
+	a := add(t, ib, "k1", `"one"`)
+	add(t, ib, "k2", `"other"`)
+	add(t, ib, "k1", `"two"`)
+	add(t, ib, "k1", `"three"`)
+	ack(t, ib, "k1", a)
 	closeInbox(t, ib)
 	ib = h.Open(t, store)
 	defer closeInbox(t, ib)
-	if got := datas(pending(t, ib)); !slices.Equal(got, []string{`"two"`, `"three"`}) {
-		t.Fatalf("pending after reopen = %v, want two, three in order", got)
+	if got := datas(pending(t, ib, "k1")); !slices.Equal(got, []string{`"two"`, `"three"`}) {
+		t.Fatalf("pending of k1 after reopen = %v, want two, three in order", got)
 	}
-	add(t, ib, `"four"`)
-	if got := len(pending(t, ib)); got != 3 {
+	if got := keys(t, ib); !slices.Equal(got, []string{"k2", "k1"}) {
+		t.Fatalf("keys after reopen = %q, want k2, k1 (by their oldest item)", got)
+	}
+	add(t, ib, "k1", `"four"`)
+	if got := len(pending(t, ib, "k1")); got != 3 {
 		t.Fatalf("%d pending after a new item, want 3", got)
 	}
 }
 
 func testInboxCrash(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
-	add(t, ib, `"kept"`)
+	add(t, ib, "k", `"kept"`)
 	h.Crash(t, ib)
 	ib = h.Open(t, store)
 	defer closeInbox(t, ib)
-	if got := datas(pending(t, ib)); !slices.Equal(got, []string{`"kept"`}) {
+	if got := datas(pending(t, ib, "k")); !slices.Equal(got, []string{`"kept"`}) {
 		t.Fatalf("pending after a crash = %v", got)
 	}
 }
@@ -130,15 +173,17 @@ func testInboxCrash(t *testing.T, h InboxHarness, store string) {
 func testInboxAck(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
 	defer closeInbox(t, ib)
-	a := add(t, ib, `"a"`)
-	b := add(t, ib, `"b"`)
+	a := add(t, ib, "k", `"a"`)
+	b := add(t, ib, "k", `"b"`)
 	for _, id := range []string{a, a, "no-such-id"} { // acks are idempotent
-		if err := ib.Ack(t.Context(), id); err != nil {
-			t.Fatalf("Ack(%s): %v", id, err)
-		}
+		ack(t, ib, "k", id)
 	}
-	if got := pending(t, ib); len(got) != 1 || got[0].ID != b {
+	if got := pending(t, ib, "k"); len(got) != 1 || got[0].ID != b {
 		t.Fatalf("pending = %+v, want only b", got)
+	}
+	ack(t, ib, "k", b)
+	if got := keys(t, ib); len(got) != 0 {
+		t.Fatalf("keys with nothing pending = %q", got)
 	}
 }
 
@@ -151,7 +196,7 @@ func testInboxConcurrent(t *testing.T, h InboxHarness, store string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			id, durable, err := ib.Begin(t.Context(), fmt.Appendf(nil, `{"n":%d}`, i))
+			id, durable, err := ib.Enqueue(t.Context(), fmt.Sprint("k", i%4), fmt.Appendf(nil, `{"n":%d}`, i))
 			if err == nil {
 				err = durable()
 			}
@@ -166,8 +211,10 @@ func testInboxConcurrent(t *testing.T, h InboxHarness, store string) {
 	ib = h.Open(t, store)
 	defer closeInbox(t, ib)
 	seen := map[string]bool{}
-	for _, it := range pending(t, ib) {
-		seen[it.ID] = true
+	for _, k := range keys(t, ib) {
+		for _, it := range pending(t, ib, k) {
+			seen[it.ID] = true
+		}
 	}
 	for i, id := range ids {
 		if !seen[id] {
@@ -176,72 +223,125 @@ func testInboxConcurrent(t *testing.T, h InboxHarness, store string) {
 	}
 }
 
+// testInboxKeys: the items of one key are not those of another.
+func testInboxKeys(t *testing.T, h InboxHarness, store string) {
+	ib := h.Open(t, store)
+	defer closeInbox(t, ib)
+	add(t, ib, "a", `"a1"`)
+	b := add(t, ib, "b", `"b1"`)
+	add(t, ib, "a", `"a2"`)
+	if got := datas(pending(t, ib, "a")); !slices.Equal(got, []string{`"a1"`, `"a2"`}) {
+		t.Fatalf("pending of a = %v", got)
+	}
+	if got := consume(t, ib, "b"); !slices.Equal(got, []string{`"b1"`}) {
+		t.Fatalf("consume b = %v", got)
+	}
+	ack(t, ib, "a", b) // the wrong key acknowledges nothing of b
+	if got := pending(t, ib, "b"); len(got) != 1 {
+		t.Fatalf("b acknowledged under another key: pending %v", got)
+	}
+}
+
+// testInboxConsume: Consume hands each item out once, whether it was
+// there before or came later, and Claim has nothing while no holder died.
+func testInboxConsume(t *testing.T, h InboxHarness, store string) {
+	ib := h.Open(t, store)
+	defer closeInbox(t, ib)
+	add(t, ib, "k", `"a"`)
+	add(t, ib, "k", `"b"`)
+	if got := consume(t, ib, "k"); !slices.Equal(got, []string{`"a"`, `"b"`}) {
+		t.Fatalf("first consume = %v", got)
+	}
+	if got := consume(t, ib, "k"); len(got) != 0 {
+		t.Fatalf("second consume = %v, want nothing", got)
+	}
+	c := add(t, ib, "k", `"c"`)
+	if got := consume(t, ib, "k"); !slices.Equal(got, []string{`"c"`}) {
+		t.Fatalf("consume after a new item = %v", got)
+	}
+	if got := claim(t, ib, "k"); len(got) != 0 {
+		t.Fatalf("claim with a live holder = %v", got)
+	}
+	ack(t, ib, "k", c)
+	if got := datas(pending(t, ib, "k")); !slices.Equal(got, []string{`"a"`, `"b"`}) {
+		t.Fatalf("pending = %v, want a, b (consumed is not acknowledged)", got)
+	}
+}
+
+// testInboxClaim: what a crashed process held is claimed, once, by the
+// next; it is not handed out again by Consume.
+func testInboxClaim(t *testing.T, h InboxHarness, store string) {
+	ib := h.Open(t, store)
+	add(t, ib, "k", `"a"`)
+	consume(t, ib, "k")
+	h.Crash(t, ib)
+	ib = h.Open(t, store)
+	defer closeInbox(t, ib)
+	if got := consume(t, ib, "k"); len(got) != 0 {
+		t.Fatalf("consume of a dead holder's item = %v", got)
+	}
+	if got := claim(t, ib, "k"); !slices.Equal(got, []string{`"a"`}) {
+		t.Fatalf("claim = %v, want a", got)
+	}
+	if got := claim(t, ib, "k"); len(got) != 0 {
+		t.Fatalf("second claim = %v, want nothing", got)
+	}
+}
+
 // testInboxCrashCount: a crash counts against the items the crashed
-// process accepted or began to replay, not against items it left alone,
-// and a clean stop counts nothing.
+// process accepted or took (Consume, Claim), not against items it left
+// alone, and a clean stop counts nothing.
 func testInboxCrashCount(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
-	add(t, ib, `"a"`)
-	add(t, ib, `"b"`)
+	add(t, ib, "ka", `"a"`)
+	add(t, ib, "kb", `"b"`)
 	h.Crash(t, ib) // a and b were in flight
 
 	ib = h.Open(t, store)
-	if got := crashes(t, ib); got[`"a"`] != 1 || got[`"b"`] != 1 {
+	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 1 || got[`"b"`] != 1 {
 		t.Fatalf("after one crash: %v, want a and b at 1", got)
 	}
-	var idA string
-	for _, it := range pending(t, ib) {
-		if string(it.Data) == `"a"` {
-			idA = it.ID
-		}
-	}
-	if err := ib.Attempt(t.Context(), []string{idA}); err != nil {
-		t.Fatal(err)
-	}
-	h.Crash(t, ib) // only a was replayed
+	claim(t, ib, "ka")
+	h.Crash(t, ib) // only a was taken up again
 
 	ib = h.Open(t, store)
-	if got := crashes(t, ib); got[`"a"`] != 2 || got[`"b"`] != 1 {
+	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 2 || got[`"b"`] != 1 {
 		t.Fatalf("after the second crash: %v, want a at 2, b at 1", got)
 	}
-	var ids []string
-	for _, it := range pending(t, ib) {
-		ids = append(ids, it.ID)
-	}
-	if err := ib.Attempt(t.Context(), ids); err != nil {
-		t.Fatal(err)
-	}
+	claim(t, ib, "ka")
+	claim(t, ib, "kb")
 	closeInbox(t, ib)
 	ib = h.Open(t, store)
 	defer closeInbox(t, ib)
-	if got := crashes(t, ib); got[`"a"`] != 2 || got[`"b"`] != 1 {
+	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 2 || got[`"b"`] != 1 {
 		t.Fatalf("after a clean stop: %v, want unchanged", got)
 	}
 }
 
 func testInboxQuarantine(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
-	bomb := add(t, ib, `"bomb"`)
-	add(t, ib, `"fine"`)
+	bomb := add(t, ib, "k", `"bomb"`)
+	add(t, ib, "k", `"fine"`)
 	if err := ib.Quarantine(t.Context(), bomb); err != nil {
 		t.Fatal(err)
 	}
 	h.Crash(t, ib)
 	for range 2 {
 		ib = h.Open(t, store)
-		if got := datas(pending(t, ib)); !slices.Equal(got, []string{`"fine"`}) {
+		if got := datas(pending(t, ib, "k")); !slices.Equal(got, []string{`"fine"`}) {
 			t.Fatalf("pending = %v, want only fine", got)
+		}
+		if got := claim(t, ib, "k"); !slices.Equal(got, []string{`"fine"`}) {
+			t.Fatalf("claim = %v, want only fine", got)
 		}
 		q, err := ib.Quarantined(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(q) != 1 || q[0].ID != bomb || string(q[0].Data) != `"bomb"` {
+		if len(q) != 1 || q[0].ID != bomb || q[0].Key != "k" || string(q[0].Data) != `"bomb"` {
 			t.Fatalf("quarantined = %+v", q)
 		}
-		if err := ib.Ack(t.Context(), bomb); err != nil {
-			t.Fatal(err)
-		}
+		ack(t, ib, "k", bomb)
 		closeInbox(t, ib)
 	}
 }

@@ -1,0 +1,114 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+)
+
+// Enqueue stores data under key and returns its id at once, with a
+// function that waits until it is durable: the caller may start handling
+// the item while the fsync runs, but must not acknowledge it before durable
+// returns nil. Concurrent callers share fsyncs. While the file cannot be
+// written (a full disk) Enqueue fails at once.
+//
+// The item is pending for key and held by nobody until a Consume takes
+// it. The embedded gateway handles what it enqueues itself: the "add"
+// record counts a crash of this process against the item, as a Consume
+// would.
+func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string, durable func() error, err error) {
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	id = hex.EncodeToString(rnd[:])
+	line, err := json.Marshal(inboxRecord{Op: "add", ID: id, Key: key, Data: data})
+	if err != nil {
+		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
+	}
+	wait, err := ib.f.WriteAsync(append(line, '\n'))
+	if err != nil {
+		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
+	}
+	ib.mu.Lock()
+	ib.pending[id] = &InboxItem{ID: id, Key: key, Data: append(json.RawMessage(nil), data...)}
+	ib.holders[id] = heldByNone
+	ib.order = append(ib.order, id)
+	ib.mu.Unlock()
+	return id, func() error {
+		if err := wait(); err != nil {
+			return fmt.Errorf("cluster: inbox sync: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// Consume hands this process the items of key that nobody handles yet,
+// oldest first, and records durably that it handles them: if it crashes
+// before acknowledging one, that crash counts against the item.
+func (ib *Inbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
+	return ib.take(ctx, key, heldByNone)
+}
+
+// Claim takes over the items of key that a process which ended (crashed,
+// or stopped before it acknowledged them) was handling, oldest first, and
+// records durably that this process handles them now, so a crash of this
+// one counts against them too. In the embedded inbox every item carried
+// over from an earlier process is such an item.
+func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
+	return ib.take(ctx, key, heldByDead)
+}
+
+// take moves the items of key held by from to this process.
+func (ib *Inbox) take(_ context.Context, key string, from holder) ([]InboxItem, error) {
+	ib.mu.Lock()
+	var out []InboxItem
+	for _, id := range ib.order {
+		if it, ok := ib.pending[id]; ok && it.Key == key && ib.holders[id] == from {
+			out = append(out, *it)
+		}
+	}
+	ib.mu.Unlock()
+	if len(out) == 0 {
+		return nil, nil
+	}
+	var buf []byte
+	for _, it := range out {
+		line, _ := json.Marshal(inboxRecord{Op: "try", ID: it.ID, Key: key})
+		buf = append(append(buf, line...), '\n')
+	}
+	if err := ib.f.WriteSync(buf); err != nil {
+		return nil, fmt.Errorf("cluster: inbox take: %w", err)
+	}
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	taken := out[:0]
+	for _, it := range out {
+		// Not acknowledged or taken by another caller meanwhile.
+		if h, ok := ib.holders[it.ID]; ok && h == from {
+			ib.holders[it.ID] = heldBySelf
+			taken = append(taken, it)
+		}
+	}
+	return taken, nil
+}
+
+// Pending lists the items of key not yet acknowledged, whoever handles
+// them, oldest first.
+func (ib *Inbox) Pending(_ context.Context, key string) ([]InboxItem, error) {
+	return ib.items(func(it *InboxItem) bool { return it.Key == key }), nil
+}
+
+// Keys lists the keys with pending items, each once, in the order of
+// their oldest item.
+func (ib *Inbox) Keys(context.Context) ([]string, error) {
+	var keys []string
+	seen := map[string]bool{}
+	for _, it := range ib.All() {
+		if !seen[it.Key] {
+			seen[it.Key] = true
+			keys = append(keys, it.Key)
+		}
+	}
+	return keys, nil
+}
