@@ -161,16 +161,17 @@ func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 	}
 }
 
-// Quarantine sets the pending item id aside durably: it stays in the file
-// (Quarantined lists it) and is never pending again.
-func (ib *Inbox) Quarantine(_ context.Context, id string) error {
+// Quarantine sets the pending item id of key aside durably: it stays in
+// the file (Quarantined lists it) and is never pending again. An item
+// that is not pending under key is left alone.
+func (ib *Inbox) Quarantine(_ context.Context, key, id string) error {
 	ib.mu.Lock()
 	it, ok := ib.pending[id]
 	ib.mu.Unlock()
-	if !ok {
+	if !ok || it.Key != key {
 		return nil
 	}
-	line, _ := json.Marshal(inboxRecord{Op: "quarantine", ID: id})
+	line, _ := json.Marshal(inboxRecord{Op: "quarantine", ID: id, Key: key})
 	if err := ib.f.WriteSync(append(line, '\n')); err != nil {
 		return fmt.Errorf("cluster: inbox quarantine: %w", err)
 	}

@@ -103,7 +103,7 @@ const quarantineAfter = 2
 // crashCounter is an inbox that counts the crashes of its items
 // (InboxItem.Crashes) and can set one aside (cluster.Inbox).
 type crashCounter interface {
-	Quarantine(ctx context.Context, id string) error
+	Quarantine(ctx context.Context, key, id string) error
 }
 
 const quarantineNotice = "⚠️ This message crashed pibot twice and was set aside; it will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log and in the inbox file.)"
@@ -117,7 +117,7 @@ func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem) {
 	}
 	var item inboxItem
 	_ = json.Unmarshal(it.Data, &item)
-	if err := c.Quarantine(ctx, it.ID); err != nil {
+	if err := c.Quarantine(ctx, it.Key, it.ID); err != nil {
 		// Not replayed either way: it stays pending for the next start.
 		rc.log.Error("inbox: quarantine", "id", it.ID, "err", err)
 		return

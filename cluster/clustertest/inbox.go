@@ -19,7 +19,7 @@ type Inbox interface {
 	Ack(ctx context.Context, key, id string) error
 	Pending(ctx context.Context, key string) ([]cluster.InboxItem, error)
 	Keys(ctx context.Context) ([]string, error)
-	Quarantine(ctx context.Context, id string) error
+	Quarantine(ctx context.Context, key, id string) error
 	Quarantined(ctx context.Context) ([]cluster.InboxItem, error)
 	// Close records a clean stop.
 	Close() error
@@ -322,7 +322,13 @@ func testInboxQuarantine(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
 	bomb := add(t, ib, "k", `"bomb"`)
 	add(t, ib, "k", `"fine"`)
-	if err := ib.Quarantine(t.Context(), bomb); err != nil {
+	if err := ib.Quarantine(t.Context(), "other", bomb); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(pending(t, ib, "k")); got != 2 {
+		t.Fatalf("quarantined under another key: %d pending, want 2", got)
+	}
+	if err := ib.Quarantine(t.Context(), "k", bomb); err != nil {
 		t.Fatal(err)
 	}
 	h.Crash(t, ib)
