@@ -1,0 +1,522 @@
+package session
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// envelope is what the index keeps of one scanned line.
+type envelope struct {
+	blank, header bool
+	version       int  // header only
+	session       bool // an entry of type "session": not a tree node
+	msg           bool // an entry of type "message"
+	fence         int64
+	id, parent    uint64
+	root          bool
+}
+
+// scan parses the envelope of one line without side effects. The header
+// (the first non-blank line) is scanned and decoded whole. An entry is
+// scanned up to a top-level "message" object, whose start is returned
+// (-1 when the whole line was scanned).
+func (x *fastCtx) scan(line []byte) (envelope, int, error) {
+	if len(bytes.Trim(line, " \t\r")) == 0 {
+		return envelope{blank: true}, -1, nil
+	}
+	if !x.header {
+		if _, err := scanLine(line); err != nil {
+			return envelope{}, -1, notFast("header: " + err.Error())
+		}
+		h, err := decodeHeader(line)
+		if err != nil {
+			return envelope{}, -1, notFast("header: " + err.Error())
+		}
+		return envelope{header: true, version: h.Version}, -1, nil
+	}
+	var typ, id, parent, fence []byte
+	stop := -1
+	i, err := scanMembers(line, func(key []byte, esc bool, vs int) (int, bool) {
+		if !esc && string(key) == "message" && line[vs] == '{' {
+			stop = vs
+			return 0, true
+		}
+		ve, err := skipValue(line, vs)
+		if err != nil {
+			return -1, false
+		}
+		k := string(key)
+		if esc {
+			k = member{key: key, keyEsc: true}.keyString()
+		}
+		switch k {
+		case "type":
+			typ = line[vs:ve]
+		case "id":
+			id = line[vs:ve]
+		case "parentId":
+			parent = line[vs:ve]
+		case "fence":
+			fence = line[vs:ve]
+		}
+		return ve, false
+	})
+	if err != nil {
+		return envelope{}, -1, err
+	}
+	if stop < 0 && skipWS(line, i) != len(line) {
+		return envelope{}, -1, errSyntax
+	}
+	var e envelope
+	if s, ok := rawString(typ); ok {
+		e.session, e.msg = s == TypeSession, s == TypeMessage
+	}
+	e.id, _ = x.hashString(id)
+	var empty bool
+	e.parent, empty = x.hashString(parent)
+	e.root = empty
+	if len(fence) > 0 {
+		e.fence, _ = rawInt(fence)
+	}
+	return e, stop, nil
+}
+
+// scanMembers walks the members of the object that starts line, calling
+// fn with each key and the start of its value; fn returns the end of the
+// value (-1: invalid), or stop to end the walk there. It returns the index
+// after the object.
+func scanMembers(b []byte, fn func(key []byte, esc bool, vs int) (int, bool)) (int, error) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, errSyntax
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		i = skipWS(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return 0, errSyntax
+		}
+		ke, esc, err := scanString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i+1 : ke-1]
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return 0, errSyntax
+		}
+		vs := skipWS(b, i+1)
+		if vs >= len(b) {
+			return 0, errSyntax
+		}
+		ve, stop := fn(key, esc, vs)
+		if stop {
+			return vs, nil
+		}
+		if ve < 0 {
+			return 0, errSyntax
+		}
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return 0, errSyntax
+		}
+		switch b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1, nil
+		default:
+			return 0, errSyntax
+		}
+	}
+}
+
+// hashString hashes the string a raw JSON value decodes to ("" for a
+// non-string, like the full loader) and says whether it is empty.
+func (x *fastCtx) hashString(v []byte) (uint64, bool) {
+	if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		inner := v[1 : len(v)-1]
+		return maphash.Bytes(x.seed, inner), len(inner) == 0
+	}
+	s, _ := rawString(v)
+	return maphash.String(x.seed, s), s == ""
+}
+
+// add records one scanned line. tail is the part of an entry's line from
+// its message on (its last bytes for a long line); stopped says the line
+// was scanned only up to the message.
+func (x *fastCtx) add(off, length int64, e envelope, tail []byte, stopped bool) error {
+	switch {
+	case e.blank:
+		return nil
+	case e.header:
+		x.header, x.version = true, e.version
+		if e.version < CurrentVersion {
+			return notFast(fmt.Sprintf("version %d file: the full loader migrates it", e.version))
+		}
+		return nil
+	}
+	if stopped {
+		t := bytes.TrimRight(tail, " \t\r")
+		if len(t) == 0 || t[len(t)-1] != '}' {
+			return notFast(fmt.Sprintf("entry at byte %d: the line does not end its object", off))
+		}
+		if f, ok := trailingFence(t); ok {
+			e.fence = f
+		}
+	}
+	if e.fence != 0 {
+		if e.fence < x.fence {
+			return notFast(fmt.Sprintf("entry at byte %d: stale fence", off))
+		}
+		x.fence = e.fence
+	}
+	if e.session {
+		return nil
+	}
+	x.lines = append(x.lines, envLine{off: off, n: length, fence: e.fence, id: e.id, parent: e.parent, root: e.root, msg: e.msg, partial: stopped})
+	return nil
+}
+
+// trailingFence reads a fence written after the message (`,"fence":N}` at
+// the end of t, which ends with '}'), as pibot did before it wrote it in
+// front: in a valid line that can only be the top-level member.
+func trailingFence(t []byte) (int64, bool) {
+	t = t[:len(t)-1]
+	j := len(t)
+	for j > 0 && (isDigit(t[j-1]) || bytes.IndexByte([]byte("-+.eE"), t[j-1]) >= 0) {
+		j--
+	}
+	if j == len(t) || !bytes.HasSuffix(t[:j], []byte(`,"fence":`)) {
+		return 0, false
+	}
+	v, _ := rawInt(t[j:])
+	return v, true
+}
+
+// path returns the indexes (into x.lines) from the root to the leaf.
+func (x *fastCtx) path(leafID string) ([]int, error) {
+	if len(x.lines) == 0 {
+		if leafID == "" {
+			return nil, nil
+		}
+		return nil, notFast("no entries")
+	}
+	ids := make([]uint64, len(x.lines))
+	for i := range x.lines {
+		ids[i] = x.lines[i].id
+	}
+	slices.Sort(ids)
+	// With duplicate ids the full loader's lookup finds the last entry.
+	var dups map[uint64]bool
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			if dups == nil {
+				dups = map[uint64]bool{}
+			}
+			dups[ids[i]] = true
+		}
+	}
+	last := func(h uint64, from int) int {
+		for from >= 0 && x.lines[from].id != h {
+			from--
+		}
+		return from
+	}
+	leaf := len(x.lines) - 1
+	if leafID != "" {
+		if leaf = last(maphash.String(x.seed, leafID), leaf); leaf < 0 {
+			return nil, notFast("leaf not found")
+		}
+	}
+	path := []int{leaf}
+	for k := leaf; !x.lines[k].root; {
+		want := x.lines[k].parent
+		j := k - 1
+		if dups[want] {
+			j = len(x.lines) - 1
+		}
+		j = last(want, j)
+		if j < 0 && last(want, len(x.lines)-1) < 0 {
+			// No entry has that id: a root, unless a damaged line comes
+			// before it (the full loader re-attaches it then).
+			if err := x.cleanBefore(k); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if j < 0 || j >= k {
+			return nil, notFast(fmt.Sprintf("entry at byte %d: its parent is not an earlier entry", x.lines[k].off))
+		}
+		path = append(path, j)
+		k = j
+	}
+	slices.Reverse(path)
+	return path, nil
+}
+
+// cleanBefore scans every entry line before x.lines[k] completely and
+// falls back if one is damaged.
+func (x *fastCtx) cleanBefore(k int) error {
+	win := &window{f: x.f, buf: make([]byte, windowSize)}
+	defer func() { x.st.Read += win.read }()
+	for i := range k {
+		e := &x.lines[i]
+		if !e.partial {
+			continue // scanned whole by the index
+		}
+		line, err := win.at(e.off, e.n)
+		if err != nil {
+			return notFast(err.Error())
+		}
+		if _, err := scanLine(line); err != nil {
+			return notFast(fmt.Sprintf("entry at byte %d: %v (before an entry whose parent is missing)", e.off, err))
+		}
+	}
+	return nil
+}
+
+// window reads a file through one buffer, for offsets that mostly grow.
+type window struct {
+	f    *os.File
+	buf  []byte
+	off  int64
+	n    int
+	read time.Duration
+}
+
+// at returns the n bytes at off, valid until the next call.
+func (w *window) at(off, n int64) ([]byte, error) {
+	if off >= w.off && off+n <= w.off+int64(w.n) {
+		s := off - w.off
+		return w.buf[s : s+n], nil
+	}
+	if int64(len(w.buf)) < n {
+		w.buf = make([]byte, n)
+	}
+	t := time.Now()
+	m, err := w.f.ReadAt(w.buf, off)
+	w.read += time.Since(t)
+	if int64(m) < n {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("read at byte %d: %w", off, err)
+	}
+	w.off, w.n = off, m
+	return w.buf[:n], nil
+}
+
+const windowSize = 1 << 20
+
+// validate scans completely, like the full loader, every line of the path
+// the answer depends on, checks each says what its envelope said and keeps
+// its node (without the line for a message, with its entry decoded
+// otherwise): every entry that is not a message, the messages the context
+// emits, and the messages after the last entry that sets the model. It
+// returns those nodes in path order with their line indexes; leaving out
+// the others changes nothing buildContext computes.
+func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
+	nodes := make([]node, len(path))
+	done := make([]bool, len(path))
+	need := make([]bool, len(path))
+	for i, li := range path {
+		need[i] = !x.lines[li].msg
+	}
+	if err := x.scanNodes(path, nodes, need, done); err != nil {
+		return nil, nil, err
+	}
+	from, to := x.emitted(path, nodes)
+	for i, li := range path {
+		need[i] = x.lines[li].msg && (i >= to || i >= from && i < to-1)
+	}
+	if err := x.scanNodes(path, nodes, need, done); err != nil {
+		return nil, nil, err
+	}
+	// The model is set by the last model change or assistant message.
+	for i := len(path) - 1; i >= 0; i-- {
+		if !done[i] {
+			clear(need)
+			need[i] = true
+			if err := x.scanNodes(path, nodes, need, done); err != nil {
+				return nil, nil, err
+			}
+		}
+		if n := &nodes[i]; n.typ == TypeModelChange || n.typ == TypeMessage && n.role == "assistant" {
+			break
+		}
+	}
+	var ptrs []*node
+	var lis []int
+	for i := range nodes {
+		if done[i] {
+			ptrs, lis = append(ptrs, &nodes[i]), append(lis, path[i])
+		}
+	}
+	return ptrs, lis, nil
+}
+
+// emitted returns the part of the path whose messages the context emits,
+// where only the entries that are not messages are scanned yet: every
+// message from index from up to the compaction at index to-1, and every
+// message after it (from 0, to 0 without a compaction). Messages are
+// matched to the compaction's first kept entry by the hash of their id.
+func (x *fastCtx) emitted(path []int, nodes []node) (from, to int) {
+	last := -1
+	for i := range nodes {
+		if nodes[i].typ == TypeCompaction {
+			last = i
+		}
+	}
+	if last < 0 {
+		return 0, 0
+	}
+	comp := &nodes[last]
+	c := last
+	for i := range nodes { // pi finds the compaction by id: the first wins
+		if nodes[i].typ == TypeCompaction && nodes[i].id == comp.id {
+			c = i
+			break
+		}
+	}
+	kept := maphash.String(x.seed, comp.ent.FirstKeptEntryID)
+	for i := range c {
+		if x.lines[path[i]].msg && x.lines[path[i]].id == kept || !x.lines[path[i]].msg && nodes[i].id == comp.ent.FirstKeptEntryID {
+			return i, c + 1
+		}
+	}
+	return c, c + 1
+}
+
+// scanNodes scans the lines of the path selected by need that are not
+// done yet. Many bytes are split between goroutines, all finished before
+// it returns.
+func (x *fastCtx) scanNodes(path []int, nodes []node, need, done []bool) error {
+	var total int64
+	for i, li := range path {
+		if need[i] && !done[i] {
+			total += x.lines[li].n
+		}
+	}
+	workers := 1
+	if total >= parallelMin {
+		workers = min(runtime.GOMAXPROCS(0), 4)
+	}
+	errs := make([]error, workers)
+	wins := make([]*window, workers)
+	var wg sync.WaitGroup
+	from := 0
+	per := total/int64(workers) + 1
+	for w := range workers {
+		to := from
+		for sum := int64(0); to < len(path) && (sum < per || w == workers-1); to++ {
+			if need[to] && !done[to] {
+				sum += x.lines[path[to]].n
+			}
+		}
+		wins[w] = &window{f: x.f, buf: make([]byte, windowSize)}
+		lo, hi, win := from, to, wins[w]
+		scan := func() {
+			for i := lo; i < hi && errs[w] == nil; i++ {
+				if need[i] && !done[i] {
+					errs[w] = x.scanNode(&x.lines[path[i]], &nodes[i], win)
+					done[i] = true
+				}
+			}
+		}
+		if workers == 1 {
+			scan()
+		} else {
+			wg.Go(scan)
+		}
+		from = to
+	}
+	wg.Wait()
+	for _, w := range wins {
+		x.st.Read += w.read
+	}
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanNode scans one line into n.
+func (x *fastCtx) scanNode(e *envLine, n *node, win *window) error {
+	line, err := win.at(e.off, e.n)
+	if err != nil {
+		return notFast(err.Error())
+	}
+	if err := scanLineInto(n, line); err != nil {
+		return notFast(fmt.Sprintf("entry at byte %d: %v", e.off, err))
+	}
+	if maphash.String(x.seed, n.id) != e.id || (n.parentID == "") != e.root ||
+		(!e.root && maphash.String(x.seed, n.parentID) != e.parent) || n.fence != e.fence || (n.typ == TypeMessage) != e.msg {
+		return notFast(fmt.Sprintf("entry at byte %d: its envelope is not what its prefix said", e.off))
+	}
+	if n.typ == TypeMessage {
+		n.raw = nil // copied from the file again when emitted
+		return nil
+	}
+	n.raw = bytes.Clone(line)
+	if ent, err := decodeEntry(n.raw); err == nil {
+		n.ent = &ent
+	} else {
+		n.ent = &Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts}
+	}
+	return nil
+}
+
+// emit writes the context of the validated path, copying each stored
+// message from the file.
+func (x *fastCtx) emit(w io.Writer, ptrs []*node, path []int) error {
+	win := &window{f: x.f, buf: make([]byte, windowSize)}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	cw := &countWriter{w: bw}
+	cw.writeString(`{"messages":[`)
+	first := true
+	var rerr error
+	thinking, model := buildContext(ptrs, func(k int, derived []byte) {
+		if !first {
+			cw.writeString(",")
+		}
+		first = false
+		if k < 0 {
+			cw.write(derived)
+			return
+		}
+		n, e := ptrs[k], &x.lines[path[k]]
+		b, err := win.at(e.off+int64(n.msg[0]), int64(n.msg[1]-n.msg[0]))
+		if err != nil && rerr == nil {
+			rerr = err
+		}
+		cw.write(b)
+	})
+	err := writeContextTail(cw, thinking, model)
+	cw.writeString("\n")
+	if cw.err == nil {
+		cw.err = bw.Flush()
+	}
+	x.st.Out = cw.n
+	x.st.Read += win.read
+	switch {
+	case rerr != nil:
+		return fmt.Errorf("session: context: %w", rerr)
+	case err != nil:
+		return err
+	}
+	return cw.err
+}

@@ -1,0 +1,271 @@
+package session_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pibot/pibot/session"
+	"github.com/pibot/pibot/session/sessiontest"
+)
+
+// fullContext is today's answer: a read-only open, Context, MarshalJSON
+// and a newline, with the report.
+func fullContext(t testing.TB, path, leaf string) ([]byte, session.Report, error) {
+	t.Helper()
+	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		return nil, session.Report{}, err
+	}
+	defer s.Close()
+	c, err := s.Context(leaf)
+	if err != nil {
+		return nil, s.Report(), err
+	}
+	b, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n'), s.Report(), nil
+}
+
+// sameContext checks session.WriteContext against the full loader for one leaf
+// and returns the stats.
+func sameContext(t *testing.T, path, leaf string) session.ContextStats {
+	return sameContextDamage(t, path, leaf, false)
+}
+
+// sameContextDamage is sameContext; unreported says the file has damage
+// the fast path does not read (its report may differ).
+func sameContextDamage(t *testing.T, path, leaf string, unreported bool) session.ContextStats {
+	t.Helper()
+	want, wantRep, wantErr := fullContext(t, path, leaf)
+	var got bytes.Buffer
+	var st session.ContextStats
+	rep, err := session.WriteContext(&got, path, leaf, &st)
+	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
+		t.Fatalf("leaf %q: error %v, full loader %v", leaf, err, wantErr)
+	}
+	if err != nil {
+		return st
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("leaf %q (fast %v, %s): output differs from the full loader\n got %.300s\nwant %.300s", leaf, st.Fast, st.Fallback, got.Bytes(), want)
+	}
+	if st.Out != int64(len(want)) {
+		t.Errorf("stats: Out %d, wrote %d", st.Out, len(want))
+	}
+	if !reflect.DeepEqual(rep, wantRep) && !unreported {
+		t.Errorf("report %+v (fast %v), full loader %+v", rep, st.Fast, wantRep)
+	}
+	return st
+}
+
+// vectorsDir finds shared/testdata/pi by walking up from the working dir.
+func vectorsDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		for _, cand := range []string{filepath.Join(dir, "shared", "testdata", "pi"), filepath.Join(dir, "..", "shared", "testdata", "pi")} {
+			if _, err := os.Stat(filepath.Join(cand, "manifest.json")); err == nil {
+				return cand
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Skip("shared/testdata/pi not found")
+		}
+		dir = parent
+	}
+}
+
+func TestWriteContextVectors(t *testing.T) {
+	dir := vectorsDir(t)
+	// Files the full loader must answer: migrated, or damaged where the
+	// fast path looks.
+	full := map[string]bool{"legacy-v1": true, "legacy-v2": true, "malformed-lines": true, "torn-tail": true}
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range files {
+		name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		if strings.Contains(name, ".") { // NAME.context, NAME.tree, NAME.migrated
+			continue
+		}
+		n++
+		t.Run(name, func(t *testing.T) {
+			st := sameContext(t, p, "")
+			if st.Fast == full[name] {
+				t.Errorf("default leaf: fast %v (fallback %q), want fast %v", st.Fast, st.Fallback, !full[name])
+			}
+			s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i, e := range s.Entries() {
+				if i%100 == 0 || s.Len() < 200 {
+					sameContext(t, p, e.ID)
+				}
+			}
+			sameContext(t, p, "no-such-entry")
+		})
+	}
+	if n < 15 {
+		t.Fatalf("only %d vectors found", n)
+	}
+}
+
+func generated(t testing.TB, n int, seed uint64) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := sessiontest.Generate(&b, n, seed); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func writeTemp(t testing.TB, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestWriteContextGenerated covers large files: lines scanned in
+// parallel, compactions cutting the path, branches, ids the generator
+// repeats.
+func TestWriteContextGenerated(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		seed uint64
+	}{{50, 1}, {3000, 2}, {6000, 3}} {
+		p := writeTemp(t, generated(t, tc.n, tc.seed))
+		st := sameContext(t, p, "")
+		if !st.Fast {
+			t.Errorf("%d entries: fell back: %s", tc.n, st.Fallback)
+		}
+		if st.Lines < tc.n || st.Path == 0 || st.Bytes == 0 {
+			t.Errorf("%d entries: stats %+v", tc.n, st)
+		}
+	}
+}
+
+// lines splits a file into its lines (without newlines).
+func lines(data []byte) [][]byte {
+	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+}
+
+func join(ls [][]byte) []byte { return append(bytes.Join(ls, []byte("\n")), '\n') }
+
+func msgLine(id, parent, text, extra string) string {
+	p := "null"
+	if parent != "" {
+		p = `"` + parent + `"`
+	}
+	return `{"type":"message","id":"` + id + `","parentId":` + p + `,"timestamp":"2026-01-02T03:04:05.000Z"` + extra +
+		`,"message":{"role":"user","content":[{"type":"text","text":"` + text + `"}],"timestamp":1}}`
+}
+
+const header = `{"type":"session","version":3,"id":"0190a000-0000-7000-8000-000000000001","timestamp":"2026-01-02T03:04:05.000Z","cwd":"/w"}`
+
+// TestWriteContextFallback builds files the fast path must not answer by
+// itself and files it must answer despite looking unusual; every output is
+// compared with the full loader's.
+func TestWriteContextFallback(t *testing.T) {
+	base := lines(generated(t, 300, 7))
+	last := len(base) - 1
+	leafParent := func() string { // the id of the default leaf's parent
+		var e struct{ ParentId string }
+		_ = json.Unmarshal(base[last], &e)
+		return e.ParentId
+	}
+	indexOf := func(id string) int {
+		for i, l := range base {
+			if bytes.Contains(l, []byte(`"id":"`+id+`"`)) {
+				return i
+			}
+		}
+		t.Fatalf("no line with id %s", id)
+		return -1
+	}
+	mutate := func(f func(ls [][]byte) [][]byte) []byte {
+		ls := make([][]byte, len(base))
+		for i := range base {
+			ls[i] = bytes.Clone(base[i])
+		}
+		return join(f(ls))
+	}
+	var mid struct{ ID string }
+	_ = json.Unmarshal(base[len(base)/2], &mid)
+	big := strings.Repeat("0123456789abcdef", 1<<17) // 2 MiB, longer than the read buffer
+	tests := []struct {
+		name     string
+		data     []byte
+		leaf     string
+		fast     bool
+		fallback string // part of the reason
+	}{
+		{"clean", join(base), "", true, ""},
+		{"damaged body on the path", mutate(func(ls [][]byte) [][]byte {
+			i := indexOf(leafParent())
+			ls[i] = bytes.Replace(ls[i], []byte(`"content":`), []byte(`"content":x`), 1)
+			return ls
+		}), "", false, "invalid JSON"},
+		{"damaged body off the path", mutate(func(ls [][]byte) [][]byte {
+			// An entry on another branch: the answer does not depend on it.
+			return append(ls[:last:last], []byte(msgLine("0ff0ff01", "", `broken\q`, "")), ls[last])
+		}), "", true, ""},
+		{"torn tail", append(join(base), []byte(`{"type":"message","id":"abcdef01","parentId":null,"message":{"role":"us`)...), "", false, "does not end"},
+		{"torn prefix", append(join(base), []byte(`{"type":"message","id":"abc`)...), "", false, "invalid JSON"},
+		{"missing final newline", bytes.TrimSuffix(join(base), []byte("\n")), "", true, ""},
+		{"blank lines and CRLF", bytes.ReplaceAll(join(base), []byte("\n"), []byte("\r\n\n  \n")), "", true, ""},
+		{"legacy version", mutate(func(ls [][]byte) [][]byte {
+			ls[0] = bytes.Replace(ls[0], []byte(`"version":3`), []byte(`"version":2`), 1)
+			return ls
+		}), "", false, "version 2"},
+		{"stale fence", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"fence":5`) + "\n" + msgLine("a0000002", "a0000001", "two", `,"fence":4`) + "\n"), "", false, "stale fence"},
+		{"fences in front of the message", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"pibot":{"loc":"l"},"fence":5`) + "\n" + msgLine("a0000002", "a0000001", "two", `,"fence":5`) + "\n"), "", true, ""},
+		{"stale fence after the message", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"fence":5`) + "\n" +
+			strings.TrimSuffix(msgLine("a0000002", "a0000001", "two", ""), "}") + `,"pibot":{"loc":"l"},"fence":4}` + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n"), "", false, "stale fence"},
+		{"parent after the child", []byte(header + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000003", "a0000002", "three", "") + "\n"), "", false, "not an earlier entry"},
+		{"own parent", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000002", "two", "") + "\n"), "", false, "not an earlier entry"},
+		{"unknown parent", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "gone", "two", "") + "\n"), "", true, ""},
+		{"unknown parent after a damaged body", []byte(header + "\n" + msgLine("a0000001", "", `bad\q`, "") + "\n" + msgLine("a0000002", "", "two", "") + "\n" + msgLine("a0000003", "gone", "three", "") + "\n"), "", false, "parent is missing"},
+		{"duplicate id, the later one wins", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n" +
+			msgLine("a0000001", "", "one again", "") + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n"), "", true, ""},
+		{"duplicate id after its child", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n" +
+			msgLine("a0000001", "", "one again", "") + "\n" + msgLine("a0000004", "", "four", "") + "\n"), "a0000003", false, "not an earlier entry"},
+		{"escaped id", []byte(header + "\n" + msgLine(`a\u0030000001`, "", "one", "") + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n"), "", true, ""},
+		{"envelope after the message", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" +
+			`{"type":"message","message":{"role":"user","content":"x","timestamp":1},"id":"a0000002","parentId":"a0000001"}` + "\n"), "", false, "envelope"},
+		{"header only", []byte(header + "\n"), "", true, ""},
+		{"not a session", []byte(`{"type":"message"}` + "\n"), "", false, "header"},
+		{"long message line", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000001", big, "") + "\n" + msgLine("a0000003", "a0000002", "three", "") + "\n"), "", true, ""},
+		{"long message line last, no newline", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000001", big, `,"fence":3`)), "", true, ""},
+		{"long custom line", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" +
+			`{"type":"custom","customType":"x","data":"` + big + `","id":"a0000002","parentId":"a0000001","timestamp":"2026-01-02T03:04:05.000Z"}` + "\n" + msgLine("a0000003", "a0000002", "three", "") + "\n"), "", true, ""},
+		{"given leaf", join(base), mid.ID, true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeTemp(t, tc.data)
+			st := sameContextDamage(t, p, tc.leaf, tc.name == "damaged body off the path")
+			if st.Fast != tc.fast || !strings.Contains(st.Fallback, tc.fallback) {
+				t.Errorf("fast %v, fallback %q; want fast %v, fallback containing %q", st.Fast, st.Fallback, tc.fast, tc.fallback)
+			}
+		})
+	}
+}
