@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 	"github.com/pibot/pibot/session/sessiontest"
 )
@@ -240,6 +241,8 @@ func TestWriteContextFallback(t *testing.T) {
 		{"fences in front of the message", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"pibot":{"loc":"l"},"fence":5`) + "\n" + msgLine("a0000002", "a0000001", "two", `,"fence":5`) + "\n"), "", true, ""},
 		{"stale fence after the message", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"fence":5`) + "\n" +
 			strings.TrimSuffix(msgLine("a0000002", "a0000001", "two", ""), "}") + `,"pibot":{"loc":"l"},"fence":4}` + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n"), "", false, "stale fence"},
+		{"fences after the message, as pibot wrote them before", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"fence":5`) + "\n" +
+			strings.TrimSuffix(msgLine("a0000002", "a0000001", "two", ""), "}") + `,"pibot":{"loc":"l"},"fence":6}` + "\n" + msgLine("a0000003", "a0000002", "three", `,"fence":6`) + "\n"), "", true, ""},
 		{"parent after the child", []byte(header + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000003", "a0000002", "three", "") + "\n"), "", false, "not an earlier entry"},
 		{"own parent", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000002", "two", "") + "\n"), "", false, "not an earlier entry"},
 		{"unknown parent", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "gone", "two", "") + "\n"), "", true, ""},
@@ -267,5 +270,37 @@ func TestWriteContextFallback(t *testing.T) {
 				t.Errorf("fast %v, fallback %q; want fast %v, fallback containing %q", st.Fast, st.Fallback, tc.fast, tc.fallback)
 			}
 		})
+	}
+}
+
+// TestWriteContextPibotLines: the lines pibot writes (chat metadata and a
+// cluster fence) take the fast path.
+func TestWriteContextPibotLines(t *testing.T) {
+	dir := t.TempDir()
+	s, err := session.CreateFile(dir, session.Header{Cwd: "/w"}, session.Entry{Type: session.TypeModelChange, Provider: "p", ModelID: "m"}, session.Options{Fence: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := s.Leaf()
+	for i := range 20 {
+		m := llm.UserText(fmt.Sprintf("message %d", i), int64(i))
+		if i%2 == 1 {
+			m = llm.Message{Role: llm.RoleAssistant, Provider: "p", Model: fmt.Sprint("m", i), Content: []llm.Content{llm.TextBlock("ok")}, Timestamp: int64(i)}
+		}
+		e, err := s.Append(session.Entry{Type: session.TypeMessage, ParentID: parent, Message: &m, Pibot: &session.Meta{Loc: "slack:C1", Msg: fmt.Sprint("ts", i)}}, session.SyncAlways)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(e.Raw, []byte(`"fence":4,"message":{`)) {
+			t.Fatalf("fence not in front of the message: %s", e.Raw)
+		}
+		parent = e.ID
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := sameContext(t, s.Path(), "")
+	if !st.Fast {
+		t.Fatalf("fell back: %s", st.Fallback)
 	}
 }
