@@ -45,9 +45,10 @@ func (n notFast) Error() string { return string(n) }
 // full loader (a legacy version, a line that is not valid where it looked,
 // a stale fence, duplicate ids, a parent that is not an earlier entry,
 // a damaged line on the path) makes it fall back to OpenFile before
-// anything was written. Message bodies of entries off the path are not
-// validated: damage there, which changes nothing in the answer, goes
-// unreported here (session repair --dry-run reads everything).
+// anything was written. The message bodies the answer does not hold (off
+// the path, or before a compaction's kept range) are not validated: damage
+// there goes unnoticed, where the full loader would skip the line and
+// report it (pibot session repair --dry-run reads every line).
 //
 // The returned report is the full loader's, or a clean one when the fast
 // path answered. st, if not nil, receives the statistics.
@@ -121,6 +122,7 @@ type fastCtx struct {
 	afterEOF bool
 	// the last line has no newline
 	missingNL bool
+	wins      []*window // see window
 }
 
 // entryErr makes a scan error of the line at off a reason to fall back.
@@ -138,6 +140,9 @@ func writeContextFast(w io.Writer, path, leafID string, st *ContextStats) (Repor
 	}
 	defer f.Close()
 	x := &fastCtx{f: f, st: st, seed: maphash.MakeSeed()}
+	if fi, err := f.Stat(); err == nil {
+		x.lines = make([]envLine, 0, fi.Size()/1024+16)
+	}
 	t0 := time.Now()
 	if err := x.index(); err != nil {
 		return Report{}, err
@@ -235,6 +240,7 @@ func (x *fastCtx) index() error {
 	if !x.header {
 		return notFast("no session header")
 	}
+	x.wins = []*window{{f: x.f, buf: buf}} // the buffer serves the next passes
 	return nil
 }
 

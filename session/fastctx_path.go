@@ -29,7 +29,7 @@ type envelope struct {
 // scanned up to a top-level "message" object, whose start is returned
 // (-1 when the whole line was scanned).
 func (x *fastCtx) scan(line []byte) (envelope, int, error) {
-	if len(bytes.Trim(line, " \t\r")) == 0 {
+	if (len(line) == 0 || line[0] != '{') && len(bytes.Trim(line, " \t\r")) == 0 {
 		return envelope{blank: true}, -1, nil
 	}
 	if !x.header {
@@ -42,6 +42,12 @@ func (x *fastCtx) scan(line []byte) (envelope, int, error) {
 		}
 		return envelope{header: true, version: h.Version}, -1, nil
 	}
+	if id, parent, stop, ok := piPrefix(line); ok {
+		e := envelope{msg: true}
+		e.id, _ = x.hashString(id)
+		e.parent, e.root = x.hashString(parent)
+		return e, stop, nil
+	}
 	var typ, id, parent, fence []byte
 	stop := -1
 	i, err := scanMembers(line, func(key []byte, esc bool, vs int) (int, bool) {
@@ -53,11 +59,10 @@ func (x *fastCtx) scan(line []byte) (envelope, int, error) {
 		if err != nil {
 			return -1, false
 		}
-		k := string(key)
 		if esc {
-			k = member{key: key, keyEsc: true}.keyString()
+			key = []byte(member{key: key, keyEsc: true}.keyString())
 		}
-		switch k {
+		switch string(key) {
 		case "type":
 			typ = line[vs:ve]
 		case "id":
@@ -87,6 +92,54 @@ func (x *fastCtx) scan(line []byte) (envelope, int, error) {
 		e.fence, _ = rawInt(fence)
 	}
 	return e, stop, nil
+}
+
+// piPrefix reads the envelope of a message line in the layout pi writes,
+// {"type":"message","id":"…","parentId":"…"|null,"timestamp":"…","message":{,
+// with plain strings (no escapes): the id and parentId values as raw JSON
+// and where the message starts. ok is false for any other shape (the
+// general scan reads it).
+func piPrefix(line []byte) (id, parent []byte, stop int, ok bool) {
+	const start = `{"type":"message","id":`
+	if !bytes.HasPrefix(line, []byte(start)) {
+		return nil, nil, 0, false
+	}
+	i := len(start)
+	if id, i = plainString(line, i); id == nil || !bytes.HasPrefix(line[i:], []byte(`,"parentId":`)) {
+		return nil, nil, 0, false
+	}
+	i += len(`,"parentId":`)
+	if bytes.HasPrefix(line[i:], []byte("null")) {
+		parent, i = line[i:i+4], i+4
+	} else if parent, i = plainString(line, i); parent == nil {
+		return nil, nil, 0, false
+	}
+	if !bytes.HasPrefix(line[i:], []byte(`,"timestamp":`)) {
+		return nil, nil, 0, false
+	}
+	var ts []byte
+	if ts, i = plainString(line, i+len(`,"timestamp":`)); ts == nil || !bytes.HasPrefix(line[i:], []byte(`,"message":{`)) {
+		return nil, nil, 0, false
+	}
+	return id, parent, i + len(`,"message":`), true
+}
+
+// plainString returns the JSON string at b[i] (quotes included) and the
+// index after it, or nil when there is none or it has an escape or a
+// control character.
+func plainString(b []byte, i int) ([]byte, int) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[i : j+1], j + 1
+		case c == '\\' || c < 0x20:
+			return nil, i
+		}
+	}
+	return nil, i
 }
 
 // scanMembers walks the members of the object that starts line, calling
@@ -213,21 +266,7 @@ func (x *fastCtx) path(leafID string) ([]int, error) {
 		}
 		return nil, notFast("no entries")
 	}
-	ids := make([]uint64, len(x.lines))
-	for i := range x.lines {
-		ids[i] = x.lines[i].id
-	}
-	slices.Sort(ids)
-	// With duplicate ids the full loader's lookup finds the last entry.
-	var dups map[uint64]bool
-	for i := 1; i < len(ids); i++ {
-		if ids[i] == ids[i-1] {
-			if dups == nil {
-				dups = map[uint64]bool{}
-			}
-			dups[ids[i]] = true
-		}
-	}
+	dups := x.duplicates()
 	last := func(h uint64, from int) int {
 		for from >= 0 && x.lines[from].id != h {
 			from--
@@ -266,17 +305,48 @@ func (x *fastCtx) path(leafID string) ([]int, error) {
 	return path, nil
 }
 
+// duplicates returns the id hashes more than one entry has (and, rarely,
+// a few that only share their low bits with another: harmless, as they
+// are only looked up from the end). An open-addressing set: cheaper than
+// sorting the ids.
+func (x *fastCtx) duplicates() map[uint64]bool {
+	size := 1
+	for size < 2*len(x.lines) {
+		size <<= 1
+	}
+	tab := make([]uint64, size)
+	mask := uint64(size - 1)
+	var dups map[uint64]bool
+	for i := range x.lines {
+		h := x.lines[i].id | 1 // 0 marks a free slot
+		for j := h & mask; ; j = (j + 1) & mask {
+			if tab[j] == 0 {
+				tab[j] = h
+				break
+			}
+			if tab[j] == h {
+				if dups == nil {
+					dups = map[uint64]bool{}
+				}
+				dups[x.lines[i].id] = true
+				break
+			}
+		}
+	}
+	return dups
+}
+
 // cleanBefore scans every entry line before x.lines[k] completely and
 // falls back if one is damaged.
 func (x *fastCtx) cleanBefore(k int) error {
-	win := &window{f: x.f, buf: make([]byte, windowSize)}
-	defer func() { x.st.Read += win.read }()
+	win := x.window(0)
+	defer func() { x.st.Read, win.read = x.st.Read+win.read, 0 }()
 	for i := range k {
 		e := &x.lines[i]
 		if !e.partial {
 			continue // scanned whole by the index
 		}
-		line, err := win.at(e.off, e.n)
+		line, err := win.at(e.off, e.n, windowSize)
 		if err != nil {
 			return notFast(err.Error())
 		}
@@ -296,8 +366,11 @@ type window struct {
 	read time.Duration
 }
 
-// at returns the n bytes at off, valid until the next call.
-func (w *window) at(off, n int64) ([]byte, error) {
+// at returns the n bytes at off, valid until the next call. When it has
+// to read, it reads reach bytes (at least n, at most the buffer if that
+// is larger than n): callers that know where the next lines they need
+// end spare reading what lies between.
+func (w *window) at(off, n, reach int64) ([]byte, error) {
 	if off >= w.off && off+n <= w.off+int64(w.n) {
 		s := off - w.off
 		return w.buf[s : s+n], nil
@@ -305,8 +378,9 @@ func (w *window) at(off, n int64) ([]byte, error) {
 	if int64(len(w.buf)) < n {
 		w.buf = make([]byte, n)
 	}
+	reach = min(max(reach, n), int64(len(w.buf)))
 	t := time.Now()
-	m, err := w.f.ReadAt(w.buf, off)
+	m, err := w.f.ReadAt(w.buf[:reach], off)
 	w.read += time.Since(t)
 	if int64(m) < n {
 		if err == nil || err == io.EOF {
@@ -320,6 +394,15 @@ func (w *window) at(off, n int64) ([]byte, error) {
 
 const windowSize = 1 << 20
 
+// window returns window i, made on first use; windows keep their buffer
+// and contents between the passes.
+func (x *fastCtx) window(i int) *window {
+	for len(x.wins) <= i {
+		x.wins = append(x.wins, &window{f: x.f, buf: make([]byte, windowSize)})
+	}
+	return x.wins[i]
+}
+
 // validate scans completely, like the full loader, every line of the path
 // the answer depends on, checks each says what its envelope said and keeps
 // its node (without the line for a message, with its entry decoded
@@ -328,7 +411,7 @@ const windowSize = 1 << 20
 // returns those nodes in path order with their line indexes; leaving out
 // the others changes nothing buildContext computes.
 func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
-	nodes := make([]node, len(path))
+	nodes := make([]*node, len(path)) // nil until scanned
 	done := make([]bool, len(path))
 	need := make([]bool, len(path))
 	for i, li := range path {
@@ -353,7 +436,7 @@ func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
 				return nil, nil, err
 			}
 		}
-		if n := &nodes[i]; n.typ == TypeModelChange || n.typ == TypeMessage && n.role == "assistant" {
+		if n := nodes[i]; n.typ == TypeModelChange || n.typ == TypeMessage && n.role == "assistant" {
 			break
 		}
 	}
@@ -361,7 +444,7 @@ func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
 	var lis []int
 	for i := range nodes {
 		if done[i] {
-			ptrs, lis = append(ptrs, &nodes[i]), append(lis, path[i])
+			ptrs, lis = append(ptrs, nodes[i]), append(lis, path[i])
 		}
 	}
 	return ptrs, lis, nil
@@ -372,20 +455,20 @@ func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
 // message from index from up to the compaction at index to-1, and every
 // message after it (from 0, to 0 without a compaction). Messages are
 // matched to the compaction's first kept entry by the hash of their id.
-func (x *fastCtx) emitted(path []int, nodes []node) (from, to int) {
+func (x *fastCtx) emitted(path []int, nodes []*node) (from, to int) {
 	last := -1
 	for i := range nodes {
-		if nodes[i].typ == TypeCompaction {
+		if nodes[i] != nil && nodes[i].typ == TypeCompaction {
 			last = i
 		}
 	}
 	if last < 0 {
 		return 0, 0
 	}
-	comp := &nodes[last]
+	comp := nodes[last]
 	c := last
 	for i := range nodes { // pi finds the compaction by id: the first wins
-		if nodes[i].typ == TypeCompaction && nodes[i].id == comp.id {
+		if nodes[i] != nil && nodes[i].typ == TypeCompaction && nodes[i].id == comp.id {
 			c = i
 			break
 		}
@@ -402,12 +485,33 @@ func (x *fastCtx) emitted(path []int, nodes []node) (from, to int) {
 // scanNodes scans the lines of the path selected by need that are not
 // done yet. Many bytes are split between goroutines, all finished before
 // it returns.
-func (x *fastCtx) scanNodes(path []int, nodes []node, need, done []bool) error {
+func (x *fastCtx) scanNodes(path []int, nodes []*node, need, done []bool) error {
 	var total int64
+	count := 0
 	for i, li := range path {
 		if need[i] && !done[i] {
 			total += x.lines[li].n
+			count++
 		}
+	}
+	slab := make([]node, count) // one allocation for the nodes
+	// reach[i]: how far from line i a read goes: to the end of the last
+	// line needed within a window's size, not over gaps of lines not needed.
+	reach := make([]int64, len(path))
+	j := 0
+	for i := range path {
+		if !need[i] || done[i] {
+			continue
+		}
+		nodes[i], slab = &slab[0], slab[1:]
+		off := x.lines[path[i]].off
+		j = max(j, i)
+		for k := j; k < len(path) && x.lines[path[k]].off+x.lines[path[k]].n-off <= windowSize; k++ {
+			if need[k] && !done[k] {
+				j = k
+			}
+		}
+		reach[i] = x.lines[path[j]].off + x.lines[path[j]].n - off
 	}
 	workers := 1
 	if total >= parallelMin {
@@ -425,12 +529,12 @@ func (x *fastCtx) scanNodes(path []int, nodes []node, need, done []bool) error {
 				sum += x.lines[path[to]].n
 			}
 		}
-		wins[w] = &window{f: x.f, buf: make([]byte, windowSize)}
+		wins[w] = x.window(w)
 		lo, hi, win := from, to, wins[w]
 		scan := func() {
 			for i := lo; i < hi && errs[w] == nil; i++ {
 				if need[i] && !done[i] {
-					errs[w] = x.scanNode(&x.lines[path[i]], &nodes[i], win)
+					errs[w] = x.scanNode(&x.lines[path[i]], nodes[i], win, reach[i])
 					done[i] = true
 				}
 			}
@@ -445,6 +549,7 @@ func (x *fastCtx) scanNodes(path []int, nodes []node, need, done []bool) error {
 	wg.Wait()
 	for _, w := range wins {
 		x.st.Read += w.read
+		w.read = 0
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -455,8 +560,8 @@ func (x *fastCtx) scanNodes(path []int, nodes []node, need, done []bool) error {
 }
 
 // scanNode scans one line into n.
-func (x *fastCtx) scanNode(e *envLine, n *node, win *window) error {
-	line, err := win.at(e.off, e.n)
+func (x *fastCtx) scanNode(e *envLine, n *node, win *window, reach int64) error {
+	line, err := win.at(e.off, e.n, reach)
 	if err != nil {
 		return notFast(err.Error())
 	}
@@ -471,11 +576,15 @@ func (x *fastCtx) scanNode(e *envLine, n *node, win *window) error {
 		n.raw = nil // copied from the file again when emitted
 		return nil
 	}
-	n.raw = bytes.Clone(line)
-	if ent, err := decodeEntry(n.raw); err == nil {
-		n.ent = &ent
-	} else {
-		n.ent = &Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts}
+	n.raw = nil
+	n.ent = &Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts}
+	switch n.typ {
+	case TypeThinkingLevelChange, TypeModelChange, TypeCompaction, TypeCustomMessage, TypeBranchSummary:
+		// The entries buildContext reads.
+		n.raw = bytes.Clone(line)
+		if ent, err := decodeEntry(n.raw); err == nil {
+			n.ent = &ent
+		}
 	}
 	return nil
 }
@@ -483,7 +592,7 @@ func (x *fastCtx) scanNode(e *envLine, n *node, win *window) error {
 // emit writes the context of the validated path, copying each stored
 // message from the file.
 func (x *fastCtx) emit(w io.Writer, ptrs []*node, path []int) error {
-	win := &window{f: x.f, buf: make([]byte, windowSize)}
+	win := x.window(0)
 	bw := bufio.NewWriterSize(w, 1<<20)
 	cw := &countWriter{w: bw}
 	cw.writeString(`{"messages":[`)
@@ -499,7 +608,7 @@ func (x *fastCtx) emit(w io.Writer, ptrs []*node, path []int) error {
 			return
 		}
 		n, e := ptrs[k], &x.lines[path[k]]
-		b, err := win.at(e.off+int64(n.msg[0]), int64(n.msg[1]-n.msg[0]))
+		b, err := win.at(e.off+int64(n.msg[0]), int64(n.msg[1]-n.msg[0]), windowSize)
 		if err != nil && rerr == nil {
 			rerr = err
 		}
