@@ -430,9 +430,11 @@ func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
 	// The model is set by the last model change or assistant message.
 	for i := len(path) - 1; i >= 0; i-- {
 		if !done[i] {
-			clear(need)
-			need[i] = true
-			if err := x.scanNodes(path, nodes, need, done); err != nil {
+			nodes[i], done[i] = &node{}, true
+			win := x.window(0)
+			err := x.scanNode(&x.lines[path[i]], nodes[i], win, x.lines[path[i]].n)
+			x.st.Read, win.read = x.st.Read+win.read, 0
+			if err != nil {
 				return nil, nil, err
 			}
 		}

@@ -243,6 +243,11 @@ func TestWriteContextFallback(t *testing.T) {
 			strings.TrimSuffix(msgLine("a0000002", "a0000001", "two", ""), "}") + `,"pibot":{"loc":"l"},"fence":4}` + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n"), "", false, "stale fence"},
 		{"fences after the message, as pibot wrote them before", []byte(header + "\n" + msgLine("a0000001", "", "one", `,"fence":5`) + "\n" +
 			strings.TrimSuffix(msgLine("a0000002", "a0000001", "two", ""), "}") + `,"pibot":{"loc":"l"},"fence":6}` + "\n" + msgLine("a0000003", "a0000002", "three", `,"fence":6`) + "\n"), "", true, ""},
+		{"model set before a compaction's kept messages", []byte(header + "\n" +
+			`{"type":"message","id":"a0000001","parentId":null,"timestamp":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","content":[],"provider":"p","model":"m1","timestamp":1}}` + "\n" +
+			msgLine("a0000002", "a0000001", "two", "") + "\n" +
+			`{"type":"compaction","id":"a0000003","parentId":"a0000002","timestamp":"2026-01-02T03:04:06.000Z","summary":"s","firstKeptEntryId":"a0000002","tokensBefore":5}` + "\n" +
+			msgLine("a0000004", "a0000003", "four", "") + "\n"), "", true, ""},
 		{"parent after the child", []byte(header + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000003", "a0000002", "three", "") + "\n"), "", false, "not an earlier entry"},
 		{"own parent", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000002", "two", "") + "\n"), "", false, "not an earlier entry"},
 		{"unknown parent", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "gone", "two", "") + "\n"), "", true, ""},
