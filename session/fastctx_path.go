@@ -25,14 +25,14 @@ type envelope struct {
 }
 
 // scan parses the envelope of one line without side effects. The header
-// (the first non-blank line) is scanned and decoded whole. An entry is
+// (the first non-blank line: header is true) is scanned and decoded whole. An entry is
 // scanned up to a top-level "message" object, whose start is returned
 // (-1 when the whole line was scanned).
-func (x *fastCtx) scan(line []byte) (envelope, int, error) {
+func (x *fastCtx) scan(line []byte, header bool) (envelope, int, error) {
 	if (len(line) == 0 || line[0] != '{') && len(bytes.Trim(line, " \t\r")) == 0 {
 		return envelope{blank: true}, -1, nil
 	}
-	if !x.header {
+	if header {
 		if _, err := scanLine(line); err != nil {
 			return envelope{}, -1, notFast("header: " + err.Error())
 		}
@@ -204,42 +204,6 @@ func (x *fastCtx) hashString(v []byte) (uint64, bool) {
 	}
 	s, _ := rawString(v)
 	return maphash.String(x.seed, s), s == ""
-}
-
-// add records one scanned line. tail is the part of an entry's line from
-// its message on (its last bytes for a long line); stopped says the line
-// was scanned only up to the message.
-func (x *fastCtx) add(off, length int64, e envelope, tail []byte, stopped bool) error {
-	switch {
-	case e.blank:
-		return nil
-	case e.header:
-		x.header, x.version = true, e.version
-		if e.version < CurrentVersion {
-			return notFast(fmt.Sprintf("version %d file: the full loader migrates it", e.version))
-		}
-		return nil
-	}
-	if stopped {
-		t := bytes.TrimRight(tail, " \t\r")
-		if len(t) == 0 || t[len(t)-1] != '}' {
-			return notFast(fmt.Sprintf("entry at byte %d: the line does not end its object", off))
-		}
-		if f, ok := trailingFence(t); ok {
-			e.fence = f
-		}
-	}
-	if e.fence != 0 {
-		if e.fence < x.fence {
-			return notFast(fmt.Sprintf("entry at byte %d: stale fence", off))
-		}
-		x.fence = e.fence
-	}
-	if e.session {
-		return nil
-	}
-	x.lines = append(x.lines, envLine{off: off, n: length, fence: e.fence, id: e.id, parent: e.parent, root: e.root, msg: e.msg, partial: stopped})
-	return nil
 }
 
 // trailingFence reads a fence written after the message (`,"fence":N}` at

@@ -164,6 +164,33 @@ func TestWriteContextGenerated(t *testing.T) {
 	}
 }
 
+// TestWriteContextLongLineAtPartBoundary: a large file is indexed in
+// parts; a line longer than the read buffer where they meet is read whole
+// by one of them.
+func TestWriteContextLongLineAtPartBoundary(t *testing.T) {
+	ls := lines(generated(t, 6000, 4))
+	size := 0
+	for _, l := range ls {
+		size += len(l) + 1
+	}
+	big := []byte(msgLine("b1900001", "", strings.Repeat("x", 3<<20), ""))
+	half, at := 0, 0
+	for at = range ls {
+		if half += len(ls[at]) + 1; half > size/2-(1<<20) {
+			break
+		}
+	}
+	ls = append(ls[:at:at], append([][]byte{big}, ls[at:]...)...)
+	p := writeTemp(t, join(ls))
+	st := sameContext(t, p, "")
+	if !st.Fast {
+		t.Fatalf("fell back: %s", st.Fallback)
+	}
+	if st := sameContext(t, p, "b1900001"); !st.Fast {
+		t.Fatalf("leaf on the long line: fell back: %s", st.Fallback)
+	}
+}
+
 // lines splits a file into its lines (without newlines).
 func lines(data []byte) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
