@@ -107,6 +107,7 @@ type envLine struct {
 	msg        bool   // a message entry
 	partial    bool   // scanned up to its message only
 	session    bool   // of type session: not an entry (dropped after the fence check)
+	kept       uint32 // 1 + the line's offset in fastCtx.arena; 0: not kept
 }
 
 // fastCtx is one fast WriteContext.
@@ -119,6 +120,9 @@ type fastCtx struct {
 	// the last line has no newline
 	missingNL bool
 	wins      []*window // see window
+	// arena holds copies of the short lines the index scanned whole (the
+	// entries that are not messages), so the path's need no second read.
+	arena []byte
 }
 
 // entryErr makes a scan error of the line at off a reason to fall back.

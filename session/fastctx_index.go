@@ -21,6 +21,7 @@ type indexer struct {
 	header   bool // the header was seen (true for every part but the first)
 	version  int
 	lines    []envLine // fences not checked yet, entries of type session included
+	arena    []byte    // kept lines (envLine.kept is 1 + the offset here)
 	// missingNL: the last line has no newline; seen: the part has a line.
 	missingNL, seen bool
 	read            time.Duration
@@ -72,7 +73,16 @@ func (x *fastCtx) index(size int64) error {
 		if ix.seen {
 			x.missingNL = ix.missingNL
 		}
+		shift := uint32(len(x.arena))
+		if x.arena == nil {
+			x.arena = ix.arena
+		} else {
+			x.arena = append(x.arena, ix.arena...)
+		}
 		for _, e := range ix.lines {
+			if e.kept != 0 {
+				e.kept += shift
+			}
 			if e.fence != 0 {
 				if e.fence < fence {
 					return notFast(fmt.Sprintf("entry at byte %d: stale fence", e.off))
@@ -196,6 +206,9 @@ func (ix *indexer) run() error {
 	}
 }
 
+// keepMax is the longest line the index keeps a copy of.
+const keepMax = 4 << 10
+
 // tailKeep is how many bytes of a long line's end are kept for its checks.
 const tailKeep = 64
 
@@ -263,7 +276,12 @@ func (ix *indexer) add(off, length int64, e envelope, tail []byte, stopped bool)
 			e.fence = f
 		}
 	}
-	ix.lines = append(ix.lines, envLine{off: off, n: length, fence: e.fence, id: e.id, parent: e.parent,
-		root: e.root, msg: e.msg, partial: stopped, session: e.session})
+	el := envLine{off: off, n: length, fence: e.fence, id: e.id, parent: e.parent,
+		root: e.root, msg: e.msg, partial: stopped, session: e.session}
+	if !stopped && !e.session && length <= keepMax && len(ix.arena) < 1<<31 {
+		el.kept = uint32(len(ix.arena)) + 1
+		ix.arena = append(ix.arena, tail...)
+	}
+	ix.lines = append(ix.lines, el)
 	return nil
 }

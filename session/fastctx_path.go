@@ -384,9 +384,26 @@ func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
 	if err := x.scanNodes(path, nodes, need, done); err != nil {
 		return nil, nil, err
 	}
+	// Of the thinking level and model changes and compactions the last
+	// one counts.
+	last := map[string]int{}
+	for i, n := range nodes {
+		if n != nil {
+			last[n.typ] = i
+		}
+	}
+	for _, typ := range []string{TypeThinkingLevelChange, TypeModelChange, TypeCompaction} {
+		if i, ok := last[typ]; ok {
+			decode(nodes[i])
+		}
+	}
 	from, to := x.emitted(path, nodes)
 	for i, li := range path {
-		need[i] = x.lines[li].msg && (i >= to || i >= from && i < to-1)
+		emits := i >= to || i >= from && i < to-1
+		need[i] = x.lines[li].msg && emits
+		if n := nodes[i]; emits && n != nil && (n.typ == TypeCustomMessage || n.typ == TypeBranchSummary) {
+			decode(n)
+		}
 	}
 	if err := x.scanNodes(path, nodes, need, done); err != nil {
 		return nil, nil, err
@@ -473,7 +490,7 @@ func (x *fastCtx) scanNodes(path []int, nodes []*node, need, done []bool) error 
 		off := x.lines[path[i]].off
 		j = max(j, i)
 		for k := j; k < len(path) && x.lines[path[k]].off+x.lines[path[k]].n-off <= windowSize; k++ {
-			if need[k] && !done[k] {
+			if need[k] && !done[k] && x.lines[path[k]].kept == 0 {
 				j = k
 			}
 		}
@@ -527,9 +544,14 @@ func (x *fastCtx) scanNodes(path []int, nodes []*node, need, done []bool) error 
 
 // scanNode scans one line into n.
 func (x *fastCtx) scanNode(e *envLine, n *node, win *window, reach int64) error {
-	line, err := win.at(e.off, e.n, reach)
-	if err != nil {
-		return notFast(err.Error())
+	var line []byte
+	if e.kept != 0 {
+		line = x.arena[e.kept-1 : int64(e.kept-1)+e.n]
+	} else {
+		var err error
+		if line, err = win.at(e.off, e.n, reach); err != nil {
+			return notFast(err.Error())
+		}
 	}
 	if err := scanLineInto(n, line); err != nil {
 		return notFast(fmt.Sprintf("entry at byte %d: %v", e.off, err))
@@ -542,17 +564,21 @@ func (x *fastCtx) scanNode(e *envLine, n *node, win *window, reach int64) error 
 		n.raw = nil // copied from the file again when emitted
 		return nil
 	}
-	n.raw = nil
-	n.ent = &Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts}
-	switch n.typ {
-	case TypeThinkingLevelChange, TypeModelChange, TypeCompaction, TypeCustomMessage, TypeBranchSummary:
-		// The entries buildContext reads.
-		n.raw = bytes.Clone(line)
-		if ent, err := decodeEntry(n.raw); err == nil {
-			n.ent = &ent
-		}
+	if e.kept == 0 {
+		line = bytes.Clone(line) // the window's bytes change
 	}
+	n.raw = line
+	n.ent = &Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts} // see decode
 	return nil
+}
+
+// decode decodes the entry of a scanned node that is not a message, for
+// the entries whose fields buildContext reads (the others keep the
+// envelope only).
+func decode(n *node) {
+	if ent, err := decodeEntry(n.raw); err == nil {
+		n.ent = &ent
+	}
 }
 
 // emit writes the context of the validated path, copying each stored
