@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -334,5 +335,112 @@ func TestWriteContextPibotLines(t *testing.T) {
 	st := sameContext(t, s.Path(), "")
 	if !st.Fast {
 		t.Fatalf("fell back: %s", st.Fallback)
+	}
+}
+
+// FuzzWriteContext: on any file the full loader reads without damage,
+// WriteContext writes the same bytes (or fails the same way), for the
+// default leaf and for every entry.
+func FuzzWriteContext(f *testing.F) {
+	f.Add([]byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000001", "two", `,"fence":2`) + "\n"))
+	f.Add([]byte(header + "\n" + `{"type":"thinking_level_change","id":"t1","parentId":null,"timestamp":"x","thinkingLevel":"high"}` + "\n" +
+		`{"type":"message","id":"m1","parentId":"t1","timestamp":"2026-01-02T03:04:05.000Z","message":{"role":"assistant","provider":"p","model":"m","content":[]}}` + "\n" +
+		`{"type":"compaction","id":"c1","parentId":"m1","timestamp":"2026-01-02T03:04:05.000Z","summary":"s","firstKeptEntryId":"m1","tokensBefore":3}` + "\n" +
+		`{"type":"custom_message","customType":"k","content":"hi","display":true,"id":"u1","parentId":"c1","timestamp":"2026-01-02T03:04:05.000Z"}` + "\n" +
+		`{"type":"branch_summary","id":"b1","parentId":"u1","timestamp":"2026-01-02T03:04:05.000Z","fromId":"m1","summary":"went"}` + "\n"))
+	f.Add([]byte(header + "\n\n" + msgLine("a0000001", "", "one", "") + "\r\n" + msgLine("a0000001", "", "dup", "") + "\n" + msgLine("a0000003", "a0000001", "x", "")))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "s.jsonl")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+		if err != nil {
+			return
+		}
+		rep := s.Report()
+		ids := []string{""}
+		for _, e := range s.Entries() {
+			ids = append(ids, e.ID)
+		}
+		s.Close()
+		if !rep.Clean() {
+			return // damage the fast path may not read: see WriteContext
+		}
+		for _, id := range ids {
+			sameContext(t, p, id)
+		}
+	})
+}
+
+// TestWriteContextMutations runs FuzzWriteContext's property over files
+// mutated at random (fixed seed): lines dropped, repeated, moved, cut,
+// re-parented, fenced, with bytes changed; every file the full loader
+// reads without damage must get the same answer.
+func TestWriteContextMutations(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 15))
+	base := lines(generated(t, 120, 9))
+	ids := make([]string, 0, len(base))
+	for _, l := range base[1:] {
+		var e struct{ ID string }
+		_ = json.Unmarshal(l, &e)
+		ids = append(ids, e.ID)
+	}
+	dir := t.TempDir()
+	compared, fast := 0, 0
+	for iter := range 300 {
+		ls := make([][]byte, len(base))
+		for i := range base {
+			ls[i] = bytes.Clone(base[i])
+		}
+		for range 1 + r.IntN(3) {
+			i := 1 + r.IntN(len(ls)-1)
+			switch r.IntN(7) {
+			case 0:
+				ls = append(ls[:i:i], ls[i+1:]...)
+			case 1:
+				ls = append(ls[:i:i], append([][]byte{bytes.Clone(ls[r.IntN(len(ls))])}, ls[i:]...)...)
+			case 2:
+				j := 1 + r.IntN(len(ls)-1)
+				ls[i], ls[j] = ls[j], ls[i]
+			case 3:
+				ls[i] = ls[i][:r.IntN(len(ls[i]))]
+			case 4:
+				ls[i] = bytes.Replace(ls[i], []byte(`"parentId":"`), []byte(`"parentId":"`+ids[r.IntN(len(ids))]+`","x":"`), 1)
+			case 5:
+				ls[i] = append(bytes.TrimSuffix(ls[i], []byte("}")), []byte(fmt.Sprintf(`,"fence":%d}`, r.IntN(3)))...)
+			case 6:
+				if len(ls[i]) > 0 {
+					ls[i][r.IntN(len(ls[i]))] = `{}[]":,\ax0`[r.IntN(11)]
+				}
+			}
+		}
+		p := filepath.Join(dir, fmt.Sprintf("m%d.jsonl", iter))
+		if err := os.WriteFile(p, join(ls), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+		if err != nil {
+			continue
+		}
+		clean := s.Report().Clean()
+		leaves := []string{"", s.Leaf()}
+		if es := s.Entries(); len(es) > 0 {
+			leaves = append(leaves, es[r.IntN(len(es))].ID)
+		}
+		s.Close()
+		if !clean {
+			continue
+		}
+		compared++
+		for _, leaf := range leaves {
+			if st := sameContext(t, p, leaf); st.Fast {
+				fast++
+			}
+		}
+	}
+	t.Logf("%d clean files of 300, %d answers the fast way", compared, fast)
+	if compared < 100 || fast < 100 {
+		t.Fatalf("only %d of 300 mutated files were clean", compared)
 	}
 }
