@@ -123,16 +123,18 @@ func (x *fastCtx) scanNodes(path []int, nodes []*node, need, done []bool) error 
 	slab := make([]node, count) // one allocation for the nodes
 	// reach[i]: how far from line i a read goes: to the end of the last
 	// line needed within a window's size, not over gaps of lines not needed.
+	// Both j (the last such line seen) and k (the next line to look at)
+	// only move forward.
 	reach := make([]int64, len(path))
-	j := 0
+	j, k := 0, 0
 	for i := range path {
 		if !need[i] || done[i] {
 			continue
 		}
 		nodes[i], slab = &slab[0], slab[1:]
 		off := x.lines[path[i]].off
-		j = max(j, i)
-		for k := j; k < len(path) && x.lines[path[k]].off+x.lines[path[k]].n-off <= windowSize; k++ {
+		j, k = max(j, i), max(k, i)
+		for ; k < len(path) && x.lines[path[k]].off+x.lines[path[k]].n-off <= windowSize; k++ {
 			if need[k] && !done[k] && x.lines[path[k]].kept == 0 {
 				j = k
 			}

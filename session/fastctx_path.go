@@ -18,6 +18,10 @@ func (x *fastCtx) path(leafID string) ([]int, error) {
 		return nil, notFast("no entries")
 	}
 	dups := x.duplicates()
+	if len(dups) > maxDups {
+		// Each is looked up from the end: the full loader's map is cheaper.
+		return nil, notFast(fmt.Sprintf("%d duplicate entry ids", len(dups)))
+	}
 	last := func(h uint64, from int) int {
 		for from >= 0 && x.lines[from].id != h {
 			from--
@@ -55,6 +59,9 @@ func (x *fastCtx) path(leafID string) ([]int, error) {
 	slices.Reverse(path)
 	return path, nil
 }
+
+// maxDups is how many duplicated ids the fast path resolves.
+const maxDups = 64
 
 // duplicates returns the id hashes more than one entry has (and, rarely,
 // a few that only share their low bits with another: harmless, as they

@@ -240,6 +240,12 @@ func TestWriteContextFallback(t *testing.T) {
 	var mid struct{ ID string }
 	_ = json.Unmarshal(base[len(base)/2], &mid)
 	big := strings.Repeat("0123456789abcdef", 1<<17) // 2 MiB, longer than the read buffer
+	var manyDups strings.Builder
+	manyDups.WriteString(header + "\n")
+	for i := range 70 {
+		l := msgLine(fmt.Sprintf("d%07d", i), "", "dup", "")
+		manyDups.WriteString(l + "\n" + l + "\n")
+	}
 	tests := []struct {
 		name     string
 		data     []byte
@@ -284,6 +290,7 @@ func TestWriteContextFallback(t *testing.T) {
 			msgLine("a0000001", "", "one again", "") + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n"), "", true, ""},
 		{"duplicate id after its child", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000003", "a0000001", "three", "") + "\n" +
 			msgLine("a0000001", "", "one again", "") + "\n" + msgLine("a0000004", "", "four", "") + "\n"), "a0000003", false, "not an earlier entry"},
+		{"many duplicate ids", []byte(manyDups.String()), "", false, "70 duplicate entry ids"},
 		{"escaped id", []byte(header + "\n" + msgLine(`a\u0030000001`, "", "one", "") + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n"), "", true, ""},
 		{"envelope after the message", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" +
 			`{"type":"message","message":{"role":"user","content":"x","timestamp":1},"id":"a0000002","parentId":"a0000001"}` + "\n"), "", false, "envelope"},
