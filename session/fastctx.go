@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -43,8 +44,8 @@ func (n notFast) Error() string { return string(n) }
 // root, scans every line of that path completely, and then copies the
 // messages from the file to w. Anything it cannot answer exactly like the
 // full loader (a legacy version, a line that is not valid where it looked,
-// a stale fence, duplicate ids, a parent that is not an earlier entry,
-// a damaged line on the path) makes it fall back to OpenFile before
+// a stale fence, many duplicate ids, a parent that is not an earlier
+// entry, a damaged line on the path) makes it fall back to OpenFile before
 // anything was written. The message bodies the answer does not hold (off
 // the path, or before a compaction's kept range) are not validated: damage
 // there goes unnoticed, where the full loader would skip the line and
@@ -58,8 +59,8 @@ func WriteContext(w io.Writer, path, leafID string, st *ContextStats) (Report, e
 	}
 	*st = ContextStats{}
 	rep, err := writeContextFast(w, path, leafID, st)
-	var nf notFast
-	if err == nil || !asNotFast(err, &nf) {
+	nf, ok := errors.AsType[notFast](err)
+	if !ok {
 		st.Fast = err == nil
 		return rep, err
 	}
@@ -88,14 +89,6 @@ func WriteContext(w io.Writer, path, leafID string, st *ContextStats) (Report, e
 	}
 	st.Out, st.Emit = n+1, time.Since(t1)
 	return rep, err
-}
-
-func asNotFast(err error, nf *notFast) bool {
-	v, ok := err.(notFast)
-	if ok {
-		*nf = v
-	}
-	return ok
 }
 
 // envLine is the envelope of one entry line.
