@@ -34,10 +34,13 @@ func (x *fastCtx) scan(line []byte, header bool) (envelope, int, error) {
 		}
 		return envelope{header: true, version: h.Version}, -1, nil
 	}
-	if id, parent, stop, ok := piPrefix(line); ok {
+	if id, parent, fence, stop, ok := piPrefix(line); ok {
 		e := envelope{msg: true}
 		e.id, _ = x.hashString(id)
 		e.parent, e.root = x.hashString(parent)
+		if fence != nil {
+			e.fence, _ = rawInt(fence)
+		}
 		return e, stop, nil
 	}
 	var typ, id, parent, fence []byte
@@ -88,32 +91,54 @@ func (x *fastCtx) scan(line []byte, header bool) (envelope, int, error) {
 
 // piPrefix reads the envelope of a message line in the layout pi writes,
 // {"type":"message","id":"…","parentId":"…"|null,"timestamp":"…","message":{,
-// with plain strings (no escapes): the id and parentId values as raw JSON
+// with plain strings (no escapes), and pibot's "pibot" and "fence" members
+// in front of the message: the id, parentId and fence values as raw JSON
 // and where the message starts. ok is false for any other shape (the
 // general scan reads it).
-func piPrefix(line []byte) (id, parent []byte, stop int, ok bool) {
+func piPrefix(line []byte) (id, parent, fence []byte, stop int, ok bool) {
 	const start = `{"type":"message","id":`
 	if !bytes.HasPrefix(line, []byte(start)) {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	i := len(start)
 	if id, i = plainString(line, i); id == nil || !bytes.HasPrefix(line[i:], []byte(`,"parentId":`)) {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	i += len(`,"parentId":`)
 	if bytes.HasPrefix(line[i:], []byte("null")) {
 		parent, i = line[i:i+4], i+4
 	} else if parent, i = plainString(line, i); parent == nil {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	if !bytes.HasPrefix(line[i:], []byte(`,"timestamp":`)) {
-		return nil, nil, 0, false
+		return nil, nil, nil, 0, false
 	}
 	var ts []byte
-	if ts, i = plainString(line, i+len(`,"timestamp":`)); ts == nil || !bytes.HasPrefix(line[i:], []byte(`,"message":{`)) {
-		return nil, nil, 0, false
+	if ts, i = plainString(line, i+len(`,"timestamp":`)); ts == nil {
+		return nil, nil, nil, 0, false
 	}
-	return id, parent, i + len(`,"message":`), true
+	for {
+		rest := line[i:]
+		switch {
+		case bytes.HasPrefix(rest, []byte(`,"message":{`)):
+			return id, parent, fence, i + len(`,"message":`), true
+		case bytes.HasPrefix(rest, []byte(`,"pibot":{`)) && fence == nil:
+			end, err := skipValue(line, i+len(`,"pibot":`))
+			if err != nil {
+				return nil, nil, nil, 0, false
+			}
+			i = end
+		case bytes.HasPrefix(rest, []byte(`,"fence":`)) && fence == nil:
+			vs := i + len(`,"fence":`)
+			end, err := scanNumber(line, vs)
+			if err != nil {
+				return nil, nil, nil, 0, false
+			}
+			fence, i = line[vs:end], end
+		default:
+			return nil, nil, nil, 0, false
+		}
+	}
 }
 
 // plainString returns the JSON string at b[i] (quotes included) and the
