@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 
@@ -31,28 +32,77 @@ type Context struct {
 
 // MarshalJSON writes {"messages":[...],"thinkingLevel":...,"model":...}.
 func (c Context) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"messages":[`)
+	size := 64
+	for _, m := range c.Messages {
+		size += len(m) + 1
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	if _, err := c.WriteTo(b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteTo writes the same bytes as MarshalJSON to w without building them
+// in memory first (wrap w in a bufio.Writer: it makes one Write per part).
+func (c Context) WriteTo(w io.Writer) (int64, error) {
+	cw := countWriter{w: w}
+	cw.writeString(`{"messages":[`)
 	for i, m := range c.Messages {
 		if i > 0 {
-			b.WriteByte(',')
+			cw.writeString(",")
 		}
-		b.Write(m)
+		cw.write(m)
 	}
-	b.WriteString(`],"thinkingLevel":`)
-	b.Write(jsonString(c.ThinkingLevel))
-	b.WriteString(`,"model":`)
-	if c.Model == nil {
-		b.WriteString("null")
+	if err := writeContextTail(&cw, c.ThinkingLevel, c.Model); err != nil {
+		return cw.n, err
+	}
+	return cw.n, cw.err
+}
+
+// writeContextTail closes the messages array and writes the thinking level
+// and model and the closing brace.
+func writeContextTail(cw *countWriter, thinking string, model *ModelRef) error {
+	cw.writeString(`],"thinkingLevel":`)
+	cw.write(jsonString(thinking))
+	cw.writeString(`,"model":`)
+	if model == nil {
+		cw.writeString("null")
 	} else {
-		m, err := marshalNoEscape(c.Model)
+		m, err := marshalNoEscape(model)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		b.Write(m)
+		cw.write(m)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	cw.writeString("}")
+	return nil
+}
+
+// countWriter counts bytes and keeps the first error; later writes are
+// dropped.
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (cw *countWriter) write(p []byte) {
+	if cw.err != nil {
+		return
+	}
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	cw.err = err
+}
+
+func (cw *countWriter) writeString(s string) {
+	if cw.err != nil {
+		return
+	}
+	n, err := io.WriteString(cw.w, s)
+	cw.n += int64(n)
+	cw.err = err
 }
 
 // LLMMessages decodes the messages. A stored message is decoded once and
@@ -98,28 +148,50 @@ func (s *Session) Context(leafID string) (Context, error) {
 		return c, nil
 	}
 	path := s.pathLocked(leaf)
+	c.Messages = make([]json.RawMessage, 0, len(path)+1)
+	c.from = make([]*node, 0, len(path)+1)
+	c.ThinkingLevel, c.Model = buildContext(path, func(k int, derived []byte) {
+		if k < 0 {
+			c.Messages = append(c.Messages, derived)
+			c.from = append(c.from, nil)
+			return
+		}
+		n := path[k]
+		c.Messages = append(c.Messages, json.RawMessage(n.raw[n.msg[0]:n.msg[1]]))
+		c.from = append(c.from, n)
+	})
+	return c, nil
+}
+
+// buildContext is pi's buildSessionContext over path (root first): it
+// calls emit for each message in order, with the index in path of a
+// message entry whose stored message is used as is, or k < 0 and a
+// message derived from an entry, and returns the thinking level and model.
+// Nodes of message entries need typ, id, role, provider, model and msg;
+// the others typ, id, ts and ent.
+func buildContext(path []*node, emit func(k int, derived []byte)) (string, *ModelRef) {
+	thinking := "off"
+	var model *ModelRef
 	compaction := -1
 	for i, n := range path {
 		switch n.typ {
 		case TypeThinkingLevelChange:
-			c.ThinkingLevel = n.ent.ThinkingLevel
+			thinking = n.ent.ThinkingLevel
 		case TypeModelChange:
-			c.Model = &ModelRef{Provider: n.ent.Provider, ModelID: n.ent.ModelID}
+			model = &ModelRef{Provider: n.ent.Provider, ModelID: n.ent.ModelID}
 		case TypeMessage:
 			if n.role == string(llm.RoleAssistant) {
-				c.Model = &ModelRef{Provider: n.provider, ModelID: n.model}
+				model = &ModelRef{Provider: n.provider, ModelID: n.model}
 			}
 		case TypeCompaction:
 			compaction = i
 		}
 	}
 	if compaction < 0 {
-		c.Messages = make([]json.RawMessage, 0, len(path))
-		c.from = make([]*node, 0, len(path))
-		for _, n := range path {
-			c.appendMessage(n)
+		for k, n := range path {
+			appendMessage(k, n, emit)
 		}
-		return c, nil
+		return thinking, model
 	}
 	comp := path[compaction]
 	var b objWriter
@@ -127,8 +199,7 @@ func (s *Session) Context(leafID string) (Context, error) {
 	b.str("summary", comp.ent.Summary)
 	_ = b.val("tokensBefore", comp.ent.TokensBefore)
 	b.raw("timestamp", jsMillis(comp.ts))
-	c.Messages = append(c.Messages, b.close())
-	c.from = append(c.from, nil)
+	emit(-1, b.close())
 	// pi finds the compaction by id; with duplicate ids the first wins.
 	for i, n := range path {
 		if n.typ == TypeCompaction && n.id == comp.id {
@@ -137,33 +208,31 @@ func (s *Session) Context(leafID string) (Context, error) {
 		}
 	}
 	kept := false
-	for _, n := range path[:compaction] {
+	for k, n := range path[:compaction] {
 		if n.id == comp.ent.FirstKeptEntryID {
 			kept = true
 		}
 		if kept {
-			c.appendMessage(n)
+			appendMessage(k, n, emit)
 		}
 	}
-	for _, n := range path[compaction+1:] {
-		c.appendMessage(n)
+	for k, n := range path[compaction+1:] {
+		appendMessage(compaction+1+k, n, emit)
 	}
-	return c, nil
+	return thinking, model
 }
 
 // appendMessage is pi's appendMessage: message entries as stored,
 // custom_message and non-empty branch_summary entries converted.
-func (c *Context) appendMessage(n *node) {
+func appendMessage(k int, n *node, emit func(k int, derived []byte)) {
 	if n.typ == TypeMessage {
 		if n.msg[1] > n.msg[0] {
-			c.Messages = append(c.Messages, json.RawMessage(n.raw[n.msg[0]:n.msg[1]]))
-			c.from = append(c.from, n)
+			emit(k, nil)
 		}
 		return
 	}
 	if m := derivedMessage(n); m != nil {
-		c.Messages = append(c.Messages, m)
-		c.from = append(c.from, nil)
+		emit(-1, m)
 	}
 }
 

@@ -22,6 +22,7 @@ func (s *Session) breakCycles(nodes []*node) {
 			p.children = slices.DeleteFunc(p.children, func(c *node) bool { return c == n })
 		}
 		n.parent, n.parentID, n.raw = nil, "", withParent(n.raw, "")
+		n.rescan() // the message moved if the parentId was longer than null
 	}
 	const (
 		unseen = iota

@@ -174,3 +174,23 @@ func TestWithParent(t *testing.T) {
 		t.Fatalf("withParent = %s", got)
 	}
 }
+
+// TestCutLoopKeepsTheMessage: cutting a loop rewrites the entry's
+// parentId to null, which moves its message; the context still holds the
+// message, byte for byte (the span was stale before: a slice out of range
+// or the wrong bytes).
+func TestCutLoopKeepsTheMessage(t *testing.T) {
+	msg := `{"role":"user","content":[{"type":"text","text":"looped"}],"timestamp":1}`
+	data := fuzzHeader + `{"type":"message","id":"a0000002","parentId":"a0000002","timestamp":"2026-01-01T00:00:00.000Z","message":` + msg + "}\n"
+	s, err := loadMem([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Context("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Messages) != 1 || string(c.Messages[0]) != msg {
+		t.Fatalf("messages %q, want [%s]", c.Messages, msg)
+	}
+}

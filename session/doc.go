@@ -8,6 +8,15 @@
 // messages byte for byte, so unknown fields always survive. Legacy v1/v2
 // files are migrated like pi does.
 //
+// WriteContext answers one context without loading the file: it streams
+// the file once keeping only each entry's envelope and offset (read from a
+// message line's prefix: pi writes the message last, and pibot writes its
+// own fields before it), walks from the leaf to the root, scans the lines
+// of that path and copies their messages from the file to the writer. On
+// anything the full loader would read differently (a legacy version, a
+// damaged line where it looks, a stale fence, a parent that is not an
+// earlier entry) it falls back to Open before writing anything.
+//
 // Appends never wait for the disk: lines are buffered and a flush (the
 // group commit, Flush, or SyncAlways) writes them with one write and one
 // fdatasync. A file may be created at once or, with Options.DeferCreate, by

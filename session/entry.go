@@ -178,8 +178,8 @@ func (h Header) MarshalJSON() ([]byte, error) {
 	return w.close(), nil
 }
 
-// MarshalJSON writes the entry in pi's key order for its type, followed by
-// the pibot and fence fields. Raw values (the message's arguments and
+// MarshalJSON writes the entry in pi's key order for its type, with the
+// pibot and fence fields last, or, for a message, in front of the message. Raw values (the message's arguments and
 // details, custom data) are written as given: encoding/json, which calls
 // MarshalJSON, checks and compacts the whole entry into one line.
 func (e Entry) MarshalJSON() ([]byte, error) {
@@ -211,6 +211,13 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		base()
 	default:
 		base()
+	}
+	if e.Type == TypeMessage {
+		// In front of the message, which pi writes last: a reader can
+		// take the envelope from the line's prefix (WriteContext).
+		if err := e.pibotFence(&w); err != nil {
+			return nil, err
+		}
 	}
 	switch e.Type {
 	case TypeMessage:
@@ -252,15 +259,25 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 			w.str("name", *e.Name)
 		}
 	}
+	if e.Type != TypeMessage {
+		if err := e.pibotFence(&w); err != nil {
+			return nil, err
+		}
+	}
+	return w.close(), nil
+}
+
+// pibotFence writes the pibot and fence fields.
+func (e Entry) pibotFence(w *objWriter) error {
 	if e.Pibot != nil {
 		if err := w.val("pibot", e.Pibot); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if e.Fence != 0 {
 		_ = w.val("fence", e.Fence)
 	}
-	return w.close(), nil
+	return nil
 }
 
 func (e Entry) summaryTail(w *objWriter) {

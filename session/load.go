@@ -116,7 +116,16 @@ func internType(s []byte) string {
 // scanLine decodes the envelope of one line. ok is false when the line is
 // not a JSON object.
 func scanLine(line []byte) (*node, error) {
-	n := &node{raw: line}
+	n := &node{}
+	if err := scanLineInto(n, line); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// scanLineInto is scanLine filling n, which must be zero.
+func scanLineInto(n *node, line []byte) error {
+	n.raw = line
 	var typeRaw, idRaw, parentRaw, tsRaw, metaRaw, fenceRaw, fkRaw []byte
 	end, err := scanObject(line, 0, func(depth int, m member) bool {
 		if depth == -1 { // asked whether to descend into an object value
@@ -159,10 +168,10 @@ func scanLine(line []byte) (*node, error) {
 		return false
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if skipWS(line, end) != len(line) {
-		return nil, errSyntax
+		return errSyntax
 	}
 	if len(typeRaw) > 0 && typeRaw[0] == '"' {
 		if s, ok := rawString(typeRaw); ok {
@@ -184,7 +193,7 @@ func scanLine(line []byte) (*node, error) {
 	if n.typ != TypeMessage {
 		n.role, n.provider, n.model = "", "", ""
 	}
-	return n, nil
+	return nil
 }
 
 func decodeMeta(raw []byte) *Meta {

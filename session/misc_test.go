@@ -81,7 +81,7 @@ func TestEntryEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"type":"message","id":"00000001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":[{"type":"text","text":"a <b> & c"}],"timestamp":1},"pibot":{"loc":"l"},"fence":3}`
+	want := `{"type":"message","id":"00000001","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","pibot":{"loc":"l"},"fence":3,"message":{"role":"user","content":[{"type":"text","text":"a <b> & c"}],"timestamp":1}}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
 	}

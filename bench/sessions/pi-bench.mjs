@@ -1,7 +1,11 @@
 // pi side of compare.sh. usage:
 //   PI_DIR=... node pi-bench.mjs load FILE      open + buildSessionContext
 //   PI_DIR=... node pi-bench.mjs append DIR N   N appendMessage calls
-// Prints one JSON line with timings in milliseconds.
+//   PI_DIR=... node pi-bench.mjs context FILE   open + buildSessionContext,
+//                                               the context as one JSON line
+//                                               on stdout (what `pibot session
+//                                               context FILE` prints)
+// load and append print one JSON line with timings in milliseconds.
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { mkdirSync } from "node:fs";
@@ -17,6 +21,10 @@ if (mode === "load") {
   const ctx = sm.buildSessionContext();
   const t2 = performance.now();
   console.log(JSON.stringify({ impl: "pi", entries: sm.getEntries().length, messages: ctx.messages.length, loadMs: t1 - t0, contextMs: t2 - t1, totalMs: t2 - t0 }));
+} else if (mode === "context") {
+  const sm = SessionManager.open(arg, join(arg, ".."));
+  const ctx = sm.buildSessionContext();
+  process.stdout.write(JSON.stringify({ messages: ctx.messages, thinkingLevel: ctx.thinkingLevel, model: ctx.model ?? null }) + "\n");
 } else if (mode === "append") {
   const dir = join(arg, "pi-appends");
   mkdirSync(dir, { recursive: true });
@@ -30,6 +38,6 @@ if (mode === "load") {
   }
   console.log(JSON.stringify({ impl: "pi", appends: n, totalMs: performance.now() - t0, fsync: "none" }));
 } else {
-  console.error("usage: pi-bench.mjs load FILE | append DIR N");
+  console.error("usage: pi-bench.mjs load FILE | context FILE | append DIR N");
   process.exit(2);
 }

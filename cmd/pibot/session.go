@@ -61,6 +61,7 @@ func (c *cli) session(args []string) error {
 		return session.TreeText(c.stdout, s)
 	case "context":
 		leaf := fs.String("leaf", "", "entry `ID` to use as the leaf (default: pi's default leaf, the last entry)")
+		stats := fs.Bool("stats", false, "print on stderr how the answer was built and where the time went (read, index, validate, emit)")
 		pos, err := parseArgs(fs, rest)
 		if err != nil {
 			return err
@@ -68,21 +69,7 @@ func (c *cli) session(args []string) error {
 		if err := wantArgs("session context", pos, 1, "FILE"); err != nil {
 			return err
 		}
-		s, err := c.openReadOnly(pos[0])
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		ctx, err := s.Context(*leaf)
-		if err != nil {
-			return err
-		}
-		b, err := ctx.MarshalJSON()
-		if err != nil {
-			return fmt.Errorf("session context %s: %w", pos[0], err)
-		}
-		_, err = c.stdout.Write(append(b, '\n'))
-		return err
+		return c.sessionContext(pos[0], *leaf, *stats)
 	case "fork":
 		at := fs.String("at", "", "entry `ID` the fork ends at (required)")
 		out := fs.String("o", "", "output `DIR` (default: the source file's directory)")
@@ -120,6 +107,31 @@ func (c *cli) session(args []string) error {
 		return c.sessionExport(pos[0], *leaf, *out)
 	}
 	return usageErr("session: unknown subcommand %q (want ls, tree, context, fork, repair or export)", sub)
+}
+
+// sessionContext prints the context of one leaf as a JSON line, streamed
+// from the file (session.WriteContext), and reports damage on stderr.
+func (c *cli) sessionContext(path, leaf string, stats bool) error {
+	t0 := time.Now()
+	var st session.ContextStats
+	r, err := session.WriteContext(c.stdout, path, leaf, &st)
+	if r.Path != "" {
+		c.reportDamage(r)
+	}
+	if err != nil {
+		return err
+	}
+	if stats {
+		how := "fast (envelope index)"
+		if !st.Fast {
+			how = "full loader: " + st.Fallback
+		}
+		ms := func(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+		fmt.Fprintf(c.stderr, "stats: %s; %d entries, %d on the path, %d bytes read, %d written\n", how, st.Lines, st.Path, st.Bytes, st.Out)
+		fmt.Fprintf(c.stderr, "stats: index %s, validate %s, emit %s (reads in them %s), total %s\n",
+			ms(st.Index), ms(st.Validate), ms(st.Emit), ms(st.Read), ms(time.Since(t0)))
+	}
+	return nil
 }
 
 // openReadOnly opens a session without writing to it and reports every

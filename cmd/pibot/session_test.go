@@ -64,6 +64,27 @@ func TestSessionContextLeaf(t *testing.T) {
 	}
 }
 
+// TestSessionContextStats: --stats says on stderr how the answer was
+// built, the fast way for a clean file and the full loader for a legacy
+// one, and changes nothing on stdout.
+func TestSessionContextStats(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, how string }{
+		{"agent-compaction", "stats: fast (envelope index)"},
+		{"legacy-v2", "stats: full loader: version 2 file"},
+	} {
+		p := copyVector(t, dir, tc.name)
+		plain := ok(t, dir, "session", "context", p)
+		r := pibot(t, dir, "", nil, "session", "context", "--stats", p)
+		if r.code != 0 || r.stdout != plain {
+			t.Fatalf("%s: --stats: exit %d, stdout changed: %v", tc.name, r.code, r.stdout != plain)
+		}
+		if !strings.Contains(r.stderr, tc.how) || !strings.Contains(r.stderr, "index ") || !strings.Contains(r.stderr, "validate ") || !strings.Contains(r.stderr, "emit ") {
+			t.Fatalf("%s: stderr %q, want %q and the split", tc.name, r.stderr, tc.how)
+		}
+	}
+}
+
 func TestSessionTree(t *testing.T) {
 	dir := t.TempDir()
 	p := copyVector(t, dir, "agent-tree")
