@@ -1,0 +1,241 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// channelInfo is what the adapter needs to know of a channel to place a
+// message: whether it is a thread, its parent, who started it.
+type channelInfo struct {
+	thread bool
+	parent string
+	owner  string
+}
+
+// maxChannels bounds the channel cache.
+const maxChannels = 8192
+
+// channel looks a channel up (GET /channels/{id}), cached.
+func (a *Adapter) channel(ctx context.Context, id string) (channelInfo, error) {
+	a.mu.Lock()
+	ci, ok := a.channels[id]
+	a.mu.Unlock()
+	if ok {
+		return ci, nil
+	}
+	var c *discordgo.Channel
+	err := a.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
+		c, err = a.s.Channel(id, opts...)
+		return err
+	})
+	if err != nil {
+		return channelInfo{}, err
+	}
+	ci = channelInfo{thread: c.IsThread(), parent: c.ParentID, owner: c.OwnerID}
+	a.mu.Lock()
+	if len(a.channels) >= maxChannels {
+		clear(a.channels)
+	}
+	a.channels[id] = ci
+	a.mu.Unlock()
+	return ci, nil
+}
+
+// conv places a message of channel id (guild "" for a DM): a thread's
+// conversation is its parent channel with Thread = the thread's id (for a
+// thread started from a message, that message's id).
+func (a *Adapter) conv(ctx context.Context, guild, id string) (chat.ConvRef, channelInfo, error) {
+	if guild == "" {
+		return chat.ConvRef{Platform: platform, Channel: id, DM: true}, channelInfo{}, nil
+	}
+	ci, err := a.channel(ctx, id)
+	if err != nil {
+		return chat.ConvRef{}, ci, err
+	}
+	if ci.thread && ci.parent != "" {
+		return chat.ConvRef{Platform: platform, Workspace: guild, Channel: ci.parent, Thread: id}, ci, nil
+	}
+	return chat.ConvRef{Platform: platform, Workspace: guild, Channel: id}, ci, nil
+}
+
+func (a *Adapter) identity() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.me
+}
+
+func user(u *discordgo.User) chat.User {
+	if u == nil {
+		return chat.User{}
+	}
+	name := u.GlobalName
+	if name == "" {
+		name = u.Username
+	}
+	return chat.User{ID: u.ID, Name: name, IsBot: u.Bot}
+}
+
+// message normalises a MESSAGE_CREATE; false means it is not for the
+// gateway (the bot's own, a system message, nothing to read).
+func (a *Adapter) message(ctx context.Context, m *discordgo.Message) (chat.Inbound, bool) {
+	me := a.identity()
+	if m.Author == nil || m.Author.ID == me || m.WebhookID != "" {
+		return chat.Inbound{}, false
+	}
+	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
+		return chat.Inbound{}, false
+	}
+	c, ci, err := a.conv(ctx, m.GuildID, m.ChannelID)
+	if err != nil {
+		// Without the channel the message cannot be placed safely.
+		a.log.Warn("discord: cannot look the channel up; message dropped", "channel", m.ChannelID, "err", err)
+		return chat.Inbound{}, false
+	}
+	in := chat.Inbound{
+		Kind:     chat.KindMessage,
+		Conv:     c,
+		Msg:      chat.MsgRef{Conv: c, ID: m.ID},
+		User:     user(m.Author),
+		Files:    files(m.Attachments),
+		DedupKey: "discord:" + m.ID,
+		Time:     m.Timestamp,
+	}
+	if in.Time.IsZero() {
+		in.Time = time.Now()
+	}
+	mentioned := false
+	for _, u := range m.Mentions {
+		if u != nil && u.ID == me && me != "" {
+			mentioned = true
+		}
+	}
+	text := stripMention(m.Content, me)
+	if strings.TrimSpace(text) == "" && len(in.Files) == 0 {
+		return chat.Inbound{}, false
+	}
+	if ref := m.MessageReference; ref != nil && m.Type == discordgo.MessageTypeReply && ref.MessageID != "" {
+		r := chat.MsgRef{Conv: c, ID: ref.MessageID}
+		in.ReplyTo = &r
+		in.ReplyToBot = m.ReferencedMessage != nil && m.ReferencedMessage.Author != nil && m.ReferencedMessage.Author.ID == me
+	}
+	if c.Thread != "" {
+		in.Bound = ci.owner == me && me != "" || a.isBotThread(c.Thread)
+	}
+	in.Text = strings.TrimSpace(text)
+	in.Command = chat.ParseCommand(in.Text, "")
+	in.Mentioned = c.DM || mentioned || in.ReplyToBot
+	return in, true
+}
+
+// stripMention removes the bot's mentions (<@id>, <@!id>) from text.
+func stripMention(text, me string) string {
+	if me == "" {
+		return text
+	}
+	for _, m := range []string{"<@" + me + ">", "<@!" + me + ">"} {
+		text = strings.ReplaceAll(text, m, "")
+	}
+	return strings.Join(strings.Fields(text), " ")
+}
+
+// files lists a message's attachments; the file id is the CDN URL.
+func files(atts []*discordgo.MessageAttachment) []chat.FileRef {
+	var out []chat.FileRef
+	for _, at := range atts {
+		if at == nil || at.URL == "" {
+			continue
+		}
+		kind := "document"
+		switch {
+		case strings.HasPrefix(at.ContentType, "image/"):
+			kind = "photo"
+		case strings.HasPrefix(at.ContentType, "audio/"):
+			kind = "audio"
+		case strings.HasPrefix(at.ContentType, "video/"):
+			kind = "video"
+		}
+		out = append(out, chat.FileRef{ID: at.URL, Name: at.Filename, MimeType: at.ContentType, Size: int64(at.Size), Kind: kind})
+	}
+	return out
+}
+
+func (a *Adapter) isBotThread(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.threads[id]
+}
+
+// interactionDeadline is how long an interaction token works.
+const interactionDeadline = 15 * time.Minute
+
+// ephemeralSubcommands answer only the user who asked.
+var ephemeralSubcommands = map[string]bool{"status": true, "help": true, "usage": true}
+
+// interaction normalises an INTERACTION_CREATE: an application command of
+// this bot, or a button press.
+func (a *Adapter) interaction(ctx context.Context, ix *discordgo.Interaction) (chat.Inbound, bool) {
+	var u *discordgo.User
+	if ix.Member != nil && ix.Member.User != nil {
+		u = ix.Member.User
+	} else {
+		u = ix.User
+	}
+	if u == nil || ix.Token == "" {
+		return chat.Inbound{}, false
+	}
+	c, _, err := a.conv(ctx, ix.GuildID, ix.ChannelID)
+	if err != nil {
+		a.log.Warn("discord: cannot look the channel up; interaction dropped", "channel", ix.ChannelID, "err", err)
+		return chat.Inbound{}, false
+	}
+	app := ix.AppID
+	if app == "" {
+		app = a.applicationID()
+	}
+	now := time.Now()
+	in := chat.Inbound{Conv: c, User: user(u), Mentioned: true, DedupKey: "discord:i:" + ix.ID, Time: now}
+	handle := &chat.Interaction{Platform: platform, ID: ix.ID, Token: ix.Token, Conv: c, User: u.ID, Deadline: now.Add(interactionDeadline)}
+	switch ix.Type {
+	case discordgo.InteractionApplicationCommand:
+		data := ix.ApplicationCommandData()
+		if data.Name != a.cfg.Command || len(data.Options) == 0 {
+			return chat.Inbound{}, false
+		}
+		sub := data.Options[0]
+		var args []string
+		for _, o := range sub.Options {
+			if o != nil && o.Value != nil {
+				args = append(args, strings.TrimSpace(fmt.Sprint(o.Value)))
+			}
+		}
+		cmd := &chat.Command{Name: strings.ToLower(sub.Name), Args: strings.TrimSpace(strings.Join(args, " "))}
+		in.Kind, in.Command = chat.KindMessage, cmd
+		in.Text = strings.TrimSpace("/" + cmd.Name + " " + cmd.Args)
+		in.Msg = chat.MsgRef{Conv: c, ID: ix.ID}
+		kind := kindCommand
+		if ephemeralSubcommands[cmd.Name] || (cmd.Args == "" && (cmd.Name == "model" || cmd.Name == "thinking")) {
+			kind = kindCommandEphemeral
+		}
+		handle.Data = handleData{kind: kind, app: app}.String()
+	case discordgo.InteractionMessageComponent:
+		if ix.Message == nil {
+			return chat.Inbound{}, false
+		}
+		msg := chat.MsgRef{Conv: c, ID: ix.Message.ID}
+		in.Kind, in.Msg = chat.KindAction, msg
+		in.Action = &chat.Action{Data: ix.MessageComponentData().CustomID, Msg: msg}
+		handle.Msg = msg
+		handle.Data = handleData{kind: kindButton, app: app}.String()
+	default:
+		return chat.Inbound{}, false
+	}
+	in.Interaction = handle
+	return in, true
+}

@@ -1,0 +1,212 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// Back-off of reconnects and identifies.
+const (
+	resumeBase     = time.Second
+	resumeMax      = 60 * time.Second
+	identifyMax    = 10 * time.Minute
+	stableSession  = 5 * time.Minute // a session this old resets the identify back-off
+	eventQueueSize = 256
+)
+
+// Run connects to the gateway and receives events until ctx ends, then
+// returns nil. Events go to sink in the order Discord sent them; an
+// interaction is acknowledged (a deferred answer) once sink returned nil
+// for it. A refused token (401, 4004) or intent (4014) ends Run with an
+// error after one log line: the adapter stops, pibot keeps running.
+func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
+	if err := a.refusedErr(); err != nil {
+		return err
+	}
+	events := make(chan dispatch, eventQueueSize)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ev := range events {
+			if ctx.Err() != nil {
+				continue
+			}
+			a.handle(ctx, ev, sink)
+		}
+	}()
+	err := a.loop(ctx, events)
+	close(events)
+	wg.Wait()
+	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.refusedErr() != nil {
+		return a.refuse(err)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// loop connects again and again: RESUME after a dropped connection,
+// IDENTIFY (spaced by a growing back-off) when the session is gone.
+func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
+	var url string
+	var failures, identifies int
+	var lastIdentify time.Time
+	for ctx.Err() == nil {
+		if url == "" {
+			u, err := a.gatewayURL(ctx)
+			if err != nil {
+				if errors.Is(err, ErrTokenRefused) || ctx.Err() != nil {
+					return err
+				}
+				failures++
+				d := backoff(resumeBase, failures, resumeMax)
+				a.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", a.clean(err))
+				if sleep(ctx, d) != nil {
+					return nil
+				}
+				continue
+			}
+			url = u
+		}
+		sess := a.session()
+		target := url
+		if sess.id != "" && sess.resumeURL != "" {
+			target = sess.resumeURL
+		}
+		if sess.id == "" {
+			if identifies > 0 {
+				gap := backoff(a.cfg.IdentifyBackoff, identifies, identifyMax)
+				if wait := time.Until(lastIdentify.Add(gap)); wait > 0 {
+					a.log.Info("discord: waiting before identifying again", "in", wait.Round(time.Second))
+					if sleep(ctx, wait) != nil {
+						return nil
+					}
+				}
+			}
+			identifies++
+			lastIdentify = time.Now()
+		}
+		start := time.Now()
+		out := a.connect(ctx, target, events)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := closeError(out.code); err != nil {
+			return err
+		}
+		if out.ready {
+			failures = 0
+			if time.Since(start) > stableSession {
+				identifies = 0
+			}
+		}
+		if !out.resumable || out.code == 4007 || out.code == 4009 {
+			a.setSession(func(s *gwSession) { *s = gwSession{} })
+		}
+		if out.code != 0 && out.code < 4000 && !out.ready {
+			url = "" // the gateway URL may be stale
+		}
+		failures++
+		d := backoff(resumeBase, failures, resumeMax)
+		a.log.Warn("discord: gateway connection ended; reconnecting", "code", out.code, "in", d, "err", out.err)
+		if sleep(ctx, d) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// closeError turns the close codes that must stop the adapter into errors.
+func closeError(code int) error {
+	switch code {
+	case 4004:
+		return fmt.Errorf("gateway close code 4004 (authentication failed): %w", ErrTokenRefused)
+	case 4014:
+		return errIntent
+	case 4010, 4011, 4012, 4013:
+		return fmt.Errorf("discord: gateway close code %d: pibot cannot use this gateway (invalid shard, sharding required, API version or intents)", code)
+	}
+	return nil
+}
+
+// backoff is base·2^(n-1), capped, with up to a fifth of jitter.
+func backoff(base time.Duration, n int, limit time.Duration) time.Duration {
+	d := base << min(max(n-1, 0), 16)
+	if d > limit || d <= 0 {
+		d = limit
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// gatewayURL asks GET /gateway/bot for the websocket URL, waiting if the
+// daily session-start budget is spent.
+func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
+	var g *discordgo.GatewayBotResponse
+	err := a.do(ctx, modeSend, "gateway/bot", "gateway", func(opts ...discordgo.RequestOption) (err error) {
+		g, err = a.s.GatewayBot(opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if g.URL == "" {
+		return "", errors.New("discord: GET /gateway/bot gave no URL")
+	}
+	if l := g.SessionStartLimit; l.Total > 0 && l.Remaining == 0 && l.ResetAfter > 0 {
+		d := time.Duration(l.ResetAfter) * time.Millisecond
+		a.log.Error("discord: the daily identify budget is spent; waiting for Discord to reset it", "in", d)
+		if err := sleep(ctx, d); err != nil {
+			return "", err
+		}
+	}
+	return g.URL, nil
+}
+
+// handle delivers one dispatch.
+func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
+	switch ev.t {
+	case "MESSAGE_CREATE":
+		var m discordgo.Message
+		if err := m.UnmarshalJSON(ev.d); err != nil {
+			a.log.Warn("discord: unreadable MESSAGE_CREATE", "err", err)
+			return
+		}
+		if !a.seen.add("m" + m.ID) {
+			a.log.Debug("discord: message delivered before; dropped", "id", m.ID)
+			return
+		}
+		in, ok := a.message(ctx, &m)
+		if !ok {
+			return
+		}
+		if err := sink(ctx, in); err != nil {
+			a.seen.forget("m" + m.ID)
+			a.log.Warn("discord: message not taken", "id", m.ID, "err", err)
+		}
+	case "INTERACTION_CREATE":
+		var ix discordgo.Interaction
+		if err := ix.UnmarshalJSON(ev.d); err != nil {
+			a.log.Warn("discord: unreadable INTERACTION_CREATE", "err", err)
+			return
+		}
+		if !a.seen.add("i" + ix.ID) {
+			return
+		}
+		in, ok := a.interaction(ctx, &ix)
+		if !ok {
+			return
+		}
+		err := sink(ctx, in)
+		a.acknowledge(ctx, &ix, in, err)
+	}
+}
