@@ -142,8 +142,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-
-
 type ctxType = context.Context
 
 func secretOf(s string) secret.Secret { return secret.New(s) }
