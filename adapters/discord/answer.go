@@ -115,11 +115,57 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	if ix.Expired(time.Now()) {
 		return a.answerLate(ctx, ix, r)
 	}
+	a.waitAck(ctx, ix.ID)
 	ref, err := a.answerToken(ctx, ix, hd, th, r)
+	// The answer may overtake the acknowledgement (made by the replica
+	// that received the interaction, within 3 s of it): until then Discord
+	// does not know the token yet.
+	for errors.Is(err, chat.ErrExpired) && !ix.Deadline.IsZero() && time.Since(ix.Deadline.Add(-interactionDeadline)) < ackGrace {
+		if sleep(ctx, 250*time.Millisecond) != nil {
+			break
+		}
+		ref, err = a.answerToken(ctx, ix, hd, th, r)
+	}
 	if errors.Is(err, chat.ErrExpired) {
 		return a.answerLate(ctx, ix, r)
 	}
 	return ref, err
+}
+
+// ackGrace is how long after an interaction arrived an answer that
+// Discord refuses waits for the acknowledgement to land.
+const ackGrace = 5 * time.Second
+
+// startAck marks an interaction's acknowledgement as in flight; the
+// returned func marks it done.
+func (a *Adapter) startAck(id string) func() {
+	ch := make(chan struct{})
+	a.mu.Lock()
+	a.acking[id] = ch
+	a.mu.Unlock()
+	return func() {
+		a.mu.Lock()
+		delete(a.acking, id)
+		a.mu.Unlock()
+		close(ch)
+	}
+}
+
+// waitAck waits (up to 3 s) for this process's acknowledgement of id.
+func (a *Adapter) waitAck(ctx context.Context, id string) {
+	a.mu.Lock()
+	ch := a.acking[id]
+	a.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(3 * time.Second)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func (a *Adapter) answerToken(ctx context.Context, ix chat.Interaction, hd handleData, th tokenHandle, r chat.Answer) (chat.MsgRef, error) {

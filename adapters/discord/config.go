@@ -69,6 +69,7 @@ type Adapter struct {
 	threads   map[string]bool // threads the bot opened or joined
 	lastEdit  map[string]editMark
 	told      bool // the refusal was logged
+	acking    map[string]chan struct{} // interactions whose acknowledgement is in flight here
 	sessionMu sync.Mutex
 	sess      gwSession
 }
@@ -91,7 +92,8 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	cfg.Token = secret.New(tok)
 	a := &Adapter{cfg: cfg, limiter: newLimiter(), seen: newRecent(4096),
-		channels: map[string]channelInfo{}, threads: map[string]bool{}, lastEdit: map[string]editMark{}}
+		channels: map[string]channelInfo{}, threads: map[string]bool{}, lastEdit: map[string]editMark{},
+		acking: map[string]chan struct{}{}}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {

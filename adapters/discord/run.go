@@ -206,7 +206,9 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 		if !ok {
 			return
 		}
+		done := a.startAck(ix.ID)
 		err := sink(ctx, in)
 		a.acknowledge(ctx, &ix, in, err)
+		done()
 	}
 }
