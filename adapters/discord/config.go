@@ -68,7 +68,7 @@ type Adapter struct {
 	channels  map[string]channelInfo
 	threads   map[string]bool // threads the bot opened or joined
 	lastEdit  map[string]editMark
-	told      bool // the refusal was logged
+	told      bool                     // the refusal was logged
 	acking    map[string]chan struct{} // interactions whose acknowledgement is in flight here
 	sessionMu sync.Mutex
 	sess      gwSession
