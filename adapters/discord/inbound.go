@@ -176,7 +176,7 @@ func (a *Adapter) isBotThread(id string) bool {
 const interactionDeadline = 15 * time.Minute
 
 // ephemeralSubcommands answer only the user who asked.
-var ephemeralSubcommands = map[string]bool{"status": true, "help": true, "usage": true}
+var ephemeralSubcommands = map[string]bool{"status": true, "help": true, "usage": true, "whoami": true}
 
 // interaction normalises an INTERACTION_CREATE: an application command of
 // this bot, or a button press.
@@ -220,7 +220,7 @@ func (a *Adapter) interaction(ctx context.Context, ix *discordgo.Interaction) (c
 		in.Text = strings.TrimSpace("/" + cmd.Name + " " + cmd.Args)
 		in.Msg = chat.MsgRef{Conv: c, ID: ix.ID}
 		kind := kindCommand
-		if ephemeralSubcommands[cmd.Name] || (cmd.Args == "" && (cmd.Name == "model" || cmd.Name == "thinking")) {
+		if ephemeralSubcommands[cmd.Name] || (cmd.Args == "" && (cmd.Name == "model" || cmd.Name == "thinking" || cmd.Name == "queue")) {
 			kind = kindCommandEphemeral
 		}
 		handle.Data = handleData{kind: kind, app: app}.String()
