@@ -17,6 +17,9 @@ type channelInfo struct {
 	thread bool
 	parent string
 	owner  string
+	// starterBot: the thread hangs off one of the bot's messages (its id
+	// is that message's id), so the conversation branches from it.
+	starterBot bool
 }
 
 // maxChannels bounds the channel cache.
@@ -39,6 +42,9 @@ func (a *Adapter) channel(ctx context.Context, id string) (channelInfo, error) {
 		return channelInfo{}, err
 	}
 	ci = channelInfo{thread: c.IsThread(), parent: c.ParentID, owner: c.OwnerID}
+	if me := a.identity(); ci.thread && ci.parent != "" && me != "" && ci.owner != me {
+		ci.starterBot = a.botStarter(ctx, ci.parent, id, me)
+	}
 	a.mu.Lock()
 	if len(a.channels) >= maxChannels {
 		clear(a.channels)
@@ -46,6 +52,17 @@ func (a *Adapter) channel(ctx context.Context, id string) (channelInfo, error) {
 	a.channels[id] = ci
 	a.mu.Unlock()
 	return ci, nil
+}
+
+// botStarter reports whether message id of channel parent is the bot's:
+// a thread started on it has the same id.
+func (a *Adapter) botStarter(ctx context.Context, parent, id, me string) bool {
+	var m *discordgo.Message
+	err := a.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
+		m, err = a.s.ChannelMessage(parent, id, opts...)
+		return err
+	})
+	return err == nil && m != nil && m.Author != nil && m.Author.ID == me
 }
 
 // conv places a message of channel id (guild "" for a DM): a thread's
@@ -126,7 +143,14 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message) (chat.Inbou
 		in.ReplyToBot = m.ReferencedMessage != nil && m.ReferencedMessage.Author != nil && m.ReferencedMessage.Author.ID == me
 	}
 	if c.Thread != "" {
-		in.Bound = ci.owner == me && me != "" || a.isBotThread(c.Thread)
+		in.Bound = ci.owner == me && me != "" || a.isBotThread(c.Thread) || ci.starterBot
+		if ci.starterBot && in.ReplyTo == nil {
+			// A thread someone started on one of the bot's messages
+			// branches from that message.
+			main := c
+			main.Thread = ""
+			in.ReplyTo, in.ReplyToBot = &chat.MsgRef{Conv: main, ID: c.Thread}, true
+		}
 	}
 	in.Text = strings.TrimSpace(text)
 	in.Command = chat.ParseCommand(in.Text, "")

@@ -246,3 +246,55 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A forum post is a thread of the forum; a thread someone started on one
+// of the bot's messages is bound and branches from that message.
+func TestInboundForumAndBotStarter(t *testing.T) {
+	h := newHarness(t, nil)
+	got := h.run(t)
+	post := h.srv.NewID()
+	h.srv.AddThread(post, forumID, alice.ID)
+	m := h.srv.PostUser(post, alice, "<@"+h.srv.Bot.ID+"> help with this post", "")
+	h.srv.DispatchMessage(m, true)
+	in := next(t, got)
+	if in.Conv.Channel != forumID || in.Conv.Thread != post || !in.Mentioned || in.Bound {
+		t.Fatalf("forum post: %+v", in)
+	}
+
+	ref, err := h.a.Send(ctxT(t), guildConv(), chat.Out{Markdown: "a bot message in the channel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.AddThread(ref.ID, chanID, bob.ID)
+	m2 := h.srv.PostUser(ref.ID, bob, "about your message", "")
+	h.srv.DispatchMessage(m2, false)
+	in = next(t, got)
+	if !in.Bound || in.ReplyTo == nil || in.ReplyTo.ID != ref.ID || in.ReplyTo.Conv != guildConv() || !in.ReplyToBot {
+		t.Fatalf("thread on the bot's message: %+v (reply %+v)", in, in.ReplyTo)
+	}
+}
+
+// After an invalid session the adapter identifies again, each time after a
+// longer wait.
+func TestIdentifyBackoff(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.IdentifyBackoff = 200 * time.Millisecond })
+	h.run(t)
+	for range 3 {
+		n := h.srv.Identifies()
+		h.srv.InvalidateSession()
+		waitFor(t, func() bool { return h.srv.Identifies() > n })
+	}
+	at := h.srv.IdentifyTimes()
+	if len(at) != 4 {
+		t.Fatalf("%d identifies", len(at))
+	}
+	for i := 2; i < len(at); i++ {
+		want := 200 * time.Millisecond << (i - 2)
+		if gap := at[i].Sub(at[i-1]); gap < want {
+			t.Errorf("identify %d came %s after the previous one, want at least %s", i, gap, want)
+		}
+	}
+	if h.srv.Resumes() != 0 {
+		t.Errorf("%d resumes of an invalid session", h.srv.Resumes())
+	}
+}

@@ -282,3 +282,35 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A bucket whose X-RateLimit-Remaining reaches 0 is waited out by sends
+// and refused at once for edits: Discord never answers 429.
+func TestHeaderBudget(t *testing.T) {
+	h := newHarness(t, nil)
+	h.srv.Limits.Messages, h.srv.Limits.MessagesWindow = 3, 1500*time.Millisecond
+	var last chat.MsgRef
+	for i := range 4 {
+		ref, err := h.a.Send(ctxT(t), guildConv(), chat.Out{Markdown: "message " + string(rune('a'+i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ref
+	}
+	for range 2 {
+		if _, err := h.a.Send(ctxT(t), guildConv(), chat.Out{Markdown: "more"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := h.a.Edit(ctxT(t), last, chat.Out{Markdown: "edited"})
+	if err != nil && !errors.Is(err, chat.ErrRateLimited) {
+		t.Fatalf("edit: %v", err)
+	}
+	for _, c := range h.srv.Calls() {
+		if c.Status == 429 {
+			t.Errorf("Discord answered 429 to %s %s", c.Method, c.Route)
+		}
+	}
+	if v := h.srv.Violations(); len(v) > 0 {
+		t.Errorf("violations: %v", v)
+	}
+}

@@ -45,6 +45,7 @@ type gateway struct {
 	ready         chan struct{}
 	tokens        []string // every token sent in IDENTIFY or RESUME
 	pending       []event  // dispatched before any session: sent after the next READY
+	identifyAt    []time.Time
 }
 
 func newGateway(s *Server) *gateway {
@@ -117,6 +118,28 @@ func (s *Server) Drop() {
 	if c != nil {
 		_ = c.UnderlyingConn().Close()
 	}
+}
+
+// InvalidateSession sends op 9 (invalid session, not resumable) and
+// closes the connection: the client must identify again.
+func (s *Server) InvalidateSession() {
+	s.gw.mu.Lock()
+	c := s.gw.conn
+	s.gw.conn = nil
+	s.gw.sessionID = ""
+	s.gw.ready = make(chan struct{})
+	s.gw.mu.Unlock()
+	if c != nil {
+		s.gw.write(c, map[string]any{"op": 9, "d": false})
+		s.gw.closeWith(c, 4009, "Session timed out.")
+	}
+}
+
+// IdentifyTimes returns when each IDENTIFY arrived.
+func (s *Server) IdentifyTimes() []time.Time {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	return append([]time.Time(nil), s.gw.identifyAt...)
 }
 
 // ReplayOnResume makes the next RESUME dispatch the last n events again,
@@ -263,6 +286,7 @@ func (g *gateway) identify(c *websocket.Conn, raw json.RawMessage) bool {
 	_ = json.Unmarshal(raw, &id)
 	g.mu.Lock()
 	g.identifies++
+	g.identifyAt = append(g.identifyAt, time.Now())
 	g.intents = id.Intents
 	g.tokens = append(g.tokens, id.Token)
 	refuse := g.refuseContent && id.Intents&IntentMessageContent != 0
