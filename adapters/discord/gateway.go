@@ -86,6 +86,15 @@ func (a *Adapter) session() gwSession {
 	return a.sess
 }
 
+// lastSeq is the heartbeat's payload: the last sequence number, or null
+// before the first dispatch.
+func (a *Adapter) lastSeq() any {
+	if s := a.session().seq; s > 0 {
+		return s
+	}
+	return nil
+}
+
 func (a *Adapter) setSession(f func(s *gwSession)) {
 	a.sessionMu.Lock()
 	defer a.sessionMu.Unlock()
@@ -166,7 +175,7 @@ func (a *Adapter) heartbeat(ctx context.Context, c *conn, interval time.Duration
 			_ = c.ws.Close()
 			return
 		}
-		if err := c.send(opHeartbeat, a.session().seq); err != nil {
+		if err := c.send(opHeartbeat, a.lastSeq()); err != nil {
 			return
 		}
 	}
@@ -209,7 +218,7 @@ func (a *Adapter) read(ctx context.Context, c *conn, interval time.Duration, ack
 				return out
 			}
 		case opHeartbeat:
-			_ = c.send(opHeartbeat, a.session().seq)
+			_ = c.send(opHeartbeat, a.lastSeq())
 		case opHeartbeatAck:
 			acked.Store(true)
 		case opReconnect:

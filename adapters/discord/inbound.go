@@ -164,9 +164,13 @@ func stripMention(text, me string) string {
 		return text
 	}
 	for _, m := range []string{"<@" + me + ">", "<@!" + me + ">"} {
+		// "hi <@bot> there" → "hi there"; "<@bot> hi" → "hi"; line
+		// breaks and the rest of the text stay as they are.
+		text = strings.ReplaceAll(text, " "+m+" ", " ")
+		text = strings.ReplaceAll(text, m+" ", "")
 		text = strings.ReplaceAll(text, m, "")
 	}
-	return strings.Join(strings.Fields(text), " ")
+	return strings.TrimSpace(text)
 }
 
 // files lists a message's attachments; the file id is the CDN URL.

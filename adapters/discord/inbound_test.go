@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -296,5 +297,30 @@ func TestIdentifyBackoff(t *testing.T) {
 	}
 	if h.srv.Resumes() != 0 {
 		t.Errorf("%d resumes of an invalid session", h.srv.Resumes())
+	}
+}
+
+func TestStripMention(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"<@42> hi", "hi"},
+		{"hi <@42> there", "hi there"},
+		{"<@!42> fix:\n```\ncode  here\n```", "fix:\n```\ncode  here\n```"},
+		{"<@43> not me", "<@43> not me"},
+	} {
+		if got := stripMention(tc.in, "42"); got != tc.want {
+			t.Errorf("stripMention(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCleanRemovesTokens(t *testing.T) {
+	a := &Adapter{cfg: Config{Token: secretOf("bot-token-xyz")}}
+	err := errors.New(`Post "https://discord.com/api/v9/webhooks/123/itok-secret/messages/@original": bot-token-xyz dial tcp; ` +
+		`Post "https://discord.com/api/v9/interactions/5/itok-other/callback": refused`)
+	got := a.clean(err)
+	for _, s := range []string{"bot-token-xyz", "itok-secret", "itok-other"} {
+		if strings.Contains(got, s) {
+			t.Errorf("%q left in %q", s, got)
+		}
 	}
 }

@@ -113,8 +113,8 @@ func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
 		if !out.resumable || out.code == 4007 || out.code == 4009 {
 			a.setSession(func(s *gwSession) { *s = gwSession{} })
 		}
-		if out.code != 0 && out.code < 4000 && !out.ready {
-			url = "" // the gateway URL may be stale
+		if !out.ready {
+			url = "" // the gateway URL may be stale: ask again (the back-off spaces it)
 		}
 		failures++
 		d := backoff(resumeBase, failures, resumeMax)
@@ -187,6 +187,7 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 		}
 		in, ok := a.message(ctx, &m)
 		if !ok {
+			a.seen.forget("m" + m.ID) // nothing was delivered
 			return
 		}
 		if err := sink(ctx, in); err != nil {
