@@ -42,8 +42,13 @@ type Config struct {
 	// downloads; nil: a client with a 30 s timeout.
 	HTTPClient *http.Client
 	// IdentifyBackoff is the first wait between two IDENTIFYs (it doubles
-	// up to 10 min); default 5 s.
+	// with every identify of the last 30 minutes, up to 10 min); default 5 s.
 	IdentifyBackoff time.Duration
+	// StatePath is a file where the gateway session and recent identifies
+	// are kept, so that a restarted process resumes instead of
+	// identifying, and a crash loop still spaces its identifies out; ""
+	// keeps them in memory only.
+	StatePath string
 }
 
 var (
@@ -72,6 +77,8 @@ type Adapter struct {
 	acking    map[string]chan struct{} // interactions whose acknowledgement is in flight here
 	sessionMu sync.Mutex
 	sess      gwSession
+	idents    []time.Time // recent identifies, oldest first
+	state     *stateStore
 }
 
 // editMark remembers a message's last edit, to space edits and skip
@@ -93,7 +100,7 @@ func New(cfg Config) (*Adapter, error) {
 	cfg.Token = secret.New(tok)
 	a := &Adapter{cfg: cfg, limiter: newLimiter(), seen: newRecent(4096),
 		channels: map[string]channelInfo{}, threads: map[string]bool{}, lastEdit: map[string]editMark{},
-		acking: map[string]chan struct{}{}}
+		acking: map[string]chan struct{}{}, state: &stateStore{path: cfg.StatePath}}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {

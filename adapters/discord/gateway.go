@@ -41,7 +41,8 @@ var errIntent = errors.New("discord: Discord refused the MESSAGE_CONTENT intent 
 // gwSession is what a RESUME needs.
 type gwSession struct {
 	id        string
-	seq       int64
+	seq       int64 // the last sequence number received
+	done      int64 // the last one whose event was handled (what a restart resumes from)
 	resumeURL string
 }
 
@@ -55,8 +56,10 @@ type frame struct {
 
 // dispatch is one event for the processor.
 type dispatch struct {
-	t string
-	d json.RawMessage
+	t       string
+	d       json.RawMessage
+	seq     int64
+	session string
 }
 
 // outcome is how one connection ended.
@@ -84,6 +87,26 @@ func (a *Adapter) session() gwSession {
 	a.sessionMu.Lock()
 	defer a.sessionMu.Unlock()
 	return a.sess
+}
+
+// dispatchOf makes a dispatch of a frame, tagged with the session it
+// belongs to.
+func (a *Adapter) dispatchOf(f frame) dispatch {
+	d := dispatch{t: f.T, d: f.D, session: a.session().id}
+	if f.S != nil {
+		d.seq = *f.S
+	}
+	return d
+}
+
+// handled records that a dispatch was handled: a restart resumes after it.
+func (a *Adapter) handled(d dispatch) {
+	a.setSession(func(s *gwSession) {
+		if s.id == d.session && d.seq > s.done {
+			s.done = d.seq
+		}
+	})
+	a.persistSoon()
 }
 
 // lastSeq is the heartbeat's payload: the last sequence number, or null
@@ -212,7 +235,7 @@ func (a *Adapter) read(ctx context.Context, c *conn, interval time.Duration, ack
 				continue
 			}
 			select {
-			case events <- dispatch{t: f.T, d: f.D}:
+			case events <- a.dispatchOf(f):
 			case <-ctx.Done():
 				out.err = ctx.Err()
 				return out
@@ -255,7 +278,8 @@ func (a *Adapter) ready(raw json.RawMessage) {
 		a.log.Warn("discord: unreadable READY", "err", err)
 		return
 	}
-	a.setSession(func(s *gwSession) { s.id, s.resumeURL = r.SessionID, r.ResumeURL })
+	a.setSession(func(s *gwSession) { s.id, s.resumeURL, s.done = r.SessionID, r.ResumeURL, 0 })
+	a.persistNow()
 	a.mu.Lock()
 	a.me = r.User.ID
 	if a.appID == "" {

@@ -18,7 +18,6 @@ const (
 	resumeBase     = time.Second
 	resumeMax      = 60 * time.Second
 	identifyMax    = 10 * time.Minute
-	stableSession  = 5 * time.Minute // a session this old resets the identify back-off
 	eventQueueSize = 256
 )
 
@@ -41,6 +40,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 				continue
 			}
 			a.handle(ctx, ev, sink)
+			a.handled(ev)
 		}
 	}()
 	err := a.loop(ctx, events)
@@ -55,12 +55,18 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	return err
 }
 
-// loop connects again and again: RESUME after a dropped connection,
-// IDENTIFY (spaced by a growing back-off) when the session is gone.
+// loop connects again and again: RESUME after a dropped connection (or a
+// restart within a few minutes, with Config.StatePath), IDENTIFY when the
+// session is gone, spaced by a back-off that grows with every identify of
+// the last 30 minutes, restarts included.
 func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
+	idents := a.restore()
+	a.sessionMu.Lock()
+	a.idents = idents
+	a.sessionMu.Unlock()
+	defer a.persistNow()
 	var url string
-	var failures, identifies int
-	var lastIdentify time.Time
+	var failures int
 	for ctx.Err() == nil {
 		if url == "" {
 			u, err := a.gatewayURL(ctx)
@@ -84,19 +90,14 @@ func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
 			target = sess.resumeURL
 		}
 		if sess.id == "" {
-			if identifies > 0 {
-				gap := backoff(a.cfg.IdentifyBackoff, identifies, identifyMax)
-				if wait := time.Until(lastIdentify.Add(gap)); wait > 0 {
-					a.log.Info("discord: waiting before identifying again", "in", wait.Round(time.Second))
-					if sleep(ctx, wait) != nil {
-						return nil
-					}
+			if wait := a.identifyWait(); wait > 0 {
+				a.log.Info("discord: waiting before identifying again", "in", wait.Round(time.Second))
+				if sleep(ctx, wait) != nil {
+					return nil
 				}
 			}
-			identifies++
-			lastIdentify = time.Now()
+			a.noteIdentify()
 		}
-		start := time.Now()
 		out := a.connect(ctx, target, events)
 		if ctx.Err() != nil {
 			return nil
@@ -106,13 +107,11 @@ func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
 		}
 		if out.ready {
 			failures = 0
-			if time.Since(start) > stableSession {
-				identifies = 0
-			}
 		}
 		if !out.resumable || out.code == 4007 || out.code == 4009 {
 			a.setSession(func(s *gwSession) { *s = gwSession{} })
 		}
+		a.persistNow()
 		if !out.ready {
 			url = "" // the gateway URL may be stale: ask again (the back-off spaces it)
 		}
@@ -124,6 +123,50 @@ func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
 		}
 	}
 	return nil
+}
+
+// identifyWait is how long the next IDENTIFY must wait: the back-off of
+// the identifies of the last 30 minutes, from the last one.
+func (a *Adapter) identifyWait() time.Duration {
+	a.sessionMu.Lock()
+	defer a.sessionMu.Unlock()
+	cut := time.Now().Add(-identifyMemory)
+	n := 0
+	var last time.Time
+	for _, t := range a.idents {
+		if t.After(cut) {
+			n++
+			last = t
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return time.Until(last.Add(backoff(a.cfg.IdentifyBackoff, n, identifyMax)))
+}
+
+// noteIdentify records an IDENTIFY now and saves it.
+func (a *Adapter) noteIdentify() {
+	a.sessionMu.Lock()
+	a.idents = append(a.idents, time.Now())
+	if len(a.idents) > 64 {
+		a.idents = a.idents[len(a.idents)-64:]
+	}
+	a.sessionMu.Unlock()
+	a.persistNow()
+}
+
+// persistNow saves the gateway state at once; persistSoon at most every
+// few seconds (after dispatches).
+func (a *Adapter) persistNow() { a.persistState(true) }
+
+func (a *Adapter) persistSoon() { a.persistState(false) }
+
+func (a *Adapter) persistState(force bool) {
+	a.sessionMu.Lock()
+	idents := append([]time.Time(nil), a.idents...)
+	a.sessionMu.Unlock()
+	a.persist(idents, force)
 }
 
 // closeError turns the close codes that must stop the adapter into errors.

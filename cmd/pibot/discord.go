@@ -21,7 +21,7 @@ func newDiscord(cfg config.Config, log *slog.Logger) (*discord.Adapter, error) {
 		return nil, &config.Error{Key: "adapters.discord.token", Msg: "is empty (the bot token from the developer portal)"}
 	}
 	return discord.New(discord.Config{Token: secret.New(tok), APIURL: d.APIURL, ApplicationID: d.ApplicationID,
-		Guilds: d.Guilds, Command: d.Command, Logger: log})
+		Guilds: d.Guilds, Command: d.Command, Logger: log, StatePath: dataPath(cfg, "discord-gateway.json")})
 }
 
 // discordCmd runs `pibot discord invite`: it prints the OAuth2 URL that

@@ -111,7 +111,7 @@ var rules = []rule{
 	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", telegramSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{slackSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
-	{pkg: "adapters/discord", may: []string{"chat", "internal/secret", discordSDK, websocket},
+	{pkg: "adapters/discord", may: []string{"chat", "internal/atomicfile", "internal/secret", discordSDK, websocket},
 		test:  []string{"chat/adaptertest", "adapters/discord/discordtest"},
 		never: join(modelSDKs, []string{telegramSDK, slackSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter + " (its gateway client speaks the websocket itself)"},

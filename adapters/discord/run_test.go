@@ -1,0 +1,71 @@
+package discord
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// A process that restarts within minutes resumes the saved session
+// instead of identifying; the events it had not handled are replayed.
+func TestRestartResumes(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "discord-gateway.json")
+	h := newHarness(t, func(c *Config) { c.StatePath = state })
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan chat.Inbound, 8)
+	done := make(chan error, 1)
+	go func() {
+		done <- h.a.Run(ctx, func(_ context.Context, in chat.Inbound) error { got <- in; return nil })
+	}()
+	<-h.srv.Ready()
+	m := h.srv.PostUser(dmID, alice, "before the restart", "")
+	h.srv.DispatchMessage(m, false)
+	next(t, got)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Drop()
+	missed := h.srv.PostUser(dmID, alice, "while restarting", "")
+	h.srv.DispatchMessage(missed, false)
+
+	h.a = h.adapter(t, func(c *Config) { c.StatePath = state })
+	got2 := h.run(t)
+	if in := next(t, got2); in.Text != "while restarting" {
+		t.Fatalf("after the restart: %+v", in)
+	}
+	if r, i := h.srv.Resumes(), h.srv.Identifies(); r != 1 || i != 1 {
+		t.Errorf("resumes %d, identifies %d; want 1 and 1", r, i)
+	}
+}
+
+// A crash loop (processes that identify and die at once) still spaces
+// its identifies out: the back-off counts the identifies saved by earlier
+// processes.
+func TestCrashLoopSpacesIdentifies(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "discord-gateway.json")
+	h := newHarness(t, nil)
+	for range 3 {
+		a := h.adapter(t, func(c *Config) { c.StatePath = state; c.IdentifyBackoff = 300 * time.Millisecond })
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		n := h.srv.Identifies()
+		go func() { done <- a.Run(ctx, func(context.Context, chat.Inbound) error { return nil }) }()
+		waitFor(t, func() bool { return h.srv.Identifies() > n })
+		h.srv.InvalidateSession() // the session dies with the "crash"
+		cancel()
+		<-done
+	}
+	at := h.srv.IdentifyTimes()
+	if len(at) != 3 {
+		t.Fatalf("%d identifies", len(at))
+	}
+	for i := 1; i < len(at); i++ {
+		if gap, want := at[i].Sub(at[i-1]), 300*time.Millisecond<<(i-1); gap < want {
+			t.Errorf("identify %d came %s after the previous one, want at least %s", i, gap, want)
+		}
+	}
+}
