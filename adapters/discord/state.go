@@ -95,7 +95,9 @@ func (s *stateStore) save(st savedState, force bool) error {
 func (a *Adapter) restore() []time.Time {
 	st := a.state.load()
 	if st.SessionID != "" && time.Since(st.SavedAt) < resumeWindow {
-		a.setSession(func(s *gwSession) { *s = gwSession{id: st.SessionID, seq: st.Seq, done: st.Seq, resumeURL: st.ResumeURL} })
+		a.setSession(func(s *gwSession) {
+			*s = gwSession{id: st.SessionID, seq: st.Seq, done: st.Seq, resumeURL: st.ResumeURL}
+		})
 		a.log.Info("discord: resuming the saved gateway session")
 	}
 	cut := time.Now().Add(-identifyMemory)
