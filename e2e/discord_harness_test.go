@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,8 @@ func (dw *dworld) start() {
 	t := dw.t
 	t.Helper()
 	deps, inbox := localDeps(t, dw.dir, dw.policy)
-	ad, err := discord.New(discord.Config{Token: secret.New(dToken), APIURL: dw.dsrv.URL, Guilds: []string{dGuild}, Logger: dw.log})
+	ad, err := discord.New(discord.Config{Token: secret.New(dToken), APIURL: dw.dsrv.URL, Guilds: []string{dGuild}, Logger: dw.log,
+		StatePath: filepath.Join(dw.dir, "discord-gateway.json")})
 	if err != nil {
 		t.Fatal(err)
 	}

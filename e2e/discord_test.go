@@ -281,3 +281,29 @@ func TestDiscordLongAnswerSplit(t *testing.T) {
 		t.Errorf("%d messages for 5,000 characters", n)
 	}
 }
+
+// pibot restarts: the new process resumes the Discord session (no new
+// identify), gets what was said meanwhile, and answers nothing twice.
+func TestDiscordRestartResumes(t *testing.T) {
+	t.Parallel()
+	dw := newDiscordWorld(t, []faux.Turn{faux.Text("first answer"), faux.Text("second answer")})
+	dw.say(dDM, dOwner, "hello", false, "")
+	dw.waitText(dDM, dOwner.ID, "first answer")
+	dw.stop()
+	dw.dsrv.Drop()
+	dw.say(dDM, dOwner, "said while pibot restarted", false, "")
+	// As after a crash whose last sequence number was not saved: Discord
+	// replays events the old process had handled.
+	dw.dsrv.ReplayOnResume(4)
+	dw.start()
+	dw.waitText(dDM, dOwner.ID, "second answer")
+	dw.never("a third run", 500*time.Millisecond, func() bool { return dw.model.Calls() > 2 })
+	if r, i := dw.dsrv.Resumes(), dw.dsrv.Identifies(); r != 1 || i != 1 {
+		t.Errorf("resumes %d, identifies %d; want 1 and 1", r, i)
+	}
+	reqs := dw.model.Requests()
+	want := []string{"user:hello", "assistant:first answer", "user:said while pibot restarted"}
+	if got := requestTexts(reqs[len(reqs)-1]); !slices.Equal(got, want) {
+		t.Errorf("request after the restart = %q, want %q", got, want)
+	}
+}

@@ -46,6 +46,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	err := a.loop(ctx, events)
 	close(events)
 	wg.Wait()
+	a.persistNow() // after the last event was handled: a restart resumes from there
 	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.refusedErr() != nil {
 		return a.refuse(err)
 	}
@@ -64,7 +65,6 @@ func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
 	a.sessionMu.Lock()
 	a.idents = idents
 	a.sessionMu.Unlock()
-	defer a.persistNow()
 	var url string
 	var failures int
 	for ctx.Err() == nil {
