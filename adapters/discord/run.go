@@ -251,8 +251,41 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 			return
 		}
 		done := a.startAck(ix.ID)
-		err := sink(ctx, in)
-		a.acknowledge(ctx, &ix, in, err)
+		a.takeInteraction(ctx, &ix, in, sink)
 		done()
+	}
+}
+
+// ackBy is how long the sink may take before an interaction is
+// acknowledged anyway: Discord fails an interaction not answered within
+// 3 s.
+const ackBy = 2 * time.Second
+
+// takeInteraction hands an interaction to sink and acknowledges it once
+// sink returned, or after ackBy if sink is slow; a sink that then fails
+// is reported to the user through the interaction, only to them.
+func (a *Adapter) takeInteraction(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sink chat.Sink) {
+	res := make(chan error, 1)
+	go func() { res <- sink(ctx, in) }() // owned: both paths below wait for it
+	t := time.NewTimer(ackBy)
+	defer t.Stop()
+	select {
+	case err := <-res:
+		a.acknowledge(ctx, ix, in, err)
+		return
+	case <-t.C:
+	}
+	a.log.Warn("discord: the interaction is taking long to store; acknowledging it now", "id", ix.ID)
+	a.acknowledge(ctx, ix, in, nil)
+	if err := <-res; err != nil {
+		a.log.Warn("discord: interaction not taken", "id", ix.ID, "err", err)
+		app := ix.AppID
+		if app == "" {
+			app = a.applicationID()
+		}
+		if _, ferr := a.followUp(ctx, in.Conv, tokenHandle{app: app, token: ix.Token},
+			chat.Out{Markdown: "pibot could not take this right now; please try again."}, true); ferr != nil {
+			a.log.Warn("discord: could not tell the user", "err", ferr)
+		}
 	}
 }

@@ -2,10 +2,13 @@ package discord
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/adapters/discord/discordtest"
 	"github.com/pibot/pibot/chat"
 )
 
@@ -67,5 +70,31 @@ func TestCrashLoopSpacesIdentifies(t *testing.T) {
 		if gap, want := at[i].Sub(at[i-1]), 300*time.Millisecond<<(i-1); gap < want {
 			t.Errorf("identify %d came %s after the previous one, want at least %s", i, gap, want)
 		}
+	}
+}
+
+// A sink slower than 2 s does not make Discord fail the interaction: it
+// is acknowledged in time, and a failure after that is told to the user
+// alone.
+func TestSlowSinkStillAcknowledged(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- h.a.Run(ctx, func(ctx context.Context, in chat.Inbound) error {
+			time.Sleep(2500 * time.Millisecond)
+			return errors.New("disk full")
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	<-h.srv.Ready()
+	h.srv.Command(chanID, alice, "pi", discordtest.Option{Name: "stop", Type: 1})
+	waitFor(t, func() bool { return len(h.srv.Callbacks()) == 1 })
+	if cb := h.srv.Callbacks()[0]; cb.Type != discordtest.CallbackDeferred {
+		t.Fatalf("callback type %d", cb.Type)
+	}
+	waitFor(t, func() bool { return strings.Contains(h.srv.Transcript(chanID, alice.ID), "could not take this") })
+	if strings.Contains(h.srv.Transcript(chanID, bob.ID), "could not take this") {
+		t.Error("others see the failure notice")
 	}
 }
