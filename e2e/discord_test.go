@@ -307,3 +307,29 @@ func TestDiscordRestartResumes(t *testing.T) {
 		t.Errorf("request after the restart = %q, want %q", got, want)
 	}
 }
+
+// An attachment reaches the agent as a file in the workspace; one above
+// the size cap is refused with a note, never downloaded.
+func TestDiscordAttachment(t *testing.T) {
+	t.Parallel()
+	dw := newDiscordWorld(t, []faux.Turn{faux.Text("got the file"), faux.Text("too big")})
+	at := dw.dsrv.AddFile("notes.txt", "text/plain", []byte("attached notes\n"))
+	m := dw.dsrv.PostUser(dDM, dOwner, "read this", "")
+	m.Attachments = []discordtest.Attachment{at}
+	dw.dsrv.DispatchMessage(m, false)
+	dw.waitText(dDM, dOwner.ID, "got the file")
+	reqs := dw.model.Requests()
+	if got := strings.Join(requestTexts(reqs[0]), "\n"); !strings.Contains(got, "file received: uploads/") || !strings.Contains(got, "notes.txt") {
+		t.Errorf("request = %q, want the file note", got)
+	}
+	big := at
+	big.Size = 30 << 20
+	m2 := dw.dsrv.PostUser(dDM, dOwner, "and this", "")
+	m2.Attachments = []discordtest.Attachment{big}
+	dw.dsrv.DispatchMessage(m2, false)
+	dw.waitText(dDM, dOwner.ID, "too big")
+	reqs = dw.model.Requests()
+	if got := strings.Join(requestTexts(reqs[len(reqs)-1]), "\n"); !strings.Contains(got, "limit; not downloaded") {
+		t.Errorf("request = %q, want the refusal note", got)
+	}
+}

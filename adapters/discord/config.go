@@ -34,7 +34,7 @@ type Config struct {
 	// Command is the application command's name (adapters.discord.command);
 	// default "pi".
 	Command string
-	// MaxDownload caps an inbound attachment; default 25 MiB.
+	// MaxDownload caps an inbound attachment; default 20 MiB (the gateway takes no more).
 	MaxDownload int64
 	// Logger receives the adapter's logs; nil discards them.
 	Logger *slog.Logger
@@ -123,7 +123,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, fmt.Errorf("discord: adapters.discord.command %q must be 1-32 characters of a-z, 0-9, _ and -", a.cfg.Command)
 	}
 	if a.cfg.MaxDownload <= 0 {
-		a.cfg.MaxDownload = 25 << 20
+		a.cfg.MaxDownload = 20 << 20
 	}
 	if a.cfg.IdentifyBackoff <= 0 {
 		a.cfg.IdentifyBackoff = 5 * time.Second
