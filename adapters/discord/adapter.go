@@ -152,8 +152,8 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 			ms.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo.ID, ChannelID: ch, FailIfNotExists: &fail}
 		}
 		var msg *discordgo.Message
-		err = a.do(ctx, modeSend, chanRoute(ch, "messages"), "send", func(opts ...discordgo.RequestOption) (err error) {
-			msg, err = a.s.ChannelMessageSendComplex(ch, ms, opts...)
+		err = a.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "send", func(opts ...discordgo.RequestOption) (err error) {
+			msg, err = a.rest.s.ChannelMessageSendComplex(ch, ms, opts...)
 			return err
 		})
 		if err != nil {
@@ -253,8 +253,8 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	}
 	me := &discordgo.MessageEdit{ID: id, Channel: ch, Content: &content, Components: &comps,
 		AllowedMentions: noMentions(), Flags: discordgo.MessageFlagsSuppressEmbeds}
-	err = a.do(ctx, modeLive, chanRoute(ch, "messages"), "edit", func(opts ...discordgo.RequestOption) error {
-		_, err := a.s.ChannelMessageEditComplex(me, opts...)
+	err = a.rest.do(ctx, modeLive, chanRoute(ch, "messages"), "edit", func(opts ...discordgo.RequestOption) error {
+		_, err := a.rest.s.ChannelMessageEditComplex(me, opts...)
 		return err
 	})
 	if err == nil {
@@ -273,8 +273,8 @@ func (a *Adapter) Delete(ctx context.Context, ref chat.MsgRef) error {
 	if err != nil {
 		return err
 	}
-	return a.do(ctx, modeSend, chanRoute(ch, "messages"), "delete", func(opts ...discordgo.RequestOption) error {
-		return a.s.ChannelMessageDelete(ch, id, opts...)
+	return a.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "delete", func(opts ...discordgo.RequestOption) error {
+		return a.rest.s.ChannelMessageDelete(ch, id, opts...)
 	})
 }
 
@@ -288,8 +288,8 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	if err != nil {
 		return err
 	}
-	return a.do(ctx, modeLive, chanRoute(ch, "typing"), "typing", func(opts ...discordgo.RequestOption) error {
-		return a.s.ChannelTyping(ch, opts...)
+	return a.rest.do(ctx, modeLive, chanRoute(ch, "typing"), "typing", func(opts ...discordgo.RequestOption) error {
+		return a.rest.s.ChannelTyping(ch, opts...)
 	})
 }
 
@@ -306,7 +306,7 @@ func (a *Adapter) React(ctx context.Context, ref chat.MsgRef, emoji string) erro
 	if emoji == "" || strings.ContainsAny(emoji, "/?#") {
 		return fmt.Errorf("discord: react: %q is not an emoji", emoji)
 	}
-	return a.do(ctx, modeSend, chanRoute(ch, "reactions"), "react", func(opts ...discordgo.RequestOption) error {
-		return a.s.MessageReactionAdd(ch, id, url.PathEscape(emoji), opts...)
+	return a.rest.do(ctx, modeSend, chanRoute(ch, "reactions"), "react", func(opts ...discordgo.RequestOption) error {
+		return a.rest.s.MessageReactionAdd(ch, id, url.PathEscape(emoji), opts...)
 	})
 }

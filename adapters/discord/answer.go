@@ -80,8 +80,8 @@ func (a *Adapter) acknowledge(ctx context.Context, ix *discordgo.Interaction, in
 			}
 		}
 	}
-	err := a.do(ctx, modeAck, "interactions/"+ix.ID, "acknowledge interaction", func(opts ...discordgo.RequestOption) error {
-		return a.s.InteractionRespond(ix, resp, opts...)
+	err := a.rest.do(ctx, modeAck, "interactions/"+ix.ID, "acknowledge interaction", func(opts ...discordgo.RequestOption) error {
+		return a.rest.s.InteractionRespond(ix, resp, opts...)
 	})
 	if err != nil {
 		a.log.Warn("discord: interaction acknowledgement failed", "id", ix.ID, "err", err)
@@ -296,8 +296,8 @@ func (a *Adapter) editButtons(ctx context.Context, ref chat.MsgRef, rows [][]cha
 		comps = []discordgo.MessageComponent{}
 	}
 	me := &discordgo.MessageEdit{ID: id, Channel: ch, Components: &comps}
-	return a.do(ctx, modeSend, chanRoute(ch, "messages"), "edit buttons", func(opts ...discordgo.RequestOption) error {
-		_, err := a.s.ChannelMessageEditComplex(me, opts...)
+	return a.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "edit buttons", func(opts ...discordgo.RequestOption) error {
+		_, err := a.rest.s.ChannelMessageEditComplex(me, opts...)
 		return err
 	})
 }
@@ -324,8 +324,8 @@ func (a *Adapter) followUp(ctx context.Context, conv chat.ConvRef, th tokenHandl
 			p.Components = comps
 		}
 		var msg *discordgo.Message
-		err = a.do(ctx, modeSend, th.route(), "follow-up", func(opts ...discordgo.RequestOption) (err error) {
-			msg, err = a.s.FollowupMessageCreate(dix, true, p, opts...)
+		err = a.rest.do(ctx, modeSend, th.route(), "follow-up", func(opts ...discordgo.RequestOption) (err error) {
+			msg, err = a.rest.s.FollowupMessageCreate(dix, true, p, opts...)
 			return err
 		})
 		if err != nil {
@@ -345,16 +345,16 @@ func (a *Adapter) webhookEdit(ctx context.Context, th tokenHandle, id string, e 
 
 func (a *Adapter) webhookEditMsg(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) (*discordgo.Message, error) {
 	var msg *discordgo.Message
-	err := a.do(ctx, modeSend, th.route(), "edit through the interaction", func(opts ...discordgo.RequestOption) (err error) {
-		msg, err = a.s.WebhookMessageEdit(th.app, th.token, id, e, opts...)
+	err := a.rest.do(ctx, modeSend, th.route(), "edit through the interaction", func(opts ...discordgo.RequestOption) (err error) {
+		msg, err = a.rest.s.WebhookMessageEdit(th.app, th.token, id, e, opts...)
 		return err
 	})
 	return msg, err
 }
 
 func (a *Adapter) webhookDelete(ctx context.Context, th tokenHandle, id string) error {
-	return a.do(ctx, modeSend, th.route(), "delete through the interaction", func(opts ...discordgo.RequestOption) error {
-		return a.s.WebhookMessageDelete(th.app, th.token, id, opts...)
+	return a.rest.do(ctx, modeSend, th.route(), "delete through the interaction", func(opts ...discordgo.RequestOption) error {
+		return a.rest.s.WebhookMessageDelete(th.app, th.token, id, opts...)
 	})
 }
 
@@ -365,8 +365,8 @@ func (a *Adapter) application(ctx context.Context) (string, error) {
 		return id, nil
 	}
 	var app discordgo.Application
-	err := a.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
-		body, err := a.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
+	err := a.rest.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
+		body, err := a.rest.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
 		if err != nil {
 			return err
 		}

@@ -50,12 +50,12 @@ const (
 
 // do runs one REST call on route under the rate windows with bounded
 // retries, and returns an error with every secret removed.
-func (a *Adapter) do(ctx context.Context, m mode, route, op string, fn func(opts ...discordgo.RequestOption) error) error {
+func (r *restClient) do(ctx context.Context, m mode, route, op string, fn func(opts ...discordgo.RequestOption) error) error {
 	for attempt := 1; ; attempt++ {
-		if err := a.refusedErr(); err != nil {
+		if err := r.refusedErr(); err != nil {
 			return err
 		}
-		if d := a.limiter.wait(route); d > 0 {
+		if d := r.limiter.wait(route); d > 0 {
 			if (m == modeLive && d > liveMaxWait) || m == modeAck || d > maxPauseWait {
 				return fmt.Errorf("discord: %s: %w", op, &chat.RateLimitError{RetryAfter: d, Scope: "chat"})
 			}
@@ -86,13 +86,13 @@ func (a *Adapter) do(ctx context.Context, m mode, route, op string, fn func(opts
 		if temporary(err) && ctx.Err() == nil && (m == modeSend || (m == modeAck && attempt < 2)) && attempt < maxAttempts {
 			d := retryBase << (attempt - 1)
 			d += time.Duration(rand.Int64N(int64(d)/5 + 1))
-			a.log.Warn("discord: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", a.clean(err))
+			r.log.Warn("discord: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", r.clean(err))
 			if serr := sleep(ctx, d); serr != nil {
 				return fmt.Errorf("discord: %s: %w", op, serr)
 			}
 			continue
 		}
-		return a.wrap(op, err)
+		return r.wrap(op, err)
 	}
 }
 
@@ -133,7 +133,7 @@ func restCode(err error) (code, status int) {
 	return code, status
 }
 
-func (a *Adapter) wrap(op string, err error) error {
+func (r *restClient) wrap(op string, err error) error {
 	e := &apiError{op: op}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil {
@@ -143,7 +143,7 @@ func (a *Adapter) wrap(op string, err error) error {
 			e.msg += fmt.Sprintf(": %s (code %d)", re.Message.Message, re.Message.Code)
 		}
 	} else {
-		e.msg = a.clean(err)
+		e.msg = r.clean(err)
 	}
 	code, status := restCode(err)
 	switch {
@@ -162,9 +162,9 @@ func (a *Adapter) wrap(op string, err error) error {
 
 // clean returns err's text without the bot token or interaction tokens
 // (which appear in webhook URLs).
-func (a *Adapter) clean(err error) string {
+func (r *restClient) clean(err error) string {
 	s := err.Error()
-	if tok := a.cfg.Token.Reveal(); tok != "" {
+	if tok := r.token.Reveal(); tok != "" {
 		s = strings.ReplaceAll(s, tok, "REDACTED")
 	}
 	// Interaction tokens sit in /webhooks/<app>/<token> and

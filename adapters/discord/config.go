@@ -60,15 +60,13 @@ var (
 type Adapter struct {
 	cfg     Config
 	log     *slog.Logger
-	s       *discordgo.Session
+	rest    *restClient
 	client  *http.Client // downloads: no Authorization header, no rewrite
 	api     *url.URL     // nil: the real Discord
-	limiter *limiter
 
 	mu        sync.Mutex
 	appID     string
 	me        string // the bot's user id
-	refused   error  // set once the token or an intent was refused: the adapter is stopped
 	seen      *recent
 	channels  map[string]channelInfo
 	threads   map[string]bool // threads the bot opened or joined
@@ -98,7 +96,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, errors.New("discord: adapters.discord.token does not look like a bot token")
 	}
 	cfg.Token = secret.New(tok)
-	a := &Adapter{cfg: cfg, limiter: newLimiter(), seen: newRecent(4096),
+	a := &Adapter{cfg: cfg, seen: newRecent(4096),
 		channels: map[string]channelInfo{}, threads: map[string]bool{}, lastEdit: map[string]editMark{},
 		acking: map[string]chan struct{}{}, state: &stateStore{path: cfg.StatePath}}
 	if cfg.APIURL != "" {
@@ -144,19 +142,20 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	plain := *base
 	a.client = &plain
-	rest := *base
-	rest.Transport = &transport{a: a, base: rt}
+	a.rest = &restClient{log: a.log, token: cfg.Token, api: a.api, limiter: newLimiter()}
+	hc := *base
+	hc.Transport = &transport{r: a.rest, base: rt}
 	s, err := discordgo.New("Bot " + tok)
 	if err != nil {
 		return nil, errors.New("discord: new client failed")
 	}
-	s.Client = &rest
+	s.Client = &hc
 	s.ShouldRetryOnRateLimit = false // a 429 is returned, never slept on without bound
 	s.MaxRestRetries = 0             // 5xx retries are this adapter's, bounded
 	s.LogLevel = -1                  // discordgo's own log stays silent (its debug level prints secrets)
 	s.Debug = false
 	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
-	a.s = s
+	a.rest.s = s
 	return a, nil
 }
 
@@ -169,31 +168,41 @@ func (a *Adapter) applicationID() string {
 
 // Health returns nil while the adapter can work, or why it stopped (a
 // refused token, a refused intent).
-func (a *Adapter) Health() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.refused
+func (a *Adapter) Health() error { return a.rest.refusedErr() }
+
+// restClient makes REST calls: discordgo's session, Discord's rate windows,
+// bounded retries, errors without secrets, and the stop after a refusal.
+type restClient struct {
+	s       *discordgo.Session
+	log     *slog.Logger
+	token   secret.Secret
+	api     *url.URL // nil: the real Discord
+	limiter *limiter
+
+	mu      sync.Mutex
+	refused error // set once the token or an intent was refused: the adapter is stopped
+	told    bool  // the refusal was logged
 }
 
 // refuse stops the adapter for good with err and logs it once.
-func (a *Adapter) refuse(err error) error {
-	a.mu.Lock()
-	if a.refused == nil {
-		a.refused = err
+func (r *restClient) refuse(err error) error {
+	r.mu.Lock()
+	if r.refused == nil {
+		r.refused = err
 	}
-	err = a.refused
-	first := !a.told
-	a.told = true
-	a.mu.Unlock()
+	err = r.refused
+	first := !r.told
+	r.told = true
+	r.mu.Unlock()
 	if first {
-		a.log.Error("discord: adapter stopped; pibot and its other adapters keep running", "cause", err.Error())
+		r.log.Error("discord: adapter stopped; pibot and its other adapters keep running", "cause", err.Error())
 	}
 	return err
 }
 
 // refusedErr returns the refusal, if any.
-func (a *Adapter) refusedErr() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.refused
+func (r *restClient) refusedErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.refused
 }

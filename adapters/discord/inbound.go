@@ -34,8 +34,8 @@ func (a *Adapter) channel(ctx context.Context, id string) (channelInfo, error) {
 		return ci, nil
 	}
 	var c *discordgo.Channel
-	err := a.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
-		c, err = a.s.Channel(id, opts...)
+	err := a.rest.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
+		c, err = a.rest.s.Channel(id, opts...)
 		return err
 	})
 	if err != nil {
@@ -58,8 +58,8 @@ func (a *Adapter) channel(ctx context.Context, id string) (channelInfo, error) {
 // a thread started on it has the same id.
 func (a *Adapter) botStarter(ctx context.Context, parent, id, me string) bool {
 	var m *discordgo.Message
-	err := a.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
-		m, err = a.s.ChannelMessage(parent, id, opts...)
+	err := a.rest.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
+		m, err = a.rest.s.ChannelMessage(parent, id, opts...)
 		return err
 	})
 	return err == nil && m != nil && m.Author != nil && m.Author.ID == me

@@ -27,7 +27,7 @@ const (
 // for it. A refused token (401, 4004) or intent (4014) ends Run with an
 // error after one log line: the adapter stops, pibot keeps running.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
-	if err := a.refusedErr(); err != nil {
+	if err := a.rest.refusedErr(); err != nil {
 		return err
 	}
 	events := make(chan dispatch, eventQueueSize)
@@ -47,8 +47,8 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	close(events)
 	wg.Wait()
 	a.persistNow() // after the last event was handled: a restart resumes from there
-	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.refusedErr() != nil {
-		return a.refuse(err)
+	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.rest.refusedErr() != nil {
+		return a.rest.refuse(err)
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -76,7 +76,7 @@ func (a *Adapter) loop(ctx context.Context, events chan<- dispatch) error {
 				}
 				failures++
 				d := backoff(resumeBase, failures, resumeMax)
-				a.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", a.clean(err))
+				a.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", a.rest.clean(err))
 				if sleep(ctx, d) != nil {
 					return nil
 				}
@@ -195,8 +195,8 @@ func backoff(base time.Duration, n int, limit time.Duration) time.Duration {
 // daily session-start budget is spent.
 func (a *Adapter) gatewayURL(ctx context.Context) (string, error) {
 	var g *discordgo.GatewayBotResponse
-	err := a.do(ctx, modeSend, "gateway/bot", "gateway", func(opts ...discordgo.RequestOption) (err error) {
-		g, err = a.s.GatewayBot(opts...)
+	err := a.rest.do(ctx, modeSend, "gateway/bot", "gateway", func(opts ...discordgo.RequestOption) (err error) {
+		g, err = a.rest.s.GatewayBot(opts...)
 		return err
 	})
 	if err != nil {

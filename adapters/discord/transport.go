@@ -24,7 +24,7 @@ var ErrTokenRefused = errors.New("discord: invalid token: Discord refused the bo
 // when global) for the time Discord asks, read from the body's retry_after
 // or the Retry-After header.
 type transport struct {
-	a    *Adapter
+	r    *restClient
 	base http.RoundTripper
 }
 
@@ -80,7 +80,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			_ = r.Body.Close()
 		}
 	}
-	if err := t.a.refusedErr(); err != nil {
+	if err := t.r.refusedErr(); err != nil {
 		closeBody()
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.URL.Path = "/api/v10/" + strings.TrimPrefix(r.URL.Path, "/api/v9/")
 		r.URL.RawPath = ""
 	}
-	if u := t.a.api; u != nil && (r.URL.Host == "discord.com" || r.URL.Host == "discordapp.com") {
+	if u := t.r.api; u != nil && (r.URL.Host == "discord.com" || r.URL.Host == "discordapp.com") {
 		r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
 	}
 	resp, err := t.base.RoundTrip(r)
@@ -101,18 +101,18 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized && !strings.Contains(r.URL.Path, "/webhooks/") && !strings.Contains(r.URL.Path, "/interactions/"):
 		drain(resp)
-		return nil, t.a.refuse(fmt.Errorf("HTTP 401 Unauthorized on %s %s: %w", r.Method, route, ErrTokenRefused))
+		return nil, t.r.refuse(fmt.Errorf("HTTP 401 Unauthorized on %s %s: %w", r.Method, route, ErrTokenRefused))
 	case resp.StatusCode == http.StatusTooManyRequests:
 		rl := parse429(resp, route)
 		drain(resp)
-		t.a.limiter.pause(route, rl.global, rl.retryAfter)
-		t.a.log.Warn("discord: 429 Too Many Requests; the route waits", "route", route, "global", rl.global, "retry_after", rl.retryAfter)
+		t.r.limiter.pause(route, rl.global, rl.retryAfter)
+		t.r.log.Warn("discord: 429 Too Many Requests; the route waits", "route", route, "global", rl.global, "retry_after", rl.retryAfter)
 		return nil, rl
 	case resp.StatusCode >= 500:
 		drain(resp)
 		return nil, &serverError{status: resp.StatusCode}
 	}
-	t.a.limiter.observe(route, resp.Header)
+	t.r.limiter.observe(route, resp.Header)
 	return resp, nil
 }
 
