@@ -58,25 +58,22 @@ var (
 
 // Adapter connects pibot to one Discord bot. Create it with New.
 type Adapter struct {
-	cfg     Config
-	log     *slog.Logger
-	rest    *restClient
-	client  *http.Client // downloads: no Authorization header, no rewrite
-	api     *url.URL     // nil: the real Discord
+	cfg    Config
+	log    *slog.Logger
+	rest   *restClient
+	client *http.Client // downloads: no Authorization header, no rewrite
+	api    *url.URL     // nil: the real Discord
 
-	mu        sync.Mutex
-	appID     string
-	me        string // the bot's user id
-	seen      *recent
-	channels  map[string]channelInfo
-	threads   map[string]bool // threads the bot opened or joined
-	lastEdit  map[string]editMark
-	told      bool                     // the refusal was logged
-	acking    map[string]chan struct{} // interactions whose acknowledgement is in flight here
-	sessionMu sync.Mutex
-	sess      gwSession
-	idents    []time.Time // recent identifies, oldest first
-	state     *stateStore
+	mu       sync.Mutex
+	appID    string
+	me       string // the bot's user id
+	seen     *recent
+	channels map[string]channelInfo
+	threads  map[string]bool // threads the bot opened or joined
+	lastEdit map[string]editMark
+	told     bool                     // the refusal was logged
+	acking   map[string]chan struct{} // interactions whose acknowledgement is in flight here
+	gw       *gatewayClient
 }
 
 // editMark remembers a message's last edit, to space edits and skip
@@ -98,7 +95,7 @@ func New(cfg Config) (*Adapter, error) {
 	cfg.Token = secret.New(tok)
 	a := &Adapter{cfg: cfg, seen: newRecent(4096),
 		channels: map[string]channelInfo{}, threads: map[string]bool{}, lastEdit: map[string]editMark{},
-		acking: map[string]chan struct{}{}, state: &stateStore{path: cfg.StatePath}}
+		acking: map[string]chan struct{}{}}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
@@ -156,7 +153,20 @@ func New(cfg Config) (*Adapter, error) {
 	s.Debug = false
 	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
 	a.rest.s = s
+	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token, identifyBase: a.cfg.IdentifyBackoff,
+		store: &stateStore{path: cfg.StatePath}, onReady: a.learn}
 	return a, nil
+}
+
+// learn records the bot's user id and, unless configured, the
+// application id (from READY).
+func (a *Adapter) learn(user, app string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.me = user
+	if a.appID == "" {
+		a.appID = app
+	}
 }
 
 // applicationID returns the application id if known.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/pibot/pibot/internal/secret"
 )
 
 // Gateway intents pibot identifies with: GUILD_MESSAGES, DIRECT_MESSAGES
@@ -37,6 +40,23 @@ const (
 // errIntent is the refusal of the MESSAGE_CONTENT intent (close code 4014).
 var errIntent = errors.New("discord: Discord refused the MESSAGE_CONTENT intent (gateway close code 4014): switch on " +
 	"\"MESSAGE CONTENT INTENT\" under Privileged Gateway Intents on the Bot page of your application in the Discord developer portal, then restart pibot")
+
+// gatewayClient is the gateway websocket client: one connection at a
+// time, the session a RESUME needs, and the identifies that set the
+// back-off, kept in a stateStore across restarts.
+type gatewayClient struct {
+	rest         *restClient // gateway discovery
+	log          *slog.Logger
+	token        secret.Secret
+	identifyBase time.Duration
+	store        *stateStore
+	// onReady learns the bot's user id and the application id from READY.
+	onReady func(user, app string)
+
+	mu     sync.Mutex
+	sess   gwSession
+	idents []time.Time // recent identifies, oldest first
+}
 
 // gwSession is what a RESUME needs.
 type gwSession struct {
@@ -83,16 +103,16 @@ func (c *conn) send(op int, d any) error {
 	return c.ws.WriteJSON(map[string]any{"op": op, "d": d})
 }
 
-func (a *Adapter) session() gwSession {
-	a.sessionMu.Lock()
-	defer a.sessionMu.Unlock()
-	return a.sess
+func (g *gatewayClient) session() gwSession {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sess
 }
 
 // dispatchOf makes a dispatch of a frame, tagged with the session it
 // belongs to.
-func (a *Adapter) dispatchOf(f frame) dispatch {
-	d := dispatch{t: f.T, d: f.D, session: a.session().id}
+func (g *gatewayClient) dispatchOf(f frame) dispatch {
+	d := dispatch{t: f.T, d: f.D, session: g.session().id}
 	if f.S != nil {
 		d.seq = *f.S
 	}
@@ -100,34 +120,34 @@ func (a *Adapter) dispatchOf(f frame) dispatch {
 }
 
 // handled records that a dispatch was handled: a restart resumes after it.
-func (a *Adapter) handled(d dispatch) {
-	a.setSession(func(s *gwSession) {
+func (g *gatewayClient) handled(d dispatch) {
+	g.setSession(func(s *gwSession) {
 		if s.id == d.session && d.seq > s.done {
 			s.done = d.seq
 		}
 	})
-	a.persistSoon()
+	g.persist(false)
 }
 
 // lastSeq is the heartbeat's payload: the last sequence number, or null
 // before the first dispatch.
-func (a *Adapter) lastSeq() any {
-	if s := a.session().seq; s > 0 {
+func (g *gatewayClient) lastSeq() any {
+	if s := g.session().seq; s > 0 {
 		return s
 	}
 	return nil
 }
 
-func (a *Adapter) setSession(f func(s *gwSession)) {
-	a.sessionMu.Lock()
-	defer a.sessionMu.Unlock()
-	f(&a.sess)
+func (g *gatewayClient) setSession(f func(s *gwSession)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f(&g.sess)
 }
 
 // connect runs one gateway connection until it ends: hello, IDENTIFY (or
 // RESUME when a session is known), heartbeats, and dispatches handed to
 // events in order.
-func (a *Adapter) connect(ctx context.Context, url string, events chan<- dispatch) outcome {
+func (g *gatewayClient) connect(ctx context.Context, url string, events chan<- dispatch) outcome {
 	d := websocket.Dialer{HandshakeTimeout: 20 * time.Second, Proxy: http.ProxyFromEnvironment}
 	sep := "?"
 	if strings.Contains(url, "?") {
@@ -156,11 +176,11 @@ func (a *Adapter) connect(ctx context.Context, url string, events chan<- dispatc
 	}
 	interval := time.Duration(h.Interval) * time.Millisecond
 
-	sess := a.session()
+	sess := g.session()
 	if sess.id != "" {
-		err = c.send(opResume, map[string]any{"token": a.cfg.Token.Reveal(), "session_id": sess.id, "seq": sess.seq})
+		err = c.send(opResume, map[string]any{"token": g.token.Reveal(), "session_id": sess.id, "seq": sess.seq})
 	} else {
-		err = c.send(opIdentify, map[string]any{"token": a.cfg.Token.Reveal(), "intents": intents,
+		err = c.send(opIdentify, map[string]any{"token": g.token.Reveal(), "intents": intents,
 			"properties": map[string]string{"os": "linux", "browser": "pibot", "device": "pibot"}})
 	}
 	if err != nil {
@@ -174,19 +194,19 @@ func (a *Adapter) connect(ctx context.Context, url string, events chan<- dispatc
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		a.heartbeat(hbCtx, c, interval, &acked)
+		g.heartbeat(hbCtx, c, interval, &acked)
 	}()
 	defer func() {
 		cancel()
 		_ = ws.Close()
 		wg.Wait()
 	}()
-	return a.read(ctx, c, interval, &acked, events)
+	return g.read(ctx, c, interval, &acked, events)
 }
 
 // heartbeat sends op 1 every interval (the first after a random part of
 // it) and closes a connection whose last heartbeat got no ACK (a zombie).
-func (a *Adapter) heartbeat(ctx context.Context, c *conn, interval time.Duration, acked *atomic.Bool) {
+func (g *gatewayClient) heartbeat(ctx context.Context, c *conn, interval time.Duration, acked *atomic.Bool) {
 	wait := time.Duration(rand.Float64() * float64(interval))
 	for {
 		if sleep(ctx, wait) != nil {
@@ -194,18 +214,18 @@ func (a *Adapter) heartbeat(ctx context.Context, c *conn, interval time.Duration
 		}
 		wait = interval
 		if !acked.Swap(false) {
-			a.log.Warn("discord: no heartbeat ACK; reconnecting")
+			g.log.Warn("discord: no heartbeat ACK; reconnecting")
 			_ = c.ws.Close()
 			return
 		}
-		if err := c.send(opHeartbeat, a.lastSeq()); err != nil {
+		if err := c.send(opHeartbeat, g.lastSeq()); err != nil {
 			return
 		}
 	}
 }
 
 // read reads payloads until the connection ends.
-func (a *Adapter) read(ctx context.Context, c *conn, interval time.Duration, acked *atomic.Bool, events chan<- dispatch) outcome {
+func (g *gatewayClient) read(ctx context.Context, c *conn, interval time.Duration, acked *atomic.Bool, events chan<- dispatch) outcome {
 	var out outcome
 	out.resumable = true
 	for {
@@ -222,26 +242,26 @@ func (a *Adapter) read(ctx context.Context, c *conn, interval time.Duration, ack
 		switch f.Op {
 		case opDispatch:
 			if f.S != nil {
-				a.setSession(func(s *gwSession) { s.seq = *f.S })
+				g.setSession(func(s *gwSession) { s.seq = *f.S })
 			}
 			switch f.T {
 			case "READY":
-				a.ready(f.D)
+				g.ready(f.D)
 				out.ready = true
 				continue
 			case "RESUMED":
 				out.ready = true
-				a.log.Info("discord: gateway session resumed")
+				g.log.Info("discord: gateway session resumed")
 				continue
 			}
 			select {
-			case events <- a.dispatchOf(f):
+			case events <- g.dispatchOf(f):
 			case <-ctx.Done():
 				out.err = ctx.Err()
 				return out
 			}
 		case opHeartbeat:
-			_ = c.send(opHeartbeat, a.lastSeq())
+			_ = c.send(opHeartbeat, g.lastSeq())
 		case opHeartbeatAck:
 			acked.Store(true)
 		case opReconnect:
@@ -251,7 +271,7 @@ func (a *Adapter) read(ctx context.Context, c *conn, interval time.Duration, ack
 			var resumable bool
 			_ = json.Unmarshal(f.D, &resumable)
 			if !resumable {
-				a.setSession(func(s *gwSession) { *s = gwSession{} })
+				g.setSession(func(s *gwSession) { *s = gwSession{} })
 			}
 			out.resumable = resumable
 			out.err = errors.New("gateway: invalid session (op 9)")
@@ -262,7 +282,7 @@ func (a *Adapter) read(ctx context.Context, c *conn, interval time.Duration, ack
 
 // ready records READY: the session for RESUME, the bot's id, the
 // application id.
-func (a *Adapter) ready(raw json.RawMessage) {
+func (g *gatewayClient) ready(raw json.RawMessage) {
 	var r struct {
 		SessionID string `json:"session_id"`
 		ResumeURL string `json:"resume_gateway_url"`
@@ -275,16 +295,13 @@ func (a *Adapter) ready(raw json.RawMessage) {
 		} `json:"application"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
-		a.log.Warn("discord: unreadable READY", "err", err)
+		g.log.Warn("discord: unreadable READY", "err", err)
 		return
 	}
-	a.setSession(func(s *gwSession) { s.id, s.resumeURL, s.done = r.SessionID, r.ResumeURL, 0 })
-	a.persistNow()
-	a.mu.Lock()
-	a.me = r.User.ID
-	if a.appID == "" {
-		a.appID = r.Application.ID
+	g.setSession(func(s *gwSession) { s.id, s.resumeURL, s.done = r.SessionID, r.ResumeURL, 0 })
+	g.persist(true)
+	if g.onReady != nil {
+		g.onReady(r.User.ID, r.Application.ID)
 	}
-	a.mu.Unlock()
-	a.log.Info("discord: connected", "bot", r.User.Username, "id", r.User.ID)
+	g.log.Info("discord: connected", "bot", r.User.Username, "id", r.User.ID)
 }

@@ -92,13 +92,13 @@ func (s *stateStore) save(st savedState, force bool) error {
 
 // restore takes a saved session young enough to resume and the recent
 // identifies.
-func (a *Adapter) restore() []time.Time {
-	st := a.state.load()
+func (g *gatewayClient) restore() []time.Time {
+	st := g.store.load()
 	if st.SessionID != "" && time.Since(st.SavedAt) < resumeWindow {
-		a.setSession(func(s *gwSession) {
+		g.setSession(func(s *gwSession) {
 			*s = gwSession{id: st.SessionID, seq: st.Seq, done: st.Seq, resumeURL: st.ResumeURL}
 		})
-		a.log.Info("discord: resuming the saved gateway session")
+		g.log.Info("discord: resuming the saved gateway session")
 	}
 	cut := time.Now().Add(-identifyMemory)
 	var out []time.Time
@@ -110,11 +110,11 @@ func (a *Adapter) restore() []time.Time {
 	return out
 }
 
-// persist writes the session and identifies (force: now).
-func (a *Adapter) persist(identifies []time.Time, force bool) {
-	s := a.session()
-	err := a.state.save(savedState{SessionID: s.id, Seq: s.done, ResumeURL: s.resumeURL, Identifies: identifies}, force)
+// persistWith writes the session and identifies (force: now).
+func (g *gatewayClient) persistWith(identifies []time.Time, force bool) {
+	s := g.session()
+	err := g.store.save(savedState{SessionID: s.id, Seq: s.done, ResumeURL: s.resumeURL, Identifies: identifies}, force)
 	if err != nil {
-		a.log.Warn("discord: cannot save the gateway state", "path", a.state.path, "err", err)
+		g.log.Warn("discord: cannot save the gateway state", "path", g.store.path, "err", err)
 	}
 }
