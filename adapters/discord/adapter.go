@@ -2,7 +2,6 @@ package discord
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/url"
@@ -160,50 +159,9 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 			return ref, err
 		}
 		ref = chat.MsgRef{Conv: conv, ID: msg.ID}
-		a.markEdit(msg.ID, content, comps, false)
+		a.edits.mark(msg.ID, content, comps, false)
 	}
 	return ref, nil
-}
-
-// markEdit records a message's content; edited says it was an edit made
-// now (a new message does not count against the edit spacing).
-func (a *Adapter) markEdit(id, content string, comps []discordgo.MessageComponent, edited bool) {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%v", content, comps))
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.lastEdit) > 4096 {
-		cut := time.Now().Add(-time.Minute)
-		for k, v := range a.lastEdit {
-			if v.at.Before(cut) { // new messages (zero time) go first
-				delete(a.lastEdit, k)
-			}
-		}
-	}
-	m := editMark{hash: string(sum[:])}
-	if edited {
-		m.at = time.Now()
-	}
-	a.lastEdit[id] = m
-}
-
-// editGate says whether an edit of id to content may go now: an edit that
-// changes nothing is skipped (nil, false); one within editInterval of the
-// last is a RateLimitError.
-func (a *Adapter) editGate(id, content string, comps []discordgo.MessageComponent) (bool, error) {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%v", content, comps))
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	last, ok := a.lastEdit[id]
-	if !ok {
-		return true, nil
-	}
-	if last.hash == string(sum[:]) {
-		return false, nil
-	}
-	if d := editInterval - time.Since(last.at); d > 0 {
-		return false, &chat.RateLimitError{RetryAfter: d, Scope: "message"}
-	}
-	return true, nil
 }
 
 // Edit replaces a message's text and buttons (no buttons removes them). A
@@ -235,7 +193,7 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if comps == nil {
 		comps = []discordgo.MessageComponent{}
 	}
-	ok, err := a.editGate(id, content, comps)
+	ok, err := a.edits.gate(id, content, comps)
 	if err != nil {
 		return fmt.Errorf("discord: edit: %w", err)
 	}
@@ -243,10 +201,10 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 		return nil
 	}
 	if h, ok := parseHandle(ref.Handle); ok {
-		err = a.webhookEdit(ctx, h, id, &discordgo.WebhookEdit{Content: &content, Components: &comps, AllowedMentions: noMentions()})
+		err = a.ix.webhookEdit(ctx, h, id, &discordgo.WebhookEdit{Content: &content, Components: &comps, AllowedMentions: noMentions()})
 		if !errors.Is(err, chat.ErrExpired) {
 			if err == nil {
-				a.markEdit(id, content, comps, true)
+				a.edits.mark(id, content, comps, true)
 			}
 			return err
 		}
@@ -258,7 +216,7 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 		return err
 	})
 	if err == nil {
-		a.markEdit(id, content, comps, true)
+		a.edits.mark(id, content, comps, true)
 	}
 	return err
 }

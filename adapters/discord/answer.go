@@ -2,10 +2,11 @@ package discord
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -38,6 +39,28 @@ func parseHandleData(s string) (handleData, error) {
 	return handleData{kind: kind, app: app}, nil
 }
 
+// interactions answers interactions: the acknowledgement within 3 s,
+// answers and follow-ups through the token, the fallback to ordinary
+// messages after the deadline.
+type interactions struct {
+	rest  *restClient
+	edits *editLog
+	log   *slog.Logger
+	// out posts and edits ordinary messages (the late fallback).
+	out chat.Adapter
+	// app returns the application id.
+	app func(ctx context.Context) (string, error)
+
+	mu     sync.Mutex
+	acking map[string]chan struct{} // acknowledgements in flight in this process
+}
+
+// Answer answers an interaction through its token, from any replica (see
+// interactions.answer).
+func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+	return a.ix.answer(ctx, ix, r)
+}
+
 // tokenHandle is a message reachable through an interaction token
 // (chat.MsgRef.Handle): an interaction's answer or follow-up.
 type tokenHandle struct {
@@ -64,10 +87,10 @@ func (h tokenHandle) route() string { return "webhooks/" + h.app + "/" + shortHa
 // interaction: a deferred message for a command (ephemeral for commands
 // that concern only the user), a deferred update for a button. When the
 // sink failed the user is told so, ephemerally.
-func (a *Adapter) acknowledge(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sinkErr error) {
+func (x *interactions) acknowledge(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sinkErr error) {
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 	if sinkErr != nil {
-		a.log.Warn("discord: interaction not taken", "id", ix.ID, "err", sinkErr)
+		x.log.Warn("discord: interaction not taken", "id", ix.ID, "err", sinkErr)
 		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Content: "pibot could not take this right now; please try again.",
 				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}
@@ -80,11 +103,11 @@ func (a *Adapter) acknowledge(ctx context.Context, ix *discordgo.Interaction, in
 			}
 		}
 	}
-	err := a.rest.do(ctx, modeAck, "interactions/"+ix.ID, "acknowledge interaction", func(opts ...discordgo.RequestOption) error {
-		return a.rest.s.InteractionRespond(ix, resp, opts...)
+	err := x.rest.do(ctx, modeAck, "interactions/"+ix.ID, "acknowledge interaction", func(opts ...discordgo.RequestOption) error {
+		return x.rest.s.InteractionRespond(ix, resp, opts...)
 	})
 	if err != nil {
-		a.log.Warn("discord: interaction acknowledgement failed", "id", ix.ID, "err", err)
+		x.log.Warn("discord: interaction acknowledgement failed", "id", ix.ID, "err", err)
 	}
 }
 
@@ -98,7 +121,7 @@ func (a *Adapter) acknowledge(ctx context.Context, ix *discordgo.Interaction, in
 // follow-up, the Reply a follow-up. After the 15-minute deadline (or when
 // Discord no longer knows the token) Replace becomes an ordinary edit and
 // Reply and Toast normal messages in the conversation.
-func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+func (x *interactions) answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	if ix.Platform != platform || !idRE.MatchString(ix.ID) || ix.Token == "" {
 		return chat.MsgRef{}, errors.New("discord: answer: not a Discord interaction")
 	}
@@ -107,16 +130,16 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 		return chat.MsgRef{}, err
 	}
 	if hd.app == "" {
-		if hd.app, err = a.application(ctx); err != nil {
+		if hd.app, err = x.app(ctx); err != nil {
 			return chat.MsgRef{}, err
 		}
 	}
 	th := tokenHandle{app: hd.app, token: ix.Token}
 	if ix.Expired(time.Now()) {
-		return a.answerLate(ctx, ix, r)
+		return x.answerLate(ctx, ix, r)
 	}
-	a.waitAck(ctx, ix.ID)
-	ref, err := a.answerToken(ctx, ix, hd, th, r)
+	x.waitAck(ctx, ix.ID)
+	ref, err := x.answerToken(ctx, ix, hd, th, r)
 	// The answer may overtake the acknowledgement (made by the replica
 	// that received the interaction, within 3 s of it): until then Discord
 	// does not know the token yet.
@@ -124,10 +147,10 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 		if sleep(ctx, 250*time.Millisecond) != nil {
 			break
 		}
-		ref, err = a.answerToken(ctx, ix, hd, th, r)
+		ref, err = x.answerToken(ctx, ix, hd, th, r)
 	}
 	if errors.Is(err, chat.ErrExpired) {
-		return a.answerLate(ctx, ix, r)
+		return x.answerLate(ctx, ix, r)
 	}
 	return ref, err
 }
@@ -138,24 +161,24 @@ const ackGrace = 5 * time.Second
 
 // startAck marks an interaction's acknowledgement as in flight; the
 // returned func marks it done.
-func (a *Adapter) startAck(id string) func() {
+func (x *interactions) startAck(id string) func() {
 	ch := make(chan struct{})
-	a.mu.Lock()
-	a.acking[id] = ch
-	a.mu.Unlock()
+	x.mu.Lock()
+	x.acking[id] = ch
+	x.mu.Unlock()
 	return func() {
-		a.mu.Lock()
-		delete(a.acking, id)
-		a.mu.Unlock()
+		x.mu.Lock()
+		delete(x.acking, id)
+		x.mu.Unlock()
 		close(ch)
 	}
 }
 
 // waitAck waits (up to 3 s) for this process's acknowledgement of id.
-func (a *Adapter) waitAck(ctx context.Context, id string) {
-	a.mu.Lock()
-	ch := a.acking[id]
-	a.mu.Unlock()
+func (x *interactions) waitAck(ctx context.Context, id string) {
+	x.mu.Lock()
+	ch := x.acking[id]
+	x.mu.Unlock()
 	if ch == nil {
 		return
 	}
@@ -168,7 +191,7 @@ func (a *Adapter) waitAck(ctx context.Context, id string) {
 	}
 }
 
-func (a *Adapter) answerToken(ctx context.Context, ix chat.Interaction, hd handleData, th tokenHandle, r chat.Answer) (chat.MsgRef, error) {
+func (x *interactions) answerToken(ctx context.Context, ix chat.Interaction, hd handleData, th tokenHandle, r chat.Answer) (chat.MsgRef, error) {
 	if hd.kind == kindButton {
 		if rp := r.Replace; rp != nil {
 			comps, err := components(rp.Buttons)
@@ -186,19 +209,19 @@ func (a *Adapter) answerToken(ctx context.Context, ix chat.Interaction, hd handl
 				}
 				edit.Content = &content
 			}
-			if err := a.webhookEdit(ctx, th, "@original", edit); err != nil {
+			if err := x.webhookEdit(ctx, th, "@original", edit); err != nil {
 				return chat.MsgRef{}, err
 			}
 		}
 		if r.Toast != "" {
-			if _, err := a.followUp(ctx, ix.Conv, th, chat.Out{Markdown: r.Toast}, true); err != nil {
+			if _, err := x.followUp(ctx, ix.Conv, th, chat.Out{Markdown: r.Toast}, true); err != nil {
 				return chat.MsgRef{}, err
 			}
 		}
 		if r.Reply == nil {
 			return chat.MsgRef{}, nil
 		}
-		return a.followUp(ctx, ix.Conv, th, *r.Reply, r.Reply.Ephemeral != "")
+		return x.followUp(ctx, ix.Conv, th, *r.Reply, r.Reply.Ephemeral != "")
 	}
 	primary, toast := r.Reply, r.Toast
 	if primary == nil && toast != "" {
@@ -208,7 +231,7 @@ func (a *Adapter) answerToken(ctx context.Context, ix chat.Interaction, hd handl
 	switch {
 	case primary == nil:
 		// Nothing to say: the "thinking…" placeholder goes.
-		if err := a.webhookDelete(ctx, th, "@original"); err != nil && !errors.Is(err, chat.ErrNotFound) {
+		if err := x.webhookDelete(ctx, th, "@original"); err != nil && !errors.Is(err, chat.ErrNotFound) {
 			return ref, err
 		}
 	case (primary.Ephemeral != "") == (hd.kind == kindCommandEphemeral) && len(chunks(primary.Markdown)) == 1:
@@ -223,23 +246,23 @@ func (a *Adapter) answerToken(ctx context.Context, ix chat.Interaction, hd handl
 		if comps == nil {
 			comps = []discordgo.MessageComponent{}
 		}
-		msg, err := a.webhookEditMsg(ctx, th, "@original", &discordgo.WebhookEdit{Content: &content, Components: &comps, AllowedMentions: noMentions()})
+		msg, err := x.webhookEditMsg(ctx, th, "@original", &discordgo.WebhookEdit{Content: &content, Components: &comps, AllowedMentions: noMentions()})
 		if err != nil {
 			return ref, err
 		}
 		ref = chat.MsgRef{Conv: ix.Conv, ID: msg.ID, Handle: th.String()}
-		a.markEdit(msg.ID, content, comps, true)
+		x.edits.mark(msg.ID, content, comps, true)
 	default:
 		var err error
-		if ref, err = a.followUp(ctx, ix.Conv, th, *primary, primary.Ephemeral != ""); err != nil {
+		if ref, err = x.followUp(ctx, ix.Conv, th, *primary, primary.Ephemeral != ""); err != nil {
 			return ref, err
 		}
-		if err := a.webhookDelete(ctx, th, "@original"); err != nil && !errors.Is(err, chat.ErrNotFound) {
-			a.log.Debug("discord: deleting the deferred answer failed", "err", err)
+		if err := x.webhookDelete(ctx, th, "@original"); err != nil && !errors.Is(err, chat.ErrNotFound) {
+			x.log.Debug("discord: deleting the deferred answer failed", "err", err)
 		}
 	}
 	if toast != "" {
-		if _, err := a.followUp(ctx, ix.Conv, th, chat.Out{Markdown: toast}, true); err != nil {
+		if _, err := x.followUp(ctx, ix.Conv, th, chat.Out{Markdown: toast}, true); err != nil {
 			return ref, err
 		}
 	}
@@ -247,16 +270,16 @@ func (a *Adapter) answerToken(ctx context.Context, ix chat.Interaction, hd handl
 }
 
 // answerLate delivers an answer without the interaction token.
-func (a *Adapter) answerLate(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+func (x *interactions) answerLate(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	delivered := false
 	if rp := r.Replace; rp != nil && ix.Msg.ID != "" {
 		msg := ix.Msg
 		msg.Handle = ""
 		var err error
 		if rp.Markdown != "" {
-			err = a.Edit(ctx, msg, *rp)
+			err = x.out.Edit(ctx, msg, *rp)
 		} else {
-			err = a.editButtons(ctx, msg, rp.Buttons)
+			err = x.editButtons(ctx, msg, rp.Buttons)
 		}
 		if err != nil {
 			return chat.MsgRef{}, fmt.Errorf("discord: late answer: %w: %w", chat.ErrExpired, err)
@@ -264,13 +287,13 @@ func (a *Adapter) answerLate(ctx context.Context, ix chat.Interaction, r chat.An
 		delivered = true
 	}
 	if r.Toast != "" {
-		if _, err := a.Send(ctx, ix.Conv, chat.Out{Markdown: r.Toast, Silent: true}); err != nil {
+		if _, err := x.out.Send(ctx, ix.Conv, chat.Out{Markdown: r.Toast, Silent: true}); err != nil {
 			return chat.MsgRef{}, err
 		}
 		delivered = true
 	}
 	if r.Reply != nil {
-		return a.Send(ctx, ix.Conv, *r.Reply)
+		return x.out.Send(ctx, ix.Conv, *r.Reply)
 	}
 	if !delivered && r.Replace != nil {
 		return chat.MsgRef{}, fmt.Errorf("discord: late answer: %w", chat.ErrExpired)
@@ -279,7 +302,7 @@ func (a *Adapter) answerLate(ctx context.Context, ix chat.Interaction, r chat.An
 }
 
 // editButtons replaces only the buttons of a bot message.
-func (a *Adapter) editButtons(ctx context.Context, ref chat.MsgRef, rows [][]chat.Button) error {
+func (x *interactions) editButtons(ctx context.Context, ref chat.MsgRef, rows [][]chat.Button) error {
 	ch, err := channelOf(ref.Conv)
 	if err != nil {
 		return err
@@ -296,14 +319,14 @@ func (a *Adapter) editButtons(ctx context.Context, ref chat.MsgRef, rows [][]cha
 		comps = []discordgo.MessageComponent{}
 	}
 	me := &discordgo.MessageEdit{ID: id, Channel: ch, Components: &comps}
-	return a.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "edit buttons", func(opts ...discordgo.RequestOption) error {
-		_, err := a.rest.s.ChannelMessageEditComplex(me, opts...)
+	return x.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "edit buttons", func(opts ...discordgo.RequestOption) error {
+		_, err := x.rest.s.ChannelMessageEditComplex(me, opts...)
 		return err
 	})
 }
 
 // followUp posts m through the interaction token, split like Send.
-func (a *Adapter) followUp(ctx context.Context, conv chat.ConvRef, th tokenHandle, m chat.Out, ephemeral bool) (chat.MsgRef, error) {
+func (x *interactions) followUp(ctx context.Context, conv chat.ConvRef, th tokenHandle, m chat.Out, ephemeral bool) (chat.MsgRef, error) {
 	comps, err := components(m.Buttons)
 	if err != nil {
 		return chat.MsgRef{}, err
@@ -324,62 +347,36 @@ func (a *Adapter) followUp(ctx context.Context, conv chat.ConvRef, th tokenHandl
 			p.Components = comps
 		}
 		var msg *discordgo.Message
-		err = a.rest.do(ctx, modeSend, th.route(), "follow-up", func(opts ...discordgo.RequestOption) (err error) {
-			msg, err = a.rest.s.FollowupMessageCreate(dix, true, p, opts...)
+		err = x.rest.do(ctx, modeSend, th.route(), "follow-up", func(opts ...discordgo.RequestOption) (err error) {
+			msg, err = x.rest.s.FollowupMessageCreate(dix, true, p, opts...)
 			return err
 		})
 		if err != nil {
 			return ref, err
 		}
 		ref = chat.MsgRef{Conv: conv, ID: msg.ID, Handle: th.String()}
-		a.markEdit(msg.ID, content, comps, false)
+		x.edits.mark(msg.ID, content, comps, false)
 	}
 	return ref, nil
 }
 
 // webhookEdit edits a message through an interaction token.
-func (a *Adapter) webhookEdit(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) error {
-	_, err := a.webhookEditMsg(ctx, th, id, e)
+func (x *interactions) webhookEdit(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) error {
+	_, err := x.webhookEditMsg(ctx, th, id, e)
 	return err
 }
 
-func (a *Adapter) webhookEditMsg(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) (*discordgo.Message, error) {
+func (x *interactions) webhookEditMsg(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) (*discordgo.Message, error) {
 	var msg *discordgo.Message
-	err := a.rest.do(ctx, modeSend, th.route(), "edit through the interaction", func(opts ...discordgo.RequestOption) (err error) {
-		msg, err = a.rest.s.WebhookMessageEdit(th.app, th.token, id, e, opts...)
+	err := x.rest.do(ctx, modeSend, th.route(), "edit through the interaction", func(opts ...discordgo.RequestOption) (err error) {
+		msg, err = x.rest.s.WebhookMessageEdit(th.app, th.token, id, e, opts...)
 		return err
 	})
 	return msg, err
 }
 
-func (a *Adapter) webhookDelete(ctx context.Context, th tokenHandle, id string) error {
-	return a.rest.do(ctx, modeSend, th.route(), "delete through the interaction", func(opts ...discordgo.RequestOption) error {
-		return a.rest.s.WebhookMessageDelete(th.app, th.token, id, opts...)
+func (x *interactions) webhookDelete(ctx context.Context, th tokenHandle, id string) error {
+	return x.rest.do(ctx, modeSend, th.route(), "delete through the interaction", func(opts ...discordgo.RequestOption) error {
+		return x.rest.s.WebhookMessageDelete(th.app, th.token, id, opts...)
 	})
-}
-
-// application returns the application id: configured, from READY, or
-// GET /applications/@me.
-func (a *Adapter) application(ctx context.Context) (string, error) {
-	if id := a.applicationID(); id != "" {
-		return id, nil
-	}
-	var app discordgo.Application
-	err := a.rest.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
-		body, err := a.rest.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
-		if err != nil {
-			return err
-		}
-		return json.Unmarshal(body, &app)
-	})
-	if err != nil {
-		return "", err
-	}
-	if !idRE.MatchString(app.ID) {
-		return "", errors.New("discord: GET /applications/@me gave no id")
-	}
-	a.mu.Lock()
-	a.appID = app.ID
-	a.mu.Unlock()
-	return app.ID, nil
 }

@@ -70,17 +70,9 @@ type Adapter struct {
 	seen     *recent
 	channels map[string]channelInfo
 	threads  map[string]bool // threads the bot opened or joined
-	lastEdit map[string]editMark
-	told     bool                     // the refusal was logged
-	acking   map[string]chan struct{} // interactions whose acknowledgement is in flight here
+	edits    *editLog
+	ix       *interactions
 	gw       *gatewayClient
-}
-
-// editMark remembers a message's last edit, to space edits and skip
-// edits that change nothing.
-type editMark struct {
-	at   time.Time
-	hash string
 }
 
 // New validates cfg and builds an adapter. It makes no network call.
@@ -94,8 +86,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	cfg.Token = secret.New(tok)
 	a := &Adapter{cfg: cfg, seen: newRecent(4096),
-		channels: map[string]channelInfo{}, threads: map[string]bool{}, lastEdit: map[string]editMark{},
-		acking: map[string]chan struct{}{}}
+		channels: map[string]channelInfo{}, threads: map[string]bool{}, edits: &editLog{last: map[string]editMark{}}}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
@@ -153,6 +144,7 @@ func New(cfg Config) (*Adapter, error) {
 	s.Debug = false
 	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
 	a.rest.s = s
+	a.ix = &interactions{rest: a.rest, edits: a.edits, log: a.log, out: a, app: a.application, acking: map[string]chan struct{}{}}
 	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token, identifyBase: a.cfg.IdentifyBackoff,
 		store: &stateStore{path: cfg.StatePath}, onReady: a.learn}
 	return a, nil

@@ -81,8 +81,8 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 		if !ok {
 			return
 		}
-		done := a.startAck(ix.ID)
-		a.takeInteraction(ctx, &ix, in, sink)
+		done := a.ix.startAck(ix.ID)
+		a.ix.take(ctx, &ix, in, sink)
 		done()
 	}
 }
@@ -92,31 +92,31 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 // 3 s.
 const ackBy = 2 * time.Second
 
-// takeInteraction hands an interaction to sink and acknowledges it once
+// take hands an interaction to sink and acknowledges it once
 // sink returned, or after ackBy if sink is slow; a sink that then fails
 // is reported to the user through the interaction, only to them.
-func (a *Adapter) takeInteraction(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sink chat.Sink) {
+func (x *interactions) take(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sink chat.Sink) {
 	res := make(chan error, 1)
 	go func() { res <- sink(ctx, in) }() // owned: both paths below wait for it
 	t := time.NewTimer(ackBy)
 	defer t.Stop()
 	select {
 	case err := <-res:
-		a.acknowledge(ctx, ix, in, err)
+		x.acknowledge(ctx, ix, in, err)
 		return
 	case <-t.C:
 	}
-	a.log.Warn("discord: the interaction is taking long to store; acknowledging it now", "id", ix.ID)
-	a.acknowledge(ctx, ix, in, nil)
+	x.log.Warn("discord: the interaction is taking long to store; acknowledging it now", "id", ix.ID)
+	x.acknowledge(ctx, ix, in, nil)
 	if err := <-res; err != nil {
-		a.log.Warn("discord: interaction not taken", "id", ix.ID, "err", err)
+		x.log.Warn("discord: interaction not taken", "id", ix.ID, "err", err)
 		app := ix.AppID
 		if app == "" {
-			app = a.applicationID()
+			app, _ = x.app(ctx)
 		}
-		if _, ferr := a.followUp(ctx, in.Conv, tokenHandle{app: app, token: ix.Token},
+		if _, ferr := x.followUp(ctx, in.Conv, tokenHandle{app: app, token: ix.Token},
 			chat.Out{Markdown: "pibot could not take this right now; please try again."}, true); ferr != nil {
-			a.log.Warn("discord: could not tell the user", "err", ferr)
+			x.log.Warn("discord: could not tell the user", "err", ferr)
 		}
 	}
 }
