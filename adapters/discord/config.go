@@ -64,15 +64,13 @@ type Adapter struct {
 	client *http.Client // downloads: no Authorization header, no rewrite
 	api    *url.URL     // nil: the real Discord
 
-	mu       sync.Mutex
-	appID    string
-	me       string // the bot's user id
-	seen     *recent
-	channels map[string]channelInfo
-	threads  map[string]bool // threads the bot opened or joined
-	edits    *editLog
-	ix       *interactions
-	gw       *gatewayClient
+	mu    sync.Mutex
+	appID string
+	seen  *recent
+	in    *reader
+	edits *editLog
+	ix    *interactions
+	gw    *gatewayClient
 }
 
 // New validates cfg and builds an adapter. It makes no network call.
@@ -86,7 +84,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	cfg.Token = secret.New(tok)
 	a := &Adapter{cfg: cfg, seen: newRecent(4096),
-		channels: map[string]channelInfo{}, threads: map[string]bool{}, edits: &editLog{last: map[string]editMark{}}}
+		edits: &editLog{last: map[string]editMark{}}}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
@@ -144,6 +142,8 @@ func New(cfg Config) (*Adapter, error) {
 	s.Debug = false
 	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
 	a.rest.s = s
+	a.in = &reader{rest: a.rest, log: a.log, command: a.cfg.Command, app: a.applicationID,
+		channels: map[string]channelInfo{}, threads: map[string]bool{}}
 	a.ix = &interactions{rest: a.rest, edits: a.edits, log: a.log, out: a, app: a.application, acking: map[string]chan struct{}{}}
 	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token, identifyBase: a.cfg.IdentifyBackoff,
 		store: &stateStore{path: cfg.StatePath}, onReady: a.learn}
@@ -153,9 +153,9 @@ func New(cfg Config) (*Adapter, error) {
 // learn records the bot's user id and, unless configured, the
 // application id (from READY).
 func (a *Adapter) learn(user, app string) {
+	a.in.setMe(user)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.me = user
 	if a.appID == "" {
 		a.appID = app
 	}

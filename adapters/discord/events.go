@@ -59,7 +59,7 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 			a.log.Debug("discord: message delivered before; dropped", "id", m.ID)
 			return
 		}
-		in, ok := a.message(ctx, &m)
+		in, ok := a.in.message(ctx, &m)
 		if !ok {
 			a.seen.forget("m" + m.ID) // nothing was delivered
 			return
@@ -77,7 +77,7 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 		if !a.seen.add("i" + ix.ID) {
 			return
 		}
-		in, ok := a.interaction(ctx, &ix)
+		in, ok := a.in.interaction(ctx, &ix)
 		if !ok {
 			return
 		}

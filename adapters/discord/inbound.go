@@ -3,7 +3,9 @@ package discord
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
@@ -22,44 +24,72 @@ type channelInfo struct {
 	starterBot bool
 }
 
+// reader turns gateway events into chat.Inbound: it places messages
+// (channel lookups, cached), knows the bot's id and the threads it is in.
+type reader struct {
+	rest    *restClient
+	log     *slog.Logger
+	command string        // the application command's name
+	app     func() string // the application id, if known
+
+	mu       sync.Mutex
+	me       string // the bot's user id, from READY
+	channels map[string]channelInfo
+	threads  map[string]bool // threads the bot opened
+}
+
+// setMe records the bot's user id.
+func (rd *reader) setMe(id string) {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	rd.me = id
+}
+
+// markThread records a thread the bot opened.
+func (rd *reader) markThread(id string) {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	rd.threads[id] = true
+}
+
 // maxChannels bounds the channel cache.
 const maxChannels = 8192
 
 // channel looks a channel up (GET /channels/{id}), cached.
-func (a *Adapter) channel(ctx context.Context, id string) (channelInfo, error) {
-	a.mu.Lock()
-	ci, ok := a.channels[id]
-	a.mu.Unlock()
+func (rd *reader) channel(ctx context.Context, id string) (channelInfo, error) {
+	rd.mu.Lock()
+	ci, ok := rd.channels[id]
+	rd.mu.Unlock()
 	if ok {
 		return ci, nil
 	}
 	var c *discordgo.Channel
-	err := a.rest.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
-		c, err = a.rest.s.Channel(id, opts...)
+	err := rd.rest.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
+		c, err = rd.rest.s.Channel(id, opts...)
 		return err
 	})
 	if err != nil {
 		return channelInfo{}, err
 	}
 	ci = channelInfo{thread: c.IsThread(), parent: c.ParentID, owner: c.OwnerID}
-	if me := a.identity(); ci.thread && ci.parent != "" && me != "" && ci.owner != me {
-		ci.starterBot = a.botStarter(ctx, ci.parent, id, me)
+	if me := rd.identity(); ci.thread && ci.parent != "" && me != "" && ci.owner != me {
+		ci.starterBot = rd.botStarter(ctx, ci.parent, id, me)
 	}
-	a.mu.Lock()
-	if len(a.channels) >= maxChannels {
-		clear(a.channels)
+	rd.mu.Lock()
+	if len(rd.channels) >= maxChannels {
+		clear(rd.channels)
 	}
-	a.channels[id] = ci
-	a.mu.Unlock()
+	rd.channels[id] = ci
+	rd.mu.Unlock()
 	return ci, nil
 }
 
 // botStarter reports whether message id of channel parent is the bot's:
 // a thread started on it has the same id.
-func (a *Adapter) botStarter(ctx context.Context, parent, id, me string) bool {
+func (rd *reader) botStarter(ctx context.Context, parent, id, me string) bool {
 	var m *discordgo.Message
-	err := a.rest.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
-		m, err = a.rest.s.ChannelMessage(parent, id, opts...)
+	err := rd.rest.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
+		m, err = rd.rest.s.ChannelMessage(parent, id, opts...)
 		return err
 	})
 	return err == nil && m != nil && m.Author != nil && m.Author.ID == me
@@ -68,11 +98,11 @@ func (a *Adapter) botStarter(ctx context.Context, parent, id, me string) bool {
 // conv places a message of channel id (guild "" for a DM): a thread's
 // conversation is its parent channel with Thread = the thread's id (for a
 // thread started from a message, that message's id).
-func (a *Adapter) conv(ctx context.Context, guild, id string) (chat.ConvRef, channelInfo, error) {
+func (rd *reader) conv(ctx context.Context, guild, id string) (chat.ConvRef, channelInfo, error) {
 	if guild == "" {
 		return chat.ConvRef{Platform: platform, Channel: id, DM: true}, channelInfo{}, nil
 	}
-	ci, err := a.channel(ctx, id)
+	ci, err := rd.channel(ctx, id)
 	if err != nil {
 		return chat.ConvRef{}, ci, err
 	}
@@ -82,10 +112,10 @@ func (a *Adapter) conv(ctx context.Context, guild, id string) (chat.ConvRef, cha
 	return chat.ConvRef{Platform: platform, Workspace: guild, Channel: id}, ci, nil
 }
 
-func (a *Adapter) identity() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.me
+func (rd *reader) identity() string {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.me
 }
 
 func user(u *discordgo.User) chat.User {
@@ -101,18 +131,18 @@ func user(u *discordgo.User) chat.User {
 
 // message normalises a MESSAGE_CREATE; false means it is not for the
 // gateway (the bot's own, a system message, nothing to read).
-func (a *Adapter) message(ctx context.Context, m *discordgo.Message) (chat.Inbound, bool) {
-	me := a.identity()
+func (rd *reader) message(ctx context.Context, m *discordgo.Message) (chat.Inbound, bool) {
+	me := rd.identity()
 	if m.Author == nil || m.Author.ID == me || m.WebhookID != "" {
 		return chat.Inbound{}, false
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return chat.Inbound{}, false
 	}
-	c, ci, err := a.conv(ctx, m.GuildID, m.ChannelID)
+	c, ci, err := rd.conv(ctx, m.GuildID, m.ChannelID)
 	if err != nil {
 		// Without the channel the message cannot be placed safely.
-		a.log.Warn("discord: cannot look the channel up; message dropped", "channel", m.ChannelID, "err", err)
+		rd.log.Warn("discord: cannot look the channel up; message dropped", "channel", m.ChannelID, "err", err)
 		return chat.Inbound{}, false
 	}
 	in := chat.Inbound{
@@ -143,7 +173,7 @@ func (a *Adapter) message(ctx context.Context, m *discordgo.Message) (chat.Inbou
 		in.ReplyToBot = m.ReferencedMessage != nil && m.ReferencedMessage.Author != nil && m.ReferencedMessage.Author.ID == me
 	}
 	if c.Thread != "" {
-		in.Bound = ci.owner == me && me != "" || a.isBotThread(c.Thread) || ci.starterBot
+		in.Bound = ci.owner == me && me != "" || rd.isBotThread(c.Thread) || ci.starterBot
 		if ci.starterBot && in.ReplyTo == nil {
 			// A thread someone started on one of the bot's messages
 			// branches from that message.
@@ -194,10 +224,10 @@ func files(atts []*discordgo.MessageAttachment) []chat.FileRef {
 	return out
 }
 
-func (a *Adapter) isBotThread(id string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.threads[id]
+func (rd *reader) isBotThread(id string) bool {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	return rd.threads[id]
 }
 
 // interactionDeadline is how long an interaction token works.
@@ -208,7 +238,7 @@ var ephemeralSubcommands = map[string]bool{"status": true, "help": true, "usage"
 
 // interaction normalises an INTERACTION_CREATE: an application command of
 // this bot, or a button press.
-func (a *Adapter) interaction(ctx context.Context, ix *discordgo.Interaction) (chat.Inbound, bool) {
+func (rd *reader) interaction(ctx context.Context, ix *discordgo.Interaction) (chat.Inbound, bool) {
 	var u *discordgo.User
 	if ix.Member != nil && ix.Member.User != nil {
 		u = ix.Member.User
@@ -218,14 +248,14 @@ func (a *Adapter) interaction(ctx context.Context, ix *discordgo.Interaction) (c
 	if u == nil || ix.Token == "" {
 		return chat.Inbound{}, false
 	}
-	c, _, err := a.conv(ctx, ix.GuildID, ix.ChannelID)
+	c, _, err := rd.conv(ctx, ix.GuildID, ix.ChannelID)
 	if err != nil {
-		a.log.Warn("discord: cannot look the channel up; interaction dropped", "channel", ix.ChannelID, "err", err)
+		rd.log.Warn("discord: cannot look the channel up; interaction dropped", "channel", ix.ChannelID, "err", err)
 		return chat.Inbound{}, false
 	}
 	app := ix.AppID
 	if app == "" {
-		app = a.applicationID()
+		app = rd.app()
 	}
 	now := time.Now()
 	in := chat.Inbound{Conv: c, User: user(u), Mentioned: true, DedupKey: "discord:i:" + ix.ID, Time: now}
@@ -233,7 +263,7 @@ func (a *Adapter) interaction(ctx context.Context, ix *discordgo.Interaction) (c
 	switch ix.Type {
 	case discordgo.InteractionApplicationCommand:
 		data := ix.ApplicationCommandData()
-		if data.Name != a.cfg.Command || len(data.Options) == 0 {
+		if data.Name != rd.command || len(data.Options) == 0 {
 			return chat.Inbound{}, false
 		}
 		sub := data.Options[0]

@@ -40,9 +40,7 @@ func (a *Adapter) OpenThread(ctx context.Context, msg chat.MsgRef, name string) 
 	if err != nil && !isThreadExists(err) {
 		return chat.ConvRef{}, err
 	}
-	a.mu.Lock()
-	a.threads[id] = true
-	a.mu.Unlock()
+	a.in.markThread(id)
 	conv.Thread = id
 	return conv, nil
 }
