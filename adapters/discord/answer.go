@@ -55,6 +55,19 @@ type interactions struct {
 	acking map[string]chan struct{} // acknowledgements in flight in this process
 }
 
+// notice answers an interaction at once with a message only its user
+// sees.
+func (x *interactions) notice(ctx context.Context, ix *discordgo.Interaction, text string) {
+	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}
+	err := x.rest.do(ctx, modeAck, "interactions/"+ix.ID, "answer interaction", func(opts ...discordgo.RequestOption) error {
+		return x.rest.s.InteractionRespond(ix, resp, opts...)
+	})
+	if err != nil {
+		x.log.Warn("discord: interaction answer failed", "id", ix.ID, "err", err)
+	}
+}
+
 // Answer answers an interaction through its token, from any replica (see
 // interactions.answer).
 func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
@@ -91,10 +104,10 @@ func (x *interactions) acknowledge(ctx context.Context, ix *discordgo.Interactio
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 	if sinkErr != nil {
 		x.log.Warn("discord: interaction not taken", "id", ix.ID, "err", sinkErr)
-		resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-			Data: &discordgo.InteractionResponseData{Content: "pibot could not take this right now; please try again.",
-				Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}
-	} else if in.Interaction != nil {
+		x.notice(ctx, ix, "pibot could not take this right now; please try again.")
+		return
+	}
+	if in.Interaction != nil {
 		if h, err := parseHandleData(in.Interaction.Data); err == nil && h.kind != kindButton {
 			resp = &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
 				Data: &discordgo.InteractionResponseData{}}

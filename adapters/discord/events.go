@@ -79,6 +79,11 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 		}
 		in, ok := a.in.interaction(ctx, &ix)
 		if !ok {
+			if ix.Type == discordgo.InteractionApplicationCommand && ix.Token != "" {
+				// An old or foreign command name: say so rather than
+				// let Discord report a failure.
+				a.ix.notice(ctx, &ix, "This command is not pibot's: use /"+a.cfg.Command+" <subcommand>.")
+			}
 			return
 		}
 		done := a.ix.startAck(ix.ID)

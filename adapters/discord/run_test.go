@@ -98,3 +98,16 @@ func TestSlowSinkStillAcknowledged(t *testing.T) {
 		t.Error("others see the failure notice")
 	}
 }
+
+// A command of another name (an old registration) is answered, only to
+// its user, instead of failing.
+func TestForeignCommandAnswered(t *testing.T) {
+	h := newHarness(t, nil)
+	got := h.run(t)
+	h.srv.Command(chanID, alice, "oldname", discordtest.Option{Name: "stop", Type: 1})
+	waitFor(t, func() bool { return strings.Contains(h.srv.Transcript(chanID, alice.ID), "not pibot's") })
+	if strings.Contains(h.srv.Transcript(chanID, bob.ID), "not pibot's") {
+		t.Error("others see the notice")
+	}
+	nothing(t, got, 200*time.Millisecond)
+}
