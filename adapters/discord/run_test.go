@@ -111,3 +111,27 @@ func TestForeignCommandAnswered(t *testing.T) {
 	}
 	nothing(t, got, 200*time.Millisecond)
 }
+
+// A connection whose heartbeats go unanswered, and a request to
+// reconnect (op 7), both end in a RESUME, not an IDENTIFY.
+func TestZombieAndReconnectResume(t *testing.T) {
+	h := newHarness(t, nil)
+	h.srv.SetHeartbeat(150 * time.Millisecond)
+	got := h.run(t)
+	h.srv.StopAcks()
+	waitFor(t, func() bool { return h.srv.Resumes() >= 1 })
+	h.srv.ResumeAcks()
+	<-h.srv.Ready()
+	n := h.srv.Resumes()
+	h.srv.RequestReconnect()
+	waitFor(t, func() bool { return h.srv.Resumes() > n })
+	<-h.srv.Ready()
+	m := h.srv.PostUser(dmID, alice, "still here", "")
+	h.srv.DispatchMessage(m, false)
+	if in := next(t, got); in.Text != "still here" {
+		t.Fatalf("after the resumes: %+v", in)
+	}
+	if i := h.srv.Identifies(); i != 1 {
+		t.Errorf("%d identifies, want 1", i)
+	}
+}

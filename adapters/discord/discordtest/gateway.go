@@ -46,6 +46,7 @@ type gateway struct {
 	tokens        []string // every token sent in IDENTIFY or RESUME
 	pending       []event  // dispatched before any session: sent after the next READY
 	identifyAt    []time.Time
+	noAcks        bool // heartbeats go unanswered (a zombie connection)
 }
 
 func newGateway(s *Server) *gateway {
@@ -140,6 +141,31 @@ func (s *Server) IdentifyTimes() []time.Time {
 	s.gw.mu.Lock()
 	defer s.gw.mu.Unlock()
 	return append([]time.Time(nil), s.gw.identifyAt...)
+}
+
+// StopAcks leaves heartbeats unanswered from now on (until ResumeAcks):
+// the connection looks alive but is a zombie.
+func (s *Server) StopAcks() {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	s.gw.noAcks = true
+}
+
+// ResumeAcks answers heartbeats again.
+func (s *Server) ResumeAcks() {
+	s.gw.mu.Lock()
+	defer s.gw.mu.Unlock()
+	s.gw.noAcks = false
+}
+
+// RequestReconnect sends op 7: the client must reconnect and resume.
+func (s *Server) RequestReconnect() {
+	s.gw.mu.Lock()
+	c := s.gw.conn
+	s.gw.mu.Unlock()
+	if c != nil {
+		s.gw.write(c, map[string]any{"op": 7, "d": nil})
+	}
 }
 
 // ReplayOnResume makes the next RESUME dispatch the last n events again,
@@ -270,7 +296,10 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 			g.mu.Unlock()
 			return
 		}
-		if f.Op == 1 {
+		g.mu.Lock()
+		silent := g.noAcks
+		g.mu.Unlock()
+		if f.Op == 1 && !silent {
 			g.write(c, map[string]any{"op": 11})
 		}
 	}
