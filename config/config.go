@@ -153,10 +153,21 @@ type Slack struct {
 	APIURL        string `yaml:"api_url"`
 }
 
-// Discord configures the Discord adapter (not in this build yet).
+// Discord configures the Discord adapter (adapters.discord.*).
 type Discord struct {
-	Token  string `yaml:"token"`
+	// Token is the bot token from the developer portal (or TokenFile).
+	Token     string `yaml:"token"`
+	TokenFile string `yaml:"token_file"`
+	// APIURL replaces https://discord.com for every REST call; empty for
+	// the real Discord.
 	APIURL string `yaml:"api_url"`
+	// ApplicationID is the application's id; empty: learned from READY.
+	ApplicationID string `yaml:"application_id"`
+	// Guilds are guild ids whose commands are registered per guild
+	// (instantly); empty: global registration.
+	Guilds []string `yaml:"guilds"`
+	// Command is the application command's name; default "pi".
+	Command string `yaml:"command"`
 }
 
 // Web configures the local web chat.

@@ -185,3 +185,46 @@ func TestReadSecret(t *testing.T) {
 		t.Fatalf("missing file error = %v", err)
 	}
 }
+
+func TestDiscordValidation(t *testing.T) {
+	tests := []struct {
+		name    string
+		d       Discord
+		wantKey string
+	}{
+		{"ok", Discord{Token: "t", Guilds: []string{"123456789012345678"}, ApplicationID: "42", Command: "pi"}, ""},
+		{"token file", Discord{TokenFile: "/run/secrets/discord"}, ""},
+		{"keys without token", Discord{Guilds: []string{"1"}}, "adapters.discord.token"},
+		{"guild not an id", Discord{Token: "t", Guilds: []string{"my-server"}}, "adapters.discord.guilds[0]"},
+		{"application id", Discord{Token: "t", ApplicationID: "abc"}, "adapters.discord.application_id"},
+		{"command", Discord{Token: "t", Command: "Pi Bot"}, "adapters.discord.command"},
+		{"api url path", Discord{Token: "t", APIURL: "http://127.0.0.1:1/api/v10"}, "adapters.discord.api_url"},
+		{"api url scheme", Discord{Token: "t", APIURL: "ftp://x"}, "adapters.discord.api_url"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			c.Adapter.Discord = tc.d
+			err := c.Validate()
+			if tc.wantKey == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantKey+":") {
+				t.Fatalf("Validate: %v, want an error naming %s", err, tc.wantKey)
+			}
+		})
+	}
+}
+
+func TestDiscordGuildIDsAreStrings(t *testing.T) {
+	c, err := Parse(strings.NewReader("adapters:\n  discord:\n    token: t\n    guilds: [\"123456789012345678\"]\n"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Adapter.Discord.Guilds; len(got) != 1 || got[0] != "123456789012345678" || !c.DiscordEnabled() {
+		t.Fatalf("guilds = %q, enabled %v", got, c.DiscordEnabled())
+	}
+}

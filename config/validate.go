@@ -90,9 +90,7 @@ func (c Config) Validate() error {
 	if s := c.Adapter.Slack; s != (Slack{}) {
 		bad("adapters.slack", "the Slack adapter is not in this build yet")
 	}
-	if d := c.Adapter.Discord; d != (Discord{}) {
-		bad("adapters.discord", "the Discord adapter is not in this build yet")
-	}
+	c.Adapter.Discord.validate(bad)
 	for name, p := range c.Providers {
 		key := "providers." + name
 		if strings.Contains(name, "/") || name == "" {
@@ -139,6 +137,11 @@ func (c Config) WebEnabled() bool { return c.Adapter.Web.Enabled == nil || *c.Ad
 // MentionRequired reports whether group messages need a mention (default true).
 func (c Config) MentionRequired() bool {
 	return c.Access.MentionRequired == nil || *c.Access.MentionRequired
+}
+
+// DiscordEnabled reports whether a Discord token is configured.
+func (c Config) DiscordEnabled() bool {
+	return c.Adapter.Discord.Token != "" || c.Adapter.Discord.TokenFile != ""
 }
 
 // TelegramEnabled reports whether a Telegram token is configured.

@@ -32,7 +32,7 @@ import (
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 30 * time.Second
 
-// serve runs `pibot serve`: the gateway with the web chat and Telegram on
+// serve runs `pibot serve`: the gateway with the web chat, Telegram and Discord on
 // one HTTP listener, until SIGINT or SIGTERM.
 func (c *cli) serve(ctx context.Context, args []string) error {
 	fs := c.newFlags("serve")
@@ -93,6 +93,14 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 			http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		for _, a := range adapters {
+			if h, ok := a.(healthChecker); ok {
+				if err := h.Health(); err != nil {
+					http.Error(w, string(a.Platform())+": "+err.Error(), http.StatusServiceUnavailable)
+					return
+				}
+			}
+		}
 		fmt.Fprintln(w, "ok")
 	})
 
@@ -115,7 +123,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	}
 	ready.Store(true)
-	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled())
+	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "discord", cfg.DiscordEnabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
 	// Start-up garbage (config, providers, recovery) is returned to the OS
 	// now rather than held until the heap grows again.
@@ -220,7 +228,20 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		}
 		out = append(out, a)
 	}
+	if cfg.DiscordEnabled() {
+		a, err := newDiscord(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
 	return out, nil
+}
+
+// healthChecker is an adapter that can stop on its own (a refused token):
+// its Health fails /readyz while pibot keeps serving the other adapters.
+type healthChecker interface {
+	Health() error
 }
 
 // strongToken checks a token that guards a listener: on a non-loopback

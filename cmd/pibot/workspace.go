@@ -38,6 +38,7 @@ func protectedPaths(cfg config.Config) ([]protected, error) {
 		add("configuration file", cfg.File),
 		add("adapters.telegram.token_file", cfg.Adapter.Telegram.TokenFile),
 		add("adapters.telegram.webhook_secret_file", cfg.Adapter.Telegram.WebhookSecretFile),
+		add("adapters.discord.token_file", cfg.Adapter.Discord.TokenFile),
 		add("adapters.web.token_file", cfg.Adapter.Web.TokenFile),
 	}
 	for name, p := range cfg.Providers {

@@ -120,8 +120,11 @@ func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 		}
 	}
 	// Only owners may use the bot in a group that is not listed; a paired
-	// or listed user is allowed in DMs and in listed groups only.
-	if !c.GroupAllowed(p, in.Conv.Channel) && !c.IsOwner(p, in.User.ID) {
+	// or listed user is allowed in DMs and in listed groups only. A listed
+	// workspace (a Discord guild, "discord:<guild id>") lists all its
+	// channels.
+	listed := c.GroupAllowed(p, in.Conv.Channel) || (in.Conv.Workspace != "" && c.GroupAllowed(p, in.Conv.Workspace))
+	if !listed && !c.IsOwner(p, in.User.ID) {
 		return Decision{Verdict: Ignore}
 	}
 	// Inside a thread the bot already takes part in (chat.Inbound.Bound),

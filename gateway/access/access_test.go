@@ -230,3 +230,29 @@ func TestPairingCannotBeHeldByReasking(t *testing.T) {
 		t.Fatalf("after the cool-down: %v %v", created, err)
 	}
 }
+
+// A listed Discord guild ("discord:<guild id>") lets every member talk in
+// its channels and threads; another guild's channels stay closed unless
+// their own id is listed; the entry never opens another platform.
+func TestGuildListed(t *testing.T) {
+	c := NewChecker(Policy{Groups: []string{"discord:500"}, DMPolicy: "pairing", MentionRequired: true}, nil)
+	in := func(guild, channel, thread string) chat.Inbound {
+		return chat.Inbound{Conv: chat.ConvRef{Platform: "discord", Workspace: guild, Channel: channel, Thread: thread},
+			User: chat.User{ID: "7"}, Mentioned: true, Text: "hi"}
+	}
+	for _, tt := range []struct {
+		name string
+		in   chat.Inbound
+		want Verdict
+	}{
+		{"channel of the guild", in("500", "600", ""), Allow},
+		{"thread of the guild", in("500", "600", "601"), Allow},
+		{"other guild", in("501", "600", ""), Ignore},
+		{"other guild, a channel whose id is listed", in("501", "500", ""), Allow},
+		{"telegram group with that id", chat.Inbound{Conv: chat.ConvRef{Platform: "telegram", Channel: "600", Workspace: "500"}, User: chat.User{ID: "7"}, Mentioned: true}, Ignore},
+	} {
+		if got := c.Check(t.Context(), tt.in).Verdict; got != tt.want {
+			t.Errorf("%s: verdict %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

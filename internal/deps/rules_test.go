@@ -26,6 +26,7 @@ const (
 	yaml         = "go.yaml.in/yaml"
 	xsys         = "golang.org/x/sys"
 	prometheus   = "github.com/prometheus/client_golang"
+	websocket    = "github.com/gorilla/websocket"
 )
 
 var (
@@ -110,6 +111,10 @@ var rules = []rule{
 	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", telegramSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{slackSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
+	{pkg: "adapters/discord", may: []string{"chat", "internal/atomicfile", "internal/secret", discordSDK, websocket},
+		test:  []string{"chat/adaptertest", "adapters/discord/discordtest"},
+		never: join(modelSDKs, []string{telegramSDK, slackSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
+		why:   whyAdapter + " (its gateway client speaks the websocket itself)"},
 	{pkg: "adapters/web", may: []string{"chat", "internal/secret"}, test: []string{chromedp, "chat/adaptertest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
@@ -165,6 +170,8 @@ var rules = []rule{
 	{pkg: "providers/providertest", may: []string{"llm"}, testOnly: true, why: whyTestPkg},
 	{pkg: "adapters/telegram/telegramtest", may: []string{telegramSDK}, testOnly: true,
 		why: "the fake Bot API speaks Telegram's wire format (SDK models only), not pibot's"},
+	{pkg: "adapters/discord/discordtest", may: []string{websocket}, testOnly: true,
+		why: "the fake Discord speaks Discord's wire format (REST JSON and the gateway websocket), not pibot's"},
 	{pkg: "e2e", testOnly: true,
 		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
 			"llm", "providers/...", "session/...", "tools/...", telegramSDK, chromedp},

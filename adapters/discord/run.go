@@ -1,0 +1,174 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// Back-off of reconnects and identifies.
+const (
+	resumeBase     = time.Second
+	resumeMax      = 60 * time.Second
+	identifyMax    = 10 * time.Minute
+	eventQueueSize = 256
+)
+
+// loop connects again and again: RESUME after a dropped connection (or a
+// restart within a few minutes, with Config.StatePath), IDENTIFY when the
+// session is gone, spaced by a back-off that grows with every identify of
+// the last 30 minutes, restarts included.
+func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error {
+	idents := g.restore()
+	g.mu.Lock()
+	g.idents = idents
+	g.mu.Unlock()
+	var url string
+	var failures int
+	for ctx.Err() == nil {
+		if url == "" {
+			u, err := g.gatewayURL(ctx)
+			if err != nil {
+				if errors.Is(err, ErrTokenRefused) || ctx.Err() != nil {
+					return err
+				}
+				failures++
+				d := backoff(resumeBase, failures, resumeMax)
+				g.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", g.rest.clean(err))
+				if sleep(ctx, d) != nil {
+					return nil
+				}
+				continue
+			}
+			url = u
+		}
+		sess := g.session()
+		target := url
+		if sess.id != "" && sess.resumeURL != "" {
+			target = sess.resumeURL
+		}
+		if sess.id == "" {
+			if wait := g.identifyWait(); wait > 0 {
+				g.log.Info("discord: waiting before identifying again", "in", wait.Round(time.Second))
+				if sleep(ctx, wait) != nil {
+					return nil
+				}
+			}
+			g.noteIdentify()
+		}
+		out := g.connect(ctx, target, events)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := closeError(out.code); err != nil {
+			return err
+		}
+		if out.ready {
+			failures = 0
+		}
+		if !out.resumable || out.code == 4007 || out.code == 4009 {
+			g.setSession(func(s *gwSession) { *s = gwSession{} })
+		}
+		g.persist(true)
+		if !out.ready {
+			url = "" // the gateway URL may be stale: ask again (the back-off spaces it)
+		}
+		failures++
+		d := backoff(resumeBase, failures, resumeMax)
+		g.log.Warn("discord: gateway connection ended; reconnecting", "code", out.code, "in", d, "err", out.err)
+		if sleep(ctx, d) != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// identifyWait is how long the next IDENTIFY must wait: the back-off of
+// the identifies of the last 30 minutes, from the last one.
+func (g *gatewayClient) identifyWait() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cut := time.Now().Add(-identifyMemory)
+	n := 0
+	var last time.Time
+	for _, t := range g.idents {
+		if t.After(cut) {
+			n++
+			last = t
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return time.Until(last.Add(backoff(g.identifyBase, n, identifyMax)))
+}
+
+// noteIdentify records an IDENTIFY now and saves it.
+func (g *gatewayClient) noteIdentify() {
+	g.mu.Lock()
+	g.idents = append(g.idents, time.Now())
+	if len(g.idents) > 64 {
+		g.idents = g.idents[len(g.idents)-64:]
+	}
+	g.mu.Unlock()
+	g.persist(true)
+}
+
+// persist saves the gateway state: at once when force, else at most
+// every few seconds (after dispatches).
+func (g *gatewayClient) persist(force bool) {
+	g.mu.Lock()
+	idents := append([]time.Time(nil), g.idents...)
+	g.mu.Unlock()
+	g.persistWith(idents, force)
+}
+
+// closeError turns the close codes that must stop the adapter into errors.
+func closeError(code int) error {
+	switch code {
+	case 4004:
+		return fmt.Errorf("gateway close code 4004 (authentication failed): %w", ErrTokenRefused)
+	case 4014:
+		return errIntent
+	case 4010, 4011, 4012, 4013:
+		return fmt.Errorf("discord: gateway close code %d: pibot cannot use this gateway (invalid shard, sharding required, API version or intents)", code)
+	}
+	return nil
+}
+
+// backoff is base·2^(n-1), capped, with up to a fifth of jitter.
+func backoff(base time.Duration, n int, limit time.Duration) time.Duration {
+	d := base << min(max(n-1, 0), 16)
+	if d > limit || d <= 0 {
+		d = limit
+	}
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// gatewayURL asks GET /gateway/bot for the websocket URL, waiting if the
+// daily session-start budget is spent.
+func (g *gatewayClient) gatewayURL(ctx context.Context) (string, error) {
+	var gb *discordgo.GatewayBotResponse
+	err := g.rest.do(ctx, modeSend, "gateway/bot", "gateway", func(opts ...discordgo.RequestOption) (err error) {
+		gb, err = g.rest.s.GatewayBot(opts...)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if gb.URL == "" {
+		return "", errors.New("discord: GET /gateway/bot gave no URL")
+	}
+	if l := gb.SessionStartLimit; l.Total > 0 && l.Remaining == 0 && l.ResetAfter > 0 {
+		d := time.Duration(l.ResetAfter) * time.Millisecond
+		g.log.Error("discord: the daily identify budget is spent; waiting for Discord to reset it", "in", d)
+		if err := sleep(ctx, d); err != nil {
+			return "", err
+		}
+	}
+	return gb.URL, nil
+}
