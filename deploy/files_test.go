@@ -1,12 +1,15 @@
 package deploy
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -212,6 +215,24 @@ func TestSystemdUnit(t *testing.T) {
 	if cfg.Adapter.Telegram.Token != "" || cfg.Providers["openai"].APIKey != "" {
 		t.Error("a secret is written in the configuration itself")
 	}
+	t.Run("systemd-analyze verify", func(t *testing.T) {
+		if _, err := exec.LookPath("systemd-analyze"); err != nil {
+			t.Skip("systemd-analyze is not installed")
+		}
+		// verify wants ExecStart's binary to exist; it prints every unknown
+		// key or bad value (and still exits 0), so any output fails.
+		unitFile := filepath.Join(t.TempDir(), "pibot.service")
+		text := strings.ReplaceAll(read(t, "deploy/systemd/pibot.service"), "/usr/local/bin/pibot", "/bin/true")
+		if err := os.WriteFile(unitFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "systemd-analyze", "verify", unitFile).CombinedOutput()
+		if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+			t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+		}
+	})
 }
 
 func TestCompose(t *testing.T) {
