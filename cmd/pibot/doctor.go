@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/pibot/pibot/config"
@@ -64,6 +65,8 @@ func doctorChecks(cfg config.Config, getenv func(string) string) []doctor.Check 
 		checks = append(checks, doctor.Discord(doctor.Cred{Name: "discord", URL: d.APIURL, Token: d.Token, Key: "adapters.discord.token", URLKey: "adapters.discord.api_url"}))
 	}
 	checks = append(checks, providerChecks(cfg, getenv)...)
+	checks = append(checks, doctor.Check{Name: "model", Run: func(context.Context) doctor.Finding { return modelFinding(cfg, getenv) }})
+	checks = append(checks, doctor.Check{Name: "http", Run: func(context.Context) doctor.Finding { return httpFinding(cfg) }})
 	if cfg.Cluster.RedisURL != "" {
 		checks = append(checks, doctor.Redis("redis", cfg.Cluster.RedisURL, "cluster.redis_url"))
 	}
@@ -125,6 +128,54 @@ func providerChecks(cfg config.Config, getenv func(string) string) []doctor.Chec
 		}
 	}
 	return checks
+}
+
+// modelFinding checks that agent.model (or the model picked without it)
+// and every fallback name a configured model.
+func modelFinding(cfg config.Config, getenv func(string) string) doctor.Finding {
+	reg, err := newRegistry(cfg, getenv, slog.New(slog.DiscardHandler), 0)
+	if err != nil {
+		return configFinding(err, "providers")
+	}
+	ref := defaultModel(cfg, reg)
+	if ref == "" {
+		return doctor.Finding{Status: doctor.Fail, Detail: "no model to answer with",
+			Fix: "set agent.model (provider/model) or OPENAI_API_KEY / ANTHROPIC_API_KEY"}
+	}
+	keys := []string{"agent.model"}
+	refs := []string{ref}
+	for i, f := range cfg.Agent.Fallbacks {
+		keys, refs = append(keys, fmt.Sprintf("agent.fallbacks[%d]", i)), append(refs, f)
+	}
+	for i, r := range refs {
+		if _, err := reg.Model(r); err != nil {
+			return doctor.Finding{Status: doctor.Fail, Detail: fmt.Sprintf("%s %s: %v", keys[i], r, err),
+				Fix: "name a model of providers.<name>.models (`pibot models` lists them)"}
+		}
+	}
+	return doctor.Finding{Status: doctor.OK, Detail: strings.Join(refs, ", ")}
+}
+
+// httpFinding checks what serve checks before it listens: the tokens that
+// guard a non-loopback http.listen.
+func httpFinding(cfg config.Config) doctor.Finding {
+	if cfg.WebEnabled() {
+		tok, err := config.ReadSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)
+		if err == nil {
+			err = strongToken("adapters.web.token", tok, cfg.HTTP.Listen, " (or set adapters.web.enabled: false)")
+		}
+		if err != nil {
+			return configFinding(err, "adapters.web.token")
+		}
+	}
+	tok, err := config.ReadSecret("http.metrics_token", cfg.HTTP.MetricsToken, cfg.HTTP.MetricsTokenFile)
+	if err == nil && tok != "" {
+		err = strongToken("http.metrics_token", tok, cfg.HTTP.Listen, "")
+	}
+	if err != nil {
+		return configFinding(err, "http.metrics_token")
+	}
+	return doctor.Finding{Status: doctor.OK, Detail: "listen " + cfg.HTTP.Listen}
 }
 
 // failing is a check that fails with detail.

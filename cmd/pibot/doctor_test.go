@@ -69,13 +69,17 @@ providers:
 		secret string
 	}{
 		{"all good", conf("good.yaml", tgGood, keyGood), 0,
-			[]string{"ok    telegram", "@doctor_bot", "ok    provider p", "1 models listed", "ok    data_dir", "ok    workspace", "ok    sandbox", "everything looks right"}, ""},
+			[]string{"ok    telegram", "@doctor_bot", "ok    provider p", "1 models listed", "ok    model", "p/m1", "ok    http", "ok    data_dir", "ok    workspace", "ok    sandbox", "everything looks right"}, ""},
 		{"rejected telegram token", conf("tg.yaml", "111:revoked", keyGood), 1,
 			[]string{"FAIL  telegram", "token rejected by getMe (401", "set adapters.telegram.token", "ok    provider p", "1 problem(s)"}, "111:revoked"},
 		{"bad provider key", conf("key.yaml", tgGood, "sk-wrong-key"), 1,
 			[]string{"FAIL  provider p", "key rejected (401", "Incorrect API key", "providers.p.api_key", "1 problem(s)"}, "sk-wrong-key"},
 		{"invalid config", writeFile(t, dir, "bad.yaml", "agent:\n  queue: {mode: shout}\n"), 1,
 			[]string{"FAIL  config", "agent.queue.mode"}, ""},
+		{"unknown model", writeFile(t, dir, "model.yaml", "data_dir: ./d\nagent: {model: g/m, sandbox: off}\nadapters: {web: {enabled: false}}\nproviders: {f: {api: faux, models: [{id: m}]}}\n"), 1,
+			[]string{"FAIL  model", "agent.model g/m", `provider "g" is not configured`, "pibot models", "ok    provider f"}, ""},
+		{"weak web token off loopback", writeFile(t, dir, "web.yaml", "data_dir: ./d\nhttp: {listen: '0.0.0.0:8080'}\nagent: {model: f/m, sandbox: off}\nadapters: {web: {token: tiny-tok}}\nproviders: {f: {api: faux, models: [{id: m}]}}\n"), 1,
+			[]string{"FAIL  http", "too short", "fix adapters.web.token", "ok    model"}, "tiny-tok"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
