@@ -37,7 +37,8 @@ FROM alpine:${ALPINE_VERSION}
 RUN apk add --no-cache bash coreutils git ripgrep bubblewrap ca-certificates tzdata && \
     addgroup -S -g 10001 pibot && \
     adduser -S -D -H -u 10001 -G pibot -h /data -s /sbin/nologin pibot && \
-    mkdir -p /data/state /data/workspace && chown -R pibot:pibot /data
+    mkdir -p /data/state /data/workspace && chown -R pibot:pibot /data && \
+    chmod 0700 /data/state /data/workspace
 COPY --from=build /out/pibot /usr/local/bin/pibot
 COPY deploy/docker/config.yaml /etc/pibot/config.yaml
 ENV PIBOT_CONFIG=/etc/pibot/config.yaml

@@ -93,6 +93,9 @@ func TestDockerfile(t *testing.T) {
 			t.Errorf("the runtime image does not install %s", pkg)
 		}
 	}
+	if !strings.Contains(runtime, "chmod 0700 /data/state /data/workspace") {
+		t.Error("the data directory and workspace are not private to the pibot user (chmod 0700)")
+	}
 	user := strings.Join(final["USER"], "")
 	if user == "" || strings.HasPrefix(user, "root") || strings.HasPrefix(user, "0") {
 		t.Errorf("USER %q: the runtime must not run as root", user)
