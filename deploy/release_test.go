@@ -139,7 +139,9 @@ func TestPlainBuildNamesItsCommit(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "pibot")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/pibot")
 	cmd.Dir = src
-	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true")
+	// CGO_ENABLED=0 and -trimpath as in TestRelease, so that the two
+	// builds share the compiled packages and only the link differs.
+	cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=true", "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
