@@ -34,7 +34,7 @@ FROM alpine:${ALPINE_VERSION}
 # Packages are not pinned: Alpine drops superseded versions from its mirrors,
 # so the base image tag is the pin.
 # hadolint ignore=DL3018
-RUN apk add --no-cache bash coreutils git ripgrep bubblewrap ca-certificates tzdata && \
+RUN apk add --no-cache bash coreutils git ripgrep bubblewrap ca-certificates && \
     addgroup -S -g 10001 pibot && \
     adduser -S -D -H -u 10001 -G pibot -h /data -s /sbin/nologin pibot && \
     mkdir -p /data/state /data/workspace && chown -R pibot:pibot /data && \
