@@ -59,6 +59,8 @@ type Config struct {
 	// Now returns the current time for message timestamps; nil means
 	// time.Now.
 	Now func() time.Time
+	// Watchdog bounds every run (agent.max_run, agent.max_idle).
+	Watchdog Watchdog
 }
 
 // Agent is a stateful agent, like pi's Agent class: it holds the messages
@@ -84,7 +86,8 @@ type Agent struct {
 	shownSteer  []string
 	shownFollow []string
 	running     bool
-	cancel      context.CancelFunc
+	cancel      context.CancelCauseFunc
+	wd          *watchdog // the active run's limits
 }
 
 // New returns an agent with cfg and the given conversation history.
@@ -201,20 +204,23 @@ func (a *Agent) begin(ctx context.Context) (context.Context, error) {
 	if a.running {
 		return nil, ErrRunning
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := context.WithCancelCause(ctx)
 	a.running = true
 	a.cancel = cancel
+	a.wd = startWatchdog(a.cfg.Watchdog, cancel)
 	return runCtx, nil
 }
 
 func (a *Agent) end() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.wd.stop()
 	if a.cancel != nil {
-		a.cancel()
+		a.cancel(nil)
 	}
 	a.running = false
 	a.cancel = nil
+	a.wd = nil
 }
 
 // Abort cancels the active run: the provider stream and running tools see
@@ -224,7 +230,7 @@ func (a *Agent) Abort() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.cancel != nil {
-		a.cancel()
+		a.cancel(nil)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 type run struct {
 	a    *Agent
 	emit func(Event)
+	wd   *watchdog // nil without limits
 	// lastAssistant is the last assistant message that ended in this run.
 	lastAssistant *llm.Message
 	retryAttempt  int
@@ -23,12 +24,16 @@ func (a *Agent) newRun(emit func(Event)) *run {
 	if emit == nil {
 		emit = func(Event) {}
 	}
-	return &run{a: a, emit: emit}
+	a.mu.Lock()
+	wd := a.wd
+	a.mu.Unlock()
+	return &run{a: a, emit: emit, wd: wd}
 }
 
 // send emits e and applies pi's session bookkeeping that follows a
 // message_end: a successful assistant message ends a retry chain.
 func (r *run) send(e Event) {
+	r.wd.kick()
 	r.emit(e)
 	if e.Type == EventMessageEnd && e.Message != nil && e.Message.Role == llm.RoleAssistant {
 		m := *e.Message
@@ -117,7 +122,7 @@ func (r *run) inject(p pending) llm.Message {
 // message_start/end, so a session that persists on message_end does not
 // store it).
 func (r *run) fail(ctx context.Context, err error) {
-	m := r.a.failureMessage(ctx, err)
+	m := r.wd.explain(r.a.failureMessage(ctx, err))
 	r.a.mu.Lock()
 	r.a.messages = append(r.a.messages, m)
 	r.a.mu.Unlock()
@@ -228,6 +233,7 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 }
 
 func (r *run) finish(final llm.Message, started bool) llm.Message {
+	final = r.wd.explain(final)
 	r.setLast(final, started)
 	if !started {
 		s := final
@@ -260,7 +266,8 @@ func (r *run) retry(ctx context.Context) {
 	a.mu.Lock()
 	rc := a.cfg.Retry
 	a.mu.Unlock()
-	for rc.Enabled {
+	// A run its watchdog stopped is over: it is not retried.
+	for rc.Enabled && r.wd.tripped() == nil {
 		msg := r.lastAssistant
 		if msg == nil || !llm.IsRetryable(*msg, a.contextWindow()) {
 			return

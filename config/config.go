@@ -71,7 +71,12 @@ type Agent struct {
 	Retry            Retry      `yaml:"retry"`
 	IdleEvict        Duration   `yaml:"idle_evict"`
 	ToolTimeout      Duration   `yaml:"tool_timeout"`
-	Fallbacks        []string   `yaml:"fallbacks"`
+	// MaxRun stops a run that lasts longer than this; 0 means no limit.
+	MaxRun Duration `yaml:"max_run"`
+	// MaxIdle stops a run when neither the model nor a tool produced an
+	// event for this long; 0 means no limit.
+	MaxIdle   Duration `yaml:"max_idle"`
+	Fallbacks []string `yaml:"fallbacks"`
 	// Limits are the resource limits of every bash call.
 	Limits Limits `yaml:"limits"`
 }
@@ -280,6 +285,8 @@ func Default() Config {
 			Compaction: Compaction{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000},
 			Retry:      Retry{Enabled: true, MaxRetries: 3, BaseDelay: Duration(2 * time.Second)},
 			IdleEvict:  Duration(10 * time.Minute),
+			MaxRun:     Duration(2 * time.Hour),
+			MaxIdle:    Duration(15 * time.Minute),
 			Limits:     DefaultLimits(),
 		},
 		Access: Access{DMPolicy: "pairing"},

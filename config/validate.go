@@ -61,6 +61,16 @@ func (c Config) Validate() error {
 		bad("agent.compaction", "token counts must not be negative")
 	}
 	a.Limits.validate(bad)
+	if a.MaxRun < 0 {
+		bad("agent.max_run", "must not be negative (0: no limit)")
+	}
+	if a.MaxIdle < 0 {
+		bad("agent.max_idle", "must not be negative (0: no limit)")
+	}
+	if a.MaxIdle > 0 && a.MaxIdle <= a.Approvals.Timeout {
+		bad("agent.max_idle", "%s must be longer than agent.approvals.timeout (%s): a run waiting for an approval produces no events",
+			a.MaxIdle.D(), a.Approvals.Timeout.D())
+	}
 	if a.Retry.MaxRetries < 0 {
 		bad("agent.retry.max_retries", "must not be negative")
 	}

@@ -121,6 +121,8 @@ type Config struct {
 	Verbosity       stream.Verbosity
 	Compaction      compaction.Settings
 	Retry           agent.RetryConfig
+	// Watchdog bounds every run (agent.max_run, agent.max_idle).
+	Watchdog agent.Watchdog
 	// IdleEvict unloads a session with no activity (default 10m).
 	IdleEvict time.Duration
 	// FinalWait bounds how long a final reply waits out rate limits.

@@ -312,6 +312,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		SystemPrompt: o.cfg.SystemPrompt(),
 		Tools:        o.cfg.Tools(&attacher{r: r}),
 		Retry:        o.cfg.Retry,
+		Watchdog:     o.cfg.Watchdog,
 		SessionID:    r.o.sess.Header().ID,
 		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
 	}

@@ -161,6 +161,7 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 	a := agent.New(agent.Config{
 		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun(nil),
 		Retry: retryConfig(cfg), SessionID: sess.Header().ID,
+		Watchdog: watchdog(cfg, log, nil),
 	}, history)
 	settings := compactionSettings(cfg)
 	maint := sessionview.Maintenance(settings,

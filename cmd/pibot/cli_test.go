@@ -22,10 +22,14 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 func TestVersion(t *testing.T) {
 	out := ok(t, t.TempDir(), "version")
-	for _, want := range []string{"pibot v0.0.0-test", runtime.Version()} {
+	for _, want := range []string{"pibot v0.0.0-test\n", "commit: 0123456789abcdef0123456789abcdef01234567\n",
+		"date:   2026-12-01T12:00:00Z\n", "go:     " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH} {
 		if !strings.Contains(out, want) {
 			t.Errorf("version output %q lacks %q", out, want)
 		}
+	}
+	if out := ok(t, t.TempDir(), "version", "--short"); out != "v0.0.0-test\n" {
+		t.Errorf("version --short = %q", out)
 	}
 }
 

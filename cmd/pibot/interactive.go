@@ -9,6 +9,7 @@ import (
 	"github.com/pibot/pibot/adapters/term"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/internal/buildinfo"
 )
 
 // interactive runs the terminal chat: the gateway with only the terminal
@@ -49,7 +50,7 @@ func (c *cli) banner(cfg config.Config) {
 	if model == "" {
 		model = "from the environment"
 	}
-	fmt.Fprintf(c.stdout, "pibot %s terminal chat (model %s). Type /help for commands; Ctrl-D quits.\n", version, model)
+	fmt.Fprintf(c.stdout, "pibot %s terminal chat (model %s). Type /help for commands; Ctrl-D quits.\n", buildinfo.Get().Version, model)
 }
 
 // endOnEOF is the terminal adapter whose end of input ends the chat.

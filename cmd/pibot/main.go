@@ -9,7 +9,9 @@
 //	pibot config check|example [-c FILE]
 //	pibot models [-c FILE]
 //	pibot pairing list|approve PLATFORM CODE|revoke PLATFORM USER [-c FILE]
-//	pibot version
+//	pibot doctor [-c FILE]
+//	pibot healthcheck [-c FILE] [--ready] [--url URL]
+//	pibot version [--short]
 //
 // Every command that reads a configuration takes -c FILE; PIBOT_CONFIG is
 // the default, and without either pibot runs on config.Default(). The
@@ -24,16 +26,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/tools"
 	"github.com/pibot/pibot/tools/jail"
 )
-
-// version is set at build time with -ldflags "-X main.version=v1.2.3".
-var version = "dev"
 
 // usageText is printed by `pibot help` and on a usage error.
 const usageText = `pibot — a pi-style coding agent behind chat
@@ -56,7 +54,9 @@ Usage:
   pibot pairing revoke PLATFORM USER        revoke a paired user
   pibot discord invite [-c FILE] [--application-id ID]
                                             print the URL that adds the Discord bot to a server
-  pibot version                             print the version
+  pibot doctor [-c FILE]                    check config, credentials, Redis, data dir and sandbox
+  pibot healthcheck [-c FILE] [--ready]     probe a running pibot's /healthz (or /readyz)
+  pibot version [--short]                   print the version, commit, commit date and Go version
 
 -c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.
 `
@@ -141,8 +141,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "version", "--version", "-version":
-		fmt.Fprintf(c.stdout, "pibot %s (%s %s/%s)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-		return nil
+		return c.version(rest)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(c.stdout, usageText)
 		return nil
@@ -160,6 +159,10 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.pairing(ctx, rest)
 	case "discord":
 		return c.discordCmd(ctx, rest)
+	case "healthcheck":
+		return c.healthcheck(ctx, rest)
+	case "doctor":
+		return c.doctor(ctx, rest)
 	}
 	return usageErr("unknown command %q", cmd)
 }

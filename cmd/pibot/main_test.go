@@ -28,7 +28,7 @@ func buildAndRun(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "pibot")
-	cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-test", "-o", binary, ".")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pibot/pibot/internal/buildinfo.version=v0.0.0-test -X github.com/pibot/pibot/internal/buildinfo.commit=0123456789abcdef0123456789abcdef01234567 -X github.com/pibot/pibot/internal/buildinfo.date=2026-12-01T12:00:00Z", "-o", binary, ".")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build pibot:", err)

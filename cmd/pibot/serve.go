@@ -26,6 +26,7 @@ import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/internal/buildinfo"
 	"github.com/pibot/pibot/internal/secret"
 )
 
@@ -123,7 +124,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	}
 	ready.Store(true)
-	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "discord", cfg.DiscordEnabled())
+	log.Info("pibot started", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "discord", cfg.DiscordEnabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
 	// Start-up garbage (config, providers, recovery) is returned to the OS
 	// now rather than held until the heap grows again.

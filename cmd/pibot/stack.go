@@ -124,6 +124,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Compaction:      compactionSettings(cfg),
 		Retry:           retryConfig(cfg),
 		IdleEvict:       cfg.Agent.IdleEvict.D(),
+		Watchdog:        watchdog(cfg, log, metrics),
 		Logger:          log,
 	}
 	if metrics != nil {

@@ -141,12 +141,16 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/secret", "internal/sessionview",
 			"llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
-		why: "cmd/pibot wires the layers together; only it sees every layer"},
+		test: []string{"adapters/telegram/telegramtest"},
+		why:  "cmd/pibot wires the layers together; only it sees every layer"},
 
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
+	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
+	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,
+		why: "doctor speaks each service's wire protocol with the standard library: no SDK, no other pibot package"},
 	{pkg: "internal/groupsync", may: []string{xsys}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
 	{pkg: "internal/secret", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/sessionview", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},
@@ -155,6 +159,8 @@ var rules = []rule{
 	{pkg: "internal/tinyfs", may: []string{xsys}, testOnly: true,
 		why: "tinyfs mounts small file systems for tests and imports testing"},
 	{pkg: "internal/deps", testOnly: true, why: "this test"},
+	{pkg: "deploy", testOnly: true, test: []string{"config", yaml},
+		why: "deploy holds the Dockerfile's, the service unit's and the release script's checks: tests only, stdlib only"},
 
 	// Test support, end-to-end tests, benchmarks and compatibility tools.
 	{pkg: "chat/chattest", may: []string{"chat"}, test: []string{"chat/adaptertest"}, testOnly: true, why: whyTestPkg},

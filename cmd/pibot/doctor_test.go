@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pibot/pibot/adapters/telegram/telegramtest"
+)
+
+// fakeOpenAI is an OpenAI-compatible model list that accepts one key.
+func fakeOpenAI(t *testing.T, key string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": "Incorrect API key provided", "code": "invalid_api_key"}})
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []map[string]any{{"id": "m1"}}})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+func TestDoctor(t *testing.T) {
+	const tgGood, keyGood = "111:good-telegram-token", "sk-good-provider-key"
+	tg := telegramtest.New(tgGood, telegramtest.WithUsername("doctor_bot"))
+	defer tg.Close()
+	models := fakeOpenAI(t, keyGood)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := func(name, tgToken, key string) string {
+		return writeFile(t, dir, name, `data_dir: `+filepath.Join(dir, "data")+`
+agent:
+  model: p/m1
+  workspace: `+ws+`
+  sandbox: off
+adapters:
+  web: {enabled: false}
+  telegram:
+    token: "`+tgToken+`"
+    api_url: `+tg.URL+`
+providers:
+  p:
+    api: openai-completions
+    base_url: `+models+`
+    api_key: `+key+`
+    models: [{id: m1}]
+`)
+	}
+	tests := []struct {
+		name   string
+		file   string
+		code   int
+		want   []string
+		secret string
+	}{
+		{"all good", conf("good.yaml", tgGood, keyGood), 0,
+			[]string{"ok    telegram", "@doctor_bot", "ok    provider p", "1 models listed", "ok    model", "p/m1", "ok    http", "ok    data_dir", "ok    workspace", "ok    sandbox", "everything looks right"}, ""},
+		{"rejected telegram token", conf("tg.yaml", "111:revoked", keyGood), 1,
+			[]string{"FAIL  telegram", "token rejected by getMe (401", "set adapters.telegram.token", "ok    provider p", "1 problem(s)"}, "111:revoked"},
+		{"bad provider key", conf("key.yaml", tgGood, "sk-wrong-key"), 1,
+			[]string{"FAIL  provider p", "key rejected (401", "Incorrect API key", "providers.p.api_key", "1 problem(s)"}, "sk-wrong-key"},
+		{"invalid config", writeFile(t, dir, "bad.yaml", "agent:\n  queue: {mode: shout}\n"), 1,
+			[]string{"FAIL  config", "agent.queue.mode"}, ""},
+		{"unknown model", writeFile(t, dir, "model.yaml", "data_dir: ./d\nagent: {model: g/m, sandbox: off}\nadapters: {web: {enabled: false}}\nproviders: {f: {api: faux, models: [{id: m}]}}\n"), 1,
+			[]string{"FAIL  model", "agent.model g/m", `provider "g" is not configured`, "pibot models", "ok    provider f"}, ""},
+		{"weak web token off loopback", writeFile(t, dir, "web.yaml", "data_dir: ./d\nhttp: {listen: '0.0.0.0:8080'}\nagent: {model: f/m, sandbox: off}\nadapters: {web: {token: tiny-tok}}\nproviders: {f: {api: faux, models: [{id: m}]}}\n"), 1,
+			[]string{"FAIL  http", "too short", "fix adapters.web.token", "ok    model"}, "tiny-tok"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := pibot(t, dir, "", nil, "doctor", "-c", tt.file)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
+				}
+			}
+			if tt.secret != "" && strings.Contains(r.stdout+r.stderr, tt.secret) {
+				t.Errorf("the output shows the secret %q:\n%s%s", tt.secret, r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestHealthcheck(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, dir, "--listen", "127.0.0.1:0")
+	addr := strings.TrimPrefix(s.url, "http://")
+	conf := writeFile(t, dir, "hc.yaml", "http:\n  listen: "+addr+"\n")
+	if out := ok(t, dir, "healthcheck", "-c", conf); !strings.Contains(out, "/healthz: ok") {
+		t.Errorf("healthcheck printed %q", out)
+	}
+	if out := ok(t, dir, "healthcheck", "-c", conf, "--ready"); !strings.Contains(out, "/readyz: ok") {
+		t.Errorf("healthcheck --ready printed %q", out)
+	}
+	if code := s.stop(t); code != 0 {
+		t.Fatalf("serve exit %d", code)
+	}
+	r := pibot(t, dir, "", nil, "healthcheck", "-c", conf)
+	if r.code != 1 || !strings.Contains(r.stderr, "healthcheck:") {
+		t.Errorf("after stop: exit %d, stderr %q; want 1 and the reason", r.code, r.stderr)
+	}
+}
+
+func TestProbeBase(t *testing.T) {
+	tests := []struct{ listen, want string }{
+		{"127.0.0.1:8080", "http://127.0.0.1:8080"},
+		{"0.0.0.0:8080", "http://127.0.0.1:8080"},
+		{":9090", "http://127.0.0.1:9090"},
+		{"[::]:8080", "http://[::1]:8080"},
+		{"[::1]:8080", "http://[::1]:8080"},
+		{"pibot.internal:80", "http://pibot.internal:80"},
+	}
+	for _, tt := range tests {
+		if got, err := probeBase(tt.listen); err != nil || got != tt.want {
+			t.Errorf("probeBase(%q) = %q, %v; want %q", tt.listen, got, err, tt.want)
+		}
+	}
+	if _, err := probeBase("8080"); err == nil {
+		t.Error("probeBase(\"8080\") = nil error")
+	}
+}

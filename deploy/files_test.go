@@ -1,0 +1,275 @@
+package deploy
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pibot/pibot/config"
+)
+
+// read returns a file of the repository, relative to its root.
+func read(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// instruction is one Dockerfile instruction with its continuation lines joined.
+type instruction struct{ op, args string }
+
+func dockerfile(t *testing.T) []instruction {
+	t.Helper()
+	var out []instruction
+	var cur strings.Builder
+	for _, line := range strings.Split(read(t, "Dockerfile"), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if cur.Len() == 0 && (trimmed == "" || strings.HasPrefix(trimmed, "#")) {
+			continue
+		}
+		if strings.HasPrefix(trimmed, "#") {
+			continue // a comment inside a continued instruction
+		}
+		if s, ok := strings.CutSuffix(trimmed, "\\"); ok {
+			cur.WriteString(s + " ")
+			continue
+		}
+		cur.WriteString(trimmed)
+		op, args, _ := strings.Cut(cur.String(), " ")
+		out = append(out, instruction{strings.ToUpper(op), strings.TrimSpace(args)})
+		cur.Reset()
+	}
+	return out
+}
+
+func TestDockerfile(t *testing.T) {
+	ins := dockerfile(t)
+	var froms []string
+	final := map[string][]string{} // instructions of the last stage
+	for _, in := range ins {
+		if in.op == "FROM" {
+			froms = append(froms, in.args)
+			final = map[string][]string{}
+		}
+		final[in.op] = append(final[in.op], in.args)
+	}
+	all := func(op string) string {
+		var s []string
+		for _, in := range ins {
+			if in.op == op {
+				s = append(s, in.args)
+			}
+		}
+		return strings.Join(s, "\n")
+	}
+	if len(froms) < 2 || !strings.Contains(froms[0], " AS build") {
+		t.Errorf("want a multi-stage build with a build stage, FROM lines %q", froms)
+	}
+	for _, f := range froms {
+		if strings.Contains(f, ":latest") || !strings.Contains(f, ":") {
+			t.Errorf("FROM %s: pin the base image's tag", f)
+		}
+	}
+	build := all("RUN")
+	for _, w := range []string{"CGO_ENABLED=0", "-trimpath", "internal/buildinfo", ".version=", ".commit=", ".date=", "./cmd/pibot"} {
+		if !strings.Contains(build, w) {
+			t.Errorf("the build RUN lacks %q (a static, stamped binary)", w)
+		}
+	}
+	runtime := strings.Join(final["RUN"], "\n")
+	for _, pkg := range []string{"bash", "coreutils", "git", "ripgrep", "bubblewrap", "ca-certificates"} {
+		if !regexp.MustCompile(`apk add[^&]*\s` + pkg + `(\s|$)`).MatchString(runtime) {
+			t.Errorf("the runtime image does not install %s", pkg)
+		}
+	}
+	if !strings.Contains(runtime, "chmod 0700 /data/state /data/workspace") {
+		t.Error("the data directory and workspace are not private to the pibot user (chmod 0700)")
+	}
+	user := strings.Join(final["USER"], "")
+	if user == "" || strings.HasPrefix(user, "root") || strings.HasPrefix(user, "0") {
+		t.Errorf("USER %q: the runtime must not run as root", user)
+	}
+	if !strings.Contains(strings.Join(final["VOLUME"], " "), `"/data"`) {
+		t.Errorf("VOLUME %q: want /data", final["VOLUME"])
+	}
+	hc := strings.Join(final["HEALTHCHECK"], "")
+	if !strings.Contains(hc, `CMD ["pibot", "healthcheck"]`) {
+		t.Errorf("HEALTHCHECK %q: want pibot probing its own /healthz", hc)
+	}
+	if !slices.Contains(final["ENV"], "PIBOT_CONFIG=/etc/pibot/config.yaml") {
+		t.Errorf("ENV %q: want PIBOT_CONFIG=/etc/pibot/config.yaml", final["ENV"])
+	}
+	if !slices.Contains(final["COPY"], "deploy/docker/config.yaml /etc/pibot/config.yaml") {
+		t.Errorf("COPY %q: the image's configuration is not installed", final["COPY"])
+	}
+	if a := all("ADD"); a != "" {
+		t.Errorf("ADD %q: use COPY", a)
+	}
+	ignore := read(t, ".dockerignore")
+	for _, w := range []string{".git", "pibot-data", "pibot-workspace"} {
+		if !slices.Contains(strings.Split(ignore, "\n"), w) {
+			t.Errorf(".dockerignore does not keep %s out of the build context", w)
+		}
+	}
+}
+
+// load parses a configuration file of the repository with env.
+func load(t *testing.T, name string, env map[string]string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join("..", name), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%s does not validate: %v", name, err)
+	}
+	return cfg
+}
+
+func TestImageConfig(t *testing.T) {
+	cfg := load(t, "deploy/docker/config.yaml", nil)
+	if cfg.DataDir != "/data/state" || cfg.Agent.Workspace != "/data/workspace" || cfg.HTTP.Listen != "0.0.0.0:8080" {
+		t.Errorf("data_dir %q, workspace %q, listen %q: want both under the /data volume, listening on every address",
+			cfg.DataDir, cfg.Agent.Workspace, cfg.HTTP.Listen)
+	}
+	if cfg.TelegramEnabled() {
+		t.Error("Telegram is on without TELEGRAM_BOT_TOKEN")
+	}
+	cfg = load(t, "deploy/docker/config.yaml", map[string]string{
+		"TELEGRAM_BOT_TOKEN_FILE": "/run/secrets/tg", "PIBOT_WEB": "false", "PIBOT_MODEL": "openai/gpt-4.1", "PIBOT_SANDBOX": "bwrap",
+	})
+	if !cfg.TelegramEnabled() || cfg.Adapter.Telegram.TokenFile != "/run/secrets/tg" || cfg.WebEnabled() ||
+		cfg.Agent.Model != "openai/gpt-4.1" || cfg.Agent.Sandbox != "bwrap" {
+		t.Errorf("the environment does not reach the configuration: %+v", cfg)
+	}
+}
+
+// unit parses a systemd unit into "Section.Key" -> values.
+func unit(t *testing.T, name string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	section := ""
+	for _, line := range strings.Split(read(t, name), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, ";"):
+		case strings.HasPrefix(line, "["):
+			section = strings.Trim(line, "[]")
+		default:
+			k, v, ok := strings.Cut(line, "=")
+			if !ok {
+				t.Fatalf("%s: %q is not key=value", name, line)
+			}
+			out[section+"."+k] = append(out[section+"."+k], v)
+		}
+	}
+	return out
+}
+
+func TestSystemdUnit(t *testing.T) {
+	u := unit(t, "deploy/systemd/pibot.service")
+	one := func(k string) string { return strings.Join(u["Service."+k], " ") }
+	for k, v := range map[string]string{
+		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
+		"User": "pibot", "Delegate": "yes", "CapabilityBoundingSet": "", "KillSignal": "SIGTERM",
+	} {
+		if got, ok := u["Service."+k]; !ok || one(k) != v {
+			t.Errorf("%s=%q (set: %v), want %q", k, strings.Join(got, " "), ok, v)
+		}
+	}
+	if !strings.HasPrefix(one("ExecStart"), "/usr/local/bin/pibot serve -c /etc/pibot/config.yaml") {
+		t.Errorf("ExecStart=%q", one("ExecStart"))
+	}
+	if one("TimeoutStopSec") != "45s" {
+		t.Errorf("TimeoutStopSec=%q: give the 20 s drain room", one("TimeoutStopSec"))
+	}
+	// The configuration it ships must be writable where the unit allows.
+	dir := t.TempDir()
+	creds := map[string]string{}
+	for _, lc := range u["Service.LoadCredential"] {
+		id, _, _ := strings.Cut(lc, ":")
+		creds[id] = filepath.Join(dir, id)
+		if err := os.WriteFile(creds[id], []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := load(t, "deploy/systemd/config.yaml", map[string]string{"CREDENTIALS_DIRECTORY": dir})
+	rw := strings.Fields(one("ReadWritePaths"))
+	for _, p := range []string{cfg.DataDir, cfg.Agent.Workspace} {
+		if !slices.ContainsFunc(rw, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") }) {
+			t.Errorf("%s is not under ReadWritePaths=%v: ProtectSystem=strict makes it read-only", p, rw)
+		}
+	}
+	if cfg.Adapter.Telegram.TokenFile != creds["telegram_token"] || cfg.Providers["openai"].APIKeyFile != creds["openai_api_key"] {
+		t.Errorf("the configuration does not read the loaded credentials: telegram %q, openai %q; want %v",
+			cfg.Adapter.Telegram.TokenFile, cfg.Providers["openai"].APIKeyFile, creds)
+	}
+	if cfg.Adapter.Telegram.Token != "" || cfg.Providers["openai"].APIKey != "" {
+		t.Error("a secret is written in the configuration itself")
+	}
+	t.Run("systemd-analyze verify", func(t *testing.T) {
+		if _, err := exec.LookPath("systemd-analyze"); err != nil {
+			t.Skip("systemd-analyze is not installed")
+		}
+		// verify wants ExecStart's binary to exist; it prints every unknown
+		// key or bad value (and still exits 0), so any output fails.
+		unitFile := filepath.Join(t.TempDir(), "pibot.service")
+		text := strings.ReplaceAll(read(t, "deploy/systemd/pibot.service"), "/usr/local/bin/pibot", "/bin/true")
+		if err := os.WriteFile(unitFile, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, "systemd-analyze", "verify", unitFile).CombinedOutput()
+		if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+			t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+		}
+	})
+}
+
+func TestCompose(t *testing.T) {
+	var c struct {
+		Services map[string]struct {
+			Build struct {
+				Context string `yaml:"context"`
+			} `yaml:"build"`
+			Volumes  []string `yaml:"volumes"`
+			EnvFile  string   `yaml:"env_file"`
+			Ports    []string `yaml:"ports"`
+			CapDrop  []string `yaml:"cap_drop"`
+			ReadOnly bool     `yaml:"read_only"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, "deploy/docker-compose.yml")), &c); err != nil {
+		t.Fatal(err)
+	}
+	s, ok := c.Services["pibot"]
+	if !ok || len(c.Services) != 1 {
+		t.Fatalf("want one service, pibot: %+v", c.Services)
+	}
+	if s.Build.Context != ".." || !slices.Contains(s.Volumes, "pibot-data:/data") || !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") {
+		t.Errorf("service %+v: want the root Dockerfile, a /data volume, a read-only root and no capabilities", s)
+	}
+	for _, p := range s.Ports {
+		if !strings.HasPrefix(p, "127.0.0.1:") {
+			t.Errorf("port %q is published on every address", p)
+		}
+	}
+	example := read(t, "deploy/"+s.EnvFile+".example")
+	for _, v := range []string{"OPENAI_API_KEY=", "TELEGRAM_BOT_TOKEN=", "PIBOT_WEB_TOKEN="} {
+		if !strings.Contains(example, v) {
+			t.Errorf("deploy/%s.example lacks %s", s.EnvFile, v)
+		}
+	}
+}
