@@ -39,7 +39,7 @@ var version = "dev"
 const usageText = `pibot — a pi-style coding agent behind chat
 
 Usage:
-  pibot serve [-c FILE] [--listen ADDR]     run the gateway (web chat, Telegram)
+  pibot serve [-c FILE] [--listen ADDR]     run the gateway (web chat, Telegram, Slack)
   pibot chat [-c FILE] [-p] [--mode json] [--session FILE] [PROMPT...]
                                             one prompt (-p, --mode json) or a terminal chat
   pibot session ls [DIR]                    list sessions (default <data_dir>/sessions)
@@ -54,6 +54,8 @@ Usage:
   pibot pairing list [-c FILE]              list pairing requests and paired users
   pibot pairing approve PLATFORM CODE       approve a pairing code
   pibot pairing revoke PLATFORM USER        revoke a paired user
+  pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
+                                            print the Slack app manifest pibot needs
   pibot version                             print the version
 
 -c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.
@@ -156,6 +158,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.models(rest)
 	case "pairing":
 		return c.pairing(ctx, rest)
+	case "slack":
+		return c.slackCmd(rest)
 	}
 	return usageErr("unknown command %q", cmd)
 }

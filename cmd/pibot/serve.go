@@ -32,7 +32,7 @@ import (
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 30 * time.Second
 
-// serve runs `pibot serve`: the gateway with the web chat and Telegram on
+// serve runs `pibot serve`: the gateway with the web chat, Telegram and Slack on
 // one HTTP listener, until SIGINT or SIGTERM.
 func (c *cli) serve(ctx context.Context, args []string) error {
 	fs := c.newFlags("serve")
@@ -115,7 +115,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	}
 	ready.Store(true)
-	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled())
+	log.Info("pibot started", "version", version, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "slack", cfg.SlackEnabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
 	// Start-up garbage (config, providers, recovery) is returned to the OS
 	// now rather than held until the heap grows again.
@@ -217,6 +217,13 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		}
 		if p := a.WebhookPath(); p != "" {
 			mux.Handle("POST "+p, a.WebhookHandler())
+		}
+		out = append(out, a)
+	}
+	if cfg.SlackEnabled() {
+		a, err := slackAdapter(cfg, log, mux)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, a)
 	}

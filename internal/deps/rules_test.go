@@ -26,6 +26,7 @@ const (
 	yaml         = "go.yaml.in/yaml"
 	xsys         = "golang.org/x/sys"
 	prometheus   = "github.com/prometheus/client_golang"
+	websocket    = "github.com/gorilla/websocket"
 )
 
 var (
@@ -110,6 +111,9 @@ var rules = []rule{
 	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", telegramSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{slackSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
+	{pkg: "adapters/slack", may: []string{"chat", "internal/secret", slackSDK}, test: []string{"chat/adaptertest"},
+		never: join(modelSDKs, []string{telegramSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
+		why:   whyAdapter},
 	{pkg: "adapters/web", may: []string{"chat", "internal/secret"}, test: []string{chromedp, "chat/adaptertest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
@@ -165,9 +169,11 @@ var rules = []rule{
 	{pkg: "providers/providertest", may: []string{"llm"}, testOnly: true, why: whyTestPkg},
 	{pkg: "adapters/telegram/telegramtest", may: []string{telegramSDK}, testOnly: true,
 		why: "the fake Bot API speaks Telegram's wire format (SDK models only), not pibot's"},
+	{pkg: "adapters/slack/slacktest", may: []string{slackSDK, websocket}, testOnly: true,
+		why: "the fake Slack speaks Slack's wire formats (Web API, Socket Mode, signed HTTP events), not pibot's"},
 	{pkg: "e2e", testOnly: true,
 		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
-			"llm", "providers/...", "session/...", "tools/...", telegramSDK, chromedp},
+			"llm", "providers/...", "session/...", "tools/...", telegramSDK, slackSDK, chromedp},
 		why: "end-to-end tests drive the real layers from the outside"},
 	{pkg: "bench/gateway/serveprobe", testOnly: true, why: "the probe runs the binary from outside: stdlib only"},
 	{pkg: "bench/sessions/ctx", may: []string{"llm", "session"}, testOnly: true, why: "the session benchmark times the session package alone"},
