@@ -301,3 +301,27 @@ func (a *Adapter) interaction(cb slackapi.InteractionCallback) (chat.Inbound, er
 		Time:     now,
 	}, nil
 }
+
+// eventBody normalises an Events API body.
+func (a *Adapter) eventBody(body []byte) (chat.Inbound, error) {
+	var o outerEvent
+	if err := json.Unmarshal(body, &o); err != nil {
+		return chat.Inbound{}, errors.New("slack: event is not JSON: " + err.Error())
+	}
+	if o.Type != "event_callback" {
+		if o.Type == "app_rate_limited" {
+			a.log.Warn("slack: Slack dropped events: the app passed 30,000 events an hour in the workspace")
+		}
+		return chat.Inbound{}, errSkip
+	}
+	return a.event(o)
+}
+
+// interactionBody normalises an interaction payload.
+func (a *Adapter) interactionBody(payload []byte) (chat.Inbound, error) {
+	var cb slackapi.InteractionCallback
+	if err := json.Unmarshal(payload, &cb); err != nil {
+		return chat.Inbound{}, errors.New("slack: interaction is not JSON: " + err.Error())
+	}
+	return a.interaction(cb)
+}

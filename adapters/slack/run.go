@@ -207,18 +207,7 @@ func (a *Adapter) deliver(ctx context.Context, sink chat.Sink, kindName string, 
 	var err error
 	switch kindName {
 	case "events_api":
-		var o outerEvent
-		if err := json.Unmarshal(payload, &o); err != nil {
-			a.log.Warn("slack: event is not JSON; skipped", "err", err)
-			return nil
-		}
-		if o.Type != "event_callback" {
-			if o.Type == "app_rate_limited" {
-				a.log.Warn("slack: Slack dropped events: the app passed 30,000 events an hour in the workspace")
-			}
-			return nil
-		}
-		in, err = a.event(o)
+		in, err = a.eventBody(payload)
 	case "slash_commands":
 		var sc slackapi.SlashCommand
 		if err := json.Unmarshal(payload, &sc); err != nil {
@@ -231,12 +220,7 @@ func (a *Adapter) deliver(ctx context.Context, sink chat.Sink, kindName string, 
 		}
 		in, err = a.slashCommand(sc)
 	case "interactive":
-		var cb slackapi.InteractionCallback
-		if err := json.Unmarshal(payload, &cb); err != nil {
-			a.log.Warn("slack: interaction is not JSON; skipped", "err", err)
-			return nil
-		}
-		in, err = a.interaction(cb)
+		in, err = a.interactionBody(payload)
 	}
 	if errors.Is(err, errSkip) {
 		return nil
