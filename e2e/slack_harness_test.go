@@ -25,10 +25,10 @@ import (
 const (
 	slackTeam    = "T0001"
 	slackOwner   = "UOWNER"
-	slackBob     = "UBOB"   // a member of the allowed channel, not an owner
-	slackOwnerDM = "D100"   // the owner's DM with the bot
-	slackChannel = "C100"   // a channel in access.groups
-	slackOther   = "C200"   // a channel that is not
+	slackBob     = "UBOB"    // a member of the allowed channel, not an owner
+	slackOwnerDM = "D100"    // the owner's DM with the bot
+	slackChannel = "C100"    // a channel in access.groups
+	slackOther   = "C200"    // a channel that is not
 	slackMention = "<@UBOT>" // how a mention of the bot reads
 )
 
