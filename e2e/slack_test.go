@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pibot/pibot/adapters/slack/slacktest"
 	"github.com/pibot/pibot/providers/faux"
@@ -70,7 +71,7 @@ func TestSlackDuplicatesRunOnce(t *testing.T) {
 		}
 		return false
 	})
-	w.never("a second run", 500*1e6, func() bool { return w.model.Calls() > 2 })
+	w.never("a second run", 500*time.Millisecond, func() bool { return w.model.Calls() > 2 })
 	n := 0
 	for _, m := range w.slack.Messages(slackChannel) {
 		n += strings.Count(m.Text, "again once")
@@ -79,4 +80,75 @@ func TestSlackDuplicatesRunOnce(t *testing.T) {
 		t.Errorf("the channel answer shows %d times", n)
 	}
 	_ = ts2
+}
+
+// A socket refresh in the middle of a reply loses nothing: the reply is
+// finished once, and the next message is answered.
+func TestSlackSocketRefreshMidReply(t *testing.T) {
+	t.Parallel()
+	long := words("part", 60)
+	w := newSlackWorld(t, []faux.Turn{faux.Text(long).WithDelay(20 * time.Millisecond), faux.Text("after the refresh")})
+	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "talk for a while"})
+	w.waitFor("the reply to start", func() bool { return len(w.botMessages(slackOwnerDM, "")) > 0 })
+	w.slack.Disconnect("refresh_requested")
+	if err := w.slack.WaitConnected(2, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	w.waitSlack(slackOwnerDM, "", "part60")
+	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "still there?"})
+	w.waitSlack(slackOwnerDM, "", "after the refresh")
+	if n := len(w.botMessages(slackOwnerDM, "")); n != 2 {
+		t.Errorf("%d bot messages, want 2", n)
+	}
+	w.waitBranch(slackLoc(slackOwnerDM, ""), []string{"user:talk for a while", "assistant:" + long,
+		"user:still there?", "assistant:after the refresh"})
+}
+
+// A storm of 429s on updates and appends: the final text is delivered
+// once, and no call comes inside a Retry-After window (checked at the
+// end by the world).
+func TestSlack429Storm(t *testing.T) {
+	t.Parallel()
+	long := words("w", 80)
+	w := newSlackWorld(t, []faux.Turn{faux.Text(long).WithDelay(15 * time.Millisecond), faux.Text(long + " again").WithDelay(15 * time.Millisecond)})
+	for _, m := range []string{"chat.update", "chat.appendStream", "chat.startStream"} {
+		w.slack.Fail(m, 3, slacktest.Fault{Kind: slacktest.Fault429, RetryAfter: 1})
+	}
+	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "story please"})
+	final := w.waitSlack(slackOwnerDM, "", "w80")
+	if final.Text != long {
+		t.Errorf("final text %q", final.Text)
+	}
+	// In a thread: the native stream.
+	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "in a thread", ThreadTS: final.TS})
+	m := w.waitSlack(slackOwnerDM, final.TS, "again")
+	if strings.Count(m.Text, "w80 again") != 1 {
+		t.Errorf("streamed text %q", m.Text)
+	}
+	n := 0
+	for _, x := range w.botMessages(slackOwnerDM, final.TS) {
+		n += strings.Count(x.Text, "again")
+	}
+	if n != 1 {
+		t.Errorf("the final text shows %d times in the thread", n)
+	}
+}
+
+// HTTP mode: a bad signature is refused with 401 and nothing runs; a
+// signed delivery runs.
+func TestSlackHTTPBadSignature(t *testing.T) {
+	t.Parallel()
+	w := newSlackWorld(t, []faux.Turn{faux.Text("signed ok")}, slackHTTP())
+	_, bodies := w.slack.Post(slacktest.Say{Channel: slackOwnerDM, User: slackOwner, Text: "run rm -rf /"})
+	r := w.slack.Request(w.events, bodies[0], 0)
+	r.Header.Set("X-Slack-Signature", slacktest.Sign("forged", time.Now().Unix(), bodies[0]))
+	if code, _ := w.post(r); code != 401 {
+		t.Fatalf("forged delivery: HTTP %d, want 401", code)
+	}
+	w.never("a run of the forged message", 300*time.Millisecond, func() bool { return w.model.Calls() > 0 })
+	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "hi"})
+	w.waitSlack(slackOwnerDM, "", "signed ok")
+	if w.model.Calls() != 1 {
+		t.Errorf("%d model calls, want 1", w.model.Calls())
+	}
 }
