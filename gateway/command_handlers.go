@@ -16,7 +16,7 @@ const customQueue = "pibot.queue"
 
 // The handlers of the command table (tree.go has /tree and /fork).
 
-func cmdHelp(ctx context.Context, c *invocation) { c.say(ctx, "%s", c.cmds.helpText()) }
+func cmdHelp(ctx context.Context, c *invocation) { c.tell(ctx, "%s", c.cmds.helpText()) }
 
 func cmdWhoami(ctx context.Context, c *invocation) {
 	in, rights := c.in, c.cmds.rights
@@ -34,14 +34,14 @@ func cmdWhoami(ctx context.Context, c *invocation) {
 	case !in.Conv.DM:
 		role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model and /thinking to look, /steer, /followup, and /stop of your own request"
 	}
-	c.say(ctx, "You are `%s:%s` (%s), %s.", in.Conv.Platform, in.User.ID, displayName(in.User), role)
+	c.tell(ctx, "You are `%s:%s` (%s), %s.", in.Conv.Platform, in.User.ID, displayName(in.User), role)
 }
 
 func cmdNew(ctx context.Context, c *invocation) {
 	if c.run != nil {
 		c.run.interrupt("stopped by /new")
 	}
-	if err := c.cmds.sessions.unbind(ctx, c.in.Conv.Key()); err != nil {
+	if err := c.cmds.sessions.unbind(ctx, c.conv.Key()); err != nil {
 		c.failed(ctx, "starting a new session", err)
 		return
 	}
@@ -55,10 +55,10 @@ func cmdDecide(ctx context.Context, c *invocation) {
 	}
 	id := c.arg
 	if id == "" {
-		id = c.cmds.approvals.waitingIn(c.in.Conv.Key())
+		id = c.cmds.approvals.waitingIn(c.conv.Key())
 	}
 	if id == "" {
-		c.say(ctx, "Nothing is waiting for approval here.")
+		c.tell(ctx, "Nothing is waiting for approval here.")
 		return
 	}
 	toast, then := c.cmds.approvals.decide(ctx, c.in, id, d)
@@ -74,7 +74,7 @@ func cmdDecide(ctx context.Context, c *invocation) {
 func cmdStop(ctx context.Context, c *invocation) {
 	if !c.full {
 		if c.run == nil {
-			c.say(ctx, "Nothing is running.")
+			c.tell(ctx, "Nothing is running.")
 			return
 		}
 		c.run.interrupt("stopped by /stop")
@@ -83,6 +83,10 @@ func cmdStop(ctx context.Context, c *invocation) {
 	}
 	n := c.o.dropQueued(c.loc)
 	if c.run == nil {
+		if n == 0 {
+			c.tell(ctx, "Nothing is running.")
+			return
+		}
 		c.say(ctx, "Nothing is running.%s", droppedNote(n))
 		return
 	}
@@ -106,10 +110,10 @@ func cmdQueue(ctx context.Context, c *invocation) {
 		o.mu.Unlock()
 		q := o.queuedTexts(loc)
 		if len(q) == 0 {
-			c.say(ctx, "Queue mode: **%s**. Nothing queued.", mode)
+			c.tell(ctx, "Queue mode: **%s**. Nothing queued.", mode)
 			return
 		}
-		c.say(ctx, "Queue mode: **%s**. Queued:\n\n- %s", mode, strings.Join(q, "\n- "))
+		c.tell(ctx, "Queue mode: **%s**. Queued:\n\n- %s", mode, strings.Join(q, "\n- "))
 	case arg == "drop":
 		c.say(ctx, "Dropped %d queued message(s).", o.dropQueued(loc))
 	case slices.Contains(queueModes, arg):
@@ -123,7 +127,7 @@ func cmdQueue(ctx context.Context, c *invocation) {
 		o.mu.Unlock()
 		c.say(ctx, "Queue mode set to **%s**.", arg)
 	default:
-		c.say(ctx, "Usage: `/queue [steer|followup|collect|interrupt|list|drop]`")
+		c.tell(ctx, "Usage: `/queue [steer|followup|collect|interrupt|list|drop]`")
 	}
 }
 
@@ -134,16 +138,16 @@ func cmdModel(ctx context.Context, c *invocation) {
 		ref = c.cmds.model
 	}
 	if arg == "" {
-		c.say(ctx, "Model: `%s`. Switch with `/model provider/model`.", ref)
+		c.tell(ctx, "Model: `%s`. Switch with `/model provider/model`.", ref)
 		return
 	}
 	if c.cmds.models == nil {
-		c.say(ctx, "No models are configured.")
+		c.tell(ctx, "No models are configured.")
 		return
 	}
 	m, err := c.cmds.models.Model(arg)
 	if err != nil {
-		c.say(ctx, "%s", "⚠️ "+err.Error())
+		c.tell(ctx, "%s", "⚠️ "+err.Error())
 		return
 	}
 	info := m.Info()
@@ -160,11 +164,11 @@ func cmdModel(ctx context.Context, c *invocation) {
 func cmdThinking(ctx context.Context, c *invocation) {
 	_, cur, _, _ := c.o.contextFor(c.loc)
 	if c.arg == "" {
-		c.say(ctx, "Thinking: **%s**.", cur)
+		c.tell(ctx, "Thinking: **%s**.", cur)
 		return
 	}
 	if !slices.Contains(llm.ThinkingLevels[:], llm.ThinkingLevel(c.arg)) {
-		c.say(ctx, "Usage: `/thinking off|minimal|low|medium|high|xhigh`")
+		c.tell(ctx, "Usage: `/thinking off|minimal|low|medium|high|xhigh`")
 		return
 	}
 	if _, err := c.o.append(c.loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: c.arg}, session.SyncAlways); err != nil {
@@ -176,7 +180,7 @@ func cmdThinking(ctx context.Context, c *invocation) {
 
 func cmdCompact(ctx context.Context, c *invocation) {
 	if c.run != nil {
-		c.say(ctx, "A run is active; /stop it first or wait.")
+		c.tell(ctx, "A run is active; /stop it first or wait.")
 		return
 	}
 	o, loc := c.o, c.loc
@@ -223,7 +227,7 @@ func cmdStatus(ctx context.Context, c *invocation) {
 		name = o.sess.Header().ID
 	}
 	// No server paths: the session is named by its name or id.
-	c.say(ctx, "**Session** %s\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
+	c.tell(ctx, "**Session** %s\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
 		name, o.head(loc), len(msgs), ref, thinking, mode, state)
 }
 
@@ -246,7 +250,7 @@ func cmdUsage(ctx context.Context, c *invocation) {
 			u.Cost.Total += mu.Cost.Total
 		}
 	}
-	c.say(ctx, "**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
+	c.tell(ctx, "**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
 		calls, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
 }
 

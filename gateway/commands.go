@@ -119,6 +119,10 @@ type senderRights interface {
 type commandChat interface {
 	// reply sends a short answer to in's conversation.
 	reply(ctx context.Context, in chat.Inbound, md string)
+	// respond answers in: through its interaction if it has one (only
+	// for the sender when private), else as reply does. An empty md just
+	// ends the interaction's spinner.
+	respond(ctx context.Context, in chat.Inbound, md string, private bool)
 	// send posts a message.
 	send(ctx context.Context, conv chat.ConvRef, out chat.Out) (chat.MsgRef, error)
 	// answer answers a button press with a toast.
@@ -133,12 +137,18 @@ type commandSessions interface {
 	existing(ctx context.Context, in chat.Inbound) (*owner, *location)
 	// unbind detaches the conversation with key convKey from its session.
 	unbind(ctx context.Context, convKey string) error
+	// target is where a command sent in conv acts (threads.target).
+	target(ctx context.Context, conv chat.ConvRef) chat.ConvRef
 }
 
 // invocation is one use of a command: what its handler gets besides the
 // context.
 type invocation struct {
-	in   chat.Inbound
+	in chat.Inbound
+	// conv is where the command acts: in.Conv, or for a command sent on
+	// a channel's main line, the thread it applies to (threads.target).
+	// Answers go to in.Conv.
+	conv chat.ConvRef
 	name string
 	arg  string // the arguments, trimmed
 	// full: the sender has every right of the command here (an owner, or
@@ -153,18 +163,48 @@ type invocation struct {
 	// replay: the command is taken from the inbox at start; it may have
 	// been executed before the crash (see cmdCompact).
 	replay bool
+	// answered: in.Interaction has been answered (it takes one answer;
+	// later words are plain replies).
+	answered bool
 }
 
-// say answers in the command's conversation.
+// say answers the command where the conversation sees it.
 func (c *invocation) say(ctx context.Context, format string, args ...any) {
-	c.cmds.chat.reply(ctx, c.in, fmt.Sprintf(format, args...))
+	c.speak(ctx, fmt.Sprintf(format, args...), false)
 }
 
-// failed tells the chat that something went wrong without the details
+// tell answers the command for its sender: what they looked up, a usage
+// line, a refusal, an error. Through an interaction it is ephemeral (where
+// the platform can); a text command's answer is a normal reply.
+func (c *invocation) tell(ctx context.Context, format string, args ...any) {
+	c.speak(ctx, fmt.Sprintf(format, args...), true)
+}
+
+// speak sends md: the first answer through the command's interaction, if
+// it has one, the rest as replies.
+func (c *invocation) speak(ctx context.Context, md string, private bool) {
+	in := c.in
+	if c.answered {
+		in.Interaction = nil
+	}
+	c.answered = true
+	c.cmds.chat.respond(ctx, in, md, private)
+}
+
+// finish ends the spinner of an interaction nothing answered yet: every
+// path of a command delivered as an interaction answers it.
+func (c *invocation) finish(ctx context.Context) {
+	if c.in.Interaction != nil && !c.answered {
+		c.answered = true
+		c.cmds.chat.respond(ctx, c.in, "", false)
+	}
+}
+
+// failed tells the sender that something went wrong without the details
 // (which can hold server paths) and logs them.
 func (c *invocation) failed(ctx context.Context, doing string, err error) {
 	c.cmds.log.Error("command failed", "conv", c.in.Conv.Key(), "doing", doing, "err", err)
-	c.cmds.chat.reply(ctx, c.in, "⚠️ Something went wrong "+doing+"; the details are in pibot's log.")
+	c.speak(ctx, "⚠️ Something went wrong "+doing+"; the details are in pibot's log.", true)
 }
 
 // lookup returns the command called name.
@@ -187,11 +227,23 @@ func (cs *commands) needsSession(name string) bool {
 // /followup) it returns the queue mode and handled=false: the text then
 // goes through the inbox. replay marks a command taken from the inbox at
 // start.
+//
+// A command that came with an interaction is answered on every path, a
+// queued one (handled=false) with an empty answer that just ends the
+// spinner: its reply is the run's.
 func (cs *commands) dispatch(ctx context.Context, in chat.Inbound, replay bool) (mode string, handled bool) {
-	c := &invocation{in: in, name: in.Command.Name, arg: strings.TrimSpace(in.Command.Args), cmds: cs, replay: replay}
+	c := &invocation{in: in, conv: in.Conv, name: in.Command.Name, arg: strings.TrimSpace(in.Command.Args), cmds: cs, replay: replay}
+	defer c.finish(ctx)
+	return cs.invoke(ctx, c)
+}
+
+// invoke checks the rights of c's sender, finds the session c acts on and
+// runs the handler (see dispatch).
+func (cs *commands) invoke(ctx context.Context, c *invocation) (mode string, handled bool) {
+	in := c.in
 	cmd, ok := cs.lookup(c.name)
 	if !ok {
-		c.say(ctx, "Unknown command `/%s`. Send /help for the list.", c.name)
+		c.tell(ctx, "Unknown command `/%s`. Send /help for the list.", c.name)
 		return "", true
 	}
 	r := cmd.dm
@@ -201,28 +253,35 @@ func (cs *commands) dispatch(ctx context.Context, in chat.Inbound, replay bool) 
 	owner := cs.rights.IsOwner(in.Conv.Platform, in.User.ID)
 	c.full = r == rightAnyone || owner
 	if !owner && (r == rightOwners || r == rightOwnersToChange && !slices.Contains(cmd.looks, c.arg)) {
-		c.say(ctx, "%s", cmd.refusal(in.Conv.DM, c.arg))
+		c.tell(ctx, "%s", cmd.refusal(in.Conv.DM, c.arg))
 		return "", true
 	}
 	if cmd.queue != "" {
 		if c.arg == "" {
-			c.say(ctx, "Usage: `/%s %s`", cmd.name, cmd.args)
+			c.tell(ctx, "Usage: `/%s %s`", cmd.name, cmd.args)
 			return "", true
 		}
 		return cmd.queue, false
 	}
+	if !cmd.intake {
+		c.conv = cs.sessions.target(ctx, in.Conv)
+	}
+	at := in // the event as if sent where the command acts
+	if c.conv != in.Conv {
+		at.Conv, at.ReplyTo = c.conv, nil
+	}
 	switch cmd.session {
 	case sessionOpen:
-		o, loc, err := cs.sessions.locate(ctx, in)
+		o, loc, err := cs.sessions.locate(ctx, at)
 		if err != nil {
 			c.failed(ctx, "opening this conversation's session", err)
 			return "", true
 		}
 		c.o, c.loc = o, loc
 	case sessionBound, sessionIfBound:
-		c.o, c.loc = cs.sessions.existing(ctx, in)
+		c.o, c.loc = cs.sessions.existing(ctx, at)
 		if c.o == nil && cmd.session == sessionBound {
-			c.say(ctx, "There is no session here yet. Send a message to start one.")
+			c.tell(ctx, "There is no session here yet. Send a message to start one.")
 			return "", true
 		}
 	}
@@ -232,7 +291,7 @@ func (cs *commands) dispatch(ctx context.Context, in chat.Inbound, replay bool) 
 		c.o.mu.Unlock()
 	}
 	if r == rightOwnersOrRequester && !c.full && c.run != nil && c.run.requester() != in.User.ID {
-		c.say(ctx, "Only an owner, or the person whose request is running, can stop it.")
+		c.tell(ctx, "Only an owner, or the person whose request is running, can stop it.")
 		return "", true
 	}
 	cmd.handle(ctx, c)

@@ -163,6 +163,7 @@ type Gateway struct {
 	ready    chan struct{}  // closed once Run has recovered and started the adapters
 	health   *health        // can the data directory be written (health.go)
 	replier  *replier       // the gateway's own messages to the chats (replier.go)
+	threads  *threads       // reply threads of channels (threads.go)
 	runner   *adapterRunner // runs the adapters (adapters.go)
 }
 
@@ -206,13 +207,6 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		mail:     newMailboxes(),
 		ready:    make(chan struct{}),
 	}
-	g.replier = &replier{adapters: g.adapters, log: g.log, metrics: g.metrics, finalWait: cfg.FinalWait}
-	wireCommands(g) // host.go
-	g.intake = wireIntake(g)
-	for _, a := range d.Adapters {
-		g.adapters[a.Platform()] = a
-	}
-	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	if err := os.MkdirAll(sessionsDir(cfg.DataDir), 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -224,6 +218,14 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		}
 		g.index, g.closeIndex = ix, ix.Close
 	}
+	for _, a := range d.Adapters {
+		g.adapters[a.Platform()] = a
+	}
+	g.replier = &replier{adapters: g.adapters, log: g.log, metrics: g.metrics, finalWait: cfg.FinalWait}
+	g.threads = newThreads(g.adapters, g.index, g.log)
+	wireCommands(g) // host.go
+	g.intake = wireIntake(g)
+	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
 		owners: map[string]*owner{}, newOwner: g.newOwner}
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,

@@ -53,6 +53,8 @@ type harness struct {
 	wrap func(*chattest.Adapter) chat.Adapter
 	// wrapModel, when set, gives the gateway a wrapper of model.
 	wrapModel func(llm.Model) llm.Model
+	// caps, when set, changes the adapter's capabilities.
+	caps func(*chat.Caps)
 
 	g      *gateway.Gateway
 	cancel context.CancelFunc
@@ -74,6 +76,7 @@ func withAdapter(wrap func(*chattest.Adapter) chat.Adapter) option {
 func withModel(wrap func(llm.Model) llm.Model) option {
 	return func(h *harness) { h.wrapModel = wrap }
 }
+func withCaps(f func(*chat.Caps)) option { return func(h *harness) { h.caps = f } }
 
 func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
 	t.Helper()
@@ -83,6 +86,9 @@ func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
 		o(h)
 	}
 	fast := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 50 * time.Millisecond}
+	if h.caps != nil {
+		h.caps(&fast)
+	}
 	h.ad = chattest.New(chattest.WithCaps(fast, fast))
 	h.start()
 	t.Cleanup(h.stop)
@@ -193,6 +199,10 @@ func (h *harness) send(text string, opts ...msgOpt) chat.Inbound {
 	}
 	in.Msg.Conv = in.Conv
 	in.Command = chat.ParseCommand(text, "")
+	if in.Interaction != nil {
+		// Where and by whom, as the platform says.
+		in.Interaction.Conv, in.Interaction.User = in.Conv, in.User.ID
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.ad.Inject(ctx, in); err != nil {

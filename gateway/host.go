@@ -107,3 +107,11 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 func (h gatewayHost) unbind(ctx context.Context, convKey string) error {
 	return h.g.index.Set(ctx, convKey, "")
 }
+
+func (h gatewayHost) respond(ctx context.Context, in chat.Inbound, md string, private bool) {
+	h.g.replier.respond(ctx, in, md, private)
+}
+
+func (h gatewayHost) target(ctx context.Context, conv chat.ConvRef) chat.ConvRef {
+	return h.g.threads.target(ctx, conv)
+}

@@ -34,6 +34,7 @@ func (g *Gateway) route(ctx context.Context, p *pending) {
 		g.replier.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")
 		return
 	}
+	g.threads.touch(p.item.In.Conv)
 	o.accept(ctx, loc, p)
 }
 

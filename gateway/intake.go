@@ -24,11 +24,16 @@ type intake struct {
 	inbox    Inbox
 	commands *commands
 	mail     *mailboxes
-	// reply answers in in's conversation; moved handles a platform's
-	// "conversation moved" event; route hands a message to its owner;
-	// refused reports an inbox that refused an event (health.go);
-	// runContext is the parent of the mailboxes' work.
+	// threads opens the reply threads of channel messages and knows
+	// which threads are bound (threads.go).
+	threads *threads
+	// reply answers in in's conversation; respond answers in, through its
+	// interaction if it has one; moved handles a platform's "conversation
+	// moved" event; route hands a message to its owner; refused reports
+	// an inbox that refused an event (health.go); runContext is the parent
+	// of the mailboxes' work.
 	reply      func(ctx context.Context, in chat.Inbound, md string)
+	respond    func(ctx context.Context, in chat.Inbound, md string, private bool)
 	moved      func(ctx context.Context, in chat.Inbound)
 	route      func(ctx context.Context, p *pending)
 	refused    func(ctx context.Context, in chat.Inbound, err error)
@@ -46,7 +51,9 @@ func wireIntake(g *Gateway) *intake {
 		inbox:    g.inbox,
 		commands: g.commands,
 		mail:     g.mail,
+		threads:  g.threads,
 		reply:    g.replier.reply,
+		respond:  g.replier.respond,
 		moved:    g.moved,
 		route:    g.route,
 		refused: func(ctx context.Context, in chat.Inbound, err error) {
@@ -65,6 +72,8 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		i.moved(ctx, in)
 		return nil
 	}
+	// In a thread the bot takes part in, no mention is needed.
+	i.threads.markBound(ctx, &in)
 	d := i.access.Check(ctx, in)
 	if d.Err != nil {
 		// Not let in on a store that cannot say; the next message asks again.
@@ -72,9 +81,11 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	}
 	switch d.Verdict {
 	case access.Ignore:
+		// Nothing is said, but a platform spinner still ends.
+		i.respond(ctx, in, "", false)
 		return nil
 	case access.Pair, access.Deny:
-		i.reply(ctx, in, d.Reply)
+		i.respond(ctx, in, d.Reply, true)
 		return nil
 	}
 	if in.DedupKey != "" {
@@ -90,6 +101,16 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	if !i.withinBudget(ctx, in) { // messages and commands, not presses
 		return nil
 	}
+	if i.threads.wantsThread(in) {
+		// After the access check: an ignored message opens nothing.
+		moved, err := i.threads.open(ctx, in)
+		if err != nil {
+			// Answered on the main line instead: the message is not lost.
+			i.log.Warn("open a thread; answering on the channel's main line", "conv", in.Conv.Key(), "err", err)
+			i.reply(ctx, in, "⚠️ I could not open a thread for this message, so I answer here instead.")
+		}
+		in = moved
+	}
 	item := inboxItem{In: in}
 	switch {
 	case in.Kind == chat.KindAction && in.Action != nil:
@@ -102,9 +123,11 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			if handled {
 				return nil
 			}
+			// Its interaction is answered (dispatch): the run replies.
 			item.Mode = mode
 			item.In.Text = in.Command.Args
 			item.In.Command = nil
+			item.In.Interaction = nil
 		} else {
 			item.Kind = itemCommand
 		}
@@ -173,12 +196,15 @@ func (i *intake) withinBudget(ctx context.Context, in chat.Inbound) bool {
 	}
 	i.metrics.dropped()
 	notice, err := i.budget.Reserve(ctx, key+":notice")
+	md := ""
 	switch {
 	case err != nil:
 		i.log.Warn("sender budget unavailable; over-budget notice not sent", "err", err)
 	case notice <= 0:
-		i.reply(ctx, in, fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second)))
+		md = fmt.Sprintf("⏳ You are sending messages faster than I can take them; this one was not processed. Try again in %s.", wait.Round(time.Second))
 	}
+	// Without a notice, a command's interaction is still answered.
+	i.respond(ctx, in, md, true)
 	return false
 }
 

@@ -26,7 +26,8 @@ func (c *replier) reply(ctx context.Context, in chat.Inbound, md string) {
 		return
 	}
 	out := chat.Out{Markdown: md}
-	if in.Msg.ID != "" {
+	if in.Msg.ID != "" && in.Msg.Conv.Key() == in.Conv.Key() {
+		// (Not a channel message answered in the thread opened on it.)
 		ref := in.Msg
 		out.ReplyTo = &ref
 	}
@@ -79,4 +80,40 @@ func (c *replier) editRetry(ctx context.Context, ad chat.Adapter, ref chat.MsgRe
 			return
 		}
 	}
+}
+
+// respond answers in in words. An event that came with an interaction (a
+// Slack slash command, a Discord application command) is answered through
+// it, for the sender's eyes only when private (chat.Out.Ephemeral); an
+// interaction that cannot be answered any more, and every other event, get
+// a reply in the conversation as reply sends it.
+func (c *replier) respond(ctx context.Context, in chat.Inbound, md string, private bool) {
+	if in.Interaction != nil {
+		out := chat.Out{Markdown: md}
+		if private {
+			out.Ephemeral = in.User.ID
+		}
+		var a chat.Answer
+		if md != "" {
+			a.Reply = &out
+		}
+		if c.answer(ctx, *in.Interaction, a) {
+			return
+		}
+	}
+	c.reply(ctx, in, md)
+}
+
+// answer answers an interaction through its platform's chat.Responder and
+// says whether that worked. The zero Answer just ends the client's spinner.
+func (c *replier) answer(ctx context.Context, ix chat.Interaction, a chat.Answer) bool {
+	r, ok := c.adapters[ix.Platform].(chat.Responder)
+	if !ok {
+		return false
+	}
+	if _, err := r.Answer(ctx, ix, a); err != nil {
+		c.log.Warn("answer an interaction", "platform", ix.Platform, "conv", ix.Conv.Key(), "err", err)
+		return false
+	}
+	return true
 }

@@ -171,12 +171,12 @@ func (r *run) execute(ps []*pending) {
 	o, loc := r.o, r.loc
 	ctx := r.ctx
 	var replyTo *chat.MsgRef
-	var recipient string // the user a native stream is for (Slack channels need one)
 	if len(ps) > 0 {
-		if last := ps[len(ps)-1].item.In.Msg; last.ID != "" {
+		if last := ps[len(ps)-1].item.In.Msg; last.ID != "" && last.Conv.Key() == loc.key {
+			// (A channel message answered in the thread opened on it is
+			// not replied to: it lives in another conversation.)
 			replyTo = &last
 		}
-		recipient = ps[len(ps)-1].item.In.User.ID
 	}
 	ad := o.adapters[loc.conv.Platform]
 	if ad == nil {
@@ -184,7 +184,8 @@ func (r *run) execute(ps []*pending) {
 		r.setHandles(agent.New(agent.Config{}, nil), nil)
 		return
 	}
-	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: recipient, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters})
+	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: r.recipient(ps),
+		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters})
 
 	prompts := make([]agent.Tagged, 0, len(ps))
 	for _, p := range ps {
@@ -245,6 +246,16 @@ func (r *run) execute(ps []*pending) {
 	r.seal()
 	r.deliver()
 	o.metrics.runEnded(time.Since(start))
+}
+
+// recipient is the user the reply is for (native streams in Slack channels
+// need one): the sender of the last message, or for a resumed run, whose
+// request it answers.
+func (r *run) recipient(ps []*pending) string {
+	if len(ps) > 0 {
+		return ps[len(ps)-1].item.In.User.ID
+	}
+	return r.requester()
 }
 
 // seal closes the agent's queues: a message enqueued after this goes to

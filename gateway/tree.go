@@ -51,13 +51,13 @@ func (cs *commands) jump(ctx context.Context, in chat.Inbound, data string) stri
 func cmdFork(ctx context.Context, c *invocation) {
 	o, loc := c.o, c.loc
 	if c.run != nil {
-		c.say(ctx, "A run is active; /stop it first.")
+		c.tell(ctx, "A run is active; /stop it first.")
 		return
 	}
 	if c.in.ReplyTo != nil {
 		target, ok := o.branchPoint(*c.in.ReplyTo)
 		if !ok {
-			c.say(ctx, "I don't know that message; reply to one of this conversation's messages.")
+			c.tell(ctx, "I don't know that message; reply to one of this conversation's messages.")
 			return
 		}
 		if err := o.moveHead(loc, target, session.SyncAlways); err != nil {
@@ -80,7 +80,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 		}
 	}
 	if len(rows) == 0 {
-		c.say(ctx, "Nothing to fork from yet.")
+		c.tell(ctx, "Nothing to fork from yet.")
 		return
 	}
 	c.sendButtons(ctx, "Fork from which message? The message you pick can then be asked again differently. (Or reply to any message with /fork.)", rows)
@@ -102,7 +102,7 @@ func cmdTree(ctx context.Context, c *invocation) {
 
 // sendButtons posts md with buttons in the command's conversation.
 func (c *invocation) sendButtons(ctx context.Context, md string, rows [][]chat.Button) {
-	if _, err := c.cmds.chat.send(ctx, c.in.Conv, chat.Out{Markdown: md, Buttons: rows}); err != nil {
+	if _, err := c.cmds.chat.send(ctx, c.conv, chat.Out{Markdown: md, Buttons: rows}); err != nil {
 		c.cmds.log.Warn("send", "err", err)
 	}
 }

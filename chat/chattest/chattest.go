@@ -10,8 +10,9 @@
 // as a Violation.
 //
 // The Adapter implements chat.Adapter and every optional interface except
-// chat.Streamer; Streaming returns a view of the same adapter that also
-// implements chat.Streamer (append-only when the Caps say AppendOnly). It
+// chat.Streamer and chat.ThreadOpener; Streaming returns a view of the same
+// adapter that also implements chat.Streamer (append-only when the Caps say
+// AppendOnly), Threads one that also implements chat.ThreadOpener. It
 // passes the adapter conformance suite in chattest/adaptertest, like every
 // real adapter must. Time comes from time.Now unless WithClock is
 // given, so tests under testing/synctest see the bubble's fake clock.
@@ -66,9 +67,10 @@ type Call struct {
 	ReplyTo *chat.MsgRef
 	// Ephemeral is Out.Ephemeral of a send (or of an answer's reply).
 	Ephemeral string
-	// Recipient is StreamOptions.Recipient of stream.open.
-	Recipient string
-	Time      time.Time
+	// Recipient and RecipientTeam are the StreamOptions of stream.open.
+	Recipient     string
+	RecipientTeam string
+	Time          time.Time
 	// Err is the error the call returned.
 	Err error
 }
@@ -156,7 +158,6 @@ var (
 	_ chat.Reactor          = (*Adapter)(nil)
 	_ chat.Deleter          = (*Adapter)(nil)
 	_ chat.Responder        = (*Adapter)(nil)
-	_ chat.ThreadOpener     = (*Adapter)(nil)
 	_ chat.Uploader         = (*Adapter)(nil)
 	_ chat.Downloader       = (*Adapter)(nil)
 	_ chat.CommandRegistrar = (*Adapter)(nil)

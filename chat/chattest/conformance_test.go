@@ -42,3 +42,11 @@ func TestConformanceAppendOnly(t *testing.T) {
 		return target(ad, ad.Streaming())
 	})
 }
+
+// With threads opened by the bot (chat.ThreadOpener).
+func TestConformanceThreads(t *testing.T) {
+	adaptertest.Run(t, func(t *testing.T) adaptertest.Target {
+		ad := chattest.New()
+		return target(ad, ad.Threads())
+	})
+}

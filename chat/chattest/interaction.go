@@ -81,9 +81,24 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	return ref, nil
 }
 
+// ThreadAdapter is an Adapter that also implements chat.ThreadOpener, like
+// a platform whose answers to channel messages go in threads the bot
+// opens (Discord, Slack). The plain Adapter does not open threads, so a
+// gateway answers on the main line as it does on Telegram.
+type ThreadAdapter struct {
+	*Adapter
+}
+
+var _ chat.ThreadOpener = ThreadAdapter{}
+
+// Threads returns a view of a that also implements chat.ThreadOpener. Both
+// share calls, messages and faults (FailNext(MethodOpenThread, ...)).
+func (a *Adapter) Threads() ThreadAdapter { return ThreadAdapter{a} }
+
 // OpenThread returns msg's conversation with Thread = msg.ID, as the
 // chat.ThreadOpener invariant requires; opening it again returns the same.
-func (a *Adapter) OpenThread(ctx context.Context, msg chat.MsgRef, name string) (chat.ConvRef, error) {
+func (t ThreadAdapter) OpenThread(ctx context.Context, msg chat.MsgRef, name string) (chat.ConvRef, error) {
+	a := t.Adapter
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := Call{Method: MethodOpenThread, Conv: msg.Conv, Ref: msg, Text: name}

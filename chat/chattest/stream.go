@@ -34,7 +34,7 @@ func (s StreamAdapter) OpenStream(ctx context.Context, conv chat.ConvRef, opts c
 	replyTo := opts.ReplyTo
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	c := Call{Method: MethodOpenStream, Conv: conv, ReplyTo: replyTo, Recipient: opts.Recipient}
+	c := Call{Method: MethodOpenStream, Conv: conv, ReplyTo: replyTo, Recipient: opts.Recipient, RecipientTeam: opts.RecipientTeam}
 	if err := a.beginLocked(&c, ""); err != nil {
 		return nil, err
 	}

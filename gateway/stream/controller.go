@@ -60,7 +60,7 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 		loop: newLoop(),
 	}
 	c.surf = newSurface(outlet{
-		ad: ad, conv: conv, replyTo: opts.ReplyTo, recipient: opts.Recipient, log: log,
+		ad: ad, conv: conv, replyTo: opts.ReplyTo, recipient: opts.Recipient, team: opts.RecipientTeam, log: log,
 		pace: c.pace, msgs: c.msgs, loop: c.loop,
 		chunks: newChunker(caps, opts.Splitters),
 	}, caps)

@@ -81,6 +81,9 @@ type Options struct {
 	// streams (chat.StreamOptions.Recipient: Slack streams in channels
 	// need it); "" where not known.
 	Recipient string
+	// RecipientTeam is the recipient's workspace
+	// (chat.StreamOptions.RecipientTeam); "" means the conversation's.
+	RecipientTeam string
 	// FinalWait bounds how long Finish and Abort wait out rate limits and
 	// retries; default 60 s.
 	FinalWait time.Duration

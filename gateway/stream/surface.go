@@ -44,6 +44,7 @@ type outlet struct {
 	conv      chat.ConvRef
 	replyTo   *chat.MsgRef
 	recipient string // the user a native stream is for
+	team      string // the recipient's workspace ("" : the conversation's)
 	pace      *pacer
 	msgs      *messages
 	chunks    *chunker
@@ -66,7 +67,7 @@ func newSurface(o outlet, caps chat.Caps) surface {
 
 // open opens a native stream answering replyTo.
 func (o *outlet) open(ctx context.Context, s chat.Streamer, replyTo *chat.MsgRef) (chat.Stream, error) {
-	return s.OpenStream(ctx, o.conv, chat.StreamOptions{ReplyTo: replyTo, Recipient: o.recipient})
+	return s.OpenStream(ctx, o.conv, chat.StreamOptions{ReplyTo: replyTo, Recipient: o.recipient, RecipientTeam: o.team})
 }
 
 // firstReplyTo is the message the next post answers: Options.ReplyTo for
