@@ -50,10 +50,15 @@ func slackTools(ts ...agent.Tool) slackOption {
 }
 func slackConfig(f func(*gateway.Config)) slackOption { return func(w *slackWorld) { w.cfgMod = f } }
 
+// slackTimed serves the model through a timedModel.
+func slackTimed() slackOption {
+	return func(w *slackWorld) { w.timed = &timedModel{Model: w.model} }
+}
+
 // newSlackWorld starts a fake Slack and pibot with the Slack adapter. At
 // the end it checks that no call came inside a Retry-After window and that
 // no log line holds a token.
-func newSlackWorld(t *testing.T, script []faux.Turn, opts ...slackOption) *slackWorld {
+func newSlackWorld(t testing.TB, script []faux.Turn, opts ...slackOption) *slackWorld {
 	t.Helper()
 	w := &slackWorld{world: &world{
 		t:     t,
@@ -126,7 +131,11 @@ func (w *slackWorld) start() {
 	if w.cfgMod != nil {
 		w.cfgMod(&cfg)
 	}
-	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{w.model}))
+	var m llm.Model = w.model
+	if w.timed != nil {
+		m = w.timed
+	}
+	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{m}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 // ephemeral shows md to the user of ix only.
 func (a *Adapter) ephemeral(ctx context.Context, ix chat.Interaction, live bool, md string) error {
 	if live {
-		err := a.do(ctx, op{"response_url", ix.Conv.Workspace, "", kindFinal}, func(ctx context.Context) error {
+		err := a.do(ctx, op{method: "response_url", team: ix.Conv.Workspace, channel: "", kind: kindFinal}, func(ctx context.Context) error {
 			_, _, err := a.api.PostMessageContext(ctx, ix.Conv.Channel,
 				slackapi.MsgOptionText(render(md), false), slackapi.MsgOptionResponseURL(ix.ResponseURL, slackapi.ResponseTypeEphemeral))
 			return err

@@ -41,6 +41,9 @@ type op struct {
 	team    string
 	channel string
 	kind    kind
+	// msg is the ts of the message a call changes (an update, an append,
+	// a stop); such calls are paced to one a second per message.
+	msg string
 }
 
 // errAuth marks a token Slack refuses.
@@ -51,7 +54,7 @@ var errAuth = errors.New("token refused")
 func (a *Adapter) do(ctx context.Context, o op, fn func(context.Context) error) error {
 	live := o.kind == kindLive
 	for attempt := 1; ; attempt++ {
-		if err := a.limiter.acquire(ctx, o.team, o.channel, o.method, live); err != nil {
+		if err := a.limiter.acquire(ctx, o, live); err != nil {
 			return a.wrap(o.method, err)
 		}
 		err := fn(ctx)

@@ -10,6 +10,10 @@ import (
 	"github.com/pibot/pibot/chat"
 )
 
+// perMessagePerMin paces the calls that change one message (updates,
+// appends, the stop): one a second.
+const perMessagePerMin = 60
+
 // liveMaxWait is the longest a live call (an update, an append, a status)
 // waits for its method's budget; a longer wait is returned as a
 // RateLimitError, so the stream controller keeps only the latest text.
@@ -93,10 +97,10 @@ func (l *limiter) pausedFor(team, method string) time.Duration {
 	return time.Until(l.paused[team+"/"+method])
 }
 
-// acquire waits until a call of method in team (to channel, "" if none)
-// may go out, or returns a *chat.RateLimitError where a live call must not
-// wait.
-func (l *limiter) acquire(ctx context.Context, team, channel, method string, live bool) error {
+// acquire waits until the call o may go out, or returns a
+// *chat.RateLimitError where a live call must not wait.
+func (l *limiter) acquire(ctx context.Context, o op, live bool) error {
+	team, channel, method := o.team, o.channel, o.method
 	if err := l.waitPause(ctx, team, method, live); err != nil {
 		return err
 	}
@@ -107,6 +111,11 @@ func (l *limiter) acquire(ctx context.Context, team, channel, method string, liv
 	}
 	if perMin := l.tiers[method+"/channel"]; perMin > 0 && channel != "" {
 		if err := l.take(ctx, live, "slack/"+team+"/"+method+"/"+channel, perMin, "chat"); err != nil {
+			return err
+		}
+	}
+	if o.msg != "" {
+		if err := l.take(ctx, live, "slack/"+team+"/msg/"+channel+"/"+o.msg, perMessagePerMin, "message"); err != nil {
 			return err
 		}
 	}
@@ -132,6 +141,9 @@ func (l *limiter) waitPause(ctx context.Context, team, method string, live bool)
 func (l *limiter) take(ctx context.Context, live bool, key string, perMin float64, scope string) error {
 	perSec := perMin / 60
 	burst := int(math.Max(1, math.Min(5, perMin/10)))
+	if scope == "message" {
+		burst = 1
+	}
 	for {
 		d, err := l.rates.Take(ctx, key, perSec, burst)
 		if err != nil {

@@ -259,3 +259,30 @@ func TestSecretsNeverShow(t *testing.T) {
 		t.Errorf("the bot token formats as %q", s)
 	}
 }
+
+// Calls that change one message (updates, appends, the stop) go out at
+// most once a second for that message; another message is not held up.
+func TestOneCallPerSecondPerMessage(t *testing.T) {
+	h := newHarness(t, "")
+	ctx := t.Context()
+	c := chat.ConvRef{Platform: platform, Workspace: "T0001", Channel: "C1"}
+	m1, _ := h.a.Send(ctx, c, chatOut("one"))
+	m2, _ := h.a.Send(ctx, c, chatOut("two"))
+	for _, md := range []string{"one a", "one b"} {
+		if err := h.a.Edit(ctx, m1, chatOut(md)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.a.Edit(ctx, m2, chatOut("two a")); err != nil {
+		t.Fatal(err)
+	}
+	var at []time.Time
+	for _, call := range h.srv.CallsOf("chat.update") {
+		if call.Params["ts"] == m1.ID {
+			at = append(at, call.Time)
+		}
+	}
+	if len(at) != 2 || at[1].Sub(at[0]) < 950*time.Millisecond {
+		t.Errorf("updates of one message at %v", at)
+	}
+}

@@ -52,7 +52,7 @@ func (a *Adapter) identity() identity {
 func (a *Adapter) learnIdentity(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		var r *slackapi.AuthTestResponse
-		err := a.do(ctx, op{"auth.test", "", "", kindFinal}, func(ctx context.Context) (err error) {
+		err := a.do(ctx, op{method: "auth.test", team: "", channel: "", kind: kindFinal}, func(ctx context.Context) (err error) {
 			r, err = a.api.AuthTestContext(ctx)
 			return err
 		})
