@@ -76,6 +76,9 @@ type Adapter struct {
 
 	retryBase time.Duration
 
+	ready     chan struct{} // closed when Run first has a sink (http mode)
+	readyOnce sync.Once
+
 	mu     sync.Mutex
 	me     identity
 	sink   chat.Sink
@@ -154,6 +157,7 @@ func New(cfg Config) (*Adapter, error) {
 		apiHost:   u.Host,
 		retryBase: 500 * time.Millisecond,
 		scopes:    map[string]bool{},
+		ready:     make(chan struct{}),
 	}
 	return a, nil
 }

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	slackapi "github.com/slack-go/slack"
+
+	"github.com/pibot/pibot/chat"
 )
 
 // maxEventBytes bounds a delivery's body.
@@ -75,9 +78,7 @@ func (a *Adapter) EventsHandler() http.Handler {
 			http.Error(w, "unsupported content type", http.StatusUnsupportedMediaType)
 			return
 		}
-		a.mu.Lock()
-		sink := a.sink
-		a.mu.Unlock()
+		sink := a.currentSink(r)
 		if sink == nil {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
@@ -109,4 +110,28 @@ func (a *Adapter) verify(h http.Header, body []byte) bool {
 		return false
 	}
 	return sv.Ensure() == nil
+}
+
+// readyWait is how long a delivery waits for Run to start taking events.
+const readyWait = 2 * time.Second
+
+// currentSink returns the sink of the running Run, waiting up to readyWait
+// for the first one.
+func (a *Adapter) currentSink(r *http.Request) chat.Sink {
+	a.mu.Lock()
+	sink := a.sink
+	a.mu.Unlock()
+	if sink != nil || a.cfg.Mode != ModeHTTP {
+		return sink
+	}
+	t := time.NewTimer(readyWait)
+	defer t.Stop()
+	select {
+	case <-a.ready:
+	case <-t.C:
+	case <-r.Context().Done():
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sink
 }

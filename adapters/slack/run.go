@@ -31,6 +31,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 		a.mu.Lock()
 		a.sink = sink
 		a.mu.Unlock()
+		a.readyOnce.Do(func() { close(a.ready) })
 		a.log.Info("slack: receiving events over HTTP", "path", EventsPath)
 		<-ctx.Done()
 		a.mu.Lock()
