@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/adapters/slack/slacktest"
+	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
@@ -176,4 +177,67 @@ func TestSlackApprovalButtons(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// Files: a file the user attaches reaches the agent (downloaded with the
+// bot token into the workspace); a file the agent attaches is uploaded
+// into the thread.
+func TestSlackFiles(t *testing.T) {
+	t.Parallel()
+	attach := func(a gateway.Attacher) *agenttest.Tool {
+		return &agenttest.Tool{Name: "attach", Fn: func(ctx context.Context, _ string, _ json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+			body := "col\n1\n"
+			if err := a.Attach(ctx, "report.csv", "text/csv", strings.NewReader(body), int64(len(body))); err != nil {
+				return llm.ToolOutput{}, err
+			}
+			return agenttest.TextOutput("attached"), nil
+		}}
+	}
+	w := newSlackWorld(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "attach", `{}`)),
+		faux.Text("here is the report"),
+	}, slackConfig(func(c *gateway.Config) {
+		c.Tools = func(a gateway.Attacher) []agent.Tool { return []agent.Tool{attach(a)} }
+	}))
+	f := w.slack.AddFile("data.csv", "text/csv", []byte("a,b\n1,2\n"))
+	w.say(slacktest.Say{Channel: slackChannel, User: slackOwner, Text: slackMention + " summarise this", Files: []map[string]any{f}})
+	var q string
+	for _, m := range w.slack.Messages(slackChannel) {
+		if strings.Contains(m.Text, "summarise") {
+			q = m.TS
+		}
+	}
+	w.waitSlack(slackChannel, q, "here is the report")
+	first := requestTexts(w.model.Requests()[0])
+	if len(first) == 0 || !strings.Contains(first[len(first)-1], "data.csv (8 bytes)") {
+		t.Errorf("the model's request does not carry the file: %q", first)
+	}
+	b, ok := w.slack.File("report.csv")
+	if !ok || string(b) != "col\n1\n" {
+		t.Fatalf("uploaded %q", b)
+	}
+	shared := false
+	for _, m := range w.slack.Messages(slackChannel) {
+		shared = shared || (len(m.Files) == 1 && m.Files[0] == "report.csv" && m.ThreadTS == q)
+	}
+	if !shared {
+		t.Error("the report was not shared in the thread")
+	}
+}
+
+// /pi status answers only the one who asked; /pi alone lists the
+// commands.
+func TestSlackEphemeralCommands(t *testing.T) {
+	t.Parallel()
+	w := newSlackWorld(t, []faux.Turn{faux.Text("hi")})
+	w.command(slackOwnerDM, slackOwner, "status")
+	w.command(slackOwnerDM, slackOwner, "")
+	w.waitFor("two ephemeral answers", func() bool { return len(w.slack.Ephemerals()) >= 2 })
+	e := w.slack.Ephemerals()
+	if e[0].User != slackOwner || e[0].Via != "response_url" || !strings.Contains(strings.ToLower(e[1].Text), "stop") {
+		t.Errorf("ephemerals %+v", e)
+	}
+	if n := len(w.botMessages(slackOwnerDM, "")); n != 0 {
+		t.Errorf("%d visible messages for commands only the sender needs", n)
+	}
 }
