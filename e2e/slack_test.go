@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"slices"
 	"strings"
+	"strconv"
 	"testing"
 	"time"
 
@@ -110,19 +111,23 @@ func TestSlackSocketRefreshMidReply(t *testing.T) {
 func TestSlack429Storm(t *testing.T) {
 	t.Parallel()
 	long := words("w", 80)
-	w := newSlackWorld(t, []faux.Turn{faux.Text(long).WithDelay(15 * time.Millisecond), faux.Text(long + " again").WithDelay(15 * time.Millisecond)})
-	for _, m := range []string{"chat.update", "chat.appendStream", "chat.startStream"} {
-		w.slack.Fail(m, 3, slacktest.Fault{Kind: slacktest.Fault429, RetryAfter: 1})
+	var paras []string
+	for i := range 8 {
+		paras = append(paras, words("p"+strconv.Itoa(i)+"w", 10)+".")
 	}
+	threaded := strings.Join(paras, "\n\n") + " again"
+	w := newSlackWorld(t, []faux.Turn{faux.Text(long).WithDelay(15 * time.Millisecond), faux.Text(threaded).WithDelay(15 * time.Millisecond)})
+	w.slack.Fail("chat.update", 3, slacktest.Fault{Kind: slacktest.Fault429, RetryAfter: 1})
 	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "story please"})
 	final := w.waitSlack(slackOwnerDM, "", "w80")
 	if final.Text != long {
 		t.Errorf("final text %q", final.Text)
 	}
-	// In a thread: the native stream.
+	// In a thread: the native stream, whose appends are refused.
+	w.slack.Fail("chat.appendStream", 3, slacktest.Fault{Kind: slacktest.Fault429, RetryAfter: 1})
 	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "in a thread", ThreadTS: final.TS})
 	m := w.waitSlack(slackOwnerDM, final.TS, "again")
-	if strings.Count(m.Text, "w80 again") != 1 {
+	if m.Text != threaded {
 		t.Errorf("streamed text %q", m.Text)
 	}
 	n := 0
@@ -131,6 +136,15 @@ func TestSlack429Storm(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("the final text shows %d times in the thread", n)
+	}
+	limited := 0
+	for _, c := range w.slack.Calls() {
+		if c.Code == 429 {
+			limited++
+		}
+	}
+	if limited != 6 {
+		t.Errorf("%d calls answered 429, want the 6 injected", limited)
 	}
 }
 
