@@ -2,8 +2,8 @@ package e2e_test
 
 import (
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
