@@ -309,3 +309,18 @@ func (a *Adapter) OpenThread(_ context.Context, msg chat.MsgRef, _ string) (chat
 	c.Thread = msg.ID
 	return c, nil
 }
+
+// RegisterCommands learns the gateway's command names. Slack has no
+// command menu per bot (the slash command is declared in the app
+// manifest); the names tell the adapter which "!name" in a message is a
+// command and which is just text.
+func (a *Adapter) RegisterCommands(_ context.Context, cmds []chat.CommandSpec) error {
+	m := make(map[string]bool, len(cmds))
+	for _, c := range cmds {
+		m[strings.ToLower(c.Name)] = true
+	}
+	a.mu.Lock()
+	a.cmds = m
+	a.mu.Unlock()
+	return nil
+}

@@ -83,6 +83,7 @@ type Adapter struct {
 	me     identity
 	sink   chat.Sink
 	scopes map[string]bool // missing scopes already logged
+	cmds   map[string]bool // the gateway's command names, for "!name" (nil: any)
 	noAsst bool            // the assistant status is refused (no scope, not an assistant thread)
 }
 

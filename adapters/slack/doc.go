@@ -2,8 +2,9 @@
 // the optional Streamer (chat.startStream / appendStream / stopStream, an
 // append-only stream), Responder (response_url answers to slash commands
 // and button presses), Uploader, Downloader, Typer (the assistant status,
-// assistant.threads.setStatus), Reactor, Deleter and ThreadOpener on top of
-// github.com/slack-go/slack. It knows nothing of agents or sessions.
+// assistant.threads.setStatus), Reactor, Deleter, ThreadOpener and
+// CommandRegistrar (which only learns the names that "!name" may take) on
+// top of github.com/slack-go/slack. It knows nothing of agents or sessions.
 //
 // Events arrive through Socket Mode (slack-go's socketmode client; every
 // envelope is acknowledged only after the gateway's sink made it durable)
@@ -17,7 +18,8 @@
 // a DM is a branch from the message it hangs off; in channels and group
 // DMs every conversation is a thread (ConvRef.Thread is the thread_ts, the
 // ts of the message the thread hangs off). In threads, commands are typed
-// with a "!" prefix (Slack sends no slash commands from threads).
+// with a "!" prefix (Slack sends no slash commands from threads); "!" before
+// a word that is not a command is text.
 //
 // Outbound calls share one pacing layer: a workspace-wide token bucket per
 // Web API method (Slack's tiers), a workspace-wide pause of a method after

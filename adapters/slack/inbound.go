@@ -103,8 +103,12 @@ func (a *Adapter) event(o outerEvent) (chat.Inbound, error) {
 		return chat.Inbound{}, errSkip
 	}
 	// Slack sends no slash commands from threads: "!stop" there (and
-	// anywhere) is the same command.
+	// anywhere) is the same command. "!" before a word that is no command
+	// ("!important") is just text.
 	in.Command = chat.ParseCommandPrefix(text, "", "!", "/")
+	if in.Command != nil && strings.HasPrefix(text, "!") && !a.isCommand(in.Command.Name) {
+		in.Command = nil
+	}
 	return in, nil
 }
 
@@ -324,4 +328,12 @@ func (a *Adapter) interactionBody(payload []byte) (chat.Inbound, error) {
 		return chat.Inbound{}, errors.New("slack: interaction is not JSON: " + err.Error())
 	}
 	return a.interaction(cb)
+}
+
+// isCommand reports whether name is one of the gateway's commands (any
+// name until the gateway registered them).
+func (a *Adapter) isCommand(name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cmds == nil || a.cmds[name]
 }

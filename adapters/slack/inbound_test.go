@@ -37,6 +37,7 @@ func TestPlainText(t *testing.T) {
 func TestEventMapping(t *testing.T) {
 	h := newHarness(t, "")
 	h.a.me = identity{userID: "UBOT", botID: "BBOT", teamID: "T0001"}
+	_ = h.a.RegisterCommands(t.Context(), []chat.CommandSpec{{Name: "model"}, {Name: "stop"}})
 	top, _ := h.srv.Post(slacktest.Say{Channel: "D1", User: "U1", Text: "hello"})
 	tests := []struct {
 		name string
@@ -72,6 +73,11 @@ func TestEventMapping(t *testing.T) {
 		{"bang command in a thread", slacktest.Say{Channel: "C1", User: "U1", Text: "!model openai/gpt-5", ThreadTS: top}, false, func(t *testing.T, in chat.Inbound) {
 			if in.Command == nil || in.Command.Name != "model" || in.Command.Args != "openai/gpt-5" {
 				t.Errorf("command %+v", in.Command)
+			}
+		}},
+		{"bang before a word that is no command", slacktest.Say{Channel: "D1", User: "U1", Text: "!important: read this"}, false, func(t *testing.T, in chat.Inbound) {
+			if in.Command != nil || in.Text != "!important: read this" {
+				t.Errorf("command %+v, text %q", in.Command, in.Text)
 			}
 		}},
 		{"own message", slacktest.Say{Channel: "D1", User: "UBOT", Text: "echo"}, true, nil},
