@@ -41,17 +41,30 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	if r.Reply.Ephemeral != "" && len(r.Reply.Buttons) == 0 {
 		return chat.MsgRef{Conv: ix.Conv}, a.ephemeral(ctx, ix, live, r.Reply.Markdown)
 	}
-	return a.Send(ctx, ix.Conv, *r.Reply)
+	ref, err := a.Send(ctx, ix.Conv, *r.Reply)
+	if err != nil && live && len(r.Reply.Buttons) == 0 && errors.Is(err, chat.ErrNotFound) {
+		// A slash command in a channel the bot is not in: the response URL
+		// still posts there, for everyone (without a ts to edit).
+		if rerr := a.respond(ctx, ix, r.Reply.Markdown, slackapi.ResponseTypeInChannel); rerr == nil {
+			return chat.MsgRef{Conv: ix.Conv}, nil
+		}
+	}
+	return ref, err
+}
+
+// respond posts md through the interaction's response URL.
+func (a *Adapter) respond(ctx context.Context, ix chat.Interaction, md, responseType string) error {
+	return a.do(ctx, op{method: "response_url", team: ix.Conv.Workspace, channel: "", kind: kindFinal}, func(ctx context.Context) error {
+		_, _, err := a.api.PostMessageContext(ctx, ix.Conv.Channel,
+			slackapi.MsgOptionText(render(md), false), slackapi.MsgOptionResponseURL(ix.ResponseURL, responseType))
+		return err
+	})
 }
 
 // ephemeral shows md to the user of ix only.
 func (a *Adapter) ephemeral(ctx context.Context, ix chat.Interaction, live bool, md string) error {
 	if live {
-		err := a.do(ctx, op{method: "response_url", team: ix.Conv.Workspace, channel: "", kind: kindFinal}, func(ctx context.Context) error {
-			_, _, err := a.api.PostMessageContext(ctx, ix.Conv.Channel,
-				slackapi.MsgOptionText(render(md), false), slackapi.MsgOptionResponseURL(ix.ResponseURL, slackapi.ResponseTypeEphemeral))
-			return err
-		})
+		err := a.respond(ctx, ix, md, slackapi.ResponseTypeEphemeral)
 		if err == nil {
 			return nil
 		}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	slackapi "github.com/slack-go/slack"
 
 	"github.com/pibot/pibot/adapters/slack/slacktest"
 	"github.com/pibot/pibot/chat"
@@ -132,4 +135,10 @@ func transcript(srv *slacktest.Server, c chat.ConvRef) string {
 		}
 	}
 	return strings.Join(texts, "\n")
+}
+
+// slackCommand turns slash command form values into the SDK's type.
+func slackCommand(v url.Values) slackapi.SlashCommand {
+	return slackapi.SlashCommand{TeamID: v.Get("team_id"), ChannelID: v.Get("channel_id"), UserID: v.Get("user_id"),
+		Command: v.Get("command"), Text: v.Get("text"), ResponseURL: v.Get("response_url"), TriggerID: v.Get("trigger_id")}
 }

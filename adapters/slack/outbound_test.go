@@ -286,3 +286,20 @@ func TestOneCallPerSecondPerMessage(t *testing.T) {
 		t.Errorf("updates of one message at %v", at)
 	}
 }
+
+// A visible answer to a slash command in a channel the bot is not in goes
+// through the response URL, for everyone there.
+func TestAnswerInChannelWithoutTheBot(t *testing.T) {
+	h := newHarness(t, "")
+	h.srv.Fail("chat.postMessage", 1, slacktest.Fault{Kind: slacktest.FaultError, Error: "not_in_channel"})
+	in, err := h.a.slashCommand(slackCommand(h.srv.SlashCommand("C9", "U1", "/pi", "new")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.a.Answer(t.Context(), *in.Interaction, chat.Answer{Reply: &chat.Out{Markdown: "New session."}}); err != nil {
+		t.Fatal(err)
+	}
+	if m := h.srv.Messages("C9"); len(m) != 1 || m[0].Text != "New session." {
+		t.Errorf("messages %+v", m)
+	}
+}
