@@ -54,7 +54,7 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 
 // respond posts md through the interaction's response URL.
 func (a *Adapter) respond(ctx context.Context, ix chat.Interaction, md, responseType string) error {
-	return a.do(ctx, op{method: "response_url", team: ix.Conv.Workspace, channel: "", kind: kindFinal}, func(ctx context.Context) error {
+	return a.calls.do(ctx, op{method: "response_url", team: ix.Conv.Workspace, channel: "", kind: kindFinal}, func(ctx context.Context) error {
 		_, _, err := a.api.PostMessageContext(ctx, ix.Conv.Channel,
 			slackapi.MsgOptionText(render(md), false), slackapi.MsgOptionResponseURL(ix.ResponseURL, responseType))
 		return err

@@ -159,7 +159,7 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 			opts = append(opts, slackapi.MsgOptionTS(conv.Thread))
 		}
 		if m.Ephemeral != "" {
-			err := a.do(ctx, op{method: "chat.postEphemeral", team: conv.Workspace, channel: conv.Channel, kind: kindFinal}, func(ctx context.Context) error {
+			err := a.calls.do(ctx, op{method: "chat.postEphemeral", team: conv.Workspace, channel: conv.Channel, kind: kindFinal}, func(ctx context.Context) error {
 				_, err := a.api.PostEphemeralContext(ctx, conv.Channel, m.Ephemeral, opts...)
 				return err
 			})
@@ -170,7 +170,7 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 			continue
 		}
 		var ts string
-		err := a.do(ctx, op{method: "chat.postMessage", team: conv.Workspace, channel: conv.Channel, kind: kindFinal}, func(ctx context.Context) (err error) {
+		err := a.calls.do(ctx, op{method: "chat.postMessage", team: conv.Workspace, channel: conv.Channel, kind: kindFinal}, func(ctx context.Context) (err error) {
 			_, ts, err = a.api.PostMessageContext(ctx, conv.Channel, opts...)
 			return err
 		})
@@ -209,7 +209,7 @@ func (a *Adapter) update(ctx context.Context, ref chat.MsgRef, m chat.Out, k kin
 
 func (a *Adapter) updateRendered(ctx context.Context, ref chat.MsgRef, mrkdwn string, buttons slackapi.Block, k kind) error {
 	opts := content(mrkdwn, buttons, true)
-	return a.do(ctx, op{method: "chat.update", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: k, msg: ref.ID}, func(ctx context.Context) error {
+	return a.calls.do(ctx, op{method: "chat.update", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: k, msg: ref.ID}, func(ctx context.Context) error {
 		_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, opts...)
 		return err
 	})
@@ -223,7 +223,7 @@ func (a *Adapter) Delete(ctx context.Context, ref chat.MsgRef) error {
 	if ref.ID == "" {
 		return fmt.Errorf("slack: delete: the message has no ts: %w", chat.ErrNotFound)
 	}
-	return a.do(ctx, op{method: "chat.delete", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: kindFinal}, func(ctx context.Context) error {
+	return a.calls.do(ctx, op{method: "chat.delete", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: kindFinal}, func(ctx context.Context) error {
 		_, _, err := a.api.DeleteMessageContext(ctx, ref.Conv.Channel, ref.ID)
 		return err
 	})
@@ -251,7 +251,7 @@ func (a *Adapter) React(ctx context.Context, ref chat.MsgRef, emoji string) erro
 			}
 		}
 	}
-	err := a.do(ctx, op{method: "reactions.add", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: kindFinal}, func(ctx context.Context) error {
+	err := a.calls.do(ctx, op{method: "reactions.add", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: kindFinal}, func(ctx context.Context) error {
 		return a.api.AddReactionContext(ctx, name, slackapi.NewRefToMessage(ref.Conv.Channel, ref.ID))
 	})
 	if code(err) == "already_reacted" {
@@ -279,7 +279,7 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 		status = "is " + status
 	}
 	p := slackapi.AssistantThreadsSetStatusParameters{ChannelID: conv.Channel, ThreadTS: conv.Thread, Status: status}
-	err := a.do(ctx, op{method: "assistant.threads.setStatus", team: conv.Workspace, channel: "", kind: kindLive}, func(ctx context.Context) error {
+	err := a.calls.do(ctx, op{method: "assistant.threads.setStatus", team: conv.Workspace, channel: "", kind: kindLive}, func(ctx context.Context) error {
 		return a.api.SetAssistantThreadsStatusContext(ctx, p)
 	})
 	switch code(err) {
@@ -315,12 +315,10 @@ func (a *Adapter) OpenThread(_ context.Context, msg chat.MsgRef, _ string) (chat
 // manifest); the names tell the adapter which "!name" in a message is a
 // command and which is just text.
 func (a *Adapter) RegisterCommands(_ context.Context, cmds []chat.CommandSpec) error {
-	m := make(map[string]bool, len(cmds))
+	names := make([]string, 0, len(cmds))
 	for _, c := range cmds {
-		m[strings.ToLower(c.Name)] = true
+		names = append(names, c.Name)
 	}
-	a.mu.Lock()
-	a.cmds = m
-	a.mu.Unlock()
+	a.rd.setCommands(names)
 	return nil
 }

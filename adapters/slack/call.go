@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -46,12 +48,24 @@ type op struct {
 	msg string
 }
 
+// caller makes Web API calls under the budget, with retries, typed and
+// redacted errors, and missing scopes logged once.
+type caller struct {
+	limiter   *limiter
+	log       *slog.Logger
+	secrets   []secret.Secret // removed from every error and log line
+	retryBase time.Duration
+
+	mu     sync.Mutex
+	scopes map[string]bool // missing scopes already logged
+}
+
 // errAuth marks a token Slack refuses.
 var errAuth = errors.New("token refused")
 
 // do runs fn under the method's budget with retries and returns a redacted
 // error.
-func (a *Adapter) do(ctx context.Context, o op, fn func(context.Context) error) error {
+func (a *caller) do(ctx context.Context, o op, fn func(context.Context) error) error {
 	live := o.kind == kindLive
 	for attempt := 1; ; attempt++ {
 		if err := a.limiter.acquire(ctx, o, live); err != nil {
@@ -119,7 +133,7 @@ var notFound = map[string]bool{
 
 // wrap turns err into an *apiError; RateLimitErrors pass through. A
 // missing scope is logged once with the scope's name.
-func (a *Adapter) wrap(method string, err error) error {
+func (a *caller) wrap(method string, err error) error {
 	var rl *chat.RateLimitError
 	if errors.As(err, &rl) {
 		return fmt.Errorf("slack: %s: %w", method, rl)
@@ -147,7 +161,7 @@ func (a *Adapter) wrap(method string, err error) error {
 }
 
 // missingScope logs a missing scope once per scope.
-func (a *Adapter) missingScope(method, scope string) {
+func (a *caller) missingScope(method, scope string) {
 	a.mu.Lock()
 	seen := a.scopes[scope]
 	a.scopes[scope] = true
@@ -168,9 +182,9 @@ func code(err error) string {
 }
 
 // redact returns err's text without the tokens and the signing secret.
-func (a *Adapter) redact(err error) string {
+func (a *caller) redact(err error) string {
 	if err == nil {
 		return ""
 	}
-	return secret.Redact(err.Error(), a.cfg.BotToken, a.cfg.AppToken, a.cfg.SigningSecret)
+	return secret.Redact(err.Error(), a.secrets...)
 }

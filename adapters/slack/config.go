@@ -13,7 +13,6 @@ import (
 
 	slackapi "github.com/slack-go/slack"
 
-	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/secret"
 )
 
@@ -64,34 +63,23 @@ type Config struct {
 	PingInterval time.Duration
 }
 
+// retryBase is the first back-off step of retries and reconnects.
+const retryBase = 500 * time.Millisecond
+
 // Adapter connects pibot to one Slack app in one workspace. Create it with
 // New.
 type Adapter struct {
 	cfg     Config
 	api     *slackapi.Client
 	log     *slog.Logger
-	client  *http.Client
-	limiter *limiter
+	calls   *caller
 	apiHost string // host of APIURL: files and response URLs must be there or on Slack
 
-	retryBase time.Duration
-
-	ready     chan struct{} // closed when Run first has a sink (http mode)
-	readyOnce sync.Once
+	rd   *reader   // deliveries → chat.Inbound
+	recv *receiver // Socket Mode and HTTP deliveries
 
 	mu     sync.Mutex
-	me     identity
-	sink   chat.Sink
-	scopes map[string]bool // missing scopes already logged
-	cmds   map[string]bool // the gateway's command names, for "!name" (nil: any)
-	noAsst bool            // the assistant status is refused (no scope, not an assistant thread)
-}
-
-// identity is the bot's own user and workspace, from auth.test.
-type identity struct {
-	userID string
-	botID  string
-	teamID string
+	noAsst bool // the assistant status is refused (no scope, not an assistant thread)
 }
 
 // New validates cfg and builds an adapter. It makes no network call.
@@ -150,16 +138,16 @@ func New(cfg Config) (*Adapter, error) {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken.Reveal()))
 	}
 	a := &Adapter{
-		cfg:       cfg,
-		api:       slackapi.New(cfg.BotToken.Reveal(), opts...),
-		log:       log.With("adapter", "slack"),
-		client:    client,
-		limiter:   newLimiter(cfg.Tiers, cfg.Rates),
-		apiHost:   u.Host,
-		retryBase: 500 * time.Millisecond,
-		scopes:    map[string]bool{},
-		ready:     make(chan struct{}),
+		cfg:     cfg,
+		api:     slackapi.New(cfg.BotToken.Reveal(), opts...),
+		log:     log.With("adapter", "slack"),
+		apiHost: u.Host,
 	}
+	a.rd = &reader{log: a.log}
+	a.recv = &receiver{cfg: cfg, api: a.api, rd: a.rd, log: a.log, retryBase: retryBase, ready: make(chan struct{})}
+	a.calls = &caller{limiter: newLimiter(cfg.Tiers, cfg.Rates), log: a.log, retryBase: retryBase,
+		secrets: []secret.Secret{cfg.BotToken, cfg.AppToken, cfg.SigningSecret}, scopes: map[string]bool{}}
+	a.recv.calls = a.calls
 	return a, nil
 }
 

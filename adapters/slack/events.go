@@ -26,7 +26,9 @@ const maxEventBytes = 1 << 20
 // (X-Slack-Retry-Num) go to the sink like the first delivery: its dedupe
 // key absorbs them. Before Run has started, or in socket mode, it answers
 // 503.
-func (a *Adapter) EventsHandler() http.Handler {
+func (a *Adapter) EventsHandler() http.Handler { return a.recv.handler() }
+
+func (a *receiver) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
@@ -98,7 +100,7 @@ func (a *Adapter) EventsHandler() http.Handler {
 // verify checks X-Slack-Signature (v0, HMAC-SHA256 of "v0:ts:body" with
 // the signing secret, compared in constant time) and that
 // X-Slack-Request-Timestamp is within 5 minutes.
-func (a *Adapter) verify(h http.Header, body []byte) bool {
+func (a *receiver) verify(h http.Header, body []byte) bool {
 	if !strings.HasPrefix(h.Get("X-Slack-Signature"), "v0=") {
 		return false
 	}
@@ -117,7 +119,7 @@ const readyWait = 2 * time.Second
 
 // currentSink returns the sink of the running Run, waiting up to readyWait
 // for the first one.
-func (a *Adapter) currentSink(r *http.Request) chat.Sink {
+func (a *receiver) currentSink(r *http.Request) chat.Sink {
 	a.mu.Lock()
 	sink := a.sink
 	a.mu.Unlock()

@@ -51,7 +51,7 @@ func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile,
 	}
 	p := slackapi.UploadFileParameters{Reader: r, FileSize: int(size), Filename: name, Title: name,
 		InitialComment: render(f.Caption), Channel: conv.Channel, ThreadTimestamp: thread}
-	err := a.do(ctx, op{method: "files.completeUploadExternal", team: conv.Workspace, channel: conv.Channel, kind: kindUpload}, func(ctx context.Context) error {
+	err := a.calls.do(ctx, op{method: "files.completeUploadExternal", team: conv.Workspace, channel: conv.Channel, kind: kindUpload}, func(ctx context.Context) error {
 		_, err := a.api.UploadFileContext(ctx, p)
 		return err
 	})
@@ -74,7 +74,7 @@ func (a *Adapter) Download(ctx context.Context, f chat.FileRef, w io.Writer) err
 		return fmt.Errorf("slack: download %q: %d bytes, more than the %d MiB pibot takes: %w", f.Name, f.Size, limit>>20, errTooBig)
 	}
 	lw := &limitWriter{w: w, n: limit}
-	err := a.do(ctx, op{method: "files.download", team: a.identity().teamID, channel: "", kind: kindUpload}, func(ctx context.Context) error {
+	err := a.calls.do(ctx, op{method: "files.download", team: a.rd.identity().teamID, channel: "", kind: kindUpload}, func(ctx context.Context) error {
 		return a.api.GetFileContext(ctx, f.ID, lw)
 	})
 	if lw.over {

@@ -49,7 +49,7 @@ func (h *harness) adapter(t *testing.T, mode string) *Adapter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.retryBase = 10 * time.Millisecond
+	a.calls.retryBase, a.recv.retryBase = 10*time.Millisecond, 10*time.Millisecond
 	return a
 }
 
@@ -97,7 +97,7 @@ func (h *harness) run(t *testing.T) {
 			t.Error("Run did not return")
 		}
 	})
-	waitFor(t, "the adapter's identity", func() bool { return h.a.identity().userID != "" })
+	waitFor(t, "the adapter's identity", func() bool { return h.a.rd.identity().userID != "" })
 	if h.a.Mode() == ModeSocket {
 		if err := h.srv.WaitConnected(1, 10*time.Second); err != nil {
 			t.Fatal(err)

@@ -3,10 +3,12 @@ package slack
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -17,6 +19,47 @@ import (
 // responseWindow is how long a response_url takes answers (Slack: 30
 // minutes, at most 5 answers).
 const responseWindow = 30 * time.Minute
+
+// reader turns Slack deliveries (events, slash commands, button presses)
+// into chat.Inbound. It knows the bot's identity (from auth.test) and the
+// gateway's command names; it is safe for concurrent use.
+type reader struct {
+	log *slog.Logger
+
+	mu   sync.Mutex
+	me   identity
+	cmds map[string]bool // the gateway's command names, for "!name" (nil: any)
+}
+
+// identity is the bot's own user and workspace, from auth.test.
+type identity struct {
+	userID string
+	botID  string
+	teamID string
+}
+
+func (a *reader) identity() identity {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.me
+}
+
+func (a *reader) setIdentity(me identity) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.me = me
+}
+
+// setCommands records the gateway's command names.
+func (a *reader) setCommands(names []string) {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[strings.ToLower(n)] = true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cmds = m
+}
 
 // outerEvent is an Events API delivery (HTTP body or Socket Mode payload).
 type outerEvent struct {
@@ -59,7 +102,7 @@ var errSkip = errors.New("nothing for the gateway")
 // event normalises an event_callback. Messages of bots (this one
 // included), edits, deletions and other subtypes are skipped: an edited
 // message is not run again.
-func (a *Adapter) event(o outerEvent) (chat.Inbound, error) {
+func (a *reader) event(o outerEvent) (chat.Inbound, error) {
 	var ev innerEvent
 	if err := json.Unmarshal(o.Event, &ev); err != nil {
 		return chat.Inbound{}, errors.New("slack: event: " + err.Error())
@@ -87,7 +130,7 @@ func (a *Adapter) event(o outerEvent) (chat.Inbound, error) {
 	if ev.ThreadTS != "" && ev.ThreadTS != ev.TS {
 		c.Thread = ev.ThreadTS
 	}
-	text, mentioned := a.plainText(ev.Text, me.userID)
+	text, mentioned := plainText(ev.Text, me.userID)
 	in := chat.Inbound{
 		Kind:      chat.KindMessage,
 		Conv:      c,
@@ -143,7 +186,7 @@ var entityRE = regexp.MustCompile(`<([^<>|]*)(?:\|([^<>]*))?>`)
 // plainText turns Slack's message text into plain text: the bot's mention
 // removed (reported), other mentions and links as readable text, and
 // &amp; &lt; &gt; unescaped.
-func (a *Adapter) plainText(s, botUser string) (string, bool) {
+func plainText(s, botUser string) (string, bool) {
 	mentioned := false
 	s = entityRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := entityRE.FindStringSubmatch(m)
@@ -197,7 +240,7 @@ func files(in []fileInfo) []chat.FileRef {
 // model with the arguments x; "/pi" alone is help. In a channel it applies
 // to the thread a permalink at the end of the arguments names, else the
 // gateway takes the channel's most recent conversation.
-func (a *Adapter) slashCommand(sc slackapi.SlashCommand) (chat.Inbound, error) {
+func (a *reader) slashCommand(sc slackapi.SlashCommand) (chat.Inbound, error) {
 	if sc.ChannelID == "" || sc.UserID == "" || sc.TriggerID == "" {
 		return chat.Inbound{}, errors.New("slack: slash command without channel, user or trigger id")
 	}
@@ -260,7 +303,7 @@ func namedThread(args, channel string) (string, string, bool) {
 // interaction normalises a block_actions press of one of the bot's
 // buttons. Interaction.Data keeps the message's text, so that an answer
 // may replace only the buttons.
-func (a *Adapter) interaction(cb slackapi.InteractionCallback) (chat.Inbound, error) {
+func (a *reader) interaction(cb slackapi.InteractionCallback) (chat.Inbound, error) {
 	if cb.Type != slackapi.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		return chat.Inbound{}, errSkip
 	}
@@ -307,7 +350,7 @@ func (a *Adapter) interaction(cb slackapi.InteractionCallback) (chat.Inbound, er
 }
 
 // eventBody normalises an Events API body.
-func (a *Adapter) eventBody(body []byte) (chat.Inbound, error) {
+func (a *reader) eventBody(body []byte) (chat.Inbound, error) {
 	var o outerEvent
 	if err := json.Unmarshal(body, &o); err != nil {
 		return chat.Inbound{}, errors.New("slack: event is not JSON: " + err.Error())
@@ -322,7 +365,7 @@ func (a *Adapter) eventBody(body []byte) (chat.Inbound, error) {
 }
 
 // interactionBody normalises an interaction payload.
-func (a *Adapter) interactionBody(payload []byte) (chat.Inbound, error) {
+func (a *reader) interactionBody(payload []byte) (chat.Inbound, error) {
 	var cb slackapi.InteractionCallback
 	if err := json.Unmarshal(payload, &cb); err != nil {
 		return chat.Inbound{}, errors.New("slack: interaction is not JSON: " + err.Error())
@@ -332,7 +375,7 @@ func (a *Adapter) interactionBody(payload []byte) (chat.Inbound, error) {
 
 // isCommand reports whether name is one of the gateway's commands (any
 // name until the gateway registered them).
-func (a *Adapter) isCommand(name string) bool {
+func (a *reader) isCommand(name string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cmds == nil || a.cmds[name]

@@ -11,7 +11,6 @@ import (
 )
 
 func TestPlainText(t *testing.T) {
-	a := &Adapter{}
 	tests := []struct {
 		in, want  string
 		mentioned bool
@@ -24,7 +23,7 @@ func TestPlainText(t *testing.T) {
 		{"```\ncode <@UBOT>\n```", "```\ncode \n```", true},
 	}
 	for _, tt := range tests {
-		got, m := a.plainText(tt.in, "UBOT")
+		got, m := plainText(tt.in, "UBOT")
 		if got != tt.want || m != tt.mentioned {
 			t.Errorf("plainText(%q) = %q, %v; want %q, %v", tt.in, got, m, tt.want, tt.mentioned)
 		}
@@ -36,7 +35,7 @@ func TestPlainText(t *testing.T) {
 // bot itself and edits are skipped; "!" commands work anywhere.
 func TestEventMapping(t *testing.T) {
 	h := newHarness(t, "")
-	h.a.me = identity{userID: "UBOT", botID: "BBOT", teamID: "T0001"}
+	h.a.rd.setIdentity(identity{userID: "UBOT", botID: "BBOT", teamID: "T0001"})
 	_ = h.a.RegisterCommands(t.Context(), []chat.CommandSpec{{Name: "model"}, {Name: "stop"}})
 	top, _ := h.srv.Post(slacktest.Say{Channel: "D1", User: "U1", Text: "hello"})
 	tests := []struct {
@@ -89,7 +88,7 @@ func TestEventMapping(t *testing.T) {
 			ts, bodies := h.srv.Post(tt.say)
 			var keys []string
 			for _, b := range bodies {
-				in, err := h.a.eventBody(b)
+				in, err := h.a.rd.eventBody(b)
 				if tt.skip {
 					if err != errSkip {
 						t.Fatalf("want skipped, got %+v, %v", in, err)
@@ -113,7 +112,7 @@ func TestEventMapping(t *testing.T) {
 }
 
 func TestSlashCommand(t *testing.T) {
-	a := &Adapter{cfg: Config{Command: "/pi"}}
+	a := &reader{}
 	tests := []struct {
 		channel, text    string
 		name, args, conv string

@@ -169,7 +169,7 @@ func TestAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload, _ := h.srv.Press("C1", ref.ID, "U2", "ap:1")
-	in, err := h.a.interactionBody(payload)
+	in, err := h.a.rd.interactionBody(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestOneCallPerSecondPerMessage(t *testing.T) {
 func TestAnswerInChannelWithoutTheBot(t *testing.T) {
 	h := newHarness(t, "")
 	h.srv.Fail("chat.postMessage", 1, slacktest.Fault{Kind: slacktest.FaultError, Error: "not_in_channel"})
-	in, err := h.a.slashCommand(slackCommand(h.srv.SlashCommand("C9", "U1", "/pi", "new")))
+	in, err := h.a.rd.slashCommand(slackCommand(h.srv.SlashCommand("C9", "U1", "/pi", "new")))
 	if err != nil {
 		t.Fatal(err)
 	}

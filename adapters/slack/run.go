@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,27 @@ const maxBackoff = 2 * time.Minute
 // Run learns the bot's identity (auth.test), then receives events until
 // ctx ends and returns nil then: through Socket Mode, or in http mode
 // through EventsHandler. A refused token ends Run with an error.
-func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
+func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error { return a.recv.run(ctx, sink) }
+
+// receiver receives Slack's deliveries, through Socket Mode or HTTP, and
+// hands them to the sink; it acknowledges a delivery only once the sink
+// took it.
+type receiver struct {
+	cfg       Config
+	api       *slackapi.Client
+	calls     *caller
+	rd        *reader
+	log       *slog.Logger
+	retryBase time.Duration
+
+	ready     chan struct{} // closed when run first has a sink (http mode)
+	readyOnce sync.Once
+
+	mu   sync.Mutex
+	sink chat.Sink
+}
+
+func (a *receiver) run(ctx context.Context, sink chat.Sink) error {
 	if err := a.learnIdentity(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -42,25 +63,17 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	return a.runSocket(ctx, sink)
 }
 
-func (a *Adapter) identity() identity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.me
-}
-
 // learnIdentity calls auth.test until it succeeds, backing off on
 // temporary failures.
-func (a *Adapter) learnIdentity(ctx context.Context) error {
+func (a *receiver) learnIdentity(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		var r *slackapi.AuthTestResponse
-		err := a.do(ctx, op{method: "auth.test", team: "", channel: "", kind: kindFinal}, func(ctx context.Context) (err error) {
+		err := a.calls.do(ctx, op{method: "auth.test", team: "", channel: "", kind: kindFinal}, func(ctx context.Context) (err error) {
 			r, err = a.api.AuthTestContext(ctx)
 			return err
 		})
 		if err == nil {
-			a.mu.Lock()
-			a.me = identity{userID: r.UserID, botID: r.BotID, teamID: r.TeamID}
-			a.mu.Unlock()
+			a.rd.setIdentity(identity{userID: r.UserID, botID: r.BotID, teamID: r.TeamID})
 			a.log.Info("slack: connected", "bot_user", r.UserID, "team", r.TeamID, "mode", a.cfg.Mode)
 			return nil
 		}
@@ -83,7 +96,7 @@ func (a *Adapter) learnIdentity(ctx context.Context) error {
 // gives up, it is started again after a back-off. Every envelope is
 // acknowledged only after the sink returned nil for it; an envelope the
 // sink could not take is left unacknowledged, so Slack delivers it again.
-func (a *Adapter) runSocket(ctx context.Context, sink chat.Sink) error {
+func (a *receiver) runSocket(ctx context.Context, sink chat.Sink) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sm := socketmode.New(a.api, socketmode.OptionPingInterval(a.cfg.PingInterval), socketmode.OptionLog(discard{}))
@@ -96,7 +109,7 @@ func (a *Adapter) runSocket(ctx context.Context, sink chat.Sink) error {
 			if ctx.Err() != nil {
 				return
 			}
-			if msg := a.redact(err); isAuthError(msg) {
+			if msg := a.calls.redact(err); isAuthError(msg) {
 				fatal <- fmt.Errorf("slack: the app token (adapters.slack.app_token) was refused: %s", msg)
 				cancel()
 				return
@@ -105,7 +118,7 @@ func (a *Adapter) runSocket(ctx context.Context, sink chat.Sink) error {
 				attempt = 1
 			}
 			d := min(a.retryBase<<min(attempt, 8), maxBackoff)
-			a.log.Warn("slack: Socket Mode stopped; reconnecting", "in", d, "err", a.redact(err))
+			a.log.Warn("slack: Socket Mode stopped; reconnecting", "in", d, "err", a.calls.redact(err))
 			if sleep(ctx, d) != nil {
 				return
 			}
@@ -137,13 +150,13 @@ func isAuthError(msg string) bool {
 }
 
 // socketEvent handles one Socket Mode event.
-func (a *Adapter) socketEvent(ctx context.Context, sm *socketmode.Client, sink chat.Sink, evt socketmode.Event) {
+func (a *receiver) socketEvent(ctx context.Context, sm *socketmode.Client, sink chat.Sink, evt socketmode.Event) {
 	switch evt.Type {
 	case socketmode.EventTypeConnected:
 		a.log.Info("slack: Socket Mode connected")
 		return
 	case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError:
-		a.log.Warn("slack: Socket Mode connection trouble", "type", evt.Type, "err", a.redact(asError(evt.Data)))
+		a.log.Warn("slack: Socket Mode connection trouble", "type", evt.Type, "err", a.calls.redact(asError(evt.Data)))
 		return
 	case socketmode.EventTypeInvalidAuth:
 		a.log.Error("slack: the app token (adapters.slack.app_token) was refused")
@@ -203,12 +216,12 @@ func asError(v any) error {
 // deliver normalises one delivery (events_api, slash_commands or
 // interactive, as raw JSON) and hands it to sink. nil means it may be
 // acknowledged: taken, or nothing for the gateway.
-func (a *Adapter) deliver(ctx context.Context, sink chat.Sink, kindName string, payload []byte) error {
+func (a *receiver) deliver(ctx context.Context, sink chat.Sink, kindName string, payload []byte) error {
 	var in chat.Inbound
 	var err error
 	switch kindName {
 	case "events_api":
-		in, err = a.eventBody(payload)
+		in, err = a.rd.eventBody(payload)
 	case "slash_commands":
 		var sc slackapi.SlashCommand
 		if err := json.Unmarshal(payload, &sc); err != nil {
@@ -219,9 +232,9 @@ func (a *Adapter) deliver(ctx context.Context, sink chat.Sink, kindName string, 
 			a.log.Warn("slack: a slash command pibot does not serve; set adapters.slack.command", "command", sc.Command)
 			return nil
 		}
-		in, err = a.slashCommand(sc)
+		in, err = a.rd.slashCommand(sc)
 	case "interactive":
-		in, err = a.interactionBody(payload)
+		in, err = a.rd.interactionBody(payload)
 	}
 	if errors.Is(err, errSkip) {
 		return nil

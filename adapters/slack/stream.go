@@ -99,7 +99,7 @@ func (s *stream) call(ctx context.Context, delta string, k kind) error {
 		if s.user != "" {
 			opts = append(opts, slackapi.MsgOptionRecipientUserID(s.user), slackapi.MsgOptionRecipientTeamID(s.team))
 		}
-		return s.a.do(ctx, op{method: "chat.startStream", team: s.conv.Workspace, channel: s.conv.Channel, kind: k}, func(ctx context.Context) error {
+		return s.a.calls.do(ctx, op{method: "chat.startStream", team: s.conv.Workspace, channel: s.conv.Channel, kind: k}, func(ctx context.Context) error {
 			_, ts, err := s.a.api.StartStreamContext(ctx, s.conv.Channel, opts...)
 			if err == nil && ts == "" {
 				err = errors.New("chat.startStream answered no ts")
@@ -108,7 +108,7 @@ func (s *stream) call(ctx context.Context, delta string, k kind) error {
 			return err
 		})
 	}
-	return s.a.do(ctx, op{method: "chat.appendStream", team: s.conv.Workspace, channel: s.conv.Channel, kind: k, msg: s.ts}, func(ctx context.Context) error {
+	return s.a.calls.do(ctx, op{method: "chat.appendStream", team: s.conv.Workspace, channel: s.conv.Channel, kind: k, msg: s.ts}, func(ctx context.Context) error {
 		_, _, err := s.a.api.AppendStreamContext(ctx, s.conv.Channel, s.ts, slackapi.MsgOptionMarkdownText(delta))
 		return err
 	})
@@ -161,7 +161,7 @@ func (s *stream) Finish(ctx context.Context, final chat.Out) (chat.MsgRef, error
 }
 
 func (s *stream) stop(ctx context.Context, opts ...slackapi.MsgOption) error {
-	return s.a.do(ctx, op{method: "chat.stopStream", team: s.conv.Workspace, channel: s.conv.Channel, kind: kindFinal, msg: s.ts}, func(ctx context.Context) error {
+	return s.a.calls.do(ctx, op{method: "chat.stopStream", team: s.conv.Workspace, channel: s.conv.Channel, kind: kindFinal, msg: s.ts}, func(ctx context.Context) error {
 		_, _, err := s.a.api.StopStreamContext(ctx, s.conv.Channel, s.ts, opts...)
 		return err
 	})
