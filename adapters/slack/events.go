@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -34,12 +35,20 @@ func (a *receiver) handler() http.Handler {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
+		// The headers (signature form, timestamp window) are checked before
+		// the body is read, the signature over the body before it is parsed.
+		sv, err := a.verifier(r.Header)
+		if err != nil {
+			a.log.Warn("slack: HTTP delivery with a bad or stale signature refused", "remote", r.RemoteAddr)
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEventBytes))
 		if err != nil {
 			http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 			return
 		}
-		if a.cfg.SigningSecret.IsZero() || !a.verify(r.Header, body) {
+		if _, err := sv.Write(body); err != nil || sv.Ensure() != nil {
 			a.log.Warn("slack: HTTP delivery with a bad or stale signature refused", "remote", r.RemoteAddr)
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
@@ -97,21 +106,15 @@ func (a *receiver) handler() http.Handler {
 	})
 }
 
-// verify checks X-Slack-Signature (v0, HMAC-SHA256 of "v0:ts:body" with
-// the signing secret, compared in constant time) and that
-// X-Slack-Request-Timestamp is within 5 minutes.
-func (a *receiver) verify(h http.Header, body []byte) bool {
-	if !strings.HasPrefix(h.Get("X-Slack-Signature"), "v0=") {
-		return false
+// verifier checks that the request carries a v0 X-Slack-Signature and an
+// X-Slack-Request-Timestamp within 5 minutes, and returns the verifier of
+// its body (HMAC-SHA256 of "v0:ts:body" with the signing secret, compared
+// in constant time by Ensure).
+func (a *receiver) verifier(h http.Header) (slackapi.SecretsVerifier, error) {
+	if a.cfg.SigningSecret.IsZero() || !strings.HasPrefix(h.Get("X-Slack-Signature"), "v0=") {
+		return slackapi.SecretsVerifier{}, errors.New("no v0 signature")
 	}
-	sv, err := slackapi.NewSecretsVerifier(h, a.cfg.SigningSecret.Reveal())
-	if err != nil {
-		return false
-	}
-	if _, err := sv.Write(body); err != nil {
-		return false
-	}
-	return sv.Ensure() == nil
+	return slackapi.NewSecretsVerifier(h, a.cfg.SigningSecret.Reveal())
 }
 
 // readyWait is how long a delivery waits for Run to start taking events.
