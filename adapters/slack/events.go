@@ -25,8 +25,9 @@ const maxEventBytes = 1 << 20
 // answered; a delivery is answered 200 only after the sink returned nil,
 // and 500 otherwise so that Slack delivers it again. Retries
 // (X-Slack-Retry-Num) go to the sink like the first delivery: its dedupe
-// key absorbs them. Before Run has started, or in socket mode, it answers
-// 503.
+// key absorbs them. A delivery that comes while Run is starting waits for
+// it (up to 2 s, within Slack's 3); without a running Run, or in socket
+// mode, it is answered 503.
 func (a *Adapter) EventsHandler() http.Handler { return a.recv.handler() }
 
 func (a *receiver) handler() http.Handler {
