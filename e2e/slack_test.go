@@ -166,3 +166,16 @@ func TestSlackHTTPBadSignature(t *testing.T) {
 		t.Errorf("%d model calls, want 1", w.model.Calls())
 	}
 }
+
+// A thread on a message pibot never saw (Slack's assistant pane opens
+// each conversation as such a thread) is a conversation of its own.
+func TestSlackThreadOnUnknownMessage(t *testing.T) {
+	t.Parallel()
+	w := newSlackWorld(t, []faux.Turn{faux.Text("fresh answer")})
+	root, _ := w.slack.Post(slacktest.Say{Channel: slackOwnerDM, User: slackOwner, Text: "never delivered"})
+	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "hello in a new thread", ThreadTS: root})
+	w.waitSlack(slackOwnerDM, root, "fresh answer")
+	if got := requestTexts(w.model.Requests()[0]); !slices.Equal(got, []string{"user:hello in a new thread"}) {
+		t.Errorf("request %q", got)
+	}
+}
