@@ -303,3 +303,36 @@ func TestAnswerInChannelWithoutTheBot(t *testing.T) {
 		t.Errorf("messages %+v", m)
 	}
 }
+
+// Model text in a stream never pings: Slack's special mentions are
+// defused, also when one arrives split over two updates.
+func TestStreamDefusesMentions(t *testing.T) {
+	h := newHarness(t, "")
+	ctx := t.Context()
+	parent, _ := h.srv.Post(slacktest.Say{Channel: "C1", User: "U1", Text: "<@UBOT> go"})
+	conv := chat.ConvRef{Platform: platform, Workspace: "T0001", Channel: "C1", Thread: parent}
+	st, err := h.a.OpenStream(ctx, conv, chat.StreamOptions{Recipient: "U1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, md := range []string{"Hi <!chan", "Hi <!channel> and <@U", "Hi <!channel> and <@U42> a<b"} {
+		if err := st.Update(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := st.Finish(ctx, chat.Out{Markdown: "Hi <!channel> and <@U42> a<b <!here>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range h.srv.Messages("C1") {
+		if m.TS != ref.ID {
+			continue
+		}
+		if strings.Contains(m.Text, "<!channel") || strings.Contains(m.Text, "<@U42") || strings.Contains(m.Text, "<!here") {
+			t.Errorf("a mention went out live: %q", m.Text)
+		}
+		if strings.ReplaceAll(m.Text, "\u200b", "") != "Hi <!channel> and <@U42> a<b <!here>" {
+			t.Errorf("text %q", m.Text)
+		}
+	}
+}

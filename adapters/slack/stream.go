@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -77,19 +78,44 @@ func (s *stream) Update(ctx context.Context, markdown string) error {
 }
 
 // push sends what markdown adds to s.sent: a start, or appends in pieces
-// of at most maxStreamChunk.
+// of at most maxStreamChunk. A live push holds back a trailing "<…" that
+// may still become a mention, so that every mention goes out whole and
+// defused (see defuse).
 func (s *stream) push(ctx context.Context, markdown string, k kind) error {
+	if k == kindLive {
+		markdown = markdown[:holdBack(markdown)]
+	}
 	for len(markdown) > len(s.sent) {
 		delta := markdown[len(s.sent):]
 		if r := []rune(delta); len(r) > maxStreamChunk {
 			delta = string(r[:maxStreamChunk])
 		}
-		if err := s.call(ctx, delta, k); err != nil {
+		if err := s.call(ctx, defuse(delta), k); err != nil {
 			return err
 		}
 		s.sent += delta
 	}
 	return nil
+}
+
+// mentionRE matches the start of Slack's special mentions (@channel,
+// @here, @everyone, user groups, users, channels).
+var mentionRE = regexp.MustCompile(`<(!(?:here|channel|everyone|subteam\^)|@[UWB]|#C)`)
+
+// defuse puts a zero-width space after the "<" of every Slack mention in
+// model text, so that a streamed answer never pings a channel or a person
+// (model output is untrusted); it reads the same.
+func defuse(md string) string { return mentionRE.ReplaceAllString(md, "<\u200b$1") }
+
+// holdBack returns where the text that may be sent now ends: before a last
+// "<" that is followed by no ">" or space yet (it may grow into a
+// mention).
+func holdBack(md string) int {
+	i := strings.LastIndexByte(md, '<')
+	if i < 0 || len(md)-i > 24 || strings.ContainsAny(md[i:], "> \n\t") {
+		return len(md)
+	}
+	return i
 }
 
 // call starts the stream with delta, or appends delta.
@@ -148,7 +174,7 @@ func (s *stream) Finish(ctx context.Context, final chat.Out) (chat.MsgRef, error
 	}
 	var opts []slackapi.MsgOption
 	if delta := final.Markdown[len(s.sent):]; delta != "" {
-		opts = append(opts, slackapi.MsgOptionMarkdownText(delta))
+		opts = append(opts, slackapi.MsgOptionMarkdownText(defuse(delta)))
 	}
 	if buttons != nil {
 		opts = append(opts, slackapi.MsgOptionBlocks(buttons))
