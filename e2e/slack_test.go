@@ -179,3 +179,24 @@ func TestSlackThreadOnUnknownMessage(t *testing.T) {
 		t.Errorf("request %q", got)
 	}
 }
+
+// A stranger's DM gets a pairing code and nothing else.
+func TestSlackStrangerGetsPairingCode(t *testing.T) {
+	t.Parallel()
+	w := newSlackWorld(t, []faux.Turn{faux.Text("should not run")})
+	w.say(slacktest.Say{Channel: "D900", User: "USTRANGER", Text: "run ls /"})
+	w.waitFor("a pairing answer", func() bool {
+		for _, m := range w.botMessages("D900", "") {
+			if strings.Contains(strings.ToLower(m.Text), "pairing") {
+				return true
+			}
+		}
+		for _, e := range w.slack.Ephemerals() {
+			if strings.Contains(strings.ToLower(e.Text), "pairing") {
+				return true
+			}
+		}
+		return false
+	})
+	w.never("a model call for a stranger", 300*time.Millisecond, func() bool { return w.model.Calls() > 0 })
+}
