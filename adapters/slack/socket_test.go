@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,37 @@ func TestSocketCommandAndPress(t *testing.T) {
 	got := h.inbound()
 	if len(got) != 1 || got[0].Command == nil || got[0].Command.Name != "stop" || got[0].Interaction == nil {
 		t.Fatalf("sink got %+v", got)
+	}
+}
+
+// A refused token ends Run with an error that names its key; a temporary
+// failure to connect is retried.
+func TestRunRefusedTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, key string
+	}{
+		{"bot token", "auth.test", "adapters.slack.bot_token"},
+		{"app token", "apps.connections.open", "adapters.slack.app_token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			h.srv.Fail(tc.method, 1, slacktest.Fault{Kind: slacktest.FaultError, Error: "invalid_auth"})
+			done := make(chan error, 1)
+			go func() { done <- h.a.Run(t.Context(), h.sink) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.key) {
+					t.Fatalf("Run = %v, want an error naming %s", err, tc.key)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("Run did not give up on a refused token")
+			}
+		})
+	}
+	h := newHarness(t, "")
+	h.srv.Fail("apps.connections.open", 2, slacktest.Fault{Kind: slacktest.Fault5xx})
+	h.run(t)
+	if n := len(h.srv.CallsOf("apps.connections.open")); n < 3 {
+		t.Errorf("%d connection attempts, want the failures retried", n)
 	}
 }
