@@ -184,7 +184,7 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 
 // Edit replaces a message's text and buttons (chat.update; no buttons
 // removes them). A message that is gone is chat.ErrNotFound; a method in
-// its Retry-After window or out of budget is a *chat.RateLimitError
+// its Retry-After window or out of tokens is a *chat.RateLimitError
 // (edits never wait it out).
 func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	return a.update(ctx, ref, m, kindLive)

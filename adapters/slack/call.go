@@ -17,7 +17,7 @@ import (
 	"github.com/pibot/pibot/internal/secret"
 )
 
-// kind is how a Web API call meets the budget, a method's Retry-After
+// kind is how a Web API call meets the pace, a method's Retry-After
 // window and failures. Final deliveries (posts, stream stops, answers)
 // wait out a window and are retried; live calls (updates, appends, the
 // status) never wait it out: they return *chat.RateLimitError at once, so
@@ -25,9 +25,9 @@ import (
 type kind int
 
 const (
-	kindFinal  kind = iota // budgeted, waits out windows, retried
-	kindLive               // budgeted (short wait), never waits out a window, not retried
-	kindUpload             // budgeted, waits out windows, not retried (the body is a stream)
+	kindFinal  kind = iota // paced, waits out windows, retried
+	kindLive               // paced (short wait), never waits out a window, not retried
+	kindUpload             // paced, waits out windows, not retried (the body is a stream)
 )
 
 const maxAttempts = 4
@@ -36,7 +36,7 @@ const maxAttempts = 4
 // one is returned as a RateLimitError.
 const maxPauseWait = 5 * time.Minute
 
-// op names one call: its method (the budget and the Retry-After window
+// op names one call: its method (the pace and the Retry-After window
 // are per method, across the workspace) and where it goes.
 type op struct {
 	method  string
@@ -48,7 +48,7 @@ type op struct {
 	msg string
 }
 
-// caller makes Web API calls under the budget, with retries, typed and
+// caller makes Web API calls under the pace, with retries, typed and
 // redacted errors, and missing scopes logged once.
 type caller struct {
 	limiter   *limiter
@@ -63,7 +63,7 @@ type caller struct {
 // errAuth marks a token Slack refuses.
 var errAuth = errors.New("token refused")
 
-// do runs fn under the method's budget with retries and returns a redacted
+// do runs fn under the method's pace with retries and returns a redacted
 // error.
 func (a *caller) do(ctx context.Context, o op, fn func(context.Context) error) error {
 	live := o.kind == kindLive

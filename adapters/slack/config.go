@@ -52,12 +52,12 @@ type Config struct {
 	Logger *slog.Logger
 	// HTTPClient makes the Web API calls; nil: a client with a 60 s timeout.
 	HTTPClient *http.Client
-	// Tiers overrides the per-method budgets (calls per minute across the
+	// Tiers overrides the per-method paces (calls per minute across the
 	// workspace); missing methods take the defaults of Slack's tiers.
 	Tiers map[string]float64
-	// Rates keeps the buckets of the budget; nil: in this process. Cluster
+	// Rates keeps the buckets of the pace; nil: in this process. Cluster
 	// mode passes one the replicas share.
-	Rates RateBudget
+	Rates Rates
 	// PingInterval is the longest Socket Mode waits for Slack's websocket
 	// ping before it reconnects; default 30 s.
 	PingInterval time.Duration

@@ -15,22 +15,22 @@ import (
 const perMessagePerMin = 60
 
 // liveMaxWait is the longest a live call (an update, an append, a status)
-// waits for its method's budget; a longer wait is returned as a
+// waits for its method's tokens; a longer wait is returned as a
 // RateLimitError, so the stream controller keeps only the latest text.
 const liveMaxWait = 1500 * time.Millisecond
 
-// RateBudget holds the token buckets that pace outbound calls
+// Rates holds the token buckets that pace outbound calls
 // (Config.Rates). The default keeps them in this process; in cluster mode
-// the replicas share one, so a workspace's budget is not spent once per
+// the replicas share one, so a workspace's pace is not spent once per
 // replica. cluster.Rates is the in-process implementation.
-type RateBudget interface {
+type Rates interface {
 	// Take takes one token from key's bucket, which refills at perSec
 	// tokens a second up to burst, and returns 0; when the bucket has none
 	// it takes nothing and returns how long until it will have one.
 	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
 }
 
-// defaultTiers are the per-minute budgets per method and workspace, a
+// defaultTiers are the per-minute paces per method and workspace, a
 // little under Slack's tiers (Tier 2: 20+, Tier 3: 50+, Tier 4: 100+ per
 // minute). chat.postMessage is "special": about one per second per
 // channel, which perChannel adds.
@@ -51,7 +51,7 @@ var defaultTiers = map[string]float64{
 	"conversations.history":                45,
 	"response_url":                         100,
 	"files.download":                       100,
-	"chat.postMessage/channel":             60, // per channel, on top of the workspace budget
+	"chat.postMessage/channel":             60, // per channel, on top of the workspace pace
 	"chat.startStream/channel":             60,
 	"files.completeUploadExternal/channel": 60,
 }
@@ -60,13 +60,13 @@ var defaultTiers = map[string]float64{
 // for posts), and a pause of a method after its 429.
 type limiter struct {
 	tiers map[string]float64
-	rates RateBudget
+	rates Rates
 
 	mu     sync.Mutex
 	paused map[string]time.Time // method (team-wide) → end of its Retry-After window
 }
 
-func newLimiter(tiers map[string]float64, rates RateBudget) *limiter {
+func newLimiter(tiers map[string]float64, rates Rates) *limiter {
 	t := make(map[string]float64, len(defaultTiers))
 	for k, v := range defaultTiers {
 		t[k] = v
@@ -147,7 +147,7 @@ func (l *limiter) take(ctx context.Context, live bool, key string, perMin float6
 	for {
 		d, err := l.rates.Take(ctx, key, perSec, burst)
 		if err != nil {
-			return fmt.Errorf("rate budget: %w", err)
+			return fmt.Errorf("rates: %w", err)
 		}
 		if d <= 0 {
 			return nil
@@ -176,7 +176,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // buckets (which grant the same as a new one) are dropped.
 const maxLocalBuckets = 4096
 
-// localRates is the default RateBudget: token buckets in this process.
+// localRates is the default Rates: token buckets in this process.
 type localRates struct {
 	mu      sync.Mutex
 	buckets map[string]*tokenBucket
@@ -184,7 +184,7 @@ type localRates struct {
 
 func newLocalRates() *localRates { return &localRates{buckets: map[string]*tokenBucket{}} }
 
-// Take implements RateBudget; it never fails.
+// Take implements Rates; it never fails.
 func (r *localRates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
 	if perSec <= 0 {
 		return 0, nil

@@ -14,9 +14,9 @@ import (
 	"github.com/pibot/pibot/internal/secret"
 )
 
-// cluster.Rates is the outbound budget given to the Slack adapter, which
+// cluster.Rates are the outbound rates given to the Slack adapter, which
 // may not import cluster.
-var _ slack.RateBudget = (*cluster.Rates)(nil)
+var _ slack.Rates = (*cluster.Rates)(nil)
 
 // slackCmd runs `pibot slack manifest`.
 func (c *cli) slackCmd(args []string) error {
