@@ -149,13 +149,24 @@ type Telegram struct {
 	AllowedUpdates    []string `yaml:"allowed_updates"`
 }
 
-// Slack configures the Slack adapter (not in this build yet).
+// Slack configures the Slack adapter.
 type Slack struct {
-	BotToken      string `yaml:"bot_token"`
-	AppToken      string `yaml:"app_token"`
-	SigningSecret string `yaml:"signing_secret"`
-	Mode          string `yaml:"mode"`
-	APIURL        string `yaml:"api_url"`
+	// BotToken is the xoxb- bot token (OAuth & Permissions).
+	BotToken     string `yaml:"bot_token"`
+	BotTokenFile string `yaml:"bot_token_file"`
+	// AppToken is the xapp- app-level token with connections:write
+	// (Socket Mode).
+	AppToken     string `yaml:"app_token"`
+	AppTokenFile string `yaml:"app_token_file"`
+	// SigningSecret verifies HTTP deliveries (http mode).
+	SigningSecret     string `yaml:"signing_secret"`
+	SigningSecretFile string `yaml:"signing_secret_file"`
+	// Mode is socket (default) or http.
+	Mode string `yaml:"mode"`
+	// APIURL replaces https://slack.com/api/ (with a trailing slash).
+	APIURL string `yaml:"api_url"`
+	// Command is the slash command, default /pi.
+	Command string `yaml:"command"`
 }
 
 // Discord configures the Discord adapter (adapters.discord.*).

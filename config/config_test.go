@@ -144,6 +144,21 @@ func TestValidateNamesKeys(t *testing.T) {
 		{"negative max_run", func(c *Config) { c.Agent.MaxRun = -1 }, "agent.max_run"},
 		{"negative max_idle", func(c *Config) { c.Agent.MaxIdle = -1 }, "agent.max_idle"},
 		{"max_idle within an approval wait", func(c *Config) { c.Agent.MaxIdle = c.Agent.Approvals.Timeout }, "agent.max_idle"},
+		{"slack socket without app token", func(c *Config) { c.Adapter.Slack.BotToken = "xoxb-1" }, "adapters.slack.app_token"},
+		{"slack http without signing secret", func(c *Config) {
+			c.Adapter.Slack = Slack{BotToken: "xoxb-1", Mode: "http"}
+		}, "adapters.slack.signing_secret"},
+		{"slack mode", func(c *Config) { c.Adapter.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", Mode: "rtm"} }, "adapters.slack.mode"},
+		{"slack app token without bot token", func(c *Config) { c.Adapter.Slack.AppToken = "xapp-1" }, "adapters.slack.bot_token"},
+		{"slack both token forms", func(c *Config) {
+			c.Adapter.Slack = Slack{BotToken: "xoxb-1", BotTokenFile: "/f", AppToken: "xapp-1"}
+		}, "adapters.slack.bot_token"},
+		{"slack api url slash", func(c *Config) {
+			c.Adapter.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", APIURL: "https://slack.example/api"}
+		}, "adapters.slack.api_url"},
+		{"slack command", func(c *Config) {
+			c.Adapter.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", Command: "pi"}
+		}, "adapters.slack.command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,6 +169,22 @@ func TestValidateNamesKeys(t *testing.T) {
 				t.Fatalf("Validate() = %v, want it to name %q", err, tt.wantKey)
 			}
 		})
+	}
+}
+
+// Each mode accepts the token of the other mode unused (pinned by #12).
+func TestSlackModesAcceptUnusedTokens(t *testing.T) {
+	for _, s := range []Slack{
+		{BotToken: "xoxb-1", AppToken: "xapp-1", SigningSecret: "unused"},
+		{BotToken: "xoxb-1", AppToken: "unused", SigningSecret: "s", Mode: "http"},
+		{BotToken: "xoxb-1", SigningSecret: "s", Mode: "http", APIURL: "http://127.0.0.1:1/api/", Command: "/ask-pi"},
+	} {
+		c := Default()
+		c.HTTP.Listen = "127.0.0.1:8080"
+		c.Adapter.Slack = s
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
 	}
 }
 

@@ -92,7 +92,7 @@ func (b *logBuffer) String() string {
 // test can restart pibot (a new Gateway and a new telegram.Adapter) on
 // the same state.
 type world struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *telegramtest.Server
 	proxy   *proxy // nil unless withProxy
 	dir     string
@@ -103,6 +103,8 @@ type world struct {
 	logs    *logBuffer
 	log     *slog.Logger
 	noStart bool
+	// timed, when set, serves the model and records request times.
+	timed *timedModel
 
 	proc *process
 }
@@ -127,7 +129,7 @@ func withNoStart() option { return func(w *world) { w.noStart = true } }
 // the end of the test it stops pibot and checks the invariants of every
 // run: no call arrived before a retry_after expired, and no log line holds
 // the token.
-func newWorld(t *testing.T, script []faux.Turn, opts ...option) *world {
+func newWorld(t testing.TB, script []faux.Turn, opts ...option) *world {
 	t.Helper()
 	w := &world{
 		t:     t,
@@ -178,7 +180,7 @@ func (w *world) apiURL() string {
 // localDeps opens the embedded cluster pieces of a pibot data dir (inbox,
 // fence counter, pairing store) the way `pibot serve` does; the caller adds
 // adapters and models and closes the inbox.
-func localDeps(t *testing.T, dir string, policy access.Policy) (gateway.Deps, *cluster.Inbox) {
+func localDeps(t testing.TB, dir string, policy access.Policy) (gateway.Deps, *cluster.Inbox) {
 	t.Helper()
 	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
 	if err != nil {
@@ -229,7 +231,11 @@ func (w *world) start() {
 	if w.cfgMod != nil {
 		w.cfgMod(&cfg)
 	}
-	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{w.model}))
+	var m llm.Model = w.model
+	if w.timed != nil {
+		m = w.timed
+	}
+	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{m}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +509,7 @@ func (g *gate) tool(name string) *agenttest.Tool {
 
 // assertNoToken fails if logs hold the bot token, its secret half, or a
 // URL-escaped form of it.
-func assertNoToken(t *testing.T, logs string) {
+func assertNoToken(t testing.TB, logs string) {
 	t.Helper()
 	secretHalf := botToken[strings.IndexByte(botToken, ':')+1:]
 	for _, form := range []string{botToken, secretHalf, url.PathEscape(botToken), url.QueryEscape(botToken)} {
@@ -533,7 +539,7 @@ type proxy struct {
 	served map[int64]int // update_id -> times served
 }
 
-func (p *proxy) start(t *testing.T, target string) {
+func (p *proxy) start(t testing.TB, target string) {
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)

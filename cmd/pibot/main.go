@@ -37,7 +37,7 @@ import (
 const usageText = `pibot — a pi-style coding agent behind chat
 
 Usage:
-  pibot serve [-c FILE] [--listen ADDR]     run the gateway (web chat, Telegram, Discord)
+  pibot serve [-c FILE] [--listen ADDR]     run the gateway (web chat, Telegram, Slack, Discord)
   pibot chat [-c FILE] [-p] [--mode json] [--session FILE] [PROMPT...]
                                             one prompt (-p, --mode json) or a terminal chat
   pibot session ls [DIR]                    list sessions (default <data_dir>/sessions)
@@ -56,6 +56,8 @@ Usage:
                                             print the URL that adds the Discord bot to a server
   pibot doctor [-c FILE]                    check config, credentials, Redis, data dir and sandbox
   pibot healthcheck [-c FILE] [--ready]     probe a running pibot's /healthz (or /readyz)
+  pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
+                                            print the Slack app manifest pibot needs
   pibot version [--short]                   print the version, commit, commit date and Go version
 
 -c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.
@@ -163,6 +165,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.healthcheck(ctx, rest)
 	case "doctor":
 		return c.doctor(ctx, rest)
+	case "slack":
+		return c.slackCmd(rest)
 	}
 	return usageErr("unknown command %q", cmd)
 }

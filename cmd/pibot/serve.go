@@ -33,7 +33,7 @@ import (
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 30 * time.Second
 
-// serve runs `pibot serve`: the gateway with the web chat, Telegram and Discord on
+// serve runs `pibot serve`: the gateway with the web chat, Telegram, Slack and Discord on
 // one HTTP listener, until SIGINT or SIGTERM.
 func (c *cli) serve(ctx context.Context, args []string) error {
 	fs := c.newFlags("serve")
@@ -124,7 +124,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	}
 	ready.Store(true)
-	log.Info("pibot started", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "discord", cfg.DiscordEnabled())
+	log.Info("pibot started", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
 	// Start-up garbage (config, providers, recovery) is returned to the OS
 	// now rather than held until the heap grows again.
@@ -226,6 +226,13 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		}
 		if p := a.WebhookPath(); p != "" {
 			mux.Handle("POST "+p, a.WebhookHandler())
+		}
+		out = append(out, a)
+	}
+	if cfg.SlackEnabled() {
+		a, err := slackAdapter(cfg, log, mux)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, a)
 	}

@@ -140,6 +140,8 @@ func TestServeRefusesUnsafeConfig(t *testing.T) {
 		{"bad key", "http:\n  lisen: x\n", "http.lisen"},
 		{"bad value", "agent:\n  queue: {mode: shout}\n", "agent.queue.mode"},
 		{"telegram token", "adapters:\n  telegram:\n    token: nocolon\n", "adapters.telegram.token"},
+		{"slack socket mode without app token", "adapters:\n  slack:\n    bot_token: xoxb-1\n", "adapters.slack.app_token"},
+		{"slack bot token", "adapters:\n  slack:\n    bot_token: nope\n    app_token: xapp-1\n", "adapters.slack.bot_token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,6 +40,9 @@ func protectedPaths(cfg config.Config) ([]protected, error) {
 		add("adapters.telegram.webhook_secret_file", cfg.Adapter.Telegram.WebhookSecretFile),
 		add("adapters.discord.token_file", cfg.Adapter.Discord.TokenFile),
 		add("adapters.web.token_file", cfg.Adapter.Web.TokenFile),
+		add("adapters.slack.bot_token_file", cfg.Adapter.Slack.BotTokenFile),
+		add("adapters.slack.app_token_file", cfg.Adapter.Slack.AppTokenFile),
+		add("adapters.slack.signing_secret_file", cfg.Adapter.Slack.SigningSecretFile),
 	}
 	for name, p := range cfg.Providers {
 		errs = append(errs, add("providers."+name+".api_key_file", p.APIKeyFile))

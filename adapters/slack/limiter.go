@@ -1,0 +1,224 @@
+package slack
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// perMessagePerMin paces the calls that change one message (updates,
+// appends, the stop): one a second.
+const perMessagePerMin = 60
+
+// liveMaxWait is the longest a live call (an update, an append, a status)
+// waits for its method's tokens; a longer wait is returned as a
+// RateLimitError, so the stream controller keeps only the latest text.
+const liveMaxWait = 1500 * time.Millisecond
+
+// Rates holds the token buckets that pace outbound calls
+// (Config.Rates). The default keeps them in this process; in cluster mode
+// the replicas share one, so a workspace's pace is not spent once per
+// replica. cluster.Rates is the in-process implementation.
+type Rates interface {
+	// Take takes one token from key's bucket, which refills at perSec
+	// tokens a second up to burst, and returns 0; when the bucket has none
+	// it takes nothing and returns how long until it will have one.
+	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
+}
+
+// defaultTiers are the per-minute paces per method and workspace, a
+// little under Slack's tiers (Tier 2: 20+, Tier 3: 50+, Tier 4: 100+ per
+// minute). chat.postMessage is "special": about one per second per
+// channel, which perChannel adds.
+var defaultTiers = map[string]float64{
+	"chat.postMessage":                     100,
+	"chat.postEphemeral":                   100,
+	"chat.update":                          45,
+	"chat.delete":                          45,
+	"chat.startStream":                     45,
+	"chat.appendStream":                    80,
+	"chat.stopStream":                      45,
+	"assistant.threads.setStatus":          100,
+	"reactions.add":                        45,
+	"files.getUploadURLExternal":           18,
+	"files.completeUploadExternal":         18,
+	"auth.test":                            100,
+	"apps.connections.open":                18,
+	"conversations.history":                45,
+	"response_url":                         100,
+	"files.download":                       100,
+	"chat.postMessage/channel":             60, // per channel, on top of the workspace pace
+	"chat.startStream/channel":             60,
+	"files.completeUploadExternal/channel": 60,
+}
+
+// limiter paces calls: per method a workspace-wide bucket (and per channel
+// for posts), and a pause of a method after its 429.
+type limiter struct {
+	tiers map[string]float64
+	rates Rates
+
+	mu     sync.Mutex
+	paused map[string]time.Time // method (team-wide) → end of its Retry-After window
+}
+
+func newLimiter(tiers map[string]float64, rates Rates) *limiter {
+	t := make(map[string]float64, len(defaultTiers))
+	for k, v := range defaultTiers {
+		t[k] = v
+	}
+	for k, v := range tiers {
+		t[k] = v
+	}
+	if rates == nil {
+		rates = newLocalRates()
+	}
+	return &limiter{tiers: t, rates: rates, paused: map[string]time.Time{}}
+}
+
+// pause stops every call of method in team for d.
+func (l *limiter) pause(team, method string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := team + "/" + method
+	if until := time.Now().Add(d); until.After(l.paused[k]) {
+		l.paused[k] = until
+	}
+}
+
+// pausedFor is how long method is still paused in team.
+func (l *limiter) pausedFor(team, method string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return time.Until(l.paused[team+"/"+method])
+}
+
+// acquire waits until the call o may go out, or returns a
+// *chat.RateLimitError where a live call must not wait.
+func (l *limiter) acquire(ctx context.Context, o op, live bool) error {
+	team, channel, method := o.team, o.channel, o.method
+	if err := l.waitPause(ctx, team, method, live); err != nil {
+		return err
+	}
+	if perMin := l.tiers[method]; perMin > 0 {
+		if err := l.take(ctx, live, "slack/"+team+"/"+method, perMin, "workspace"); err != nil {
+			return err
+		}
+	}
+	if perMin := l.tiers[method+"/channel"]; perMin > 0 && channel != "" {
+		if err := l.take(ctx, live, "slack/"+team+"/"+method+"/"+channel, perMin, "chat"); err != nil {
+			return err
+		}
+	}
+	if o.msg != "" {
+		if err := l.take(ctx, live, "slack/"+team+"/msg/"+channel+"/"+o.msg, perMessagePerMin, "message"); err != nil {
+			return err
+		}
+	}
+	// A 429 may have paused the method while this call waited for tokens.
+	return l.waitPause(ctx, team, method, live)
+}
+
+func (l *limiter) waitPause(ctx context.Context, team, method string, live bool) error {
+	for {
+		d := l.pausedFor(team, method)
+		if d <= 0 {
+			return nil
+		}
+		if live {
+			return &chat.RateLimitError{RetryAfter: d, Scope: "bot"}
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+func (l *limiter) take(ctx context.Context, live bool, key string, perMin float64, scope string) error {
+	perSec := perMin / 60
+	burst := int(math.Max(1, math.Min(5, perMin/10)))
+	if scope == "message" {
+		burst = 1
+	}
+	for {
+		d, err := l.rates.Take(ctx, key, perSec, burst)
+		if err != nil {
+			return fmt.Errorf("rates: %w", err)
+		}
+		if d <= 0 {
+			return nil
+		}
+		if live && d > liveMaxWait {
+			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
+		}
+		if err := sleep(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// maxLocalBuckets bounds the buckets localRates keeps: beyond it, full
+// buckets (which grant the same as a new one) are dropped.
+const maxLocalBuckets = 4096
+
+// localRates is the default Rates: token buckets in this process.
+type localRates struct {
+	mu      sync.Mutex
+	buckets map[string]*tokenBucket
+}
+
+func newLocalRates() *localRates { return &localRates{buckets: map[string]*tokenBucket{}} }
+
+// Take implements Rates; it never fails.
+func (r *localRates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	if perSec <= 0 {
+		return 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	b := r.buckets[key]
+	if b == nil {
+		if len(r.buckets) >= maxLocalBuckets {
+			for k, old := range r.buckets {
+				if old.refill(now); old.tokens >= old.burst {
+					delete(r.buckets, k)
+				}
+			}
+		}
+		b = &tokenBucket{rate: perSec, burst: float64(burst), tokens: float64(burst), last: now}
+		r.buckets[key] = b
+	}
+	b.refill(now)
+	if b.tokens < 1 {
+		return time.Duration((1.05 - b.tokens) / b.rate * float64(time.Second)), nil
+	}
+	b.tokens--
+	return 0, nil
+}
+
+// tokenBucket refills rate tokens per second up to burst.
+type tokenBucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+func (b *tokenBucket) refill(now time.Time) {
+	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+}
