@@ -47,7 +47,6 @@ func (r *run) send(e Event) {
 
 // loop is pi's runAgentLoop (prompts != nil) or agentLoopContinue.
 func (r *run) loop(ctx context.Context, prompts []pending, skipInitialSteering bool) {
-	a := r.a
 	var created []llm.Message
 	r.send(Event{Type: EventAgentStart})
 	r.send(Event{Type: EventTurnStart})
@@ -56,7 +55,7 @@ func (r *run) loop(ctx context.Context, prompts []pending, skipInitialSteering b
 	}
 	var queued []pending
 	if !skipInitialSteering {
-		queued = a.drainSteer()
+		queued = r.drainSteer(ctx)
 	}
 	first := true
 	for {
@@ -91,15 +90,38 @@ func (r *run) loop(ctx context.Context, prompts []pending, skipInitialSteering b
 				created = append(created, results...)
 			}
 			r.send(Event{Type: EventTurnEnd, Message: &msg, ToolResults: results})
-			queued = a.drainSteer()
+			queued = r.drainSteer(ctx)
 		}
-		if follow := a.drainFollow(); len(follow) > 0 {
+		if follow := r.drainFollow(ctx); len(follow) > 0 {
 			queued = follow
 			continue
 		}
 		break
 	}
 	r.send(Event{Type: EventAgentEnd, Messages: created})
+}
+
+// drainSteer takes the steering queue, unless the run is aborted.
+//
+// Here pibot differs from pi on purpose: pi takes a steering message into
+// a turn whose model call is already aborted, so the message is recorded
+// and never answered (a chat user who wrote while someone pressed stop
+// would get no reply). An aborted run leaves its queues as they are; the
+// caller takes them over (ClearTagged) for the next run.
+func (r *run) drainSteer(ctx context.Context) []pending {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return r.a.drainSteer()
+}
+
+// drainFollow takes the follow-up queue, unless the run is aborted (see
+// drainSteer).
+func (r *run) drainFollow(ctx context.Context) []pending {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return r.a.drainFollow()
 }
 
 // inject appends a prompt or queued message to the conversation with its

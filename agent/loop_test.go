@@ -409,3 +409,34 @@ func TestTransformContextSeesMessages(t *testing.T) {
 		t.Errorf("transform changed state: %d messages", n)
 	}
 }
+
+// TestAbortLeavesQueuesForTheNextRun is the regression test of a message
+// lost in chat: someone steered while another person pressed stop during a
+// tool call; the aborted run took the steering message into a turn whose
+// model call was already aborted, so it was recorded and never answered.
+// Now an aborted run leaves its queues untouched (unlike pi, on purpose).
+func TestAbortLeavesQueuesForTheNextRun(t *testing.T) {
+	m := agenttest.NewScript(llm.ModelInfo{},
+		agenttest.Reply(agenttest.Call("c1", "bash", `{"command":"sleep 100"}`)),
+		agenttest.Reply(agenttest.Text("never")))
+	var a *agent.Agent
+	r := &recorder{hook: func(e agent.Event) {
+		if e.Type == agent.EventToolExecutionStart {
+			// Stop first, then a message arrives while the tool dies.
+			a.Abort()
+			a.Steer(user("and also this"))
+			a.FollowUp(user("and later that"))
+		}
+	}}
+	a = newAgent(m, []agent.Tool{agenttest.Blocking("bash", "Command aborted", nil)}, nil)
+	prompt(t, a, r, "run")
+	for _, msg := range a.Messages() {
+		if msg.Role == llm.RoleUser && msg.Text() != "run" {
+			t.Errorf("the aborted run took %q from its queues", msg.Text())
+		}
+	}
+	st, fu := a.Queued()
+	if len(st) != 1 || st[0].Text() != "and also this" || len(fu) != 1 || fu[0].Text() != "and later that" {
+		t.Errorf("queues after the aborted run: steer %v, follow-up %v; want both messages left for the next run", st, fu)
+	}
+}

@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
@@ -152,5 +155,39 @@ func TestStopAndQueueCommands(t *testing.T) {
 		if strings.Contains(m, "late") {
 			t.Fatal("the model ran after /stop")
 		}
+	}
+}
+
+// TestMessageAfterStopIsAnswered replays a lost message: someone wrote
+// while the run was stopping (its tool still dying). The message was
+// steered into the stopping run, which recorded it (✅) and answered
+// nothing. Now it starts the next run and gets its answer.
+func TestMessageAfterStopIsAnswered(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	// A tool that takes its time to die, like a process ignoring SIGTERM.
+	stubborn := &agenttest.Tool{Name: "work", Fn: func(context.Context, string, json.RawMessage, func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		close(started)
+		<-release
+		return agenttest.TextOutput("done"), nil
+	}}
+	h := newHarness(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "work", `{}`)),
+		faux.Text("taken by the aborted call"),
+		faux.Text("answer to the late message"),
+	}, withTools(stubborn))
+	h.send("long job")
+	<-started
+	h.send("/stop")
+	h.waitText(dmConv, "Stopping")
+	h.send("one more thing")
+	close(release)
+	h.waitText(dmConv, "answer to the late message")
+	h.waitFor("answer persisted", func() bool {
+		return slices.Contains(headBranch(h), "assistant:answer to the late message")
+	})
+	got := headBranch(h)
+	i := slices.Index(got, "user:one more thing")
+	if i < 0 || i+1 >= len(got) || got[i+1] != "assistant:answer to the late message" {
+		t.Fatalf("branch = %q: the late message must be followed by its answer", got)
 	}
 }

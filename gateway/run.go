@@ -281,6 +281,9 @@ func (r *run) interrupt(note string) {
 		r.interrupted = note
 	}
 	r.mu.Unlock()
+	// A message that arrives from now on starts the next run rather than
+	// steering this one, which will answer nothing more.
+	r.gate.close()
 	if a, _ := r.handles(); a != nil {
 		a.Abort()
 	}
