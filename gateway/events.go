@@ -92,12 +92,16 @@ func (r *run) deliver() {
 	for i, ref := range refs {
 		keys[i] = ref.Key()
 	}
-	// Recorded only after the platform confirmed the reply, and durable
+	// Recorded only after the platform confirmed the reply, written to
+	// the file at once (a crash of pibot right after the platform's
+	// answer must not cost a second copy of the answer), and durable
 	// before the run's messages leave the inbox (afterRun flushes the
-	// session first): a crash in between costs a second copy of the
-	// answer, never a recorded delivery that did not happen.
+	// session first). Only a crash inside the few microseconds between
+	// the platform's answer and this write, or of the machine before the
+	// flush, sends the answer twice; never is a delivery recorded that
+	// did not happen.
 	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncGrouped); err != nil {
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncWritten); err != nil {
 		o.log.Warn("record delivery", "err", err)
 	}
 }

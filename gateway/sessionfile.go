@@ -70,12 +70,18 @@ func (f *sessionFile) append(loc *location, e session.Entry, sync session.SyncPo
 	return out, nil
 }
 
-// settle flushes the session after a successful change when sync asks
-// for it, outside the owner's lock. The location index is synced with it:
+// settle flushes (SyncAlways) or writes (SyncWritten) the session after a
+// successful change when sync asks for it, outside the owner's lock. The location index is synced with it:
 // an entry on disk never names a location whose binding is not.
 func (f *sessionFile) settle(err error, sync session.SyncPolicy) error {
-	if err == nil && sync == session.SyncAlways {
+	switch {
+	case err != nil:
+	case sync == session.SyncAlways:
 		err = errors.Join(f.sess.Flush(), f.env.index.Sync(context.Background()))
+	case sync == session.SyncWritten:
+		// In the file before a crash of pibot can take it; the binding
+		// that names the file is made durable with it.
+		err = errors.Join(f.sess.Write(), f.env.index.Sync(context.Background()))
 	}
 	if err != nil {
 		f.env.failed(err)

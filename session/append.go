@@ -51,10 +51,14 @@ func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if sync == SyncAlways {
-		if err := s.Flush(); err != nil {
-			return Entry{}, err
-		}
+	switch sync {
+	case SyncAlways:
+		err = s.Flush()
+	case SyncWritten:
+		err = s.Write()
+	}
+	if err != nil {
+		return Entry{}, err
 	}
 	return e, nil
 }
@@ -125,13 +129,26 @@ func (s *Session) Flush() error {
 	return s.flushLocked()
 }
 
+// Write puts every entry appended before the call into the file without
+// waiting for the disk (see SyncWritten); a deferred file is created, which
+// is durable. The group commit or Flush makes the lines durable later.
+func (s *Session) Write() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.writeLocked(false)
+}
+
 // flushLocked is Flush; the caller holds syncMu. Any failure fences the
 // writer.
-func (s *Session) flushLocked() error {
+func (s *Session) flushLocked() error { return s.writeLocked(true) }
+
+// writeLocked writes the pending lines to the file and, when durable,
+// fsyncs it. The caller holds syncMu. Any failure fences the writer.
+func (s *Session) writeLocked(durable bool) error {
 	s.wmu.Lock()
 	upTo, f, fenced, buf := s.writes, s.file, s.fenced, s.pending
 	switch {
-	case upTo <= s.synced:
+	case upTo <= s.synced, !durable && upTo <= s.written:
 		s.wmu.Unlock()
 		return nil
 	case fenced != nil:
@@ -149,27 +166,33 @@ func (s *Session) flushLocked() error {
 		if err := s.create(buf); err != nil {
 			return fail(fmt.Errorf("create: %w", err))
 		}
-		s.synced = upTo
+		s.synced, s.written = upTo, upTo
 		return nil
 	}
-	size, err := f.Size()
-	if err != nil {
-		return fail(fmt.Errorf("stat: %w", err))
-	}
-	if size != s.size {
-		return fail(fmt.Errorf("file size %d, expected %d: another writer", size, s.size))
-	}
-	n, err := f.Write(buf)
-	if err != nil || n != len(buf) {
-		if err == nil {
-			err = fmt.Errorf("short write %d of %d bytes", n, len(buf))
+	if len(buf) > 0 {
+		size, err := f.Size()
+		if err != nil {
+			return fail(fmt.Errorf("stat: %w", err))
 		}
-		if terr := f.Truncate(s.size); terr != nil {
-			err = errors.Join(err, terr)
+		if size != s.size {
+			return fail(fmt.Errorf("file size %d, expected %d: another writer", size, s.size))
 		}
-		return fail(fmt.Errorf("write: %w", err))
+		n, err := f.Write(buf)
+		if err != nil || n != len(buf) {
+			if err == nil {
+				err = fmt.Errorf("short write %d of %d bytes", n, len(buf))
+			}
+			if terr := f.Truncate(s.size); terr != nil {
+				err = errors.Join(err, terr)
+			}
+			return fail(fmt.Errorf("write: %w", err))
+		}
+		s.size += int64(n)
 	}
-	s.size += int64(n)
+	s.written = upTo
+	if !durable {
+		return nil
+	}
 	if err := f.Sync(); err != nil {
 		// Never retry fsync on the same descriptor (fsyncgate).
 		return fail(fmt.Errorf("sync: %w", err))

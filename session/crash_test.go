@@ -17,11 +17,20 @@ import (
 	"github.com/pibot/pibot/session"
 )
 
-const crashEnv = "PIBOT_SESSION_CRASH_FILE"
+const (
+	crashEnv     = "PIBOT_SESSION_CRASH_FILE"
+	crashSyncEnv = "PIBOT_SESSION_CRASH_SYNC"
+)
 
-// crashChild appends entries with SyncAlways forever and prints each id
-// once it is durable. The parent kills it.
+// crashChild appends entries forever and prints each id once Append
+// returned: with SyncAlways it is durable then, with SyncWritten
+// (crashSyncEnv=written) it is in the file, which is what survives a
+// crash of the process. The parent kills it.
 func crashChild(path string) {
+	sync := session.SyncAlways
+	if os.Getenv(crashSyncEnv) == "written" {
+		sync = session.SyncWritten
+	}
 	s, err := session.OpenFile(path, session.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -29,7 +38,7 @@ func crashChild(path string) {
 	}
 	for i := 0; ; i++ {
 		m := llm.UserText(strings.Repeat(fmt.Sprintf("entry %d ", i), 1+i%300), int64(i))
-		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncAlways)
+		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, sync)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
@@ -38,6 +47,9 @@ func crashChild(path string) {
 	}
 }
 
+// TestCrashLoop kills a process that appends, again and again: what it
+// appended with SyncAlways, or with SyncWritten, is in the file after
+// every crash of the process.
 func TestCrashLoop(t *testing.T) {
 	if p := os.Getenv(crashEnv); p != "" {
 		crashChild(p)
@@ -46,6 +58,12 @@ func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash loop skipped in -short mode")
 	}
+	for _, sync := range []string{"always", "written"} {
+		t.Run(sync, func(t *testing.T) { crashLoop(t, sync) })
+	}
+}
+
+func crashLoop(t *testing.T, sync string) {
 	dir := t.TempDir()
 	s, err := session.CreateFile(dir, session.Header{Cwd: dir}, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: "off"}, session.Options{})
 	if err != nil {
@@ -57,11 +75,11 @@ func TestCrashLoop(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	durable := map[string]bool{}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	iterations := 0
 	for ; iterations < 60 && time.Now().Before(deadline); iterations++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashLoop$")
-		cmd.Env = append(os.Environ(), crashEnv+"="+path)
+		cmd.Env = append(os.Environ(), crashEnv+"="+path, crashSyncEnv+"="+sync)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

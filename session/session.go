@@ -20,6 +20,13 @@ const (
 	// SyncGrouped returns at once; the group commit flushes within
 	// GroupWindow. Flush forces it.
 	SyncGrouped
+	// SyncWritten puts the entry, and every one appended before it, into
+	// the file before Append returns, without waiting for the disk: a
+	// crash of the process loses none of them, a crash of the machine may
+	// until the group commit's fsync. A deferred file is created (durably).
+	// It is for records whose loss makes a restarted pibot repeat
+	// something visible, such as the note that a reply was delivered.
+	SyncWritten
 )
 
 // DefaultGroupWindow is the group-commit window of SyncGrouped.
@@ -97,7 +104,8 @@ type Session struct {
 	closed  bool
 
 	syncMu sync.Mutex // one Flush at a time (taken before wmu)
-	synced uint64     // appends known durable; guarded by syncMu
+	synced  uint64    // appends known durable; guarded by syncMu
+	written uint64    // appends in the file, durable or not; guarded by syncMu
 	size   int64      // bytes in the file; guarded by syncMu
 
 	mu        sync.RWMutex // protects the in-memory index below
@@ -147,7 +155,7 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 		if err := s.create(s.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)
 		}
-		s.pending, s.synced = nil, s.writes
+		s.pending, s.synced, s.written = nil, s.writes, s.writes
 	}
 	s.start()
 	if opts.DeferCreate {
