@@ -21,6 +21,7 @@ const (
 	anthropicSDK = "github.com/anthropics/anthropic-sdk-go"
 	openaiSDK    = "github.com/openai/openai-go"
 	redis        = "github.com/redis"
+	miniredis    = "github.com/alicebob/miniredis"
 	chromedp     = "github.com/chromedp"
 	goldmark     = "github.com/yuin/goldmark"
 	yaml         = "go.yaml.in/yaml"
@@ -133,6 +134,9 @@ var rules = []rule{
 	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/groupsync", xsys}, test: []string{"cluster/clustertest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "cluster primitives are generic (keys, bytes, leases): no chat, session or agent type"},
+	{pkg: "cluster/rediscluster", may: []string{"cluster", redis}, test: []string{"cluster/clustertest", "gateway/access", "gateway/access/accesstest", miniredis},
+		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "the Redis implementations of the cluster seams are as generic as cluster itself: keys, bytes and leases on go-redis"},
 
 	// The wiring.
 	{pkg: "cmd/pibot",
