@@ -66,6 +66,9 @@ func Dial(ctx context.Context, url string) (*redis.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Calls end at their context's deadline (a lease renewal must not
+	// wait past the lease's own).
+	opt.ContextTimeoutEnabled = true
 	c := redis.NewClient(opt)
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()

@@ -86,7 +86,10 @@ type Locker struct {
 
 var _ cluster.Lease = (*Lease)(nil)
 
-// NewLocker returns a locker on rdb. log may be nil.
+// NewLocker returns a locker on rdb. log may be nil. rdb should honour
+// context deadlines (redis.Options.ContextTimeoutEnabled, as Dial sets),
+// so that a renewal or a Release never waits past the lease deadline for
+// an unreachable Redis; Done closes at the deadline either way.
 func NewLocker(rdb redis.UniversalClient, opts Options, log *slog.Logger) *Locker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -138,7 +141,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 		stop:     make(chan struct{}),
 		exited:   make(chan struct{}),
 	}
-	go le.renew()
+	le.start()
 	return le, nil
 }
 
@@ -156,7 +159,8 @@ func newToken() (string, error) {
 }
 
 // Lease is a Redis lease. Its renewal goroutine runs until the lease is
-// released or lost.
+// released or lost; a timer, independent of any call in flight, closes
+// Done when the local deadline passes.
 type Lease struct {
 	l       *Locker
 	key     string
@@ -169,9 +173,34 @@ type Lease struct {
 	once   sync.Once
 
 	mu       sync.Mutex
-	deadline time.Time // monotonic
+	deadline time.Time   // monotonic
+	expiry   *time.Timer // fires at deadline
 	cause    error
 	done     chan struct{}
+}
+
+// start arms the deadline timer and starts the renewals.
+func (le *Lease) start() {
+	le.mu.Lock()
+	le.expiry = time.AfterFunc(time.Until(le.deadline), le.checkDeadline)
+	le.mu.Unlock()
+	go le.renew()
+}
+
+// checkDeadline ends the lease if its deadline has passed, or re-arms the
+// timer for a deadline a renewal moved.
+func (le *Lease) checkDeadline() {
+	le.mu.Lock()
+	left := time.Until(le.deadline)
+	if left > 0 {
+		le.expiry.Reset(left)
+		le.mu.Unlock()
+		return
+	}
+	le.mu.Unlock()
+	if le.end(ErrLeaseExpired) {
+		le.l.log.Warn("lease expired without renewal", "key", le.key, "fence", le.fence)
+	}
 }
 
 // Fence returns the fencing token of this grant.
@@ -197,15 +226,18 @@ func (le *Lease) Err() error {
 	return le.cause
 }
 
-// end closes Done with cause, once.
-func (le *Lease) end(cause error) {
+// end closes Done with cause and stops the deadline timer; it reports
+// whether this call ended the lease.
+func (le *Lease) end(cause error) bool {
 	le.mu.Lock()
 	defer le.mu.Unlock()
 	if le.cause != nil {
-		return
+		return false
 	}
 	le.cause = cause
+	le.expiry.Stop()
 	close(le.done)
+	return true
 }
 
 // Release stops the renewals and deletes the lease key if it still holds
@@ -229,34 +261,28 @@ func (le *Lease) Release(ctx context.Context) error {
 }
 
 // renew keeps the lease alive: every TTL/3 after a success, and every
-// TTL/15 after a failure, until Release, a refusal or the local deadline.
+// TTL/15 after a failure, until Release, a refusal or the deadline.
 func (le *Lease) renew() {
 	defer close(le.exited)
 	ttl := le.l.ttl
-	next := ttl / 3
-	timer := time.NewTimer(next)
+	timer := time.NewTimer(ttl / 3)
 	defer timer.Stop()
 	for {
-		deadline := le.Deadline()
-		expire := time.NewTimer(time.Until(deadline))
 		select {
 		case <-le.stop:
-			expire.Stop()
 			return
-		case <-expire.C:
-			le.l.log.Warn("lease expired without renewal", "key", le.key, "fence", le.fence)
-			le.end(ErrLeaseExpired)
-			return
+		case <-le.done:
+			return // expired
 		case <-timer.C:
 		}
-		expire.Stop()
-		ok, err := le.renewOnce(deadline)
+		ok, err := le.renewOnce()
+		next := ttl / 3
 		switch {
 		case err == nil && ok:
-			next = ttl / 3
 		case err == nil:
-			le.l.log.Warn("lease taken by another holder", "key", le.key, "fence", le.fence)
-			le.end(ErrLeaseLost)
+			if le.end(ErrLeaseLost) {
+				le.l.log.Warn("lease taken by another holder", "key", le.key, "fence", le.fence)
+			}
 			return
 		default:
 			le.l.log.Warn("lease renewal failed; retrying until its deadline", "key", le.key, "err", err)
@@ -266,18 +292,19 @@ func (le *Lease) renew() {
 	}
 }
 
-// renewOnce sends one renewal that must answer before deadline. ok is
-// false when Redis refused it (the lease is someone else's or gone).
-func (le *Lease) renewOnce(deadline time.Time) (ok bool, err error) {
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+// renewOnce sends one renewal, which must answer before the deadline. ok
+// is false when Redis refused it (the lease is someone else's or gone).
+func (le *Lease) renewOnce() (ok bool, err error) {
+	ctx, cancel := context.WithDeadline(context.Background(), le.Deadline())
 	defer cancel()
-	// Stop waiting for Redis at once on Release.
+	// Stop waiting for Redis at once on Release or expiry.
 	go func() {
 		select {
 		case <-le.stop:
-			cancel()
+		case <-le.done:
 		case <-ctx.Done():
 		}
+		cancel()
 	}()
 	sent := time.Now()
 	n, err := renewScript.Run(ctx, le.l.rdb, []string{le.lockKey}, le.value, le.l.ttl.Milliseconds()).Int64()
@@ -288,7 +315,7 @@ func (le *Lease) renewOnce(deadline time.Time) (ok bool, err error) {
 		return false, nil
 	}
 	le.mu.Lock()
-	if d := le.l.validUntil(sent); d.After(le.deadline) {
+	if d := le.l.validUntil(sent); d.After(le.deadline) && le.cause == nil {
 		le.deadline = d
 	}
 	le.mu.Unlock()

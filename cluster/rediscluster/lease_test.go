@@ -1,0 +1,111 @@
+package rediscluster_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/cluster/rediscluster"
+)
+
+func miniLocker(t *testing.T, opts rediscluster.Options) (*rediscluster.Locker, *miniredis.Miniredis) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rediscluster.NewLocker(rdb, opts, nil), mr
+}
+
+// The lease key holds token:fence under the configured prefix, with the
+// TTL; the fence counter has no TTL.
+func TestLeaseKeys(t *testing.T) {
+	l, mr := miniLocker(t, rediscluster.Options{Prefix: "dep1:", LeaseTTL: 5 * time.Second})
+	le := mustAcquire(t, l, "tg:42", 0)
+	v, err := mr.Get("dep1:{lease:tg:42}:lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 40+2 || v[40:] != ":1" {
+		t.Fatalf("lease value %q, want a 40-hex token and :1", v)
+	}
+	if ttl := mr.TTL("dep1:{lease:tg:42}:lock"); ttl != 5*time.Second {
+		t.Fatalf("lease TTL %v, want 5s", ttl)
+	}
+	if f, _ := mr.Get("dep1:{lease:tg:42}:fence"); f != "1" || mr.TTL("dep1:{lease:tg:42}:fence") != 0 {
+		t.Fatalf("fence counter %q ttl %v, want 1 without TTL", f, mr.TTL("dep1:{lease:tg:42}:fence"))
+	}
+	if err := le.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if mr.Exists("dep1:{lease:tg:42}:lock") {
+		t.Fatal("Release left the lease key")
+	}
+	if !errors.Is(le.Err(), context.Canceled) {
+		t.Fatalf("released lease Err = %v, want context.Canceled", le.Err())
+	}
+}
+
+// A lease whose key another holder overwrote is lost at the next renewal,
+// with ErrLeaseLost, and its Release leaves the other holder's key alone.
+func TestLeaseTakenByAnotherIsLost(t *testing.T) {
+	l, mr := miniLocker(t, rediscluster.Options{LeaseTTL: 600 * time.Millisecond})
+	le := mustAcquire(t, l, "s", 0)
+	mr.Set(l.LockKey("s"), "someone-else:9")
+	waitDone(t, le, rediscluster.ErrLeaseLost)
+	if err := le.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := mr.Get(l.LockKey("s")); v != "someone-else:9" {
+		t.Fatalf("a lost lease's Release changed the key to %q", v)
+	}
+}
+
+// Renewals move the local deadline forward; the deadline is within the
+// TTL of the last renewal.
+func TestLeaseDeadlineMovesWithRenewals(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	l, _ := miniLocker(t, rediscluster.Options{LeaseTTL: ttl})
+	before := time.Now()
+	le := mustAcquire(t, l, "s", 0)
+	first := le.Deadline()
+	if first.Before(before) || first.After(before.Add(ttl)) {
+		t.Fatalf("deadline %v is not within the TTL of the grant", first.Sub(before))
+	}
+	time.Sleep(ttl)
+	if !le.Deadline().After(first) {
+		t.Fatal("renewals did not move the deadline")
+	}
+	if err := le.Err(); err != nil {
+		t.Fatalf("renewed lease ended: %v", err)
+	}
+}
+
+func TestLockerDefaults(t *testing.T) {
+	l, _ := miniLocker(t, rediscluster.Options{})
+	if l.TTL() != rediscluster.DefaultLeaseTTL {
+		t.Fatalf("default TTL %v", l.TTL())
+	}
+	if !strings.HasPrefix(l.LockKey("x"), rediscluster.DefaultPrefix) {
+		t.Fatalf("key %q lacks the default prefix", l.LockKey("x"))
+	}
+	l, _ = miniLocker(t, rediscluster.Options{LeaseTTL: time.Millisecond})
+	if l.TTL() != rediscluster.MinLeaseTTL {
+		t.Fatalf("a 1ms TTL became %v, want the minimum %v", l.TTL(), rediscluster.MinLeaseTTL)
+	}
+}
+
+// Acquire on an unreachable Redis fails with an error that is not
+// ErrLeaseHeld (the caller must not think someone else has the session).
+func TestAcquireRedisUnreachable(t *testing.T) {
+	l, mr := miniLocker(t, rediscluster.Options{})
+	mr.Close()
+	_, err := l.Acquire(t.Context(), "s", 0)
+	if err == nil || errors.Is(err, cluster.ErrLeaseHeld) {
+		t.Fatalf("Acquire = %v, want a connection error", err)
+	}
+}
