@@ -91,7 +91,7 @@ type Budget struct {
 
 // NewBudget allows rate events per second with the given burst, per key.
 func NewBudget(rdb redis.UniversalClient, opts Options, rate float64, burst int) *Budget {
-	return &Budget{rdb: rdb, prefix: opts.prefix() + "budget:", rate: rate, burst: max(burst, 1)}
+	return &Budget{rdb: rdb, prefix: opts.KeyPrefix() + "budget:", rate: rate, burst: max(burst, 1)}
 }
 
 // Reserve takes one token for key and returns how long the caller must
@@ -120,7 +120,7 @@ type Rates struct {
 
 // NewRates returns the shared outbound budget.
 func NewRates(rdb redis.UniversalClient, opts Options) *Rates {
-	return &Rates{rdb: rdb, prefix: opts.prefix() + "rate:"}
+	return &Rates{rdb: rdb, prefix: opts.KeyPrefix() + "rate:"}
 }
 
 // keys returns the bucket and pause keys of key, in one hash slot.

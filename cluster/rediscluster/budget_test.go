@@ -9,17 +9,18 @@ import (
 
 	"github.com/pibot/pibot/cluster/clustertest"
 	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 )
 
 // Two replicas' Rates on one Redis spend one bucket: a bot's budget is
 // not granted once per replica.
 func TestRatesSharedByReplicas(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			c := clustertest.NewClock()
 			var rs []*rediscluster.Rates
 			for range 2 {
-				rdb, prefix, _ := b.open(t, "shared")
+				rdb, prefix, _ := b.Open(t, "shared")
 				r := rediscluster.NewRates(rdb, rediscluster.Options{Prefix: prefix})
 				r.SetClock(c.Now)
 				rs = append(rs, r)
@@ -85,11 +86,11 @@ func TestRatesPause(t *testing.T) {
 // which every replica shares: a refused take says how long to wait, and
 // after that wait the take is granted.
 func TestRatesServerClock(t *testing.T) {
-	addr := realRedisAddr(t)
+	addr := redistest.RealAddr(t)
 	if addr == "" {
 		t.Skip("no redis-server binary: the server clock needs a real Redis (miniredis's TIME does not move)")
 	}
-	rdb, prefix, _ := backend{open: openReal(addr)}.open(t, "clock")
+	rdb, prefix, _ := redistest.OpenReal(addr)(t, "clock")
 	r := rediscluster.NewRates(rdb, rediscluster.Options{Prefix: prefix})
 	take := func() time.Duration {
 		t.Helper()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 )
 
 // chaosTTL is the lease TTL of the chaos tests.
@@ -71,9 +72,9 @@ func waitDone(t *testing.T, le *rediscluster.Lease, want error) {
 // fence is higher; when the cut heals, its Release does not free the new
 // holder's lease.
 func TestChaosLeaseExpiresWhileRenewalBlocked(t *testing.T) {
-	srv := privateServer(t)
-	px := newProxy(t, srv.addr)
-	la, lb := chaosLocker(t, px.addr), chaosLocker(t, srv.addr)
+	srv := redistest.PrivateServer(t)
+	px := newProxy(t, srv.Addr)
+	la, lb := chaosLocker(t, px.addr), chaosLocker(t, srv.Addr)
 
 	a := mustAcquire(t, la, "s1", 7)
 	if a.Fence() != 8 {
@@ -102,7 +103,7 @@ func TestChaosLeaseExpiresWhileRenewalBlocked(t *testing.T) {
 	if err := a.Release(t.Context()); err != nil {
 		t.Fatalf("Release after the cut healed: %v", err)
 	}
-	if _, err := chaosLocker(t, srv.addr).Acquire(t.Context(), "s1", 0); !errors.Is(err, cluster.ErrLeaseHeld) {
+	if _, err := chaosLocker(t, srv.Addr).Acquire(t.Context(), "s1", 0); !errors.Is(err, cluster.ErrLeaseHeld) {
 		t.Fatalf("the stale holder's Release freed the new holder's lease: %v", err)
 	}
 	select {
@@ -119,18 +120,18 @@ func TestChaosLeaseExpiresWhileRenewalBlocked(t *testing.T) {
 func TestChaosRedisLosesItsDataFencesStayAboveTheFile(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		lose func(t *testing.T, srv *server)
+		lose func(t *testing.T, srv *redistest.Server)
 	}{
-		{"RestartEmpty", func(t *testing.T, srv *server) { srv.restart(t) }},
-		{"FlushAll", func(t *testing.T, srv *server) {
-			if err := client(t, srv.addr).FlushAll(t.Context()).Err(); err != nil {
+		{"RestartEmpty", func(t *testing.T, srv *redistest.Server) { srv.Restart(t) }},
+		{"FlushAll", func(t *testing.T, srv *redistest.Server) {
+			if err := client(t, srv.Addr).FlushAll(t.Context()).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := privateServer(t)
-			l := chaosLocker(t, srv.addr)
+			srv := redistest.PrivateServer(t)
+			l := chaosLocker(t, srv.Addr)
 			var file int64 // the highest fence in the session file
 			for range 3 {
 				le := mustAcquire(t, l, "s1", file)
@@ -147,7 +148,7 @@ func TestChaosRedisLosesItsDataFencesStayAboveTheFile(t *testing.T) {
 
 			tc.lose(t, srv)
 
-			b := takeOver(t, chaosLocker(t, srv.addr), "s1", file)
+			b := takeOver(t, chaosLocker(t, srv.Addr), "s1", file)
 			if b.Fence() <= file {
 				t.Fatalf("after Redis lost its data the fence went back: %d after %d", b.Fence(), file)
 			}
@@ -166,17 +167,17 @@ func TestChaosRedisLosesItsDataFencesStayAboveTheFile(t *testing.T) {
 // deadline, acquiring fails with an error that is not ErrLeaseHeld, and
 // once Redis is back leases are granted again above the file's fence.
 func TestChaosRedisDown(t *testing.T) {
-	srv := privateServer(t)
-	l := chaosLocker(t, srv.addr)
+	srv := redistest.PrivateServer(t)
+	l := chaosLocker(t, srv.Addr)
 	a := mustAcquire(t, l, "s1", 41)
-	srv.kill()
+	srv.Kill()
 	waitDone(t, a, rediscluster.ErrLeaseExpired)
 	ctx, cancel := context.WithTimeout(t.Context(), chaosTTL)
 	defer cancel()
 	if _, err := l.Acquire(ctx, "s1", a.Fence()); err == nil || errors.Is(err, cluster.ErrLeaseHeld) {
 		t.Fatalf("Acquire with Redis down = %v, want a connection error", err)
 	}
-	srv.restart(t)
+	srv.Restart(t)
 	b := takeOver(t, l, "s1", a.Fence())
 	if b.Fence() <= a.Fence() {
 		t.Fatalf("fence %d after Redis came back is not above %d", b.Fence(), a.Fence())
@@ -186,12 +187,12 @@ func TestChaosRedisDown(t *testing.T) {
 // An Acquire whose answer is lost (the grant happened, the reply never
 // came) frees the key instead of blocking it for a TTL.
 func TestAcquireWhoseAnswerIsLostFreesTheKey(t *testing.T) {
-	srv := privateServer(t)
-	px := newProxy(t, srv.addr)
+	srv := redistest.PrivateServer(t)
+	px := newProxy(t, srv.Addr)
 	// A TTL far longer than the test: only the clean-up can free the key.
 	opts := rediscluster.Options{LeaseTTL: time.Minute}
 	la := rediscluster.NewLocker(client(t, px.addr), opts, nil)
-	direct := rediscluster.NewLocker(client(t, srv.addr), opts, nil)
+	direct := rediscluster.NewLocker(client(t, srv.Addr), opts, nil)
 	mustAcquire(t, la, "warm", 0) // the connection is open: only answers will be lost
 	px.dropAnswers(1)
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)

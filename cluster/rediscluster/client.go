@@ -30,7 +30,8 @@ type Options struct {
 	LeaseTTL time.Duration
 }
 
-func (o Options) prefix() string {
+// KeyPrefix returns the prefix of every key: Prefix or DefaultPrefix.
+func (o Options) KeyPrefix() string {
 	if o.Prefix == "" {
 		return DefaultPrefix
 	}

@@ -1,6 +1,7 @@
 package rediscluster_test
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pibot/pibot/cluster/clustertest"
 	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 )
 
 // testTTL is the lease TTL of the tests: short, so renewals and expiry
@@ -19,15 +21,17 @@ const testTTL = time.Second
 // whose clock cannot be moved: a minute of the suite is a second there.
 const realScale = 60
 
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
 func TestLockerConformance(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			var mu sync.Mutex
 			lockers := map[string]*rediscluster.Locker{}
 			minis := map[*miniredis.Miniredis]bool{}
 			clustertest.RunLockerTests(t, clustertest.LockerHarness{
 				Open: func(t *testing.T, store string) clustertest.Locker {
-					rdb, prefix, mr := b.open(t, store)
+					rdb, prefix, mr := b.Open(t, store)
 					l := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix, LeaseTTL: testTTL}, nil)
 					mu.Lock()
 					defer mu.Unlock()
@@ -42,7 +46,7 @@ func TestLockerConformance(t *testing.T) {
 				// moves its clock past it; the real server is told to
 				// expire it in a millisecond.
 				Expire: func(t *testing.T, store, key string) {
-					rdb, _, mr := b.open(t, store)
+					rdb, _, mr := b.Open(t, store)
 					if mr != nil {
 						mr.FastForward(testTTL)
 						return
@@ -73,11 +77,11 @@ func TestLockerConformance(t *testing.T) {
 }
 
 func TestDedupeConformance(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			clustertest.RunDedupeTests(t, clustertest.DedupeHarness{
 				Open: func(t *testing.T, ttl time.Duration, _ int) (clustertest.Dedupe, func(time.Duration)) {
-					rdb, prefix, mr := b.open(t, t.Name())
+					rdb, prefix, mr := b.Open(t, t.Name())
 					if mr != nil {
 						return rediscluster.NewDedupe(rdb, rediscluster.Options{Prefix: prefix}, ttl), mr.FastForward
 					}
@@ -90,11 +94,11 @@ func TestDedupeConformance(t *testing.T) {
 }
 
 func TestBudgetConformance(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			clustertest.RunBudgetTests(t, clustertest.BudgetHarness{
 				Open: func(t *testing.T, rate float64, burst int) (clustertest.Budget, func(time.Duration)) {
-					rdb, prefix, _ := b.open(t, t.Name())
+					rdb, prefix, _ := b.Open(t, t.Name())
 					c := clustertest.NewClock()
 					bu := rediscluster.NewBudget(rdb, rediscluster.Options{Prefix: prefix}, rate, burst)
 					bu.SetClock(c.Now)
@@ -106,11 +110,11 @@ func TestBudgetConformance(t *testing.T) {
 }
 
 func TestRatesConformance(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			clustertest.RunRatesTests(t, clustertest.RatesHarness{
 				Open: func(t *testing.T) (clustertest.Rates, func(time.Duration)) {
-					rdb, prefix, _ := b.open(t, t.Name())
+					rdb, prefix, _ := b.Open(t, t.Name())
 					c := clustertest.NewClock()
 					r := rediscluster.NewRates(rdb, rediscluster.Options{Prefix: prefix})
 					r.SetClock(c.Now)
@@ -122,11 +126,11 @@ func TestRatesConformance(t *testing.T) {
 }
 
 func TestIndexConformance(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
 			clustertest.RunIndexTests(t, clustertest.IndexHarness{
 				Open: func(t *testing.T, store string) clustertest.Index {
-					rdb, prefix, _ := b.open(t, store)
+					rdb, prefix, _ := b.Open(t, store)
 					return rediscluster.NewIndex(rdb, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{})
 				},
 				// A killed replica loses nothing: every binding was

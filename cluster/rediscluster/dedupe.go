@@ -20,7 +20,7 @@ type Dedupe struct {
 
 // NewDedupe remembers keys for ttl (at least a millisecond).
 func NewDedupe(rdb redis.UniversalClient, opts Options, ttl time.Duration) *Dedupe {
-	return &Dedupe{rdb: rdb, prefix: opts.prefix() + "dedupe:", ttl: max(ttl, time.Millisecond)}
+	return &Dedupe{rdb: rdb, prefix: opts.KeyPrefix() + "dedupe:", ttl: max(ttl, time.Millisecond)}
 }
 
 // Seen records key and reports whether it was already recorded within the

@@ -2,9 +2,9 @@
 // so that several pibot replicas can share the work: session leases with
 // fencing tokens (Locker), inbound dedupe (Dedupe), the inbound per-sender
 // budget (Budget), the outbound platform budget (Rates), the location index
-// (Index) and the pairing store (Pairings). Each passes the conformance
-// suite its embedded counterpart in package cluster (or gateway/access)
-// passes.
+// (Index). Each passes the conformance suite (cluster/clustertest) its
+// embedded counterpart in package cluster passes. The shared pairing store
+// lives in the subpackage redispairing, which knows access's types.
 //
 // Redis is the coordination layer, not the truth: a Redis that loses its
 // data (a restart without AOF, a failover) never hands out a fence below

@@ -70,7 +70,7 @@ type Index struct {
 
 // NewIndex returns the index kept in rdb.
 func NewIndex(rdb redis.UniversalClient, opts Options, io IndexOptions) *Index {
-	base := opts.prefix() + "{index}"
+	base := opts.KeyPrefix() + "{index}"
 	return &Index{rdb: rdb, keys: []string{base, base + ":locs", base + ":seeded"}, seed: io.Seed}
 }
 

@@ -95,7 +95,7 @@ func NewLocker(rdb redis.UniversalClient, opts Options, log *slog.Logger) *Locke
 		log = slog.New(slog.DiscardHandler)
 	}
 	ttl := max(opts.leaseTTL(), MinLeaseTTL)
-	return &Locker{rdb: rdb, prefix: opts.prefix(), ttl: ttl, log: log}
+	return &Locker{rdb: rdb, prefix: opts.KeyPrefix(), ttl: ttl, log: log}
 }
 
 // TTL returns the lease time to live.

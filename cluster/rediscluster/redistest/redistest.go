@@ -1,4 +1,10 @@
-package rediscluster_test
+// Package redistest gives tests the Redis servers they run on:
+// miniredis, whose clock moves only when told; the real redis-server at
+// 127.0.0.1:6379 (or one started for the test binary when nothing answers
+// there); and private redis-servers a chaos test may kill and restart.
+// Tests on the shared server use a random key prefix whose keys are
+// deleted when the test ends.
+package redistest
 
 import (
 	"context"
@@ -19,23 +25,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// backend is a Redis the tests run on: miniredis (its clock moves only
+// Backend is a Redis the tests run on: miniredis (its clock moves only
 // when told) or a real redis-server.
-type backend struct {
-	name string
-	// open returns a client to a store of its own: a fresh miniredis, or
+type Backend struct {
+	Name string
+	// Open returns a client to a store of its own: a fresh miniredis, or
 	// a random key prefix on the real server whose keys are deleted when
 	// the test ends. Clients opened with the same store name in one test
 	// share the store.
-	open func(t *testing.T, store string) (rdb *redis.Client, prefix string, mr *miniredis.Miniredis)
+	Open func(t *testing.T, store string) (rdb *redis.Client, prefix string, mr *miniredis.Miniredis)
 }
 
-// backends returns miniredis and, when a redis-server binary exists, the
+// Backends returns miniredis and, when a redis-server binary exists, the
 // real server.
-func backends(t *testing.T) []backend {
-	bs := []backend{{name: "miniredis", open: openMini()}}
-	if addr := realRedisAddr(t); addr != "" {
-		bs = append(bs, backend{name: "redis", open: openReal(addr)})
+func Backends(t *testing.T) []Backend {
+	bs := []Backend{{Name: "miniredis", Open: openMini()}}
+	if addr := RealAddr(t); addr != "" {
+		bs = append(bs, Backend{Name: "redis", Open: OpenReal(addr)})
 	}
 	return bs
 }
@@ -67,7 +73,7 @@ func openMini() func(t *testing.T, store string) (*redis.Client, string, *minire
 	}
 }
 
-func openReal(addr string) func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
+func OpenReal(addr string) func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
 	var mu sync.Mutex
 	prefixes := map[string]string{}
 	return func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
@@ -118,11 +124,11 @@ func deletePrefix(t *testing.T, addr, prefix string) {
 	}
 }
 
-// realRedisAddr returns the address of the shared redis-server at
+// RealAddr returns the address of the shared redis-server at
 // 127.0.0.1:6379 or, when nothing answers there, of one started for this
 // test binary. It returns "" (and the test skips the real server) only
 // when no redis-server binary exists.
-func realRedisAddr(t *testing.T) string {
+func RealAddr(t *testing.T) string {
 	realOnce.Do(func() {
 		const shared = "127.0.0.1:6379"
 		if ping(shared) == nil {
@@ -143,7 +149,7 @@ func realRedisAddr(t *testing.T) string {
 			return
 		}
 		realSrv = srv
-		realAddr = srv.addr
+		realAddr = srv.Addr
 	})
 	if realAddr == "" {
 		if realErr != nil {
@@ -158,16 +164,18 @@ var (
 	realOnce sync.Once
 	realAddr string
 	realErr  error
-	realSrv  *server
+	realSrv  *Server
 )
 
-func TestMain(m *testing.M) {
+// Main runs the tests of a package and stops the redis-server RealAddr
+// may have started; call it from TestMain: os.Exit(redistest.Main(m)).
+func Main(m *testing.M) int {
 	code := m.Run()
 	if realSrv != nil {
-		realSrv.kill()
+		realSrv.Kill()
 		_ = os.RemoveAll(realSrv.dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 func ping(addr string) error {
@@ -178,17 +186,18 @@ func ping(addr string) error {
 	return rdb.Ping(ctx).Err()
 }
 
-// server is a redis-server process of a test, without persistence.
-type server struct {
+// Server is a redis-server process of a test, without persistence.
+type Server struct {
+	// Addr is host:port.
+	Addr string
 	dir  string
-	addr string
 	port int
 	cmd  *exec.Cmd
 }
 
 // startServer starts redis-server on port (0: a free one) in dir and
 // waits until it answers.
-func startServer(dir string, port int) (*server, error) {
+func startServer(dir string, port int) (*Server, error) {
 	if port == 0 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -197,7 +206,7 @@ func startServer(dir string, port int) (*server, error) {
 		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 	}
-	s := &server{dir: dir, port: port, addr: "127.0.0.1:" + strconv.Itoa(port)}
+	s := &Server{dir: dir, port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
 	s.cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
 	s.cmd.Stdout, s.cmd.Stderr = io.Discard, io.Discard
@@ -205,26 +214,26 @@ func startServer(dir string, port int) (*server, error) {
 		return nil, fmt.Errorf("redis-server: %w", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for ping(s.addr) != nil {
+	for ping(s.Addr) != nil {
 		if time.Now().After(deadline) {
-			s.kill()
-			return nil, fmt.Errorf("redis-server on %s did not answer", s.addr)
+			s.Kill()
+			return nil, fmt.Errorf("redis-server on %s did not answer", s.Addr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	return s, nil
 }
 
-// kill ends the server the way a crash does (SIGKILL): what it held is
+// Kill ends the server the way a crash does (SIGKILL): what it held is
 // gone, as with a Redis that runs without persistence.
-func (s *server) kill() {
+func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill()
 	_ = s.cmd.Wait()
 }
 
-// privateServer starts a redis-server the test may kill and restart,
+// PrivateServer starts a redis-server the test may kill and restart,
 // skipping the test when no redis-server binary exists.
-func privateServer(t *testing.T) *server {
+func PrivateServer(t *testing.T) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("no redis-server binary: chaos tests need a real Redis")
@@ -233,14 +242,14 @@ func privateServer(t *testing.T) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.kill)
+	t.Cleanup(s.Kill)
 	return s
 }
 
-// restart kills the server and starts an empty one on the same port.
-func (s *server) restart(t *testing.T) {
+// Restart kills the server and starts an empty one on the same port.
+func (s *Server) Restart(t *testing.T) {
 	t.Helper()
-	s.kill()
+	s.Kill()
 	ns, err := startServer(s.dir, s.port)
 	if err != nil {
 		t.Fatal(err)
