@@ -54,8 +54,13 @@ func ParseURL(u string) (*redis.Options, error) {
 	}
 	opt, err := redis.ParseURL(u)
 	if err != nil {
-		// go-redis errors may quote the URL; keep only a generic reason.
-		return nil, errors.New("rediscluster: url is not a valid redis URL (redis://[user:password@]host:port/db)")
+		// Parse errors may quote the URL and its password: keep the
+		// reason only when it does not.
+		why := "not a valid redis URL"
+		if msg := err.Error(); !strings.Contains(msg, "://") && !strings.Contains(msg, "@") {
+			why = strings.TrimPrefix(msg, "redis: ")
+		}
+		return nil, fmt.Errorf("rediscluster: url: %s (want redis[s]://[user:password@]host[:port][/db])", why)
 	}
 	return opt, nil
 }
