@@ -28,9 +28,18 @@ var ErrLeaseExpired = errors.New("rediscluster: lease expired without renewal")
 // from KEYS[2] (the counter) that is above ARGV[3] (the highest fence the
 // caller saw in the session file): a Redis that lost its counter never
 // hands out an old fence. The lease holds "token:fence" for ARGV[2] ms.
-// It returns the fence, or 0 when the lease is held.
+// It returns the fence, or 0 when the lease is held. A lease that already
+// holds token ARGV[1] is this very call run again (the client retried
+// after losing the answer): its fence is returned, nothing changes.
 var acquireScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local v = redis.call('GET', KEYS[1])
+if v then
+  local mine = ARGV[1] .. ':'
+  if string.sub(v, 1, string.len(mine)) == mine then
+    return tonumber(string.sub(v, string.len(mine) + 1))
+  end
+  return 0
+end
 local f = redis.call('INCR', KEYS[2])
 local m = tonumber(ARGV[3])
 if f <= m then
