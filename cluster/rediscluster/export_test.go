@@ -13,3 +13,6 @@ func (l *Locker) LockKey(key string) string {
 	k, _ := l.keys(key)
 	return k
 }
+
+// RenewOnce sends one renewal now (benchmarks).
+func (le *Lease) RenewOnce() (bool, error) { return le.renewOnce() }

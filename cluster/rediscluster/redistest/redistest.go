@@ -33,7 +33,7 @@ type Backend struct {
 	// a random key prefix on the real server whose keys are deleted when
 	// the test ends. Clients opened with the same store name in one test
 	// share the store.
-	Open func(t *testing.T, store string) (rdb *redis.Client, prefix string, mr *miniredis.Miniredis)
+	Open func(t testing.TB, store string) (rdb *redis.Client, prefix string, mr *miniredis.Miniredis)
 }
 
 // Backends returns miniredis and, when a redis-server binary exists, the
@@ -46,10 +46,10 @@ func Backends(t *testing.T) []Backend {
 	return bs
 }
 
-func openMini() func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
+func openMini() func(t testing.TB, store string) (*redis.Client, string, *miniredis.Miniredis) {
 	var mu sync.Mutex
 	stores := map[string]*miniredis.Miniredis{}
-	return func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
+	return func(t testing.TB, store string) (*redis.Client, string, *miniredis.Miniredis) {
 		mu.Lock()
 		mr, ok := stores[store]
 		if !ok {
@@ -73,10 +73,10 @@ func openMini() func(t *testing.T, store string) (*redis.Client, string, *minire
 	}
 }
 
-func OpenReal(addr string) func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
+func OpenReal(addr string) func(t testing.TB, store string) (*redis.Client, string, *miniredis.Miniredis) {
 	var mu sync.Mutex
 	prefixes := map[string]string{}
-	return func(t *testing.T, store string) (*redis.Client, string, *miniredis.Miniredis) {
+	return func(t testing.TB, store string) (*redis.Client, string, *miniredis.Miniredis) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { _ = rdb.Close() })
 		mu.Lock()
@@ -92,7 +92,7 @@ func OpenReal(addr string) func(t *testing.T, store string) (*redis.Client, stri
 }
 
 // randomPrefix is a key prefix no other test uses.
-func randomPrefix(t *testing.T) string {
+func randomPrefix(t testing.TB) string {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func randomPrefix(t *testing.T) string {
 }
 
 // deletePrefix deletes every key under prefix.
-func deletePrefix(t *testing.T, addr, prefix string) {
+func deletePrefix(t testing.TB, addr, prefix string) {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	ctx := context.Background()
@@ -128,7 +128,7 @@ func deletePrefix(t *testing.T, addr, prefix string) {
 // 127.0.0.1:6379 or, when nothing answers there, of one started for this
 // test binary. It returns "" (and the test skips the real server) only
 // when no redis-server binary exists.
-func RealAddr(t *testing.T) string {
+func RealAddr(t testing.TB) string {
 	realOnce.Do(func() {
 		const shared = "127.0.0.1:6379"
 		if ping(shared) == nil {
