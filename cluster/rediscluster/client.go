@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,20 @@ type Options struct {
 	// LeaseTTL is how long a lease lives without renewal (default
 	// DefaultLeaseTTL); holders renew it every LeaseTTL/3.
 	LeaseTTL time.Duration
+	// Holder names this replica in its leases, for Locker.Held (default
+	// host name and process id).
+	Holder string
+}
+
+func (o Options) holder() string {
+	if o.Holder != "" {
+		return o.Holder
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		h = "unknown"
+	}
+	return h + "/" + strconv.Itoa(os.Getpid())
 }
 
 // KeyPrefix returns the prefix of every key: Prefix or DefaultPrefix.

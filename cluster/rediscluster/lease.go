@@ -27,16 +27,17 @@ var ErrLeaseExpired = errors.New("rediscluster: lease expired without renewal")
 // acquireScript grants KEYS[1] (the lease) when it is free, with a fence
 // from KEYS[2] (the counter) that is above ARGV[3] (the highest fence the
 // caller saw in the session file): a Redis that lost its counter never
-// hands out an old fence. The lease holds "token:fence" for ARGV[2] ms.
-// It returns the fence, or 0 when the lease is held. A lease that already
-// holds token ARGV[1] is this very call run again (the client retried
-// after losing the answer): its fence is returned, nothing changes.
+// hands out an old fence. The lease holds "token:fence:holder" (ARGV[1],
+// the fence, ARGV[4]) for ARGV[2] ms. It returns the fence, or 0 when the
+// lease is held. A lease that already holds token ARGV[1] is this very
+// call run again (the client retried after losing the answer): its fence
+// is returned, nothing changes.
 var acquireScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v then
   local mine = ARGV[1] .. ':'
   if string.sub(v, 1, string.len(mine)) == mine then
-    return tonumber(string.sub(v, string.len(mine) + 1))
+    return tonumber(string.match(string.sub(v, string.len(mine) + 1), '^%d+'))
   end
   return 0
 end
@@ -46,7 +47,7 @@ if f <= m then
   f = m + 1
   redis.call('SET', KEYS[2], string.format('%d', f))
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', f), 'PX', ARGV[2])
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', f) .. ':' .. ARGV[4], 'PX', ARGV[2])
 return f
 `)
 
@@ -89,6 +90,7 @@ const abandonTimeout = 2 * time.Second
 type Locker struct {
 	rdb    redis.UniversalClient
 	prefix string
+	holder string
 	ttl    time.Duration
 	log    *slog.Logger
 }
@@ -104,7 +106,7 @@ func NewLocker(rdb redis.UniversalClient, opts Options, log *slog.Logger) *Locke
 		log = slog.New(slog.DiscardHandler)
 	}
 	ttl := max(opts.leaseTTL(), MinLeaseTTL)
-	return &Locker{rdb: rdb, prefix: opts.KeyPrefix(), ttl: ttl, log: log}
+	return &Locker{rdb: rdb, prefix: opts.KeyPrefix(), holder: opts.holder(), ttl: ttl, log: log}
 }
 
 // TTL returns the lease time to live.
@@ -127,7 +129,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 	}
 	lk, fk := l.keys(key)
 	sent := time.Now()
-	f, err := acquireScript.Run(ctx, l.rdb, []string{lk, fk}, token, l.ttl.Milliseconds(), minFence).Int64()
+	f, err := acquireScript.Run(ctx, l.rdb, []string{lk, fk}, token, l.ttl.Milliseconds(), minFence, l.holder).Int64()
 	if err != nil {
 		// The grant may have happened without its answer reaching us:
 		// free it rather than block the key for a TTL.
@@ -143,7 +145,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 		l:        l,
 		key:      key,
 		lockKey:  lk,
-		value:    token + ":" + strconv.FormatInt(f, 10),
+		value:    token + ":" + strconv.FormatInt(f, 10) + ":" + l.holder,
 		fence:    f,
 		deadline: l.validUntil(sent),
 		done:     make(chan struct{}),
@@ -174,7 +176,7 @@ type Lease struct {
 	l       *Locker
 	key     string
 	lockKey string
-	value   string // token:fence, what the lease key holds
+	value   string // token:fence:holder, what the lease key holds
 	fence   int64
 
 	stop   chan struct{} // closed by Release

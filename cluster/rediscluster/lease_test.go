@@ -12,6 +12,7 @@ import (
 
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 )
 
 func miniLocker(t *testing.T, opts rediscluster.Options) (*rediscluster.Locker, *miniredis.Miniredis) {
@@ -24,14 +25,14 @@ func miniLocker(t *testing.T, opts rediscluster.Options) (*rediscluster.Locker, 
 // The lease key holds token:fence under the configured prefix, with the
 // TTL; the fence counter has no TTL.
 func TestLeaseKeys(t *testing.T) {
-	l, mr := miniLocker(t, rediscluster.Options{Prefix: "dep1:", LeaseTTL: 5 * time.Second})
+	l, mr := miniLocker(t, rediscluster.Options{Prefix: "dep1:", LeaseTTL: 5 * time.Second, Holder: "replica-a"})
 	le := mustAcquire(t, l, "tg:42", 0)
 	v, err := mr.Get("dep1:{lease:tg:42}:lock")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v) != 40+2 || v[40:] != ":1" {
-		t.Fatalf("lease value %q, want a 40-hex token and :1", v)
+	if len(v) != 40+len(":1:replica-a") || v[40:] != ":1:replica-a" {
+		t.Fatalf("lease value %q, want a 40-hex token, :1 and the holder", v)
 	}
 	if ttl := mr.TTL("dep1:{lease:tg:42}:lock"); ttl != 5*time.Second {
 		t.Fatalf("lease TTL %v, want 5s", ttl)
@@ -47,6 +48,43 @@ func TestLeaseKeys(t *testing.T) {
 	}
 	if !errors.Is(le.Err(), context.Canceled) {
 		t.Fatalf("released lease Err = %v, want context.Canceled", le.Err())
+	}
+}
+
+// Held lists the leases held under the locker's prefix with their fence
+// and holder, and not those of another deployment or released ones.
+func TestHeld(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			rdb, prefix, _ := b.Open(t, "held")
+			r1 := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix, Holder: "r1"}, nil)
+			r2 := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix, Holder: "r2"}, nil)
+			other := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix + "*", Holder: "r3"}, nil)
+			mustAcquire(t, r1, "sessions/a.jsonl", 4)
+			mustAcquire(t, r2, "telegram:poll:1", 0)
+			mustAcquire(t, other, "sessions/z.jsonl", 0)
+			gone := mustAcquire(t, r1, "sessions/b.jsonl", 0)
+			if err := gone.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			held, err := r1.Held(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(held) != 2 {
+				t.Fatalf("Held = %+v, want 2 leases", held)
+			}
+			want := []rediscluster.Held{{Key: "sessions/a.jsonl", Fence: 5, Holder: "r1"}, {Key: "telegram:poll:1", Fence: 1, Holder: "r2"}}
+			for i, h := range held {
+				if h.Key != want[i].Key || h.Fence != want[i].Fence || h.Holder != want[i].Holder || h.TTL <= 0 || h.TTL > rediscluster.DefaultLeaseTTL {
+					t.Fatalf("Held[%d] = %+v, want %+v with a TTL", i, h, want[i])
+				}
+			}
+			// A prefix with a glob character matches only itself.
+			if held, err := other.Held(t.Context()); err != nil || len(held) != 1 || held[0].Key != "sessions/z.jsonl" {
+				t.Fatalf("Held of the prefix ending in * = %+v, %v", held, err)
+			}
+		})
 	}
 }
 
