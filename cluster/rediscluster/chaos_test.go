@@ -172,6 +172,9 @@ func TestChaosRedisDown(t *testing.T) {
 	a := mustAcquire(t, l, "s1", 41)
 	srv.Kill()
 	waitDone(t, a, rediscluster.ErrLeaseExpired)
+	if st := l.Stats(); st.Expired != 1 || st.Held != 0 {
+		t.Fatalf("Stats after Redis went down = %+v", st)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), chaosTTL)
 	defer cancel()
 	if _, err := l.Acquire(ctx, "s1", a.Fence()); err == nil || errors.Is(err, cluster.ErrLeaseHeld) {
@@ -181,6 +184,9 @@ func TestChaosRedisDown(t *testing.T) {
 	b := takeOver(t, l, "s1", a.Fence())
 	if b.Fence() <= a.Fence() {
 		t.Fatalf("fence %d after Redis came back is not above %d", b.Fence(), a.Fence())
+	}
+	if st := l.Stats(); st.Failed == 0 || st.Held != 1 || st.Granted != 2 {
+		t.Fatalf("Stats after Redis came back = %+v", st)
 	}
 }
 

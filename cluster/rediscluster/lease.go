@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,6 +94,31 @@ type Locker struct {
 	holder string
 	ttl    time.Duration
 	log    *slog.Logger
+	stats  lockerStats
+}
+
+// LockerStats counts what a Locker's leases went through, for metrics.
+type LockerStats struct {
+	Granted     int64 // Acquire calls that got the lease
+	Refused     int64 // Acquire calls that found it held
+	Failed      int64 // Acquire calls that could not reach Redis
+	Held        int64 // leases held now
+	Lost        int64 // leases Redis gave to someone else or forgot
+	Expired     int64 // leases whose deadline passed without renewal
+	RenewErrors int64 // renewals that failed (and were retried)
+}
+
+type lockerStats struct {
+	granted, refused, failed, held, lost, expired, renewErrors atomic.Int64
+}
+
+// Stats returns the counts so far.
+func (l *Locker) Stats() LockerStats {
+	s := &l.stats
+	return LockerStats{
+		Granted: s.granted.Load(), Refused: s.refused.Load(), Failed: s.failed.Load(), Held: s.held.Load(),
+		Lost: s.lost.Load(), Expired: s.expired.Load(), RenewErrors: s.renewErrors.Load(),
+	}
 }
 
 var _ cluster.Lease = (*Lease)(nil)
@@ -136,9 +162,11 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
 		_ = abandonScript.Run(cctx, l.rdb, []string{lk}, token).Err()
 		cancel()
+		l.stats.failed.Add(1)
 		return nil, fmt.Errorf("rediscluster: acquire %s: %w", key, err)
 	}
 	if f == 0 {
+		l.stats.refused.Add(1)
 		return nil, fmt.Errorf("rediscluster: %s: %w", key, cluster.ErrLeaseHeld)
 	}
 	le := &Lease{
@@ -152,6 +180,8 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 		stop:     make(chan struct{}),
 		exited:   make(chan struct{}),
 	}
+	l.stats.granted.Add(1)
+	l.stats.held.Add(1)
 	le.start()
 	return le, nil
 }
@@ -210,6 +240,7 @@ func (le *Lease) checkDeadline() {
 	}
 	le.mu.Unlock()
 	if le.end(ErrLeaseExpired) {
+		le.l.stats.expired.Add(1)
 		le.l.log.Warn("lease expired without renewal", "key", le.key, "fence", le.fence)
 	}
 }
@@ -248,6 +279,7 @@ func (le *Lease) end(cause error) bool {
 	le.cause = cause
 	le.expiry.Stop()
 	close(le.done)
+	le.l.stats.held.Add(-1)
 	return true
 }
 
@@ -292,14 +324,30 @@ func (le *Lease) renew() {
 		case err == nil && ok:
 		case err == nil:
 			if le.end(ErrLeaseLost) {
+				le.l.stats.lost.Add(1)
 				le.l.log.Warn("lease taken by another holder", "key", le.key, "fence", le.fence)
 			}
 			return
+		case le.ending():
+			return // released or expired while the renewal waited
 		default:
+			le.l.stats.renewErrors.Add(1)
 			le.l.log.Warn("lease renewal failed; retrying until its deadline", "key", le.key, "err", err)
 			next = ttl / 15
 		}
 		timer.Reset(next)
+	}
+}
+
+// ending reports whether the lease is being released or has ended.
+func (le *Lease) ending() bool {
+	select {
+	case <-le.stop:
+		return true
+	case <-le.done:
+		return true
+	default:
+		return false
 	}
 }
 

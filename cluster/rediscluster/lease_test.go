@@ -98,6 +98,12 @@ func TestLeaseTakenByAnotherIsLost(t *testing.T) {
 	if err := le.Release(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := l.Acquire(t.Context(), "s", 0); err == nil {
+		t.Fatal("Acquire of a key someone else holds succeeded")
+	}
+	if st := l.Stats(); st != (rediscluster.LockerStats{Granted: 1, Refused: 1, Lost: 1}) {
+		t.Fatalf("Stats = %+v", st)
+	}
 	if v, _ := mr.Get(l.LockKey("s")); v != "someone-else:9" {
 		t.Fatalf("a lost lease's Release changed the key to %q", v)
 	}
