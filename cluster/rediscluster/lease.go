@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -158,10 +159,14 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 	f, err := acquireScript.Run(ctx, l.rdb, []string{lk, fk}, token, l.ttl.Milliseconds(), minFence, l.holder).Int64()
 	if err != nil {
 		// The grant may have happened without its answer reaching us:
-		// free it rather than block the key for a TTL.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
-		_ = abandonScript.Run(cctx, l.rdb, []string{lk}, token).Err()
-		cancel()
+		// free it rather than block the key for a TTL. A call that never
+		// got a connection sent nothing.
+		var op *net.OpError
+		if !errors.As(err, &op) || op.Op != "dial" {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
+			_ = abandonScript.Run(cctx, l.rdb, []string{lk}, token).Err()
+			cancel()
+		}
 		l.stats.failed.Add(1)
 		return nil, fmt.Errorf("rediscluster: acquire %s: %w", key, err)
 	}
