@@ -53,3 +53,38 @@ func BenchmarkLeaseRenew(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDedupeSeen: one inbound message's dedupe check on the real
+// Redis.
+func BenchmarkDedupeSeen(b *testing.B) {
+	addr := redistest.RealAddr(b)
+	if addr == "" {
+		b.Skip("no redis-server binary")
+	}
+	rdb, prefix, _ := redistest.OpenReal(addr)(b, "bench")
+	d := rediscluster.NewDedupe(rdb, rediscluster.Options{Prefix: prefix}, time.Minute)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := d.Seen(ctx, fmt.Sprint("telegram:1:", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRatesTake: one outbound call's pacing on the real Redis.
+func BenchmarkRatesTake(b *testing.B) {
+	addr := redistest.RealAddr(b)
+	if addr == "" {
+		b.Skip("no redis-server binary")
+	}
+	rdb, prefix, _ := redistest.OpenReal(addr)(b, "bench")
+	r := rediscluster.NewRates(rdb, rediscluster.Options{Prefix: prefix})
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := r.Take(ctx, fmt.Sprint("telegram/1/chat/", i%100), 1, 20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
