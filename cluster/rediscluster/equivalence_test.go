@@ -31,7 +31,9 @@ type modelBucket struct {
 	last   time.Time
 }
 
-func newModel(now func() time.Time) *model { return &model{now: now, buckets: map[string]*modelBucket{}} }
+func newModel(now func() time.Time) *model {
+	return &model{now: now, buckets: map[string]*modelBucket{}}
+}
 
 func (m *model) refill(key string, rate, burst float64) *modelBucket {
 	bk, ok := m.buckets[key]
