@@ -2,6 +2,8 @@ package rediscluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -17,8 +19,13 @@ import (
 // KEYS[2] is a pause window: while it lives, "take" takes nothing and
 // waits for it. It returns the wait in µs (0: the token is granted).
 // The key expires once the bucket would be full again, which a new
-// bucket is.
+// bucket is. ARGV[5] is a token of the call: the same call run again
+// (the client retried after losing the answer) gets the same answer and
+// takes nothing more.
 var bucketScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'c') == ARGV[5] then
+  return tonumber(redis.call('HGET', KEYS[1], 'r'))
+end
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local now
@@ -52,7 +59,7 @@ elseif tokens >= 1 then
 else
   wait = math.ceil((1.1 - tokens) / rate * 1000000)
 end
-redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'l', string.format('%d', last))
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'l', string.format('%d', last), 'c', ARGV[5], 'r', string.format('%d', wait))
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
 return wait
 `)
@@ -65,6 +72,16 @@ if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
 end
 return 0
 `)
+
+// callToken names one bucket call, so that the call run again is
+// recognised.
+func callToken() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("rediscluster: token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
 
 // clock is where a bucket reads the time: nil is the Redis server's
 // clock, which every replica shares.
@@ -101,7 +118,11 @@ func (b *Budget) Reserve(ctx context.Context, key string) (time.Duration, error)
 		return 0, nil
 	}
 	base := b.prefix + "{" + key + "}"
-	us, err := bucketScript.Run(ctx, b.rdb, []string{base, base + ":pause"}, b.rate, b.burst, b.now.arg(), "reserve").Int64()
+	token, err := callToken()
+	if err != nil {
+		return 0, err
+	}
+	us, err := bucketScript.Run(ctx, b.rdb, []string{base, base + ":pause"}, b.rate, b.burst, b.now.arg(), "reserve", token).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rediscluster: budget: %w", err)
 	}
@@ -138,7 +159,11 @@ func (r *Rates) Take(ctx context.Context, key string, perSec float64, burst int)
 	if perSec <= 0 {
 		return 0, nil // no limit
 	}
-	us, err := bucketScript.Run(ctx, r.rdb, r.keys(key), perSec, max(burst, 1), r.now.arg(), "take").Int64()
+	token, err := callToken()
+	if err != nil {
+		return 0, err
+	}
+	us, err := bucketScript.Run(ctx, r.rdb, r.keys(key), perSec, max(burst, 1), r.now.arg(), "take", token).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rediscluster: rates: %w", err)
 	}

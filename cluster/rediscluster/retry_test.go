@@ -74,3 +74,43 @@ func TestDedupeRunAgainAfterALostAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A take whose answer was lost and that the client ran again takes one
+// token, not two.
+func TestRatesRunAgainAfterALostAnswer(t *testing.T) {
+	for name, addr := range retryTargets(t) {
+		t.Run(name, func(t *testing.T) {
+			rdb, px := retryingClient(t, addr)
+			r := rediscluster.NewRates(rdb, rediscluster.Options{})
+			take := func() time.Duration {
+				t.Helper()
+				d, err := r.Take(t.Context(), "bot", 0.001, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			take() // scripts loaded, connection open; one token left
+			px.dropAnswers(1)
+			if d := take(); d != 0 {
+				t.Fatalf("the last token, taken through a lost answer: wait %v", d)
+			}
+			if d := take(); d == 0 {
+				t.Fatal("a third take of a burst of 2 was granted")
+			}
+			b := rediscluster.NewBudget(rdb, rediscluster.Options{}, 0.001, 1)
+			if _, err := b.Reserve(t.Context(), "u"); err != nil {
+				t.Fatal(err)
+			}
+			px.dropAnswers(1)
+			d, err := b.Reserve(t.Context(), "u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One token in debt at 0.001/s is 1000s, two would be 2000s.
+			if d < 999*time.Second || d > 1001*time.Second {
+				t.Fatalf("second reserve through a lost answer waits %v, want one token's 1000s", d)
+			}
+		})
+	}
+}
