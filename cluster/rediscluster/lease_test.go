@@ -91,7 +91,7 @@ func TestHeld(t *testing.T) {
 // A lease whose key another holder overwrote is lost at the next renewal,
 // with ErrLeaseLost, and its Release leaves the other holder's key alone.
 func TestLeaseTakenByAnotherIsLost(t *testing.T) {
-	l, mr := miniLocker(t, rediscluster.Options{LeaseTTL: 600 * time.Millisecond})
+	l, mr := miniLocker(t, rediscluster.Options{LeaseTTL: testTTL})
 	le := mustAcquire(t, l, "s", 0)
 	mr.Set(l.LockKey("s"), "someone-else:9")
 	waitDone(t, le, rediscluster.ErrLeaseLost)
@@ -112,7 +112,7 @@ func TestLeaseTakenByAnotherIsLost(t *testing.T) {
 // Renewals move the local deadline forward; the deadline is within the
 // TTL of the last renewal.
 func TestLeaseDeadlineMovesWithRenewals(t *testing.T) {
-	const ttl = 600 * time.Millisecond
+	const ttl = testTTL
 	l, _ := miniLocker(t, rediscluster.Options{LeaseTTL: ttl})
 	before := time.Now()
 	le := mustAcquire(t, l, "s", 0)
