@@ -47,8 +47,15 @@ type HTTP struct {
 
 // Cluster configures cluster mode.
 type Cluster struct {
-	// RedisURL turns cluster mode on (redis://host:port/db).
+	// RedisURL turns cluster mode on:
+	// redis[s]://[user:password@]host[:port][/db].
 	RedisURL string `yaml:"redis_url"`
+	// LeaseTTL is how long a replica's session lease lives without
+	// renewal (renewed every LeaseTTL/3); default 15s.
+	LeaseTTL Duration `yaml:"lease_ttl"`
+	// KeyPrefix starts every Redis key, so deployments can share one
+	// Redis; default "pibot:".
+	KeyPrefix string `yaml:"key_prefix"`
 }
 
 // Agent configures the agent every conversation runs.
@@ -300,6 +307,7 @@ func Default() Config {
 			MaxIdle:    Duration(15 * time.Minute),
 			Limits:     DefaultLimits(),
 		},
-		Access: Access{DMPolicy: "pairing"},
+		Access:  Access{DMPolicy: "pairing"},
+		Cluster: Cluster{LeaseTTL: Duration(15 * time.Second), KeyPrefix: "pibot:"},
 	}
 }

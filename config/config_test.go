@@ -140,7 +140,7 @@ func TestValidateNamesKeys(t *testing.T) {
 		{"telegram webhook", func(c *Config) { c.Adapter.Telegram.Token = "1:x"; c.Adapter.Telegram.Mode = "webhook" }, "adapters.telegram.webhook_url"},
 		{"provider api", func(c *Config) { c.Providers = map[string]Provider{"x": {API: "soap"}} }, "providers.x.api"},
 		{"listen", func(c *Config) { c.HTTP.Listen = "8080" }, "http.listen"},
-		{"cluster", func(c *Config) { c.Cluster.RedisURL = "redis://127.0.0.1:6379" }, "cluster.redis_url"},
+		{"cluster", func(c *Config) { c.Cluster.RedisURL = "http://127.0.0.1:6379" }, "cluster.redis_url"},
 		{"negative max_run", func(c *Config) { c.Agent.MaxRun = -1 }, "agent.max_run"},
 		{"negative max_idle", func(c *Config) { c.Agent.MaxIdle = -1 }, "agent.max_idle"},
 		{"max_idle within an approval wait", func(c *Config) { c.Agent.MaxIdle = c.Agent.Approvals.Timeout }, "agent.max_idle"},

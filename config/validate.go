@@ -28,9 +28,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTP.Listen); c.HTTP.Listen != "" && err != nil {
 		bad("http.listen", "%q is not host:port", c.HTTP.Listen)
 	}
-	if c.Cluster.RedisURL != "" {
-		bad("cluster.redis_url", "cluster mode (Redis) is not in this build yet; leave it empty to run one process")
-	}
+	c.Cluster.validate(bad)
 	a := c.Agent
 	if a.Model != "" && !strings.Contains(a.Model, "/") {
 		bad("agent.model", "%q must be provider/model", a.Model)

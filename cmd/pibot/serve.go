@@ -51,6 +51,11 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		c.printConfigErrors(err)
 		return &exitError{code: 1}
 	}
+	if cfg.Cluster.RedisURL != "" {
+		// The Redis seams exist (cluster/rediscluster); the gateway's
+		// inbox, data directory lock and leaders are not shared yet.
+		return &config.Error{Key: "cluster.redis_url", Msg: "cluster mode (Redis) is not wired into pibot serve yet; leave it empty to run one process"}
+	}
 	if *listen != "" {
 		cfg.HTTP.Listen = *listen
 	}

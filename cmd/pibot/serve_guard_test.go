@@ -94,3 +94,17 @@ func TestServeMetricsNeedTokenOffLoopback(t *testing.T) {
 		})
 	}
 }
+
+// TestServeRefusesClusterMode: a valid cluster.redis_url passes `config
+// check` but serve refuses it, naming the key and never the password.
+func TestServeRefusesClusterMode(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://:hunter2-secret@127.0.0.1:6379/2\n")
+	if r := pibot(t, dir, "", nil, "config", "check", "-c", cfg); r.code != 0 {
+		t.Fatalf("config check of a valid redis_url: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r := pibot(t, dir, "", nil, "serve", "-c", cfg, "--listen", "127.0.0.1:0")
+	if r.code == 0 || !strings.Contains(r.stderr, "cluster.redis_url") || strings.Contains(r.stderr+r.stdout, "hunter2") {
+		t.Fatalf("serve with redis_url: exit %d, stderr %q; want a refusal naming cluster.redis_url without the password", r.code, r.stderr)
+	}
+}

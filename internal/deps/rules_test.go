@@ -21,6 +21,7 @@ const (
 	anthropicSDK = "github.com/anthropics/anthropic-sdk-go"
 	openaiSDK    = "github.com/openai/openai-go"
 	redis        = "github.com/redis"
+	miniredis    = "github.com/alicebob/miniredis"
 	chromedp     = "github.com/chromedp"
 	goldmark     = "github.com/yuin/goldmark"
 	yaml         = "go.yaml.in/yaml"
@@ -141,6 +142,13 @@ var rules = []rule{
 	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/groupsync", xsys}, test: []string{"cluster/clustertest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "cluster primitives are generic (keys, bytes, leases): no chat, session or agent type"},
+	{pkg: "cluster/rediscluster", may: []string{"cluster", redis}, test: []string{"cluster/clustertest", "cluster/rediscluster/redistest", miniredis},
+		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "the Redis implementations of the cluster seams are as generic as cluster itself: keys, bytes and leases on go-redis"},
+	{pkg: "cluster/rediscluster/redispairing", may: []string{"cluster/rediscluster", "gateway/access", redis},
+		test:  []string{"cluster/rediscluster/redistest", "gateway/access/accesstest"},
+		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "the shared pairing store keeps access's records in Redis and knows nothing else"},
 
 	// The wiring.
 	{pkg: "cmd/pibot",
@@ -175,6 +183,8 @@ var rules = []rule{
 		why: "the pairing store conformance suite drives a store through access's types alone"},
 	{pkg: "cluster/clustertest", may: []string{"cluster"}, testOnly: true,
 		why: "the cluster conformance suite drives any locker, inbox, dedupe or budget through the cluster types alone"},
+	{pkg: "cluster/rediscluster/redistest", may: []string{redis, miniredis}, testOnly: true,
+		why: "the Redis servers of the tests: miniredis, the real redis-server, private ones to kill"},
 	{pkg: "tools/toolstest", testOnly: true, why: whyTestPkg},
 	{pkg: "providers/providertest", may: []string{"llm"}, testOnly: true, why: whyTestPkg},
 	{pkg: "adapters/telegram/telegramtest", may: []string{telegramSDK}, testOnly: true,

@@ -1,0 +1,59 @@
+package rediscluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// seenScript records KEYS[1] with the value ARGV[1] (a token of this
+// call) for ARGV[2] ms unless it is there, and returns 1 when it was
+// there already. A key holding this call's own token is this call run
+// again (the client retried after losing the answer): not a duplicate.
+var seenScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 0
+end
+if v == ARGV[1] then return 0 end
+return 1
+`)
+
+// Dedupe drops redelivered platform events for every replica at once: a
+// key is remembered (set if absent, with a TTL) for its TTL. Redis
+// expires the keys, so the set is bounded by the traffic of one TTL.
+type Dedupe struct {
+	rdb    redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+}
+
+// NewDedupe remembers keys for ttl (at least a millisecond).
+func NewDedupe(rdb redis.UniversalClient, opts Options, ttl time.Duration) *Dedupe {
+	return &Dedupe{rdb: rdb, prefix: opts.KeyPrefix() + "dedupe:", ttl: max(ttl, time.Millisecond)}
+}
+
+// Seen records key and reports whether it was already recorded within the
+// TTL, by this replica or another.
+func (d *Dedupe) Seen(ctx context.Context, key string) (bool, error) {
+	token, err := newToken()
+	if err != nil {
+		return false, err
+	}
+	n, err := seenScript.Run(ctx, d.rdb, []string{d.prefix + key}, token, d.ttl.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("rediscluster: dedupe: %w", err)
+	}
+	return n == 1, nil
+}
+
+// Forget removes key, so a redelivery is accepted again.
+func (d *Dedupe) Forget(ctx context.Context, key string) error {
+	if err := d.rdb.Del(ctx, d.prefix+key).Err(); err != nil {
+		return fmt.Errorf("rediscluster: dedupe forget: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+package rediscluster
+
+import "time"
+
+// SetClock makes b read the time from now instead of the Redis server (tests).
+func (b *Budget) SetClock(now func() time.Time) { b.now = now }
+
+// SetClock makes r read the time from now instead of the Redis server (tests).
+func (r *Rates) SetClock(now func() time.Time) { r.now = now }
+
+// LockKey returns the Redis key of key's lease (tests).
+func (l *Locker) LockKey(key string) string {
+	k, _ := l.keys(key)
+	return k
+}
+
+// RenewOnce sends one renewal now (benchmarks).
+func (le *Lease) RenewOnce() (bool, error) { return le.renewOnce() }
