@@ -103,10 +103,10 @@ type Session struct {
 	fenced  error
 	closed  bool
 
-	syncMu sync.Mutex // one Flush at a time (taken before wmu)
-	synced  uint64    // appends known durable; guarded by syncMu
-	written uint64    // appends in the file, durable or not; guarded by syncMu
-	size   int64      // bytes in the file; guarded by syncMu
+	syncMu  sync.Mutex // one Flush at a time (taken before wmu)
+	synced  uint64     // appends known durable; guarded by syncMu
+	written uint64     // appends in the file, durable or not; guarded by syncMu
+	size    int64      // bytes in the file; guarded by syncMu
 
 	mu        sync.RWMutex // protects the in-memory index below
 	header    Header
