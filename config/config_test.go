@@ -275,8 +275,12 @@ func TestValidateExtend(t *testing.T) {
 		{"no command", func(c *Config) { c.Hooks = map[string]Hook{"g": {Events: []string{"input"}}} }, "hooks.g.command"},
 		{"no events", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x"}} }, "hooks.g.events"},
 		{"unknown event", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"turn_start"}}} }, "hooks.g.events[0]"},
-		{"bad fail", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Fail: "maybe"}} }, "hooks.g.fail"},
-		{"negative timeout", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Timeout: -1}} }, "hooks.g.timeout"},
+		{"bad fail", func(c *Config) {
+			c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Fail: "maybe"}}
+		}, "hooks.g.fail"},
+		{"negative timeout", func(c *Config) {
+			c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Timeout: -1}}
+		}, "hooks.g.timeout"},
 		{"bad name", func(c *Config) { c.Hooks = map[string]Hook{"a b": {Command: "x", Events: []string{"input"}}} }, "hooks.a b"},
 		{"empty skills dir", func(c *Config) { c.Agent.SkillsDirs = []string{""} }, "agent.skills_dirs[0]"},
 	}
