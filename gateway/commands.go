@@ -62,8 +62,11 @@ type command struct {
 	intake bool
 	// queue, if set, makes the command's text a message with that queue
 	// mode (/steer, /followup); handle is then nil.
-	queue  string
-	handle func(ctx context.Context, c *invocation)
+	queue string
+	// message: the command's whole text is a message (a prompt
+	// template, expanded before the run); handle is then nil.
+	message bool
+	handle  func(ctx context.Context, c *invocation)
 }
 
 // commandTable lists the commands in /help order.
@@ -255,6 +258,9 @@ func (cs *commands) invoke(ctx context.Context, c *invocation) (mode string, han
 	if !owner && (r == rightOwners || r == rightOwnersToChange && !slices.Contains(cmd.looks, c.arg)) {
 		c.tell(ctx, "%s", cmd.refusal(in.Conv.DM, c.arg))
 		return "", true
+	}
+	if cmd.message {
+		return "", false
 	}
 	if cmd.queue != "" {
 		if c.arg == "" {

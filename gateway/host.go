@@ -33,7 +33,7 @@ func wireCommands(g *Gateway) {
 		tools:    g.cfg.Tools,
 	})
 	g.commands = &commands{
-		table:     commandTable(),
+		table:     append(commandTable(), templateCommands(g.cfg.Extensions, commandTable(), g.log)...),
 		log:       g.log,
 		rights:    g.access,
 		models:    g.models,

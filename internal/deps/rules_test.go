@@ -135,7 +135,7 @@ var rules = []rule{
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/stream", "llm", "session",
 			"internal/atomicfile", "internal/groupsync", "internal/sessionview", prometheus},
-		test:  []string{"providers/faux", "internal/tinyfs"},
+		test:  []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills"},
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},
 	{pkg: "gateway/access", may: []string{"chat", "internal/atomicfile"}, test: []string{"gateway/access/accesstest"},
@@ -150,7 +150,7 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/secret", "internal/sessionview",
 			"llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
 		test: []string{"adapters/telegram/telegramtest"},
 		why:  "cmd/pibot wires the layers together; only it sees every layer"},
@@ -160,6 +160,9 @@ var rules = []rule{
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
 	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,
 		why: "doctor speaks each service's wire protocol with the standard library: no SDK, no other pibot package"},
+	{pkg: "internal/extensions", may: []string{"agent", "agent/hooks", "agent/skills", "chat", "llm"},
+		never: join(sdks, []string{"gateway/...", "session/...", "adapters/...", "providers/...", "tools/...", "cluster"}),
+		why:   "extensions join skills, templates and hooks for the gateway and pibot chat, which consume them through their own interfaces"},
 	{pkg: "internal/groupsync", may: []string{xsys}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
 	{pkg: "internal/secret", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/sessionview", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},

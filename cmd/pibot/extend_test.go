@@ -1,0 +1,67 @@
+package main
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/llm"
+)
+
+// The skills of the workspace and of agent.skills_dirs are listed in the
+// system prompt, before the date, when read is among the tools, and not
+// otherwise (as pi).
+func TestPromptListsSkillsWhenReadIsOn(t *testing.T) {
+	t.Setenv("PI_CODING_AGENT_DIR", t.TempDir()) // not the developer's own skills
+	ws, extra := t.TempDir(), t.TempDir()
+	for path, body := range map[string]string{
+		filepath.Join(ws, ".pi", "skills", "deploy", "SKILL.md"): "---\ndescription: How we deploy.\n---\nRun make deploy.\n",
+		filepath.Join(extra, "lint", "SKILL.md"):                 "---\ndescription: How we lint.\n---\nRun make lint.\n",
+		filepath.Join(ws, ".pi", "skills", "bad", "SKILL.md"):    "---\nname: bad\n---\nno description\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	cfg.Agent.SkillsDirs = []string{extra}
+	var logs strings.Builder
+	ext := newExtensions(cfg, ws, newTestLogger(&logs))
+	if n := strings.Count(logs.String(), filepath.Join(ws, ".pi", "skills", "bad", "SKILL.md")); n != 1 {
+		t.Errorf("the malformed skill is named in %d log lines, want 1:\n%s", n, logs.String())
+	}
+	now := func() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC) }
+	tests := []struct {
+		name  string
+		tools []llm.ToolSpec
+		want  bool
+	}{
+		{"read on", []llm.ToolSpec{{Name: "read", Description: "Read."}, {Name: "bash", Description: "Run."}}, true},
+		{"read off", []llm.ToolSpec{{Name: "bash", Description: "Run."}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := promptBuilder{workspace: ws, tools: tt.tools, skills: ext.SkillsBlock, now: now}.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			block := "<skill>\n    <name>deploy</name>\n    <description>How we deploy.</description>\n    <location>" +
+				filepath.Join(ws, ".pi", "skills", "deploy", "SKILL.md") + "</location>\n  </skill>\n  <skill>\n    <name>lint</name>"
+			if strings.Contains(got, block) != tt.want {
+				t.Errorf("skills listed: %v, want %v:\n%s", !tt.want, tt.want, got)
+			}
+			if tt.want && !strings.Contains(got, "</available_skills>\n\nCurrent date: 2026-03-04") {
+				t.Errorf("the skills block must come right before the date:\n%s", got)
+			}
+		})
+	}
+}
+
+func newTestLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
