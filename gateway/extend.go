@@ -38,6 +38,10 @@ type Extensions interface {
 // command (Telegram's set: a-z, 0-9, _).
 var templateNameRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
 
+// maxCommands is the most commands a platform menu takes (Telegram's
+// setMyCommands refuses more than 100).
+const maxCommands = 100
+
 // templateCommands are the commands of the prompt templates: usable by
 // anyone (their text becomes a message, with the rights of a message).
 // A template whose name is taken or is no command name is skipped with a
@@ -58,6 +62,9 @@ func templateCommands(ext Extensions, builtin []command, log *slog.Logger) []com
 			continue
 		case taken[s.Name]:
 			log.Warn("prompt template not offered as a command: the name is taken", "name", s.Name)
+			continue
+		case len(taken) >= maxCommands:
+			log.Warn("prompt template not offered as a command: a platform menu takes at most 100 commands", "name", s.Name)
 			continue
 		}
 		taken[s.Name] = true
