@@ -21,8 +21,8 @@ func (specsOnly) Input(_ context.Context, in chat.Inbound) (string, string, bool
 	return in.Text, "", false, nil
 }
 func (specsOnly) BeforeStart(context.Context, string) (string, error) { return "", nil }
-func (specsOnly) Hooks(h agent.Hooks) agent.Hooks                    { return h }
-func (specsOnly) End(context.Context, []llm.Message)                 {}
+func (specsOnly) Hooks(h agent.Hooks) agent.Hooks                     { return h }
+func (specsOnly) End(context.Context, []llm.Message)                  {}
 
 func TestTemplateCommands(t *testing.T) {
 	long := strings.Repeat("é", 150)
