@@ -36,7 +36,7 @@ func newFixture(t *testing.T) fixture {
 	write(t, filepath.Join(sk, "hidden", "SKILL.md"), "---\ndescription: Not listed.\ndisable-model-invocation: true\n---\nHidden body.\n")
 	write(t, filepath.Join(sk, "group", "inner", "SKILL.md"), "---\ndescription: Found two levels down.\n---\nInner body.\n")
 	write(t, filepath.Join(sk, "crlf", "SKILL.md"), "---\r\ndescription: Windows line ends.\r\n---\r\nLine one.\r\nLine two.\r\n")
-	write(t, filepath.Join(sk, "top.md"), "---\nname: top\ndescription: A markdown file at the top.\n---\nTop body.\n")
+	write(t, filepath.Join(sk, "top.md"), "---\nname: top\ndescription: A markdown file at the top.\n---\nTop body.\n\ufeff")
 	write(t, filepath.Join(sk, ".dot", "SKILL.md"), "---\ndescription: hidden folder\n---\n")
 	write(t, filepath.Join(sk, "group", "notes.md"), "---\ndescription: not a skill below the top\n---\n")
 	write(t, filepath.Join(f.agentDir, "skills", "alpha", "SKILL.md"), "---\ndescription: Global alpha wins.\n---\nGlobal alpha.\n")
@@ -75,4 +75,7 @@ var inputs = []string{
 	"/unknown stays",
 	"plain text",
 	" /review leading space",
+	"/skill:alpha \u00a0tail\u00a0\ufeff",
+	"/skill:top \u0085kept\u0085",
+	"/review \u00e9t\u00e9 'a b'",
 }

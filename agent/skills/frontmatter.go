@@ -3,6 +3,7 @@ package skills
 import (
 	"fmt"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -32,7 +33,7 @@ func parseFrontmatter(content string) (map[string]any, string, error) {
 	if end > 4 {
 		matter = norm[4:end]
 	}
-	body := strings.TrimSpace(norm[end+4:])
+	body := jsTrim(norm[end+4:])
 	if matter == "" {
 		return map[string]any{}, body, nil
 	}
@@ -59,4 +60,12 @@ func stringField(fm map[string]any, key string) (s string, ok bool) {
 	}
 	s, ok = v.(string)
 	return s, ok
+}
+
+// jsTrim trims like JavaScript's String.prototype.trim: Unicode white
+// space and line terminators, including U+FEFF but not U+0085.
+func jsTrim(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return r == '\uFEFF' || r != '\u0085' && unicode.IsSpace(r)
+	})
 }

@@ -199,7 +199,7 @@ func loadSkill(path string) (*Skill, []Diagnostic) {
 	if !ok {
 		return skip("description is not a string")
 	}
-	if strings.TrimSpace(desc) == "" {
+	if jsTrim(desc) == "" {
 		return skip("description is required")
 	}
 	dir := filepath.Dir(path)
@@ -303,7 +303,7 @@ func ExpandSkill(text string, skills []Skill) (out string, ok bool, err error) {
 		return text, false, nil
 	}
 	name, args, _ := strings.Cut(text[len(prefix):], " ")
-	args = strings.TrimSpace(args)
+	args = jsTrim(args)
 	var s *Skill
 	for i := range skills {
 		if skills[i].Name == name {
@@ -323,7 +323,7 @@ func ExpandSkill(text string, skills []Skill) (out string, ok bool, err error) {
 		return text, false, fmt.Errorf("skills: expand %s: %s: %w", name, s.FilePath, err)
 	}
 	block := fmt.Sprintf("<skill name=\"%s\" location=\"%s\">\nReferences are relative to %s.\n\n%s\n</skill>",
-		s.Name, s.FilePath, s.BaseDir, strings.TrimSpace(body))
+		s.Name, s.FilePath, s.BaseDir, jsTrim(body))
 	if args != "" {
 		block += "\n\n" + args
 	}

@@ -73,7 +73,7 @@ func loadTemplate(path string) (Template, error) {
 	t.ArgumentHint, _ = fm["argument-hint"].(string)
 	if t.Description == "" {
 		for line := range strings.SplitSeq(body, "\n") {
-			if strings.TrimSpace(line) != "" {
+			if jsTrim(line) != "" {
 				t.Description = cut60(line)
 				break
 			}
