@@ -38,6 +38,7 @@ case "$req" in
 *'"event":"input"'*'secret'*) echo '{"action":"handled","reply":"No secrets here."}' ;;
 *'"event":"before_agent_start"'*) echo '{"context":"Hook context: the deploy is frozen."}' ;;
 *'"event":"tool_call"'*) echo '{"action":"block","reason":"bash is off today"}' ;;
+*'"event":"agent_end"'*) printf '%s\n' "$req" >> "$(dirname "$0")/end.log" ;;
 *) echo '{}' ;;
 esac`,
 	}
@@ -51,7 +52,7 @@ esac`,
 		}
 	}
 	hk := hooks.Hook{Name: "guard", Command: filepath.Join(ws, "hook.sh"), Timeout: 5 * time.Second, FailClosed: true,
-		Events: []string{hooks.EventInput, hooks.EventBeforeAgentStart, hooks.EventToolCall}}
+		Events: []string{hooks.EventInput, hooks.EventBeforeAgentStart, hooks.EventToolCall, hooks.EventAgentEnd}}
 	return extensions.New(skills.Sources{Workspace: ws}, []hooks.Hook{hk}, nil), ws
 }
 
@@ -93,6 +94,12 @@ func TestExtensions(t *testing.T) {
 	if sp := reqs[len(reqs)-1].SystemPrompt; !strings.HasSuffix(sp, "\n\nHook context: the deploy is frozen.") {
 		t.Errorf("system prompt %q lacks the hook's context", sp)
 	}
+
+	// agent_end sees the run's messages: the expanded prompt and the answer.
+	h.waitFor("agent_end", func() bool {
+		b, _ := os.ReadFile(filepath.Join(ws, "end.log"))
+		return strings.Contains(string(b), `"text":"Review src/x.go with focus on error handling."`) && strings.Contains(string(b), `"text":"reviewed"`)
+	})
 
 	h.send("/skill:deploy now")
 	h.waitText(dmConv, "skilled")

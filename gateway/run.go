@@ -229,8 +229,12 @@ func (r *run) execute(ps []*pending) {
 	}
 	start := time.Now()
 	maint := r.maintenance()
+	var ended []llm.Message // for the agent_end hooks
 	emit := func(e agent.Event) {
 		maint.Observe(e)
+		if e.Type == agent.EventMessageEnd && e.Message != nil && o.cfg.Extensions != nil {
+			ended = append(ended, *e.Message)
+		}
 		r.emit(e)
 	}
 	if len(prompts) == 0 {
@@ -252,10 +256,8 @@ func (r *run) execute(ps []*pending) {
 	r.deliver()
 	o.metrics.runEnded(time.Since(start))
 	// agent_end hooks observe; they run after the reply is out.
-	if ext := o.cfg.Extensions; ext != nil {
-		if msgs := r.agent.Messages(); len(msgs) > len(history) {
-			ext.End(context.WithoutCancel(ctx), msgs[len(history):])
-		}
+	if ext := o.cfg.Extensions; ext != nil && len(ended) > 0 {
+		ext.End(context.WithoutCancel(ctx), ended)
 	}
 }
 
