@@ -102,7 +102,10 @@ const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch but
 // commands answers chat commands and button presses. It holds no gateway:
 // what the handlers use comes in through its fields.
 type commands struct {
-	table     []command
+	table []command
+	// skills: "skill:NAME" (Slack's /pi skill:NAME) is a message for the
+	// skill expansion, not an unknown command.
+	skills    bool
 	log       *slog.Logger
 	rights    senderRights
 	models    Models
@@ -245,6 +248,9 @@ func (cs *commands) dispatch(ctx context.Context, in chat.Inbound, replay bool) 
 func (cs *commands) invoke(ctx context.Context, c *invocation) (mode string, handled bool) {
 	in := c.in
 	cmd, ok := cs.lookup(c.name)
+	if !ok && cs.skills && strings.HasPrefix(c.name, "skill:") {
+		return "", false
+	}
 	if !ok {
 		c.tell(ctx, "Unknown command `/%s`. Send /help for the list.", c.name)
 		return "", true

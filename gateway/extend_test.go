@@ -14,6 +14,7 @@ import (
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/agent/hooks"
 	"github.com/pibot/pibot/agent/skills"
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/internal/extensions"
 	"github.com/pibot/pibot/llm"
@@ -69,6 +70,8 @@ func TestExtensions(t *testing.T) {
 	h := newHarness(t, []faux.Turn{
 		faux.Text("reviewed"),
 		faux.Text("skilled"),
+		faux.Text("slash skilled"),
+		faux.Text("bang skilled"),
 		{Calls: []faux.ToolCall{{ID: "c1", Name: "bash", Args: `{"command":"make deploy"}`}}},
 		faux.Text("after the block"),
 	}, withTools(bash), withConfig(func(c *gateway.Config) { c.Extensions = set }))
@@ -107,6 +110,25 @@ func TestExtensions(t *testing.T) {
 	want := "<skill name=\"deploy\" location=\"" + filepath.Join(skill, "SKILL.md") + "\">\nReferences are relative to " + skill + ".\n\nRun make deploy.\n</skill>\n\nnow"
 	if got := h.lastRequestTexts(); got[len(got)-1] != want {
 		t.Errorf("model got %q\nwant %q", got[len(got)-1], want)
+	}
+
+	// Slack's slash command (/pi skill:deploy …) arrives as a command named
+	// "skill:deploy"; a Slack thread message says !skill:deploy.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	in := chat.Inbound{Kind: chat.KindMessage, Conv: dmConv, Msg: chat.MsgRef{Conv: dmConv, ID: "slash"}, User: chat.User{ID: "owner"},
+		Text: "/skill:deploy later", Command: &chat.Command{Name: "skill:deploy", Args: "later"}}
+	if err := h.ad.Inject(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	h.waitText(dmConv, "slash skilled")
+	if got := h.lastRequestTexts(); !strings.HasSuffix(got[len(got)-1], "</skill>\n\nlater") {
+		t.Errorf("model got %q", got[len(got)-1])
+	}
+	h.send("!skill:deploy too")
+	h.waitText(dmConv, "bang skilled")
+	if got := h.lastRequestTexts(); !strings.HasSuffix(got[len(got)-1], "</skill>\n\ntoo") {
+		t.Errorf("model got %q", got[len(got)-1])
 	}
 
 	calls := h.model.Calls()

@@ -34,6 +34,7 @@ func wireCommands(g *Gateway) {
 	})
 	g.commands = &commands{
 		table:     append(commandTable(), templateCommands(g.cfg.Extensions, commandTable(), g.log)...),
+		skills:    g.cfg.Extensions != nil,
 		log:       g.log,
 		rights:    g.access,
 		models:    g.models,

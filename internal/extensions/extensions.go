@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/hooks"
@@ -81,10 +82,17 @@ func (s *Set) SkillsBlock() string {
 	return skills.Block(sk)
 }
 
-// Expand expands "/skill:NAME args" and "/template args" as pi does. A
-// skill file that cannot be read leaves the text as it is (logged).
+// Expand expands "/skill:NAME args" and "/template args" as pi does;
+// "!skill:NAME" is taken for "/skill:NAME" (Slack, whose clients do not
+// send text starting with "/"). A skill file that cannot be read leaves
+// the text as it is (logged).
 func (s *Set) Expand(text string) string {
 	sk, _ := skills.Load(s.src)
+	if strings.HasPrefix(text, "!skill:") {
+		if out, ok, err := skills.ExpandSkill("/"+text[1:], sk); ok && err == nil {
+			return out
+		}
+	}
 	ts, _ := skills.LoadTemplates(s.src)
 	out, err := skills.Expand(text, sk, ts)
 	if err != nil {
