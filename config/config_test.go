@@ -272,6 +272,7 @@ func TestValidateExtend(t *testing.T) {
 		{"ok", func(c *Config) {
 			c.Hooks = map[string]Hook{"guard": {Command: "/bin/guard", Events: []string{"tool_call", "input"}, Fail: "closed"}}
 		}, ""},
+		{"relative command", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "./guard.py", Events: []string{"input"}}} }, "hooks.g.command"},
 		{"no command", func(c *Config) { c.Hooks = map[string]Hook{"g": {Events: []string{"input"}}} }, "hooks.g.command"},
 		{"no events", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x"}} }, "hooks.g.events"},
 		{"unknown event", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"turn_start"}}} }, "hooks.g.events[0]"},

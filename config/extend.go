@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Hook configures one hook program (hooks.NAME).
@@ -54,8 +56,11 @@ func (c Config) validateExtend(bad func(key, format string, args ...any)) {
 		if !hookNameRE.MatchString(name) {
 			bad(key, "hook names are 1-64 characters of letters, digits, _ and -")
 		}
-		if h.Command == "" {
+		switch {
+		case h.Command == "":
 			bad(key+".command", "required: the hook's executable")
+		case !filepath.IsAbs(h.Command) && strings.Contains(h.Command, "/"):
+			bad(key+".command", "%q must be an absolute path or a program name found in PATH (a relative path would run from the workspace, which the model can write)", h.Command)
 		}
 		if len(h.Events) == 0 {
 			bad(key+".events", "required: one or more of %v", hookEvents)

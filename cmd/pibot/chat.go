@@ -135,7 +135,11 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 		closeResumed()
 		return nil, err
 	}
-	ext := newExtensions(cfg, tb.ws, log)
+	ext, err := newExtensions(cfg, tb.ws, log)
+	if err != nil {
+		closeResumed()
+		return nil, err
+	}
 	prompt, err := tb.prompt(cfg, false, ext.SkillsBlock).build()
 	if err != nil {
 		closeResumed()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -33,7 +34,10 @@ func TestPromptListsSkillsWhenReadIsOn(t *testing.T) {
 	cfg := config.Default()
 	cfg.Agent.SkillsDirs = []string{extra}
 	var logs strings.Builder
-	ext := newExtensions(cfg, ws, newTestLogger(&logs))
+	ext, err := newExtensions(cfg, ws, newTestLogger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n := strings.Count(logs.String(), filepath.Join(ws, ".pi", "skills", "bad", "SKILL.md")); n != 1 {
 		t.Errorf("the malformed skill is named in %d log lines, want 1:\n%s", n, logs.String())
 	}
@@ -65,3 +69,40 @@ func TestPromptListsSkillsWhenReadIsOn(t *testing.T) {
 }
 
 func newTestLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// A hook program (or a script it is given) inside the workspace is
+// refused: the model writes there and would choose what the hook does.
+func TestHookInsideWorkspaceRefused(t *testing.T) {
+	ws := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "guard.sh")
+	link := filepath.Join(t.TempDir(), "link.sh")
+	if err := os.Symlink(filepath.Join(ws, "guard.sh"), link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		hook config.Hook
+		key  string // "" means accepted
+	}{
+		{"outside", config.Hook{Command: outside}, ""},
+		{"in PATH", config.Hook{Command: "python3", Args: []string{"-u"}}, ""},
+		{"in the workspace", config.Hook{Command: filepath.Join(ws, "hooks", "guard.sh")}, "hooks.h.command"},
+		{"the workspace's script", config.Hook{Command: "python3", Args: []string{filepath.Join(ws, "guard.py")}}, "hooks.h.args[0]"},
+		{"a link into the workspace", config.Hook{Command: link}, "hooks.h.command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			tt.hook.Events = []string{"input"}
+			cfg.Hooks = map[string]config.Hook{"h": tt.hook}
+			_, err := newExtensions(cfg, ws, nil)
+			var cerr *config.Error
+			switch {
+			case tt.key == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.key != "" && (!errors.As(err, &cerr) || cerr.Key != tt.key):
+				t.Errorf("error %v, want one naming %s", err, tt.key)
+			}
+		})
+	}
+}

@@ -95,7 +95,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		return st, err
 	}
 	model := defaultModel(cfg, reg)
-	ext := newExtensions(cfg, tb.ws, log)
+	ext, err := newExtensions(cfg, tb.ws, log)
+	if err != nil {
+		return st, err
+	}
 	prompt := tb.prompt(cfg, true, ext.SkillsBlock)
 	gcfg := gateway.Config{
 		DataDir:     cfg.DataDir,
