@@ -86,27 +86,39 @@ func messageText(c *chat.Command) string {
 	return strings.TrimSpace("/" + c.Name + " " + c.Args)
 }
 
-// applyInput runs ext.Input on a message item before it is routed. It
-// reports false when the message was answered instead (a hook handled or
-// refused it); the caller then acknowledges it.
-func applyInput(ctx context.Context, ext Extensions, log *slog.Logger, item *inboxItem, reply func(string)) bool {
+// inputOutcome is what applyInput made of a message.
+type inputOutcome int
+
+const (
+	// inputRun: route the message (its text possibly changed).
+	inputRun inputOutcome = iota
+	// inputAnswered: a hook handled or refused it; acknowledge it.
+	inputAnswered
+	// inputLater: pibot is stopping; the message stays in the inbox.
+	inputLater
+)
+
+// applyInput runs ext.Input on a message item before it is routed.
+func applyInput(ctx context.Context, ext Extensions, log *slog.Logger, item *inboxItem, reply func(string)) inputOutcome {
 	if ext == nil || item.In.Text == "" {
-		return true
+		return inputRun
 	}
 	text, answer, handled, err := ext.Input(ctx, item.In)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return inputLater
 	case err != nil:
 		log.Warn("message refused by a hook", "conv", item.In.Conv.Key(), "err", err)
 		reply("⚠️ This message was not processed: a hook refused it (the details are in pibot's log).")
-		return false
+		return inputAnswered
 	case handled:
 		if answer != "" {
 			reply(answer)
 		}
-		return false
+		return inputAnswered
 	}
 	item.In.Text = text
-	return true
+	return inputRun
 }
 
 // beforeStart asks the hooks what to add to the system prompt of a run

@@ -163,3 +163,35 @@ func waitAcked(t *testing.T, h *harness) {
 	t.Helper()
 	h.waitFor("the inbox to empty", func() bool { return len(pendingOf(h)) == 0 })
 }
+
+// A message whose input hook is still working when pibot stops is not
+// lost: it stays in the inbox and is taken up at the next start.
+func TestInputHookAtShutdown(t *testing.T) {
+	dir := t.TempDir()
+	hookPath := filepath.Join(dir, "hook.sh")
+	script := `#!/bin/sh
+read -r req
+d="$(dirname "$0")"
+if [ ! -e "$d/seen" ]; then touch "$d/seen"; exec sleep 30; fi
+echo '{}'`
+	if err := os.WriteFile(hookPath, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	set := extensions.New(skills.Sources{Workspace: dir},
+		[]hooks.Hook{{Name: "slow", Command: hookPath, Events: []string{hooks.EventInput}, Timeout: time.Minute}}, nil)
+	h := newHarness(t, []faux.Turn{faux.Text("answered after the restart")}, withConfig(func(c *gateway.Config) {
+		c.Extensions = set
+		c.DrainTimeout = 200 * time.Millisecond
+	}))
+	<-h.g.Ready()
+	h.send("hello")
+	h.waitFor("the hook to start", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "seen"))
+		return err == nil
+	})
+	h.restart()
+	h.waitText(dmConv, "answered after the restart")
+	if msgs := h.ad.Messages(dmConv); slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, "not processed") }) {
+		t.Errorf("the message was refused at shutdown: %q", msgs)
+	}
+}

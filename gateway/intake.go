@@ -228,8 +228,11 @@ func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
 func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool) {
 	switch item.Kind {
 	case itemMessage:
-		if applyInput(ctx, i.ext, i.log, &item, func(md string) { i.reply(ctx, item.In, md) }) {
+		switch applyInput(ctx, i.ext, i.log, &item, func(md string) { i.reply(ctx, item.In, md) }) {
+		case inputRun:
 			i.route(ctx, &pending{item: item, inbox: ref})
+			return
+		case inputLater: // stopping: replayed at the next start
 			return
 		}
 	case itemCommand:

@@ -199,6 +199,9 @@ func (r *run) execute(ps []*pending) {
 	if err == nil {
 		var add string
 		add, err = beforeStart(ctx, o.cfg.Extensions, prompts)
+		if err != nil && ctx.Err() != nil {
+			err = nil // stopping: the run ends as every run at shutdown does
+		}
 		if err != nil {
 			o.log.Warn("run refused by a hook", "loc", loc.key, "err", err)
 			err = errors.New("⚠️ This request was not run: a hook refused it (the details are in pibot's log)")
