@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -31,6 +32,9 @@ func newExtensions(cfg config.Config, ws string, log *slog.Logger) (*extensions.
 				return nil, &config.Error{Key: key,
 					Msg: fmt.Sprintf("%s is inside the workspace %s, where the model can change it; keep hooks elsewhere", p, ws)}
 			}
+		}
+		if _, err := exec.LookPath(h.Command); err != nil {
+			return nil, &config.Error{Key: "hooks." + name + ".command", Msg: fmt.Sprintf("%s: not found or not executable", h.Command)}
 		}
 		hs = append(hs, hooks.Hook{Name: name, Command: h.Command, Args: h.Args, Events: h.Events,
 			Timeout: h.Timeout.D(), FailClosed: h.Fail == "closed", Dir: ws})

@@ -75,6 +75,9 @@ func newTestLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTe
 func TestHookInsideWorkspaceRefused(t *testing.T) {
 	ws := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "guard.sh")
+	if err := os.WriteFile(outside, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(t.TempDir(), "link.sh")
 	if err := os.Symlink(filepath.Join(ws, "guard.sh"), link); err != nil {
 		t.Fatal(err)
@@ -85,9 +88,10 @@ func TestHookInsideWorkspaceRefused(t *testing.T) {
 		key  string // "" means accepted
 	}{
 		{"outside", config.Hook{Command: outside}, ""},
-		{"in PATH", config.Hook{Command: "python3", Args: []string{"-u"}}, ""},
+		{"in PATH", config.Hook{Command: "sh", Args: []string{"-u"}}, ""},
+		{"missing", config.Hook{Command: filepath.Join(t.TempDir(), "gone")}, "hooks.h.command"},
 		{"in the workspace", config.Hook{Command: filepath.Join(ws, "hooks", "guard.sh")}, "hooks.h.command"},
-		{"the workspace's script", config.Hook{Command: "python3", Args: []string{filepath.Join(ws, "guard.py")}}, "hooks.h.args[0]"},
+		{"the workspace's script", config.Hook{Command: "sh", Args: []string{filepath.Join(ws, "guard.sh")}}, "hooks.h.args[0]"},
 		{"a link into the workspace", config.Hook{Command: link}, "hooks.h.command"},
 	}
 	for _, tt := range tests {
