@@ -194,7 +194,7 @@ var rules = []rule{
 		why: "the fake Slack speaks Slack's wire formats (Web API, Socket Mode, signed HTTP events), not pibot's"},
 	{pkg: "e2e", testOnly: true,
 		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
-			"llm", "providers/...", "session/...", "tools/...", telegramSDK, slackSDK, chromedp},
+			"internal/extensions", "llm", "providers/...", "session/...", "tools/...", telegramSDK, slackSDK, chromedp},
 		why: "end-to-end tests drive the real layers from the outside"},
 	{pkg: "bench/gateway/serveprobe", testOnly: true, why: "the probe runs the binary from outside: stdlib only"},
 	{pkg: "bench/sessions/ctx", may: []string{"llm", "session"}, testOnly: true, why: "the session benchmark times the session package alone"},
