@@ -49,6 +49,9 @@ type command struct {
 	help string // what it does, for /help and the platform's command list
 	// hidden commands work but are not listed (/start).
 	hidden bool
+	// noMenu commands are in /help but not in the platforms' menus
+	// (/skill:NAME, which no menu takes).
+	noMenu bool
 	// dm and group say who may use it in DMs and in groups.
 	dm, group right
 	// looks lists the arguments that only look, for rightOwnersToChange.
@@ -327,7 +330,7 @@ func (cmd command) refusal(dm bool, arg string) string {
 func (cs *commands) specs() []chat.CommandSpec {
 	var out []chat.CommandSpec
 	for _, c := range cs.table {
-		if !c.hidden {
+		if !c.hidden && !c.noMenu {
 			out = append(out, chat.CommandSpec{Name: c.name, Description: c.help})
 		}
 	}

@@ -16,8 +16,9 @@ import (
 // offered as commands, skill and template expansion, and hooks.
 // cmd/pibot builds them (agent/skills, agent/hooks); nil means none.
 type Extensions interface {
-	// Commands are the prompt templates: commands whose text is a
-	// message, expanded by Input.
+	// Commands are the prompt templates and, named "skill:NAME", the
+	// skills: commands whose text is a message, expanded by Input.
+	// Skills are listed in /help only (no platform menu takes ':').
 	Commands() []chat.CommandSpec
 	// Input turns a chat message into the prompt: the input hooks, then
 	// "/skill:NAME" and template expansion. handled means the hooks
@@ -56,6 +57,10 @@ func templateCommands(ext Extensions, builtin []command, log *slog.Logger) []com
 		taken[c.name] = true
 	}
 	for _, s := range ext.Commands() {
+		if strings.HasPrefix(s.Name, "skill:") && !strings.ContainsAny(s.Name, " \t\n") {
+			out = append(out, command{name: s.Name, args: "[text]", help: helpOf(s), intake: true, message: true, noMenu: true})
+			continue
+		}
 		switch {
 		case !templateNameRE.MatchString(s.Name):
 			log.Warn("prompt template not offered as a command: its name must be 1-32 characters of a-z, 0-9 and _", "name", s.Name)
@@ -68,16 +73,24 @@ func templateCommands(ext Extensions, builtin []command, log *slog.Logger) []com
 			continue
 		}
 		taken[s.Name] = true
-		help := strings.TrimSpace(s.Description)
-		if help == "" {
-			help = "prompt template"
-		}
-		if utf8.RuneCountInString(help) > 100 {
-			help = string([]rune(help)[:99]) + "…"
-		}
-		out = append(out, command{name: s.Name, help: help, intake: true, message: true})
+		out = append(out, command{name: s.Name, help: helpOf(s), intake: true, message: true})
 	}
 	return out
+}
+
+// helpOf is the help line of a template or skill: its description, at
+// most 100 characters (Discord's limit), or a word on what it is.
+func helpOf(s chat.CommandSpec) string {
+	help := strings.Join(strings.Fields(s.Description), " ")
+	switch {
+	case help == "" && strings.HasPrefix(s.Name, "skill:"):
+		return "skill"
+	case help == "":
+		return "prompt template"
+	case utf8.RuneCountInString(help) > 100:
+		return string([]rune(help)[:99]) + "…"
+	}
+	return help
 }
 
 // messageText is the text of a message command's item: the command as the

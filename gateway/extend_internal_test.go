@@ -33,6 +33,7 @@ func TestTemplateCommands(t *testing.T) {
 		{Name: "Upper", Description: "upper case"},
 		{Name: "empty"},
 		{Name: "long", Description: long},
+		{Name: "skill:deploy", Description: "How\nwe deploy."},
 	}
 	for i := 0; len(specs) < 120; i++ {
 		specs = append(specs, chat.CommandSpec{Name: fmt.Sprintf("t%d", i), Description: "x"})
@@ -41,7 +42,14 @@ func TestTemplateCommands(t *testing.T) {
 	builtin := commandTable()
 	got := templateCommands(specs, builtin, slog.New(slog.NewTextHandler(&logs, nil)))
 	byName := map[string]command{}
+	skill := 0
 	for _, c := range got {
+		if c.noMenu {
+			skill++
+			if c.name != "skill:deploy" || c.help != "How we deploy." {
+				t.Errorf("skill command %+v", c)
+			}
+		}
 		if !c.message || !c.intake || c.dm != rightAnyone || c.group != rightAnyone {
 			t.Errorf("/%s: %+v, want a message command for anyone", c.name, c)
 		}
@@ -61,7 +69,10 @@ func TestTemplateCommands(t *testing.T) {
 			t.Errorf("/%s skipped without a log line", name)
 		}
 	}
-	if n := len(builtin) + len(got); n != maxCommands {
+	if skill != 1 {
+		t.Errorf("%d skill commands, want 1", skill)
+	}
+	if n := len(builtin) + len(got) - skill; n != maxCommands {
 		t.Errorf("%d commands in all, want the cap %d", n, maxCommands)
 	}
 	if templateCommands(nil, builtin, slog.Default()) != nil {

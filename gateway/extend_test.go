@@ -84,8 +84,12 @@ func TestExtensions(t *testing.T) {
 	if !slices.Contains(listed, "review: Review a file") || slices.ContainsFunc(listed, func(s string) bool { return strings.HasPrefix(s, "bad-name") }) {
 		t.Errorf("platform commands %q: want review, not bad-name", listed)
 	}
-	if help := h.answer(dmConv, "owner", "/help"); !strings.Contains(help, "- `/review` — Review a file") {
-		t.Errorf("/help does not list the template:\n%s", help)
+	if help := h.answer(dmConv, "owner", "/help"); !strings.Contains(help, "- `/review` — Review a file") ||
+		!strings.Contains(help, "- `/skill:deploy [text]` — How we deploy.") {
+		t.Errorf("/help does not list the template and the skill:\n%s", help)
+	}
+	if slices.ContainsFunc(listed, func(s string) bool { return strings.HasPrefix(s, "skill:") }) {
+		t.Errorf("a skill in the platform's menu: %q", listed)
 	}
 
 	h.send("/review src/x.go error handling")

@@ -68,11 +68,15 @@ func New(src skills.Sources, hs []hooks.Hook, log *slog.Logger) *Set {
 	for _, t := range ts {
 		s.commands = append(s.commands, chat.CommandSpec{Name: t.Name, Description: t.Description})
 	}
+	for _, k := range sk {
+		s.commands = append(s.commands, chat.CommandSpec{Name: "skill:" + k.Name, Description: k.Description})
+	}
 	log.Info("extensions", "skills", len(sk), "templates", len(ts), "hooks", len(hs))
 	return s
 }
 
-// Commands returns the prompt templates found at start.
+// Commands returns the prompt templates and (as "skill:NAME") the skills
+// found at start.
 func (s *Set) Commands() []chat.CommandSpec { return s.commands }
 
 // SkillsBlock returns the system prompt's skills section (pi's text; ""
