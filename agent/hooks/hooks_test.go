@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -248,5 +249,23 @@ func TestNilRunner(t *testing.T) {
 	res, err := r.Input(t.Context(), Input{Text: "x"})
 	if err != nil || res.Text != "x" {
 		t.Errorf("%+v %v", res, err)
+	}
+}
+
+// A hook that reads nothing and answers nothing (true) continues, even
+// when the event is too big for the pipe.
+func TestHookThatIgnoresStdin(t *testing.T) {
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true")
+	}
+	var logs bytes.Buffer
+	r := New([]Hook{{Name: "noop", Command: truePath, Events: []string{EventToolResult}, FailClosed: true}}, logger(&logs))
+	out := agent.ToolResult{Content: []llm.Content{llm.TextBlock(strings.Repeat("x", 1<<20))}}
+	if err := r.ToolResult(t.Context(), agent.ToolCall{Name: "read", Args: json.RawMessage(`{}`)}, &out); err != nil {
+		t.Fatalf("%v (log %s)", err, logs.String())
+	}
+	if out.IsError || len(out.Content[0].Text) != 1<<20 {
+		t.Error("the result changed")
 	}
 }
