@@ -24,6 +24,8 @@ type Config struct {
 	Adapter Adapters `yaml:"adapters"`
 	// Providers maps a provider name to its settings.
 	Providers map[string]Provider `yaml:"providers"`
+	// Hooks maps a hook name to its program (config/extend.go).
+	Hooks map[string]Hook `yaml:"hooks"`
 	// File is the file this configuration was read from, "" for the
 	// defaults. It is not a key of the file: the loader sets it, so that
 	// tools can be kept away from it.
@@ -86,6 +88,9 @@ type Agent struct {
 	Fallbacks []string `yaml:"fallbacks"`
 	// Limits are the resource limits of every bash call.
 	Limits Limits `yaml:"limits"`
+	// SkillsDirs are skill folders besides <workspace>/.pi/skills and
+	// ~/.pi/agent/skills (config/extend.go).
+	SkillsDirs []string `yaml:"skills_dirs"`
 }
 
 // Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.

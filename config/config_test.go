@@ -42,7 +42,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				p := path + "." + n.Content[i].Value
-				if path == ".providers" {
+				if path == ".providers" || path == ".hooks" {
 					p = path + ".*"
 				}
 				have[p] = true
@@ -81,7 +81,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		case reflect.Slice:
 			schema(tp.Elem(), path+"[]")
 		case reflect.Map:
-			if path == ".providers" {
+			if path == ".providers" || path == ".hooks" {
 				schema(tp.Elem(), path+".*")
 			}
 		}
@@ -260,5 +260,45 @@ func TestDiscordGuildIDsAreStrings(t *testing.T) {
 	}
 	if got := c.Adapter.Discord.Guilds; len(got) != 1 || got[0] != "123456789012345678" || !c.DiscordEnabled() {
 		t.Fatalf("guilds = %q, enabled %v", got, c.DiscordEnabled())
+	}
+}
+
+func TestValidateExtend(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(c *Config)
+		want string // "" means valid
+	}{
+		{"ok", func(c *Config) {
+			c.Hooks = map[string]Hook{"guard": {Command: "/bin/guard", Events: []string{"tool_call", "input"}, Fail: "closed"}}
+		}, ""},
+		{"relative command", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "./guard.py", Events: []string{"input"}}} }, "hooks.g.command"},
+		{"no command", func(c *Config) { c.Hooks = map[string]Hook{"g": {Events: []string{"input"}}} }, "hooks.g.command"},
+		{"no events", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x"}} }, "hooks.g.events"},
+		{"unknown event", func(c *Config) { c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"turn_start"}}} }, "hooks.g.events[0]"},
+		{"bad fail", func(c *Config) {
+			c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Fail: "maybe"}}
+		}, "hooks.g.fail"},
+		{"negative timeout", func(c *Config) {
+			c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Timeout: -1}}
+		}, "hooks.g.timeout"},
+		{"bad name", func(c *Config) { c.Hooks = map[string]Hook{"a b": {Command: "x", Events: []string{"input"}}} }, "hooks.a b"},
+		{"empty skills dir", func(c *Config) { c.Agent.SkillsDirs = []string{""} }, "agent.skills_dirs[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.edit(&c)
+			err := c.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate() = %v, want an error naming %s", err, tt.want)
+			}
+		})
 	}
 }

@@ -49,6 +49,9 @@ type command struct {
 	help string // what it does, for /help and the platform's command list
 	// hidden commands work but are not listed (/start).
 	hidden bool
+	// noMenu commands are in /help but not in the platforms' menus
+	// (/skill:NAME, which no menu takes).
+	noMenu bool
 	// dm and group say who may use it in DMs and in groups.
 	dm, group right
 	// looks lists the arguments that only look, for rightOwnersToChange.
@@ -62,8 +65,11 @@ type command struct {
 	intake bool
 	// queue, if set, makes the command's text a message with that queue
 	// mode (/steer, /followup); handle is then nil.
-	queue  string
-	handle func(ctx context.Context, c *invocation)
+	queue string
+	// message: the command's whole text is a message (a prompt
+	// template, expanded before the run); handle is then nil.
+	message bool
+	handle  func(ctx context.Context, c *invocation)
 }
 
 // commandTable lists the commands in /help order.
@@ -99,7 +105,10 @@ const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch but
 // commands answers chat commands and button presses. It holds no gateway:
 // what the handlers use comes in through its fields.
 type commands struct {
-	table     []command
+	table []command
+	// skills: "skill:NAME" (Slack's /pi skill:NAME) is a message for the
+	// skill expansion, not an unknown command.
+	skills    bool
 	log       *slog.Logger
 	rights    senderRights
 	models    Models
@@ -242,6 +251,9 @@ func (cs *commands) dispatch(ctx context.Context, in chat.Inbound, replay bool) 
 func (cs *commands) invoke(ctx context.Context, c *invocation) (mode string, handled bool) {
 	in := c.in
 	cmd, ok := cs.lookup(c.name)
+	if !ok && cs.skills && strings.HasPrefix(c.name, "skill:") {
+		return "", false
+	}
 	if !ok {
 		c.tell(ctx, "Unknown command `/%s`. Send /help for the list.", c.name)
 		return "", true
@@ -255,6 +267,9 @@ func (cs *commands) invoke(ctx context.Context, c *invocation) (mode string, han
 	if !owner && (r == rightOwners || r == rightOwnersToChange && !slices.Contains(cmd.looks, c.arg)) {
 		c.tell(ctx, "%s", cmd.refusal(in.Conv.DM, c.arg))
 		return "", true
+	}
+	if cmd.message {
+		return "", false
 	}
 	if cmd.queue != "" {
 		if c.arg == "" {
@@ -315,7 +330,7 @@ func (cmd command) refusal(dm bool, arg string) string {
 func (cs *commands) specs() []chat.CommandSpec {
 	var out []chat.CommandSpec
 	for _, c := range cs.table {
-		if !c.hidden {
+		if !c.hidden && !c.noMenu {
 			out = append(out, chat.CommandSpec{Name: c.name, Description: c.help})
 		}
 	}

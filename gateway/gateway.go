@@ -133,6 +133,8 @@ type Config struct {
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
 	Metrics      *Metrics
+	// Extensions are the prompt templates, skills and hooks (nil: none).
+	Extensions Extensions
 }
 
 // Gateway routes chat events to session owners. Create it with New and

@@ -33,7 +33,8 @@ func wireCommands(g *Gateway) {
 		tools:    g.cfg.Tools,
 	})
 	g.commands = &commands{
-		table:     commandTable(),
+		table:     append(commandTable(), templateCommands(g.cfg.Extensions, commandTable(), g.log)...),
+		skills:    g.cfg.Extensions != nil,
 		log:       g.log,
 		rights:    g.access,
 		models:    g.models,

@@ -38,6 +38,8 @@ type intake struct {
 	route      func(ctx context.Context, p *pending)
 	refused    func(ctx context.Context, in chat.Inbound, err error)
 	runContext func() context.Context
+	// ext expands messages and runs the input hooks (nil: none).
+	ext Extensions
 }
 
 // wireIntake builds the intake of g.
@@ -61,6 +63,7 @@ func wireIntake(g *Gateway) *intake {
 			g.health.storageDown(ctx, in)
 		},
 		runContext: g.runContext,
+		ext:        g.cfg.Extensions,
 	}
 }
 
@@ -126,6 +129,9 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			// Its interaction is answered (dispatch): the run replies.
 			item.Mode = mode
 			item.In.Text = in.Command.Args
+			if mode == "" { // a prompt template: expanded before the run
+				item.In.Text = messageText(in.Command)
+			}
 			item.In.Command = nil
 			item.In.Interaction = nil
 		} else {
@@ -222,8 +228,13 @@ func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
 func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool) {
 	switch item.Kind {
 	case itemMessage:
-		i.route(ctx, &pending{item: item, inbox: ref})
-		return
+		switch applyInput(ctx, i.ext, i.log, &item, func(md string) { i.reply(ctx, item.In, md) }) {
+		case inputRun:
+			i.route(ctx, &pending{item: item, inbox: ref})
+			return
+		case inputLater: // stopping: replayed at the next start
+			return
+		}
 	case itemCommand:
 		i.commands.dispatch(ctx, item.In, replay)
 	case itemPress:

@@ -195,7 +195,20 @@ func (r *run) execute(ps []*pending) {
 	if err == nil {
 		r.model, err = resolveModel(o.cfg, o.models, modelRef)
 	}
-	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
+	cfg := r.agentConfig(thinking)
+	if err == nil {
+		var add string
+		add, err = beforeStart(ctx, o.cfg.Extensions, prompts)
+		if err != nil && ctx.Err() != nil {
+			err = nil // stopping: the run ends as every run at shutdown does
+		}
+		if err != nil {
+			o.log.Warn("run refused by a hook", "loc", loc.key, "err", err)
+			err = errors.New("⚠️ This request was not run: a hook refused it (the details are in pibot's log)")
+		}
+		cfg.SystemPrompt += add
+	}
+	r.setHandles(agent.New(cfg, history), ctl)
 	if err != nil {
 		// Keep the user's message, and say what is missing.
 		for _, t := range prompts {
@@ -219,8 +232,12 @@ func (r *run) execute(ps []*pending) {
 	}
 	start := time.Now()
 	maint := r.maintenance()
+	var ended []llm.Message // for the agent_end hooks
 	emit := func(e agent.Event) {
 		maint.Observe(e)
+		if e.Type == agent.EventMessageEnd && e.Message != nil && o.cfg.Extensions != nil {
+			ended = append(ended, *e.Message)
+		}
 		r.emit(e)
 	}
 	if len(prompts) == 0 {
@@ -241,6 +258,10 @@ func (r *run) execute(ps []*pending) {
 	r.gate.close()
 	r.deliver()
 	o.metrics.runEnded(time.Since(start))
+	// agent_end hooks observe; they run after the reply is out.
+	if ext := o.cfg.Extensions; ext != nil && len(ended) > 0 {
+		ext.End(context.WithoutCancel(ctx), ended)
+	}
 }
 
 // recipient is the user the reply is for (native streams in Slack channels
@@ -318,6 +339,9 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		Watchdog:     o.cfg.Watchdog,
 		SessionID:    r.o.sess.Header().ID,
 		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
+	}
+	if o.cfg.Extensions != nil {
+		cfg.Hooks = o.cfg.Extensions.Hooks(cfg.Hooks)
 	}
 	if r.model != nil {
 		cfg.Thinking = r.model.Info().ClampThinking(thinking)

@@ -15,6 +15,7 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/internal/extensions"
 	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
@@ -73,6 +74,8 @@ type chatRun struct {
 	sess   *session.Session
 	rec    *sessionview.Runner
 	header session.Header
+	// ext expands /skill:NAME and prompt templates.
+	ext *extensions.Set
 	// err is the first write failure; the run is aborted when it happens.
 	err error
 }
@@ -132,7 +135,12 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 		closeResumed()
 		return nil, err
 	}
-	prompt, err := tb.prompt(cfg, false).build()
+	ext, err := newExtensions(cfg, tb.ws, log)
+	if err != nil {
+		closeResumed()
+		return nil, err
+	}
+	prompt, err := tb.prompt(cfg, false, ext.SkillsBlock).build()
 	if err != nil {
 		closeResumed()
 		return nil, err
@@ -161,7 +169,7 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 	a := agent.New(agent.Config{
 		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun(nil),
 		Retry: retryConfig(cfg), SessionID: sess.Header().ID,
-		Watchdog: watchdog(cfg, log, nil),
+		Watchdog: watchdog(cfg, log, nil), Hooks: ext.Hooks(agent.Hooks{}),
 	}, history)
 	settings := compactionSettings(cfg)
 	maint := sessionview.Maintenance(settings,
@@ -169,7 +177,7 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 			return sessionview.Compact(ctx, sess, head, a.Model(), settings, instructions, thinking)
 		},
 		func() ([]llm.Message, error) { return sessionview.Messages(sess, head) })
-	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header()}, nil
+	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header(), ext: ext}, nil
 }
 
 // prompt runs one user prompt, then the automatic compaction check. emit
@@ -186,6 +194,9 @@ func (r *chatRun) prompt(ctx context.Context, text string, emit func(agent.Event
 		if emit != nil {
 			emit(ev)
 		}
+	}
+	if r.ext != nil {
+		text = r.ext.Expand(text)
 	}
 	if err := r.agent.Prompt(ctx, wrapped, llm.UserText(text, time.Now().UnixMilli())); err != nil {
 		return err

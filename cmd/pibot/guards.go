@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/internal/extensions"
 	"github.com/pibot/pibot/providers"
 )
 
@@ -13,6 +14,9 @@ var (
 	_ chat.Typer     = (*endOnEOF)(nil)
 	_ chat.Responder = (*endOnEOF)(nil)
 )
+
+// The extensions are what the gateway plugs into runs.
+var _ gateway.Extensions = (*extensions.Set)(nil)
 
 // The registry is what fallbackModels resolves through.
 var _ gateway.Models = (*providers.Registry)(nil)

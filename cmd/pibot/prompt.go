@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +38,9 @@ type promptBuilder struct {
 	tools []llm.ToolSpec
 	// customFile replaces the default body when set (agent.system_prompt_file).
 	customFile string
-	now        func() time.Time
+	// skills returns pi's skills block ("" without skills); nil: none.
+	skills func() string
+	now    func() time.Time
 }
 
 // build returns the system prompt: the default body (or the custom file),
@@ -56,6 +59,10 @@ func (p promptBuilder) build() (string, error) {
 	if ctx := p.projectContext(); ctx != "" {
 		b.WriteString("\n\n# Project Context\n\nProject-specific instructions and guidelines:\n\n")
 		b.WriteString(ctx)
+	}
+	if p.skills != nil && slices.ContainsFunc(p.tools, func(t llm.ToolSpec) bool { return t.Name == "read" }) {
+		// As pi: skills are listed only when the model can read them.
+		b.WriteString(p.skills())
 	}
 	now := time.Now
 	if p.now != nil {

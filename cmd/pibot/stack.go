@@ -95,7 +95,11 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		return st, err
 	}
 	model := defaultModel(cfg, reg)
-	prompt := tb.prompt(cfg, true)
+	ext, err := newExtensions(cfg, tb.ws, log)
+	if err != nil {
+		return st, err
+	}
+	prompt := tb.prompt(cfg, true, ext.SkillsBlock)
 	gcfg := gateway.Config{
 		DataDir:     cfg.DataDir,
 		Model:       model,
@@ -126,6 +130,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		IdleEvict:       cfg.Agent.IdleEvict.D(),
 		Watchdog:        watchdog(cfg, log, metrics),
 		Logger:          log,
+		Extensions:      ext,
 	}
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)

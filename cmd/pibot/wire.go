@@ -105,8 +105,9 @@ func (t *toolbox) specs(withAttach bool) []llm.ToolSpec {
 }
 
 // prompt returns the system prompt builder for these tools.
-func (t *toolbox) prompt(cfg config.Config, withAttach bool) promptBuilder {
-	return promptBuilder{workspace: t.ws, tools: t.specs(withAttach), customFile: cfg.Agent.SystemPromptFile}
+// skills, if set, gives the skills block (listed when read is on).
+func (t *toolbox) prompt(cfg config.Config, withAttach bool, skills func() string) promptBuilder {
+	return promptBuilder{workspace: t.ws, tools: t.specs(withAttach), customFile: cfg.Agent.SystemPromptFile, skills: skills}
 }
 
 // compactionSettings maps agent.compaction.

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/llm"
+)
+
+// The skills of the workspace and of agent.skills_dirs are listed in the
+// system prompt, before the date, when read is among the tools, and not
+// otherwise (as pi).
+func TestPromptListsSkillsWhenReadIsOn(t *testing.T) {
+	t.Setenv("PI_CODING_AGENT_DIR", t.TempDir()) // not the developer's own skills
+	ws, extra := t.TempDir(), t.TempDir()
+	for path, body := range map[string]string{
+		filepath.Join(ws, ".pi", "skills", "deploy", "SKILL.md"): "---\ndescription: How we deploy.\n---\nRun make deploy.\n",
+		filepath.Join(extra, "lint", "SKILL.md"):                 "---\ndescription: How we lint.\n---\nRun make lint.\n",
+		filepath.Join(ws, ".pi", "skills", "bad", "SKILL.md"):    "---\nname: bad\n---\nno description\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	cfg.Agent.SkillsDirs = []string{extra}
+	var logs strings.Builder
+	ext, err := newExtensions(cfg, ws, newTestLogger(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), filepath.Join(ws, ".pi", "skills", "bad", "SKILL.md")); n != 1 {
+		t.Errorf("the malformed skill is named in %d log lines, want 1:\n%s", n, logs.String())
+	}
+	now := func() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC) }
+	tests := []struct {
+		name  string
+		tools []llm.ToolSpec
+		want  bool
+	}{
+		{"read on", []llm.ToolSpec{{Name: "read", Description: "Read."}, {Name: "bash", Description: "Run."}}, true},
+		{"read off", []llm.ToolSpec{{Name: "bash", Description: "Run."}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := promptBuilder{workspace: ws, tools: tt.tools, skills: ext.SkillsBlock, now: now}.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			block := "<skill>\n    <name>deploy</name>\n    <description>How we deploy.</description>\n    <location>" +
+				filepath.Join(ws, ".pi", "skills", "deploy", "SKILL.md") + "</location>\n  </skill>\n  <skill>\n    <name>lint</name>"
+			if strings.Contains(got, block) != tt.want {
+				t.Errorf("skills listed: %v, want %v:\n%s", !tt.want, tt.want, got)
+			}
+			if tt.want && !strings.Contains(got, "</available_skills>\n\nCurrent date: 2026-03-04") {
+				t.Errorf("the skills block must come right before the date:\n%s", got)
+			}
+		})
+	}
+}
+
+func newTestLogger(w *strings.Builder) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// A hook program (or a script it is given) inside the workspace is
+// refused: the model writes there and would choose what the hook does.
+func TestHookInsideWorkspaceRefused(t *testing.T) {
+	ws := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "guard.sh")
+	if err := os.WriteFile(outside, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link.sh")
+	if err := os.Symlink(filepath.Join(ws, "guard.sh"), link); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		hook config.Hook
+		key  string // "" means accepted
+	}{
+		{"outside", config.Hook{Command: outside}, ""},
+		{"in PATH", config.Hook{Command: "sh", Args: []string{"-u"}}, ""},
+		{"missing", config.Hook{Command: filepath.Join(t.TempDir(), "gone")}, "hooks.h.command"},
+		{"in the workspace", config.Hook{Command: filepath.Join(ws, "hooks", "guard.sh")}, "hooks.h.command"},
+		{"the workspace's script", config.Hook{Command: "sh", Args: []string{filepath.Join(ws, "guard.sh")}}, "hooks.h.args[0]"},
+		{"a link into the workspace", config.Hook{Command: link}, "hooks.h.command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			tt.hook.Events = []string{"input"}
+			cfg.Hooks = map[string]config.Hook{"h": tt.hook}
+			_, err := newExtensions(cfg, ws, nil)
+			var cerr *config.Error
+			switch {
+			case tt.key == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.key != "" && (!errors.As(err, &cerr) || cerr.Key != tt.key):
+				t.Errorf("error %v, want one naming %s", err, tt.key)
+			}
+		})
+	}
+}
