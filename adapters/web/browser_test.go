@@ -240,7 +240,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("thread view shows main-line messages: %q", v)
 	}
 	panel := text(`Array.from(document.querySelectorAll('#threads li')).map(li => li.textContent).join("|")`)
-	if !strings.HasPrefix(panel, "Main line|Hello, world!") {
+	if !strings.HasPrefix(panel, "Main line|in thread") {
 		t.Errorf("side panel: %q", panel)
 	}
 

@@ -3,6 +3,7 @@ package chattest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/pibot/pibot/chat"
@@ -28,13 +29,16 @@ func NewHistory(platform chat.Platform) *History {
 	return &History{platform: platform, trans: map[string]chat.Transcript{}}
 }
 
-// Add sets conv's transcript and lists it as a conversation.
+// Add sets the transcript of sum.Conv and lists it as a conversation
+// (replacing what an earlier Add said about it).
 func (h *History) Add(sum chat.ConvSummary, t chat.Transcript) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	sum.Conv.Thread = ""
+	key := sum.Conv.Key()
+	h.convs = slices.DeleteFunc(h.convs, func(c chat.ConvSummary) bool { return c.Conv.Key() == key })
 	h.convs = append(h.convs, sum)
-	h.trans[sum.Conv.Key()] = t
+	h.trans[key] = t
 }
 
 // Fail makes every later call return err (nil: succeed again).
@@ -51,7 +55,7 @@ func (h *History) Served() []chat.ConvRef {
 	return append([]chat.ConvRef(nil), h.served...)
 }
 
-// Conversations implements chat.History.
+// Conversations implements chat.History: most recently updated first.
 func (h *History) Conversations(_ context.Context, limit int) ([]chat.ConvSummary, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -59,6 +63,7 @@ func (h *History) Conversations(_ context.Context, limit int) ([]chat.ConvSummar
 		return nil, h.err
 	}
 	out := append([]chat.ConvSummary(nil), h.convs...)
+	slices.SortStableFunc(out, func(a, b chat.ConvSummary) int { return b.Updated.Compare(a.Updated) })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
 	}
