@@ -45,6 +45,10 @@ type Transcript struct {
 	Messages []HistoryMessage
 	// Threads lists the conversation's threads.
 	Threads []HistoryThread
+	// Elsewhere lists the ids of the conversation's messages that the
+	// session records off the branches shown (a branch move, such as a
+	// /tree jump, left them): a view that still shows them should not.
+	Elsewhere []string
 }
 
 // HistoryMessage is one message of a Transcript. The bot's reply to a

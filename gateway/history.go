@@ -53,25 +53,52 @@ func (h *history) sessionAt(path string) (*session.Session, func(), error) {
 	return s, func() { _ = s.Close() }, nil
 }
 
+// branch is what a session file says about one location.
+type branch struct {
+	entries []session.Entry // from the root to the location's head
+	name    string          // the session's name
+	path    string          // the session file
+}
+
 // branchOf returns the entries from the root to loc's head.
-func (h *history) branchOf(ctx context.Context, loc string) ([]session.Entry, string, error) {
+func (h *history) branchOf(ctx context.Context, loc string) (branch, error) {
 	path, ok, err := h.index.Get(ctx, loc)
 	if err != nil || !ok {
-		return nil, "", err
+		return branch{}, err
 	}
 	s, done, err := h.sessionAt(path)
 	if err != nil {
 		// A file not written yet (a new conversation's first run) or gone.
 		h.reg.log.Debug("history: session unreadable", "loc", loc, "path", path, "err", err)
-		return nil, "", nil
+		return branch{}, nil
 	}
 	defer done()
 	head, ok := s.Head(loc)
 	if !ok {
-		return nil, "", nil
+		return branch{path: path}, nil
 	}
 	entries, err := s.Branch(head)
-	return entries, s.Name(), err
+	return branch{entries: entries, name: s.Name(), path: path}, err
+}
+
+// knownIDs adds to ids the platform message ids the session file at path
+// records for the conversation mainKey (its main line and threads), on
+// any branch.
+func (h *history) knownIDs(path, mainKey string, ids map[string]bool) {
+	s, done, err := h.sessionAt(path)
+	if err != nil {
+		return
+	}
+	defer done()
+	for _, e := range s.Entries() {
+		if e.Pibot == nil || e.Pibot.Msg == "" {
+			continue
+		}
+		conv, id, ok := strings.Cut(e.Pibot.Msg, "#")
+		if ok && (conv == mainKey || strings.HasPrefix(conv, mainKey+":")) {
+			ids[id] = true
+		}
+	}
 }
 
 // Conversations lists the platform's main lines, most recent first.
@@ -86,15 +113,15 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 		if !ok || conv.Thread != "" {
 			continue
 		}
-		entries, name, err := h.branchOf(ctx, key)
+		b, err := h.branchOf(ctx, key)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: history: %w", err)
 		}
-		msgs := transcriptOf(entries, "")
+		msgs := transcriptOf(b.entries, "")
 		if len(msgs) == 0 {
 			continue
 		}
-		sum := chat.ConvSummary{Conv: conv, Title: name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time}
+		sum := chat.ConvSummary{Conv: conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time}
 		if sum.Title == "" {
 			sum.Title = firstUserText(msgs)
 		}
@@ -114,12 +141,16 @@ func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Trans
 	}
 	conv.Thread = ""
 	mainKey := conv.Key()
-	entries, _, err := h.branchOf(ctx, mainKey)
+	main, err := h.branchOf(ctx, mainKey)
 	if err != nil {
 		return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
 	}
 	var t chat.Transcript
-	t.Messages = transcriptOf(entries, "")
+	t.Messages = transcriptOf(main.entries, "")
+	paths := map[string]bool{}
+	if main.path != "" {
+		paths[main.path] = true
+	}
 	keys, err := h.index.KeysWithPrefix(ctx, mainKey)
 	if err != nil {
 		return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
@@ -135,10 +166,14 @@ func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Trans
 		if !ok || c.Channel != conv.Channel || c.Thread == "" {
 			continue
 		}
-		entries, _, err := h.branchOf(ctx, key)
+		b, err := h.branchOf(ctx, key)
 		if err != nil {
 			return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
 		}
+		if b.path != "" {
+			paths[b.path] = true
+		}
+		entries := b.entries
 		// The thread's own entries start at the first one written for it
 		// (its first head, or its first message); the entry before is the
 		// message it hangs off.
@@ -162,6 +197,18 @@ func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Trans
 		t.Threads = append(t.Threads, th.info)
 		t.Messages = append(t.Messages, th.msgs...)
 	}
+	// What the files record off these branches (left by a branch move).
+	known := map[string]bool{}
+	for p := range paths {
+		h.knownIDs(p, mainKey, known)
+	}
+	for _, m := range t.Messages {
+		delete(known, m.ID)
+	}
+	for id := range known {
+		t.Elsewhere = append(t.Elsewhere, id)
+	}
+	slices.Sort(t.Elsewhere)
 	return t, nil
 }
 

@@ -62,7 +62,7 @@ func TestHistoryRebuildsMainLineThreadsAndBranches(t *testing.T) {
 	}
 	q1 := h.send("q1")
 	h.waitText(dmConv, "A1")
-	h.send("q2")
+	q2 := h.send("q2")
 	h.waitText(dmConv, "A2")
 	h.waitFor("two runs", func() bool { return len(deliveries(h)) == 2 && h.inbox.Len() == 0 })
 	a1 := deliveries(h)[0]
@@ -81,6 +81,9 @@ func TestHistoryRebuildsMainLineThreadsAndBranches(t *testing.T) {
 	if tr.Messages[0].ID != q1.Msg.ID || tr.Messages[1].ID != a1.ID {
 		t.Errorf("message ids = %q, %q; want %q, %q", tr.Messages[0].ID, tr.Messages[1].ID, q1.Msg.ID, a1.ID)
 	}
+	if len(tr.Elsewhere) != 0 {
+		t.Errorf("elsewhere before any branch move: %q", tr.Elsewhere)
+	}
 	if len(tr.Threads) != 1 || tr.Threads[0] != (chat.HistoryThread{ID: q1.Msg.ID, Root: q1.Msg.ID, Title: "why is the sky blue?"}) {
 		t.Errorf("threads = %+v", tr.Threads)
 	}
@@ -90,9 +93,14 @@ func TestHistoryRebuildsMainLineThreadsAndBranches(t *testing.T) {
 	h.send("q3", replyTo(chat.MsgRef{Conv: dmConv, ID: a1.ID}))
 	h.waitText(dmConv, "A3")
 	h.waitFor("branch run", func() bool { return len(deliveries(h)) == 4 && h.inbox.Len() == 0 })
-	lines, _ = transcriptLines(t, hist, dmConv)
+	lines, tr = transcriptLines(t, hist, dmConv)
 	if want := []string{"|user:q1", "|bot:A1", "|user:q3", "|bot:A3"}; !slices.Equal(lines[:4], want) {
 		t.Fatalf("after the branch: %q, want %q first", lines, want)
+	}
+	// What the branch move left is named, so a view can drop it.
+	a2 := deliveries(h)[1]
+	if want := []string{q2.Msg.ID, a2.ID}; !slices.Equal(tr.Elsewhere, slices.Sorted(slices.Values(want))) {
+		t.Errorf("elsewhere = %q, want %q", tr.Elsewhere, want)
 	}
 
 	// After a restart the same history comes from the files alone.

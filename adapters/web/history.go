@@ -30,6 +30,9 @@ func (a *Adapter) history() chat.History {
 type historyReply struct {
 	Messages []*message   `json:"messages"`
 	Threads  []wireThread `json:"threads"`
+	// Elsewhere names messages the session has off the branches shown
+	// (a /tree jump left them): the page removes them.
+	Elsewhere []string `json:"elsewhere"`
 }
 
 // wireThread is a thread of a rebuilt conversation.
@@ -58,7 +61,7 @@ func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad conversation id", http.StatusBadRequest)
 		return
 	}
-	out := historyReply{Messages: []*message{}, Threads: []wireThread{}}
+	out := historyReply{Messages: []*message{}, Threads: []wireThread{}, Elsewhere: []string{}}
 	h := a.history()
 	if h == nil {
 		writeJSON(w, out)
@@ -89,6 +92,11 @@ func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
 			wt.Root = &wireRef{ID: th.Root, Thread: th.RootThread}
 		}
 		out.Threads = append(out.Threads, wt)
+	}
+	for _, id := range tr.Elsewhere {
+		if validID(id) {
+			out.Elsewhere = append(out.Elsewhere, id)
+		}
 	}
 	writeJSON(w, out)
 }

@@ -39,7 +39,8 @@ func sampleHistory() *chattest.History {
 			{ID: "u-2", Thread: "t1", Text: "and at sunset?", Time: at},
 			{FromBot: true, Thread: "t1", Text: "red", Time: at}, // reply not recorded as delivered
 		},
-		Threads: []chat.HistoryThread{{ID: "t1", Root: "b1-1", Title: "and at sunset?"}, {ID: "bad/id", Title: "x"}},
+		Threads:   []chat.HistoryThread{{ID: "t1", Root: "b1-1", Title: "and at sunset?"}, {ID: "bad/id", Title: "x"}},
+		Elsewhere: []string{"u-0", "b1-0", "not/an/id"},
 	})
 	// Something no browser id can name is never listed.
 	h.Add(chat.ConvSummary{Conv: chat.ConvRef{Platform: Platform, Channel: "a:b"}, Title: "odd"}, chat.Transcript{})
@@ -69,6 +70,9 @@ func TestHistoryEndpoint(t *testing.T) {
 	if len(got.Threads) != 1 || got.Threads[0].ID != "t1" || got.Threads[0].Root == nil || got.Threads[0].Root.ID != "b1-1" || got.Threads[0].Title != "and at sunset?" {
 		t.Errorf("threads %+v", got.Threads)
 	}
+	if strings.Join(got.Elsewhere, ",") != "u-0,b1-0" {
+		t.Errorf("elsewhere %q", got.Elsewhere)
+	}
 	if s := hist.Served(); len(s) != 1 || s[0] != conv("c1", "") {
 		t.Errorf("transcript asked for %+v", s)
 	}
@@ -94,7 +98,7 @@ func TestHistoryEndpoint(t *testing.T) {
 
 func TestHistoryWithoutGateway(t *testing.T) {
 	a := newAdapter(t, Config{})
-	if code, body := get(t, a.Handler(), "/api/history?conv=c1"); code != 200 || body != "{\"messages\":[],\"threads\":[]}\n" {
+	if code, body := get(t, a.Handler(), "/api/history?conv=c1"); code != 200 || body != "{\"messages\":[],\"threads\":[],\"elsewhere\":[]}\n" {
 		t.Errorf("history: %d %q", code, body)
 	}
 	if code, body := get(t, a.Handler(), "/api/conversations"); code != 200 || body != "{\"conversations\":[]}\n" {

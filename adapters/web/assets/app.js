@@ -42,7 +42,8 @@
     last: "", // last SSE event id
     ready: false,
     es: null,
-    pressed: 0, // when a button was last pressed (a /tree jump may follow)
+    presses: 0, // counts button presses
+    pressed: 0, // the press whose answer may move the branch (a /tree jump), 0 if none
     seen: new Set(), // ids of messages the session had when last asked
     loading: null,
     again: undefined, // a refresh asked for while one runs (its prune flag)
@@ -297,10 +298,11 @@
   }
 
   // refresh merges the conversation as its session has it (/api/history)
-  // into the view: messages the page lacks are added, and with prune,
-  // messages the session had but no longer has on a location's branch (a
-  // /tree jump moved the head) are removed. What only the live log has
-  // (command replies, a reply still streaming) is left alone.
+  // into the view: messages the page lacks are added, messages the session
+  // has off the branches shown (a /tree jump moved the head: "elsewhere")
+  // are removed, and with prune so are messages an earlier answer listed
+  // that this one no longer has. What only the live log has (command
+  // replies, a reply still streaming) is left alone.
   function refresh(prune) {
     if (state.loading) {
       state.again = state.again || prune;
@@ -317,6 +319,10 @@
       }
       if (forConv !== conv) return;
       const now = new Set(h.messages.map((x) => x.id));
+      for (const id of h.elsewhere || []) {
+        removeMsg(id);
+        state.seen.delete(id);
+      }
       if (prune) {
         for (const id of state.seen) {
           if (!now.has(id)) {
@@ -384,18 +390,21 @@
     const all = m.el.querySelectorAll(".buttons button");
     all.forEach((x) => (x.disabled = true));
     btn.classList.add("pressed");
+    // A press may move the branch (a /tree jump): once the gateway has
+    // answered it (its toast), or after a second, the view is refreshed
+    // to show what the model will see.
+    const mine = ++state.presses;
+    state.pressed = mine;
+    setTimeout(() => {
+      if (state.pressed === mine) {
+        state.pressed = 0;
+        refresh(true);
+      }
+    }, 1000);
     try {
       await post("/api/action", { conv: conv, msg: m.data.id, data: b.id, id: randomId(12) });
-      // A press may move the branch (a /tree jump): show what the model
-      // will see once the gateway has answered it.
-      state.pressed = Date.now();
-      setTimeout(() => {
-        if (state.pressed && Date.now() - state.pressed >= 1000) {
-          state.pressed = 0;
-          refresh(true);
-        }
-      }, 1000);
     } catch (e) {
+      if (state.pressed === mine) state.pressed = 0;
       m.pressed = false;
       all.forEach((x) => (x.disabled = false));
       btn.classList.remove("pressed");
@@ -436,6 +445,14 @@
 
   // ---- events ----
 
+  // later learns, once replies have been quiet for a while, what the
+  // session recorded of them: a later branch move can then take them off
+  // the view.
+  function later() {
+    clearTimeout(later.timer);
+    later.timer = setTimeout(() => refresh(false), 1500);
+  }
+
   function handle(ev) {
     switch (ev.type) {
       case "reset":
@@ -450,14 +467,14 @@
         break;
       case "msg":
         upsert(ev);
+        if (state.ready && ev.from === "bot") later();
         break;
       case "status":
         if (ev.text) {
           const since = ev.since ? Date.parse(ev.since) : Date.now();
           state.status.set(ev.thread, { text: ev.text, since: Math.min(since, Date.now()) });
         } else if (state.status.delete(ev.thread) && state.ready) {
-          // A run ended: learn what the session recorded of it.
-          refresh(false);
+          later();
         }
         renderStatus();
         break;
