@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -107,13 +108,39 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 	if err != nil {
 		return nil, fmt.Errorf("gateway: history: %w", err)
 	}
-	var out []chat.ConvSummary
+	// Files are read newest first (by modification time) and only until
+	// limit conversations are found: a long past costs nothing.
+	type cand struct {
+		conv chat.ConvRef
+		key  string
+		mod  time.Time
+	}
+	var cands []cand
 	for _, key := range keys {
 		conv, ok := parseLocKey(h.platform, key)
 		if !ok || conv.Thread != "" {
 			continue
 		}
-		b, err := h.branchOf(ctx, key)
+		path, ok, err := h.index.Get(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: history: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		c := cand{conv: conv, key: key}
+		if fi, err := os.Stat(path); err == nil {
+			c.mod = fi.ModTime()
+		}
+		cands = append(cands, c)
+	}
+	slices.SortFunc(cands, func(a, b cand) int { return b.mod.Compare(a.mod) })
+	var out []chat.ConvSummary
+	for _, c := range cands {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		b, err := h.branchOf(ctx, c.key)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: history: %w", err)
 		}
@@ -121,16 +148,13 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 		if len(msgs) == 0 {
 			continue
 		}
-		sum := chat.ConvSummary{Conv: conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time}
+		sum := chat.ConvSummary{Conv: c.conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time}
 		if sum.Title == "" {
 			sum.Title = firstUserText(msgs)
 		}
 		out = append(out, sum)
 	}
 	slices.SortFunc(out, func(a, b chat.ConvSummary) int { return b.Updated.Compare(a.Updated) })
-	if limit > 0 && len(out) > limit {
-		out = out[:limit]
-	}
 	return out, nil
 }
 

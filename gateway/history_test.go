@@ -135,3 +135,35 @@ func TestHistoryRefusesOtherPlatforms(t *testing.T) {
 		t.Fatalf("Transcript of another platform = %+v, %v", tr, err)
 	}
 }
+
+func TestHistoryConversationsNewestFirst(t *testing.T) {
+	ha := &historyAdapter{}
+	h := newHarness(t, []faux.Turn{faux.Text("one"), faux.Text("two")},
+		withAdapter(func(a *chattest.Adapter) chat.Adapter { ha.Adapter = a; return ha }))
+	h.send("older chat")
+	h.waitText(dmConv, "one")
+	h.waitFor("first run", func() bool { return len(deliveries(h)) == 1 && h.inbox.Len() == 0 })
+	dm2 := chat.ConvRef{Platform: "test", Channel: "dm2", DM: true}
+	h.send("newer chat", inConv(dm2), from("owner"))
+	h.waitText(dm2, "two")
+	h.waitFor("second run", func() bool { return len(deliveries(h)) == 2 && h.inbox.Len() == 0 })
+
+	titles := func(limit int) []string {
+		t.Helper()
+		convs, err := ha.history().Conversations(context.Background(), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range convs {
+			out = append(out, c.Conv.Channel+":"+c.Title)
+		}
+		return out
+	}
+	if got, want := titles(10), []string{"dm2:newer chat", "dm1:older chat"}; !slices.Equal(got, want) {
+		t.Errorf("conversations = %q, want %q", got, want)
+	}
+	if got, want := titles(1), []string{"dm2:newer chat"}; !slices.Equal(got, want) {
+		t.Errorf("conversations (limit 1) = %q, want %q", got, want)
+	}
+}
