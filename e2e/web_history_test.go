@@ -33,7 +33,7 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 	}
 	execPath := webChromium(t)
 	dir := t.TempDir()
-	p := startWebPibotIn(t, dir, []faux.Turn{faux.Text("First answer"), faux.Text("Second answer"), faux.Text("Thread answer")})
+	p := startWebPibotIn(t, dir, []faux.Turn{faux.Text("First answer").WithDelay(700 * time.Millisecond), faux.Text("Second answer"), faux.Text("Thread answer")})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -56,7 +56,15 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#conn.ok")),
 		chromedp.SendKeys(chromedp.CSS("#input"), "hello"+kb.Enter),
 	)
+	// While the model works the status line says so, with a Stop button;
+	// it goes once the answer is delivered.
+	const jsStatus = `document.querySelector('#status').hidden ? "" : document.querySelector('#statustext').textContent + "|" + document.querySelector('#stop').textContent`
+	st := b.waitFound("the status line", jsStatus)
+	if !strings.Contains(st, "…") || !strings.HasSuffix(st, "|Stop") {
+		t.Errorf("status line while the model works: %q", st)
+	}
 	firstID := b.waitFound("the first answer", jsBotWith("First answer"))
+	b.waitJS("the status line to go", jsStatus, func(s string) bool { return s == "" })
 	b.do(chromedp.SendKeys(chromedp.CSS("#input"), "second question"+kb.Enter))
 	b.waitFound("the second answer", jsBotWith("Second answer"))
 	conv := b.eval(`localStorage.getItem("pibot.conv") || ""`)

@@ -141,9 +141,11 @@ func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 		Dialect:      chat.DialectMarkdown,
 		MaxLen:       MaxLen,
 		EditInterval: EditInterval,
-		// The status line is refreshed every second, so the browser
-		// shows what the agent does ("running bash…") while it works.
+		// The status line is kept for the whole reply and refreshed
+		// every second, so the browser shows what the agent does
+		// ("running bash…", "writing…") while it works.
 		TypingRefresh: StatusRefresh,
+		StatusLine:    true,
 	}
 }
 
