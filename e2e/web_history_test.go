@@ -18,12 +18,14 @@ import (
 )
 
 // TestWebChatHistoryAcrossRestart drives the real gateway and web chat in
-// headless Chromium: a conversation with a thread and a /fork back to its
-// first answer (a branch move, like a /tree jump), then a restart of pibot. The new pibot's page lists
-// the conversation; reopening it rebuilds the main line as the model sees
-// it (without the branch left by the jump), the thread named after the
-// user's message and marked on the answer it hangs off, and the next
-// message continues from there.
+// headless Chromium: a live status while the model works, a conversation
+// with a thread and a /fork back to its first answer (a branch move, like
+// a /tree jump, which takes the other branch off the page), then a
+// restart of pibot with the page open, which goes on from there. Reopened
+// from the conversation list, the conversation is rebuilt by the new
+// pibot as the model sees it: the main line without the branch the jump
+// left, the thread named after the user's message and marked on the
+// answer it hangs off.
 // jsBodies lists the text of the visible messages, one per line.
 const jsBodies = `Array.from(document.querySelectorAll('.msg')).filter(m => !m.hidden).map(m => m.querySelector('.body').textContent.trim()).join("\n")`
 
@@ -33,7 +35,7 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 	}
 	execPath := webChromium(t)
 	dir := t.TempDir()
-	p := startWebPibotIn(t, dir, []faux.Turn{faux.Text("First answer").WithDelay(700 * time.Millisecond), faux.Text("Second answer"), faux.Text("Thread answer")})
+	p := startWebPibotIn(t, dir, "", []faux.Turn{faux.Text("First answer").WithDelay(700 * time.Millisecond), faux.Text("Second answer"), faux.Text("Thread answer")})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -99,23 +101,30 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 		t.Fatal("no thread in the panel")
 	}
 
-	// Restart pibot on the same data directory. The new server is another
-	// origin, so the page starts a fresh conversation and lists the old one.
+	// Restart pibot on the same data directory and address, with the page
+	// open: it reconnects, and the conversation goes on from the open tab
+	// where the model is.
+	addr := p.srv.Listener.Addr().String()
 	p.stop()
-	p2 := startWebPibotIn(t, dir, []faux.Turn{faux.Text("Answer after the restart")})
-	b.do(chromedp.Navigate(p2.srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
+	p2 := startWebPibotIn(t, dir, addr, []faux.Turn{faux.Text("Answer after the restart")})
+	b.do(chromedp.SendKeys(chromedp.CSS("#input"), "and now?"+kb.Enter))
+	b.waitContains(jsVisible, "Answer after the restart")
+	got := p2.waitBranch(t, mainLoc, "assistant:Answer after the restart")
+	if want := []string{"user:hello", "assistant:First answer", "user:and now?", "assistant:Answer after the restart"}; !slices.Equal(got, want) {
+		t.Errorf("branch after the restart = %q, want %q", got, want)
+	}
+
+	// A new conversation, then the old one reopened from the list: rebuilt
+	// from the session files by the new pibot.
+	b.do(chromedp.Click(chromedp.CSS("#newconv")))
+	b.waitJS("an empty new conversation", jsBodies, func(s string) bool { return s == "" })
 	const convList = `Array.from(document.querySelectorAll('#convs li')).map(li => li.dataset.conv + ":" + li.textContent).join("|")`
 	b.waitContains(convList, conv+":hello")
 	b.do(chromedp.Click(chromedp.CSS(`#convs li[data-conv="` + conv + `"]`)))
-	b.waitContains(jsVisible, "First answer")
+	b.waitContains(jsVisible, "Answer after the restart")
 	v := strings.Split(b.eval(jsBodies), "\n")
-	for _, gone := range []string{"second question", "Second answer"} {
-		if slices.Contains(v, gone) {
-			t.Errorf("after the restart the main line shows %q, which the jump left: %q", gone, v)
-		}
-	}
-	if !slices.Contains(v, "hello") {
-		t.Errorf("after the restart the main line lacks the first question: %q", v)
+	if want := []string{"hello", "First answer", "and now?", "Answer after the restart"}; !slices.Equal(v, want) {
+		t.Errorf("the reopened main line shows %q, want %q", v, want)
 	}
 	if got := b.eval(`Array.from(document.querySelectorAll('#threads li')).map(li => li.textContent).join("|")`); !strings.HasPrefix(got, "Main line|tell me more") {
 		t.Errorf("threads after the restart: %q", got)
@@ -125,13 +134,8 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 	}
 	b.do(chromedp.Click(chromedp.CSS(`#threads li[data-thread="` + threadID + `"]`)))
 	b.waitContains(jsVisible, "Thread answer")
-
-	// The conversation goes on where the model is.
-	b.do(chromedp.Click(chromedp.CSS("#back")), chromedp.SendKeys(chromedp.CSS("#input"), "and now?"+kb.Enter))
-	b.waitContains(jsVisible, "Answer after the restart")
-	got := p2.waitBranch(t, mainLoc, "assistant:Answer after the restart")
-	if want := []string{"user:hello", "assistant:First answer", "user:and now?", "assistant:Answer after the restart"}; !slices.Equal(got, want) {
-		t.Errorf("branch after the restart = %q, want %q", got, want)
+	if v := strings.Split(b.eval(jsBodies), "\n"); !slices.Equal(v, []string{"tell me more", "Thread answer"}) {
+		t.Errorf("the reopened thread shows %q", v)
 	}
 
 	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))

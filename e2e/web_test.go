@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -60,12 +61,12 @@ type webPibot struct {
 // end of the test.
 func startWebPibot(t *testing.T, script []faux.Turn) *webPibot {
 	t.Helper()
-	return startWebPibotIn(t, t.TempDir(), script)
+	return startWebPibotIn(t, t.TempDir(), "", script)
 }
 
 // startWebPibotIn is startWebPibot on the data directory dir, which may
-// hold what an earlier pibot wrote.
-func startWebPibotIn(t *testing.T, dir string, script []faux.Turn) *webPibot {
+// hold what an earlier pibot wrote, serving on addr ("": any free port).
+func startWebPibotIn(t *testing.T, dir, addr string, script []faux.Turn) *webPibot {
 	t.Helper()
 	p := &webPibot{dir: dir, logs: &logBuffer{}}
 	log := slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -97,7 +98,16 @@ func startWebPibotIn(t *testing.T, dir string, script []faux.Turn) *webPibot {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	p.srv = httptest.NewServer(ad.Handler())
+	p.srv = httptest.NewUnstartedServer(ad.Handler())
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.srv.Listener.Close()
+		p.srv.Listener = ln
+	}
+	p.srv.Start()
 	var once sync.Once
 	p.stop = func() {
 		once.Do(func() {

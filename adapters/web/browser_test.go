@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -300,9 +301,9 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, err := os.CreateTemp("", "pibot-web-*.png"); err == nil {
-		_, _ = f.Write(shot)
-		_ = f.Close()
-		t.Logf("screenshot: %s", f.Name())
+	p := filepath.Join(screenshotDir(t), "desktop-chat.png")
+	if err := os.WriteFile(p, shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	t.Logf("screenshot: %s", p)
 }
