@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
@@ -166,4 +167,32 @@ func TestHistoryConversationsNewestFirst(t *testing.T) {
 	if got, want := titles(1), []string{"dm2:newer chat"}; !slices.Equal(got, want) {
 		t.Errorf("conversations (limit 1) = %q, want %q", got, want)
 	}
+}
+
+// History reads a session while its run writes it.
+func TestHistoryDuringARun(t *testing.T) {
+	ha := &historyAdapter{}
+	h := newHarness(t, []faux.Turn{faux.Text("a slow answer with several words in it").WithDelay(5 * time.Millisecond)},
+		withAdapter(func(a *chattest.Adapter) chat.Adapter { ha.Adapter = a; return ha }))
+	h.send("question")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			if _, err := ha.history().Transcript(context.Background(), dmConv); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := ha.history().Conversations(context.Background(), 5); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	h.waitText(dmConv, "a slow answer")
+	<-done
+	h.waitFor("the answer in the history", func() bool {
+		lines, _ := transcriptLines(t, ha.history(), dmConv)
+		return slices.Equal(lines, []string{"|user:question", "|bot:a slow answer with several words in it"})
+	})
 }
