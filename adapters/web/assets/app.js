@@ -132,7 +132,10 @@
 
   // renderMarks puts a marker on each message that threads hang off.
   function renderMarks() {
-    for (const m of state.msgs.values()) m.el.querySelector(".marks").replaceChildren();
+    for (const m of state.msgs.values()) {
+      m.el.querySelector(".marks").replaceChildren();
+      m.el.classList.remove("hasthread");
+    }
     for (const [id, th] of state.threads) {
       const root = th.root && state.msgs.get(th.root.id);
       if (!root || th.count === 0) continue;
@@ -319,17 +322,15 @@
       }
       if (forConv !== conv) return;
       const now = new Set(h.messages.map((x) => x.id));
-      for (const id of h.elsewhere || []) {
+      let changed = prune;
+      const drop = (id) => {
+        changed = changed || state.msgs.has(id);
         removeMsg(id);
         state.seen.delete(id);
-      }
+      };
+      for (const id of h.elsewhere || []) drop(id);
       if (prune) {
-        for (const id of state.seen) {
-          if (!now.has(id)) {
-            removeMsg(id);
-            state.seen.delete(id);
-          }
-        }
+        for (const id of state.seen) if (!now.has(id)) drop(id);
       }
       for (const th of h.threads) {
         if (!idRe.test(th.id)) continue;
@@ -341,9 +342,13 @@
         if (state.msgs.has(d.id) || (d.id.startsWith("h-") && shownLive(d))) continue;
         state.seen.add(d.id);
         upsert(d);
+        changed = true;
       }
       for (const id of now) if (state.msgs.has(id)) state.seen.add(id);
-      switchView(state.threads.has(state.view) ? state.view : "");
+      // A quiet refresh that changed nothing leaves the view (and where
+      // it is scrolled) alone.
+      if (changed) switchView(state.threads.has(state.view) ? state.view : "");
+      else renderThreads();
     })().finally(() => {
       state.loading = null;
       if (state.again !== undefined) {
