@@ -74,6 +74,8 @@ func (g *historyGateway) answer(ctx context.Context, in chat.Inbound) {
 		_, err = g.a.Send(ctx, in.Conv, chat.Out{Markdown: "Session tree", Buttons: [][]chat.Button{{{ID: "tj:1", Label: "Jump to the planets"}}}})
 	case in.Text == "go":
 		err = g.a.SetStatus(ctx, in.Conv, "running bash…")
+	case in.Text == "one more":
+		err = g.a.SetStatus(ctx, in.Conv, "1 queued message(s)")
 	}
 	if err != nil && ctx.Err() == nil {
 		g.mu.Lock()
@@ -264,6 +266,11 @@ func TestBrowserHistoryStatusAndPhone(t *testing.T) {
 		t.Errorf("status line: %q", st)
 	}
 	shoot("desktop-status.png")
+	do(chromedp.SendKeys(chromedp.CSS("#input"), "one more"+kb.Enter))
+	wait("the queued count", `document.querySelector('#statustext').textContent`, has("1 queued message"))
+	if st := eval(`document.querySelector('#statustext').textContent`); strings.Contains(st, "(s)") || strings.Contains(st, "messages") {
+		t.Errorf("queued count reads %q", st)
+	}
 	do(chromedp.Click(chromedp.CSS("#stop")))
 	wait("Stopped.", visible, has("Stopped."))
 	if in := g.last(); in.Command == nil || in.Command.Name != "stop" || in.Conv != c1 {
