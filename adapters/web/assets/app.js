@@ -192,7 +192,10 @@
       const reply = document.createElement("button");
       reply.type = "button";
       reply.className = "threadbtn";
-      reply.textContent = "Reply in thread";
+      reply.title = "Reply in thread";
+      const long = Object.assign(document.createElement("span"), { className: "long", textContent: "Reply in thread" });
+      const short = Object.assign(document.createElement("span"), { className: "short", textContent: "↳ thread" });
+      reply.append(long, short);
       who.append(reply);
       reply.addEventListener("click", () => startThread(m.data));
     }
