@@ -222,6 +222,12 @@ type Caps struct {
 	// TypingRefresh is how often a typing indicator must be renewed
 	// (0: the adapter has none).
 	TypingRefresh time.Duration
+	// StatusLine is true if the adapter shows Typer.SetStatus as a line
+	// of text beside the reply (the web chat) rather than a bare typing
+	// indicator: the reply then keeps it current from start to end
+	// ("thinking…", "writing…", a tool, "2 queued message(s)"), sending
+	// each change at once.
+	StatusLine bool
 	// NativeStream is true if OpenStream gives a platform stream (Telegram
 	// drafts, Slack streams); otherwise replies are streamed by edits.
 	NativeStream bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,6 +51,9 @@ type webPibot struct {
 	srv  *httptest.Server
 	runs atomic.Int32 // runs of the bash tool
 	logs *logBuffer
+	// stop stops the gateway and the server (once; the test's cleanup
+	// calls it too).
+	stop func()
 }
 
 // startWebPibot starts the gateway with the web adapter on a fresh data
@@ -56,7 +61,14 @@ type webPibot struct {
 // end of the test.
 func startWebPibot(t *testing.T, script []faux.Turn) *webPibot {
 	t.Helper()
-	p := &webPibot{dir: t.TempDir(), logs: &logBuffer{}}
+	return startWebPibotIn(t, t.TempDir(), "", script)
+}
+
+// startWebPibotIn is startWebPibot on the data directory dir, which may
+// hold what an earlier pibot wrote, serving on addr ("": any free port).
+func startWebPibotIn(t *testing.T, dir, addr string, script []faux.Turn) *webPibot {
+	t.Helper()
+	p := &webPibot{dir: dir, logs: &logBuffer{}}
 	log := slog.New(slog.NewTextHandler(p.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	model := faux.New(llm.ModelInfo{ID: "m", Provider: "faux", ContextWindow: 100000, MaxTokens: 1000}, script...)
 	bash := &agenttest.Tool{Name: "bash", Fn: func(context.Context, string, json.RawMessage, func(llm.ToolOutput)) (llm.ToolOutput, error) {
@@ -86,25 +98,38 @@ func startWebPibot(t *testing.T, script []faux.Turn) *webPibot {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	p.srv = httptest.NewServer(ad.Handler())
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("gateway.Run: %v", err)
+	p.srv = httptest.NewUnstartedServer(ad.Handler())
+	if addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.srv.Listener.Close()
+		p.srv.Listener = ln
+	}
+	p.srv.Start()
+	var once sync.Once
+	p.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("gateway.Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("gateway did not stop")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("gateway did not stop")
-		}
-		p.srv.Close()
-		if err := inbox.Close(); err != nil {
-			t.Errorf("close inbox: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("logs:\n%s", p.logs.String())
-		}
-	})
+			p.srv.Close()
+			if err := inbox.Close(); err != nil {
+				t.Errorf("close inbox: %v", err)
+			}
+			if t.Failed() {
+				t.Logf("logs:\n%s", p.logs.String())
+			}
+		})
+	}
+	t.Cleanup(p.stop)
 	return p
 }
 
@@ -359,7 +384,7 @@ func TestWebChatInBrowser(t *testing.T) {
 		t.Fatalf("no active thread in the side panel: %q", b.eval(`document.querySelector('#threads').textContent`))
 	}
 	panel := b.eval(`Array.from(document.querySelectorAll('#threads li')).map(li => li.textContent).join("|")`)
-	if !strings.HasPrefix(panel, "Main line|First answer:") {
+	if !strings.HasPrefix(panel, "Main line|alternative") {
 		t.Errorf("the Threads panel does not list the thread on the first answer: %q", panel)
 	}
 

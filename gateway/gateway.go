@@ -236,6 +236,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
 		owners: map[string]*owner{}, newOwner: g.newOwner}
+	offerHistory(g.adapters, g.index, g.sessions) // history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,

@@ -32,6 +32,8 @@ const (
 	MaxLen = 20000
 	// EditInterval is the minimum time between edits of one message.
 	EditInterval = 250 * time.Millisecond
+	// StatusRefresh is how often the gateway refreshes the status line.
+	StatusRefresh = time.Second
 	// maxInboundText is the longest message a browser may send, in bytes.
 	maxInboundText = 256 << 10
 )
@@ -83,6 +85,7 @@ type Adapter struct {
 	seq      uint64 // message ids
 	events   uint64 // event ids
 	convs    map[string]*convLog
+	hist     chat.History  // nil until UseHistory
 	sink     chat.Sink     // nil unless Run is active
 	stop     chan struct{} // closed when the current Run ends
 	inflight sync.WaitGroup
@@ -138,6 +141,11 @@ func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 		Dialect:      chat.DialectMarkdown,
 		MaxLen:       MaxLen,
 		EditInterval: EditInterval,
+		// The status line is kept for the whole reply and refreshed
+		// every second, so the browser shows what the agent does
+		// ("running bash…", "writing…") while it works.
+		TypingRefresh: StatusRefresh,
+		StatusLine:    true,
 	}
 }
 
@@ -288,7 +296,7 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 		return fmt.Errorf("web: status: %w", err)
 	}
 	a.mu.Lock()
-	a.conv(conv.Channel).status(conv.Thread, status)
+	a.conv(conv.Channel).status(conv.Thread, status, time.Now())
 	a.mu.Unlock()
 	return nil
 }

@@ -75,7 +75,7 @@ func TestRequireToken(t *testing.T) {
 func TestCaps(t *testing.T) {
 	a := newAdapter(t, Config{})
 	c := a.Caps(conv("c1", ""))
-	if c.Dialect != chat.DialectMarkdown || c.MaxLen != 20000 || c.EditInterval != EditInterval || c.TypingRefresh != 0 {
+	if c.Dialect != chat.DialectMarkdown || c.MaxLen != 20000 || c.EditInterval != EditInterval || c.TypingRefresh != StatusRefresh || !c.StatusLine {
 		t.Errorf("Caps = %+v", c)
 	}
 	if a.Platform() != "web" {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -240,7 +241,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("thread view shows main-line messages: %q", v)
 	}
 	panel := text(`Array.from(document.querySelectorAll('#threads li')).map(li => li.textContent).join("|")`)
-	if !strings.HasPrefix(panel, "Main line|Hello, world!") {
+	if !strings.HasPrefix(panel, "Main line|in thread") {
 		t.Errorf("side panel: %q", panel)
 	}
 
@@ -289,6 +290,11 @@ func TestBrowser(t *testing.T) {
 		{"snake_case_word and *it* ~~del~~ __b__", "<p>snake_case_word and <em>it</em> <del>del</del> <strong>b</strong></p>"},
 		{"> quote\n\n## Title\n---", "<blockquote><p>quote</p></blockquote><h2>Title</h2><hr>"},
 		{"`a <b>` \\*x\\*", "<p><code>a &lt;b&gt;</code> *x*</p>"},
+		{"| a | b |\n|:-|-:|\n| 1 | `x|y` |", `<div class="tablewrap"><table><thead><tr><th class="align-left">a</th><th class="align-right">b</th></tr></thead><tbody><tr><td class="align-left">1</td><td class="align-right"><code>x|y</code></td></tr></tbody></table></div>`},
+		{"| a \\| b |\n|---|\n| **c** |\n\nafter", `<div class="tablewrap"><table><thead><tr><th>a | b</th></tr></thead><tbody><tr><td><strong>c</strong></td></tr></tbody></table></div><p>after</p>`},
+		{"text before\n| h |\n| - |\n| <img src=x onerror=alert(1)> |", `<p>text before</p><div class="tablewrap"><table><thead><tr><th>h</th></tr></thead><tbody><tr><td>&lt;img src=x onerror=alert(1)&gt;</td></tr></tbody></table></div>`},
+		{"a | b\nnot a table", "<p>a | b\nnot a table</p>"},
+		{"| a | b |\n|---|\n| 1 | 2 |", "<p>| a | b |\n|---|\n| 1 | 2 |</p>"},
 	} {
 		js := fmt.Sprintf(`(() => { const d = document.createElement("div"); d.appendChild(window.pibotMarkdown.render(%q)); return d.innerHTML; })()`, tt.md)
 		if got := text(js); got != tt.html {
@@ -300,9 +306,9 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, err := os.CreateTemp("", "pibot-web-*.png"); err == nil {
-		_, _ = f.Write(shot)
-		_ = f.Close()
-		t.Logf("screenshot: %s", f.Name())
+	p := filepath.Join(screenshotDir(t), "desktop-chat.png")
+	if err := os.WriteFile(p, shot, 0o644); err != nil {
+		t.Fatal(err)
 	}
+	t.Logf("screenshot: %s", p)
 }

@@ -58,6 +58,15 @@ type notice struct {
 	Type   string `json:"type"` // "status" or "toast"
 	Thread string `json:"thread"`
 	Text   string `json:"text"`
+	// Since is when a status line last changed its text: the browser
+	// shows how long the agent has been at it ("running bash · 5 s").
+	Since *time.Time `json:"since,omitempty"`
+}
+
+// statusLine is the current status line of a thread.
+type statusLine struct {
+	text  string
+	since time.Time
 }
 
 func wireButtons(rows [][]chat.Button) [][]wireButton {
@@ -122,6 +131,8 @@ type convLog struct {
 	seqs *uint64
 	subs map[chan struct{}]struct{}
 	used time.Time
+	// lines holds each thread's status line, "" for the main line.
+	lines map[string]statusLine
 }
 
 // conv returns the log of conversation id, creating it (and forgetting the
@@ -132,7 +143,7 @@ func (a *Adapter) conv(id string) *convLog {
 		if len(a.convs) >= maxConvs {
 			a.evictConv()
 		}
-		l = &convLog{msgs: make(map[string]*message), seqs: &a.events, subs: make(map[chan struct{}]struct{})}
+		l = &convLog{msgs: make(map[string]*message), seqs: &a.events, subs: make(map[chan struct{}]struct{}), lines: make(map[string]statusLine)}
 		a.convs[id] = l
 	}
 	l.used = time.Now()
@@ -199,8 +210,19 @@ func (l *convLog) update(m *message) {
 	l.push(entry{key: "u:" + m.ID, msgID: m.ID})
 }
 
-func (l *convLog) status(thread, text string) {
-	data, _ := json.Marshal(notice{Type: "status", Thread: thread, Text: text})
+func (l *convLog) status(thread, text string, now time.Time) {
+	n := notice{Type: "status", Thread: thread, Text: text}
+	if text == "" {
+		delete(l.lines, thread)
+	} else {
+		line := l.lines[thread]
+		if line.text != text {
+			line = statusLine{text: text, since: now.UTC()}
+			l.lines[thread] = line
+		}
+		n.Since = &line.since
+	}
+	data, _ := json.Marshal(n)
 	l.push(entry{key: "s:" + thread, data: data})
 }
 

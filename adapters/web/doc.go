@@ -11,6 +11,14 @@
 // thread from an earlier message sends the first message of the new thread
 // with ReplyTo set to that message.
 //
+// The page is rebuilt from the conversation's session whenever it loads
+// (and after a pibot restart or a branch move): the adapter implements
+// chat.HistoryUser, and /api/history and /api/conversations answer from
+// the chat.History the gateway hands it, bound to the web platform. The
+// adapter asks for a status line beside the reply (chat.Caps.StatusLine),
+// refreshed every second; each status event carries when its text began,
+// so the page shows how long the agent has been at it.
+//
 // The chat is meant for loopback. On any other address a token is
 // required (see RequireToken); it is checked on every request, either as
 // a bearer token or as the cookie set by visiting /?token=…. Cross-origin

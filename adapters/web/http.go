@@ -34,6 +34,8 @@ func (a *Adapter) Handler() http.Handler {
 	mux.HandleFunc("POST /api/send", a.handleSend)
 	mux.HandleFunc("POST /api/action", a.handleAction)
 	mux.HandleFunc("GET /api/events", a.handleEvents)
+	mux.HandleFunc("GET /api/history", a.handleHistory)
+	mux.HandleFunc("GET /api/conversations", a.handleConversations)
 	return a.guard(newFailures(), http.NewCrossOriginProtection().Handler(mux))
 }
 

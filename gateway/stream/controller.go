@@ -66,7 +66,8 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 	}, caps)
 	_, appendOnly := c.surf.(*appendSurface)
 	typer, _ := ad.(chat.Typer)
-	c.typing = indicator{typer: typer, conv: conv, refresh: caps.TypingRefresh, pace: c.pace, log: log, prompt: appendOnly}
+	c.typing = indicator{typer: typer, conv: conv, refresh: caps.TypingRefresh, pace: c.pace, log: log,
+		prompt: appendOnly || caps.StatusLine, always: caps.StatusLine}
 	return c
 }
 

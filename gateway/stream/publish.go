@@ -15,9 +15,9 @@ func (c *Controller) step(ctx context.Context) time.Duration {
 	}
 	c.mu.Lock()
 	run := c.doc.running()
-	status := statusLine(c.doc.status, run)
+	status := statusLine(c.doc.status, run, c.typing.always && !c.firstAt.IsZero())
 	c.mu.Unlock()
-	want := run != nil || !c.surf.showsProgress()
+	want := run != nil || c.typing.always || !c.surf.showsProgress()
 	return earliest(c.typing.tick(ctx, want, status, c.now()), c.show(ctx))
 }
 

@@ -617,3 +617,48 @@ func TestLatestTextShownBetweenEdits(t *testing.T) {
 		}
 	})
 }
+
+// An adapter with a status line (the web chat) gets it for the whole
+// reply: what the model does, a status set after the first output (a
+// queued message) at once, and "writing…" once text shows.
+func TestStatusLineKeptForTheWholeReply(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cp := caps(4000)
+		cp.TypingRefresh = time.Second
+		cp.StatusLine = true
+		ad := newAdapter(cp)
+		c := stream.New(ad, dm, stream.Options{})
+		c.Start(t.Context())
+		time.Sleep(1500 * time.Millisecond)
+		if got := ad.Status(dm); got != "thinking…" {
+			t.Errorf("status before output = %q", got)
+		}
+		c.SetText("The answer is forty-two")
+		time.Sleep(3 * time.Second)
+		if got := ad.Status(dm); got != "writing…" {
+			t.Errorf("status while writing = %q", got)
+		}
+		n := len(chattest.Filter(ad.Calls(), chattest.MethodStatus))
+		c.Status("1 queued message(s)")
+		synctest.Wait()
+		if got := ad.Status(dm); got != "1 queued message(s)" {
+			t.Errorf("status after a message was queued = %q", got)
+		}
+		if m := len(chattest.Filter(ad.Calls(), chattest.MethodStatus)); m != n+1 {
+			t.Errorf("the changed status took %d calls, want 1 at once", m-n)
+		}
+		c.Status("")
+		c.ToolStart("1", "bash", cmd("ls"))
+		time.Sleep(1500 * time.Millisecond) // at the latest with the next edit
+		if got := ad.Status(dm); got != "running bash…" {
+			t.Errorf("status during a tool = %q", got)
+		}
+		c.ToolEnd("1", false, "")
+		if _, err := c.Finish(t.Context(), chat.Out{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := ad.Status(dm); got != "" {
+			t.Errorf("status after Finish = %q, want cleared", got)
+		}
+	})
+}

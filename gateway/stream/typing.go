@@ -20,6 +20,9 @@ type indicator struct {
 	// prompt sends a changed status at once instead of at the next
 	// refresh: the status line is where the reply reports its progress.
 	prompt bool
+	// always keeps the status set for the whole reply, not only before
+	// the first output and while a tool runs (chat.Caps.StatusLine).
+	always bool
 
 	on   bool // a status was set and not cleared
 	last time.Time
@@ -57,13 +60,16 @@ func (i *indicator) clear(ctx context.Context, now time.Time) {
 }
 
 // statusLine is what the status line says: the reply's status, else the
-// running tool, else that the model is thinking.
-func statusLine(status string, run *toolRun) string {
+// running tool, else that the model is writing (once the reply shows
+// something) or thinking.
+func statusLine(status string, run *toolRun, writing bool) string {
 	switch {
 	case status != "":
 		return status
 	case run != nil:
 		return "running " + run.name + "…"
+	case writing:
+		return "writing…"
 	default:
 		return "thinking…"
 	}

@@ -1,18 +1,21 @@
-// pibot web chat client. Messages arrive as Server-Sent Events from
-// /api/events and are upserted by id (an edit carries the whole message);
-// messages and button presses are posted to /api/send and /api/action.
-// Untrusted text only ever reaches the page through text nodes (see
-// markdown.js).
+// pibot web chat client. The conversation is first rebuilt from its
+// session (/api/history: the main line and each thread as the model sees
+// them), then kept live by Server-Sent Events from /api/events, upserted
+// by message id (an edit carries the whole message); messages and button
+// presses are posted to /api/send and /api/action. Untrusted text only
+// ever reaches the page through text nodes (see markdown.js).
 (function () {
   "use strict";
 
   const $ = (id) => document.getElementById(id);
   const ui = {
     messages: $("messages"), input: $("input"), composer: $("composer"), threads: $("threads"),
-    status: $("status"), toast: $("toast"), conn: $("conn"), location: $("location"),
-    threadhead: $("threadhead"), threadroot: $("threadroot"), back: $("back"),
-    tree: $("tree"), newconv: $("newconv"),
+    convs: $("convs"), status: $("status"), statustext: $("statustext"), stop: $("stop"),
+    toast: $("toast"), conn: $("conn"), location: $("location"), threadhead: $("threadhead"),
+    threadroot: $("threadroot"), back: $("back"), tree: $("tree"), newconv: $("newconv"),
+    menu: $("menu"), scrim: $("scrim"),
   };
+  const idRe = /^[A-Za-z0-9_-]{1,64}$/;
 
   function randomId(bytes) {
     const b = new Uint8Array(bytes);
@@ -21,38 +24,42 @@
   }
 
   function excerpt(text) {
-    const t = String(text).replace(/[*_`~#>]+/g, "").replace(/\s+/g, " ").trim();
+    const t = String(text).replace(/[*_`~#>|]+/g, "").replace(/\s+/g, " ").trim();
     return t.length > 60 ? t.slice(0, 57) + "…" : t || "(empty)";
   }
 
   let conv = localStorage.getItem("pibot.conv");
-  if (!conv || !/^[A-Za-z0-9_-]{1,64}$/.test(conv)) {
+  if (!conv || !idRe.test(conv)) {
     conv = randomId(12);
     localStorage.setItem("pibot.conv", conv);
   }
 
   const state = {
     view: "", // thread id shown; "" is the main line
-    msgs: new Map(), // id -> {data, el, pressed}
-    threads: new Map(), // thread id -> {root: {id, thread} | null, title, count, started}
-    status: new Map(), // thread id -> status text
+    msgs: new Map(), // id -> {data, el, pressed, shown}
+    threads: new Map(), // thread id -> {root: {id, thread} | null, title, titled, count, started}
+    status: new Map(), // thread id -> {text, since (ms)}
     last: "", // last SSE event id
     ready: false,
     es: null,
+    presses: 0, // counts button presses
+    pressed: 0, // the press whose answer may move the branch (a /tree jump), 0 if none
+    seen: new Set(), // ids of messages the session had when last asked
+    loading: null,
+    again: undefined, // a refresh asked for while one runs (its prune flag)
   };
 
-  async function post(path, body) {
-    const res = await fetch(path, {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-      credentials: "same-origin",
-    });
+  async function request(path, init) {
+    const res = await fetch(path, Object.assign({ credentials: "same-origin" }, init));
     if (!res.ok) {
       const text = (await res.text()).trim();
       throw new Error(text || res.status + " " + res.statusText);
     }
     return res.json();
+  }
+
+  function post(path, body) {
+    return request(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
   }
 
   function showToast(text) {
@@ -71,16 +78,27 @@
     ui.messages.scrollTop = ui.messages.scrollHeight;
   }
 
+  function openPanel(open) {
+    document.body.classList.toggle("panel-open", open);
+    ui.scrim.hidden = !open;
+    ui.menu.setAttribute("aria-expanded", String(open));
+    if (open) loadConvs();
+  }
+
   // ---- threads ----
 
   function noteThread(d) {
     if (!d.thread) return;
     let th = state.threads.get(d.thread);
     if (!th) {
-      const root = d.replyTo || null;
-      const rootMsg = root && state.msgs.get(root.id);
-      th = { root: root, title: excerpt(rootMsg ? rootMsg.data.text : d.text), count: 0, started: false };
+      th = { root: d.replyTo || null, title: "New thread", titled: false, count: 0, started: false };
       state.threads.set(d.thread, th);
+    }
+    // A thread is named after what the user asked in it, not after the
+    // message (often a tool line) it hangs off.
+    if (!th.titled && d.from === "user") {
+      th.title = excerpt(d.text);
+      th.titled = true;
     }
     th.count++;
     if (d.from === "bot") th.started = true;
@@ -101,11 +119,35 @@
       }
       li.title = title;
       if (id === state.view) li.classList.add("active");
-      li.addEventListener("click", () => switchView(id));
+      li.addEventListener("click", () => {
+        switchView(id);
+        openPanel(false);
+      });
       ui.threads.appendChild(li);
     };
     add("", "Main line");
     for (const [id, th] of state.threads) add(id, th.title, th.count);
+    renderMarks();
+  }
+
+  // renderMarks puts a marker on each message that threads hang off.
+  function renderMarks() {
+    for (const m of state.msgs.values()) {
+      m.el.querySelector(".marks").replaceChildren();
+      m.el.classList.remove("hasthread");
+    }
+    for (const [id, th] of state.threads) {
+      const root = th.root && state.msgs.get(th.root.id);
+      if (!root || th.count === 0) continue;
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "threadmark";
+      b.textContent = "💬 " + th.title + " · " + th.count;
+      b.title = "Open this thread";
+      b.addEventListener("click", () => switchView(id));
+      root.el.querySelector(".marks").appendChild(b);
+      root.el.classList.add("hasthread");
+    }
   }
 
   function switchView(thread) {
@@ -120,7 +162,6 @@
     renderThreads();
     renderStatus();
     scrollDown();
-    ui.input.focus();
   }
 
   function startThread(d) {
@@ -128,8 +169,9 @@
       if (th.root && th.root.id === d.id) return switchView(id);
     }
     const id = "t" + randomId(8);
-    state.threads.set(id, { root: { id: d.id, thread: d.thread }, title: excerpt(d.text), count: 0, started: false });
+    state.threads.set(id, { root: { id: d.id, thread: d.thread }, title: "New thread", titled: false, count: 0, started: false });
     switchView(id);
+    ui.input.focus();
   }
 
   // ---- messages ----
@@ -143,20 +185,30 @@
     who.className = "who";
     const name = document.createElement("span");
     name.textContent = d.from === "user" ? "you" : "pibot";
-    const reply = document.createElement("button");
-    reply.type = "button";
-    reply.className = "threadbtn";
-    reply.textContent = "Reply in thread";
-    who.append(name, reply);
+    who.append(name);
+    // A message the session knows no platform id for ("h-") cannot be
+    // replied to.
+    if (!d.id.startsWith("h-")) {
+      const reply = document.createElement("button");
+      reply.type = "button";
+      reply.className = "threadbtn";
+      reply.title = "Reply in thread";
+      const long = Object.assign(document.createElement("span"), { className: "long", textContent: "Reply in thread" });
+      const short = Object.assign(document.createElement("span"), { className: "short", textContent: "↳ thread" });
+      reply.append(long, short);
+      who.append(reply);
+      reply.addEventListener("click", () => startThread(m.data));
+    }
     const body = document.createElement("div");
     body.className = "body";
     const buttons = document.createElement("div");
     buttons.className = "buttons";
     const error = document.createElement("div");
     error.className = "error";
-    el.append(who, body, buttons, error);
+    const marks = document.createElement("div");
+    marks.className = "marks";
+    el.append(who, body, buttons, error, marks);
     const m = { data: d, el: el, pressed: false, shown: null };
-    reply.addEventListener("click", () => startThread(m.data));
     return m;
   }
 
@@ -179,7 +231,7 @@
           btn.addEventListener("click", () => press(m, b, btn));
           box.appendChild(btn);
         }
-        box.appendChild(Object.assign(document.createElement("div"), { style: "flex-basis:100%;height:0" }));
+        box.appendChild(Object.assign(document.createElement("div"), { className: "rowbreak" }));
       }
     }
     const err = m.el.querySelector(".error");
@@ -195,10 +247,33 @@
     m.shown = { text: d.text, buttons: buttonsJSON };
   }
 
+  // dropRebuilt removes a rebuilt reply the session had no id for once
+  // the live copy of it arrives.
+  function dropRebuilt(d) {
+    if (d.from !== "bot") return;
+    for (const [id, m] of state.msgs) {
+      if (id.startsWith("h-") && m.data.thread === d.thread && m.data.text === d.text) {
+        m.el.remove();
+        state.msgs.delete(id);
+      }
+    }
+  }
+
+  // shownLive reports whether a reply the session has no id for yet is
+  // on the page already, from the live log.
+  function shownLive(d) {
+    const text = d.text.trim();
+    for (const m of state.msgs.values()) {
+      if (m.data.from === "bot" && m.data.thread === d.thread && !m.data.id.startsWith("h-") && m.data.text.includes(text)) return true;
+    }
+    return false;
+  }
+
   function upsert(d) {
     const follow = nearBottom();
     let m = state.msgs.get(d.id);
     if (!m) {
+      if (!d.id.startsWith("h-")) dropRebuilt(d);
       m = makeMsg(d);
       state.msgs.set(d.id, m);
       ui.messages.appendChild(m.el);
@@ -212,12 +287,80 @@
     return m;
   }
 
-  function reset() {
+  function clearView() {
     state.msgs.clear();
     state.threads.clear();
-    state.status.clear();
+    state.seen.clear();
     ui.messages.replaceChildren();
-    switchView("");
+  }
+
+  function removeMsg(id) {
+    const m = state.msgs.get(id);
+    if (!m) return;
+    m.el.remove();
+    state.msgs.delete(id);
+    const th = state.threads.get(m.data.thread);
+    if (th && th.count > 0) th.count--;
+  }
+
+  // refresh merges the conversation as its session has it (/api/history)
+  // into the view: messages the page lacks are added, messages the session
+  // has off the branches shown (a /tree jump moved the head: "elsewhere")
+  // are removed, and with prune so are messages an earlier answer listed
+  // that this one no longer has. What only the live log has (command
+  // replies, a reply still streaming) is left alone.
+  function refresh(prune) {
+    if (state.loading) {
+      state.again = state.again || prune;
+      return state.loading;
+    }
+    const forConv = conv;
+    state.loading = (async () => {
+      let h;
+      try {
+        h = await request("/api/history?conv=" + encodeURIComponent(forConv));
+      } catch (e) {
+        showToast("History not loaded: " + e.message);
+        return;
+      }
+      if (forConv !== conv) return;
+      const now = new Set(h.messages.map((x) => x.id));
+      let changed = prune;
+      const drop = (id) => {
+        changed = changed || state.msgs.has(id);
+        removeMsg(id);
+        state.seen.delete(id);
+      };
+      for (const id of h.elsewhere || []) drop(id);
+      if (prune) {
+        for (const id of state.seen) if (!now.has(id)) drop(id);
+      }
+      for (const th of h.threads) {
+        if (!idRe.test(th.id)) continue;
+        const cur = state.threads.get(th.id);
+        if (!cur) state.threads.set(th.id, { root: th.root || null, title: th.title || "Thread", titled: !!th.title, count: 0, started: true });
+        else if (th.title) Object.assign(cur, { title: th.title, titled: true, started: true, root: cur.root || th.root || null });
+      }
+      for (const d of h.messages) {
+        if (state.msgs.has(d.id) || (d.id.startsWith("h-") && shownLive(d))) continue;
+        state.seen.add(d.id);
+        upsert(d);
+        changed = true;
+      }
+      for (const id of now) if (state.msgs.has(id)) state.seen.add(id);
+      // A quiet refresh that changed nothing leaves the view (and where
+      // it is scrolled) alone.
+      if (changed) switchView(state.threads.has(state.view) ? state.view : "");
+      else renderThreads();
+    })().finally(() => {
+      state.loading = null;
+      if (state.again !== undefined) {
+        const p = state.again;
+        state.again = undefined;
+        refresh(p);
+      }
+    });
+    return state.loading;
   }
 
   // ---- sending ----
@@ -255,9 +398,21 @@
     const all = m.el.querySelectorAll(".buttons button");
     all.forEach((x) => (x.disabled = true));
     btn.classList.add("pressed");
+    // A press may move the branch (a /tree jump): once the gateway has
+    // answered it (its toast), or after a second, the view is refreshed
+    // to show what the model will see.
+    const mine = ++state.presses;
+    state.pressed = mine;
+    setTimeout(() => {
+      if (state.pressed === mine) {
+        state.pressed = 0;
+        refresh(true);
+      }
+    }, 1000);
     try {
       await post("/api/action", { conv: conv, msg: m.data.id, data: b.id, id: randomId(12) });
     } catch (e) {
+      if (state.pressed === mine) state.pressed = 0;
       m.pressed = false;
       all.forEach((x) => (x.disabled = false));
       btn.classList.remove("pressed");
@@ -265,18 +420,54 @@
     }
   }
 
-  // ---- events ----
+  // ---- status ----
+
+  // statusParts turns a status line into text and code pieces:
+  // "running bash…" becomes running `bash` · 5 s.
+  function statusParts(text, since) {
+    let parts = [text];
+    let m;
+    if ((m = /^running (.+?)…?$/.exec(text))) parts = ["running ", { code: m[1] }];
+    else if ((m = /^(\d+) queued message\(s\)$/.exec(text))) parts = [m[1] + (m[1] === "1" ? " queued message" : " queued messages")];
+    const secs = since ? Math.floor((Date.now() - since) / 1000) : 0;
+    if (secs >= 1) parts.push(" · " + secs + " s");
+    return parts;
+  }
 
   function renderStatus() {
-    const text = state.status.get(state.view) || "";
-    ui.status.textContent = text;
-    ui.status.hidden = !text;
+    const st = state.status.get(state.view);
+    ui.status.hidden = !st;
+    if (!st) return;
+    ui.statustext.replaceChildren();
+    for (const p of statusParts(st.text, st.since)) {
+      if (typeof p === "string") {
+        ui.statustext.append(p);
+      } else {
+        const c = document.createElement("code");
+        c.textContent = p.code;
+        ui.statustext.append(c);
+      }
+    }
+  }
+  setInterval(renderStatus, 1000);
+
+  // ---- events ----
+
+  // later learns, once replies have been quiet for a while, what the
+  // session recorded of them: a later branch move can then take them off
+  // the view.
+  function later() {
+    clearTimeout(later.timer);
+    later.timer = setTimeout(() => refresh(false), 1500);
   }
 
   function handle(ev) {
     switch (ev.type) {
       case "reset":
-        reset();
+        // pibot restarted: its live log is new, the session has the rest.
+        state.status.clear();
+        renderStatus();
+        refresh(true);
         break;
       case "ready":
         state.ready = true;
@@ -284,13 +475,24 @@
         break;
       case "msg":
         upsert(ev);
+        if (state.ready && ev.from === "bot") later();
         break;
       case "status":
-        state.status.set(ev.thread, ev.text);
+        if (ev.text) {
+          const since = ev.since ? Date.parse(ev.since) : Date.now();
+          state.status.set(ev.thread, { text: ev.text, since: Math.min(since, Date.now()) });
+        } else if (state.status.delete(ev.thread) && state.ready) {
+          later();
+        }
         renderStatus();
         break;
       case "toast":
-        if (state.ready) showToast(ev.text);
+        if (!state.ready) break;
+        showToast(ev.text);
+        if (state.pressed) {
+          state.pressed = 0;
+          refresh(true);
+        }
         break;
     }
   }
@@ -304,6 +506,7 @@
     state.es = es;
     es.onopen = () => {
       ui.conn.textContent = "connected";
+      ui.conn.title = "connected";
       ui.conn.classList.add("ok");
     };
     es.onmessage = (ev) => {
@@ -318,6 +521,7 @@
     };
     es.onerror = () => {
       ui.conn.textContent = "reconnecting…";
+      ui.conn.title = "reconnecting…";
       ui.conn.classList.remove("ok");
       if (es.readyState === EventSource.CLOSED) {
         setTimeout(() => {
@@ -325,6 +529,52 @@
         }, 2000);
       }
     };
+  }
+
+  // ---- conversations ----
+
+  async function loadConvs() {
+    let list;
+    try {
+      list = (await request("/api/conversations")).conversations;
+    } catch (e) {
+      return;
+    }
+    ui.convs.replaceChildren();
+    if (!list.some((c) => c.id === conv)) list.unshift({ id: conv, title: "This conversation", messages: 0 });
+    for (const c of list) {
+      if (!idRe.test(c.id)) continue;
+      const li = document.createElement("li");
+      li.dataset.conv = c.id;
+      li.textContent = c.title || "(untitled)";
+      li.title = c.title || "";
+      if (c.updated) {
+        const when = document.createElement("span");
+        when.className = "count";
+        when.textContent = new Date(c.updated).toLocaleDateString();
+        li.appendChild(when);
+      }
+      if (c.id === conv) li.classList.add("active");
+      li.addEventListener("click", () => {
+        openPanel(false);
+        switchConv(c.id);
+      });
+      ui.convs.appendChild(li);
+    }
+  }
+
+  async function switchConv(id) {
+    if (id === conv) return;
+    conv = id;
+    localStorage.setItem("pibot.conv", conv);
+    state.last = "";
+    state.status.clear();
+    clearView();
+    state.view = "";
+    switchView("");
+    await refresh(true);
+    connect();
+    loadConvs();
   }
 
   // ---- wiring ----
@@ -344,14 +594,14 @@
   });
   ui.back.addEventListener("click", () => switchView(""));
   ui.tree.addEventListener("click", () => send("/tree"));
-  ui.newconv.addEventListener("click", () => {
-    conv = randomId(12);
-    localStorage.setItem("pibot.conv", conv);
-    state.last = "";
-    reset();
-    connect();
-  });
+  ui.stop.addEventListener("click", () => send("/stop"));
+  ui.menu.addEventListener("click", () => openPanel(!document.body.classList.contains("panel-open")));
+  ui.scrim.addEventListener("click", () => openPanel(false));
+  ui.newconv.addEventListener("click", () => switchConv(randomId(12)));
 
   renderThreads();
-  connect();
+  refresh(true).then(() => {
+    connect();
+    loadConvs();
+  });
 })();

@@ -2,7 +2,7 @@
 // elements with createElement and text nodes only (never innerHTML), and
 // links only http, https and mailto URLs. Supported: paragraphs, headings,
 // fenced code blocks, block quotes, lists (nested by indentation),
-// horizontal rules, inline code, bold, italic, strikethrough, links and
+// horizontal rules, tables (GitHub style), inline code, bold, italic, strikethrough, links and
 // bare URLs. An unfinished construct (a streaming reply) renders as text.
 (function () {
   "use strict";
@@ -14,6 +14,7 @@
   const orderedRe = /^( {0,3})(\d{1,9})([.)])(\s+)(.*)$/;
   const quoteRe = /^ {0,3}>\s?(.*)$/;
   const blankRe = /^\s*$/;
+  const delimRowRe = /^ {0,3}\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
   const urlRe = /^https?:\/\/[^\s<>]*[^\s<>.,;:!?'")\]]/;
 
   function el(tag, cls) {
@@ -53,6 +54,68 @@
     m = orderedRe.exec(line);
     if (m) return { ordered: true, start: parseInt(m[2], 10), indent: m[1].length, width: m[1].length + m[2].length + 1 + Math.min(m[4].length, 4), text: m[5] };
     return null;
+  }
+
+  // cells splits a table row at the pipes that are not escaped or inside
+  // a code span.
+  function cells(line) {
+    let t = line.trim();
+    if (t.startsWith("|")) t = t.slice(1);
+    if (t.endsWith("|") && !t.endsWith("\\|")) t = t.slice(0, -1);
+    const out = [];
+    let cur = "";
+    let code = false;
+    for (let i = 0; i < t.length; i++) {
+      const c = t[i];
+      if (c === "\\" && t[i + 1] === "|") {
+        cur += "|";
+        i++;
+      } else if (c === "`") {
+        code = !code;
+        cur += c;
+      } else if (c === "|" && !code) {
+        out.push(cur.trim());
+        cur = "";
+      } else {
+        cur += c;
+      }
+    }
+    out.push(cur.trim());
+    return out;
+  }
+
+  // isTable reports whether lines[i] starts a table: a row with a pipe
+  // followed by a delimiter row with as many columns.
+  function isTable(lines, i) {
+    if (i + 1 >= lines.length || !lines[i].includes("|") || !lines[i + 1].includes("|") || !delimRowRe.test(lines[i + 1])) return false;
+    return cells(lines[i]).length === cells(lines[i + 1]).length;
+  }
+
+  function renderTable(lines, i, parent) {
+    const head = cells(lines[i]);
+    const align = cells(lines[i + 1]).map((d) => (d.startsWith(":") && d.endsWith(":") ? "center" : d.endsWith(":") ? "right" : d.startsWith(":") ? "left" : ""));
+    const wrap = el("div", "tablewrap");
+    const table = el("table");
+    const row = (texts, tag, into) => {
+      const tr = el("tr");
+      for (let c = 0; c < head.length; c++) {
+        const td = el(tag);
+        if (align[c]) td.className = "align-" + align[c];
+        renderInline(texts[c] || "", td);
+        tr.appendChild(td);
+      }
+      into.appendChild(tr);
+    };
+    const thead = el("thead");
+    row(head, "th", thead);
+    table.appendChild(thead);
+    const tbody = el("tbody");
+    i += 2;
+    while (i < lines.length && !blankRe.test(lines[i]) && lines[i].includes("|")) row(cells(lines[i++]), "td", tbody);
+    table.appendChild(tbody);
+    wrap.appendChild(table);
+    parent.appendChild(wrap);
+    return i;
   }
 
   function startsBlock(line) {
@@ -96,12 +159,14 @@
         const q = el("blockquote");
         renderBlocks(body, q);
         parent.appendChild(q);
+      } else if (isTable(lines, i)) {
+        i = renderTable(lines, i, parent);
       } else if (listMarker(line)) {
         i = renderList(lines, i, parent);
       } else {
         const body = [line];
         i++;
-        while (i < lines.length && !blankRe.test(lines[i]) && !startsBlock(lines[i])) body.push(lines[i++]);
+        while (i < lines.length && !blankRe.test(lines[i]) && !startsBlock(lines[i]) && !isTable(lines, i)) body.push(lines[i++]);
         const p = el("p");
         renderInline(body.map((l) => l.trim()).join("\n"), p);
         parent.appendChild(p);

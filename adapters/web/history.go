@@ -1,0 +1,124 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+)
+
+// maxListed is how many past conversations /api/conversations lists.
+const maxListed = 50
+
+// UseHistory implements chat.HistoryUser: the gateway hands the adapter
+// the web platform's history, which /api/history and /api/conversations
+// serve. Without it both answer with empty lists.
+func (a *Adapter) UseHistory(h chat.History) {
+	a.mu.Lock()
+	a.hist = h
+	a.mu.Unlock()
+}
+
+func (a *Adapter) history() chat.History {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hist
+}
+
+// historyReply is the body of GET /api/history.
+type historyReply struct {
+	Messages []*message   `json:"messages"`
+	Threads  []wireThread `json:"threads"`
+	// Elsewhere names messages the session has off the branches shown
+	// (a /tree jump left them): the page removes them.
+	Elsewhere []string `json:"elsewhere"`
+}
+
+// wireThread is a thread of a rebuilt conversation.
+type wireThread struct {
+	ID string `json:"id"`
+	// Root is the message the thread hangs off; nil if unknown.
+	Root  *wireRef `json:"root,omitempty"`
+	Title string   `json:"title"`
+}
+
+// convSummary is one entry of GET /api/conversations.
+type convSummary struct {
+	ID       string    `json:"id"`
+	Title    string    `json:"title"`
+	Updated  time.Time `json:"updated"`
+	Messages int       `json:"messages"`
+}
+
+// handleHistory answers GET /api/history?conv=ID with the conversation
+// rebuilt from its session: the main line and each thread as far as their
+// heads, so what it shows is what the model sees. Messages the session
+// has no platform id for get an "h-" id: they cannot be replied to.
+func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
+	convID := r.URL.Query().Get("conv")
+	if !validID(convID) {
+		http.Error(w, "bad conversation id", http.StatusBadRequest)
+		return
+	}
+	out := historyReply{Messages: []*message{}, Threads: []wireThread{}, Elsewhere: []string{}}
+	h := a.history()
+	if h == nil {
+		writeJSON(w, out)
+		return
+	}
+	tr, err := h.Transcript(r.Context(), chat.ConvRef{Platform: Platform, Channel: convID, DM: true})
+	if err != nil {
+		a.log.Warn("web chat: history", "conv", convID, "err", err)
+		http.Error(w, "web chat: the history could not be read (the details are in pibot's log)", http.StatusInternalServerError)
+		return
+	}
+	for i, m := range tr.Messages {
+		msg := &message{Type: "msg", ID: m.ID, Thread: m.Thread, From: fromUser, Text: m.Text, Time: m.Time}
+		if m.FromBot {
+			msg.From = fromBot
+		}
+		if !validID(msg.ID) {
+			msg.ID = "h-" + strconv.Itoa(i)
+		}
+		out.Messages = append(out.Messages, msg)
+	}
+	for _, th := range tr.Threads {
+		if !validID(th.ID) {
+			continue
+		}
+		wt := wireThread{ID: th.ID, Title: th.Title}
+		if th.Root != "" {
+			wt.Root = &wireRef{ID: th.Root, Thread: th.RootThread}
+		}
+		out.Threads = append(out.Threads, wt)
+	}
+	for _, id := range tr.Elsewhere {
+		if validID(id) {
+			out.Elsewhere = append(out.Elsewhere, id)
+		}
+	}
+	writeJSON(w, out)
+}
+
+// handleConversations answers GET /api/conversations with the web user's
+// past conversations, most recent first.
+func (a *Adapter) handleConversations(w http.ResponseWriter, r *http.Request) {
+	out := []convSummary{}
+	h := a.history()
+	if h != nil {
+		list, err := h.Conversations(r.Context(), maxListed)
+		if err != nil {
+			a.log.Warn("web chat: conversations", "err", err)
+			http.Error(w, "web chat: the conversations could not be listed (the details are in pibot's log)", http.StatusInternalServerError)
+			return
+		}
+		for _, c := range list {
+			if c.Conv.Platform != Platform || c.Conv.Workspace != "" || !validID(c.Conv.Channel) {
+				continue
+			}
+			out = append(out, convSummary{ID: c.Conv.Channel, Title: c.Title, Updated: c.Updated, Messages: c.Messages})
+		}
+	}
+	writeJSON(w, map[string]any{"conversations": out})
+}
