@@ -27,6 +27,8 @@ const (
 	xsys         = "golang.org/x/sys"
 	prometheus   = "github.com/prometheus/client_golang"
 	websocket    = "github.com/gorilla/websocket"
+	mcpSDK       = "github.com/modelcontextprotocol/go-sdk"
+	cronParser   = "github.com/robfig/cron/v3"
 )
 
 var (
@@ -81,6 +83,9 @@ var rules = []rule{
 	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
 		why:   "tools implement agent.Tool structurally (without importing agent) and know no chat"},
+	{pkg: "tools/mcp", may: []string{"llm", "internal/secret", mcpSDK},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
+		why:   "MCP servers' tools implement agent.Tool structurally through the MCP SDK; they know no chat"},
 	{pkg: "tools/jail", may: []string{xsys},
 		never: join(sdks, []string{"tools", "agent/...", "chat/...", "gateway/..."}), why: whyTool},
 	{pkg: "tools/sandbox",
