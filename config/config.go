@@ -24,6 +24,8 @@ type Config struct {
 	Adapter Adapters `yaml:"adapters"`
 	// Providers maps a provider name to its settings.
 	Providers map[string]Provider `yaml:"providers"`
+	// MCP configures MCP servers whose tools the agent gets.
+	MCP MCP `yaml:"mcp"`
 	// File is the file this configuration was read from, "" for the
 	// defaults. It is not a key of the file: the loader sets it, so that
 	// tools can be kept away from it.
