@@ -73,6 +73,8 @@ type chatRun struct {
 	sess   *session.Session
 	rec    *sessionview.Runner
 	header session.Header
+	// closeTools stops the MCP servers the run started.
+	closeTools func()
 	// err is the first write failure; the run is aborted when it happens.
 	err error
 }
@@ -169,7 +171,8 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 			return sessionview.Compact(ctx, sess, head, a.Model(), settings, instructions, thinking)
 		},
 		func() ([]llm.Message, error) { return sessionview.Messages(sess, head) })
-	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header()}, nil
+	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header(),
+		closeTools: tb.close}, nil
 }
 
 // prompt runs one user prompt, then the automatic compaction check. emit
@@ -224,6 +227,7 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 		return err
 	}
 	defer run.sess.Close()
+	defer run.closeTools()
 	var emit func(agent.Event)
 	if o.mode == "json" {
 		if err := writeJSONLine(c.stdout, run.header); err != nil {

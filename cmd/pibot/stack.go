@@ -41,6 +41,7 @@ type stack struct {
 	lock  *cluster.DirLock
 	inbox *cluster.Inbox
 	gw    *gateway.Gateway
+	tools *toolbox
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -94,6 +95,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
+	st.tools = tb
 	model := defaultModel(cfg, reg)
 	prompt := tb.prompt(cfg, true)
 	gcfg := gateway.Config{
@@ -154,6 +156,9 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 
 // close releases the inbox and the data directory.
 func (s *stack) close() {
+	if s.tools != nil {
+		s.tools.close() // the MCP servers, after the gateway stopped its runs
+	}
 	if s.inbox != nil {
 		_ = s.inbox.Close()
 	}
