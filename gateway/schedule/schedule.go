@@ -320,7 +320,7 @@ func (s *Scheduler) fireDue(ctx context.Context) time.Duration {
 	defer s.mu.Unlock()
 	wait := idle
 	for _, sc := range s.items {
-		if d := sc.Next.Sub(time.Now()); d < wait {
+		if d := time.Until(sc.Next); d < wait {
 			wait = max(d, 0)
 		}
 	}

@@ -140,7 +140,7 @@ func TestRestartCatchUpFiresOnce(t *testing.T) {
 		if l := s2.List(""); len(l) != 1 || !l[0].Next.Equal(next) {
 			t.Fatalf("next = %+v, want %v", l, next)
 		}
-		time.Sleep(next.Sub(time.Now()) + time.Minute)
+		time.Sleep(time.Until(next) + time.Minute)
 		synctest.Wait()
 		if got := r2.times(); len(got) != 2 || !got[1].Equal(next) {
 			t.Fatalf("firings after restart %v, want the next one at %v", got, next)
