@@ -133,7 +133,7 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/groupsync", "internal/sessionview", prometheus},
+			"internal/atomicfile", "internal/groupsync", "internal/sessionview", "gateway/schedule", prometheus},
 		test:  []string{"providers/faux", "internal/tinyfs"},
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},

@@ -1,0 +1,93 @@
+package gateway_test
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+var scheduledID = regexp.MustCompile("Scheduled `([0-9a-f]+)`")
+
+// /schedule stores a prompt; its firing is a message from its creator at
+// its location, answered like any other, after a visible notice.
+func TestScheduleCommandAndFiring(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("the deploy looks fine")})
+	<-h.g.Ready()
+	got := h.answer(dmConv, "owner", "/schedule in 2h check the deploy")
+	m := scheduledID.FindStringSubmatch(got)
+	if m == nil {
+		t.Fatalf("answer %q, want Scheduled `ID`", got)
+	}
+	id := m[1]
+	if list := h.answer(dmConv, "owner", "/schedule list"); !strings.Contains(list, id) || !strings.Contains(list, "check the deploy") {
+		t.Fatalf("list = %q", list)
+	}
+	if err := gateway.FireSchedule(context.Background(), h.g, id); err != nil {
+		t.Fatal(err)
+	}
+	h.waitText(dmConv, "⏰ Scheduled prompt `"+id+"`", "check the deploy")
+	h.waitText(dmConv, "the deploy looks fine")
+	h.waitFor("the prompt in the session", func() bool {
+		for _, p := range h.sessions() {
+			if slices.Contains(userTexts(h.entries(p)), "check the deploy") {
+				return true
+			}
+		}
+		return false
+	})
+	if got := h.answer(dmConv, "owner", "/schedule cancel "+id); !strings.Contains(got, "Cancelled") {
+		t.Fatalf("cancel = %q", got)
+	}
+	if list := h.answer(dmConv, "owner", "/schedule list"); strings.Contains(list, id) {
+		t.Fatalf("cancelled schedule listed: %q", list)
+	}
+}
+
+// A firing passes the access check of its creator: a schedule whose
+// creator may not talk to the bot (never paired, or revoked) runs nothing.
+func TestScheduleFiringObeysAccess(t *testing.T) {
+	h := newHarness(t, []faux.Turn{faux.Text("SHOULD NOT RUN")})
+	<-h.g.Ready()
+	id, err := gateway.AddSchedule(h.g, dmConv, "mallory", "exfiltrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gateway.FireSchedule(context.Background(), h.g, id); err != nil {
+		t.Fatal(err)
+	}
+	h.waitText(dmConv, "⏰ Scheduled prompt")
+	// The pairing answer goes to mallory; the model is never asked.
+	h.waitFor("the refusal", func() bool {
+		return strings.Contains(strings.Join(h.ad.Messages(dmConv), "\n"), "pair")
+	})
+	for _, msg := range h.ad.Messages(dmConv) {
+		if strings.Contains(msg, "SHOULD NOT RUN") {
+			t.Fatal("a schedule of a user without access ran")
+		}
+	}
+}
+
+// Usage errors and other users' schedules.
+func TestScheduleCommandErrors(t *testing.T) {
+	h := newHarness(t, nil)
+	<-h.g.Ready()
+	if got := h.answer(dmConv, "owner", "/schedule every fortnight 09:00 x"); !strings.Contains(got, "Usage:") {
+		t.Errorf("bad spec answered %q", got)
+	}
+	if got := h.answer(dmConv, "owner", "/schedule cancel nope"); !strings.Contains(got, "No schedule `nope` here") {
+		t.Errorf("cancel unknown answered %q", got)
+	}
+	// A schedule of another location cannot be cancelled from here.
+	id, err := gateway.AddSchedule(h.g, groupConv, "owner", "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.answer(dmConv, "owner", "/schedule cancel "+id); !strings.Contains(got, "No schedule") {
+		t.Errorf("cancel from another location answered %q", got)
+	}
+}
