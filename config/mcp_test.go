@@ -55,3 +55,43 @@ func TestValidateMCP(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateSchedules(t *testing.T) {
+	good := Schedule{Name: "standup", Cron: "0 9 * * 1-5", Timezone: "UTC", Location: "telegram::42", DM: true, From: "42", Prompt: "p"}
+	tests := []struct {
+		name    string
+		mod     func(*Schedule)
+		wantKey string
+	}{
+		{"good", func(*Schedule) {}, ""},
+		{"name", func(s *Schedule) { s.Name = "Stand Up" }, "schedules[0].name"},
+		{"cron", func(s *Schedule) { s.Cron = "" }, "schedules[0].cron"},
+		{"timezone", func(s *Schedule) { s.Timezone = "Mars/Olympus" }, "schedules[0].timezone"},
+		{"location", func(s *Schedule) { s.Location = "telegram" }, "schedules[0].location"},
+		{"from", func(s *Schedule) { s.From = "" }, "schedules[0].from"},
+		{"prompt", func(s *Schedule) { s.Prompt = " " }, "schedules[0].prompt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			s := good
+			tt.mod(&s)
+			c.Schedules = []Schedule{s}
+			err := c.Validate()
+			if tt.wantKey == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantKey) {
+				t.Fatalf("Validate() = %v, want it to name %q", err, tt.wantKey)
+			}
+		})
+	}
+	c := Default()
+	c.Schedules = []Schedule{good, good}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "used twice") {
+		t.Errorf("a name used twice: %v", err)
+	}
+}

@@ -101,6 +101,7 @@ func (c Config) Validate() error {
 	c.validateSlack(bad)
 	c.Adapter.Discord.validate(bad)
 	c.MCP.validate(bad)
+	validateSchedules(c.Schedules, bad)
 	for name, p := range c.Providers {
 		key := "providers." + name
 		if strings.Contains(name, "/") || name == "" {

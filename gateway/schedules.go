@@ -188,11 +188,13 @@ func describe(sc schedule.Schedule) string {
 // listText lists the schedules of conv.
 func (x *schedules) listText(conv chat.ConvRef) string {
 	list := x.s.List(locationKey(conv))
+	// The key is what a schedule in the configuration file names.
+	here := fmt.Sprintf("location `%s`, dm: %v", conv.Key(), conv.DM)
 	if len(list) == 0 {
-		return "No schedules here. " + schedule.Usage
+		return "No schedules here (" + here + "). " + schedule.Usage
 	}
 	var b strings.Builder
-	b.WriteString("Schedules here:")
+	b.WriteString("Schedules here (" + here + "):")
 	for _, sc := range list {
 		who := sc.CreatorName
 		if who == "" {

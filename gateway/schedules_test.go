@@ -91,3 +91,18 @@ func TestScheduleCommandErrors(t *testing.T) {
 		t.Errorf("cancel from another location answered %q", got)
 	}
 }
+
+// A schedule from the configuration is listed at its location and cannot
+// be cancelled from chat.
+func TestScheduleFromConfig(t *testing.T) {
+	h := newHarness(t, nil, withConfig(func(c *gateway.Config) {
+		c.Schedules = []gateway.ScheduleSpec{{Name: "standup", Cron: "0 9 * * 1-5", TZ: "UTC", Location: dmConv, From: "owner", Prompt: "summarise"}}
+	}))
+	<-h.g.Ready()
+	if list := h.answer(dmConv, "owner", "/schedule list"); !strings.Contains(list, "`cfg-standup`") || !strings.Contains(list, "summarise") {
+		t.Fatalf("list = %q", list)
+	}
+	if got := h.answer(dmConv, "owner", "/schedule cancel cfg-standup"); !strings.Contains(got, "configuration file") {
+		t.Fatalf("cancel = %q", got)
+	}
+}

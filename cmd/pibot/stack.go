@@ -98,6 +98,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	st.tools = tb
 	model := defaultModel(cfg, reg)
 	prompt := tb.prompt(cfg, true)
+	scheds, err := scheduleSpecs(cfg)
+	if err != nil {
+		return st, err
+	}
 	gcfg := gateway.Config{
 		DataDir:     cfg.DataDir,
 		Model:       model,
@@ -127,6 +131,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Retry:           retryConfig(cfg),
 		IdleEvict:       cfg.Agent.IdleEvict.D(),
 		Watchdog:        watchdog(cfg, log, metrics),
+		Schedules:       scheds,
 		Logger:          log,
 	}
 	if metrics != nil {
