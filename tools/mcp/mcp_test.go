@@ -273,3 +273,22 @@ func TestToolName(t *testing.T) {
 		}
 	}
 }
+
+// An HTTP server that drops its connections (a restart of the service)
+// is reconnected, and its tools work again.
+func TestHTTPServerReconnects(t *testing.T) {
+	srv := testServer(func() {})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	m := newManager(t, mcp.Server{Name: "web", URL: ts.URL})
+	echo := find(m.Tools(context.Background()), "web__echo")
+	if echo == nil {
+		t.Fatal("no web__echo")
+	}
+	ts.CloseClientConnections()
+	eventually(t, "a reconnect", func() bool { st := m.Status()[0]; return st.Restarts >= 1 && st.State == mcp.StateReady })
+	if got, err := call(t, echo, `{"text":"again"}`); err != nil || got != "echo: again" {
+		t.Fatalf("after reconnect: %q, %v", got, err)
+	}
+}
