@@ -309,12 +309,17 @@ func (s *Scheduler) fireDue(ctx context.Context) time.Duration {
 		if ctx.Err() != nil {
 			return 0
 		}
+		// Recorded first: once Fire returns, the gateway's inbox holds
+		// the firing and replays it after a crash, so firing again
+		// after a crash would run it twice.
+		if !s.advance(f, now) {
+			continue
+		}
 		if err := s.opts.Fire(ctx, f); err != nil {
 			s.log.Warn("schedule: firing failed", "id", f.Schedule.ID, "err", err)
 		} else {
 			s.log.Info("schedule: fired", "id", f.Schedule.ID, "due", f.Due)
 		}
-		s.advance(f, now)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -327,15 +332,16 @@ func (s *Scheduler) fireDue(ctx context.Context) time.Duration {
 	return wait
 }
 
-// advance records that f fired at now: a one-shot is removed, a recurring
+// advance records that f fires at now: a one-shot is removed, a recurring
 // schedule moves to its first occurrence after now (missed ones are not
-// fired again).
-func (s *Scheduler) advance(f Firing, now time.Time) {
+// fired again). It returns false when f is no longer due (cancelled or
+// changed meanwhile).
+func (s *Scheduler) advance(f Firing, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sc, ok := s.items[f.Schedule.ID]
 	if !ok || !sc.Next.Equal(f.Due) {
-		return // cancelled or changed meanwhile
+		return false
 	}
 	if sc.Cron == "" {
 		delete(s.items, sc.ID)
@@ -351,4 +357,5 @@ func (s *Scheduler) advance(f Firing, now time.Time) {
 	if err := s.saveLocked(); err != nil {
 		s.log.Error("schedule: cannot record a firing", "id", sc.ID, "err", err)
 	}
+	return true
 }

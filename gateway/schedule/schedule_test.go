@@ -265,3 +265,37 @@ func TestParse(t *testing.T) {
 		})
 	}
 }
+
+// A firing is recorded before it is handed over: a crash right after the
+// hand-over (which the gateway's inbox makes durable) does not fire it a
+// second time at the next start.
+func TestFiringRecordedBeforeFire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "schedules.json")
+		var stored []schedule.Schedule
+		s, err := schedule.Open(schedule.Options{Path: path, Fire: func(context.Context, schedule.Firing) error {
+			again, err := schedule.Open(schedule.Options{Path: path})
+			if err != nil {
+				return err
+			}
+			stored = again.List("")
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = s.Run(ctx) }()
+		if _, err := s.Add(schedule.Schedule{Cron: "0 * * * *", TZ: "UTC", Location: "l", Creator: "u", Prompt: "hourly"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(90 * time.Minute)
+		synctest.Wait()
+		cancel()
+		<-done
+		if len(stored) != 1 || !stored[0].Next.After(time.Date(2000, 1, 1, 1, 0, 0, 0, time.UTC)) {
+			t.Fatalf("stored at firing time: %+v, want the next occurrence already recorded", stored)
+		}
+	})
+}
