@@ -20,6 +20,20 @@ func FireSchedule(ctx context.Context, g *Gateway, id string) error {
 
 // AddSchedule stores a one-shot schedule in an hour by creator at conv.
 func AddSchedule(g *Gateway, conv chat.ConvRef, creator, prompt string) (string, error) {
-	sc, err := g.sched.s.Add(schedule.Schedule{At: time.Now().Add(time.Hour), Location: locationKey(conv), Creator: creator, Prompt: prompt})
+	return AddScheduleAt(g, conv, creator, prompt, time.Now().Add(time.Hour))
+}
+
+// AddScheduleAt stores a one-shot schedule at at by creator at conv.
+func AddScheduleAt(g *Gateway, conv chat.ConvRef, creator, prompt string, at time.Time) (string, error) {
+	sc, err := g.sched.s.Add(schedule.Schedule{At: at, Location: locationKey(conv), Creator: creator, Prompt: prompt})
 	return sc.ID, err
+}
+
+// ScheduleIDs lists the stored schedules' ids.
+func ScheduleIDs(g *Gateway) []string {
+	var out []string
+	for _, sc := range g.sched.s.List("") {
+		out = append(out, sc.ID)
+	}
+	return out
 }

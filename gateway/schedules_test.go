@@ -5,8 +5,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/providers/faux"
 )
@@ -105,4 +108,67 @@ func TestScheduleFromConfig(t *testing.T) {
 	if got := h.answer(dmConv, "owner", "/schedule cancel cfg-standup"); !strings.Contains(got, "configuration file") {
 		t.Fatalf("cancel = %q", got)
 	}
+}
+
+// schedLocker grants every lease but, when refuse is set, the schedules
+// one (another replica fires schedules).
+type schedLocker struct {
+	mu     sync.Mutex
+	refuse bool
+	asked  int // Acquires of the schedules lease
+}
+
+func (l *schedLocker) Acquire(_ context.Context, key string, _ int64) (cluster.Lease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if key == "schedules" {
+		l.asked++
+		if l.refuse {
+			return nil, cluster.ErrLeaseHeld
+		}
+	}
+	return &revLease{done: make(chan struct{})}, nil
+}
+
+func (l *schedLocker) askedN() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.asked
+}
+
+// The gateway's scheduler fires a due schedule on its own, under the
+// schedules lease; a replica without the lease fires nothing.
+func TestScheduleFiresUnderLease(t *testing.T) {
+	t.Run("holder", func(t *testing.T) {
+		locker := &schedLocker{}
+		h := newHarness(t, []faux.Turn{faux.Text("fired by the scheduler")}, withLocker(locker))
+		<-h.g.Ready()
+		id, err := gateway.AddScheduleAt(h.g, dmConv, "owner", "tick", time.Now().Add(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.waitText(dmConv, "⏰ Scheduled prompt `"+id+"`")
+		h.waitText(dmConv, "fired by the scheduler")
+		if ids := gateway.ScheduleIDs(h.g); len(ids) != 0 {
+			t.Errorf("one-shot still stored after firing: %v", ids)
+		}
+	})
+	t.Run("other replica", func(t *testing.T) {
+		locker := &schedLocker{refuse: true}
+		h := newHarness(t, []faux.Turn{faux.Text("MUST NOT FIRE")}, withLocker(locker))
+		<-h.g.Ready()
+		id, err := gateway.AddScheduleAt(h.g, dmConv, "owner", "tick", time.Now().Add(-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor("the lease asked twice", func() bool { return locker.askedN() >= 2 })
+		if ids := gateway.ScheduleIDs(h.g); !slices.Contains(ids, id) {
+			t.Errorf("a replica without the lease consumed the schedule: %v", ids)
+		}
+		for _, msg := range h.ad.Messages(dmConv) {
+			if strings.Contains(msg, "MUST NOT FIRE") || strings.Contains(msg, "Scheduled prompt") {
+				t.Fatalf("fired without the lease: %q", msg)
+			}
+		}
+	})
 }
