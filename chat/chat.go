@@ -156,6 +156,10 @@ type Inbound struct {
 	Files []FileRef
 	// DedupKey identifies the platform event across redeliveries.
 	DedupKey string
+	// Schedule is set by the gateway's scheduler only (never by an
+	// adapter, never from text): the id of the scheduled prompt this
+	// message is a firing of.
+	Schedule string `json:",omitempty"`
 	Time     time.Time
 }
 

@@ -26,6 +26,10 @@ type Config struct {
 	Providers map[string]Provider `yaml:"providers"`
 	// Hooks maps a hook name to its program (config/extend.go).
 	Hooks map[string]Hook `yaml:"hooks"`
+	// MCP configures MCP servers whose tools the agent gets.
+	MCP MCP `yaml:"mcp"`
+	// Schedules are scheduled prompts; more are made in chat (/schedule).
+	Schedules []Schedule `yaml:"schedules"`
 	// File is the file this configuration was read from, "" for the
 	// defaults. It is not a key of the file: the loader sets it, so that
 	// tools can be kept away from it.

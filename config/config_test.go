@@ -42,7 +42,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				p := path + "." + n.Content[i].Value
-				if path == ".providers" || path == ".hooks" {
+				if path == ".providers" || path == ".hooks" || path == ".mcp.servers" {
 					p = path + ".*"
 				}
 				have[p] = true
@@ -81,7 +81,7 @@ func TestExampleDocumentsEveryKey(t *testing.T) {
 		case reflect.Slice:
 			schema(tp.Elem(), path+"[]")
 		case reflect.Map:
-			if path == ".providers" || path == ".hooks" {
+			if path == ".providers" || path == ".hooks" || path == ".mcp.servers" {
 				schema(tp.Elem(), path+".*")
 			}
 		}

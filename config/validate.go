@@ -49,8 +49,8 @@ func (c Config) Validate() error {
 	}
 	for scope, m := range map[string]map[string]string{"dm": a.Approvals.DM, "group": a.Approvals.Group} {
 		for tool, p := range m {
-			if tool != "*" && !slices.Contains(known, tool) {
-				bad("agent.approvals."+scope+"."+tool, "unknown tool %q (known: %s, or * for every tool)", tool, strings.Join(known, ", "))
+			if tool != "*" && !slices.Contains(known, tool) && !c.MCP.approvalTool(tool) {
+				bad("agent.approvals."+scope+"."+tool, "unknown tool %q (known: %s, * for every tool, or NAME__tool and NAME__* for a server in mcp.servers)", tool, strings.Join(known, ", "))
 				continue
 			}
 			oneOf("agent.approvals."+scope+"."+tool, p, "allow", "ask", "deny")
@@ -99,6 +99,8 @@ func (c Config) Validate() error {
 	c.validateSlack(bad)
 	c.Adapter.Discord.validate(bad)
 	c.validateExtend(bad)
+	c.MCP.validate(bad)
+	validateSchedules(c.Schedules, bad)
 	for name, p := range c.Providers {
 		key := "providers." + name
 		if strings.Contains(name, "/") || name == "" {

@@ -153,6 +153,9 @@ func (a *approvals) policy(conv chat.ConvRef, tool string) string {
 	if conv.DM {
 		m = a.deps.policy.dm
 	}
+	if p, ok := mcpPolicy(m, conv.DM, tool); ok {
+		return p
+	}
 	if p, ok := m[tool]; ok {
 		return p
 	}

@@ -223,3 +223,50 @@ func TestApprovalDecisions(t *testing.T) {
 		})
 	}
 }
+
+// MCP tools (SERVER__tool) ask in groups unless agent.approvals says
+// otherwise, by tool, by server (SERVER__*) or for every tool (*).
+func TestApprovalPolicyMCP(t *testing.T) {
+	dm := chat.ConvRef{Platform: "test", Channel: "dm", DM: true}
+	tests := []struct {
+		name      string
+		dm, group map[string]string
+		conv      chat.ConvRef
+		tool      string
+		want      string
+	}{
+		{"group default asks", nil, map[string]string{"bash": "ask"}, testGroup, "gh__create_issue", "ask"},
+		{"dm default allows", nil, nil, dm, "gh__create_issue", "allow"},
+		{"tool entry", nil, map[string]string{"gh__search": "allow"}, testGroup, "gh__search", "allow"},
+		{"server entry", nil, map[string]string{"gh__*": "deny"}, testGroup, "gh__create_issue", "deny"},
+		{"tool beats server", nil, map[string]string{"gh__*": "deny", "gh__search": "allow"}, testGroup, "gh__search", "allow"},
+		{"other server's entry", nil, map[string]string{"fs__*": "allow"}, testGroup, "gh__search", "ask"},
+		{"star", nil, map[string]string{"*": "allow"}, testGroup, "gh__search", "allow"},
+		{"dm server entry", map[string]string{"gh__*": "ask"}, nil, dm, "gh__search", "ask"},
+		{"own tools unchanged", nil, map[string]string{}, testGroup, "read", "allow"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newApprovals(approvalDeps{policy: approvalPolicy{dm: tt.dm, group: tt.group}})
+			if got := a.policy(tt.conv, tt.tool); got != tt.want {
+				t.Errorf("policy(%s) = %s, want %s", tt.tool, got, tt.want)
+			}
+		})
+	}
+}
+
+// In a group, a call of an MCP tool without a policy entry waits for a
+// button like bash does, and runs once allowed.
+func TestApprovalAskedForMCPToolInGroup(t *testing.T) {
+	a, host, run := newTestApprovals()
+	done, buttons := ask(t, a, host, run, "github__create_issue")
+	if len(buttons) == 0 {
+		t.Fatal("no buttons")
+	}
+	if toast := decideButton(a, "alice", buttons[0]); toast == "" {
+		t.Fatal("no toast")
+	}
+	if d := <-done; d.Block {
+		t.Fatalf("decision = %+v, want allowed", d)
+	}
+}

@@ -93,6 +93,8 @@ func commandTable() []command {
 		{name: "usage", help: "show tokens and cost of this branch", session: sessionBound, handle: cmdUsage},
 		{name: "approve", args: "[id]", help: "approve the pending tool call", handle: cmdDecide},
 		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
+		{name: "schedule", args: "[every …|in …|list|cancel ID]", help: "schedule a prompt here (every weekday 09:00 …, in 2h …)",
+			group: rightOwnersToChange, looks: []string{"", "list"}, echoArg: true, handle: cmdSchedule},
 		{name: "whoami", help: "show your user id and rights", intake: true, handle: cmdWhoami},
 		{name: "start", help: "show this help", hidden: true, intake: true, handle: cmdHelp},
 	}
@@ -100,7 +102,7 @@ func commandTable() []command {
 
 // groupRightsNote ends /help. It says in words what the group column of
 // the table holds (a test checks that they agree).
-const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking` or `/queue` are for owners; `/stop` is for owners and the person whose request is running."
+const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking`, `/queue` or `/schedule` are for owners; `/stop` is for owners and the person whose request is running."
 
 // commands answers chat commands and button presses. It holds no gateway:
 // what the handlers use comes in through its fields.
@@ -116,6 +118,7 @@ type commands struct {
 	approvals *approvals
 	chat      commandChat
 	sessions  commandSessions
+	schedules *schedules // nil: /schedule says it is unavailable
 }
 
 // senderRights says what a sender is (gateway/access.Checker).

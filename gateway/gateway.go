@@ -131,10 +131,15 @@ type Config struct {
 	// Runs still going then are interrupted without recording anything
 	// more, so they can be resumed after the restart.
 	DrainTimeout time.Duration
-	Logger       *slog.Logger
-	Metrics      *Metrics
 	// Extensions are the prompt templates, skills and hooks (nil: none).
 	Extensions Extensions
+	// Schedules are the configured scheduled prompts; ScheduleTZ is the
+	// zone of schedules made with /schedule ("" : the process's zone).
+	// Both live in DataDir/schedules.json with those made in chat.
+	Schedules  []ScheduleSpec
+	ScheduleTZ string
+	Logger     *slog.Logger
+	Metrics    *Metrics
 }
 
 // Gateway routes chat events to session owners. Create it with New and
@@ -173,6 +178,7 @@ type Gateway struct {
 	replier  *replier       // the gateway's own messages to the chats (replier.go)
 	threads  *threads       // reply threads of channels (threads.go)
 	runner   *adapterRunner // runs the adapters (adapters.go)
+	sched    *schedules     // scheduled prompts (schedules.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -233,6 +239,12 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.threads = newThreads(g.adapters, g.index, g.log)
 	wireCommands(g) // host.go
 	g.intake = wireIntake(g)
+	sched, err := wireSchedules(g)
+	if err != nil {
+		return nil, err
+	}
+	g.sched = sched
+	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
 		owners: map[string]*owner{}, newOwner: g.newOwner}
@@ -335,6 +347,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		g.health.probeLoop(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.sched.run(ctx)
 	}()
 	close(g.ready)
 	<-ctx.Done()

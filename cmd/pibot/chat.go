@@ -76,6 +76,8 @@ type chatRun struct {
 	header session.Header
 	// ext expands /skill:NAME and prompt templates.
 	ext *extensions.Set
+	// closeTools stops the MCP servers the run started.
+	closeTools func()
 	// err is the first write failure; the run is aborted when it happens.
 	err error
 }
@@ -177,7 +179,8 @@ func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*
 			return sessionview.Compact(ctx, sess, head, a.Model(), settings, instructions, thinking)
 		},
 		func() ([]llm.Message, error) { return sessionview.Messages(sess, head) })
-	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header(), ext: ext}, nil
+	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header(),
+		ext: ext, closeTools: tb.close}, nil
 }
 
 // prompt runs one user prompt, then the automatic compaction check. emit
@@ -235,6 +238,7 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 		return err
 	}
 	defer run.sess.Close()
+	defer run.closeTools()
 	var emit func(agent.Event)
 	if o.mode == "json" {
 		if err := writeJSONLine(c.stdout, run.header); err != nil {

@@ -43,6 +43,7 @@ func configSecrets(cfg config.Config) []string {
 	out := []string{cfg.Adapter.Telegram.Token, cfg.Adapter.Telegram.WebhookSecret, cfg.Adapter.Web.Token,
 		cfg.Adapter.Slack.BotToken, cfg.Adapter.Slack.AppToken, cfg.Adapter.Slack.SigningSecret,
 		cfg.Adapter.Discord.Token, cfg.Cluster.RedisURL}
+	out = append(out, mcpSecrets(cfg)...)
 	for _, p := range cfg.Providers {
 		out = append(out, p.APIKey)
 		for _, v := range p.Headers {

@@ -10,6 +10,7 @@
 //	pibot models [-c FILE]
 //	pibot pairing list|approve PLATFORM CODE|revoke PLATFORM USER [-c FILE]
 //	pibot doctor [-c FILE]
+//	pibot mcp list [-c FILE]
 //	pibot healthcheck [-c FILE] [--ready] [--url URL]
 //	pibot version [--short]
 //
@@ -58,6 +59,7 @@ Usage:
   pibot healthcheck [-c FILE] [--ready]     probe a running pibot's /healthz (or /readyz)
   pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
                                             print the Slack app manifest pibot needs
+  pibot mcp list [-c FILE]                  start the MCP servers and show their state and tools
   pibot version [--short]                   print the version, commit, commit date and Go version
 
 -c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.
@@ -167,6 +169,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.doctor(ctx, rest)
 	case "slack":
 		return c.slackCmd(rest)
+	case "mcp":
+		return c.mcpCmd(ctx, rest)
 	}
 	return usageErr("unknown command %q", cmd)
 }

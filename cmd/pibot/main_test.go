@@ -17,6 +17,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(mcpServerEnv) == "1" {
+		os.Exit(runTestMCPServer()) // started by pibot as a stdio MCP server
+	}
 	os.Exit(buildAndRun(m))
 }
 

@@ -41,6 +41,7 @@ type stack struct {
 	lock  *cluster.DirLock
 	inbox *cluster.Inbox
 	gw    *gateway.Gateway
+	tools *toolbox
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -94,12 +95,17 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
+	st.tools = tb
 	model := defaultModel(cfg, reg)
 	ext, err := newExtensions(cfg, tb.ws, log)
 	if err != nil {
 		return st, err
 	}
 	prompt := tb.prompt(cfg, true, ext.SkillsBlock)
+	scheds, err := scheduleSpecs(cfg)
+	if err != nil {
+		return st, err
+	}
 	gcfg := gateway.Config{
 		DataDir:     cfg.DataDir,
 		Model:       model,
@@ -129,6 +135,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Retry:           retryConfig(cfg),
 		IdleEvict:       cfg.Agent.IdleEvict.D(),
 		Watchdog:        watchdog(cfg, log, metrics),
+		Schedules:       scheds,
 		Logger:          log,
 		Extensions:      ext,
 	}
@@ -159,6 +166,9 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 
 // close releases the inbox and the data directory.
 func (s *stack) close() {
+	if s.tools != nil {
+		s.tools.close() // the MCP servers, after the gateway stopped its runs
+	}
 	if s.inbox != nil {
 		_ = s.inbox.Close()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/tools"
+	"github.com/pibot/pibot/tools/mcp"
 	"github.com/pibot/pibot/tools/sandbox"
 )
 
@@ -36,6 +37,7 @@ type toolbox struct {
 	set   *tools.Set
 	names []string // agent.tools, in order
 	ws    string   // absolute workspace
+	mcp   *mcp.Manager
 }
 
 // newToolbox builds the tools configured in cfg.
@@ -66,8 +68,15 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool
 	if err != nil {
 		return nil, err
 	}
-	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws}, nil
+	m, err := newMCP(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws, mcp: m}, nil
 }
+
+// close stops the MCP servers.
+func (t *toolbox) close() { _ = t.mcp.Close() }
 
 // forRun returns the configured tools; attach is included only when to is
 // not nil (a conversation to send files to).
@@ -83,6 +92,10 @@ func (t *toolbox) forRun(to tools.Attacher) []agent.Tool {
 		if tool := t.set.Get(name); tool != nil {
 			out = append(out, tool)
 		}
+	}
+	// MCP servers start on the first run that asks for tools.
+	for _, tool := range t.mcp.Tools(context.Background()) {
+		out = append(out, tool)
 	}
 	return out
 }

@@ -28,6 +28,8 @@ const (
 	xsys         = "golang.org/x/sys"
 	prometheus   = "github.com/prometheus/client_golang"
 	websocket    = "github.com/gorilla/websocket"
+	mcpSDK       = "github.com/modelcontextprotocol/go-sdk"
+	cronParser   = "github.com/robfig/cron/v3"
 )
 
 var (
@@ -88,6 +90,9 @@ var rules = []rule{
 	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
 		why:   "tools implement agent.Tool structurally (without importing agent) and know no chat"},
+	{pkg: "tools/mcp", may: []string{"llm", "internal/secret", mcpSDK},
+		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
+		why:   "MCP servers' tools implement agent.Tool structurally through the MCP SDK; they know no chat"},
 	{pkg: "tools/jail", may: []string{xsys},
 		never: join(sdks, []string{"tools", "agent/...", "chat/...", "gateway/..."}), why: whyTool},
 	{pkg: "tools/sandbox",
@@ -135,10 +140,13 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/groupsync", "internal/sessionview", prometheus},
+			"internal/atomicfile", "internal/groupsync", "internal/sessionview", "gateway/schedule", prometheus},
 		test:  []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills"},
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},
+	{pkg: "gateway/schedule", may: []string{"internal/atomicfile", cronParser},
+		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/...", "chat"}),
+		why:   "schedules are stored and fired through a function: they know no chat, session or agent"},
 	{pkg: "gateway/access", may: []string{"chat", "internal/atomicfile"}, test: []string{"gateway/access/accesstest"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "access decides who may talk from chat types alone"},
@@ -160,8 +168,8 @@ var rules = []rule{
 	{pkg: "cmd/pibot",
 		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/secret", "internal/sessionview",
 			"llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
-		test: []string{"adapters/telegram/telegramtest"},
-		why:  "cmd/pibot wires the layers together; only it sees every layer"},
+		test: []string{"adapters/telegram/telegramtest", mcpSDK},
+		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
