@@ -76,6 +76,12 @@ func testDeferredGroup(t *testing.T, st session.Storage, dir string) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// The file exists from the create on and is empty until the create's
+	// one write: wait for the group commit that creates it to finish
+	// (Flush takes its turn after it, and has nothing left to do).
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	checkFile(t, st, s.Path(), 1, s.Leaf())
 }
 
