@@ -233,4 +233,3 @@ func TestDisplayWidth(t *testing.T) {
 		t.Errorf("screenRows = %d", got)
 	}
 }
-
