@@ -41,7 +41,7 @@ func (r *run) emit(e agent.Event) {
 		r.ctl.Status("compacting the conversation…")
 	case agent.EventQueueUpdate:
 		if n := len(e.Steering) + len(e.FollowUp); n > 0 {
-			r.ctl.Status(fmt.Sprintf("%d queued message(s)", n))
+			r.ctl.Status(plural(n, "queued message"))
 		} else {
 			r.ctl.Status("")
 		}

@@ -153,7 +153,8 @@ type Gateway struct {
 	// splitters are shared by every reply's stream controller.
 	splitters chat.Splitters
 
-	index Index
+	notices PairingNotices
+	index   Index
 	// closeIndex closes an index the gateway opened itself.
 	closeIndex func() error
 
@@ -187,6 +188,9 @@ type Deps struct {
 	// DataDir/index.jsonl (cluster.Index), rebuilt from the session files
 	// when missing, and closes it when Run ends.
 	Index Index
+	// Notices, when set, is watched for users approved by `pibot pairing
+	// approve`, who are told in their chat that they may talk now.
+	Notices PairingNotices
 }
 
 // New builds a gateway. It loads the location index of DataDir.
@@ -208,6 +212,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		dedupe:   d.Dedupe,
 		locker:   d.Locker,
 		budget:   d.Budget,
+		notices:  d.Notices,
 		metrics:  cfg.Metrics,
 		holder:   holderID(),
 		mail:     newMailboxes(),
@@ -333,6 +338,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 		defer wg.Done()
 		g.health.probeLoop(ctx)
 	}()
+	if g.notices != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			(&announcer{notices: g.notices, adapters: g.adapters, log: g.log, failed: map[string]int{}}).loop(ctx)
+		}()
+	}
 	close(g.ready)
 	<-ctx.Done()
 	wg.Wait()

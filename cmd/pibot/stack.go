@@ -138,6 +138,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Inbox:    st.inbox,
 		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
 		Locker:   locker,
+		Notices:  store,
 		// 20 messages a minute per sender, bursts of 10; owners are exempt.
 		Budget: cluster.NewBudget(20.0/60, 10),
 	})
