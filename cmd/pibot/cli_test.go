@@ -177,3 +177,37 @@ func TestPairing(t *testing.T) {
 		t.Fatalf("second revoke: exit %d %q", r.code, r.stderr)
 	}
 }
+
+// TestPairingOffline: `pibot pairing` works on the data directory of the
+// configuration without the platform tokens that only serve needs, and
+// refuses to start an empty data directory where pibot's is not.
+func TestPairingOffline(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./data\nadapters:\n  telegram:\n    token: ${TG_TOKEN}\n")
+	r := pibot(t, dir, "", nil, "pairing", "list", "-c", cfg)
+	if r.code != 1 || !strings.Contains(r.stderr, "no data directory at ./data (data_dir of "+cfg+")") {
+		t.Fatalf("missing data dir: exit %d %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
+		t.Fatal("pairing list created a data directory")
+	}
+	store, err := access.OpenStore(filepath.Join(dir, "data", "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := store.RequestCode(t.Context(), "telegram", "42", "Ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := ok(t, dir, "pairing", "approve", "-c", cfg, "telegram", code); !strings.Contains(out, "approved telegram:42") {
+		t.Fatalf("approve without the token: %q", out)
+	}
+	// serve still needs the token.
+	if r := pibot(t, dir, "", nil, "config", "check", "-c", cfg); r.code == 0 || !strings.Contains(r.stderr, "TG_TOKEN") {
+		t.Fatalf("config check without the token: exit %d %q", r.code, r.stderr)
+	}
+	bad := writeFile(t, dir, "bad.yaml", "data_dir: ${STATE}/data\n")
+	if r := pibot(t, dir, "", nil, "pairing", "list", "-c", bad); r.code != 1 || !strings.Contains(r.stderr, "data_dir: ${STATE}") {
+		t.Fatalf("data_dir from an unset variable: exit %d %q", r.code, r.stderr)
+	}
+}
