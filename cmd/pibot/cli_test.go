@@ -62,6 +62,8 @@ func TestConfigCheck(t *testing.T) {
 	good := writeFile(t, dir, "good.yaml", "data_dir: ./d\nagent:\n  model: f/m\nproviders:\n  f: {api: faux}\n")
 	unknown := writeFile(t, dir, "unknown.yaml", "agent:\n  modle: x/y\n")
 	invalid := writeFile(t, dir, "invalid.yaml", "agent:\n  queue: {mode: shout}\naccess:\n  dm_policy: everyone\n")
+	badModel := writeFile(t, dir, "model.yaml", "agent:\n  model: f/nope\n  fallbacks: [g/m]\nproviders:\n  f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}\n")
+	thinking := writeFile(t, dir, "thinking.yaml", "agent:\n  model: f/m\n  thinking: high\nproviders:\n  f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}\n")
 	tests := []struct {
 		name     string
 		args     []string
@@ -77,6 +79,9 @@ func TestConfigCheck(t *testing.T) {
 		{"unknown key", []string{"config", "check", "-c", unknown}, nil, 1, []string{"agent.modle", "unknown key"}, ""},
 		{"every bad key", []string{"config", "check", "-c", invalid}, nil, 1, []string{"agent.queue.mode", "access.dm_policy"}, "ok"},
 		{"missing file", []string{"config", "check", "-c", filepath.Join(dir, "nope.yaml")}, nil, 1, []string{"nope.yaml"}, ""},
+		{"did you mean", []string{"config", "check", "-c", unknown}, nil, 1, []string{"did you mean agent.model?"}, ""},
+		{"unknown model", []string{"config", "check", "-c", badModel}, nil, 1, []string{"agent.model:", "f/nope", "agent.fallbacks[0]:", `provider "g" is not configured`}, "ok"},
+		{"thinking warning", []string{"config", "check", "-c", thinking}, nil, 0, []string{"ok"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +102,17 @@ func TestConfigCheck(t *testing.T) {
 				t.Errorf("stdout %q contains %q", r.stdout, tt.wantNone)
 			}
 		})
+	}
+}
+
+// TestConfigCheckThinkingWarning: a thinking level the model cannot do is
+// a warning, not an error.
+func TestConfigCheckThinkingWarning(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "agent:\n  model: f/m\n  thinking: high\nproviders:\n  f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}\n")
+	r := pibot(t, dir, "", nil, "config", "check", "-c", cfg)
+	if r.code != 0 || !strings.Contains(r.stderr, `warning: agent.thinking: f/m cannot think at level "high"`) {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 

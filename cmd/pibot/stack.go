@@ -95,6 +95,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		return st, err
 	}
 	model := defaultModel(cfg, reg)
+	errs, warns := modelProblems(cfg, getenv)
+	for _, p := range append(errs, warns...) {
+		log.Warn("configuration: " + p)
+	}
 	prompt := tb.prompt(cfg, true)
 	gcfg := gateway.Config{
 		DataDir:     cfg.DataDir,
