@@ -255,7 +255,7 @@ func cmdStatus(ctx context.Context, c *invocation) {
 // noModelHint is how to configure a model: the deployment's help text, or
 // the config key.
 func noModelHint(help string) string {
-	if help != "" {
+	if help = strings.TrimPrefix(help, "No model is configured. "); help != "" {
 		return help
 	}
 	return "set `agent.model` to provider/model in the configuration"
