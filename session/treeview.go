@@ -110,8 +110,10 @@ func TreeText(w io.Writer, s *Session, opts TreeOptions) error {
 		}
 		return nil
 	}
-	for _, r := range roots {
-		if err := walk(r, "", true, true); err != nil {
+	for i, r := range roots {
+		// Several roots (hidden entries above a fork) are drawn as
+		// siblings, so a fork at the top is seen as one.
+		if err := walk(r, "", i == len(roots)-1, len(roots) == 1); err != nil {
 			return err
 		}
 	}

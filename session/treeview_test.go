@@ -64,3 +64,33 @@ func TestTreeTextTurns(t *testing.T) {
 		t.Errorf("all:\n%s", all)
 	}
 }
+
+// TestTreeTextForkAtTheTop: two first user messages under a hidden root
+// are drawn as siblings.
+func TestTreeTextForkAtTheTop(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := CreateFile(t.TempDir(), Header{ID: NewSessionID(now), Timestamp: Timestamp(now)},
+		Entry{Type: TypeModelChange, Provider: "f", ModelID: "m"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	root := s.Leaf()
+	var ids []string
+	for i, text := range []string{"one way", "other way"} {
+		m := llm.UserText(text, int64(i))
+		e, err := s.Append(Entry{Type: TypeMessage, ParentID: root, Message: &m}, SyncAlways)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	var b bytes.Buffer
+	if err := TreeText(&b, s, TreeOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "├─ " + ids[0] + " user: one way\n└─ " + ids[1] + " user: other way  ◀ leaf\n"
+	if b.String() != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
