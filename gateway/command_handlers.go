@@ -288,8 +288,8 @@ func cmdUsage(ctx context.Context, c *invocation) {
 			u.Cost.Total += mu.Cost.Total
 		}
 	}
-	c.tell(ctx, "**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
-		calls, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
+	c.tell(ctx, "**Usage of this branch** (%s)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
+		plural(calls, "model call"), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
 }
 
 // compactedLast reports whether the latest compaction on loc's branch
