@@ -41,7 +41,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, 2, "Usage:"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{[]string{"session", "tree"}, 2, "want FILE"},
+		{[]string{"session", "tree"}, 2, "want SESSION"},
 		{[]string{"session", "fork", "x.jsonl"}, 2, "--at ID is required"},
 		{[]string{"chat", "--mode", "xml", "hi"}, 2, "--mode must be text or json"},
 		{[]string{"pairing", "approve", "telegram"}, 2, "PLATFORM CODE"},

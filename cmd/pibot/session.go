@@ -83,12 +83,12 @@ func (c *cli) session(args []string) error {
 		if err != nil {
 			return err
 		}
+		if *at == "" {
+			return usageErr("session fork: --at ID is required")
+		}
 		path, err := c.sessionArg("session fork", pos, *file)
 		if err != nil {
 			return err
-		}
-		if *at == "" {
-			return usageErr("session fork: --at ID is required")
 		}
 		return c.sessionFork(path, *at, *out)
 	case "repair":
