@@ -28,11 +28,24 @@ type editor struct {
 // hidePrompt takes the prompt line off the screen while the caller prints
 // and returns the function that draws it again. a.mu is held by both.
 func (a *Adapter) hidePrompt() func() {
+	if a.line.active {
+		a.raw(ansiClearLine)
+	}
+	a.hideStatus()
 	if !a.line.active {
 		return func() {}
 	}
-	a.raw(ansiClearLine)
 	return a.drawPrompt
+}
+
+// hideStatus takes the transient status line of a live terminal off the
+// screen; the cursor is at the start of the line below it. a.mu is held.
+func (a *Adapter) hideStatus() {
+	if a.statusRows == 0 {
+		return
+	}
+	a.raw(fmt.Sprintf("\x1b[%dA\r%s", a.statusRows, ansiClearScreen))
+	a.statusRows = 0
 }
 
 // drawPrompt draws the prompt and the line being typed, with the cursor in
@@ -101,7 +114,9 @@ func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 		line, done, eof := a.line.key(k)
 		if done {
 			// The typed line stays on screen as the user's message.
-			a.raw(ansiClearLine + prompt + line + "\r\n")
+			a.raw(ansiClearLine)
+			a.hideStatus()
+			a.raw(prompt + line + "\r\n")
 			a.midLn, a.tail = false, ""
 		}
 		a.drawPrompt()

@@ -88,6 +88,15 @@ func TestOutputWhileTyping(t *testing.T) {
 	if got := scr.text(); got != "bot says\n› par" {
 		t.Errorf("screen while typing %q", got)
 	}
+	// The status line sits above the prompt and goes with the next output.
+	_ = a.SetStatus(t.Context(), Conv(), "thinking…")
+	if got := scr.text(); got != "bot says\n… thinking…\n› par" {
+		t.Errorf("screen with a status %q", got)
+	}
+	_ = a.SetStatus(t.Context(), Conv(), "")
+	if got := scr.text(); got != "bot says\n› par" {
+		t.Errorf("screen after the status %q", got)
+	}
 	if _, err := io.WriteString(pw, "tial\r"); err != nil {
 		t.Fatal(err)
 	}

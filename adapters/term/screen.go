@@ -3,6 +3,7 @@ package term
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -11,6 +12,10 @@ const (
 	defaultCols = 80
 	defaultRows = 24
 )
+
+// statusRefresh is how often the stream controller renews the status line
+// of a live terminal (an unchanged status is not drawn again).
+const statusRefresh = 2 * time.Second
 
 // ANSI control sequences for redrawing.
 const (

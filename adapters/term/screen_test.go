@@ -233,3 +233,41 @@ func TestDisplayWidth(t *testing.T) {
 		t.Errorf("screenRows = %d", got)
 	}
 }
+
+// TestLiveStatusLine: on a live terminal the status is one transient line
+// below the conversation: replaced by the next status, taken away by the
+// reply (which is still redrawn in place) and by "".
+func TestLiveStatusLine(t *testing.T) {
+	ctx := t.Context()
+	scr := newScreen(40, 10)
+	a, _ := New(Config{In: strings.NewReader(""), Out: scr, Live: true})
+	if a.Caps(Conv()).TypingRefresh <= 0 {
+		t.Fatal("a live terminal has no status line")
+	}
+	step := func(name, want string) {
+		t.Helper()
+		if got := scr.text(); got != want {
+			t.Fatalf("%s: screen %q, want %q", name, got, want)
+		}
+	}
+	if _, err := a.Send(ctx, Conv(), chat.Out{Markdown: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	_ = a.SetStatus(ctx, Conv(), "thinking…")
+	_ = a.SetStatus(ctx, Conv(), "thinking…") // a refresh: drawn once
+	step("thinking", "before\n… thinking…")
+	st, _ := a.OpenStream(ctx, Conv(), chat.StreamOptions{})
+	_ = st.Update(ctx, "Hello")
+	step("reply", "before\nHello")
+	_ = a.SetStatus(ctx, Conv(), "running bash…")
+	step("tool", "before\nHello\n… running bash…")
+	_ = st.Update(ctx, "Hello world")
+	step("reply again", "before\nHello world")
+	_ = a.SetStatus(ctx, Conv(), "running ls…")
+	_ = a.SetStatus(ctx, Conv(), "")
+	step("cleared", "before\nHello world")
+	if _, err := st.Finish(ctx, chat.Out{Markdown: "Hello world."}); err != nil {
+		t.Fatal(err)
+	}
+	step("final", "before\nHello world.")
+}

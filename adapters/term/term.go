@@ -107,6 +107,9 @@ type Adapter struct {
 	keyMsg chat.MsgRef
 	// line is the line editor's state (Config.Edit).
 	line editor
+	// statusRows is how many rows the transient status line of a live
+	// terminal takes at the end of the output (0: none shown).
+	statusRows int
 }
 
 // shown is what the terminal shows of one bot message.
@@ -150,7 +153,13 @@ func (a *Adapter) dialect() chat.Dialect {
 
 // Caps returns the terminal's capabilities.
 func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
-	return chat.Caps{Dialect: a.dialect(), MaxLen: MaxLen, EditInterval: EditInterval, NativeStream: true}
+	c := chat.Caps{Dialect: a.dialect(), MaxLen: MaxLen, EditInterval: EditInterval, NativeStream: true}
+	if a.live {
+		// A live terminal shows a transient status line ("thinking…",
+		// "running bash…") until the reply shows.
+		c.TypingRefresh = statusRefresh
+	}
+	return c
 }
 
 func (a *Adapter) newID(prefix string) string {
@@ -239,13 +248,33 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	return nil
 }
 
-// SetStatus prints a status line when it changes; "" prints nothing.
+// SetStatus shows status. On a live terminal it is a transient line below
+// the conversation, replaced by the next status and taken away by any
+// other output or by ""; elsewhere a status line is printed when it
+// changes, and "" prints nothing.
 func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status string) error {
 	if err := checkConv(conv); err != nil {
 		return fmt.Errorf("term: status: %w", err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.live {
+		if status == a.status && (status == "") == (a.statusRows == 0) {
+			return nil // already shown (or already gone)
+		}
+		defer a.hidePrompt()() // takes the old status line away too
+		if status != "" {
+			line := "… " + status
+			cols, _ := a.termSize()
+			a.statusRows = screenRows(line, cols)
+			if a.color {
+				line = ansiDim + line + ansiReset
+			}
+			a.raw(line + "\n")
+		}
+		a.status = status
+		return nil
+	}
 	if status != "" && status != a.status {
 		defer a.hidePrompt()()
 		a.newLine()
