@@ -113,11 +113,7 @@ func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 		a.mu.Lock()
 		line, done, eof := a.line.key(k)
 		if done {
-			// The typed line stays on screen as the user's message.
-			a.raw(ansiClearLine)
-			a.hideStatus()
-			a.raw(prompt + line + "\r\n")
-			a.midLn, a.tail = false, ""
+			a.sent(line)
 		}
 		a.drawPrompt()
 		a.mu.Unlock()
@@ -132,6 +128,26 @@ func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 			}
 		}
 	}
+}
+
+// sent leaves the line the user sent on screen as their message. A reply
+// still streaming at the end of a live terminal is moved below it, so it
+// goes on being redrawn in place instead of being printed again. a.mu is
+// held.
+func (a *Adapter) sent(line string) {
+	a.raw(ansiClearLine)
+	a.hideStatus()
+	if s := a.msgs[a.streaming]; a.live && s != nil && a.tail == a.streaming {
+		cols, rows := a.termSize()
+		if up := screenRows(s.text, cols); up < rows {
+			a.raw(fmt.Sprintf("\x1b[%dA\r%s", up, ansiClearScreen))
+			a.raw(prompt + line + "\r\n")
+			a.write(s.text + "\n")
+			return
+		}
+	}
+	a.raw(prompt + line + "\r\n")
+	a.midLn, a.tail = false, ""
 }
 
 // key is one key press: a rune, or a named key.

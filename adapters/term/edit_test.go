@@ -124,3 +124,53 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met")
 }
+
+// TestTypingWhileAReplyStreams: a line sent while a reply streams is shown
+// above the reply, which goes on being redrawn in place: nothing of it is
+// printed twice.
+func TestTypingWhileAReplyStreams(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	scr := &syncScreen{scr: newScreen(40, 20)}
+	a, _ := New(Config{In: pr, Out: scr, Edit: true, Live: true})
+	lines := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Run(t.Context(), func(ctx context.Context, in chat.Inbound) error {
+			lines <- in.Text
+			return nil
+		})
+	}()
+	ctx := t.Context()
+	st, _ := a.OpenStream(ctx, Conv(), chat.StreamOptions{})
+	_ = st.Update(ctx, "Hello")
+	waitFor(t, func() bool { return scr.text() == "Hello\n›" })
+	if _, err := io.WriteString(pw, "also this\r"); err != nil {
+		t.Fatal(err)
+	}
+	if l := <-lines; l != "also this" {
+		t.Fatalf("line %q", l)
+	}
+	if got := scr.text(); got != "› also this\nHello\n›" {
+		t.Errorf("after the line: %q", got)
+	}
+	_ = st.Update(ctx, "Hello world")
+	if _, err := st.Finish(ctx, chat.Out{Markdown: "Hello world."}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scr.text(); got != "› also this\nHello world.\n›" {
+		t.Errorf("after the reply: %q", got)
+	}
+	// Finished: the next line goes below it.
+	if _, err := io.WriteString(pw, "next\r"); err != nil {
+		t.Fatal(err)
+	}
+	<-lines
+	if got := scr.text(); got != "› also this\nHello world.\n› next\n›" {
+		t.Errorf("after the next line: %q", got)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -38,7 +38,7 @@ func (s *stream) Update(ctx context.Context, markdown string) error {
 	if !s.a.live {
 		return nil
 	}
-	s.a.show(s.ref, chat.Out{Markdown: markdown})
+	s.a.show(s.ref, chat.Out{Markdown: markdown}, true)
 	return nil
 }
 
@@ -53,7 +53,7 @@ func (s *stream) Finish(ctx context.Context, final chat.Out) (chat.MsgRef, error
 		return chat.MsgRef{}, fmt.Errorf("term: stream finish: stream ended")
 	}
 	s.done = true
-	s.a.show(s.ref, final)
+	s.a.show(s.ref, final, false)
 	return s.ref, nil
 }
 
@@ -69,6 +69,9 @@ func (s *stream) Abort(ctx context.Context) error {
 	a := s.a
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.streaming == s.ref.ID {
+		a.streaming = ""
+	}
 	m := a.msgs[s.ref.ID]
 	if m == nil {
 		return nil
@@ -86,12 +89,18 @@ func (s *stream) Abort(ctx context.Context) error {
 }
 
 // show prints the message ref (new) or brings it up to date: in place when
-// it ends the output on a live terminal, else printed again.
-func (a *Adapter) show(ref chat.MsgRef, m chat.Out) {
+// it ends the output on a live terminal, else printed again. open says
+// the stream goes on (a line the user sends meanwhile is shown above it).
+func (a *Adapter) show(ref chat.MsgRef, m chat.Out, open bool) {
 	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect()), "\n")
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	defer a.hidePrompt()()
+	if open {
+		a.streaming = ref.ID
+	} else if a.streaming == ref.ID {
+		a.streaming = ""
+	}
 	s := a.msgs[ref.ID]
 	if s == nil {
 		a.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})

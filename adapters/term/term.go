@@ -110,6 +110,8 @@ type Adapter struct {
 	// statusRows is how many rows the transient status line of a live
 	// terminal takes at the end of the output (0: none shown).
 	statusRows int
+	// streaming is the message of an open stream, "" if none.
+	streaming string
 }
 
 // shown is what the terminal shows of one bot message.
