@@ -135,7 +135,15 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
-				return &Error{Key: trimDot(path + "." + k.Value), Line: k.Line, Msg: "unknown key"}
+				msg := "unknown key"
+				known := make([]string, 0, len(fields))
+				for f := range fields {
+					known = append(known, f)
+				}
+				if s := suggest(k.Value, known); s != "" {
+					msg += "; did you mean " + trimDot(path+"."+s) + "?"
+				}
+				return &Error{Key: trimDot(path + "." + k.Value), Line: k.Line, Msg: msg}
 			}
 			if err := checkKeys(v, ft, path+"."+k.Value); err != nil {
 				return err
@@ -191,6 +199,9 @@ var linePrefix = regexp.MustCompile(`^(yaml: )?line \d+: `)
 
 // want describes what a value of type t looks like.
 func want(t reflect.Type) string {
+	if t == reflect.TypeFor[Duration]() {
+		return "a duration like 30s"
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		return "true or false"

@@ -150,3 +150,22 @@ func TestProviderTimeouts(t *testing.T) {
 		t.Fatalf("Validate = %v, want providers.p.timeouts.idle", err)
 	}
 }
+
+func TestUnknownKeySuggestsTheNearest(t *testing.T) {
+	tests := []struct{ yaml, key, msg string }{
+		{"agent:\n  modle: a/b\n", "agent.modle", "did you mean agent.model?"},
+		{"agnet:\n  model: a/b\n", "agnet", "did you mean agent?"},
+		{"agent:\n  tool_timeout: [1, 2]\n", "agent.tool_timeout", "expected a duration like 30s, got a list"},
+		{"agent:\n  zzzzzz: 1\n", "agent.zzzzzz", "unknown key"},
+	}
+	for _, tt := range tests {
+		_, err := Parse(strings.NewReader(tt.yaml), env(nil))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Key != tt.key || !strings.Contains(ce.Msg, tt.msg) {
+			t.Errorf("%q: %v", tt.yaml, err)
+		}
+		if tt.msg == "unknown key" && strings.Contains(ce.Msg, "did you mean") {
+			t.Errorf("%q: a far key suggested: %q", tt.yaml, ce.Msg)
+		}
+	}
+}

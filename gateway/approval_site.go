@@ -48,7 +48,11 @@ func (s runSite) frozen() bool { return s.r.frozen.Load() }
 // beforeToolCall is the agent hook of a run: the approvals decide.
 func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
 	site := runSite{locSite{r.o, r.loc}, r}
-	return r.o.approval.check(ctx, site, r.o.path, r.loc.conv, c), nil
+	d := r.o.approval.check(ctx, site, r.o.path, r.loc.conv, c)
+	if _, ctl := r.handles(); ctl != nil {
+		ctl.ToolResumed(c.ID) // the wait for an approval is not the tool's time
+	}
+	return d, nil
 }
 
 // requester is the user whose request r answers: the sender of its latest

@@ -3,10 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -34,7 +36,11 @@ func cmdWhoami(ctx context.Context, c *invocation) {
 	case !in.Conv.DM:
 		role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model and /thinking to look, /steer, /followup, and /stop of your own request"
 	}
-	c.tell(ctx, "You are `%s:%s` (%s), %s.", in.Conv.Platform, in.User.ID, displayName(in.User), role)
+	group := ""
+	if !in.Conv.DM {
+		group = fmt.Sprintf("\n\nThis group is `%s:%s` (the form `access.groups` lists).", in.Conv.Platform, in.Conv.Channel)
+	}
+	c.tell(ctx, "You are `%s:%s` (%s), %s.%s", in.Conv.Platform, in.User.ID, displayName(in.User), role, group)
 }
 
 func cmdNew(ctx context.Context, c *invocation) {
@@ -98,7 +104,7 @@ func droppedNote(n int) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" Dropped %d queued message(s).", n)
+	return fmt.Sprintf(" Dropped %s.", plural(n, "queued message"))
 }
 
 func cmdQueue(ctx context.Context, c *invocation) {
@@ -115,7 +121,7 @@ func cmdQueue(ctx context.Context, c *invocation) {
 		}
 		c.tell(ctx, "Queue mode: **%s**. Queued:\n\n- %s", mode, strings.Join(q, "\n- "))
 	case arg == "drop":
-		c.say(ctx, "Dropped %d queued message(s).", o.queue.dropQueued(loc))
+		c.say(ctx, "Dropped %s.", plural(o.queue.dropQueued(loc), "queued message"))
 	case slices.Contains(queueModes, arg):
 		data, _ := json.Marshal(map[string]string{"mode": arg})
 		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customQueue, Data: data}, session.SyncAlways); err != nil {
@@ -136,6 +142,10 @@ func cmdModel(ctx context.Context, c *invocation) {
 	_, _, ref, _ := o.contextFor(loc)
 	if ref == "" {
 		ref = c.cmds.model
+	}
+	if arg == "" && ref == "" {
+		c.tell(ctx, "Model: none configured. %s", noModelHint(o.cfg.NoModelHelp))
+		return
 	}
 	if arg == "" {
 		c.tell(ctx, "Model: `%s`. Switch with `/model provider/model`.", ref)
@@ -198,7 +208,14 @@ func cmdCompact(ctx context.Context, c *invocation) {
 	if err == nil {
 		err = o.compact(ctx, loc, m, c.arg)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, compaction.ErrNothingToCompact):
+		c.tell(ctx, "Nothing to compact: the conversation is short enough to keep as it is (the most recent %d tokens are always kept).", o.cfg.Compaction.KeepRecentTokens)
+		return
+	case errors.Is(err, compaction.ErrAlreadyCompacted):
+		c.tell(ctx, "Nothing to compact: nothing was said since the last compaction.")
+		return
+	case err != nil:
 		c.failed(ctx, "compacting", err)
 		return
 	}
@@ -226,9 +243,30 @@ func cmdStatus(ctx context.Context, c *invocation) {
 	if name == "" {
 		name = o.sess.Header().ID
 	}
+	model := "`" + ref + "`"
+	if ref == "" {
+		model = "none configured (" + noModelHint(o.cfg.NoModelHelp) + ")"
+	}
 	// No server paths: the session is named by its name or id.
-	c.tell(ctx, "**Session** %s\n- head: `%s`, %d messages in context\n- model: `%s`, thinking %s\n- queue mode: %s, %s",
-		name, o.head(loc), len(msgs), ref, thinking, mode, state)
+	c.tell(ctx, "**Session** %s\n- head: `%s`, %s in context\n- model: %s, thinking %s\n- queue mode: %s, %s",
+		name, o.head(loc), plural(len(msgs), "message"), model, thinking, mode, state)
+}
+
+// noModelHint is how to configure a model: the deployment's help text, or
+// the config key.
+func noModelHint(help string) string {
+	if help = strings.TrimPrefix(help, "No model is configured. "); help != "" {
+		return help
+	}
+	return "set `agent.model` to provider/model in the configuration"
+}
+
+// plural is "1 message", "2 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func cmdUsage(ctx context.Context, c *invocation) {
@@ -250,8 +288,8 @@ func cmdUsage(ctx context.Context, c *invocation) {
 			u.Cost.Total += mu.Cost.Total
 		}
 	}
-	c.tell(ctx, "**Usage of this branch** (%d model calls)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
-		calls, u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
+	c.tell(ctx, "**Usage of this branch** (%s)\n- input %d, output %d, cache read %d, cache write %d tokens\n- cost $%.4f",
+		plural(calls, "model call"), u.Input, u.Output, u.CacheRead, u.CacheWrite, u.Cost.Total)
 }
 
 // compactedLast reports whether the latest compaction on loc's branch

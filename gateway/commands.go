@@ -235,6 +235,14 @@ func (cs *commands) needsSession(name string) bool {
 	return ok && !cmd.intake
 }
 
+// answeredAtIntake reports whether command name is answered by dispatch
+// alone, at intake (/help, /whoami, an unknown command), not turned into
+// a message like /steer and /followup.
+func (cs *commands) answeredAtIntake(name string) bool {
+	cmd, ok := cs.lookup(name)
+	return !ok || cmd.intake && cmd.queue == ""
+}
+
 // dispatch executes in's command. For a command whose text is a message (/steer,
 // /followup) it returns the queue mode and handled=false: the text then
 // goes through the inbox. replay marks a command taken from the inbox at

@@ -34,6 +34,9 @@ func (r *run) emit(e agent.Event) {
 	case agent.EventToolExecutionEnd:
 		r.ctl.ToolEnd(e.ToolCallID, e.IsError, toolText(e.Result))
 	case agent.EventAutoRetryStart:
+		r.mu.Lock()
+		r.failure = "" // retried: the status line says why
+		r.mu.Unlock()
 		r.ctl.Status(fmt.Sprintf("retrying (%d/%d) in %s: %s", e.Attempt, e.MaxAttempts, time.Duration(e.DelayMs)*time.Millisecond, e.ErrorMessage))
 	case agent.EventAutoRetryEnd, agent.EventCompactionEnd:
 		r.ctl.Status("")
@@ -41,7 +44,7 @@ func (r *run) emit(e agent.Event) {
 		r.ctl.Status("compacting the conversation…")
 	case agent.EventQueueUpdate:
 		if n := len(e.Steering) + len(e.FollowUp); n > 0 {
-			r.ctl.Status(fmt.Sprintf("%d queued message(s)", n))
+			r.ctl.Status(plural(n, "queued message"))
 		} else {
 			r.ctl.Status("")
 		}
@@ -64,8 +67,14 @@ func (r *run) deliver() {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.cfg.FinalWait+10*time.Second)
 	defer cancel()
 	r.mu.Lock()
-	note := r.interrupted
+	note, failure := r.interrupted, r.failure
+	r.failure = ""
 	r.mu.Unlock()
+	if failure != "" {
+		r.ctl.EndMessage()
+		r.ctl.SetText("⚠️ " + failure)
+		r.ctl.EndMessage()
+	}
 	var refs []chat.MsgRef
 	var err error
 	if note != "" {

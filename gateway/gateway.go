@@ -160,7 +160,8 @@ type Gateway struct {
 	// splitters are shared by every reply's stream controller.
 	splitters chat.Splitters
 
-	index Index
+	notices PairingNotices
+	index   Index
 	// closeIndex closes an index the gateway opened itself.
 	closeIndex func() error
 
@@ -195,6 +196,9 @@ type Deps struct {
 	// DataDir/index.jsonl (cluster.Index), rebuilt from the session files
 	// when missing, and closes it when Run ends.
 	Index Index
+	// Notices, when set, is watched for users approved by `pibot pairing
+	// approve`, who are told in their chat that they may talk now.
+	Notices PairingNotices
 }
 
 // New builds a gateway. It loads the location index of DataDir.
@@ -216,6 +220,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		dedupe:   d.Dedupe,
 		locker:   d.Locker,
 		budget:   d.Budget,
+		notices:  d.Notices,
 		metrics:  cfg.Metrics,
 		holder:   holderID(),
 		mail:     newMailboxes(),
@@ -353,6 +358,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 		defer wg.Done()
 		g.sched.run(ctx)
 	}()
+	if g.notices != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			(&announcer{notices: g.notices, adapters: g.adapters, log: g.log, failed: map[string]int{}}).loop(ctx)
+		}()
+	}
 	close(g.ready)
 	<-ctx.Done()
 	wg.Wait()

@@ -168,6 +168,14 @@ func TestUnknownCommandAndHelp(t *testing.T) {
 	h.waitText(dmConv, "/steer TEXT", "/tree")
 	h.send("/whoami")
 	h.waitText(dmConv, "test:owner", "owner")
+	// In a group /whoami also names the group as access.groups lists it.
+	h.send("/whoami", inConv(groupConv), from("alice"))
+	h.waitText(groupConv, "test:alice", "This group is `test:group`")
+	for _, m := range h.ad.Messages(dmConv) {
+		if strings.Contains(m, "This group is") {
+			t.Errorf("/whoami in a DM names a group: %q", m)
+		}
+	}
 	if h.model.Calls() != 0 {
 		t.Fatal("commands reached the model")
 	}
@@ -181,4 +189,9 @@ func TestNoModelConfiguredStillKeepsTheMessage(t *testing.T) {
 		ss := h.sessions()
 		return len(ss) == 1 && slices.Contains(userTexts(h.entries(ss[0])), "anyone there?")
 	})
+	// /model and /status say there is none and how to set one.
+	h.send("/model")
+	h.waitText(dmConv, "Model: none configured. Set OPENAI_API_KEY.")
+	h.send("/status")
+	h.waitText(dmConv, "model: none configured (Set OPENAI_API_KEY.)", "1 message in context")
 }

@@ -143,6 +143,7 @@ func (h *harness) start() {
 		Locker:   locker,
 		Budget:   h.budget,
 		Index:    h.index,
+		Notices:  store,
 	})
 	if err != nil {
 		t.Fatal(err)

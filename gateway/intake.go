@@ -122,6 +122,14 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		if !i.commands.needsSession(in.Command.Name) {
 			// /help, /whoami, an unknown command, and the usage and
 			// rights answers of /steer and /followup: no session needed.
+			// Behind commands still waiting at its location, it waits
+			// its turn there, so replies come in the order sent.
+			if key := in.Conv.Key(); i.commands.answeredAtIntake(in.Command.Name) && i.mail.busy(key) {
+				at := in
+				if i.mail.post(key, func() { i.commands.dispatch(i.runContext(), at, false) }) {
+					return nil
+				}
+			}
 			mode, handled := i.commands.dispatch(ctx, in, false)
 			if handled {
 				return nil

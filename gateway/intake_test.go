@@ -140,7 +140,7 @@ func TestCommandsAndMessagesRunInOrder(t *testing.T) {
 	<-h.poll(h.inbound("/queue collect"), h.inbound("alpha"), h.inbound("beta"), h.inbound("/queue list"), h.inbound("/queue drop"), h.inbound("/queue list"))
 	h.waitText(dmConv, "Queue mode set to **collect**.")
 	h.waitText(dmConv, "Queued:", "collect: alpha", "collect: beta")
-	h.waitText(dmConv, "Dropped 2 queued message(s).")
+	h.waitText(dmConv, "Dropped 2 queued messages.")
 	h.waitText(dmConv, "Queue mode: **collect**. Nothing queued.")
 	var order []string
 	for _, m := range h.ad.Messages(dmConv) {

@@ -64,6 +64,14 @@ func (m *mailboxes) work(key string) {
 	}
 }
 
+// busy reports whether location key has work queued or running.
+func (m *mailboxes) busy(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.queues[key]
+	return ok
+}
+
 // close refuses new work; what is queued still runs.
 func (m *mailboxes) close() {
 	m.mu.Lock()

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -270,7 +269,7 @@ func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 	}
 	if ctl != nil {
 		st, fu := a.Queued()
-		ctl.Status(fmt.Sprintf("%d queued message(s)", len(st)+len(fu)))
+		ctl.Status(plural(len(st)+len(fu), "queued message"))
 	}
 	return true
 }

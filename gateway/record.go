@@ -57,10 +57,12 @@ func (r *run) record(e agent.Event) {
 		r.mu.Unlock()
 		r.o.metrics.usage(m)
 		r.ctl.SetText(m.Text())
-		if m.StopReason == llm.StopError && m.ErrorMessage != "" {
-			r.ctl.EndMessage()
-			r.ctl.SetText("⚠️ " + m.ErrorMessage)
-		}
 		r.ctl.EndMessage()
+		r.mu.Lock()
+		r.failure = ""
+		if m.StopReason == llm.StopError {
+			r.failure = m.ErrorMessage
+		}
+		r.mu.Unlock()
 	}
 }

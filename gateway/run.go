@@ -37,9 +37,13 @@ type run struct {
 	// (runmsgs.go).
 	gate queueGate
 
-	mu          sync.Mutex
-	lastEntry   string // last assistant entry
-	final       *llm.Message
+	mu        sync.Mutex
+	lastEntry string // last assistant entry
+	final     *llm.Message
+	// failure is the error of the last failed model call, shown when the
+	// reply is delivered unless the agent retried the call (run.emit):
+	// the chat shows a failure once, not once per attempt.
+	failure     string
 	interrupted string
 	// prelude runs before the agent (a tool approved after a restart).
 	prelude func(context.Context, *run) bool

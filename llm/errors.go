@@ -23,6 +23,10 @@ type APIError struct {
 	Message    string
 	RetryAfter time.Duration
 	Err        error
+	// Permanent marks a failure that repeating cannot fix (nothing
+	// listens at the address, the host does not exist), although it has
+	// no HTTP status.
+	Permanent bool
 }
 
 func (e *APIError) Error() string {
@@ -37,6 +41,9 @@ func (e *APIError) Unwrap() error { return e.Err }
 // Retryable reports whether the call may succeed if repeated: 429, 5xx and
 // transport failures; never other 4xx.
 func (e *APIError) Retryable() bool {
+	if e.Permanent {
+		return false
+	}
 	return e.Status == 0 || e.Status == 429 || e.Status == 408 || e.Status >= 500
 }
 

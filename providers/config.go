@@ -61,6 +61,18 @@ type Config struct {
 	// (each of its models plays it from the start, once per registry),
 	// then it echoes. Ignored for other APIs.
 	Script []faux.Turn
+	// KeySource says where APIKey came from ("OPENAI_API_KEY",
+	// "providers.local.api_key"), for the hint of a rejected key; ""
+	// means the provider's api_key key.
+	KeySource string
+}
+
+// keySource is KeySource or the provider's api_key config key.
+func (c Config) keySource() string {
+	if c.KeySource != "" {
+		return c.KeySource
+	}
+	return "providers." + c.Name + ".api_key"
 }
 
 // needsKey reports whether calls without a key are expected to fail: local
@@ -94,6 +106,8 @@ func Defaults(getenv func(string) string) []Config {
 			BaseURL: getenv("OPENAI_BASE_URL"),
 			APIKey:  secret.New(k),
 			Models:  openaiModels(),
+			// The key came from the environment.
+			KeySource: "OPENAI_API_KEY",
 		})
 	}
 	if k := getenv("ANTHROPIC_API_KEY"); k != "" {
@@ -103,6 +117,8 @@ func Defaults(getenv func(string) string) []Config {
 			BaseURL: getenv("ANTHROPIC_BASE_URL"),
 			APIKey:  secret.New(k),
 			Models:  anthropicModels(),
+			// The key came from the environment.
+			KeySource: "ANTHROPIC_API_KEY",
 		})
 	}
 	return out

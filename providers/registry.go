@@ -161,13 +161,13 @@ func (r *Registry) build(c Config, mi llm.ModelInfo) llm.Model {
 	switch mi.API {
 	case APIOpenAICompletions:
 		return openai.NewCompletions(openai.Config{Info: mi, BaseURL: mi.BaseURL, APIKey: c.APIKey, Headers: c.Headers,
-			Compat: c.Compat, HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry})
+			Compat: c.Compat, HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry, KeySource: c.keySource()})
 	case APIOpenAIResponses:
 		return openai.NewResponses(openai.Config{Info: mi, BaseURL: mi.BaseURL, APIKey: c.APIKey, Headers: c.Headers,
-			Compat: c.Compat, HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry})
+			Compat: c.Compat, HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry, KeySource: c.keySource()})
 	case APIAnthropic:
 		return anthropic.New(anthropic.Config{Info: mi, BaseURL: mi.BaseURL, APIKey: c.APIKey, Headers: c.Headers,
-			HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry})
+			HTTP: r.client(c), Logger: o.Logger, Retry: o.Retry, KeySource: c.keySource()})
 	default: // APIFaux; NewRegistry rejected every other name.
 		d := o.FauxDelay
 		if d == 0 {

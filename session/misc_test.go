@@ -65,7 +65,7 @@ func TestRepairAndTreeText(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := TreeText(&b, s); err != nil {
+	if err := TreeText(&b, s, TreeOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

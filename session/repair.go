@@ -1,8 +1,6 @@
 package session
 
 import (
-	"fmt"
-	"io"
 	"strings"
 )
 
@@ -17,58 +15,6 @@ func Repair(path string, dryRun bool) (Report, error) {
 	}
 	rep := s.Report()
 	return rep, s.Close()
-}
-
-// TreeText prints the session tree, one entry per line, with box-drawing
-// indentation, the entry type, a short summary, labels and heads.
-func TreeText(w io.Writer, s *Session) error {
-	heads := map[string][]string{}
-	for loc, id := range s.Heads() {
-		heads[id] = append(heads[id], loc)
-	}
-	leaf := s.Leaf()
-	var walk func(n *Node, prefix string, last, root bool) error
-	walk = func(n *Node, prefix string, last, root bool) error {
-		branch, next := "├─ ", prefix+"│  "
-		if last {
-			branch, next = "└─ ", prefix+"   "
-		}
-		if root {
-			branch, next = "", prefix
-		}
-		line := prefix + branch + n.Entry.ID + " " + describe(n.Entry)
-		if n.Label != "" {
-			line += " [" + n.Label + "]"
-		}
-		for _, loc := range heads[n.Entry.ID] {
-			line += " <" + loc + ">"
-		}
-		if n.Entry.ID == leaf {
-			line += " *"
-		}
-		if _, err := fmt.Fprintln(w, line); err != nil {
-			return err
-		}
-		// Single children continue at the same depth to keep chains flat.
-		for i, c := range n.Children {
-			if len(n.Children) == 1 {
-				if err := walk(c, prefix, true, true); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := walk(c, next, i == len(n.Children)-1, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for _, r := range s.Tree() {
-		if err := walk(r, "", true, true); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func describe(e Entry) string {

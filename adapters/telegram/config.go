@@ -116,6 +116,7 @@ type Adapter struct {
 	draftSeq atomic.Int64
 
 	mu       sync.Mutex
+	refused  error // why Run stopped for good: Telegram rejected the token
 	me       identity
 	sink     chat.Sink
 	migrated map[int64]int64

@@ -24,7 +24,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return err
+		return a.refuse(err)
 	}
 	if a.cfg.Mode == ModeWebhook {
 		return a.runWebhook(ctx, sink)
@@ -106,7 +106,7 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 				a.limiter.pause(d)
 				a.log.Warn("telegram: getUpdates rate limited", "retry_in", d)
 			case errors.Is(err, bot.ErrorUnauthorized):
-				return fmt.Errorf("telegram: getUpdates: the bot token was revoked: %s", a.redact(err))
+				return a.refuse(fmt.Errorf("telegram: getUpdates: the bot token (adapters.telegram.token) was revoked: %s", a.redact(err)))
 			default:
 				failures++
 				d = min(a.retryBase<<min(failures, 7), maxBackoff)

@@ -98,11 +98,18 @@ func TestRunRejectsWrongToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := a.Health(); err != nil {
+		t.Fatalf("Health before Run: %v", err)
+	}
 	err = a.Run(t.Context(), func(context.Context, chat.Inbound) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "adapters.telegram.token") {
 		t.Fatalf("Run: %v", err)
 	}
 	assertNoToken(t, err)
+	// The refusal fails the health check (/readyz) for good.
+	if h := a.Health(); h == nil || !strings.Contains(h.Error(), "adapters.telegram.token") {
+		t.Fatalf("Health after a rejected token: %v", h)
+	}
 }
 
 // leakyTransport fails every request with an error that quotes the URL,

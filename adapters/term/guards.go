@@ -8,4 +8,5 @@ var (
 	_ chat.Adapter   = (*Adapter)(nil)
 	_ chat.Responder = (*Adapter)(nil)
 	_ chat.Typer     = (*Adapter)(nil)
+	_ chat.Streamer  = (*Adapter)(nil)
 )

@@ -34,6 +34,11 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	quit := make(chan struct{})
 	readDone := make(chan error, 1)
 	go func() {
+		if a.edit {
+			readDone <- a.readEdited(lines, quit)
+			close(lines)
+			return
+		}
 		sc := bufio.NewScanner(a.in)
 		sc.Buffer(make([]byte, 0, 4096), maxLine)
 		for sc.Scan() {
@@ -98,8 +103,10 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 	n, err := strconv.Atoi(digits)
 	isKey := err == nil && digits[0] != '+' && digits[0] != '-' && len(a.keys) > 0
 	if isKey && (n < 1 || n > len(a.keys)) {
+		show := a.hidePrompt()
 		a.newLine()
 		a.note(fmt.Sprintf("no button %d: type a number from 1 to %d", n, len(a.keys)))
+		show()
 		a.mu.Unlock()
 		return
 	}
@@ -125,6 +132,8 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 	}
 	if err := sink(ctx, in); err != nil {
 		a.mu.Lock()
+		defer a.mu.Unlock()
+		defer a.hidePrompt()()
 		a.newLine()
 		if isKey {
 			a.note(fmt.Sprintf("! %q not delivered: %v — press it again", pressed.Label, err))
@@ -138,6 +147,5 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 		} else {
 			a.note(fmt.Sprintf("! not delivered: %v — send it again", err))
 		}
-		a.mu.Unlock()
 	}
 }

@@ -2,9 +2,13 @@
 // the user's lines from an io.Reader and writes the bot's messages, rendered
 // with ANSI styles (or as plain text), to an io.Writer.
 //
-// The terminal is append-only, so a streamed reply is shown by printing only
-// what an edit adds when the new text extends the old one at the end of the
-// output; any other edit prints the whole message again after a separator.
+// Every message ends with a newline. On a terminal (Config.Live) a reply
+// being streamed, or an edit of the message that ends the output, is
+// redrawn in place from its first changed line; elsewhere (a pipe, a file)
+// a streamed reply prints only its final text, and an edit prints the whole
+// message again after a "↻ edited" note. With Config.Edit the adapter reads
+// a raw-mode terminal itself and gives the user line editing and history
+// (edit.go).
 // A line starting with "/" is a command; a line ending with "\" continues on
 // the next line. When a message carries buttons they are printed numbered,
 // "[1] Allow once  [2] Deny", and a line holding just a number presses one.
@@ -60,6 +64,18 @@ type Config struct {
 	Out io.Writer
 	// Color enables ANSI styles.
 	Color bool
+	// Live means Out is a terminal that understands ANSI cursor
+	// movement: streamed replies and edits of the last message are
+	// redrawn in place. Without it a streamed reply prints only its
+	// final text.
+	Live bool
+	// Size returns the terminal's columns and rows; nil or zero values
+	// mean 80×24. Used with Live to know how many rows a message takes.
+	Size func() (cols, rows int)
+	// Edit means In is a terminal in raw mode (no echo, no line
+	// buffering): the adapter echoes and edits the line itself, with a
+	// prompt and a history walked with ↑ and ↓.
+	Edit bool
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
 }
@@ -72,6 +88,9 @@ type Adapter struct {
 	in    io.Reader
 	out   io.Writer
 	color bool
+	live  bool
+	size  func() (int, int)
+	edit  bool
 	log   *slog.Logger
 	epoch string
 
@@ -86,6 +105,13 @@ type Adapter struct {
 	// that has buttons.
 	keys   []chat.Button
 	keyMsg chat.MsgRef
+	// line is the line editor's state (Config.Edit).
+	line editor
+	// statusRows is how many rows the transient status line of a live
+	// terminal takes at the end of the output (0: none shown).
+	statusRows int
+	// streaming is the message of an open stream, "" if none.
+	streaming string
 }
 
 // shown is what the terminal shows of one bot message.
@@ -108,6 +134,9 @@ func New(cfg Config) (*Adapter, error) {
 		in:    cfg.In,
 		out:   cfg.Out,
 		color: cfg.Color,
+		live:  cfg.Live,
+		size:  cfg.Size,
+		edit:  cfg.Edit,
 		log:   log,
 		epoch: strconv.FormatInt(time.Now().UnixNano(), 36),
 		msgs:  make(map[string]*shown),
@@ -126,7 +155,13 @@ func (a *Adapter) dialect() chat.Dialect {
 
 // Caps returns the terminal's capabilities.
 func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
-	return chat.Caps{Dialect: a.dialect(), MaxLen: MaxLen, EditInterval: EditInterval}
+	c := chat.Caps{Dialect: a.dialect(), MaxLen: MaxLen, EditInterval: EditInterval, NativeStream: true}
+	if a.live {
+		// A live terminal shows a transient status line ("thinking…",
+		// "running bash…") until the reply shows.
+		c.TypingRefresh = statusRefresh
+	}
+	return c
 }
 
 func (a *Adapter) newID(prefix string) string {
@@ -151,34 +186,38 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 	if err := checkButtons(m.Buttons); err != nil {
 		return chat.MsgRef{}, fmt.Errorf("term: send: %w", err)
 	}
-	text := chat.Render(m.Markdown, a.dialect())
+	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect()), "\n")
 	id := a.newID("b")
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := &shown{markdown: m.Markdown, text: text, buttons: m.Buttons}
-	a.msgs[id] = s
-	a.order = append(a.order, id)
+	defer a.hidePrompt()()
+	ref := chat.MsgRef{Conv: conv, ID: id}
+	a.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
+	return ref, nil
+}
+
+// printLocked records and prints a new message. a.mu is held.
+func (a *Adapter) printLocked(ref chat.MsgRef, s *shown) {
+	a.msgs[ref.ID] = s
+	a.order = append(a.order, ref.ID)
 	if len(a.order) > maxMessages {
 		delete(a.msgs, a.order[0])
 		a.order = a.order[1:]
 	}
-	ref := chat.MsgRef{Conv: conv, ID: id}
 	a.newLine()
-	a.write(text)
-	a.tail = id
-	a.showButtons(ref, m.Buttons)
-	return ref, nil
+	a.write(s.text + "\n")
+	a.tail = ref.ID
+	a.showButtons(ref, s.buttons)
 }
 
-// Edit updates a bot message: when the new text extends what ends the
-// output, only the addition is printed; otherwise the whole message is
-// printed again. An unknown message gives an error wrapping
-// chat.ErrNotFound.
+// Edit updates a bot message: on a live terminal the message that ends
+// the output is redrawn in place; otherwise the whole message is printed
+// again. An unknown message gives an error wrapping chat.ErrNotFound.
 func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if err := checkButtons(m.Buttons); err != nil {
 		return fmt.Errorf("term: edit: %w", err)
 	}
-	text := chat.Render(m.Markdown, a.dialect())
+	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect()), "\n")
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	s := a.msgs[ref.ID]
@@ -189,14 +228,14 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if s.text == text && sameButtons {
 		return nil
 	}
+	defer a.hidePrompt()()
 	switch {
 	case s.text == text:
-	case a.tail == ref.ID && strings.HasPrefix(text, s.text):
-		a.write(text[len(s.text):])
+	case a.live && a.tail == ref.ID && a.redraw(s.text, text):
 	default:
 		a.newLine()
 		a.note("↻ edited")
-		a.write(text)
+		a.write(text + "\n")
 		a.tail = ref.ID
 	}
 	s.text, s.markdown = text, m.Markdown
@@ -211,14 +250,35 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	return nil
 }
 
-// SetStatus prints a status line when it changes; "" prints nothing.
+// SetStatus shows status. On a live terminal it is a transient line below
+// the conversation, replaced by the next status and taken away by any
+// other output or by ""; elsewhere a status line is printed when it
+// changes, and "" prints nothing.
 func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status string) error {
 	if err := checkConv(conv); err != nil {
 		return fmt.Errorf("term: status: %w", err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.live {
+		if status == a.status && (status == "") == (a.statusRows == 0) {
+			return nil // already shown (or already gone)
+		}
+		defer a.hidePrompt()() // takes the old status line away too
+		if status != "" {
+			line := "… " + status
+			cols, _ := a.termSize()
+			a.statusRows = screenRows(line, cols)
+			if a.color {
+				line = ansiDim + line + ansiReset
+			}
+			a.raw(line + "\n")
+		}
+		a.status = status
+		return nil
+	}
 	if status != "" && status != a.status {
+		defer a.hidePrompt()()
 		a.newLine()
 		a.note("… " + status)
 	}
@@ -252,8 +312,10 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	}
 	if r.Toast != "" {
 		a.mu.Lock()
+		show := a.hidePrompt()
 		a.newLine()
 		a.note("✓ " + r.Toast)
+		show()
 		a.mu.Unlock()
 	}
 	if r.Reply == nil {

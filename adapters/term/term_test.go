@@ -17,6 +17,7 @@ var (
 	_ chat.Adapter   = (*Adapter)(nil)
 	_ chat.Typer     = (*Adapter)(nil)
 	_ chat.Responder = (*Adapter)(nil)
+	_ chat.Streamer  = (*Adapter)(nil)
 )
 
 // buffer is an io.Writer safe for concurrent use.
@@ -59,14 +60,18 @@ func (g *gateway) sink(ctx context.Context, in chat.Inbound) error {
 		if err := g.a.SetStatus(ctx, in.Conv, "thinking"); err != nil {
 			return err
 		}
-		ref, err := g.a.Send(ctx, in.Conv, chat.Out{Markdown: "Hel"})
+		st, err := g.a.OpenStream(ctx, in.Conv, chat.StreamOptions{})
 		if err != nil {
 			return err
 		}
-		for _, s := range []string{"Hello", "Hello", "Hello world", "Hello world!"} {
-			if err := g.a.Edit(ctx, ref, chat.Out{Markdown: s}); err != nil {
+		for _, s := range []string{"Hel", "Hello", "Hello", "Hello world"} {
+			if err := st.Update(ctx, s); err != nil {
 				return err
 			}
+		}
+		ref, err := st.Finish(ctx, chat.Out{Markdown: "Hello world!"})
+		if err != nil {
+			return err
 		}
 		if err := g.a.Edit(ctx, ref, chat.Out{Markdown: "Goodbye"}); err != nil {
 			return err
@@ -97,7 +102,7 @@ func TestConversation(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	want := "… thinking\n" +
-		"Hello world!\n" + // streamed: only additions printed
+		"Hello world!\n" + // streamed to a pipe: only the final text
 		"↻ edited\n" +
 		"Goodbye\n" +
 		"Run ls?\n" +
@@ -241,7 +246,7 @@ func TestEdit(t *testing.T) {
 	if err := a.Edit(ctx, ref, chat.Out{Markdown: "one more"}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "one\ntwo\n↻ edited\none more"; out.String() != want {
+	if want := "one\ntwo\n↻ edited\none more\n"; out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
 	}
 	tests := []struct {
@@ -273,7 +278,7 @@ func TestColorAndCaps(t *testing.T) {
 	if _, err := a.Send(t.Context(), Conv(), chat.Out{Markdown: "**bold**"}); err != nil {
 		t.Fatal(err)
 	}
-	if want := chat.Render("**bold**", chat.DialectANSI); out.String() != want {
+	if want := chat.Render("**bold**", chat.DialectANSI) + "\n"; out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
 	}
 	if err := a.SetStatus(t.Context(), Conv(), "working"); err != nil {

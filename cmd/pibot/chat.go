@@ -39,7 +39,7 @@ func (c *cli) chat(ctx context.Context, args []string) error {
 	fs.StringVar(&o.configFile, "c", "", "configuration `FILE` (default $PIBOT_CONFIG)")
 	fs.BoolVar(&o.print, "p", false, "print mode: run the prompt and print only the final answer")
 	fs.StringVar(&o.mode, "mode", "", "output `mode`: text (with -p) or json (every event as one JSON line)")
-	fs.StringVar(&o.session, "session", "", "continue the session in `FILE`")
+	fs.StringVar(&o.session, "session", "", "continue the `SESSION` (a file, a session id or an id prefix)")
 	fs.StringVar(&o.model, "model", "", "model `provider/id` (default agent.model)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -232,6 +232,16 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 	cfg, _, err := c.loadConfig(o.configFile)
 	if err != nil {
 		return err
+	}
+	if o.session != "" {
+		if o.session, err = c.sessionPath(o.session, o.configFile); err != nil {
+			return err
+		}
+		unlock, err := lockForSession(cfg, o.session)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
 	run, err := c.openChat(ctx, o, cfg)
 	if err != nil {

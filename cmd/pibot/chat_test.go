@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pibot/pibot/cluster"
 )
 
 const fauxConfig = "data_dir: ./data\nproviders:\n  f:\n    api: faux\n    models: [{id: m}]\nagent:\n  model: f/m\n"
@@ -148,4 +150,43 @@ func TestChatSystemPromptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok(t, dir, "chat", "-c", cfg, "-p", "hi")
+}
+
+// TestChatSessionLockedByServe replays the double write: `pibot chat -p
+// --session` on a session of a data directory another process holds (as
+// `pibot serve` does) is refused, and the file is left alone; once the
+// lock is free the same command works, and accepts the session's id.
+func TestChatSessionLockedByServe(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
+	ok(t, dir, "chat", "-c", cfg, "-p", "first")
+	files := sessionFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+	before := readFile(t, files[0])
+	lock, err := cluster.LockDir(filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := pibot(t, dir, "", nil, "chat", "-c", cfg, "--session", files[0], "-p", "second")
+	if r.code != 1 || !strings.Contains(r.stderr, "belongs to the pibot running on data directory") || !strings.Contains(r.stderr, "pid ") {
+		t.Fatalf("locked session: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if readFile(t, files[0]) != before {
+		t.Fatal("the refused chat wrote to the session")
+	}
+	// A session outside the data directory is not serve's.
+	outside := filepath.Join(dir, "copy.jsonl")
+	if err := os.WriteFile(outside, []byte(before), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ok(t, dir, "chat", "-c", cfg, "--session", outside, "-p", "elsewhere")
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	id := jsonLines(t, before)[0]["id"].(string)
+	if out := ok(t, dir, "chat", "-c", cfg, "--session", id[:12], "-p", "second"); !strings.HasPrefix(out, "You said: second") {
+		t.Fatalf("after unlock: %q", out)
+	}
 }

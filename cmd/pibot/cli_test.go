@@ -41,7 +41,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, 2, "Usage:"},
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
-		{[]string{"session", "tree"}, 2, "want FILE"},
+		{[]string{"session", "tree"}, 2, "want SESSION"},
 		{[]string{"session", "fork", "x.jsonl"}, 2, "--at ID is required"},
 		{[]string{"chat", "--mode", "xml", "hi"}, 2, "--mode must be text or json"},
 		{[]string{"pairing", "approve", "telegram"}, 2, "PLATFORM CODE"},
@@ -62,6 +62,8 @@ func TestConfigCheck(t *testing.T) {
 	good := writeFile(t, dir, "good.yaml", "data_dir: ./d\nagent:\n  model: f/m\nproviders:\n  f: {api: faux}\n")
 	unknown := writeFile(t, dir, "unknown.yaml", "agent:\n  modle: x/y\n")
 	invalid := writeFile(t, dir, "invalid.yaml", "agent:\n  queue: {mode: shout}\naccess:\n  dm_policy: everyone\n")
+	badModel := writeFile(t, dir, "model.yaml", "agent:\n  model: f/nope\n  fallbacks: [g/m]\nproviders:\n  f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}\n")
+	thinking := writeFile(t, dir, "thinking.yaml", "agent:\n  model: f/m\n  thinking: high\nproviders:\n  f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}\n")
 	tests := []struct {
 		name     string
 		args     []string
@@ -77,6 +79,9 @@ func TestConfigCheck(t *testing.T) {
 		{"unknown key", []string{"config", "check", "-c", unknown}, nil, 1, []string{"agent.modle", "unknown key"}, ""},
 		{"every bad key", []string{"config", "check", "-c", invalid}, nil, 1, []string{"agent.queue.mode", "access.dm_policy"}, "ok"},
 		{"missing file", []string{"config", "check", "-c", filepath.Join(dir, "nope.yaml")}, nil, 1, []string{"nope.yaml"}, ""},
+		{"did you mean", []string{"config", "check", "-c", unknown}, nil, 1, []string{"did you mean agent.model?"}, ""},
+		{"unknown model", []string{"config", "check", "-c", badModel}, nil, 1, []string{"agent.model:", "f/nope", "agent.fallbacks[0]:", `provider "g" is not configured`}, "ok"},
+		{"thinking warning", []string{"config", "check", "-c", thinking}, nil, 0, []string{"ok"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +102,17 @@ func TestConfigCheck(t *testing.T) {
 				t.Errorf("stdout %q contains %q", r.stdout, tt.wantNone)
 			}
 		})
+	}
+}
+
+// TestConfigCheckThinkingWarning: a thinking level the model cannot do is
+// a warning, not an error.
+func TestConfigCheckThinkingWarning(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "agent:\n  model: f/m\n  thinking: high\nproviders:\n  f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}\n")
+	r := pibot(t, dir, "", nil, "config", "check", "-c", cfg)
+	if r.code != 0 || !strings.Contains(r.stderr, `warning: agent.thinking: f/m cannot think at level "high"`) {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 
@@ -175,5 +191,39 @@ func TestPairing(t *testing.T) {
 	}
 	if r := pibot(t, dir, "", nil, "pairing", "revoke", "telegram", "42", "-c", cfg); r.code != 1 || !strings.Contains(r.stderr, "not paired") {
 		t.Fatalf("second revoke: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestPairingOffline: `pibot pairing` works on the data directory of the
+// configuration without the platform tokens that only serve needs, and
+// refuses to start an empty data directory where pibot's is not.
+func TestPairingOffline(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./data\nadapters:\n  telegram:\n    token: ${TG_TOKEN}\n")
+	r := pibot(t, dir, "", nil, "pairing", "list", "-c", cfg)
+	if r.code != 1 || !strings.Contains(r.stderr, "no data directory at ./data (data_dir of "+cfg+")") {
+		t.Fatalf("missing data dir: exit %d %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
+		t.Fatal("pairing list created a data directory")
+	}
+	store, err := access.OpenStore(filepath.Join(dir, "data", "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := store.RequestCode(t.Context(), "telegram", "42", "Ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := ok(t, dir, "pairing", "approve", "-c", cfg, "telegram", code); !strings.Contains(out, "approved telegram:42") {
+		t.Fatalf("approve without the token: %q", out)
+	}
+	// serve still needs the token.
+	if r := pibot(t, dir, "", nil, "config", "check", "-c", cfg); r.code == 0 || !strings.Contains(r.stderr, "TG_TOKEN") {
+		t.Fatalf("config check without the token: exit %d %q", r.code, r.stderr)
+	}
+	bad := writeFile(t, dir, "bad.yaml", "data_dir: ${STATE}/data\n")
+	if r := pibot(t, dir, "", nil, "pairing", "list", "-c", bad); r.code != 1 || !strings.Contains(r.stderr, "data_dir: ${STATE}") {
+		t.Fatalf("data_dir from an unset variable: exit %d %q", r.code, r.stderr)
 	}
 }

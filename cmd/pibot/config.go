@@ -71,13 +71,24 @@ func (c *cli) config(args []string) error {
 		} else if err := wantArgs("config check", pos, 0, "no arguments besides -c FILE"); err != nil {
 			return err
 		}
-		_, path, err := c.loadConfig(*file)
+		cfg, path, err := c.loadConfig(*file)
 		if err != nil {
 			c.printConfigErrors(err)
 			return &exitError{code: 1}
 		}
 		if path == "" {
 			path = "default configuration"
+		}
+		errs, warns := modelProblems(cfg, c.getenv)
+		for _, w := range warns {
+			fmt.Fprintf(c.stderr, "pibot: %s: warning: %s\n", path, w)
+		}
+		if len(errs) > 0 {
+			fmt.Fprintf(c.stderr, "pibot: %s:\n", path)
+			for _, e := range errs {
+				fmt.Fprintf(c.stderr, "  %s\n", e)
+			}
+			return &exitError{code: 1}
 		}
 		fmt.Fprintf(c.stdout, "%s: ok\n", path)
 		return nil

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/pibot/pibot/adapters/discord"
+	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/internal/extensions"
@@ -13,6 +15,13 @@ import (
 var (
 	_ chat.Typer     = (*endOnEOF)(nil)
 	_ chat.Responder = (*endOnEOF)(nil)
+	_ chat.Streamer  = (*endOnEOF)(nil)
+)
+
+// Adapters that can stop on their own (a refused token) fail /readyz.
+var (
+	_ healthChecker = (*telegram.Adapter)(nil)
+	_ healthChecker = (*discord.Adapter)(nil)
 )
 
 // The extensions are what the gateway plugs into runs.

@@ -10,6 +10,7 @@ import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/buildinfo"
+	"github.com/pibot/pibot/session"
 )
 
 // interactive runs the terminal chat: the gateway with only the terminal
@@ -28,7 +29,16 @@ func (c *cli) interactive(ctx context.Context, o chatOptions) error {
 		logCfg.Level = "warn" // keep the conversation readable
 	}
 	log := newLogger(c.stderr, logCfg)
-	ta, err := term.New(term.Config{In: c.stdin, Out: c.stdout, Color: isTerminal(c.stdout) && c.getenv("NO_COLOR") == "", Logger: log})
+	tcfg := term.Config{In: c.stdin, Out: c.stdout, Logger: log}
+	if isTerminal(c.stdout) {
+		fd := int(c.stdout.(interface{ Fd() uintptr }).Fd())
+		tcfg.Live, tcfg.Color = true, c.getenv("NO_COLOR") == ""
+		tcfg.Size = func() (int, int) { return termSize(fd) }
+	}
+	// The line editor needs the input in raw mode, which is set once the
+	// chat starts and restored when it ends.
+	tcfg.Edit = tcfg.Live && isTerminal(c.stdin)
+	ta, err := term.New(tcfg)
 	if err != nil {
 		return err
 	}
@@ -41,8 +51,42 @@ func (c *cli) interactive(ctx context.Context, o chatOptions) error {
 	defer st.close()
 	if isTerminal(c.stdin) {
 		c.banner(cfg)
+		c.resumeNote(ctx, st)
+	}
+	if tcfg.Edit {
+		restore, err := rawMode(int(c.stdin.(interface{ Fd() uintptr }).Fd()))
+		if err != nil {
+			return err
+		}
+		defer func() { _ = restore() }()
 	}
 	return st.gw.Run(ctx)
+}
+
+// resumeNote says which conversation the terminal chat continues, if any.
+func (c *cli) resumeNote(ctx context.Context, st *stack) {
+	path, ok, err := st.gw.SessionOf(ctx, term.Conv())
+	if err != nil || !ok {
+		return
+	}
+	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	sctx, err := s.Context(s.Heads()[term.Conv().Key()])
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(c.stdout, "resumed session %s, %s; /new for a fresh one\n", s.Header().ID, plural(len(sctx.Messages), "message"))
+}
+
+// plural is "1 message", "2 messages".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func (c *cli) banner(cfg config.Config) {

@@ -47,7 +47,11 @@ func providerConfigs(cfg config.Config, getenv func(string) string) ([]providers
 		if err != nil {
 			return nil, err
 		}
-		pc := providers.Config{Name: name, API: p.API, BaseURL: p.BaseURL, APIKey: secret.New(apiKey), Headers: p.Headers, Compat: compat,
+		keySource := key + ".api_key"
+		if p.APIKeyFile != "" {
+			keySource = key + ".api_key_file"
+		}
+		pc := providers.Config{Name: name, API: p.API, BaseURL: p.BaseURL, APIKey: secret.New(apiKey), Headers: p.Headers, Compat: compat, KeySource: keySource,
 			Timeouts: providers.Timeouts{Connect: p.Timeouts.Connect.D(), FirstByte: p.Timeouts.FirstByte.D(), Idle: p.Timeouts.Idle.D()}}
 		for _, m := range p.Models {
 			pc.Models = append(pc.Models, modelInfo(m))
@@ -131,7 +135,17 @@ func newRegistry(cfg config.Config, getenv func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	return providers.NewRegistry(pcs, providers.Options{Logger: log, FauxDelay: fauxDelay})
+	return providers.NewRegistry(pcs, providers.Options{Logger: log, FauxDelay: fauxDelay, Retry: providerRetry(cfg)})
+}
+
+// providerRetry is the providers' own retry policy: none while the agent
+// retries (agent.retry), so one failing call is retried by one policy, not
+// by the provider's retries nested in each of the agent's.
+func providerRetry(cfg config.Config) providers.RetryPolicy {
+	if cfg.Agent.Retry.Enabled {
+		return providers.RetryPolicy{MaxRetries: -1}
+	}
+	return providers.RetryPolicy{}
 }
 
 // defaultModel returns agent.model, or else the first configured model

@@ -19,8 +19,11 @@ type pairingAdmin interface {
 
 var _ pairingAdmin = (*access.Store)(nil)
 
-// pairing runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json.
-// A running pibot rereads the file on every check, so changes apply at once.
+// pairing runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json
+// of the configuration (the one `pibot serve` uses: -c or $PIBOT_CONFIG),
+// without needing the platforms' tokens. A running pibot rereads the file
+// on every check, so changes apply at once, and tells an approved user in
+// their chat that they may talk now.
 func (c *cli) pairing(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usageErr("pairing: want list, approve PLATFORM CODE or revoke PLATFORM USER")
@@ -45,9 +48,12 @@ func (c *cli) pairing(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, _, err := c.loadConfig(*file)
+	cfg, err := c.loadOfflineConfig(*file)
 	if err != nil {
 		return err
+	}
+	if err := haveDataDir(cfg); err != nil {
+		return fmt.Errorf("pairing: %w", err)
 	}
 	fileStore, err := access.OpenStore(dataPath(cfg, "pairing.json"))
 	if err != nil {

@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/pibot/pibot/internal/transcript"
 	"github.com/pibot/pibot/session"
 )
 
@@ -46,67 +46,88 @@ func (c *cli) session(args []string) error {
 		}
 		return c.sessionList(dir)
 	case "tree":
+		file := configFlag(fs)
+		all := fs.Bool("all", false, "show every entry, not only the user's turns")
 		pos, err := parseArgs(fs, rest)
 		if err != nil {
 			return err
 		}
-		if err := wantArgs("session tree", pos, 1, "FILE"); err != nil {
+		path, err := c.sessionArg("session tree", pos, *file)
+		if err != nil {
 			return err
 		}
-		s, err := c.openReadOnly(pos[0])
+		s, err := c.openReadOnly(path)
 		if err != nil {
 			return err
 		}
 		defer s.Close()
-		return session.TreeText(c.stdout, s)
+		return session.TreeText(c.stdout, s, session.TreeOptions{All: *all})
 	case "context":
+		file := configFlag(fs)
 		leaf := fs.String("leaf", "", "entry `ID` to use as the leaf (default: pi's default leaf, the last entry)")
 		stats := fs.Bool("stats", false, "print on stderr how the answer was built and where the time went (read, index, validate, emit)")
 		pos, err := parseArgs(fs, rest)
 		if err != nil {
 			return err
 		}
-		if err := wantArgs("session context", pos, 1, "FILE"); err != nil {
+		path, err := c.sessionArg("session context", pos, *file)
+		if err != nil {
 			return err
 		}
-		return c.sessionContext(pos[0], *leaf, *stats)
+		return c.sessionContext(path, *leaf, *stats)
 	case "fork":
+		file := configFlag(fs)
 		at := fs.String("at", "", "entry `ID` the fork ends at (required)")
 		out := fs.String("o", "", "output `DIR` (default: the source file's directory)")
 		pos, err := parseArgs(fs, rest)
 		if err != nil {
 			return err
 		}
-		if err := wantArgs("session fork", pos, 1, "FILE"); err != nil {
-			return err
-		}
 		if *at == "" {
 			return usageErr("session fork: --at ID is required")
 		}
-		return c.sessionFork(pos[0], *at, *out)
+		path, err := c.sessionArg("session fork", pos, *file)
+		if err != nil {
+			return err
+		}
+		return c.sessionFork(path, *at, *out)
 	case "repair":
+		file := configFlag(fs)
 		dry := fs.Bool("dry-run", false, "report what would be repaired without writing")
 		pos, err := parseArgs(fs, rest)
 		if err != nil {
 			return err
 		}
-		if err := wantArgs("session repair", pos, 1, "FILE"); err != nil {
+		path, err := c.sessionArg("session repair", pos, *file)
+		if err != nil {
 			return err
 		}
-		return c.sessionRepair(pos[0], *dry)
+		return c.sessionRepair(path, *dry)
 	case "export":
+		file := configFlag(fs)
 		leaf := fs.String("leaf", "", "entry `ID` ending the exported branch (default: the default leaf)")
+		format := fs.String("format", "jsonl", "`format`: jsonl (pi's export of one branch), md (that branch as Markdown) or html (the whole tree as one page)")
 		out := fs.String("o", "", "write to `FILE` instead of standard output")
 		pos, err := parseArgs(fs, rest)
 		if err != nil {
 			return err
 		}
-		if err := wantArgs("session export", pos, 1, "FILE"); err != nil {
+		path, err := c.sessionArg("session export", pos, *file)
+		if err != nil {
 			return err
 		}
-		return c.sessionExport(pos[0], *leaf, *out)
+		return c.sessionExport(path, *leaf, *out, *format)
 	}
 	return usageErr("session: unknown subcommand %q (want ls, tree, context, fork, repair or export)", sub)
+}
+
+// sessionArg resolves the one SESSION argument of a subcommand (see
+// sessionPath).
+func (c *cli) sessionArg(name string, pos []string, configFile string) (string, error) {
+	if err := wantArgs(name, pos, 1, "SESSION"); err != nil {
+		return "", err
+	}
+	return c.sessionPath(pos[0], configFile)
 }
 
 // sessionContext prints the context of one leaf as a JSON line, streamed
@@ -170,25 +191,10 @@ func (c *cli) sessionList(dir string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("session ls: %w", err)
 	}
-	var all []session.Info
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		infos, err := session.List(p)
-		if err != nil {
-			return err
-		}
-		all = append(all, infos...)
-		return nil
-	})
+	all, err := listSessions(dir)
 	if err != nil {
 		return fmt.Errorf("session ls: %w", err)
 	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Modified.After(all[j].Modified) })
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODIFIED\tMSGS\tNAME\tFIRST MESSAGE\tFILE")
 	for _, in := range all {
@@ -237,6 +243,39 @@ func (c *cli) sessionFork(path, at, outDir string) error {
 	return nil
 }
 
+// repairChanged reports whether a repair changed the file on disk; damage
+// it cannot change (stale fenced entries, bad lines an earlier repair
+// already recorded) is skipped on every read.
+func repairChanged(r session.Report) bool {
+	migrated := r.FromVersion != 0 && r.FromVersion != session.CurrentVersion
+	return r.TailTruncated || r.BrokenCopy != "" || r.RepairEntry != "" || r.MissingNewline || migrated || len(r.Cycles) > 0
+}
+
+// repairWouldChange repairs a temporary copy of path and reports whether
+// that changed it.
+func repairWouldChange(path string) (bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("session repair: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "pibot-repair-")
+	if err != nil {
+		return false, fmt.Errorf("session repair: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	cp := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		return false, fmt.Errorf("session repair: %w", err)
+	}
+	r, err := session.Repair(cp, false)
+	if err != nil {
+		return false, fmt.Errorf("session repair: trial on a copy: %w", err)
+	}
+	return repairChanged(r), nil
+}
+
+// sessionRepair repairs path, or with dryRun says whether it needs it:
+// a dry run exits 1 when a repair would change the file.
 func (c *cli) sessionRepair(path string, dryRun bool) error {
 	r, err := session.Repair(path, dryRun)
 	if err != nil {
@@ -253,17 +292,23 @@ func (c *cli) sessionRepair(path string, dryRun bool) error {
 		fmt.Fprintf(c.stderr, "%s: entry %s re-attached under %s\n", r.Path, child, parent)
 	}
 	migrated := r.FromVersion != 0 && r.FromVersion != session.CurrentVersion
-	// What a writable open changed on disk; damage it cannot change (stale
-	// fenced entries, bad lines an earlier repair already recorded) is
-	// skipped on every read.
-	changed := r.TailTruncated || r.BrokenCopy != "" || r.RepairEntry != "" || r.MissingNewline || migrated || len(r.Cycles) > 0
+	changed := repairChanged(r)
+	if dryRun && !r.Clean() {
+		// Only a repair knows what it would write (a repair entry an
+		// earlier repair already recorded is not written again): repair
+		// a copy.
+		if changed, err = repairWouldChange(path); err != nil {
+			return err
+		}
+	}
 	switch {
 	case r.Clean() && !migrated:
-		fmt.Fprintf(c.stdout, "%s: clean\n", path)
-	case dryRun:
-		fmt.Fprintf(c.stdout, "%s: damaged; run without --dry-run to repair\n", path)
+		fmt.Fprintf(c.stdout, "%s: nothing to repair\n", path)
 	case !changed:
 		fmt.Fprintf(c.stdout, "%s: nothing to repair: the damage above is skipped whenever the file is read\n", path)
+	case dryRun:
+		fmt.Fprintf(c.stdout, "%s: needs repair; run without --dry-run to repair it\n", path)
+		return &exitError{code: 1}
 	default:
 		msg := "repaired"
 		if r.BrokenCopy != "" {
@@ -277,21 +322,40 @@ func (c *cli) sessionRepair(path string, dryRun bool) error {
 	return nil
 }
 
-// sessionExport writes pi's exportToJsonl: a header with the same session
-// id and cwd and a new timestamp, then the entries of one branch with
-// their parents re-chained into a line.
-func (c *cli) sessionExport(path, leaf, out string) (err error) {
+// sessionExport writes one branch in pi's exportToJsonl format (a header
+// with the same session id and cwd and a new timestamp, then the entries
+// with their parents re-chained into a line), that branch as Markdown, or
+// the whole tree as one HTML page.
+func (c *cli) sessionExport(path, leaf, out, format string) (err error) {
 	s, err := c.openReadOnly(path)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	data, err := s.Export(leaf, time.Now())
-	if err != nil {
-		return fmt.Errorf("session export %s: %w", path, err)
+	var buf bytes.Buffer
+	switch format {
+	case "jsonl":
+		data, err := s.Export(leaf, time.Now())
+		if err != nil {
+			return fmt.Errorf("session export %s: %w", path, err)
+		}
+		buf.Write(data)
+	case "md", "markdown":
+		if err := transcript.Markdown(&buf, s, leaf); err != nil {
+			return fmt.Errorf("session export %s: %w", path, err)
+		}
+	case "html":
+		if leaf != "" {
+			return usageErr("session export: --leaf does not apply to --format html, which shows the whole tree")
+		}
+		if err := transcript.HTML(&buf, s); err != nil {
+			return fmt.Errorf("session export %s: %w", path, err)
+		}
+	default:
+		return usageErr("session export: --format must be jsonl, md or html, not %q", format)
 	}
 	if out == "" {
-		_, err = c.stdout.Write(data)
+		_, err = c.stdout.Write(buf.Bytes())
 		return err
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -299,9 +363,13 @@ func (c *cli) sessionExport(path, leaf, out string) (err error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("session export: %w", err)
 	}
-	if err := os.WriteFile(out, data, 0o600); err != nil {
+	if err := os.WriteFile(out, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("session export: %w", err)
 	}
-	fmt.Fprintln(c.stderr, "exported", bytes.Count(data, []byte{'\n'})-1, "entries to", out)
+	if format == "jsonl" {
+		fmt.Fprintln(c.stderr, "exported", bytes.Count(buf.Bytes(), []byte{'\n'})-1, "entries to", out)
+	} else {
+		fmt.Fprintln(c.stderr, "exported to", out)
+	}
 	return nil
 }

@@ -88,7 +88,7 @@ func TestSessionContextStats(t *testing.T) {
 func TestSessionTree(t *testing.T) {
 	dir := t.TempDir()
 	p := copyVector(t, dir, "agent-tree")
-	out := ok(t, dir, "session", "tree", p)
+	out := ok(t, dir, "session", "tree", "--all", p)
 	data, err := os.ReadFile(filepath.Join(vectorsDir(t), "agent-tree.tree.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +101,74 @@ func TestSessionTree(t *testing.T) {
 	}
 	if got := strings.Count(out, "\n"); got != len(lines)-1 {
 		t.Errorf("tree has %d lines, want one per entry (%d)", got, len(lines)-1)
+	}
+	// By default: one line per user turn.
+	turns := ok(t, dir, "session", "tree", p)
+	users := strings.Count(readFile(t, p), `"role":"user"`)
+	summaries := strings.Count(readFile(t, p), `"type":"branch_summary"`) + strings.Count(readFile(t, p), `"type":"compaction"`)
+	if got := strings.Count(turns, "\n"); got != users+summaries || strings.Count(turns, " user: ") != users {
+		t.Errorf("default tree has %d lines, want one per user turn (%d) and summary (%d):\n%s", got, users, summaries, turns)
+	}
+	if !strings.Contains(turns, "◀ leaf") || !strings.Contains(turns, "─ ") {
+		t.Errorf("default tree lacks the leaf mark or the branches:\n%s", turns)
+	}
+}
+
+// TestSessionByID: every session subcommand takes a path, a session id or
+// an unambiguous prefix of one, found in the configured data directory.
+func TestSessionByID(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
+	ok(t, dir, "chat", "-c", cfg, "-p", "one")
+	ok(t, dir, "chat", "-c", cfg, "-p", "two")
+	files := sessionFiles(t, dir)
+	if len(files) != 2 {
+		t.Fatalf("session files %v", files)
+	}
+	id := func(p string) string { return jsonLines(t, readFile(t, p))[0]["id"].(string) }
+	a, b := id(files[0]), id(files[1])
+	common := 0
+	for common < len(a) && a[common] == b[common] {
+		common++
+	}
+	for _, arg := range []string{a, a[:common+1], files[0]} {
+		out := ok(t, dir, "session", "context", "-c", cfg, arg)
+		if got := roles(t, out); len(got) != 2 {
+			t.Errorf("context %s: roles %v", arg, got)
+		}
+		if tree := ok(t, dir, "session", "tree", "-c", cfg, arg); !strings.Contains(tree, " user: ") {
+			t.Errorf("tree %s:\n%s", arg, tree)
+		}
+	}
+	if common > 0 {
+		r := pibot(t, dir, "", nil, "session", "tree", "-c", cfg, a[:common])
+		if r.code == 0 || !strings.Contains(r.stderr, "matches 2 sessions") {
+			t.Errorf("ambiguous prefix: exit %d %q", r.code, r.stderr)
+		}
+	}
+	r := pibot(t, dir, "", nil, "session", "export", "-c", cfg, "zzzz")
+	if r.code == 0 || !strings.Contains(r.stderr, "no session id starts with it") {
+		t.Errorf("unknown id: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestSessionExportFormats(t *testing.T) {
+	dir := t.TempDir()
+	p := copyVector(t, dir, "agent-tree")
+	md := ok(t, dir, "session", "export", "--format", "md", p)
+	if !strings.HasPrefix(md, "# ") || !strings.Contains(md, "## You\n") || !strings.Contains(md, "## Assistant\n") {
+		t.Errorf("markdown:\n%.400s", md)
+	}
+	page := ok(t, dir, "session", "export", "--format", "html", p)
+	if !strings.HasPrefix(page, "<!DOCTYPE html>") || !strings.Contains(page, "class=\"branch\"") || strings.Contains(page, "<script") {
+		t.Errorf("html:\n%.400s", page)
+	}
+	target := filepath.Join(dir, "out.html")
+	if r := pibot(t, dir, "", nil, "session", "export", "--format", "html", "-o", target, p); r.code != 0 || readFile(t, target) != page {
+		t.Errorf("html to a file: exit %d %q", r.code, r.stderr)
+	}
+	if r := pibot(t, dir, "", nil, "session", "export", "--format", "pdf", p); r.code != 2 || !strings.Contains(r.stderr, "jsonl, md or html") {
+		t.Errorf("unknown format: exit %d %q", r.code, r.stderr)
 	}
 }
 
@@ -202,7 +270,7 @@ func TestSessionRepair(t *testing.T) {
 	p := copyVector(t, dir, "torn-tail")
 	before := readFile(t, p)
 	r := pibot(t, dir, "", nil, "session", "repair", p, "--dry-run")
-	if r.code != 0 || !strings.Contains(r.stdout, "damaged") || !strings.Contains(r.stderr, p+":") {
+	if r.code != 1 || !strings.Contains(r.stdout, "needs repair") || !strings.Contains(r.stderr, p+":") {
 		t.Fatalf("dry run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if readFile(t, p) != before {
@@ -214,8 +282,11 @@ func TestSessionRepair(t *testing.T) {
 	if _, err := os.Stat(p + ".broken"); err != nil {
 		t.Fatalf("no .broken copy: %v", err)
 	}
-	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "clean") {
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("second repair: %q", out)
+	}
+	if out := ok(t, dir, "session", "repair", "--dry-run", p); !strings.Contains(out, "nothing to repair") {
+		t.Fatalf("dry run after the repair: %q", out)
 	}
 	got := jsonLines(t, ok(t, dir, "session", "context", p))
 	sameContext(t, "repaired torn-tail", got[0], expectedContexts(t, "torn-tail")[""])
@@ -232,6 +303,9 @@ func TestSessionRepairSaysNothingToRepair(t *testing.T) {
 		t.Fatalf("first repair: %q", out)
 	}
 	before := readFile(t, p)
+	if r := pibot(t, dir, "", nil, "session", "repair", "--dry-run", p); r.code != 0 || !strings.Contains(r.stdout, "nothing to repair") {
+		t.Fatalf("dry run after the repair: exit %d, stdout %q", r.code, r.stdout)
+	}
 	r := pibot(t, dir, "", nil, "session", "repair", p)
 	if r.code != 0 || !strings.Contains(r.stdout, "nothing to repair") || strings.Contains(r.stdout, "repaired") {
 		t.Fatalf("second repair: exit %d, stdout %q", r.code, r.stdout)
@@ -267,7 +341,7 @@ func TestSessionParentLoop(t *testing.T) {
 		t.Fatalf("context of the self-parented leaf = %v, want its one message", got)
 	}
 	r = pibot(t, dir, "", nil, "session", "repair", "--dry-run", p)
-	if r.code != 0 || !strings.Contains(r.stdout, "damaged") || readFile(t, p) != data {
+	if r.code != 1 || !strings.Contains(r.stdout, "needs repair") || readFile(t, p) != data {
 		t.Fatalf("dry run: exit %d %q, or the file changed", r.code, r.stdout)
 	}
 	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "repaired, original kept as "+p+".broken") {
@@ -280,7 +354,7 @@ func TestSessionParentLoop(t *testing.T) {
 	if strings.Contains(fixed, `"parentId":"d4"`) || strings.Contains(fixed, `"id":"b2","parentId":"c3"`) {
 		t.Fatalf("loops left in the repaired file:\n%s", fixed)
 	}
-	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "clean") {
+	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("second repair: %q", out)
 	}
 }

@@ -97,6 +97,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	}
 	st.tools = tb
 	model := defaultModel(cfg, reg)
+	errs, warns := modelProblems(cfg, getenv)
+	for _, p := range append(errs, warns...) {
+		log.Warn("configuration: " + p)
+	}
 	ext, err := newExtensions(cfg, tb.ws, log)
 	if err != nil {
 		return st, err
@@ -150,6 +154,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Inbox:    st.inbox,
 		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
 		Locker:   locker,
+		Notices:  store,
 		// 20 messages a minute per sender, bursts of 10; owners are exempt.
 		Budget: cluster.NewBudget(20.0/60, 10),
 	})

@@ -53,6 +53,15 @@ type Pairings interface {
 	Approved(ctx context.Context, platform, user string) (bool, error)
 }
 
+// ConvPairings is a pairing store that also remembers the direct
+// conversation each code was asked for in, so the user can be told there
+// once approved (the file Store does).
+type ConvPairings interface {
+	RequestCodeIn(ctx context.Context, conv chat.ConvRef, user, name string) (code string, created bool, err error)
+}
+
+var _ ConvPairings = (*Store)(nil)
+
 // Checker applies a Policy and the pairing store.
 type Checker struct {
 	policy Policy
@@ -170,7 +179,16 @@ func (c *Checker) pair(ctx context.Context, in chat.Inbound) Decision {
 	if c.store == nil {
 		return Decision{Verdict: Ignore}
 	}
-	code, created, err := c.store.RequestCode(ctx, string(in.Conv.Platform), in.User.ID, in.User.Name)
+	var (
+		code    string
+		created bool
+		err     error
+	)
+	if cs, ok := c.store.(ConvPairings); ok {
+		code, created, err = cs.RequestCodeIn(ctx, in.Conv, in.User.ID, in.User.Name)
+	} else {
+		code, created, err = c.store.RequestCode(ctx, string(in.Conv.Platform), in.User.ID, in.User.Name)
+	}
 	if errors.Is(err, ErrCooldown) || errors.Is(err, ErrTooManyPending) {
 		return Decision{Verdict: Ignore} // the limits of the flow: silence
 	}

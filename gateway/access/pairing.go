@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/atomicfile"
 )
 
@@ -46,6 +47,9 @@ type Request struct {
 	Name     string    `json:"name,omitempty"`
 	Code     string    `json:"code"`
 	Created  time.Time `json:"created"`
+	// Conv is the direct conversation the code was asked for in, where
+	// the user is told once approved; nil when unknown.
+	Conv *chat.ConvRef `json:"conv,omitempty"`
 }
 
 // Pairing is an approved user.
@@ -54,6 +58,10 @@ type Pairing struct {
 	User     string    `json:"user"`
 	Name     string    `json:"name,omitempty"`
 	Approved time.Time `json:"approved"`
+	// Conv is where the user asked for their code (Request.Conv); Told
+	// is set once pibot told them there that they may talk now.
+	Conv *chat.ConvRef `json:"conv,omitempty"`
+	Told bool          `json:"told,omitempty"`
 }
 
 // Issue records that a user got a code, for CodeCooldown.
@@ -161,6 +169,21 @@ func (s *Store) pruneLocked() {
 // the last (ErrCooldown); a platform holds at most MaxPendingPer codes
 // (ErrTooManyPending).
 func (s *Store) RequestCode(_ context.Context, platform, user, name string) (code string, created bool, err error) {
+	return s.requestCode(platform, user, name, nil)
+}
+
+// RequestCodeIn is RequestCode for a user writing in conv, which is
+// remembered when it is a direct conversation: once the code is approved
+// the gateway tells the user there (Untold, MarkTold).
+func (s *Store) RequestCodeIn(_ context.Context, conv chat.ConvRef, user, name string) (code string, created bool, err error) {
+	var where *chat.ConvRef
+	if conv.DM {
+		where = &conv
+	}
+	return s.requestCode(string(conv.Platform), user, name, where)
+}
+
+func (s *Store) requestCode(platform, user, name string, conv *chat.ConvRef) (code string, created bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.reloadLocked(); err != nil {
@@ -186,7 +209,7 @@ func (s *Store) RequestCode(_ context.Context, platform, user, name string) (cod
 	}
 	code = newCode()
 	now := s.now().UTC()
-	s.data.Pending = append(s.data.Pending, Request{Platform: platform, User: user, Name: name, Code: code, Created: now})
+	s.data.Pending = append(s.data.Pending, Request{Platform: platform, User: user, Name: name, Code: code, Created: now, Conv: conv})
 	s.data.Issued = append(s.data.Issued, Issue{Platform: platform, User: user, At: now})
 	return code, true, s.saveLocked()
 }
@@ -211,7 +234,7 @@ func (s *Store) Approve(_ context.Context, platform, code string) (Pairing, erro
 	code = strings.ToUpper(strings.TrimSpace(code))
 	for i, r := range s.data.Pending {
 		if r.Platform == platform && subtle.ConstantTimeCompare([]byte(r.Code), []byte(code)) == 1 {
-			p := Pairing{Platform: r.Platform, User: r.User, Name: r.Name, Approved: s.now().UTC()}
+			p := Pairing{Platform: r.Platform, User: r.User, Name: r.Name, Approved: s.now().UTC(), Conv: r.Conv}
 			s.data.Pending = append(s.data.Pending[:i], s.data.Pending[i+1:]...)
 			s.data.Approved = append(s.data.Approved, p)
 			return p, s.saveLocked()
@@ -280,4 +303,37 @@ func (s *Store) Approved(_ context.Context, platform, user string) (bool, error)
 		}
 	}
 	return false, nil
+}
+
+// Untold returns the approved users who asked for their code in a known
+// conversation and were not yet told there that they may talk.
+func (s *Store) Untold(context.Context) ([]Pairing, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return nil, err
+	}
+	var out []Pairing
+	for _, p := range s.data.Approved {
+		if p.Conv != nil && !p.Told {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// MarkTold records that (platform, user) was told of their approval.
+func (s *Store) MarkTold(_ context.Context, platform, user string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.reloadLocked(); err != nil {
+		return err
+	}
+	for i, p := range s.data.Approved {
+		if p.Platform == platform && p.User == user && !p.Told {
+			s.data.Approved[i].Told = true
+			return s.saveLocked()
+		}
+	}
+	return nil
 }

@@ -120,6 +120,21 @@ func (c *Controller) ToolStart(id, name string, args json.RawMessage) {
 	})
 }
 
+// ToolResumed restarts the clock of the running tool call id: it runs
+// from now. A call that waited for an approval shows how long it ran, not
+// how long the approval took.
+func (c *Controller) ToolResumed(id string) {
+	now := c.now()
+	c.change(func(d *document) bool {
+		t, ok := d.tools[id]
+		if !ok || t.done {
+			return false
+		}
+		t.start = now
+		return true
+	})
+}
+
 // ToolEnd records that the tool call id ended with output, the text of
 // its result (whole, or a head of it). Verbose shows its first lines; Tools
 // shows its start after a failed tool's line.

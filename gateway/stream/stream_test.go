@@ -320,6 +320,30 @@ func TestFinalDeliveredWhenEditsFail(t *testing.T) {
 	}
 }
 
+// TestToolDurationExcludesApproval: a tool that waited a minute for its
+// approval and then ran 2 s shows 2 s.
+func TestToolDurationExcludesApproval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ad := newAdapter(caps(4000))
+		c := stream.New(ad, dm, stream.Options{Verbosity: stream.Tools})
+		c.Start(t.Context())
+		c.ToolStart("1", "bash", cmd("make"))
+		time.Sleep(time.Minute) // waiting for the approval
+		c.ToolResumed("1")
+		time.Sleep(2 * time.Second)
+		c.ToolEnd("1", false, "ok")
+		c.ToolResumed("1") // ended: no effect
+		refs, err := c.Finish(t.Context(), chat.Out{Markdown: "Done."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := ad.Message(refs[0])
+		if !strings.Contains(m.Text, "bash · make · 2s") {
+			t.Errorf("tool line %q, want 2s", m.Text)
+		}
+	})
+}
+
 func TestToolLines(t *testing.T) {
 	tests := []struct {
 		v        stream.Verbosity

@@ -167,7 +167,7 @@ var rules = []rule{
 	// The wiring.
 	{pkg: "cmd/pibot",
 		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/secret", "internal/sessionview",
-			"llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
+			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
 		test: []string{"adapters/telegram/telegramtest", mcpSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
@@ -184,6 +184,9 @@ var rules = []rule{
 	{pkg: "internal/sessionview", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},
 		never: join(sdks, []string{"gateway/...", "chat/...", "adapters/...", "providers/...", "tools/...", "cluster"}),
 		why:   "sessionview is the one place where sessions and the agent meet, shared by the gateway and pibot chat"},
+	{pkg: "internal/transcript", may: []string{"llm", "session"},
+		never: join(sdks, []string{"gateway/...", "chat/...", "adapters/...", "agent/...", "providers/...", "tools/...", "cluster"}),
+		why:   "transcript renders a session file for people (Markdown, HTML): sessions and messages only"},
 	{pkg: "internal/tinyfs", may: []string{xsys}, testOnly: true,
 		why: "tinyfs mounts small file systems for tests and imports testing"},
 	{pkg: "internal/deps", testOnly: true, why: "this test"},

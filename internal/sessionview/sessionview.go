@@ -85,6 +85,11 @@ func Summarize(ctx context.Context, s *session.Session, leaf string, model llm.M
 	if err != nil {
 		return compaction.Result{}, fmt.Errorf("compact: %w", err)
 	}
+	if len(prep.MessagesToSummarize) == 0 && len(prep.TurnPrefixMessages) == 0 {
+		// Everything is within what compaction keeps: the model would
+		// summarise nothing.
+		return compaction.Result{}, fmt.Errorf("compact: %w", compaction.ErrNothingToCompact)
+	}
 	res, err := compaction.Compact(ctx, model, prep, instructions, thinking)
 	if err != nil {
 		return compaction.Result{}, fmt.Errorf("compact: %w", err)

@@ -45,6 +45,9 @@ type Config struct {
 	HTTP    *http.Client
 	Logger  *slog.Logger
 	Retry   transport.RetryPolicy
+	// KeySource names where APIKey comes from, for the hint of a
+	// rejected key.
+	KeySource string
 }
 
 // Model is an Anthropic Messages model.
@@ -82,10 +85,12 @@ func New(cfg Config) *Model {
 		info: cfg.Info,
 		sdk:  anthropic.NewClient(opts...),
 		client: &transport.Client{
-			Provider: cfg.Info.Provider,
-			Retry:    cfg.Retry,
-			Logger:   cfg.Logger,
-			Secrets:  []secret.Secret{cfg.APIKey},
+			Provider:  cfg.Info.Provider,
+			Retry:     cfg.Retry,
+			Logger:    cfg.Logger,
+			Secrets:   []secret.Secret{cfg.APIKey},
+			BaseURL:   u,
+			KeySource: cfg.KeySource,
 		},
 	}
 }

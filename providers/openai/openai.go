@@ -61,6 +61,9 @@ type Config struct {
 	HTTP    *http.Client
 	Logger  *slog.Logger
 	Retry   transport.RetryPolicy
+	// KeySource names where APIKey comes from, for the hint of a
+	// rejected key.
+	KeySource string
 }
 
 type resolved struct {
@@ -141,10 +144,12 @@ func newBase(cfg Config) base {
 		info: cfg.Info,
 		opts: opts,
 		client: &transport.Client{
-			Provider: cfg.Info.Provider,
-			Retry:    cfg.Retry,
-			Logger:   cfg.Logger,
-			Secrets:  []secret.Secret{cfg.APIKey},
+			Provider:  cfg.Info.Provider,
+			Retry:     cfg.Retry,
+			Logger:    cfg.Logger,
+			Secrets:   []secret.Secret{cfg.APIKey},
+			BaseURL:   u,
+			KeySource: cfg.KeySource,
 		},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -343,14 +344,40 @@ func TestTransportErrorHasNoKey(t *testing.T) {
 	m := NewCompletions(Config{Info: info, BaseURL: "http://127.0.0.1:1/" + testKey, APIKey: secret.New(testKey),
 		Logger: slog.New(slog.NewTextHandler(&log, nil)), Retry: transport.RetryPolicy{Sleep: sl.sleep, MaxRetries: 1}})
 	_, final := providertest.Collect(t, m.Stream(t.Context(), userReq()))
-	if final.StopReason != llm.StopError || !strings.Contains(final.ErrorMessage, "connection") {
+	if final.StopReason != llm.StopError || !strings.Contains(final.ErrorMessage, "nothing is listening") {
 		t.Errorf("final = %s %q", final.StopReason, final.ErrorMessage)
 	}
 	if strings.Contains(final.ErrorMessage, testKey) || strings.Contains(log.String(), testKey) {
 		t.Errorf("key leaked: %q / %q", final.ErrorMessage, log.String())
 	}
+	if len(sl.d) != 0 {
+		t.Errorf("a refused connection is final, not retried: sleeps %v", sl.d)
+	}
+
+	// A connection that breaks (the server hangs up) is transient: retried.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	sl = &sleeps{}
+	m = NewCompletions(Config{Info: info, BaseURL: "http://" + ln.Addr().String() + "/" + testKey, APIKey: secret.New(testKey),
+		Logger: slog.New(slog.NewTextHandler(&log, nil)), Retry: transport.RetryPolicy{Sleep: sl.sleep, MaxRetries: 1}})
+	_, final = providertest.Collect(t, m.Stream(t.Context(), userReq()))
+	if final.StopReason != llm.StopError || !strings.Contains(final.ErrorMessage, "connection") || strings.Contains(final.ErrorMessage, testKey) {
+		t.Errorf("final = %s %q", final.StopReason, final.ErrorMessage)
+	}
 	if len(sl.d) != 1 {
-		t.Errorf("connection errors should be retried: sleeps %v", sl.d)
+		t.Errorf("a broken connection should be retried: sleeps %v", sl.d)
 	}
 }
 

@@ -86,6 +86,12 @@ type Client struct {
 	Logger   *slog.Logger
 	// Secrets are redacted from every error text.
 	Secrets []secret.Secret
+	// BaseURL is where the provider is called, named in the hint of a
+	// failure to reach it.
+	BaseURL string
+	// KeySource says where the API key comes from (an environment
+	// variable, a config key), named in the hint of a rejected key.
+	KeySource string
 }
 
 func (c *Client) logger() *slog.Logger {
@@ -136,6 +142,9 @@ func (c *Client) Failure(resp *http.Response, err error) *llm.APIError {
 	if te, ok := errors.AsType[*TimeoutError](err); ok {
 		return &llm.APIError{Provider: c.Provider, Message: te.Error(), Err: te}
 	}
+	if hint := c.unreachable(err); hint != "" {
+		return &llm.APIError{Provider: c.Provider, Message: c.redact(hint), Err: errors.New(c.redact(err.Error())), Permanent: true}
+	}
 	return &llm.APIError{Provider: c.Provider, Message: c.redact(transportText(err)), Err: errors.New(c.redact(err.Error()))}
 }
 
@@ -180,6 +189,9 @@ func (c *Client) statusError(resp *http.Response) *llm.APIError {
 		e.Err = llm.ErrRateLimited
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		e.Err = llm.ErrAuth
+		e.Message += c.keyHint()
+	case resp.StatusCode == http.StatusNotFound:
+		e.Message += c.notFoundHint()
 	case llm.IsOverflowText(msg):
 		e.Err = llm.ErrContextOverflow
 	}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPty opens a pseudo-terminal pair: the controlling side and the
+// terminal a program sees.
+func openPty(t *testing.T) (ptm, pts *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return m, s
+}
+
+func TestRawModeOnPty(t *testing.T) {
+	_, pts := openPty(t)
+	fd := int(pts.Fd())
+	if !isTerminal(pts) {
+		t.Fatal("a pty is not seen as a terminal")
+	}
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: 100, Row: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if c, r := termSize(fd); c != 100 || r != 30 {
+		t.Errorf("termSize = %d×%d", c, r)
+	}
+	before, _ := unix.IoctlGetTermios(fd, unix.TCGETS)
+	restore, err := rawMode(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if raw.Lflag&(unix.ICANON|unix.ECHO) != 0 || raw.Lflag&unix.ISIG == 0 {
+		t.Errorf("raw mode lflag %#x: want no ICANON/ECHO, ISIG kept", raw.Lflag)
+	}
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if after.Lflag != before.Lflag || after.Iflag != before.Iflag {
+		t.Errorf("mode not restored: %#x → %#x", before.Lflag, after.Lflag)
+	}
+	if _, err := rawMode(-1); err == nil {
+		t.Error("raw mode on a bad fd succeeded")
+	}
+	if c, r := termSize(-1); c != 0 || r != 0 {
+		t.Errorf("termSize of a bad fd = %d×%d", c, r)
+	}
+}
+
+// ptyChat runs `pibot chat` on a pseudo-terminal, types keys once out
+// shows ready, and returns everything the terminal showed once the chat
+// exits.
+func ptyChat(t *testing.T, dir, cfg string, turns []ptyTurn) string {
+	t.Helper()
+	ptm, pts := openPty(t)
+	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: 80, Row: 24}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
+	cmd := exec.CommandContext(t.Context(), binary, "chat", "-c", cfg)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TERM=xterm"}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var shown strings.Builder
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptm.Read(buf)
+			mu.Lock()
+			shown.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	text := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return shown.String()
+	}
+	for _, turn := range turns {
+		waitShown(t, text, turn.after, max(1, turn.times))
+		if _, err := ptm.WriteString(turn.keys); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pibot chat: %v\n%s", err, text())
+	}
+	after, _ := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
+	if after.Lflag != before.Lflag {
+		t.Errorf("terminal mode not restored: lflag %#x, was %#x", after.Lflag, before.Lflag)
+	}
+	return text()
+}
+
+// ptyTurn is keys typed once the terminal has shown after (times times).
+type ptyTurn struct {
+	after string
+	times int
+	keys  string
+}
+
+// waitShown waits (for an event, with a generous safety limit) until the
+// terminal output contains s n times.
+func waitShown(t *testing.T, text func() string, s string, n int) {
+	t.Helper()
+	for range 3000 {
+		if strings.Count(text(), s) >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("terminal never showed %q:\n%q", s, text())
+}
+
+// TestChatOnPty drives the terminal chat on a pseudo-terminal: the line is
+// edited (the typo fixed with backspace), the answer arrives, Ctrl-D ends
+// the chat with the terminal restored; a second chat says which session it
+// resumed, and ↑ is history within a chat.
+func TestChatOnPty(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
+	out := ptyChat(t, dir, cfg, []ptyTurn{
+		{"› ", 1, "hello ptyx\x7f\r"},
+		{"pibot without an API key.\r\n", 1, "\x04"},
+	})
+	if !strings.Contains(out, "You said: hello pty") || strings.Contains(out, "resumed session") {
+		t.Fatalf("first chat:\n%q", out)
+	}
+	out = ptyChat(t, dir, cfg, []ptyTurn{
+		{"› ", 1, "again\r"},
+		{"pibot without an API key.\r\n", 1, "\x1b[A\r"},
+		{"pibot without an API key.\r\n", 2, "\x04"},
+	})
+	if n := strings.Count(out, "› again\r\r\n"); n != 2 {
+		t.Errorf("↑ did not send the last line again (%d lines sent):\n%q", n, out)
+	}
+	if !strings.Contains(out, "resumed session ") || !strings.Contains(out, ", 2 messages; /new for a fresh one") {
+		t.Fatalf("second chat does not say it resumed:\n%q", out)
+	}
+}
