@@ -195,7 +195,8 @@ func (r *run) execute(ps []*pending) {
 	if err == nil {
 		r.model, err = resolveModel(o.cfg, o.models, modelRef)
 	}
-	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
+	// history was built for this run: the agent takes it without a copy.
+	r.setHandles(agent.Adopt(r.agentConfig(thinking), history), ctl)
 	if err != nil {
 		// Keep the user's message, and say what is missing.
 		for _, t := range prompts {
