@@ -38,8 +38,10 @@ func (m *sharedModel) Stream(_ context.Context, req llm.Request) iter.Seq[llm.Ev
 			return
 		}
 		msg.Content = append(msg.Content, llm.Content{Type: llm.ContentText})
+		var text strings.Builder // grows as the real builder's text does
 		for _, tok := range m.tokens {
-			msg.Content[1].Text += tok
+			text.WriteString(tok)
+			msg.Content[1].Text = text.String()
 			if !yield(llm.Event{Type: llm.EventTextDelta, ContentIndex: 1, Delta: tok, Partial: msg}) {
 				return
 			}
@@ -187,4 +189,36 @@ func TestRequestsStaySnapshots(t *testing.T) {
 	if len(last) != 2 || last[0].Role != llm.RoleUser || !strings.Contains(last[0].Text(), "a.txt") {
 		t.Errorf("converted request = %+v", last)
 	}
+}
+
+// BenchmarkStreamedTokens streams a 256-token answer per op through the
+// agent and reports the heap allocated per streamed token (the provider's
+// own growing text included) with a listener that reads each update.
+func BenchmarkStreamedTokens(b *testing.B) {
+	tokens := make([]string, 256)
+	for i := range tokens {
+		tokens[i] = "word "
+	}
+	m := &sharedModel{tokens: tokens}
+	var n int
+	emit := func(e agent.Event) {
+		if e.Type == agent.EventMessageUpdate {
+			n += len(e.Message.Text())
+		}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for b.Loop() {
+		m.reqs = nil
+		a := agent.New(agent.Config{Model: m, Now: fixedNow}, nil)
+		if err := a.Prompt(b.Context(), emit, user("talk")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	per := float64(b.N * len(tokens))
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/token")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/token")
 }
