@@ -88,10 +88,28 @@ type Agent struct {
 	running     bool
 	cancel      context.CancelCauseFunc
 	wd          *watchdog // the active run's limits
+	// streaming: the last message is the run's live partial, whose
+	// Content the run goroutine rewrites (under mu) on every update;
+	// Messages copies it.
+	streaming bool
 }
 
-// New returns an agent with cfg and the given conversation history.
+// New returns an agent with cfg and a copy of the given conversation
+// history.
 func New(cfg Config, history []llm.Message) *Agent {
+	// Room for a run's prompt, answer and a tool turn, so that they
+	// do not copy the history again.
+	msgs := make([]llm.Message, len(history), len(history)+Headroom)
+	copy(msgs, history)
+	return Adopt(cfg, msgs)
+}
+
+// Adopt returns an agent with cfg whose conversation is history itself,
+// not a copy: the caller hands the slice over and must not use it (or
+// its backing array) afterwards. It saves New's copy of a history built
+// for the agent alone; spare capacity (see [Headroom]) lets a run append
+// without copying it.
+func Adopt(cfg Config, history []llm.Message) *Agent {
 	if cfg.SteeringMode == "" {
 		cfg.SteeringMode = QueueOneAtATime
 	}
@@ -110,15 +128,12 @@ func New(cfg Config, history []llm.Message) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	// Room for a run's prompt, answer and a tool turn, so that they
-	// do not copy the history again.
-	msgs := make([]llm.Message, len(history), len(history)+runHeadroom)
-	copy(msgs, history)
-	return &Agent{cfg: cfg, messages: msgs}
+	return &Agent{cfg: cfg, messages: history}
 }
 
-// runHeadroom is the capacity New leaves after the history.
-const runHeadroom = 4
+// Headroom is the spare capacity after a history that lets a run add its
+// prompt, answer and a tool turn without copying the history.
+const Headroom = 4
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -246,7 +261,12 @@ func (a *Agent) Running() bool {
 func (a *Agent) Messages() []llm.Message {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.messages)
+	out := slices.Clone(a.messages)
+	if n := len(out); a.streaming && n > 0 {
+		// The live partial's blocks change with the next update.
+		out[n-1].Content = slices.Clone(out[n-1].Content)
+	}
+	return out
 }
 
 // SetMessages replaces the conversation (e.g. after compaction). It must

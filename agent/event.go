@@ -37,6 +37,11 @@ type Event struct {
 	Type EventType
 
 	// Message is the message of message_start/update/end and turn_end.
+	// A message_update's Message and AssistantEvent (with its Partial)
+	// are the run's live partial, valid only during the emit call: the
+	// next update rewrites them instead of copying the message for
+	// every token (pi, too, shares a partial's content array between
+	// updates). A listener that keeps one copies it.
 	Message *llm.Message
 	// Tag is the caller's tag of a prompt or queued message (Tagged), on
 	// its message_start and message_end. It is never written out.

@@ -22,10 +22,23 @@ type recorder struct {
 }
 
 func (r *recorder) emit(e agent.Event) {
-	r.events = append(r.events, e)
+	r.events = append(r.events, keep(e))
 	if r.hook != nil {
 		r.hook(e)
 	}
+}
+
+// keep copies what a message_update lends only for the emit call.
+func keep(e agent.Event) agent.Event {
+	if e.Type != agent.EventMessageUpdate {
+		return e
+	}
+	m := *e.Message
+	m.Content = slices.Clone(m.Content)
+	ae := *e.AssistantEvent
+	ae.Partial = &m
+	e.Message, e.AssistantEvent = &m, &ae
+	return e
 }
 
 func (r *recorder) lines() []string {

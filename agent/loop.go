@@ -157,9 +157,16 @@ func (r *run) request(ctx context.Context) (llm.Model, llm.Request, error) {
 	a.mu.Lock()
 	cfg := a.cfg
 	var msgs []llm.Message
-	if cfg.Hooks.TransformContext != nil {
+	switch {
+	case cfg.Hooks.TransformContext != nil:
 		msgs = slices.Clone(a.messages)
-	} else {
+	case llmNative(a.messages):
+		// Nothing to convert: the request shares the conversation. It is
+		// a snapshot all the same: while the model streams, the run
+		// goroutine (the only writer) adds messages after these, never
+		// over them, and the clipped slice cannot grow into them.
+		msgs = slices.Clip(a.messages)
+	default:
 		// ConvertToLLM returns a new slice: the snapshot.
 		msgs = llm.ConvertToLLM(a.messages)
 	}
@@ -198,7 +205,13 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 		return llm.Message{}, err
 	}
 	started := false
+	// partial is the message so far. From the first update on it is the
+	// live partial: its blocks are in live, an array the run rewrites
+	// on every update instead of copying the message per token.
 	var partial llm.Message
+	var live []llm.Content
+	// update is the assistant event of the current message_update.
+	var update llm.Event
 	for ev := range model.Stream(ctx, req) {
 		switch ev.Type {
 		case llm.EventStart:
@@ -221,19 +234,18 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 				continue
 			}
 			if ev.Partial != nil {
-				partial = copyMessage(*ev.Partial)
+				live = r.setLive(&partial, ev.Partial, live)
 			}
-			r.setLast(partial, true)
-			// partial is a fresh copy for every event: the update's
-			// message and the assistant event's partial can share it.
-			p, pe := partial, ev
-			pe.Partial = &p
-			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &pe, Message: &p})
+			// Valid during the call only (see EventMessageUpdate): the
+			// next update rewrites both.
+			update = ev
+			update.Partial = &partial
+			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &update, Message: &partial})
 		}
 	}
 	// The stream ended without a terminal event: record it as pi records
 	// a provider failure.
-	final := partial
+	final := copyMessage(partial)
 	final.Role = llm.RoleAssistant
 	if final.Content == nil {
 		final.Content = []llm.Content{}
@@ -270,11 +282,42 @@ func (r *run) finish(final llm.Message, started bool) llm.Message {
 func (r *run) setLast(m llm.Message, replace bool) {
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
+	r.a.streaming = false
 	if replace && len(r.a.messages) > 0 {
 		r.a.messages[len(r.a.messages)-1] = m
 		return
 	}
 	r.a.messages = append(r.a.messages, m)
+}
+
+// setLive makes *partial the provider's message src, its blocks copied
+// into live (reusing its array), and the conversation's last message; it
+// returns the array. The caller streams: the last message is the one
+// message_start appended.
+func (r *run) setLive(partial, src *llm.Message, live []llm.Content) []llm.Content {
+	r.a.mu.Lock()
+	defer r.a.mu.Unlock()
+	live = append(live[:0], src.Content...)
+	*partial = *src
+	partial.Content = live
+	if n := len(r.a.messages); n > 0 {
+		r.a.messages[n-1] = *partial
+	}
+	r.a.streaming = true
+	return live
+}
+
+// llmNative reports whether every message has a role a model takes as is,
+// so that llm.ConvertToLLM would copy them unchanged.
+func llmNative(msgs []llm.Message) bool {
+	for i := range msgs {
+		switch msgs[i].Role {
+		case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func copyMessage(m llm.Message) llm.Message {

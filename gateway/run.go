@@ -212,7 +212,8 @@ func (r *run) execute(ps []*pending) {
 		}
 		cfg.SystemPrompt += add
 	}
-	r.setHandles(agent.New(cfg, history), ctl)
+	// history was built for this run: the agent takes it without a copy.
+	r.setHandles(agent.Adopt(cfg, history), ctl)
 	if err != nil {
 		// Keep the user's message, and say what is missing.
 		for _, t := range prompts {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sync"
 	"time"
 )
 
@@ -47,45 +48,57 @@ func (e *APIError) Retryable() bool {
 	return e.Status == 0 || e.Status == 429 || e.Status == 408 || e.Status >= 500
 }
 
-var retryablePattern = regexp.MustCompile(`(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay`)
-
-var overflowPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)prompt is too long`),
-	regexp.MustCompile(`(?i)request_too_large`),
-	regexp.MustCompile(`(?i)input is too long for requested model`),
-	regexp.MustCompile(`(?i)exceeds the context window`),
-	regexp.MustCompile(`(?i)input token count.*exceeds the maximum`),
-	regexp.MustCompile(`(?i)maximum prompt length is \d+`),
-	regexp.MustCompile(`(?i)reduce the length of the messages`),
-	regexp.MustCompile(`(?i)maximum context length is \d+ tokens`),
-	regexp.MustCompile(`(?i)exceeds the limit of \d+`),
-	regexp.MustCompile(`(?i)exceeds the available context size`),
-	regexp.MustCompile(`(?i)greater than the context length`),
-	regexp.MustCompile(`(?i)context window exceeds limit`),
-	regexp.MustCompile(`(?i)exceeded model token limit`),
-	regexp.MustCompile(`(?i)too large for model with \d+ maximum context length`),
-	regexp.MustCompile(`(?i)model_context_window_exceeded`),
-	regexp.MustCompile(`(?i)prompt too long; exceeded (max )?context length`),
-	regexp.MustCompile(`(?i)context[_ ]length[_ ]exceeded`),
-	regexp.MustCompile(`(?i)too many tokens`),
-	regexp.MustCompile(`(?i)token limit exceeded`),
-	regexp.MustCompile(`(?i)^4(00|13)\s*(status code)?\s*\(no body\)`),
+// errorPatterns are the texts the error classifiers look for.
+type errorPatterns struct {
+	retryable  *regexp.Regexp
+	overflow   []*regexp.Regexp
+	exclusions []*regexp.Regexp
 }
 
-var overflowExclusions = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)^(Throttling error|Service unavailable):`),
-	regexp.MustCompile(`(?i)rate limit`),
-	regexp.MustCompile(`(?i)too many requests`),
-}
+// patterns compiles the classifiers' patterns on first use, so that a
+// process that never classifies an error (every start of pibot) does not
+// build them.
+var patterns = sync.OnceValue(func() *errorPatterns {
+	return &errorPatterns{
+		retryable: regexp.MustCompile(`(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay`),
+		overflow: []*regexp.Regexp{
+			regexp.MustCompile(`(?i)prompt is too long`),
+			regexp.MustCompile(`(?i)request_too_large`),
+			regexp.MustCompile(`(?i)input is too long for requested model`),
+			regexp.MustCompile(`(?i)exceeds the context window`),
+			regexp.MustCompile(`(?i)input token count.*exceeds the maximum`),
+			regexp.MustCompile(`(?i)maximum prompt length is \d+`),
+			regexp.MustCompile(`(?i)reduce the length of the messages`),
+			regexp.MustCompile(`(?i)maximum context length is \d+ tokens`),
+			regexp.MustCompile(`(?i)exceeds the limit of \d+`),
+			regexp.MustCompile(`(?i)exceeds the available context size`),
+			regexp.MustCompile(`(?i)greater than the context length`),
+			regexp.MustCompile(`(?i)context window exceeds limit`),
+			regexp.MustCompile(`(?i)exceeded model token limit`),
+			regexp.MustCompile(`(?i)too large for model with \d+ maximum context length`),
+			regexp.MustCompile(`(?i)model_context_window_exceeded`),
+			regexp.MustCompile(`(?i)prompt too long; exceeded (max )?context length`),
+			regexp.MustCompile(`(?i)context[_ ]length[_ ]exceeded`),
+			regexp.MustCompile(`(?i)too many tokens`),
+			regexp.MustCompile(`(?i)token limit exceeded`),
+			regexp.MustCompile(`(?i)^4(00|13)\s*(status code)?\s*\(no body\)`),
+		},
+		exclusions: []*regexp.Regexp{
+			regexp.MustCompile(`(?i)^(Throttling error|Service unavailable):`),
+			regexp.MustCompile(`(?i)rate limit`),
+			regexp.MustCompile(`(?i)too many requests`),
+		},
+	}
+})
 
 // IsOverflowText reports whether an error text says the context overflowed.
 func IsOverflowText(s string) bool {
-	for _, re := range overflowExclusions {
+	for _, re := range patterns().exclusions {
 		if re.MatchString(s) {
 			return false
 		}
 	}
-	for _, re := range overflowPatterns {
+	for _, re := range patterns().overflow {
 		if re.MatchString(s) {
 			return true
 		}
@@ -122,5 +135,5 @@ func IsRetryable(m Message, contextWindow int64) bool {
 	if IsContextOverflow(m, contextWindow) {
 		return false
 	}
-	return retryablePattern.MatchString(m.ErrorMessage)
+	return patterns().retryable.MatchString(m.ErrorMessage)
 }

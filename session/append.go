@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,12 +33,20 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 	if s.opts.Fence != 0 {
 		e.Fence = s.opts.Fence
 	}
-	b, err := marshalNoEscape(e)
+	// What json.Encoder does with an entry (no HTML escaping), without
+	// its copies: the entry's own encoding, checked and compacted once
+	// into the line, which has room for the newline.
+	b, err := e.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
 	}
-	e.Raw = b
-	return append(slices.Clip(b), '\n'), nil
+	buf := bytes.NewBuffer(make([]byte, 0, len(b)+1))
+	if err := json.Compact(buf, b); err != nil {
+		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
+	}
+	line := append(buf.Bytes(), '\n')
+	e.Raw = line[: len(line)-1 : len(line)-1]
+	return line, nil
 }
 
 // Append adds e as one line. The caller sets ParentID ("" for a new

@@ -109,7 +109,10 @@ func (cw *countWriter) writeString(s string) {
 // kept by its Session; each call returns copies the caller may change
 // (Content is copied, its blocks' byte slices are shared and read-only).
 func (c Context) LLMMessages() ([]llm.Message, error) {
-	out := make([]llm.Message, len(c.Messages))
+	// The spare capacity lets an agent that adopts the slice add a run's
+	// messages without copying it (agent.Headroom; session may not import
+	// agent).
+	out := make([]llm.Message, len(c.Messages), len(c.Messages)+4)
 	for i, m := range c.Messages {
 		var n *node
 		if i < len(c.from) {

@@ -83,7 +83,8 @@ type Set struct {
 	tools []Tool
 }
 
-// New builds the tools for one session. It probes the sandbox once; with
+// New builds the tools for one session. It probes the sandbox once (mode
+// auto in the background: the first bash call waits for the probe); with
 // Sandbox "bwrap" an unusable bubblewrap is an error.
 func New(ctx context.Context, opts Options) (*Set, error) {
 	if opts.Workspace == "" {
@@ -97,12 +98,16 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	sb, err := sandbox.New(ctx, opts.Sandbox, opts.DenyPaths)
+	// Mode auto probes bubblewrap in the background: the first bash call
+	// waits for it, a server does not.
+	sb, err := sandbox.Start(ctx, opts.Sandbox, opts.DenyPaths, func(sb *sandbox.Sandbox) {
+		if sb.Mode() == sandbox.ModeAuto && !sb.Active() {
+			log.Warn("bash sandbox unavailable, commands run unsandboxed", "status", sb.Status())
+		}
+		log.Info("bash isolation", "sandbox", isolation(sb, opts.Jail))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
-	}
-	if opts.Sandbox == sandbox.ModeAuto && !sb.Active() {
-		log.Warn("bash sandbox unavailable, commands run unsandboxed", "status", sb.Status())
 	}
 	tmp := opts.TempDir
 	if tmp == "" {

@@ -6,13 +6,18 @@
 # convs=1000 at a stress pace, convs=1000,think=2-10s at a human pace:
 # p50-ms, p99-ms); CPU per streamed token (cpu-ns/token);
 # memory per idle evicted session < 10 KB (BenchmarkIdleSessionMemory/
-# evicted: B/session). Then rss.sh: idle RSS < 25 MB, ready < 200 ms.
+# evicted: B/session). Issue #15 adds heap allocated per message (B/op,
+# allocs/op of the conversation benchmarks, fakes included) and per
+# streamed token in the agent (BenchmarkStreamedTokens), idle RSS <= 20
+# MiB and ready < 100 ms (rss.sh), and what each SDK costs (sdkrss.sh).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1$' -benchtime 20x ./gateway/
-go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=100$' -benchtime 500x ./gateway/
-go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000$' -benchtime 3000x ./gateway/
-go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000,think=2-10s$' -benchtime 3000x ./gateway/
+go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1$' -benchmem -benchtime 20x ./gateway/
+go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=100$' -benchmem -benchtime 500x ./gateway/
+go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000$' -benchmem -benchtime 3000x ./gateway/
+go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000,think=2-10s$' -benchmem -benchtime 3000x ./gateway/
+go test -run '^$' -bench 'BenchmarkStreamedTokens' -benchtime 200x ./agent/
 go test -run '^$' -bench 'BenchmarkIdleSessionMemory' -benchtime 2000x ./gateway/
 "$ROOT/bench/gateway/rss.sh"
+"$ROOT/bench/gateway/sdkrss.sh"

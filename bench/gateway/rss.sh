@@ -1,6 +1,6 @@
 #!/bin/sh
-# rss.sh: idle RSS and time-to-ready of `pibot serve` (issue #5 goals:
-# idle RSS < 25 MB, ready < 200 ms; PicoClaw's gateway idles at ~32 MB).
+# rss.sh: idle RSS and time-to-ready of `pibot serve` (issue #15 goals:
+# idle RSS <= 20 MiB, ready < 100 ms; PicoClaw's gateway idles at ~32 MB).
 # usage: bench/gateway/rss.sh [RUNS]   (default 5; medians are reported)
 # Each run: no config file, an empty temporary directory as cwd and HOME,
 # no API keys, a free loopback port; RSS is read from /proc/PID/status

@@ -164,7 +164,9 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if model == "" {
 		log.Warn("no model configured; the chat will explain what to set")
 	} else {
-		log.Info("agent", "model", model, "workspace", tb.ws, "sandbox", tb.set.SandboxStatus())
+		// (Not the sandbox's status: its probe may still run, and serve
+		// does not wait for it; the tools log it once it is decided.)
+		log.Info("agent", "model", model, "workspace", tb.ws)
 	}
 	return st, nil
 }

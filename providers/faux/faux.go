@@ -188,6 +188,7 @@ func (m *Model) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event]
 		t := m.take(req)
 		b := assemble.New(m.info, yield, nil)
 		p := player{ctx: ctx, b: b, delay: t.Delay}
+		defer p.stop()
 		if !p.play(t) {
 			if ctx.Err() != nil && !b.Stopped() {
 				b.Abort()
@@ -214,6 +215,8 @@ type player struct {
 	ctx   context.Context
 	b     *assemble.Builder
 	delay time.Duration
+	// tm paces the tokens: one timer per stream, not one per token.
+	tm *time.Timer
 }
 
 // wait sleeps one token delay; false when ctx ends first.
@@ -224,13 +227,23 @@ func (p *player) wait() bool {
 	if p.delay <= 0 {
 		return true
 	}
-	tm := time.NewTimer(p.delay)
-	defer tm.Stop()
+	if p.tm == nil {
+		p.tm = time.NewTimer(p.delay)
+	} else {
+		p.tm.Reset(p.delay) // (since Go 1.23 no stale tick survives a Reset)
+	}
 	select {
-	case <-tm.C:
+	case <-p.tm.C:
 		return true
 	case <-p.ctx.Done():
 		return false
+	}
+}
+
+// stop releases the pacing timer.
+func (p *player) stop() {
+	if p.tm != nil {
+		p.tm.Stop()
 	}
 }
 

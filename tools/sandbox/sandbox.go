@@ -7,7 +7,9 @@
 //
 // New probes bwrap once, because distributions may block the unprivileged
 // user namespaces it needs. Mode auto falls back to running commands
-// unsandboxed and says so in Status; mode bwrap fails closed.
+// unsandboxed and says so in Status; mode bwrap fails closed. Start runs
+// the probe of mode auto in the background, so that a server need not wait
+// for it before it listens.
 package sandbox
 
 import (
@@ -49,12 +51,15 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // Sandbox wraps command lines for the chosen isolation. It is immutable
-// and safe for concurrent use.
+// once decided and safe for concurrent use.
 type Sandbox struct {
-	mode   Mode
-	bwrap  string // path of a working bwrap; empty when unsandboxed
-	deny   []string
-	status string
+	mode Mode
+	deny []string
+	// decided is closed once bwrap and status are set (by Start's probe
+	// in the background); readers wait for it.
+	decided chan struct{}
+	bwrap   string // path of a working bwrap; empty when unsandboxed
+	status  string
 }
 
 // Probe reports whether the bwrap binary at path can start a sandbox.
@@ -72,28 +77,78 @@ func New(ctx context.Context, mode Mode, deny []string) (*Sandbox, error) {
 // NewWithProbe is New with the bwrap binary (name on PATH or path) and the
 // probe given explicitly, for tests.
 func NewWithProbe(ctx context.Context, mode Mode, deny []string, bin string, probe Probe) (*Sandbox, error) {
+	s, err := StartWithProbe(ctx, mode, deny, bin, probe, nil)
+	if err != nil {
+		return nil, err
+	}
+	<-s.decided
+	return s, nil
+}
+
+// Start is New without waiting for the probe of mode auto: it runs in the
+// background (bounded by ctx and ProbeBwrap's timeout) and the first
+// Active, Status or Wrap waits for it. decided, if not nil, is called with
+// the sandbox once the probe is over. Modes off and bwrap are decided
+// before Start returns; bwrap still fails closed here.
+func Start(ctx context.Context, mode Mode, deny []string, decided func(*Sandbox)) (*Sandbox, error) {
+	return StartWithProbe(ctx, mode, deny, "bwrap", ProbeBwrap, decided)
+}
+
+// StartWithProbe is Start with the bwrap binary and the probe given
+// explicitly, for tests.
+func StartWithProbe(ctx context.Context, mode Mode, deny []string, bin string, probe Probe, decided func(*Sandbox)) (*Sandbox, error) {
 	mode, err := ParseMode(string(mode))
 	if err != nil {
 		return nil, err
 	}
-	if mode == ModeOff {
-		return &Sandbox{mode: mode, status: "sandbox off: bash commands run directly on the host"}, nil
+	s := &Sandbox{mode: mode, deny: slices.Clone(deny), decided: make(chan struct{})}
+	if mode == ModeAuto {
+		go s.decide(ctx, bin, probe, decided)
+		return s, nil
+	}
+	if err := s.resolve(ctx, bin, probe); err != nil {
+		return nil, err
+	}
+	close(s.decided)
+	if decided != nil {
+		decided(s)
+	}
+	return s, nil
+}
+
+// decide resolves mode auto, then lets readers in.
+func (s *Sandbox) decide(ctx context.Context, bin string, probe Probe, decided func(*Sandbox)) {
+	_ = s.resolve(ctx, bin, probe) // mode auto falls back; it never fails
+	close(s.decided)
+	if decided != nil {
+		decided(s)
+	}
+}
+
+// resolve sets bwrap and status for s.mode; mode bwrap fails when bwrap
+// cannot create a sandbox.
+func (s *Sandbox) resolve(ctx context.Context, bin string, probe Probe) error {
+	if s.mode == ModeOff {
+		s.status = "sandbox off: bash commands run directly on the host"
+		return nil
 	}
 	path, err := exec.LookPath(bin)
 	if err == nil {
 		err = probe(ctx, path)
 		if err == nil {
-			return &Sandbox{mode: mode, bwrap: path, deny: slices.Clone(deny),
-				status: "sandbox on (bubblewrap): system directories read-only, workspace read-write, private /tmp and home, nothing else of the host"}, nil
+			s.bwrap = path
+			s.status = "sandbox on (bubblewrap): system directories read-only, workspace read-write, private /tmp and home, nothing else of the host"
+			return nil
 		}
 		err = fmt.Errorf("bwrap cannot create a sandbox (unprivileged user namespaces may be disabled): %w", err)
 	} else {
 		err = errors.New("bwrap is not installed")
 	}
-	if mode == ModeBwrap {
-		return nil, fmt.Errorf("sandbox: agent.sandbox is bwrap but %w", err)
+	if s.mode == ModeBwrap {
+		return fmt.Errorf("sandbox: agent.sandbox is bwrap but %w", err)
 	}
-	return &Sandbox{mode: mode, status: "sandbox unavailable: " + err.Error() + "; bash commands run UNSANDBOXED on the host"}, nil
+	s.status = "sandbox unavailable: " + err.Error() + "; bash commands run UNSANDBOXED on the host"
+	return nil
 }
 
 // ProbeBwrap starts a trivial command in the layout New builds, without a
@@ -113,18 +168,28 @@ func ProbeBwrap(ctx context.Context, path string) error {
 	return nil
 }
 
-// Active reports whether commands run inside bwrap.
-func (s *Sandbox) Active() bool { return s.bwrap != "" }
+// Active reports whether commands run inside bwrap (waiting for the
+// probe of mode auto).
+func (s *Sandbox) Active() bool {
+	<-s.decided
+	return s.bwrap != ""
+}
 
 // Mode returns the configured mode.
 func (s *Sandbox) Mode() Mode { return s.mode }
 
-// Status describes the effective isolation in one sentence.
-func (s *Sandbox) Status() string { return s.status }
+// Status describes the effective isolation in one sentence (waiting for
+// the probe of mode auto).
+func (s *Sandbox) Status() string {
+	<-s.decided
+	return s.status
+}
 
 // Wrap returns the argv that runs argv in the sandbox with workspace
-// writable and cwd as working directory; unsandboxed it returns argv.
+// writable and cwd as working directory; unsandboxed it returns argv. It
+// waits for the probe of mode auto.
 func (s *Sandbox) Wrap(argv []string, workspace, cwd string, allowNet bool) []string {
+	<-s.decided
 	if s.bwrap == "" {
 		return argv
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestArgs checks the layout's shape: no mount of the host root, system
@@ -152,5 +153,61 @@ func TestModes(t *testing.T) {
 	}
 	if _, err := ParseMode("docker"); err == nil {
 		t.Error("ParseMode accepted docker")
+	}
+}
+
+// Start returns before the probe of mode auto is over (a server listens
+// meanwhile); whatever depends on the outcome waits for it, and decided
+// hears of it once. Mode bwrap is still decided, and fails, in Start.
+func TestStartProbesAutoInTheBackground(t *testing.T) {
+	bin := fakeBwrap(t)
+	release, probing := make(chan struct{}), make(chan struct{})
+	probe := func(context.Context, string) error {
+		close(probing)
+		<-release
+		return nil
+	}
+	calls := make(chan *Sandbox, 2)
+	started := make(chan *Sandbox, 1)
+	go func() {
+		s, err := StartWithProbe(t.Context(), ModeAuto, []string{"/data"}, bin, probe, func(s *Sandbox) { calls <- s })
+		if err != nil {
+			t.Error(err)
+		}
+		started <- s
+	}()
+	var s *Sandbox
+	select {
+	case s = <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("Start waited for the probe")
+	}
+	<-probing
+	select {
+	case <-s.decided:
+		t.Fatal("readers let in before the probe was over")
+	case <-calls:
+		t.Fatal("decided before the probe was over")
+	default:
+	}
+	status := make(chan string, 1)
+	go func() { status <- s.Status() }() // waits for the probe
+	close(release)
+	if got := <-status; !strings.Contains(got, "sandbox on") {
+		t.Errorf("status = %q", got)
+	}
+	if got := <-calls; got != s || !s.Active() {
+		t.Errorf("decided with %p (want %p), active %v", got, s, s.Active())
+	}
+	if argv := s.Wrap([]string{"ls"}, "/ws", "/ws", false); argv[0] != bin {
+		t.Errorf("argv = %v", argv)
+	}
+	if len(calls) != 0 {
+		t.Error("decided called twice")
+	}
+
+	blocked := func(context.Context, string) error { return errors.New("no user namespaces") }
+	if _, err := StartWithProbe(t.Context(), ModeBwrap, nil, bin, blocked, nil); err == nil {
+		t.Error("mode bwrap with a blocked bwrap started")
 	}
 }

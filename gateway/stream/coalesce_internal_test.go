@@ -1,0 +1,63 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
+)
+
+// Tokens do not each wake the publishing goroutine: once the reply is
+// shown, a change between two edits only updates the document, and the
+// loop's timer publishes the latest text at the next edit. 1,000 tokens
+// over 2 s with edits 1 s apart take a handful of loop turns, not 1,000
+// goroutine hand-offs.
+func TestTokensCoalesceBetweenEdits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		caps chat.Caps
+	}{
+		{"edit", chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second}},
+		{"native", chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second, NativeStream: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ad := chattest.New(chattest.WithCaps(tc.caps, tc.caps))
+				conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
+				c := New(ad, conv, Options{})
+				var turns atomic.Int64
+				c.mu.Lock()
+				c.started = true
+				c.mu.Unlock()
+				go c.loop.run(t.Context(), c.now, func(ctx context.Context) time.Duration {
+					turns.Add(1)
+					return c.step(ctx)
+				})
+				const tokens = 1000
+				var b strings.Builder
+				for i := range tokens {
+					fmt.Fprintf(&b, "w%d ", i)
+					c.SetText(b.String())
+					time.Sleep(2 * time.Millisecond)
+				}
+				if _, err := c.Finish(t.Context(), chat.Out{}); err != nil {
+					t.Fatal(err)
+				}
+				if got := ad.Messages(conv); len(got) == 0 || !strings.HasSuffix(got[len(got)-1], "w999") {
+					t.Fatalf("final message = %q", got)
+				}
+				// The first post waits for a few tokens (each may post it);
+				// then one turn per edit and per typing refresh.
+				if n := turns.Load(); n > 20 {
+					t.Errorf("%d loop turns for %d tokens over 2 s of 1 s edits: tokens are handed to the loop one by one", n, tokens)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/pibot/pibot/llm"
+)
+
+// prepare writes each entry byte for byte as json.Encoder without HTML
+// escaping writes it (what it did before it skipped the encoder's
+// copies): HTML characters, non-ASCII text, data with spaces and
+// indentation, every kind of entry.
+func TestPrepareEncodesLikeTheEncoder(t *testing.T) {
+	s, err := Create(NewMemStorage(), "/p", Header{}, Entry{Type: TypeModelChange, Provider: "p", ModelID: "m"}, Options{Fence: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	label, name := "a <b> & c", "naïve \u2028 name"
+	msg := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{
+		llm.TextBlock("if a < b && c > d { return \"x\" } — ünïcödé\n\ttab"),
+		{Type: llm.ContentToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{ "command" : "ls -l <dir>" }`)},
+	}, StopReason: llm.StopToolUse, Timestamp: 5}
+	root := s.Leaf()
+	for i, e := range []Entry{
+		{Type: TypeMessage, ParentID: root, Message: &msg, Pibot: &Meta{Loc: "web:1", Msg: "m<1>", From: "u&1"}},
+		{Type: TypeCustom, ParentID: root, CustomType: "pibot.reply", Data: json.RawMessage("{\n  \"refs\" : [ \"a\", \"<b>\" ],\n  \"state\": \"streaming\"\n}")},
+		{Type: TypeCustomMessage, ParentID: root, CustomType: "note", Content: json.RawMessage(`"<i>hi</i>"`), Display: true, Details: json.RawMessage(`{"k": [1, 2]}`)},
+		{Type: TypeLabel, ParentID: root, TargetID: root, Label: &label},
+		{Type: TypeSessionInfo, ParentID: root, Name: &name},
+		{Type: TypeCompaction, ParentID: root, Summary: "sum <mary>", FirstKeptEntryID: root, TokensBefore: 12},
+		{Type: TypeThinkingLevelChange, ParentID: root, ThinkingLevel: "high"},
+	} {
+		line, err := s.prepare(&e)
+		if err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&e); err != nil {
+			t.Fatalf("entry %d: encoder: %v", i, err)
+		}
+		if !bytes.Equal(line, want.Bytes()) {
+			t.Errorf("entry %d:\n got %s\nwant %s", i, line, want.Bytes())
+		}
+		if !bytes.Equal(e.Raw, bytes.TrimSuffix(line, []byte("\n"))) {
+			t.Errorf("entry %d: Raw = %s", i, e.Raw)
+		}
+	}
+	bad := Entry{Type: TypeCustom, ParentID: root, CustomType: "x", Data: json.RawMessage(`{"unclosed": `)}
+	if _, err := s.prepare(&bad); err == nil {
+		t.Error("an entry with invalid data was encoded")
+	}
+}
