@@ -127,7 +127,7 @@ var rules = []rule{
 
 	// The gateway and what it stands on.
 	{pkg: "gateway",
-		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/stream", "llm", "session",
+		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
 			"internal/atomicfile", "internal/groupsync", "internal/sessionview", prometheus},
 		test:  []string{"providers/faux", "internal/tinyfs"},
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
@@ -135,6 +135,9 @@ var rules = []rule{
 	{pkg: "gateway/access", may: []string{"chat", "internal/atomicfile"}, test: []string{"gateway/access/accesstest"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "access decides who may talk from chat types alone"},
+	{pkg: "gateway/spend", may: []string{"internal/atomicfile"}, test: []string{"gateway/spend/spendtest"},
+		never: join(sdks, []string{"gateway", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "spend counts usage against caps from plain numbers; a shared store implements its Store"},
 	{pkg: "gateway/stream", may: []string{"chat"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the stream controller drives a chat.Adapter and knows nothing of runs or sessions"},
@@ -173,6 +176,8 @@ var rules = []rule{
 	{pkg: "session/sessiontest", may: []string{"llm", "session"}, testOnly: true, why: whyTestPkg},
 	{pkg: "gateway/access/accesstest", may: []string{"gateway/access"}, testOnly: true,
 		why: "the pairing store conformance suite drives a store through access's types alone"},
+	{pkg: "gateway/spend/spendtest", may: []string{"gateway/spend"}, testOnly: true,
+		why: "the spend store conformance suite drives a store through spend's types alone"},
 	{pkg: "cluster/clustertest", may: []string{"cluster"}, testOnly: true,
 		why: "the cluster conformance suite drives any locker, inbox, dedupe or budget through the cluster types alone"},
 	{pkg: "tools/toolstest", testOnly: true, why: whyTestPkg},

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -87,6 +88,8 @@ func NewWithProbe(ctx context.Context, mode Mode, deny []string, bin string, pro
 				status: "sandbox on (bubblewrap): system directories read-only, workspace read-write, private /tmp and home, nothing else of the host"}, nil
 		}
 		err = fmt.Errorf("bwrap cannot create a sandbox (unprivileged user namespaces may be disabled): %w", err)
+	} else if runtime.GOOS != "linux" {
+		err = fmt.Errorf("bubblewrap needs Linux (this is %s)", runtime.GOOS)
 	} else {
 		err = errors.New("bwrap is not installed")
 	}
