@@ -45,6 +45,8 @@ type run struct {
 	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
 	frozen atomic.Bool
+	// payer is the user the run's spend is counted for (spend.go).
+	payer string
 }
 
 // message builds the user message of a pending item.
@@ -194,6 +196,10 @@ func (r *run) execute(ps []*pending) {
 	history, thinking, modelRef, err := o.contextFor(loc)
 	if err == nil {
 		r.model, err = resolveModel(o.cfg, o.models, modelRef)
+	}
+	r.payer = r.recipient(ps)
+	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
+		err = errors.New(msg)
 	}
 	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
 	if err != nil {

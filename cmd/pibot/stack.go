@@ -20,6 +20,7 @@ import (
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/gateway/spend"
 	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
@@ -41,6 +42,9 @@ type stack struct {
 	lock  *cluster.DirLock
 	inbox *cluster.Inbox
 	gw    *gateway.Gateway
+	// access and spend are swapped by a reload (reload.go).
+	access *access.Checker
+	spend  *spend.Limiter
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -79,13 +83,12 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
-	checker := access.NewChecker(access.Policy{
-		Owners:          append(append([]string{}, cfg.Access.Owners...), localOwners()...),
-		Users:           cfg.Access.Users,
-		DMPolicy:        cfg.Access.DMPolicy,
-		Groups:          cfg.Access.Groups,
-		MentionRequired: cfg.MentionRequired(),
-	}, store)
+	st.access = access.NewChecker(accessPolicy(cfg), store)
+	spendStore, err := spend.OpenFile(dataPath(cfg, "spend.json"))
+	if err != nil {
+		return st, err
+	}
+	st.spend = spend.NewLimiter(spendStore, spendCaps(cfg), nil)
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
 		return st, err
@@ -134,12 +137,13 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	st.gw, err = gateway.New(gcfg, gateway.Deps{
 		Adapters: adapters,
 		Models:   models,
-		Access:   checker,
+		Access:   st.access,
 		Inbox:    st.inbox,
 		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
 		Locker:   locker,
 		// 20 messages a minute per sender, bursts of 10; owners are exempt.
 		Budget: cluster.NewBudget(20.0/60, 10),
+		Spend:  st.spend,
 	})
 	if err != nil {
 		return st, err
