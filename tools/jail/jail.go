@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -162,6 +163,8 @@ func (j *Jail) describe() string {
 		parts = append(parts, "no resource limits")
 	}
 	switch {
+	case !haveCgroups:
+		parts = append(parts, "no cgroups on "+runtime.GOOS+": process groups and rlimits only, the process limit is not enforced")
 	case j.cg != nil:
 		parts = append(parts, "own "+j.cg.describe())
 	case j.limits.Processes > 0 && j.root && (j.cred == nil || j.cred.uid == 0):
