@@ -23,8 +23,10 @@ type Config struct {
 	Access  Access  `yaml:"access"`
 	// Limits are the daily spend caps (config/spend.go); agent.limits are
 	// something else: the resource limits of a bash call.
-	Limits  SpendLimits `yaml:"limits"`
-	Adapter Adapters    `yaml:"adapters"`
+	Limits SpendLimits `yaml:"limits"`
+	// OTel turns on traces (config/otel.go).
+	OTel    OTel     `yaml:"otel"`
+	Adapter Adapters `yaml:"adapters"`
 	// Providers maps a provider name to its settings.
 	Providers map[string]Provider `yaml:"providers"`
 	// File is the file this configuration was read from, "" for the

@@ -101,6 +101,7 @@ func (c Config) Validate() error {
 	c.validateSlack(bad)
 	c.Adapter.Discord.validate(bad)
 	c.Limits.validate(bad)
+	c.OTel.validate(bad)
 	for name, p := range c.Providers {
 		key := "providers." + name
 		if strings.Contains(name, "/") || name == "" {

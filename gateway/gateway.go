@@ -18,6 +18,7 @@ import (
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -133,6 +134,9 @@ type Config struct {
 	DrainTimeout time.Duration
 	Logger       *slog.Logger
 	Metrics      *Metrics
+	// Tracer records a span per message at intake and per run, joined by
+	// the traceparent kept in the inbox item (otel.endpoint); nil: off.
+	Tracer *otlp.Tracer
 }
 
 // Gateway routes chat events to session owners. Create it with New and

@@ -166,7 +166,13 @@ func (o *owner) afterRun(loc *location, r *run) {
 // execute runs the agent to the end and delivers the reply.
 func (r *run) execute(ps []*pending) {
 	o, loc := r.o, r.loc
-	ctx := r.ctx
+	var parent string
+	if len(ps) > 0 {
+		parent = ps[len(ps)-1].item.Trace
+	}
+	ctx, span := o.cfg.Tracer.StartRemote(r.ctx, "pibot.run", parent)
+	defer span.End()
+	span.Set("pibot.loc", loc.key)
 	var replyTo *chat.MsgRef
 	if len(ps) > 0 {
 		if last := ps[len(ps)-1].item.In.Msg; last.ID != "" && last.Conv.Key() == loc.key {
@@ -200,7 +206,10 @@ func (r *run) execute(ps []*pending) {
 	r.payer = r.recipient(ps)
 	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
 		err = errors.New(msg)
+		span.Set("pibot.spend_refused", true)
 	}
+	span.Set("pibot.model", modelRef)
+	span.Fail(err)
 	r.setHandles(agent.New(r.agentConfig(thinking), history), ctl)
 	if err != nil {
 		// Keep the user's message, and say what is missing.

@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +23,20 @@ import (
 func TestServeReloadsOnSIGHUP(t *testing.T) {
 	srv := slacktest.New()
 	defer srv.Close()
+	// An OTLP collector: the traces of the messages are sent to it.
+	var mu sync.Mutex
+	var traces []string
+	coll := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		traces = append(traces, r.URL.Path+" "+string(b))
+		mu.Unlock()
+	}))
+	defer coll.Close()
 	dir := t.TempDir()
 	conf := func(users, verbosity string) string {
 		return "data_dir: ./data\nproviders:\n  f:\n    api: faux\n    models: [{id: m}]\nagent:\n  model: f/m\n  verbosity: " + verbosity + "\n" +
+			"otel:\n  endpoint: " + coll.URL + "\n" +
 			"access:\n  owners: [\"slack:UOWNER\"]\n  users: [" + users + "]\n  dm_policy: allowlist\nadapters:\n  web:\n    enabled: false\n  slack:\n" +
 			"    bot_token: " + srv.BotToken + "\n    app_token: " + srv.AppToken + "\n    signing_secret: " + srv.SigningSecret + "\n" +
 			"    mode: socket\n    api_url: " + srv.APIURL + "\n"
@@ -76,6 +91,14 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	line, _, _ := strings.Cut(log[i:], "\n")
 	if !strings.Contains(line, "agent.verbosity") || strings.Contains(line, "access") && !strings.Contains(line, "reloaded=") {
 		t.Errorf("reload line %q: want agent.verbosity named as not reloaded", line)
+	}
+	mu.Lock()
+	all := strings.Join(traces, "\n")
+	mu.Unlock()
+	for _, w := range []string{"/v1/traces ", `"name":"pibot.intake"`, `"name":"pibot.run"`, `"stringValue":"pibot"`} {
+		if !strings.Contains(all, w) {
+			t.Errorf("the collector got no %s; got:\n%.2000s", w, all)
+		}
 	}
 	if strings.Contains(log, srv.BotToken) {
 		t.Error("the log holds a secret")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -22,6 +23,8 @@ import (
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/gateway/spend"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/buildinfo"
+	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
 )
@@ -45,6 +48,8 @@ type stack struct {
 	// access and spend are swapped by a reload (reload.go).
 	access *access.Checker
 	spend  *spend.Limiter
+	// stopTracer stops the span exporter after sending what is left.
+	stopTracer func()
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -133,6 +138,21 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)
 	}
+	if cfg.OTel.Endpoint != "" {
+		tr, err := otlp.New(otlp.Config{Endpoint: cfg.OTel.Endpoint, Service: cfg.OTel.ServiceName, Version: buildinfo.Get().Version, Logger: log})
+		if err != nil {
+			return st, err
+		}
+		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tr.Run(tctx)
+		}()
+		st.stopTracer = func() { cancel(); <-done }
+		gcfg.Tracer = tr
+		log.Info("traces on", "endpoint", redactedURL(cfg.OTel.Endpoint))
+	}
 	models := newFallbackModels(reg, model, cfg.Agent.Fallbacks, log)
 	st.gw, err = gateway.New(gcfg, gateway.Deps{
 		Adapters: adapters,
@@ -158,6 +178,9 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 
 // close releases the inbox and the data directory.
 func (s *stack) close() {
+	if s.stopTracer != nil {
+		s.stopTracer()
+	}
 	if s.inbox != nil {
 		_ = s.inbox.Close()
 	}
@@ -203,4 +226,13 @@ func (f *fallbackModels) Model(ref string) (llm.Model, error) {
 		return f.chain, nil
 	}
 	return f.reg.Model(ref)
+}
+
+// redactedURL hides a password in u (a collector URL may carry one).
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
 }

@@ -128,7 +128,7 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/groupsync", "internal/sessionview", prometheus},
+			"internal/atomicfile", "internal/groupsync", "internal/otlp", "internal/sessionview", prometheus},
 		test:  []string{"providers/faux", "internal/tinyfs"},
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},
@@ -147,7 +147,7 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/otlp", "internal/secret", "internal/sessionview",
 			"llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
 		test: []string{"adapters/telegram/telegramtest"},
 		why:  "cmd/pibot wires the layers together; only it sees every layer"},
@@ -155,6 +155,7 @@ var rules = []rule{
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
+	{pkg: "internal/otlp", never: sdks, why: whyStdlib + " (a hand-written OTLP/HTTP JSON exporter instead of the OpenTelemetry SDK)"},
 	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,
 		why: "doctor speaks each service's wire protocol with the standard library: no SDK, no other pibot package"},
 	{pkg: "internal/groupsync", may: []string{xsys}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
