@@ -85,7 +85,7 @@ func commandTable() []command {
 		{name: "fork", help: "branch from a message (reply to it with /fork)", group: rightOwners, session: sessionBound, handle: cmdFork},
 		{name: "status", help: "show session, model and queue state", session: sessionBound, handle: cmdStatus},
 		{name: "usage", help: "show tokens and cost of this branch", session: sessionBound, handle: cmdUsage},
-		{name: "limits", args: "[lift|raise …]", help: "show today's spend against the daily caps (owners: lift or raise one for today)",
+		{name: "limits", args: "[lift|raise SCOPE ...]", help: "show today's spend against the daily caps (owners: lift or raise one for today)",
 			group: rightOwnersToChange, looks: []string{""}, handle: cmdLimits},
 		{name: "approve", args: "[id]", help: "approve the pending tool call", handle: cmdDecide},
 		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
