@@ -15,12 +15,17 @@ import (
 // Config is the whole file.
 type Config struct {
 	// DataDir holds sessions, pairing state and the instance lock.
-	DataDir string   `yaml:"data_dir"`
-	Log     Log      `yaml:"log"`
-	HTTP    HTTP     `yaml:"http"`
-	Cluster Cluster  `yaml:"cluster"`
-	Agent   Agent    `yaml:"agent"`
-	Access  Access   `yaml:"access"`
+	DataDir string  `yaml:"data_dir"`
+	Log     Log     `yaml:"log"`
+	HTTP    HTTP    `yaml:"http"`
+	Cluster Cluster `yaml:"cluster"`
+	Agent   Agent   `yaml:"agent"`
+	Access  Access  `yaml:"access"`
+	// Limits are the daily spend caps (config/spend.go); agent.limits are
+	// something else: the resource limits of a bash call.
+	Limits SpendLimits `yaml:"limits"`
+	// OTel turns on traces (config/otel.go).
+	OTel    OTel     `yaml:"otel"`
 	Adapter Adapters `yaml:"adapters"`
 	// Providers maps a provider name to its settings.
 	Providers map[string]Provider `yaml:"providers"`

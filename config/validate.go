@@ -101,6 +101,8 @@ func (c Config) Validate() error {
 	c.validateExtend(bad)
 	c.MCP.validate(bad)
 	validateSchedules(c.Schedules, bad)
+	c.Limits.validate(bad)
+	c.OTel.validate(bad)
 	for name, p := range c.Providers {
 		key := "providers." + name
 		if strings.Contains(name, "/") || name == "" {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pibot/pibot/agent"
@@ -32,7 +34,10 @@ const (
 // clock come in through approvalHost, and each call names the location it
 // waits in (approvalSite) and the run that waits (approvalRun).
 type approvals struct {
-	deps    approvalDeps
+	deps approvalDeps
+	// tables are the per-tool policies of DMs and groups, swapped whole
+	// by a configuration reload (setTables).
+	tables  atomic.Pointer[approvalTables]
 	mu      sync.Mutex
 	pending map[string]*approval
 }
@@ -117,7 +122,18 @@ func newApprovals(d approvalDeps) *approvals {
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
-	return &approvals{deps: d, pending: map[string]*approval{}}
+	a := &approvals{deps: d, pending: map[string]*approval{}}
+	a.setTables(d.policy.dm, d.policy.group)
+	return a
+}
+
+// approvalTables are the per-tool policies (tool or "*" → allow|ask|deny).
+type approvalTables struct{ dm, group map[string]string }
+
+// setTables replaces the per-tool policies; calls already waiting for a
+// decision keep waiting.
+func (a *approvals) setTables(dm, group map[string]string) {
+	a.tables.Store(&approvalTables{dm: maps.Clone(dm), group: maps.Clone(group)})
 }
 
 // pendingFor reports whether a call of session file path waits for a
@@ -149,9 +165,10 @@ func (a *approvals) waitingIn(convKey string) string {
 
 // policy returns allow|ask|deny for tool in conv.
 func (a *approvals) policy(conv chat.ConvRef, tool string) string {
-	m := a.deps.policy.group
+	t := a.tables.Load()
+	m := t.group
 	if conv.DM {
-		m = a.deps.policy.dm
+		m = t.dm
 	}
 	if p, ok := mcpPolicy(m, conv.DM, tool); ok {
 		return p

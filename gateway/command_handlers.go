@@ -34,7 +34,7 @@ func cmdWhoami(ctx context.Context, c *invocation) {
 	case known && in.Conv.DM:
 		role = "allowed user: every command in this chat"
 	case !in.Conv.DM:
-		role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model and /thinking to look, /steer, /followup, and /stop of your own request"
+		role = "member of this group: /help, /whoami, /status, /usage, /tree, /queue, /model, /thinking and /limits to look, /steer, /followup, and /stop of your own request"
 	}
 	group := ""
 	if !in.Conv.DM {

@@ -91,6 +91,8 @@ func commandTable() []command {
 		{name: "fork", help: "branch from a message (reply to it with /fork)", group: rightOwners, session: sessionBound, handle: cmdFork},
 		{name: "status", help: "show session, model and queue state", session: sessionBound, handle: cmdStatus},
 		{name: "usage", help: "show tokens and cost of this branch", session: sessionBound, handle: cmdUsage},
+		{name: "limits", args: "[lift|raise SCOPE ...]", help: "show today's spend against the daily caps (owners: lift or raise one for today)",
+			group: rightOwnersToChange, looks: []string{""}, handle: cmdLimits},
 		{name: "approve", args: "[id]", help: "approve the pending tool call", handle: cmdDecide},
 		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
 		{name: "schedule", args: "[every …|in …|list|cancel ID]", help: "schedule a prompt here (every weekday 09:00 …, in 2h …)",
@@ -102,7 +104,7 @@ func commandTable() []command {
 
 // groupRightsNote ends /help. It says in words what the group column of
 // the table holds (a test checks that they agree).
-const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking`, `/queue` or `/schedule` are for owners; `/stop` is for owners and the person whose request is running."
+const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking`, `/queue`, `/schedule` or `/limits` are for owners; `/stop` is for owners and the person whose request is running."
 
 // commands answers chat commands and button presses. It holds no gateway:
 // what the handlers use comes in through its fields.
@@ -116,6 +118,7 @@ type commands struct {
 	models    Models
 	model     string // the default "provider/model"
 	approvals *approvals
+	spend     spendCaps
 	chat      commandChat
 	sessions  commandSessions
 	schedules *schedules // nil: /schedule says it is unavailable

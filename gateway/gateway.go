@@ -18,6 +18,7 @@ import (
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -140,6 +141,9 @@ type Config struct {
 	ScheduleTZ string
 	Logger     *slog.Logger
 	Metrics    *Metrics
+	// Tracer records a span per message at intake and per run, joined by
+	// the traceparent kept in the inbox item (otel.endpoint); nil: off.
+	Tracer *otlp.Tracer
 }
 
 // Gateway routes chat events to session owners. Create it with New and
@@ -154,6 +158,7 @@ type Gateway struct {
 	dedupe   Dedupe
 	locker   Locker
 	budget   Budget
+	spend    spendCaps
 	metrics  *Metrics
 	// holder names this process in lease markers (host/pid).
 	holder string
@@ -192,6 +197,9 @@ type Deps struct {
 	Locker   Locker
 	// Budget limits messages per sender (owners are exempt); nil: no limit.
 	Budget Budget
+	// Spend enforces the daily spend caps (owners are exempt); nil: no
+	// caps.
+	Spend SpendLimiter
 	// Index binds locations to session files; nil: the gateway opens
 	// DataDir/index.jsonl (cluster.Index), rebuilt from the session files
 	// when missing, and closes it when Run ends.
@@ -221,6 +229,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		locker:   d.Locker,
 		budget:   d.Budget,
 		notices:  d.Notices,
+		spend:    spendCaps{lim: d.Spend, rights: d.Access, log: cfg.Logger},
 		metrics:  cfg.Metrics,
 		holder:   holderID(),
 		mail:     newMailboxes(),
@@ -413,7 +422,7 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 // newOwner builds the owner of a session the registry loaded.
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
-		index: g.index, approval: g.approval, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, ack: g.ackAll,
+		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, ack: g.ackAll,
 		receiveFile: g.receiveFile, forget: g.sessions.forget, track: g.track, runContext: g.runContext}
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Heads(), lastUsed: time.Now(),

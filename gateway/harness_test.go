@@ -47,6 +47,7 @@ type harness struct {
 	policy access.Policy
 	locker gateway.Locker
 	budget gateway.Budget
+	spend  gateway.SpendLimiter
 	// index, when set, is the gateway's location index (else its own).
 	index gateway.Index
 	// wrap, when set, gives the gateway a wrapper of ad instead of ad.
@@ -69,6 +70,7 @@ func withConfig(f func(*gateway.Config)) option { return func(h *harness) { h.mo
 func withTools(t ...agent.Tool) option          { return func(h *harness) { h.tools = t } }
 func withLocker(l gateway.Locker) option        { return func(h *harness) { h.locker = l } }
 func withBudget(b gateway.Budget) option        { return func(h *harness) { h.budget = b } }
+func withSpend(l gateway.SpendLimiter) option   { return func(h *harness) { h.spend = l } }
 func withIndex(ix gateway.Index) option         { return func(h *harness) { h.index = ix } }
 func withAdapter(wrap func(*chattest.Adapter) chat.Adapter) option {
 	return func(h *harness) { h.wrap = wrap }
@@ -142,6 +144,7 @@ func (h *harness) start() {
 		Dedupe:   cluster.NewDedupe(time.Hour, 1000),
 		Locker:   locker,
 		Budget:   h.budget,
+		Spend:    h.spend,
 		Index:    h.index,
 		Notices:  store,
 	})

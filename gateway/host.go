@@ -40,6 +40,7 @@ func wireCommands(g *Gateway) {
 		models:    g.models,
 		model:     g.cfg.Model,
 		approvals: g.approval,
+		spend:     g.spend,
 		chat:      h,
 		sessions:  h,
 	}

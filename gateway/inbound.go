@@ -24,6 +24,9 @@ type inboxItem struct {
 	// Resume marks a run to finish after a restart (a tool approved after
 	// the run that asked was gone): no new message, only In.Conv is set.
 	Resume bool `json:"resume,omitempty"`
+	// Trace is the W3C traceparent of the intake span (otel.endpoint),
+	// so the run's span continues the message's trace.
+	Trace string `json:"trace,omitempty"`
 }
 
 // route finds p's owner and location and hands p over.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/internal/otlp"
 )
 
 // intake takes events from the adapters: access, dedupe, the sender's
@@ -18,6 +19,7 @@ import (
 type intake struct {
 	log      *slog.Logger
 	metrics  *Metrics
+	tracer   *otlp.Tracer // nil: no traces
 	access   *access.Checker
 	dedupe   Dedupe
 	budget   Budget
@@ -47,6 +49,7 @@ func wireIntake(g *Gateway) *intake {
 	return &intake{
 		log:      g.log,
 		metrics:  g.metrics,
+		tracer:   g.cfg.Tracer,
 		access:   g.access,
 		dedupe:   g.dedupe,
 		budget:   g.budget,
@@ -70,6 +73,9 @@ func wireIntake(g *Gateway) *intake {
 // sink is the chat.Sink of every adapter.
 func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	i.metrics.inbound(in.Conv.Platform)
+	ctx, span := i.tracer.Start(ctx, "pibot.intake")
+	defer span.End()
+	span.Set("pibot.conv", in.Conv.Key())
 	if in.Kind == chat.KindMoved {
 		// A platform event, judged by the group it moves, not by a sender.
 		i.moved(ctx, in)
@@ -114,7 +120,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		}
 		in = moved
 	}
-	item := inboxItem{In: in}
+	item := inboxItem{In: in, Trace: span.Traceparent()}
 	switch {
 	case in.Kind == chat.KindAction && in.Action != nil:
 		item.Kind = itemPress
@@ -189,6 +195,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 				i.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
 			}
 		}
+		span.Fail(err)
 		return fmt.Errorf("gateway: inbox: %w", err)
 	}
 	return nil

@@ -41,6 +41,7 @@ type ownerDeps struct {
 	metrics   *Metrics
 	index     Index
 	approval  *approvals
+	spend     spendCaps
 	// replier sends the owner's notices (queued, dropped, done).
 	replier *replier
 	// health is told of failed writes and keeps what they stranded.

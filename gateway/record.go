@@ -56,6 +56,7 @@ func (r *run) record(e agent.Event) {
 		r.lastEntry, r.final = rec.Entry.ID, &m
 		r.mu.Unlock()
 		r.o.metrics.usage(m)
+		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m)
 		r.ctl.SetText(m.Text())
 		r.ctl.EndMessage()
 		r.mu.Lock()

@@ -49,6 +49,8 @@ type run struct {
 	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
 	frozen atomic.Bool
+	// payer is the user the run's spend is counted for (spend.go).
+	payer string
 }
 
 // message builds the user message of a pending item.
@@ -168,7 +170,13 @@ func (o *owner) afterRun(loc *location, r *run) {
 // execute runs the agent to the end and delivers the reply.
 func (r *run) execute(ps []*pending) {
 	o, loc := r.o, r.loc
-	ctx := r.ctx
+	var parent string
+	if len(ps) > 0 {
+		parent = ps[len(ps)-1].item.Trace
+	}
+	ctx, span := o.cfg.Tracer.StartRemote(r.ctx, "pibot.run", parent)
+	defer span.End()
+	span.Set("pibot.loc", loc.key)
 	var replyTo *chat.MsgRef
 	if len(ps) > 0 {
 		if last := ps[len(ps)-1].item.In.Msg; last.ID != "" && last.Conv.Key() == loc.key {
@@ -199,6 +207,11 @@ func (r *run) execute(ps []*pending) {
 	if err == nil {
 		r.model, err = resolveModel(o.cfg, o.models, modelRef)
 	}
+	r.payer = r.recipient(ps)
+	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
+		err = errors.New(msg)
+		span.Set("pibot.spend_refused", true)
+	}
 	cfg := r.agentConfig(thinking)
 	if err == nil {
 		var add string
@@ -212,6 +225,8 @@ func (r *run) execute(ps []*pending) {
 		}
 		cfg.SystemPrompt += add
 	}
+	span.Set("pibot.model", modelRef)
+	span.Fail(err)
 	// history was built for this run: the agent takes it without a copy.
 	r.setHandles(agent.Adopt(cfg, history), ctl)
 	if err != nil {

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // File is an open session file in append mode.
@@ -77,7 +75,7 @@ func (s FileStorage) Create(path string, data []byte) (File, error) {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = unix.Fdatasync(int(f.Fd()))
+		err = datasync(f)
 	}
 	if err == nil {
 		err = s.SyncDir(filepath.Dir(path))
@@ -98,7 +96,7 @@ func (s FileStorage) WriteFile(path string, data []byte) error {
 	name := tmp.Name()
 	_, werr := tmp.Write(data)
 	if werr == nil {
-		werr = unix.Fdatasync(int(tmp.Fd()))
+		werr = datasync(tmp)
 	}
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
@@ -152,7 +150,7 @@ func (FileStorage) List(dir string) ([]FileInfo, error) {
 type osFile struct{ f *os.File }
 
 func (o osFile) Write(p []byte) (int, error) { return o.f.Write(p) }
-func (o osFile) Sync() error                 { return unix.Fdatasync(int(o.f.Fd())) }
+func (o osFile) Sync() error                 { return datasync(o.f) }
 func (o osFile) Truncate(n int64) error      { return o.f.Truncate(n) }
 func (o osFile) Close() error                { return o.f.Close() }
 func (o osFile) Size() (int64, error) {

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/tools/jail"
@@ -14,13 +12,6 @@ import (
 
 // minSecretLen keeps short values ("1", "true") from matching secrets.
 const minSecretLen = 6
-
-// hardenProcess makes pibot non-dumpable: no core dumps, and its
-// /proc/PID/{environ,mem,maps,fd} need CAP_SYS_PTRACE even for its own
-// user, which tool commands never have.
-func hardenProcess() {
-	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) //nolint:errcheck // best effort: Linux only
-}
 
 // envSnapshot is the environment as pibot started; commands read it
 // through get after the secrets are scrubbed from the process.

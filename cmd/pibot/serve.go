@@ -84,6 +84,25 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.close()
+	// SIGHUP reloads access, approvals and spend caps (reload.go).
+	hup, stopHUP := notifyHUP()
+	defer stopHUP()
+	rl := &reloader{st: st, log: log, running: cfg, load: func() (config.Config, error) {
+		next, _, err := c.loadConfig(*file)
+		if *listen != "" {
+			next.HTTP.Listen = *listen
+		}
+		return next, err
+	}}
+	reloadDone := make(chan struct{})
+	go func() {
+		defer close(reloadDone)
+		rl.run(ctx, hup)
+	}()
+	defer func() {
+		stop() // ends rl.run on every return path
+		<-reloadDone
+	}()
 
 	var ready atomic.Bool
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

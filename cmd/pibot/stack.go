@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -20,7 +21,10 @@ import (
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/gateway/spend"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/buildinfo"
+	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
 )
@@ -42,6 +46,11 @@ type stack struct {
 	inbox *cluster.Inbox
 	gw    *gateway.Gateway
 	tools *toolbox
+	// access and spend are swapped by a reload (reload.go).
+	access *access.Checker
+	spend  *spend.Limiter
+	// stopTracer stops the span exporter after sending what is left.
+	stopTracer func()
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -80,13 +89,12 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
-	checker := access.NewChecker(access.Policy{
-		Owners:          append(append([]string{}, cfg.Access.Owners...), localOwners()...),
-		Users:           cfg.Access.Users,
-		DMPolicy:        cfg.Access.DMPolicy,
-		Groups:          cfg.Access.Groups,
-		MentionRequired: cfg.MentionRequired(),
-	}, store)
+	st.access = access.NewChecker(accessPolicy(cfg), store)
+	spendStore, err := spend.OpenFile(dataPath(cfg, "spend.json"))
+	if err != nil {
+		return st, err
+	}
+	st.spend = spend.NewLimiter(spendStore, spendCaps(cfg), nil)
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
 		return st, err
@@ -146,17 +154,33 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)
 	}
+	if cfg.OTel.Endpoint != "" {
+		tr, err := otlp.New(otlp.Config{Endpoint: cfg.OTel.Endpoint, Service: cfg.OTel.ServiceName, Version: buildinfo.Get().Version, Logger: log})
+		if err != nil {
+			return st, err
+		}
+		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tr.Run(tctx)
+		}()
+		st.stopTracer = func() { cancel(); <-done }
+		gcfg.Tracer = tr
+		log.Info("traces on", "endpoint", redactedURL(cfg.OTel.Endpoint))
+	}
 	models := newFallbackModels(reg, model, cfg.Agent.Fallbacks, log)
 	st.gw, err = gateway.New(gcfg, gateway.Deps{
 		Adapters: adapters,
 		Models:   models,
-		Access:   checker,
+		Access:   st.access,
 		Inbox:    st.inbox,
 		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
 		Locker:   locker,
 		Notices:  store,
 		// 20 messages a minute per sender, bursts of 10; owners are exempt.
 		Budget: cluster.NewBudget(20.0/60, 10),
+		Spend:  st.spend,
 	})
 	if err != nil {
 		return st, err
@@ -175,6 +199,9 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 func (s *stack) close() {
 	if s.tools != nil {
 		s.tools.close() // the MCP servers, after the gateway stopped its runs
+	}
+	if s.stopTracer != nil {
+		s.stopTracer()
 	}
 	if s.inbox != nil {
 		_ = s.inbox.Close()
@@ -221,4 +248,13 @@ func (f *fallbackModels) Model(ref string) (llm.Model, error) {
 		return f.chain, nil
 	}
 	return f.reg.Model(ref)
+}
+
+// redactedURL hides a password in u (a collector URL may carry one).
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return p.Redacted()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pibot/pibot/chat"
 )
@@ -62,10 +63,12 @@ type ConvPairings interface {
 
 var _ ConvPairings = (*Store)(nil)
 
-// Checker applies a Policy and the pairing store.
+// Checker applies a Policy and the pairing store. The policy can be
+// replaced while the checker is in use (SetPolicy: a configuration
+// reload); each decision reads one policy.
 type Checker struct {
-	policy Policy
-	store  Pairings
+	current atomic.Pointer[Policy]
+	store   Pairings
 
 	mu      sync.Mutex
 	aliases map[string]string // new "platform:chat" -> the listed one
@@ -73,17 +76,29 @@ type Checker struct {
 
 // NewChecker returns a checker; store may be nil (no pairing).
 func NewChecker(p Policy, store Pairings) *Checker {
+	c := &Checker{store: store}
+	c.SetPolicy(p)
+	return c
+}
+
+// SetPolicy replaces the policy (access lists, DM policy, groups, the
+// mention rule); pairings and aliases stay.
+func (c *Checker) SetPolicy(p Policy) {
 	if p.DMPolicy == "" {
 		p.DMPolicy = "pairing"
 	}
-	return &Checker{policy: p, store: store}
+	p.Owners, p.Users, p.Groups = slices.Clone(p.Owners), slices.Clone(p.Users), slices.Clone(p.Groups)
+	c.current.Store(&p)
 }
+
+// policy returns the policy in force.
+func (c *Checker) policy() *Policy { return c.current.Load() }
 
 func key(platform chat.Platform, id string) string { return string(platform) + ":" + id }
 
 // IsOwner reports whether the user is an owner.
 func (c *Checker) IsOwner(platform chat.Platform, user string) bool {
-	return slices.Contains(c.policy.Owners, key(platform, user))
+	return slices.Contains(c.policy().Owners, key(platform, user))
 }
 
 // Known reports whether the user is an owner, an allowed user or paired.
@@ -91,7 +106,7 @@ func (c *Checker) IsOwner(platform chat.Platform, user string) bool {
 // why.
 func (c *Checker) Known(ctx context.Context, platform chat.Platform, user string) (bool, error) {
 	k := key(platform, user)
-	if slices.Contains(c.policy.Owners, k) || slices.Contains(c.policy.Users, k) {
+	if pol := c.policy(); slices.Contains(pol.Owners, k) || slices.Contains(pol.Users, k) {
 		return true, nil
 	}
 	if c.store == nil {
@@ -119,7 +134,7 @@ func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 		if known {
 			return Decision{Verdict: Allow}
 		}
-		switch c.policy.DMPolicy {
+		switch c.policy().DMPolicy {
 		case "open":
 			return Decision{Verdict: Allow}
 		case "pairing":
@@ -139,7 +154,7 @@ func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 	// Inside a thread the bot already takes part in (chat.Inbound.Bound),
 	// people talk to it without mentioning it; a main line still needs one.
 	boundThread := in.Bound && in.Conv.Thread != ""
-	if in.Kind == chat.KindMessage && c.policy.MentionRequired && !in.Mentioned && !in.ReplyToBot && in.Command == nil && !boundThread {
+	if in.Kind == chat.KindMessage && c.policy().MentionRequired && !in.Mentioned && !in.ReplyToBot && in.Command == nil && !boundThread {
 		return Decision{Verdict: Ignore}
 	}
 	return Decision{Verdict: Allow}
@@ -148,7 +163,7 @@ func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 // GroupAllowed reports whether a group chat is listed in Groups (or "*"),
 // directly or as the new id of a listed group that moved.
 func (c *Checker) GroupAllowed(platform chat.Platform, channel string) bool {
-	return slices.Contains(c.policy.Groups, "*") || slices.Contains(c.policy.Groups, c.resolve(key(platform, channel)))
+	return slices.Contains(c.policy().Groups, "*") || slices.Contains(c.policy().Groups, c.resolve(key(platform, channel)))
 }
 
 // Alias makes a group that moved (a Telegram group that became a

@@ -1,6 +1,7 @@
 package access
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -254,5 +255,28 @@ func TestGuildListed(t *testing.T) {
 		if got := c.Check(t.Context(), tt.in).Verdict; got != tt.want {
 			t.Errorf("%s: verdict %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestSetPolicy: a reload lets a newly listed user in, removes a dropped
+// owner, and keeps the checker's pairings.
+func TestSetPolicy(t *testing.T) {
+	ctx := context.Background()
+	c := NewChecker(Policy{Owners: []string{"test:o"}, DMPolicy: "allowlist"}, nil)
+	dm := func(user string) chat.Inbound {
+		return chat.Inbound{Kind: chat.KindMessage, Conv: chat.ConvRef{Platform: "test", Channel: user, DM: true}, User: chat.User{ID: user}, Text: "hi"}
+	}
+	if d := c.Check(ctx, dm("new")); d.Verdict != Ignore {
+		t.Fatalf("unlisted user: %v", d.Verdict)
+	}
+	c.SetPolicy(Policy{Owners: []string{"test:o2"}, Users: []string{"test:new"}, DMPolicy: "allowlist"})
+	if d := c.Check(ctx, dm("new")); d.Verdict != Allow {
+		t.Errorf("newly listed user after SetPolicy: %v", d.Verdict)
+	}
+	if c.IsOwner("test", "o") || !c.IsOwner("test", "o2") {
+		t.Error("owners not replaced by SetPolicy")
+	}
+	if d := c.Check(ctx, dm("o")); d.Verdict != Ignore {
+		t.Errorf("dropped owner still let in: %v", d.Verdict)
 	}
 }

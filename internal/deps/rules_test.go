@@ -139,8 +139,8 @@ var rules = []rule{
 
 	// The gateway and what it stands on.
 	{pkg: "gateway",
-		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/groupsync", "internal/sessionview", "gateway/schedule", prometheus},
+		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
+			"internal/atomicfile", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", prometheus},
 		test:  []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills"},
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},
@@ -150,6 +150,9 @@ var rules = []rule{
 	{pkg: "gateway/access", may: []string{"chat", "internal/atomicfile"}, test: []string{"gateway/access/accesstest"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "access decides who may talk from chat types alone"},
+	{pkg: "gateway/spend", may: []string{"internal/atomicfile"}, test: []string{"gateway/spend/spendtest"},
+		never: join(sdks, []string{"gateway", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "spend counts usage against caps from plain numbers; a shared store implements its Store"},
 	{pkg: "gateway/stream", may: []string{"chat"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the stream controller drives a chat.Adapter and knows nothing of runs or sessions"},
@@ -166,7 +169,7 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
 		test: []string{"adapters/telegram/telegramtest", mcpSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
@@ -174,6 +177,7 @@ var rules = []rule{
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
+	{pkg: "internal/otlp", never: sdks, why: whyStdlib + " (a hand-written OTLP/HTTP JSON exporter instead of the OpenTelemetry SDK)"},
 	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,
 		why: "doctor speaks each service's wire protocol with the standard library: no SDK, no other pibot package"},
 	{pkg: "internal/extensions", may: []string{"agent", "agent/hooks", "agent/skills", "chat", "llm"},
@@ -201,6 +205,8 @@ var rules = []rule{
 	{pkg: "session/sessiontest", may: []string{"llm", "session"}, testOnly: true, why: whyTestPkg},
 	{pkg: "gateway/access/accesstest", may: []string{"gateway/access"}, testOnly: true,
 		why: "the pairing store conformance suite drives a store through access's types alone"},
+	{pkg: "gateway/spend/spendtest", may: []string{"gateway/spend"}, testOnly: true,
+		why: "the spend store conformance suite drives a store through spend's types alone"},
 	{pkg: "cluster/clustertest", may: []string{"cluster"}, testOnly: true,
 		why: "the cluster conformance suite drives any locker, inbox, dedupe or budget through the cluster types alone"},
 	{pkg: "cluster/rediscluster/redistest", may: []string{redis, miniredis}, testOnly: true,

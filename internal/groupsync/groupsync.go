@@ -15,8 +15,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // RetryInterval is the least time between two attempts to recover a
@@ -160,7 +158,7 @@ func (g *File) flushLocked() error {
 	}
 	// fdatasync: an append-only log needs its data and size on disk, not
 	// its timestamps.
-	if err := unix.Fdatasync(int(g.f.Fd())); err != nil {
+	if err := datasync(g.f); err != nil {
 		return g.fail(fmt.Errorf("fdatasync %s: %w", g.path, err))
 	}
 	g.synced = upTo
@@ -243,7 +241,7 @@ func (g *File) recoverLocked() error {
 		_, werr = f.Write(data)
 	}
 	if werr == nil {
-		werr = unix.Fdatasync(int(f.Fd()))
+		werr = datasync(f)
 	}
 	if werr != nil {
 		_ = f.Close()

@@ -25,6 +25,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -88,9 +89,12 @@ func New(cfg Config) (*Jail, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	j := &Jail{limits: cfg.Limits, exe: cfg.Exe, root: os.Geteuid() == 0, log: log}
+	j := &Jail{limits: cfg.Limits, exe: cfg.Exe, root: privileged(), log: log}
 	if j.exe == "" {
-		j.exe = "/proc/self/exe"
+		j.exe = selfExe()
+	}
+	if cfg.User != "" && !switchesUsers {
+		return nil, fmt.Errorf("jail: running commands as user %q needs Linux", cfg.User)
 	}
 	if cfg.User != "" {
 		if !j.root {
@@ -102,7 +106,7 @@ func New(cfg Config) (*Jail, error) {
 		}
 		j.cred = c
 	}
-	if !cfg.NoCgroup {
+	if !cfg.NoCgroup && haveCgroups {
 		fs := cfg.CgroupFS
 		if fs == "" {
 			fs = "/sys/fs/cgroup"
@@ -129,7 +133,7 @@ func (j *Jail) Contained() bool { return j.cg != nil || j.root }
 // ProcessesCapped reports whether the process limit binds every process
 // of a call: a pids cgroup, or RLIMIT_NPROC for a user other than root.
 func (j *Jail) ProcessesCapped() bool {
-	if j.limits.Processes <= 0 {
+	if j.limits.Processes <= 0 || !countsTasks {
 		return false
 	}
 	return (j.cg != nil && j.cg.pids) || j.cred != nil && j.cred.uid != 0 || !j.root
@@ -159,6 +163,8 @@ func (j *Jail) describe() string {
 		parts = append(parts, "no resource limits")
 	}
 	switch {
+	case !haveCgroups:
+		parts = append(parts, "no cgroups on "+runtime.GOOS+": process groups and rlimits only, the process limit is not enforced")
 	case j.cg != nil:
 		parts = append(parts, "own "+j.cg.describe())
 	case j.limits.Processes > 0 && j.root && (j.cred == nil || j.cred.uid == 0):
@@ -209,18 +215,14 @@ func (j *Jail) Command(argv []string) (*Cmd, error) {
 		return nil, err
 	}
 	c.Cmd = exec.Command(j.exe, append([]string{LauncherArg, enc}, argv...)...)
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if j.root {
-		attr.Cloneflags = syscall.CLONE_NEWPID
-	}
-	c.Cmd.SysProcAttr = attr
+	c.Cmd.SysProcAttr = procAttr(j.root)
 	return c, nil
 }
 
 func (j *Jail) rlimits() []rlimit {
 	var out []rlimit
 	l := j.limits
-	if l.Processes > 0 && (j.cg == nil || !j.cg.pids) {
+	if l.Processes > 0 && countsTasks && (j.cg == nil || !j.cg.pids) {
 		// RLIMIT_NPROC counts every process and thread of the user,
 		// pibot's and the user's others included: allow Processes more
 		// than the user runs now.
@@ -298,26 +300,6 @@ func killGroup(pgid int) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// userTasks counts the processes and threads of uid.
-func userTasks(uid int) int {
-	n := 0
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
-			tasks, _ := os.ReadDir("/proc/" + e.Name() + "/task")
-			n += len(tasks)
-		}
-	}
-	return n
 }
 
 // FormatBytes renders a size in binary units ("2 GiB", "1.5 MiB").

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -141,6 +142,8 @@ func (s *Sandbox) resolve(ctx context.Context, bin string, probe Probe) error {
 			return nil
 		}
 		err = fmt.Errorf("bwrap cannot create a sandbox (unprivileged user namespaces may be disabled): %w", err)
+	} else if runtime.GOOS != "linux" {
+		err = fmt.Errorf("bubblewrap needs Linux (this is %s)", runtime.GOOS)
 	} else {
 		err = errors.New("bwrap is not installed")
 	}

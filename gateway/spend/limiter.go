@@ -1,0 +1,174 @@
+package spend
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Limiter checks runs against the caps and counts their usage. It is safe
+// for concurrent use.
+type Limiter struct {
+	store Store
+	caps  atomic.Pointer[Caps]
+	now   func() time.Time
+}
+
+// NewLimiter returns a limiter over store; now is the clock (nil:
+// time.Now).
+func NewLimiter(store Store, caps Caps, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	l := &Limiter{store: store, now: now}
+	l.caps.Store(&caps)
+	return l
+}
+
+// SetCaps replaces the caps (a configuration reload); counts and today's
+// overrides stay.
+func (l *Limiter) SetCaps(c Caps) { l.caps.Store(&c) }
+
+// Caps returns the configured caps.
+func (l *Limiter) Caps() Caps { return *l.caps.Load() }
+
+// effective returns the caps in force for w today, scope order.
+func (l *Limiter) effective(ctx context.Context, today string, w Who) ([]Cap, error) {
+	ovs, err := l.store.Overrides(ctx, today, w.keys())
+	if err != nil {
+		return nil, fmt.Errorf("spend: overrides: %w", err)
+	}
+	caps := l.Caps()
+	out := make([]Cap, len(scopes))
+	for i, s := range scopes {
+		switch o := ovs[i]; {
+		case o.Lifted:
+		case o.Cap != (Cap{}):
+			out[i] = o.Cap
+		default:
+			out[i] = caps.Of(s)
+		}
+	}
+	return out, nil
+}
+
+// Check returns a *Refusal when w has reached a cap in force today, and
+// nil when the run may go. An error reading the store is returned as is
+// (the caller decides; the gateway lets the run go and logs it).
+func (l *Limiter) Check(ctx context.Context, w Who) error {
+	now := l.now()
+	today := day(now)
+	caps, err := l.effective(ctx, today, w)
+	if err != nil {
+		return err
+	}
+	if caps[0] == (Cap{}) && caps[1] == (Cap{}) && caps[2] == (Cap{}) {
+		return nil
+	}
+	used, err := l.store.Usage(ctx, today, w.keys())
+	if err != nil {
+		return fmt.Errorf("spend: usage: %w", err)
+	}
+	for i, s := range scopes {
+		c, u := caps[i], used[i]
+		usd := c.USD > 0 && u.USD >= c.USD
+		if usd || c.Tokens > 0 && u.Tokens >= c.Tokens {
+			reset := nextReset(now)
+			return &Refusal{Scope: s, USD: usd, Cap: c, Used: u, ResetsAt: reset, ResetsIn: reset.Sub(now)}
+		}
+	}
+	return nil
+}
+
+// Record counts a on w's user, conversation and the global total today.
+func (l *Limiter) Record(ctx context.Context, w Who, a Amount) error {
+	if a == (Amount{}) {
+		return nil
+	}
+	if err := l.store.Add(ctx, day(l.now()), w.keys(), a); err != nil {
+		return fmt.Errorf("spend: record: %w", err)
+	}
+	return nil
+}
+
+// Override sets scope's cap for w for the rest of today (UTC): lifted, or
+// replaced by c.
+func (l *Limiter) Override(ctx context.Context, w Who, s Scope, o Override) error {
+	i := indexOf(s)
+	if i < 0 {
+		return fmt.Errorf("spend: unknown scope %q", s)
+	}
+	if err := l.store.SetOverride(ctx, day(l.now()), w.keys()[i], o); err != nil {
+		return fmt.Errorf("spend: override: %w", err)
+	}
+	return nil
+}
+
+// Report describes today's usage and caps for w, one line per scope.
+func (l *Limiter) Report(ctx context.Context, w Who) (string, error) {
+	now := l.now()
+	today := day(now)
+	caps, err := l.effective(ctx, today, w)
+	if err != nil {
+		return "", err
+	}
+	ovs, err := l.store.Overrides(ctx, today, w.keys())
+	if err != nil {
+		return "", fmt.Errorf("spend: overrides: %w", err)
+	}
+	used, err := l.store.Usage(ctx, today, w.keys())
+	if err != nil {
+		return "", fmt.Errorf("spend: usage: %w", err)
+	}
+	var b strings.Builder
+	in := nextReset(now).Sub(now).Round(time.Minute)
+	fmt.Fprintf(&b, "**Spend today** (UTC day %s, resets at 00:00 UTC, in %dh%02dm)", today, int(in.Hours()), int(in.Minutes())%60)
+	for i, s := range scopes {
+		fmt.Fprintf(&b, "\n- %s (%s): $%.4f, %d tokens", s, words(s), used[i].USD, used[i].Tokens)
+		c := caps[i]
+		switch {
+		case ovs[i].Lifted:
+			b.WriteString("; cap lifted for today")
+		case c == (Cap{}):
+			b.WriteString("; no cap")
+		default:
+			var parts []string
+			if c.USD > 0 {
+				parts = append(parts, fmt.Sprintf("$%.2f", c.USD))
+			}
+			if c.Tokens > 0 {
+				parts = append(parts, fmt.Sprintf("%d tokens", c.Tokens))
+			}
+			b.WriteString("; cap " + strings.Join(parts, " and "))
+			if ovs[i].Cap != (Cap{}) {
+				b.WriteString(" (raised for today)")
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+func indexOf(s Scope) int {
+	for i, x := range scopes {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// ParseScope accepts a scope as /limits takes it: user, conversation
+// (conv), global, or the config names.
+func ParseScope(s string) (Scope, bool) {
+	switch strings.ToLower(s) {
+	case "user", "per_user":
+		return PerUser, true
+	case "conversation", "conv", "per_conversation":
+		return PerConversation, true
+	case "global":
+		return Global, true
+	}
+	return "", false
+}
