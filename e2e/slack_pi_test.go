@@ -45,7 +45,14 @@ func TestSlackSessionsOpenInPi(t *testing.T) {
 	q := w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: slackMention + " q4"})
 	w.waitSlack(slackChannel, q, "channel")
 	w.stop()
-	files := w.sessionFiles()
+	checkSessionsInPi(t, pi, node, w.sessionFiles())
+}
+
+// checkSessionsInPi copies the session files pibot wrote and has pi
+// 0.73.1 build the context of every leaf of each (compat/pi-context.mjs):
+// it must be the context pibot builds.
+func checkSessionsInPi(t *testing.T, pi, node string, files []string) {
+	t.Helper()
 	if len(files) < 2 {
 		t.Fatalf("session files %q", files)
 	}
