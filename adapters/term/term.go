@@ -32,7 +32,7 @@ import (
 const Platform chat.Platform = "term"
 
 // UserID is the id of the terminal's one user; the display name is "you".
-const UserID = "term:local"
+const UserID = "local"
 
 // Channel is the terminal conversation's channel.
 const Channel = "local"

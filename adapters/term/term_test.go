@@ -119,7 +119,7 @@ func TestConversation(t *testing.T) {
 	}
 	conv := chat.ConvRef{Platform: "term", Channel: "local", DM: true}
 	hello := g.ins[0]
-	if hello.Kind != chat.KindMessage || hello.Conv != conv || hello.User.ID != "term:local" || hello.Msg.ID == "" || hello.DedupKey == "" {
+	if hello.Kind != chat.KindMessage || hello.Conv != conv || hello.User.ID != "local" || hello.Msg.ID == "" || hello.DedupKey == "" {
 		t.Errorf("message inbound %+v", hello)
 	}
 	press := g.ins[1]

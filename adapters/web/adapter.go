@@ -22,7 +22,7 @@ const Platform chat.Platform = "web"
 
 // UserID is the id of the web chat's one user (the gateway treats it, on
 // loopback, as the owner); the user's display name is "you".
-const UserID = "web:local"
+const UserID = "local"
 
 func localUser() chat.User { return chat.User{ID: UserID, Name: "you"} }
 

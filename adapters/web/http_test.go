@@ -154,7 +154,7 @@ func TestSend(t *testing.T) {
 	in := got[0]
 	want := chat.ConvRef{Platform: "web", Channel: "c1", DM: true}
 	if in.Kind != chat.KindMessage || in.Conv != want || in.Msg.ID != "u-m1" || in.Text != "hello" ||
-		in.User.ID != "web:local" || in.Command != nil || in.DedupKey == "" || in.ReplyTo != nil {
+		in.User.ID != "local" || in.Command != nil || in.DedupKey == "" || in.ReplyTo != nil {
 		t.Errorf("inbound %+v", in)
 	}
 	in = got[1]

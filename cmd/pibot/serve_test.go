@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -182,5 +183,13 @@ func TestServeWebChatRunsTheAgent(t *testing.T) {
 	}
 	if code := s.stop(t); code != 0 {
 		t.Fatalf("exit after SIGTERM = %d; stderr:\n%s", code, s.stderr)
+	}
+}
+
+// The local users' access keys read "platform:user" once, as /whoami
+// shows them and access.owners takes them (not "web:web:local").
+func TestLocalOwnerKeys(t *testing.T) {
+	if got, want := localOwners(), []string{"web:local", "term:local"}; !slices.Equal(got, want) {
+		t.Fatalf("local owners = %q, want %q", got, want)
 	}
 }
