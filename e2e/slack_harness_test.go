@@ -141,10 +141,13 @@ func (w *slackWorld) start() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{cancel: cancel, done: make(chan error, 1), inbox: inbox}
+	// Counted before the gateway starts: the adapter may connect before
+	// the next line runs.
+	before := w.slack.Connections()
 	go func() { p.done <- g.Run(ctx) }()
 	w.proc = p
 	if w.mode != slack.ModeHTTP {
-		if err := w.slack.WaitConnected(w.slack.Connections()+1, 20*time.Second); err != nil {
+		if err := w.slack.WaitConnected(before+1, 20*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	} else {
