@@ -167,7 +167,7 @@ func (h Hook) call(ctx context.Context, event string, req any) (answer, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.Command, h.Args...)
 	cmd.Dir, cmd.Env = h.Dir, h.Env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Cancel = func() error {
 		// The whole process group: a shell's children too.
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -11,7 +11,7 @@ import (
 // (Ctrl-C) and output processing stay on. restore puts the previous mode
 // back.
 func rawMode(fd int) (restore func() error, err error) {
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := unix.IoctlGetTermios(fd, ioctlGetTermios)
 	if err != nil {
 		return nil, fmt.Errorf("terminal: get mode: %w", err)
 	}
@@ -20,11 +20,11 @@ func rawMode(fd int) (restore func() error, err error) {
 	raw.Iflag &^= unix.IXON
 	raw.Cc[unix.VMIN] = 1
 	raw.Cc[unix.VTIME] = 0
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
+	if err := unix.IoctlSetTermios(fd, ioctlSetTermios, &raw); err != nil {
 		return nil, fmt.Errorf("terminal: set raw mode: %w", err)
 	}
 	return func() error {
-		if err := unix.IoctlSetTermios(fd, unix.TCSETS, old); err != nil {
+		if err := unix.IoctlSetTermios(fd, ioctlSetTermios, old); err != nil {
 			return fmt.Errorf("terminal: restore mode: %w", err)
 		}
 		return nil

@@ -30,7 +30,7 @@ func (s *server) transport() (sdk.Transport, func(), error) {
 	cmd.Env = s.environ()
 	// Its own process group, so stopping the server stops everything it
 	// started; and killed with pibot if pibot dies without stopping it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = groupAttr()
 	stderr := &lineLogger{log: s.log}
 	cmd.Stderr = stderr
 	tr := &sdk.CommandTransport{Command: cmd, TerminateDuration: s.opts.StopTimeout}
