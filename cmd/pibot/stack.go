@@ -38,9 +38,10 @@ const (
 // stack is a gateway with the local pieces it needs, all in the data
 // directory, which it holds exclusively.
 type stack struct {
-	lock  *cluster.DirLock
-	inbox *cluster.Inbox
-	gw    *gateway.Gateway
+	lock    *cluster.DirLock
+	inbox   *cluster.Inbox
+	cluster *clusterParts // cluster mode (clustermode.go); lock and inbox are then nil
+	gw      *gateway.Gateway
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -51,7 +52,12 @@ func localOwners() []string {
 
 // openStack locks the data directory and builds the gateway over
 // adapters. metrics may be nil. close must be called when it is not nil.
-func openStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer) (st *stack, err error) {
+// With rep (cluster mode) the data directory is shared with the other
+// replicas and the gateway's seams are in Redis.
+func openStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer, rep *replicaState) (st *stack, err error) {
+	if rep != nil {
+		return openReplicaStack(ctx, cfg, getenv, log, adapters, metrics, rep)
+	}
 	lock, err := cluster.LockDir(cfg.DataDir)
 	if errors.Is(err, cluster.ErrLocked) {
 		pid, _ := os.ReadFile(dataPath(cfg, ".pibot.lock"))
@@ -79,6 +85,36 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
+	return st, st.build(ctx, cfg, getenv, log, metrics, store, gateway.Deps{
+		Adapters: adapters,
+		Inbox:    st.inbox,
+		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
+		Locker:   locker,
+		// 20 messages a minute per sender, bursts of 10; owners are exempt.
+		Budget: cluster.NewBudget(20.0/60, 10),
+	}, gateway.ClusterConfig{})
+}
+
+// openReplicaStack builds the gateway of a cluster replica.
+func openReplicaStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer, rep *replicaState) (*stack, error) {
+	parts, err := rep.openCluster(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{cluster: parts}
+	deps := parts.deps
+	deps.Adapters = adapters
+	if err := st.build(ctx, cfg, getenv, log, metrics, parts.pairing, deps, gateway.ClusterConfig{Enabled: true}); err != nil {
+		st.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// build makes st's gateway over deps (with Models and Access filled in
+// here) and the pairing store.
+func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, metrics prometheus.Registerer,
+	store access.Pairings, deps gateway.Deps, cl gateway.ClusterConfig) error {
 	checker := access.NewChecker(access.Policy{
 		Owners:          append(append([]string{}, cfg.Access.Owners...), localOwners()...),
 		Users:           cfg.Access.Users,
@@ -88,11 +124,11 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	}, store)
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
-		return st, err
+		return err
 	}
 	tb, err := newToolbox(ctx, cfg, log)
 	if err != nil {
-		return st, err
+		return err
 	}
 	model := defaultModel(cfg, reg)
 	prompt := tb.prompt(cfg, true)
@@ -126,34 +162,31 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		IdleEvict:       cfg.Agent.IdleEvict.D(),
 		Watchdog:        watchdog(cfg, log, metrics),
 		Logger:          log,
+		Cluster:         cl,
 	}
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)
 	}
 	models := newFallbackModels(reg, model, cfg.Agent.Fallbacks, log)
-	st.gw, err = gateway.New(gcfg, gateway.Deps{
-		Adapters: adapters,
-		Models:   models,
-		Access:   checker,
-		Inbox:    st.inbox,
-		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
-		Locker:   locker,
-		// 20 messages a minute per sender, bursts of 10; owners are exempt.
-		Budget: cluster.NewBudget(20.0/60, 10),
-	})
+	deps.Models, deps.Access = models, checker
+	st.gw, err = gateway.New(gcfg, deps)
 	if err != nil {
-		return st, err
+		return err
 	}
 	if model == "" {
 		log.Warn("no model configured; the chat will explain what to set")
 	} else {
 		log.Info("agent", "model", model, "workspace", tb.ws, "sandbox", tb.set.SandboxStatus())
 	}
-	return st, nil
+	return nil
 }
 
 // close releases the inbox and the data directory.
 func (s *stack) close() {
+	if s.cluster != nil {
+		s.cluster.close()
+		return
+	}
 	if s.inbox != nil {
 		_ = s.inbox.Close()
 	}
