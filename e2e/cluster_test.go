@@ -78,9 +78,19 @@ func newClusterWorld(t *testing.T) *clusterWorld {
 	return w
 }
 
-// start runs a replica listening on a free port.
+// start runs a replica in webhook mode, listening on a free port.
 func (w *clusterWorld) start() *crashPibot {
 	w.t.Helper()
+	return w.startMode("webhook")
+}
+
+// startMode runs a replica with Telegram in mode (webhook or polling).
+func (w *clusterWorld) startMode(mode string) *crashPibot {
+	w.t.Helper()
+	hook := "\n    webhook_url: https://bot.example.invalid/hook\n    webhook_secret: " + clusterSecret
+	if mode != "webhook" {
+		hook = ""
+	}
 	addr := crashFreeAddr(w.t)
 	cfg := filepath.Join(w.dir, "pibot-"+strings.ReplaceAll(addr, ":", "_")+".yaml")
 	yaml := fmt.Sprintf(`data_dir: %s
@@ -98,9 +108,7 @@ adapters:
   telegram:
     token: %q
     api_url: %s
-    mode: webhook
-    webhook_url: https://bot.example.invalid/hook
-    webhook_secret: %s
+    mode: %s%s
 providers:
   f:
     api: faux
@@ -110,7 +118,7 @@ agent:
   model: f/m
   queue:
     mode: followup
-`, w.data, addr, clusterRedis, w.prefix, clusterLeaseMs, clusterUser.ID, clusterToken, w.srv.URL, clusterSecret)
+`, w.data, addr, clusterRedis, w.prefix, clusterLeaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
@@ -356,4 +364,40 @@ func TestClusterKillOwnerMidRun(t *testing.T) {
 	if h := w.holder(path); h != "" {
 		t.Fatalf("lease still held by %q after a clean stop", h)
 	}
+}
+
+// TestClusterPollingLeader: with Telegram long polling, one replica polls
+// at a time (the fake Bot API answers overlapping polls with 409, and
+// none is seen); after a SIGKILL of the leader the other replica polls
+// and answers, once.
+func TestClusterPollingLeader(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.startMode("polling"), w.startMode("polling")
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	pollKey := "adapter:telegram/poll/4242"
+	w.srv.AddText(clusterChat, clusterUser, "poll one")
+	w.waitAnswered([]string{"poll one"}, 30*time.Second)
+	leader := byID[w.holder(pollKey)]
+	if leader == nil {
+		t.Fatalf("poll lease held by %q, not a replica", w.holder(pollKey))
+	}
+	leader.kill()
+	w.srv.AddText(clusterChat, clusterUser, "poll two")
+	w.waitAnswered([]string{"poll two"}, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // a duplicate would show up meanwhile
+	w.checkAnswered([]string{"poll one", "poll two"})
+	other := a
+	if leader == a {
+		other = b
+	}
+	if h := w.holder(pollKey); h != replicaID(other) {
+		t.Fatalf("poll lease held by %q after the leader died, want %q", h, replicaID(other))
+	}
+	for _, c := range w.srv.Calls("getUpdates") {
+		if c.Code == http.StatusConflict {
+			t.Fatalf("a getUpdates call got 409: two replicas polled at once")
+		}
+	}
+	w.checkFile([]string{"poll one", "poll two"})
+	other.stop()
 }
