@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -399,5 +400,29 @@ func TestClusterPollingLeader(t *testing.T) {
 		}
 	}
 	w.checkFile([]string{"poll one", "poll two"})
+	status := w.status()
+	for _, want := range []string{replicaID(other) + "  leader   telegram/poll/4242", replicaID(other) + "  session  " + w.sessionFile()} {
+		if !strings.Contains(status, want) {
+			t.Errorf("pibot cluster status lacks %q:\n%s", want, status)
+		}
+	}
+	if strings.Contains(status, replicaID(leader)) {
+		t.Errorf("pibot cluster status lists the dead leader:\n%s", status)
+	}
 	other.stop()
+}
+
+// status runs `pibot cluster status` against the world's Redis.
+func (w *clusterWorld) status() string {
+	w.t.Helper()
+	cfg := filepath.Join(w.dir, "status.yaml")
+	yaml := fmt.Sprintf("data_dir: %s\ncluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n", w.data, clusterRedis, w.prefix)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	out, err := exec.Command(w.bin, "cluster", "status", "-c", cfg).CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("pibot cluster status: %v\n%s", err, out)
+	}
+	return string(out)
 }

@@ -64,6 +64,7 @@ type pump struct {
 	// again (only run's goroutine uses it). Asking means reading the
 	// session file's highest fence; a kick asks at once.
 	elsewhere map[string]time.Time
+	failing   bool // the last poll could not list the keys (run's goroutine only)
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -108,8 +109,7 @@ func (p *pump) run(ctx context.Context) {
 		case <-t.C:
 			n++
 			keys, err := p.inbox.Keys(ctx)
-			if err != nil {
-				p.log.Warn("inbox: list keys", "err", err)
+			if p.down(err) {
 				continue
 			}
 			for _, key := range keys {
@@ -120,6 +120,21 @@ func (p *pump) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// down reports whether err (of listing the inbox's keys) means the shared
+// inbox cannot be read now, logging only the changes: Redis down for a
+// minute is two lines, not three hundred.
+func (p *pump) down(err error) bool {
+	switch {
+	case err != nil && !p.failing:
+		p.failing = true
+		p.log.Error("inbox unreachable; no items are taken until it answers", "err", err)
+	case err == nil && p.failing:
+		p.failing = false
+		p.log.Info("inbox reachable again")
+	}
+	return err != nil
 }
 
 // key takes what is there for key, if this replica is the one to.
