@@ -21,6 +21,7 @@ import (
 
 	"github.com/pibot/pibot/adapters/telegram/telegramtest"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -47,6 +48,7 @@ type clusterWorld struct {
 	bin, dir string
 	data     string
 	prefix   string
+	redis    string // host:port
 	rdb      *redis.Client
 	srv      *telegramtest.Server
 	nextUpd  atomic.Int64
@@ -57,14 +59,20 @@ func newClusterWorld(t *testing.T) *clusterWorld {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary against the real Redis")
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: clusterRedis})
+	return newClusterWorldAt(t, clusterRedis)
+}
+
+// newClusterWorldAt is a world on the Redis at addr.
+func newClusterWorldAt(t *testing.T, addr string) *clusterWorld {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	if err := rdb.Ping(t.Context()).Err(); err != nil {
 		rdb.Close()
-		t.Skipf("no redis-server on %s: %v", clusterRedis, err)
+		t.Skipf("no redis-server on %s: %v", addr, err)
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
-	w := &clusterWorld{t: t, bin: crashBuild(t), dir: t.TempDir(), rdb: rdb,
+	w := &clusterWorld{t: t, bin: crashBuild(t), dir: t.TempDir(), rdb: rdb, redis: addr,
 		prefix: "pibot-e2e-" + hex.EncodeToString(rnd[:]) + ":", srv: telegramtest.New(clusterToken)}
 	w.data = filepath.Join(w.dir, "data")
 	w.srv.AddChat(models.Chat{ID: clusterChat, Type: models.ChatTypePrivate, FirstName: "Ada"})
@@ -119,7 +127,7 @@ agent:
   model: f/m
   queue:
     mode: followup
-`, w.data, addr, clusterRedis, w.prefix, clusterLeaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
+`, w.data, addr, w.redis, w.prefix, clusterLeaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
@@ -135,8 +143,21 @@ func replicaID(p *crashPibot) string {
 // say posts a user message to replica p's webhook, as Telegram would.
 func (w *clusterWorld) say(p *crashPibot, text string) {
 	w.t.Helper()
+	up := w.update(text)
+	if code := w.deliver(p, up); code/100 != 2 {
+		w.t.Fatalf("webhook: %d", code)
+	}
+}
+
+// update makes the Bot API update of a user message.
+func (w *clusterWorld) update(text string) models.Update {
 	m := w.srv.UserMessage(clusterChat, clusterUser, text)
-	up := models.Update{ID: w.nextUpd.Add(1), Message: m}
+	return models.Update{ID: w.nextUpd.Add(1), Message: m}
+}
+
+// deliver posts up to replica p's webhook and returns the HTTP status.
+func (w *clusterWorld) deliver(p *crashPibot, up models.Update) int {
+	w.t.Helper()
 	body, _ := json.Marshal(up)
 	sum := sha256.Sum256([]byte("pibot telegram webhook path\x00" + clusterSecret))
 	req, _ := http.NewRequest(http.MethodPost, p.base+"/telegram/"+hex.EncodeToString(sum[:16]), bytes.NewReader(body))
@@ -147,9 +168,7 @@ func (w *clusterWorld) say(p *crashPibot, text string) {
 		w.t.Fatalf("webhook: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		w.t.Fatalf("webhook: %s", resp.Status)
-	}
+	return resp.StatusCode
 }
 
 // said returns the bot's visible text in the chat: every message, in
@@ -416,7 +435,7 @@ func TestClusterPollingLeader(t *testing.T) {
 func (w *clusterWorld) status() string {
 	w.t.Helper()
 	cfg := filepath.Join(w.dir, "status.yaml")
-	yaml := fmt.Sprintf("data_dir: %s\ncluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n", w.data, clusterRedis, w.prefix)
+	yaml := fmt.Sprintf("data_dir: %s\ncluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n", w.data, w.redis, w.prefix)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
@@ -425,4 +444,53 @@ func (w *clusterWorld) status() string {
 		w.t.Fatalf("pibot cluster status: %v\n%s", err, out)
 	}
 	return string(out)
+}
+
+// TestClusterRedisDownThenEmpty: while Redis is down a webhook delivery
+// gets a non-2xx answer (Telegram delivers it again) and /readyz fails;
+// Redis comes back empty (no persistence); the redelivery is answered
+// once, the replicas keep writing the one session file, and its fences
+// keep increasing above those written before.
+func TestClusterRedisDownThenEmpty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary against a private Redis")
+	}
+	rs := redistest.PrivateServer(t)
+	w := newClusterWorldAt(t, rs.Addr)
+	a, b := w.start(), w.start()
+	w.say(a, "before")
+	w.waitAnswered([]string{"before"}, 30*time.Second)
+
+	rs.Kill()
+	during := w.update("during the outage")
+	if code := w.deliver(b, during); code/100 == 2 {
+		t.Fatalf("webhook delivery with Redis down answered %d, want a non-2xx so Telegram retries", code)
+	}
+	resp, err := http.Get(a.base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz with Redis down = %d, want 503", resp.StatusCode)
+	}
+
+	rs.Restart(t) // empty: no persistence
+	deadline := time.Now().Add(20 * time.Second)
+	for code := w.deliver(a, during); code/100 != 2; code = w.deliver(a, during) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redelivery after Redis came back answered %d", code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.waitAnswered([]string{"during the outage"}, 30*time.Second)
+	w.say(b, "after")
+	w.waitAnswered([]string{"after"}, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // a duplicate would show up meanwhile
+	w.checkAnswered([]string{"before", "during the outage", "after"})
+	if n := w.checkFile([]string{"before", "during the outage", "after"}); n < 1 {
+		t.Fatal("no pibot.lease marker after Redis lost its fences")
+	}
+	a.stop()
+	b.stop()
 }

@@ -195,7 +195,7 @@ var rules = []rule{
 		why: "the fake Slack speaks Slack's wire formats (Web API, Socket Mode, signed HTTP events), not pibot's"},
 	{pkg: "e2e", testOnly: true,
 		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
-			"llm", "providers/...", "session/...", "tools/...", telegramSDK, slackSDK, chromedp, redis},
+			"llm", "providers/...", "session/...", "tools/...", "cluster/rediscluster/redistest", telegramSDK, slackSDK, chromedp, redis},
 		why: "end-to-end tests drive the real layers from the outside (and read the leases in the real Redis)"},
 	{pkg: "bench/gateway/serveprobe", testOnly: true, why: "the probe runs the binary from outside: stdlib only"},
 	{pkg: "bench/sessions/ctx", may: []string{"llm", "session"}, testOnly: true, why: "the session benchmark times the session package alone"},
