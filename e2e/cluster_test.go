@@ -11,8 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -491,6 +493,71 @@ func TestClusterRedisDownThenEmpty(t *testing.T) {
 	if n := w.checkFile([]string{"before", "during the outage", "after"}); n < 1 {
 		t.Fatal("no pibot.lease marker after Redis lost its fences")
 	}
+	a.stop()
+	b.stop()
+}
+
+// TestClusterStoppedOwnerStaysSilent: the owner of a session is frozen
+// (SIGSTOP) while it streams a reply, past its lease TTL; the other
+// replica takes the session over and answers once; when the frozen one
+// resumes (SIGCONT) it makes no further append to the file and no
+// further Bot API call for the chat.
+func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.start(), w.start()
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	w.say(a, "warm up")
+	w.waitAnswered([]string{"warm up"}, 30*time.Second)
+	path := w.sessionFile()
+	owner := byID[w.holder(path)]
+	if owner == nil {
+		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
+	}
+	other := a
+	if owner == a {
+		other = b
+	}
+	long := "frozen one:" + strings.Repeat(" please keep streaming", 13)
+	w.say(other, long)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(strings.Join(w.srv.Drafts(clusterChat), "\n"), "frozen one") {
+		if time.Now().After(deadline) {
+			t.Fatal("the long answer never started streaming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := owner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	w.waitAnswered([]string{long}, 30*time.Second)
+	if h := w.holder(path); h != replicaID(other) {
+		t.Fatalf("lease held by %q after the takeover, want %q", h, replicaID(other))
+	}
+	time.Sleep(500 * time.Millisecond) // the new owner's last calls land
+	calls := len(w.srv.Calls())
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing may happen now; give the resumed process time to try.
+	time.Sleep(3 * clusterLeaseMs * time.Millisecond)
+	for _, c := range w.srv.Calls()[calls:] {
+		if c.Params["chat_id"] == strconv.Itoa(clusterChat) {
+			t.Errorf("a Bot API call for the chat after the stale owner resumed: %s %v", c.Method, c.Params)
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the session file changed after the stale owner resumed:\n%s", after[len(before):])
+	}
+	w.checkAnswered([]string{"warm up", long})
+	w.checkFile([]string{"warm up", long})
 	a.stop()
 	b.stop()
 }

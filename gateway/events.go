@@ -60,6 +60,9 @@ func (r *run) fail(err error) {
 
 // deliver finishes the reply and records which messages carry it.
 func (r *run) deliver() {
+	if r.silent.Load() {
+		return // the lease is lost: the new holder answers
+	}
 	o := r.o
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.cfg.FinalWait+10*time.Second)
 	defer cancel()

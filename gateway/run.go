@@ -45,6 +45,9 @@ type run struct {
 	prelude func(context.Context, *run) bool
 	// frozen stops all recording (shutdown): nothing more is appended.
 	frozen atomic.Bool
+	// silent: the session's lease is lost; the run makes no chat call
+	// at all any more (shared.go).
+	silent atomic.Bool
 }
 
 // message builds the user message of a pending item.

@@ -252,3 +252,19 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		p.post(inboxRef{key: it.Key, id: it.ID}, item, claimed)
 	}
 }
+
+// silenceAll stops every run of o at once, without a word to the chat and
+// without recording anything: the session's lease is lost, and the
+// replica that takes it over marks the cut-off reply and answers.
+func (o *owner) silenceAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range o.locs {
+		if r := l.run; r != nil {
+			r.silent.Store(true)
+			r.frozen.Store(true)
+			r.interrupt("")
+			r.cancel() // ends its stream's loop before another step
+		}
+	}
+}
