@@ -561,3 +561,45 @@ func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	a.stop()
 	b.stop()
 }
+
+// TestClusterStopReachesTheOwner: /stop sent to the replica that does not
+// run the reply travels through the inbox and stops the run where it runs.
+func TestClusterStopReachesTheOwner(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.start(), w.start()
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	w.say(a, "warm up")
+	w.waitAnswered([]string{"warm up"}, 30*time.Second)
+	path := w.sessionFile()
+	owner := byID[w.holder(path)]
+	if owner == nil {
+		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
+	}
+	other := a
+	if owner == a {
+		other = b
+	}
+	long := "stop me:" + strings.Repeat(" please keep streaming", 40)
+	w.say(owner, long)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(strings.Join(w.srv.Drafts(clusterChat), "\n"), "stop me") {
+		if time.Now().After(deadline) {
+			t.Fatal("the long answer never started streaming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.say(other, "/stop")
+	deadline = time.Now().Add(20 * time.Second)
+	for !strings.Contains(w.said(), "stopped by /stop") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run was not stopped; bot messages:\n%s", w.said())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if answered(w.said(), long) != 0 {
+		t.Fatalf("the stopped run still answered in full:\n%s", w.said())
+	}
+	w.checkAnswered([]string{"warm up"})
+	a.stop()
+	b.stop()
+}
