@@ -16,6 +16,9 @@ import (
 
 // emit receives every agent event, in order, on the run goroutine.
 func (r *run) emit(e agent.Event) {
+	if r.silent.Load() {
+		return // the lease is lost: nothing more reaches the chat or the file
+	}
 	switch e.Type {
 	case agent.EventMessageUpdate:
 		if e.Message != nil && e.Message.Role == llm.RoleAssistant {

@@ -261,10 +261,10 @@ func (o *owner) silenceAll() {
 	defer o.mu.Unlock()
 	for _, l := range o.locs {
 		if r := l.run; r != nil {
-			r.silent.Store(true)
+			r.silent.Store(true) // before anything else: emit drops what follows
 			r.frozen.Store(true)
-			r.interrupt("")
 			r.cancel() // ends its stream's loop before another step
+			r.interrupt("")
 		}
 	}
 }
