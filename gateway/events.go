@@ -16,6 +16,9 @@ import (
 
 // emit receives every agent event, in order, on the run goroutine.
 func (r *run) emit(e agent.Event) {
+	if r.silent.Load() {
+		return // the lease is lost: nothing more reaches the chat or the file
+	}
 	switch e.Type {
 	case agent.EventMessageUpdate:
 		if e.Message != nil && e.Message.Role == llm.RoleAssistant {
@@ -63,6 +66,9 @@ func (r *run) fail(err error) {
 
 // deliver finishes the reply and records which messages carry it.
 func (r *run) deliver() {
+	if r.silent.Load() {
+		return // the lease is lost: the new holder answers
+	}
 	o := r.o
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.cfg.FinalWait+10*time.Second)
 	defer cancel()

@@ -144,6 +144,9 @@ type Config struct {
 	// Tracer records a span per message at intake and per run, joined by
 	// the traceparent kept in the inbox item (otel.endpoint); nil: off.
 	Tracer *otlp.Tracer
+	// Cluster: the shared seams of Deps are shared with other replicas
+	// (shared.go).
+	Cluster ClusterConfig
 }
 
 // Gateway routes chat events to session owners. Create it with New and
@@ -185,6 +188,7 @@ type Gateway struct {
 	threads  *threads       // reply threads of channels (threads.go)
 	runner   *adapterRunner // runs the adapters (adapters.go)
 	sched    *schedules     // scheduled prompts (schedules.go)
+	pump     *pump          // cluster mode: the shared inbox to the sessions (shared.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -265,6 +269,9 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	offerHistory(g.adapters, g.index, g.sessions) // history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post}
+	if g.pump = newPump(g); g.pump != nil {
+		g.intake.accepted = func(ref inboxRef, _ inboxItem) { g.pump.kick(ref.key) }
+	}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {
 			if g.sessions.forget(o) {
@@ -338,9 +345,18 @@ func (g *Gateway) Run(ctx context.Context) error {
 	if err := g.runner.registerCommands(ctx); err != nil {
 		g.log.Warn("register commands", "err", err)
 	}
-	g.recovery.recover(ctx)
-
 	var wg sync.WaitGroup
+	if g.pump != nil {
+		// Cluster mode: what a replica left is taken over per session,
+		// by whichever replica gets its lease (shared.go).
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.pump.run(ctx)
+		}()
+	} else {
+		g.recovery.recover(ctx)
+	}
 	errs := make(chan error, len(g.adapters)+1)
 	for _, a := range g.adapters {
 		wg.Add(1)

@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 )
 
 // Kinds of inbox item: what the owner's mailbox does with it.
@@ -32,6 +34,12 @@ type inboxItem struct {
 // route finds p's owner and location and hands p over.
 func (g *Gateway) route(ctx context.Context, p *pending) {
 	o, loc, err := g.sessions.locate(ctx, p.item.In)
+	if err != nil && g.cfg.Cluster.Enabled && errors.Is(err, cluster.ErrLeaseHeld) {
+		// Another replica took the session meanwhile: the item stays in
+		// the inbox, and that replica claims it (shared.go).
+		g.log.Info("route message: session held by another replica", "conv", p.item.In.Conv.Key())
+		return
+	}
 	if err != nil {
 		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
 		g.replier.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")

@@ -53,3 +53,9 @@ func rebuildIndex(dir string, log *slog.Logger) (map[string]string, error) {
 	}
 	return locs, nil
 }
+
+// RebuildIndex returns the bindings the session files of dataDir hold
+// (what a missing index is rebuilt from): the seed of a shared index.
+func RebuildIndex(dataDir string, log *slog.Logger) (map[string]string, error) {
+	return rebuildIndex(sessionsDir(dataDir), log)
+}

@@ -42,6 +42,9 @@ type intake struct {
 	runContext func() context.Context
 	// ext expands messages and runs the input hooks (nil: none).
 	ext Extensions
+	// accepted hands an enqueued item on (nil: post it here; cluster mode:
+	// the pump of the session's holder takes it).
+	accepted func(ref inboxRef, item inboxItem)
 }
 
 // wireIntake builds the intake of g.
@@ -165,7 +168,11 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	if err == nil {
 		// The run may start while the inbox fsync is in flight; the
 		// platform hears "received" only once the message is durable.
-		i.post(ref, item, false)
+		if i.accepted != nil {
+			i.accepted(ref, item)
+		} else {
+			i.post(ref, item, false)
+		}
 		err = durable()
 	}
 	if err != nil && item.Kind != itemMessage {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster"
@@ -100,18 +101,38 @@ func (r *revocable) revokeAll() {
 	}
 }
 
+// TestLostLeaseStopsTheRunAndRecordsNothing: when the session's lease is
+// lost mid-run, the run stops, records nothing more and makes no chat
+// call at all (not even a note or an edit of its own message): the
+// replica that took the session over tells the user.
 func TestLostLeaseStopsTheRunAndRecordsNothing(t *testing.T) {
-	g := newGate()
+	started, aborted := make(chan struct{}), make(chan struct{})
+	work := &agenttest.Tool{Name: "work", Fn: func(ctx context.Context, _ string, _ json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		close(started)
+		<-ctx.Done() // only the lost lease ends it
+		close(aborted)
+		return llm.ToolOutput{}, fmt.Errorf("Operation aborted")
+	}}
 	locker := &revocable{}
 	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "work", `{}`)), faux.Text("must not be recorded")},
-		withTools(g.tool("work")), withLocker(locker))
+		withTools(work), withLocker(locker))
 	h.send("long job")
-	<-g.started
+	<-started
 	// The session file is created by its first group commit.
 	h.waitFor("the session file", func() bool { return len(h.sessions()) == 1 })
+	calls := len(h.ad.Calls())
 	locker.revokeAll()
-	h.waitText(dmConv, "another pibot instance took over")
-	close(g.release)
+	select {
+	case <-aborted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run's tool still runs after its lease was lost")
+	}
+	h.stop()
+	for _, c := range h.ad.Calls()[calls:] {
+		if c.Conv.Key() == dmConv.Key() {
+			t.Errorf("a chat call after the lease was lost: %s %q", c.Method, c.Text)
+		}
+	}
 	path := h.sessions()[0]
 	for _, e := range h.entries(path) {
 		if e.Type == session.TypeMessage && (e.Message.Role == llm.RoleToolResult || e.Message.Text() == "must not be recorded") {

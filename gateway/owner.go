@@ -133,7 +133,9 @@ func (o *owner) watchLease() {
 	}
 	o.log.Warn("session lease lost; stopping its runs", "path", o.path)
 	o.sess.SetFenced(errLeaseLost)
-	o.freezeAll("⚠️ interrupted: another pibot instance took over this conversation")
+	// Not a word more to the chat: the replica that takes the session
+	// over tells the user (shared.go).
+	o.silenceAll()
 	o.forget(o)
 	o.close()
 }

@@ -86,6 +86,11 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 			}
 			return o, loc, nil
 		}
+		if reg.cfg.Cluster.Enabled {
+			// Another replica holds it, or Redis cannot say: a second
+			// session file would fork the conversation.
+			return nil, nil, err
+		}
 		reg.log.Warn("session of location unavailable; starting a new one", "loc", key, "path", path, "err", err)
 	}
 	// A new location: branch from the message it hangs off, if we know it.

@@ -51,6 +51,9 @@ type run struct {
 	frozen atomic.Bool
 	// payer is the user the run's spend is counted for (spend.go).
 	payer string
+	// silent: the session's lease is lost; the run makes no chat call
+	// at all any more (shared.go).
+	silent atomic.Bool
 }
 
 // message builds the user message of a pending item.

@@ -141,3 +141,24 @@ func TestIndexConformance(t *testing.T) {
 		})
 	}
 }
+
+func TestInboxConformance(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			clustertest.RunInboxTests(t, clustertest.InboxHarness{
+				// Every store is one replica; opening it again is the
+				// next process of that replica.
+				Open: func(t *testing.T, store string) clustertest.Inbox {
+					rdb, prefix, _ := b.Open(t, store)
+					ib, err := rediscluster.OpenInbox(t.Context(), rdb, rediscluster.Options{Prefix: prefix}, "replica-1")
+					if err != nil {
+						t.Fatal(err)
+					}
+					return ib
+				},
+				// A killed process leaves what it wrote and no clean mark.
+				Crash: func(t *testing.T, ib clustertest.Inbox) {},
+			})
+		})
+	}
+}

@@ -2,7 +2,8 @@
 // so that several pibot replicas can share the work: session leases with
 // fencing tokens (Locker), inbound dedupe (Dedupe), the inbound per-sender
 // budget (Budget), the outbound platform budget (Rates), the location index
-// (Index). Each passes the conformance suite (cluster/clustertest) its
+// (Index) and the keyed inbox (Inbox: a stream per key with a consumer
+// group). Each passes the conformance suite (cluster/clustertest) its
 // embedded counterpart in package cluster passes. The shared pairing store
 // lives in the subpackage redispairing, which knows access's types.
 //

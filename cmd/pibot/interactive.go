@@ -44,7 +44,7 @@ func (c *cli) interactive(ctx context.Context, o chatOptions) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	st, err := openStack(ctx, cfg, c.getenv, log, []chat.Adapter{&endOnEOF{Adapter: ta, end: cancel}}, nil)
+	st, err := openStack(ctx, cfg, c.getenv, log, []chat.Adapter{&endOnEOF{Adapter: ta, end: cancel}}, nil, nil)
 	if err != nil {
 		return err
 	}

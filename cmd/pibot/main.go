@@ -56,6 +56,7 @@ Usage:
   pibot discord invite [-c FILE] [--application-id ID]
                                             print the URL that adds the Discord bot to a server
   pibot doctor [-c FILE]                    check config, credentials, Redis, data dir and sandbox
+  pibot cluster status [-c FILE]            list the replicas, the sessions they hold and the leaders
   pibot healthcheck [-c FILE] [--ready]     probe a running pibot's /healthz (or /readyz)
   pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
                                             print the Slack app manifest pibot needs
@@ -167,6 +168,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.healthcheck(ctx, rest)
 	case "doctor":
 		return c.doctor(ctx, rest)
+	case "cluster":
+		return c.clusterCmd(ctx, rest)
 	case "slack":
 		return c.slackCmd(rest)
 	case "mcp":

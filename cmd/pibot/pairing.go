@@ -6,6 +6,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redispairing"
+	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway/access"
 )
 
@@ -17,13 +20,17 @@ type pairingAdmin interface {
 	List(ctx context.Context) ([]access.Request, []access.Pairing, error)
 }
 
-var _ pairingAdmin = (*access.Store)(nil)
+var (
+	_ pairingAdmin = (*access.Store)(nil)
+	_ pairingAdmin = (*redispairing.Pairings)(nil)
+)
 
 // pairing runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json
 // of the configuration (the one `pibot serve` uses: -c or $PIBOT_CONFIG),
-// without needing the platforms' tokens. A running pibot rereads the file
-// on every check, so changes apply at once, and tells an approved user in
-// their chat that they may talk now.
+// without needing the platforms' tokens; in cluster mode on the store the
+// replicas share in Redis. A running pibot rereads the store on every
+// check, so changes apply at once, and tells an approved user in their
+// chat that they may talk now.
 func (c *cli) pairing(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usageErr("pairing: want list, approve PLATFORM CODE or revoke PLATFORM USER")
@@ -52,14 +59,25 @@ func (c *cli) pairing(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := haveDataDir(cfg); err != nil {
-		return fmt.Errorf("pairing: %w", err)
+	var store pairingAdmin
+	if cfg.Cluster.RedisURL != "" {
+		// Cluster mode: the replicas share the store in Redis.
+		rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
+		if err != nil {
+			return &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
+		}
+		defer rdb.Close()
+		store = redispairing.NewPairings(rdb, rediscluster.Options{Prefix: cfg.Cluster.KeyPrefix})
+	} else {
+		if err := haveDataDir(cfg); err != nil {
+			return fmt.Errorf("pairing: %w", err)
+		}
+		fileStore, err := access.OpenStore(dataPath(cfg, "pairing.json"))
+		if err != nil {
+			return err
+		}
+		store = fileStore
 	}
-	fileStore, err := access.OpenStore(dataPath(cfg, "pairing.json"))
-	if err != nil {
-		return err
-	}
-	var store pairingAdmin = fileStore
 	switch sub {
 	case "approve":
 		p, err := store.Approve(ctx, pos[0], pos[1])

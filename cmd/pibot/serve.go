@@ -24,7 +24,6 @@ import (
 	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/buildinfo"
 	"github.com/pibot/pibot/internal/secret"
@@ -51,11 +50,6 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		c.printConfigErrors(err)
 		return &exitError{code: 1}
 	}
-	if cfg.Cluster.RedisURL != "" {
-		// The Redis seams exist (cluster/rediscluster); the gateway's
-		// inbox, data directory lock and leaders are not shared yet.
-		return &config.Error{Key: "cluster.redis_url", Msg: "cluster mode (Redis) is not wired into pibot serve yet; leave it empty to run one process"}
-	}
 	if *listen != "" {
 		cfg.HTTP.Listen = *listen
 	}
@@ -67,8 +61,13 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	rep, err := openReplica(ctx, cfg, log) // nil unless cluster mode
+	if err != nil {
+		return err
+	}
+	defer rep.close()
 	mux := http.NewServeMux()
-	adapters, err := c.serveAdapters(cfg, log, mux)
+	adapters, err := c.serveAdapters(cfg, log, mux, rep.rates())
 	if err != nil {
 		return err
 	}
@@ -79,7 +78,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	mux.Handle("GET /metrics", metrics)
-	st, err := openStack(ctx, cfg, c.getenv, log, adapters, reg)
+	st, err := openStack(ctx, cfg, c.getenv, log, adapters, reg, rep)
 	if err != nil {
 		return err
 	}
@@ -108,7 +107,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if !ready.Load() {
 			http.Error(w, "starting or stopping", http.StatusServiceUnavailable)
 			return
@@ -116,6 +115,10 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 		// A full disk: messages are refused until a write works again.
 		if err := st.gw.Health(); err != nil {
 			http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := rep.ping(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		for _, a := range adapters {
@@ -208,7 +211,7 @@ func (c *cli) exitOnSecondSignal(done <-chan struct{}) {
 
 // serveAdapters builds the configured adapters and mounts their HTTP
 // handlers on mux.
-func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux) ([]chat.Adapter, error) {
+func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.WebEnabled() {
 		tok, err := config.ReadSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)
@@ -242,8 +245,8 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		a, err := telegram.New(telegram.Config{
 			Token: secret.New(tok), APIURL: tg.APIURL, Mode: tg.Mode, WebhookURL: tg.WebhookURL,
 			WebhookSecret: secret.New(whSecret), AllowedUpdates: tg.AllowedUpdates, Logger: log,
-			// In this process; cluster mode will pass one the replicas share.
-			Rates: cluster.NewRates(),
+			// In this process, or shared by the replicas (cluster mode).
+			Rates: rates,
 		})
 		if err != nil {
 			return nil, err
@@ -254,7 +257,7 @@ func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.Serve
 		out = append(out, a)
 	}
 	if cfg.SlackEnabled() {
-		a, err := slackAdapter(cfg, log, mux)
+		a, err := slackAdapter(cfg, log, mux, rates)
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -95,11 +96,18 @@ func TestServeMetricsNeedTokenOffLoopback(t *testing.T) {
 	}
 }
 
-// TestServeRefusesClusterMode: a valid cluster.redis_url passes `config
-// check` but serve refuses it, naming the key and never the password.
-func TestServeRefusesClusterMode(t *testing.T) {
+// TestServeRefusesUnreachableRedis: a valid cluster.redis_url passes
+// `config check`; serve with a Redis that does not answer stops with an
+// error naming the key and never the password.
+func TestServeRefusesUnreachableRedis(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://:hunter2-secret@127.0.0.1:6379/2\n")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://:hunter2-secret@"+addr+"/2\n")
 	if r := pibot(t, dir, "", nil, "config", "check", "-c", cfg); r.code != 0 {
 		t.Fatalf("config check of a valid redis_url: exit %d, stderr %q", r.code, r.stderr)
 	}

@@ -64,7 +64,7 @@ func (c *cli) slackCmd(args []string) error {
 
 // slackAdapter builds the Slack adapter from adapters.slack and, in http
 // mode, mounts its handler at POST /slack/events.
-func slackAdapter(cfg config.Config, log *slog.Logger, mux *http.ServeMux) (*slack.Adapter, error) {
+func slackAdapter(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates slack.Rates) (*slack.Adapter, error) {
 	s := cfg.Adapter.Slack
 	read := func(key, v, file string) (secret.Secret, error) {
 		val, err := config.ReadSecret(key, v, file)
@@ -84,8 +84,8 @@ func slackAdapter(cfg config.Config, log *slog.Logger, mux *http.ServeMux) (*sla
 	}
 	a, err := slack.New(slack.Config{BotToken: bot, AppToken: app, SigningSecret: sign, Mode: s.Mode, APIURL: s.APIURL,
 		Command: s.Command, Logger: log,
-		// In this process; cluster mode will pass one the replicas share.
-		Rates: cluster.NewRates()})
+		// In this process, or shared by the replicas (cluster mode).
+		Rates: rates})
 	if err != nil {
 		return nil, err
 	}

@@ -42,10 +42,11 @@ const (
 // stack is a gateway with the local pieces it needs, all in the data
 // directory, which it holds exclusively.
 type stack struct {
-	lock  *cluster.DirLock
-	inbox *cluster.Inbox
-	gw    *gateway.Gateway
-	tools *toolbox
+	lock    *cluster.DirLock
+	inbox   *cluster.Inbox
+	cluster *clusterParts // cluster mode (clustermode.go); lock and inbox are then nil
+	gw      *gateway.Gateway
+	tools   *toolbox
 	// access and spend are swapped by a reload (reload.go).
 	access *access.Checker
 	spend  *spend.Limiter
@@ -61,7 +62,12 @@ func localOwners() []string {
 
 // openStack locks the data directory and builds the gateway over
 // adapters. metrics may be nil. close must be called when it is not nil.
-func openStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer) (st *stack, err error) {
+// With rep (cluster mode) the data directory is shared with the other
+// replicas and the gateway's seams are in Redis.
+func openStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer, rep *replicaState) (st *stack, err error) {
+	if rep != nil {
+		return openReplicaStack(ctx, cfg, getenv, log, adapters, metrics, rep)
+	}
 	lock, err := cluster.LockDir(cfg.DataDir)
 	if errors.Is(err, cluster.ErrLocked) {
 		pid, _ := os.ReadFile(dataPath(cfg, ".pibot.lock"))
@@ -89,19 +95,50 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
+	return st, st.build(ctx, cfg, getenv, log, metrics, store, gateway.Deps{
+		Adapters: adapters,
+		Inbox:    st.inbox,
+		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
+		Locker:   locker,
+		// 20 messages a minute per sender, bursts of 10; owners are exempt.
+		Budget:  cluster.NewBudget(20.0/60, 10),
+		Notices: store,
+	}, gateway.ClusterConfig{})
+}
+
+// openReplicaStack builds the gateway of a cluster replica.
+func openReplicaStack(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, adapters []chat.Adapter, metrics prometheus.Registerer, rep *replicaState) (*stack, error) {
+	parts, err := rep.openCluster(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	st := &stack{cluster: parts}
+	deps := parts.deps
+	deps.Adapters = adapters
+	if err := st.build(ctx, cfg, getenv, log, metrics, parts.pairing, deps, gateway.ClusterConfig{Enabled: true}); err != nil {
+		st.close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// build makes st's gateway over deps (with Models and Access filled in
+// here) and the pairing store.
+func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, metrics prometheus.Registerer,
+	store access.Pairings, deps gateway.Deps, cl gateway.ClusterConfig) error {
 	st.access = access.NewChecker(accessPolicy(cfg), store)
 	spendStore, err := spend.OpenFile(dataPath(cfg, "spend.json"))
 	if err != nil {
-		return st, err
+		return err
 	}
 	st.spend = spend.NewLimiter(spendStore, spendCaps(cfg), nil)
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
-		return st, err
+		return err
 	}
 	tb, err := newToolbox(ctx, cfg, log)
 	if err != nil {
-		return st, err
+		return err
 	}
 	st.tools = tb
 	model := defaultModel(cfg, reg)
@@ -111,12 +148,12 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	}
 	ext, err := newExtensions(cfg, tb.ws, log)
 	if err != nil {
-		return st, err
+		return err
 	}
 	prompt := tb.prompt(cfg, true, ext.SkillsBlock)
 	scheds, err := scheduleSpecs(cfg)
 	if err != nil {
-		return st, err
+		return err
 	}
 	gcfg := gateway.Config{
 		DataDir:     cfg.DataDir,
@@ -150,6 +187,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Schedules:       scheds,
 		Logger:          log,
 		Extensions:      ext,
+		Cluster:         cl,
 	}
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)
@@ -157,7 +195,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if cfg.OTel.Endpoint != "" {
 		tr, err := otlp.New(otlp.Config{Endpoint: cfg.OTel.Endpoint, Service: cfg.OTel.ServiceName, Version: buildinfo.Get().Version, Logger: log})
 		if err != nil {
-			return st, err
+			return err
 		}
 		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
@@ -170,20 +208,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		log.Info("traces on", "endpoint", redactedURL(cfg.OTel.Endpoint))
 	}
 	models := newFallbackModels(reg, model, cfg.Agent.Fallbacks, log)
-	st.gw, err = gateway.New(gcfg, gateway.Deps{
-		Adapters: adapters,
-		Models:   models,
-		Access:   st.access,
-		Inbox:    st.inbox,
-		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
-		Locker:   locker,
-		Notices:  store,
-		// 20 messages a minute per sender, bursts of 10; owners are exempt.
-		Budget: cluster.NewBudget(20.0/60, 10),
-		Spend:  st.spend,
-	})
+	deps.Models, deps.Access, deps.Spend = models, st.access, st.spend
+	st.gw, err = gateway.New(gcfg, deps)
 	if err != nil {
-		return st, err
+		return err
 	}
 	if model == "" {
 		log.Warn("no model configured; the chat will explain what to set")
@@ -192,7 +220,7 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		// does not wait for it; the tools log it once it is decided.)
 		log.Info("agent", "model", model, "workspace", tb.ws)
 	}
-	return st, nil
+	return nil
 }
 
 // close releases the inbox and the data directory.
@@ -202,6 +230,10 @@ func (s *stack) close() {
 	}
 	if s.stopTracer != nil {
 		s.stopTracer()
+	}
+	if s.cluster != nil {
+		s.cluster.close()
+		return
 	}
 	if s.inbox != nil {
 		_ = s.inbox.Close()

@@ -169,7 +169,7 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
 		test: []string{"adapters/telegram/telegramtest", mcpSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
@@ -221,8 +221,8 @@ var rules = []rule{
 		why: "the fake Slack speaks Slack's wire formats (Web API, Socket Mode, signed HTTP events), not pibot's"},
 	{pkg: "e2e", testOnly: true,
 		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
-			"internal/extensions", "llm", "providers/...", "session/...", "tools/...", telegramSDK, slackSDK, chromedp},
-		why: "end-to-end tests drive the real layers from the outside"},
+			"internal/extensions", "llm", "providers/...", "session/...", "tools/...", "cluster/rediscluster/redistest", telegramSDK, slackSDK, chromedp, redis},
+		why: "end-to-end tests drive the real layers from the outside (and read the leases in the real Redis)"},
 	{pkg: "bench/gateway/serveprobe", testOnly: true, why: "the probe runs the binary from outside: stdlib only"},
 	{pkg: "bench/sessions/ctx", may: []string{"llm", "session"}, testOnly: true, why: "the session benchmark times the session package alone"},
 	{pkg: "bench/sessions/gen", may: []string{"session/sessiontest"}, testOnly: true, why: "the generator writes session files through sessiontest"},

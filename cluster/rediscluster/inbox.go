@@ -1,0 +1,363 @@
+package rediscluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/cluster"
+)
+
+// The inbox keeps one Redis stream per key (a chat location) with one
+// consumer group; every consumer is one process (an incarnation of a
+// replica). All its keys share the hash tag {inbox}, so its scripts touch
+// one slot:
+//
+//	P{inbox}:s:K      stream of K's pending items (fields d: data, n: order, by: enqueuer)
+//	P{inbox}:c:K      hash item id -> crashes counted against it
+//	P{inbox}:keys     sorted set: keys with pending items, scored by their oldest item
+//	P{inbox}:seq      counter giving items their order across keys
+//	P{inbox}:t:C      set "id key" of the items consumer C took and did not end
+//	P{inbox}:r:R      the current consumer of replica R and whether it stopped cleanly
+//	P{inbox}:q        list of quarantined items (JSON)
+
+// The consumer group of every inbox stream is "pibot" (in the scripts).
+
+// enqueueScript: KEYS stream, keys, seq, touched; ARGV data, key, consumer.
+var enqueueScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XGROUP', 'CREATE', KEYS[1], 'pibot', '0', 'MKSTREAM')
+end
+local n = redis.call('INCR', KEYS[3])
+local id = redis.call('XADD', KEYS[1], '*', 'd', ARGV[1], 'n', n, 'by', ARGV[3])
+redis.call('ZADD', KEYS[2], 'NX', n, ARGV[2])
+redis.call('SADD', KEYS[4], id .. ' ' .. ARGV[2])
+return id
+`)
+
+// takeScript hands consumer ARGV[1] the items of stream KEYS[1] nobody
+// took yet and, when ARGV[3] is "claim", those other consumers hold too;
+// it records them in the touched set KEYS[2] (members "id ARGV[2]") and
+// returns id, data, n triples.
+var takeScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local out = {}
+local function add(e)
+  if e and e[2] then
+    local f = {}
+    for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i+1] end
+    table.insert(out, e[1]); table.insert(out, f['d']); table.insert(out, f['n'])
+    redis.call('SADD', KEYS[2], e[1] .. ' ' .. ARGV[2])
+  end
+end
+local r = redis.call('XREADGROUP', 'GROUP', 'pibot', ARGV[1], 'COUNT', 100000, 'STREAMS', KEYS[1], '>')
+if r and r[1] then
+  for _, e in ipairs(r[1][2]) do add(e) end
+end
+if ARGV[3] == 'claim' then
+  local p = redis.call('XPENDING', KEYS[1], 'pibot', '-', '+', 100000)
+  for _, x in ipairs(p) do
+    if x[2] ~= ARGV[1] then
+      local c = redis.call('XCLAIM', KEYS[1], 'pibot', ARGV[1], 0, x[1])
+      for _, e in ipairs(c) do add(e) end
+    end
+  end
+end
+return out
+`)
+
+// endScript ends item ARGV[1] of key ARGV[2] (KEYS stream, crashes, keys,
+// touched set of this consumer, quarantine list): acknowledged and
+// deleted, and with ARGV[4] = "quarantine" first pushed onto the list.
+// ARGV[5] is the prefix of touched sets, for the enqueuer's. Returns 0
+// when the item was not pending.
+var endScript = redis.NewScript(`
+local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
+if #e == 0 then return 0 end
+local f = {}
+for i = 1, #e[1][2], 2 do f[e[1][2][i]] = e[1][2][i+1] end
+local crashes = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if ARGV[4] == 'quarantine' then
+  redis.call('RPUSH', KEYS[5], cjson.encode({id = ARGV[1], key = ARGV[2], data = f['d'], crashes = crashes}))
+end
+redis.call('XACK', KEYS[1], 'pibot', ARGV[1])
+redis.call('XDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+local m = ARGV[1] .. ' ' .. ARGV[2]
+redis.call('SREM', KEYS[4], m)
+if f['by'] then redis.call('SREM', ARGV[5] .. f['by'], m) end
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if #first == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('ZREM', KEYS[3], ARGV[2])
+else
+  local g = {}
+  for i = 1, #first[1][2], 2 do g[first[1][2][i]] = first[1][2][i+1] end
+  redis.call('ZADD', KEYS[3], g['n'], ARGV[2])
+end
+return 1
+`)
+
+// openScript starts consumer ARGV[1] of replica record KEYS[1]: when the
+// replica's last consumer did not stop cleanly, every item it took and
+// did not end counts one crash. ARGV[2] is the key prefix P{inbox}:.
+var openScript = redis.NewScript(`
+local prev = redis.call('HGETALL', KEYS[1])
+local r = {}
+for i = 1, #prev, 2 do r[prev[i]] = prev[i+1] end
+if r['c'] then
+  local t = ARGV[2] .. 't:' .. r['c']
+  if r['clean'] ~= '1' then
+    for _, m in ipairs(redis.call('SMEMBERS', t)) do
+      local sp = string.find(m, ' ', 1, true)
+      local id, key = string.sub(m, 1, sp - 1), string.sub(m, sp + 1)
+      if #redis.call('XRANGE', ARGV[2] .. 's:' .. key, id, id) > 0 then
+        redis.call('HINCRBY', ARGV[2] .. 'c:' .. key, id, 1)
+      end
+    end
+  end
+  redis.call('DEL', t)
+end
+redis.call('HSET', KEYS[1], 'c', ARGV[1], 'clean', '0')
+return 1
+`)
+
+// streamID is the shape of a Redis stream entry id.
+var streamID = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
+
+// Inbox is the shared inbox of every replica: a Redis stream per key (a
+// chat location) with a consumer group. Any replica enqueues; the replica
+// holding the session's lease consumes (XREADGROUP) and, after taking the
+// session over, claims (XCLAIM) what a dead holder took; an item is
+// acknowledged and deleted once its session recorded it.
+//
+// Crash counting matches the embedded inbox: each process is a consumer
+// of its own, recorded per replica identity; an item the process
+// enqueued or took and did not end counts one crash when the next process
+// of the same replica finds its predecessor did not Close. Items are
+// durable as Redis makes them (appendonly is recommended): Enqueue's
+// durable function has nothing to wait for.
+type Inbox struct {
+	rdb      redis.UniversalClient
+	base     string // P{inbox}:
+	replica  string
+	consumer string
+}
+
+// OpenInbox starts this process's consumer of the inbox for replica (the
+// stable identity of this replica: a restart with the same identity finds
+// what its predecessor left, counting its crash). Two live processes must
+// not share a replica identity (the data directory's replica lock sees
+// to that).
+func OpenInbox(ctx context.Context, rdb redis.UniversalClient, opts Options, replica string) (*Inbox, error) {
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	ib := &Inbox{rdb: rdb, base: opts.KeyPrefix() + "{inbox}:", replica: replica, consumer: replica + "#" + token}
+	if err := openScript.Run(ctx, rdb, []string{ib.base + "r:" + replica}, ib.consumer, ib.base).Err(); err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox open: %w", err)
+	}
+	return ib, nil
+}
+
+func (ib *Inbox) stream(key string) string { return ib.base + "s:" + key }
+func (ib *Inbox) touched() string          { return ib.base + "t:" + ib.consumer }
+
+// Enqueue appends data to key's stream. The item is pending and held by
+// nobody until a Consume takes it, but a crash of this process before it
+// ends counts against it (the process that accepted an item handles it
+// when it owns the session). durable returns nil: the item is in Redis.
+func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, func() error, error) {
+	id, err := enqueueScript.Run(ctx, ib.rdb,
+		[]string{ib.stream(key), ib.base + "keys", ib.base + "seq", ib.touched()},
+		data, key, ib.consumer).Text()
+	if err != nil {
+		return "", nil, fmt.Errorf("rediscluster: inbox enqueue: %w", err)
+	}
+	return id, func() error { return nil }, nil
+}
+
+// Consume hands this process the items of key nobody took yet, oldest
+// first. The caller holds the session's lease.
+func (ib *Inbox) Consume(ctx context.Context, key string) ([]cluster.InboxItem, error) {
+	return ib.take(ctx, key, "consume")
+}
+
+// Claim takes the items of key nobody took yet and those other processes
+// hold, oldest first. The caller holds the session's lease, so whoever
+// held them before is gone (crashed, stopped, or lost the lease).
+func (ib *Inbox) Claim(ctx context.Context, key string) ([]cluster.InboxItem, error) {
+	return ib.take(ctx, key, "claim")
+}
+
+func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxItem, error) {
+	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched()}, ib.consumer, key, mode).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
+	}
+	items, order, err := ib.withCrashes(ctx, key, res)
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
+	}
+	sortItems(items, order)
+	return items, nil
+}
+
+// withCrashes turns id, data, n triples into items with their crash
+// counts, and their order numbers.
+func (ib *Inbox) withCrashes(ctx context.Context, key string, res []string) ([]cluster.InboxItem, []int64, error) {
+	if len(res) == 0 {
+		return nil, nil, nil
+	}
+	if len(res)%3 != 0 {
+		return nil, nil, errors.New("malformed reply")
+	}
+	ids := make([]string, 0, len(res)/3)
+	for i := 0; i < len(res); i += 3 {
+		ids = append(ids, res[i])
+	}
+	counts, err := ib.rdb.HMGet(ctx, ib.base+"c:"+key, ids...).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	items := make([]cluster.InboxItem, 0, len(ids))
+	order := make([]int64, 0, len(ids))
+	for i := 0; i < len(res); i += 3 {
+		it := cluster.InboxItem{ID: res[i], Key: key, Data: json.RawMessage(res[i+1])}
+		if s, ok := counts[i/3].(string); ok {
+			it.Crashes, _ = strconv.Atoi(s)
+		}
+		n, _ := strconv.ParseInt(res[i+2], 10, 64)
+		items = append(items, it)
+		order = append(order, n)
+	}
+	return items, order, nil
+}
+
+// sortItems orders items by their order numbers.
+func sortItems(items []cluster.InboxItem, order []int64) {
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return order[idx[a]] < order[idx[b]] })
+	sorted := make([]cluster.InboxItem, len(items))
+	for i, j := range idx {
+		sorted[i] = items[j]
+	}
+	copy(items, sorted)
+}
+
+// Pending lists the items of key not yet acknowledged, whoever handles
+// them, oldest first.
+func (ib *Inbox) Pending(ctx context.Context, key string) ([]cluster.InboxItem, error) {
+	msgs, err := ib.rdb.XRange(ctx, ib.stream(key), "-", "+").Result()
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox pending: %w", err)
+	}
+	res := make([]string, 0, 3*len(msgs))
+	for _, m := range msgs {
+		d, _ := m.Values["d"].(string)
+		n, _ := m.Values["n"].(string)
+		res = append(res, m.ID, d, n)
+	}
+	items, _, err := ib.withCrashes(ctx, key, res)
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox pending: %w", err)
+	}
+	return items, nil
+}
+
+// Keys lists the keys with pending items, each once, in the order of
+// their oldest item.
+func (ib *Inbox) Keys(ctx context.Context) ([]string, error) {
+	ks, err := ib.rdb.ZRange(ctx, ib.base+"keys", 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox keys: %w", err)
+	}
+	if len(ks) == 0 {
+		return nil, nil
+	}
+	return ks, nil
+}
+
+// Ack ends item id of key: acknowledged and deleted. Acknowledging an
+// item that is not pending under key does nothing.
+func (ib *Inbox) Ack(ctx context.Context, key, id string) error {
+	if err := ib.end(ctx, key, id, "ack"); err != nil {
+		return fmt.Errorf("rediscluster: inbox ack: %w", err)
+	}
+	return nil
+}
+
+// Quarantine sets the pending item id of key aside for good: it leaves the
+// stream and is kept in a list (Quarantined). An item that is not pending
+// under key is left alone.
+func (ib *Inbox) Quarantine(ctx context.Context, key, id string) error {
+	if err := ib.end(ctx, key, id, "quarantine"); err != nil {
+		return fmt.Errorf("rediscluster: inbox quarantine: %w", err)
+	}
+	return nil
+}
+
+func (ib *Inbox) end(ctx context.Context, key, id, mode string) error {
+	if !streamID.MatchString(id) {
+		return nil // never an item of a stream
+	}
+	return endScript.Run(ctx, ib.rdb,
+		[]string{ib.stream(key), ib.base + "c:" + key, ib.base + "keys", ib.touched(), ib.base + "q"},
+		id, key, ib.consumer, mode, ib.base+"t:").Err()
+}
+
+// Quarantined returns the items set aside, oldest first.
+func (ib *Inbox) Quarantined(ctx context.Context) ([]cluster.InboxItem, error) {
+	raw, err := ib.rdb.LRange(ctx, ib.base+"q", 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox quarantined: %w", err)
+	}
+	out := make([]cluster.InboxItem, 0, len(raw))
+	for _, r := range raw {
+		var q struct {
+			ID      string `json:"id"`
+			Key     string `json:"key"`
+			Data    string `json:"data"`
+			Crashes int    `json:"crashes"`
+		}
+		if err := json.Unmarshal([]byte(r), &q); err != nil {
+			return nil, fmt.Errorf("rediscluster: inbox quarantined: %w", err)
+		}
+		out = append(out, cluster.InboxItem{ID: q.ID, Key: q.Key, Data: json.RawMessage(q.Data), Crashes: q.Crashes})
+	}
+	return out, nil
+}
+
+// Close records a clean stop of this process: the items it still holds
+// did not crash it. It does not close the client.
+func (ib *Inbox) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := ib.rdb.HSet(ctx, ib.base+"r:"+ib.replica, "c", ib.consumer, "clean", "1").Err()
+	if err != nil {
+		return fmt.Errorf("rediscluster: inbox close: %w", err)
+	}
+	return nil
+}
+
+// Sync checks that Redis answers: the inbox's health probe (nil means it
+// can take items again).
+func (ib *Inbox) Sync() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ib.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("rediscluster: inbox: %w", err)
+	}
+	return nil
+}

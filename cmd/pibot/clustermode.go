@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/adapters/slack"
+	"github.com/pibot/pibot/adapters/telegram"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redispairing"
+	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/gateway/access"
+)
+
+// The Redis implementations are what cluster mode passes as the gateway's
+// collaborators and the adapters' outbound rates.
+var (
+	_ gateway.Inbox   = (*rediscluster.Inbox)(nil)
+	_ gateway.Dedupe  = (*rediscluster.Dedupe)(nil)
+	_ gateway.Budget  = (*rediscluster.Budget)(nil)
+	_ gateway.Locker  = (*rediscluster.Locker)(nil)
+	_ gateway.Index   = (*rediscluster.Index)(nil)
+	_ access.Pairings = (*redispairing.Pairings)(nil)
+	_ telegram.Rates  = (*rediscluster.Rates)(nil)
+	_ slack.Rates     = (*rediscluster.Rates)(nil)
+	_ outboundRates   = (*cluster.Rates)(nil)
+)
+
+// outboundRates paces the calls of the Telegram and Slack adapters: in
+// the process (cluster.Rates), or shared by the replicas.
+type outboundRates interface {
+	Take(ctx context.Context, key string, perSec float64, burst int) (wait time.Duration, err error)
+}
+
+// replicaState is the Redis side of cluster mode: one client, the key
+// options and this replica's identity.
+type replicaState struct {
+	rdb  *redis.Client
+	opts rediscluster.Options
+	id   string
+}
+
+// openReplica connects to cluster.redis_url; nil, nil when cluster mode
+// is off. It routes go-redis's own log lines to log.
+func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*replicaState, error) {
+	if cfg.Cluster.RedisURL == "" {
+		return nil, nil
+	}
+	tg := cfg.Adapter.Telegram
+	if cfg.TelegramEnabled() && tg.Mode == "webhook" && tg.WebhookSecret == "" && tg.WebhookSecretFile == "" {
+		// The webhook path derives from the secret: every replica must
+		// serve the same one.
+		return nil, &config.Error{Key: "adapters.telegram.webhook_secret", Msg: "must be set in cluster mode (every replica serves the webhook path derived from it)"}
+	}
+	redis.SetLogger(redisLog{log: log.With("component", "redis")})
+	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
+	if err != nil {
+		return nil, &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	id := cluster.ReplicaID(host, cfg.HTTP.Listen)
+	return &replicaState{rdb: rdb, id: id, opts: rediscluster.Options{
+		Prefix: cfg.Cluster.KeyPrefix, LeaseTTL: cfg.Cluster.LeaseTTL.D(), Holder: id,
+	}}, nil
+}
+
+// rates returns the outbound rates the adapters share: through Redis in
+// cluster mode, else in the process.
+func (r *replicaState) rates() outboundRates {
+	if r == nil {
+		return cluster.NewRates()
+	}
+	return rediscluster.NewRates(r.rdb, r.opts)
+}
+
+// ping checks that Redis answers within a second (for /readyz); nil when
+// cluster mode is off.
+func (r *replicaState) ping(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := r.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	return nil
+}
+
+// close closes the Redis client.
+func (r *replicaState) close() {
+	if r != nil {
+		_ = r.rdb.Close()
+	}
+}
+
+// clusterParts are the gateway's collaborators in cluster mode.
+type clusterParts struct {
+	lock    *cluster.ReplicaLock
+	inbox   *rediscluster.Inbox
+	locker  *rediscluster.Locker
+	deps    gateway.Deps // Inbox, Dedupe, Locker, Budget, Index
+	pairing *redispairing.Pairings
+}
+
+// openCluster takes this replica's lock on the shared data directory and
+// builds the Redis implementations of the gateway's seams.
+func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *slog.Logger) (*clusterParts, error) {
+	lock, err := cluster.LockReplica(cfg.DataDir, r.id)
+	if errors.Is(err, cluster.ErrLocked) {
+		return nil, fmt.Errorf("data directory %s: %w (set http.listen apart for each replica on one host)", cfg.DataDir, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ib, err := rediscluster.OpenInbox(ctx, r.rdb, r.opts, r.id)
+	if err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	}
+	locker := rediscluster.NewLocker(r.rdb, r.opts, log)
+	index := rediscluster.NewIndex(r.rdb, r.opts, rediscluster.IndexOptions{
+		Seed: func() (map[string]string, error) { return gateway.RebuildIndex(cfg.DataDir, log) },
+	})
+	log.Info("cluster mode", "replica", r.id, "key_prefix", r.opts.KeyPrefix(), "lease_ttl", locker.TTL())
+	return &clusterParts{lock: lock, inbox: ib, locker: locker, pairing: redispairing.NewPairings(r.rdb, r.opts),
+		deps: gateway.Deps{
+			Inbox:  ib,
+			Dedupe: rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL),
+			Locker: locker,
+			// 20 messages a minute per sender, bursts of 10, across replicas.
+			Budget: rediscluster.NewBudget(r.rdb, r.opts, 20.0/60, 10),
+			Index:  index,
+		}}, nil
+}
+
+// close records the inbox's clean stop and releases the replica lock.
+func (p *clusterParts) close() {
+	_ = p.inbox.Close()
+	_ = p.lock.Unlock()
+}
+
+// redisLog routes go-redis's log lines (reconnects, pool trouble) to slog.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, fmt.Sprintf(format, v...))
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/config"
+)
+
+// clusterCmd runs `pibot cluster status`: the leases held now in the
+// Redis of cluster.redis_url, grouped by replica, leader roles apart.
+func (c *cli) clusterCmd(ctx context.Context, args []string) error {
+	if len(args) == 0 || args[0] != "status" {
+		return usageErr("cluster: want status")
+	}
+	fs := c.newFlags("cluster status")
+	file := configFlag(fs)
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := wantArgs("cluster status", pos, 0, "no arguments"); err != nil {
+		return err
+	}
+	cfg, _, err := c.loadConfig(*file)
+	if err != nil {
+		return err
+	}
+	if cfg.Cluster.RedisURL == "" {
+		return &config.Error{Key: "cluster.redis_url", Msg: "is empty: this pibot runs as one process, not a cluster"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
+	if err != nil {
+		return &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
+	}
+	defer rdb.Close()
+	held, err := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: cfg.Cluster.KeyPrefix}, nil).Held(ctx)
+	if err != nil {
+		return err
+	}
+	return writeClusterStatus(c.stdout, held)
+}
+
+// writeClusterStatus prints the replicas with their sessions and roles.
+func writeClusterStatus(w interface{ Write([]byte) (int, error) }, held []rediscluster.Held) error {
+	byReplica := map[string][]rediscluster.Held{}
+	for _, h := range held {
+		if strings.HasPrefix(h.Key, "inbox:") {
+			continue // a takeover in progress, held for a moment
+		}
+		byReplica[h.Holder] = append(byReplica[h.Holder], h)
+	}
+	if len(byReplica) == 0 {
+		_, err := fmt.Fprintln(w, "no replica holds a lease (none running, or all idle)")
+		return err
+	}
+	replicas := make([]string, 0, len(byReplica))
+	for r := range byReplica {
+		replicas = append(replicas, r)
+	}
+	sort.Strings(replicas)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPLICA\tKIND\tLEASE\tFENCE\tTTL")
+	for _, r := range replicas {
+		for _, h := range byReplica[r] {
+			kind, key := "session", h.Key
+			if k, ok := strings.CutPrefix(h.Key, "adapter:"); ok {
+				kind, key = "leader", k
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r, kind, key, h.Fence, h.TTL.Round(time.Millisecond))
+		}
+	}
+	return errors.Join(tw.Flush())
+}

@@ -1,0 +1,605 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-telegram/bot/models"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/adapters/telegram/telegramtest"
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/session"
+)
+
+// The cluster tests run two real `pibot serve` replicas on one data
+// directory against the real redis-server on 127.0.0.1:6379 (under a
+// random key prefix) and the fake Bot API in webhook mode: the test
+// posts each update to a replica of its choice, as a load balancer would.
+
+const (
+	clusterRedis   = "127.0.0.1:6379"
+	clusterSecret  = "cluster-webhook-secret"
+	clusterToken   = "4242:cluster-test-token"
+	clusterChat    = 1001
+	clusterLeaseMs = 1000
+)
+
+var clusterUser = models.User{ID: 1001, FirstName: "Ada", Username: "ada"}
+
+// clusterWorld is a fake Telegram, a Redis prefix, a shared data directory
+// and the replicas.
+type clusterWorld struct {
+	t        *testing.T
+	bin, dir string
+	data     string
+	prefix   string
+	redis    string // host:port
+	rdb      *redis.Client
+	srv      *telegramtest.Server
+	nextUpd  atomic.Int64
+}
+
+func newClusterWorld(t *testing.T) *clusterWorld {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the real binary against the real Redis")
+	}
+	return newClusterWorldAt(t, clusterRedis)
+}
+
+// newClusterWorldAt is a world on the Redis at addr.
+func newClusterWorldAt(t *testing.T, addr string) *clusterWorld {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		rdb.Close()
+		t.Skipf("no redis-server on %s: %v", addr, err)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	w := &clusterWorld{t: t, bin: crashBuild(t), dir: t.TempDir(), rdb: rdb, redis: addr,
+		prefix: "pibot-e2e-" + hex.EncodeToString(rnd[:]) + ":", srv: telegramtest.New(clusterToken)}
+	w.data = filepath.Join(w.dir, "data")
+	w.srv.AddChat(models.Chat{ID: clusterChat, Type: models.ChatTypePrivate, FirstName: "Ada"})
+	t.Cleanup(func() {
+		w.srv.Close()
+		keys, _ := rdb.Keys(t.Context(), w.prefix+"*").Result()
+		if len(keys) > 0 {
+			rdb.Del(t.Context(), keys...)
+		}
+		rdb.Close()
+	})
+	return w
+}
+
+// start runs a replica in webhook mode, listening on a free port.
+func (w *clusterWorld) start() *crashPibot {
+	w.t.Helper()
+	return w.startMode("webhook")
+}
+
+// startMode runs a replica with Telegram in mode (webhook or polling).
+func (w *clusterWorld) startMode(mode string) *crashPibot {
+	w.t.Helper()
+	hook := "\n    webhook_url: https://bot.example.invalid/hook\n    webhook_secret: " + clusterSecret
+	if mode != "webhook" {
+		hook = ""
+	}
+	addr := crashFreeAddr(w.t)
+	cfg := filepath.Join(w.dir, "pibot-"+strings.ReplaceAll(addr, ":", "_")+".yaml")
+	yaml := fmt.Sprintf(`data_dir: %s
+http:
+  listen: %s
+cluster:
+  redis_url: redis://%s/0
+  key_prefix: %q
+  lease_ttl: %dms
+access:
+  owners: ["telegram:%d"]
+adapters:
+  web:
+    enabled: false
+  telegram:
+    token: %q
+    api_url: %s
+    mode: %s%s
+providers:
+  f:
+    api: faux
+    models:
+      - id: m
+agent:
+  model: f/m
+  queue:
+    mode: followup
+`, w.data, addr, w.redis, w.prefix, clusterLeaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	return crashStart(w.t, w.bin, cfg, w.dir, addr)
+}
+
+// replicaID is the identity of replica p (cluster.ReplicaID).
+func replicaID(p *crashPibot) string {
+	host, _ := os.Hostname()
+	return cluster.ReplicaID(host, strings.TrimPrefix(p.base, "http://"))
+}
+
+// say posts a user message to replica p's webhook, as Telegram would.
+func (w *clusterWorld) say(p *crashPibot, text string) {
+	w.t.Helper()
+	up := w.update(text)
+	if code := w.deliver(p, up); code/100 != 2 {
+		w.t.Fatalf("webhook: %d", code)
+	}
+}
+
+// update makes the Bot API update of a user message.
+func (w *clusterWorld) update(text string) models.Update {
+	m := w.srv.UserMessage(clusterChat, clusterUser, text)
+	return models.Update{ID: w.nextUpd.Add(1), Message: m}
+}
+
+// deliver posts up to replica p's webhook and returns the HTTP status.
+func (w *clusterWorld) deliver(p *crashPibot, up models.Update) int {
+	w.t.Helper()
+	body, _ := json.Marshal(up)
+	sum := sha256.Sum256([]byte("pibot telegram webhook path\x00" + clusterSecret))
+	req, _ := http.NewRequest(http.MethodPost, p.base+"/telegram/"+hex.EncodeToString(sum[:16]), bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Telegram-Bot-Api-Secret-Token", clusterSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatalf("webhook: %v", err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// said returns the bot's visible text in the chat: every message, in
+// order (a run that takes queued follow-ups answers them in one message).
+func (w *clusterWorld) said() string {
+	var all []string
+	for _, m := range w.srv.Messages(clusterChat) {
+		all = append(all, m.Text)
+	}
+	return strings.Join(all, "\n---\n")
+}
+
+// answered reports how often the complete answer to text is visible.
+func answered(said, text string) int {
+	return strings.Count(said, "You said: "+text+"\n\n"+crashEchoAnswer)
+}
+
+// crashEchoAnswer is the faux echo's fixed second paragraph.
+const crashEchoAnswer = "This is the faux model: it streams a canned answer so you can " + crashEchoEnd
+
+// waitAnswered waits until every text's complete answer is visible.
+func (w *clusterWorld) waitAnswered(texts []string, within time.Duration) string {
+	w.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		said := w.said()
+		done := true
+		for _, text := range texts {
+			done = done && answered(said, text) > 0
+		}
+		if done {
+			return said
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("not every message answered after %v; bot messages:\n%s", within, said)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkAnswered checks that each text is answered exactly once, in order.
+func (w *clusterWorld) checkAnswered(texts []string) {
+	w.t.Helper()
+	said := w.said()
+	at := -1
+	for _, text := range texts {
+		if n := answered(said, text); n != 1 {
+			w.t.Fatalf("%q answered %d times; bot messages:\n%s", text, n, said)
+		}
+		i := strings.Index(said, "You said: "+text+"\n")
+		if i < at {
+			w.t.Fatalf("%q answered out of order; bot messages:\n%s", text, said)
+		}
+		at = i
+	}
+}
+
+// sessionFile returns the only session file of the data directory.
+func (w *clusterWorld) sessionFile() string {
+	w.t.Helper()
+	var files []string
+	_ = filepath.WalkDir(filepath.Join(w.data, "sessions"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if len(files) != 1 {
+		w.t.Fatalf("one conversation made %d session files: %q", len(files), files)
+	}
+	return files[0]
+}
+
+// checkFile checks the invariants of a session file written by replicas:
+// every line after the header has a fence, fences never decrease, every
+// fence after the first opens with a pibot.lease marker, the file reads
+// cleanly, and each user text in want is on it exactly once, in order.
+func (w *clusterWorld) checkFile(want []string) (leaseMarkers int) {
+	w.t.Helper()
+	path := w.sessionFile()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var last int64
+	for i, line := range lines[1:] {
+		var e struct {
+			Type       string `json:"type"`
+			CustomType string `json:"customType"`
+			Fence      *int64 `json:"fence"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			w.t.Fatalf("line %d is not JSON: %v\n%s", i+2, err, line)
+		}
+		if e.Fence == nil {
+			w.t.Fatalf("line %d has no fence: %s", i+2, line)
+		}
+		if *e.Fence < last {
+			w.t.Fatalf("line %d: fence %d after %d", i+2, *e.Fence, last)
+		}
+		if *e.Fence > last && last != 0 && (e.Type != "custom" || e.CustomType != session.CustomLease) {
+			w.t.Fatalf("line %d: fence %d begins without a pibot.lease marker: %s", i+2, *e.Fence, line)
+		}
+		if e.CustomType == session.CustomLease {
+			leaseMarkers++
+		}
+		last = *e.Fence
+	}
+	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		w.t.Fatalf("open session: %v", err)
+	}
+	defer s.Close()
+	if r := s.Report(); !r.Clean() {
+		w.t.Errorf("session does not read cleanly: %+v", r)
+	}
+	var users []string
+	for _, e := range s.Entries() {
+		if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser {
+			users = append(users, e.Message.Text())
+		}
+	}
+	if strings.Join(users, "\n") != strings.Join(want, "\n") {
+		w.t.Fatalf("user messages in the session:\n%q\nwant:\n%q", users, want)
+	}
+	return leaseMarkers
+}
+
+// holder returns the replica holding the session's lease, "" if none.
+func (w *clusterWorld) holder(path string) string {
+	v, err := w.rdb.Get(w.t.Context(), w.prefix+"{lease:"+path+"}:lock").Result()
+	if err != nil {
+		return ""
+	}
+	parts := strings.SplitN(v, ":", 3)
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+// TestClusterMessagesSpreadOverReplicas: messages of one chat arrive at
+// both replicas in turn; each is answered exactly once, in order, from
+// one session file whose fences are in order.
+func TestClusterMessagesSpreadOverReplicas(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.start(), w.start()
+	var texts []string
+	for i := range 6 {
+		text := fmt.Sprintf("message %d", i)
+		texts = append(texts, text)
+		w.say([]*crashPibot{a, b}[i%2], text)
+	}
+	w.waitAnswered(texts, 60*time.Second)
+	time.Sleep(300 * time.Millisecond) // a duplicate would show up meanwhile
+	w.checkAnswered(texts)
+	w.checkFile(texts)
+	a.stop()
+	b.stop()
+}
+
+// TestClusterKillOwnerMidRun: the replica running a session's reply is
+// killed with SIGKILL; the other takes the session over once the lease
+// has expired, resumes the run and answers exactly once, after writing
+// its pibot.lease marker. A clean stop then releases the lease at once.
+func TestClusterKillOwnerMidRun(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.start(), w.start()
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	w.say(a, "warm up")
+	w.waitAnswered([]string{"warm up"}, 30*time.Second)
+	path := w.sessionFile()
+	owner := byID[w.holder(path)]
+	if owner == nil {
+		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
+	}
+	other := a
+	if owner == a {
+		other = b
+	}
+	// About 40 words: the echo streams for about two seconds.
+	long := "long one:" + strings.Repeat(" please keep streaming", 13)
+	w.say(other, long) // accepted by the other, run by the owner
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		// In a private chat the reply streams as a draft.
+		streaming := false
+		for _, d := range w.srv.Drafts(clusterChat) {
+			if strings.Contains(d, "long one") && !strings.HasSuffix(d, crashEchoEnd) {
+				streaming = true
+			}
+		}
+		if streaming {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the long answer never started streaming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	owner.kill()
+	w.waitAnswered([]string{long}, 30*time.Second)
+	time.Sleep(500 * time.Millisecond) // a duplicate would show up meanwhile
+	w.checkAnswered([]string{"warm up", long})
+	if h := w.holder(path); h != replicaID(other) {
+		t.Fatalf("lease held by %q after the takeover, want %q", h, replicaID(other))
+	}
+	if n := w.checkFile([]string{"warm up", long}); n < 1 {
+		t.Fatal("no pibot.lease marker after the takeover")
+	}
+	other.stop()
+	if h := w.holder(path); h != "" {
+		t.Fatalf("lease still held by %q after a clean stop", h)
+	}
+}
+
+// TestClusterPollingLeader: with Telegram long polling, one replica polls
+// at a time (the fake Bot API answers overlapping polls with 409, and
+// none is seen); after a SIGKILL of the leader the other replica polls
+// and answers, once.
+func TestClusterPollingLeader(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.startMode("polling"), w.startMode("polling")
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	pollKey := "adapter:telegram/poll/4242"
+	w.srv.AddText(clusterChat, clusterUser, "poll one")
+	w.waitAnswered([]string{"poll one"}, 30*time.Second)
+	leader := byID[w.holder(pollKey)]
+	if leader == nil {
+		t.Fatalf("poll lease held by %q, not a replica", w.holder(pollKey))
+	}
+	leader.kill()
+	w.srv.AddText(clusterChat, clusterUser, "poll two")
+	w.waitAnswered([]string{"poll two"}, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // a duplicate would show up meanwhile
+	w.checkAnswered([]string{"poll one", "poll two"})
+	other := a
+	if leader == a {
+		other = b
+	}
+	if h := w.holder(pollKey); h != replicaID(other) {
+		t.Fatalf("poll lease held by %q after the leader died, want %q", h, replicaID(other))
+	}
+	for _, c := range w.srv.Calls("getUpdates") {
+		if c.Code == http.StatusConflict {
+			t.Fatalf("a getUpdates call got 409: two replicas polled at once")
+		}
+	}
+	w.checkFile([]string{"poll one", "poll two"})
+	status := w.status()
+	for _, want := range []string{replicaID(other) + "  leader   telegram/poll/4242", replicaID(other) + "  session  " + w.sessionFile()} {
+		if !strings.Contains(status, want) {
+			t.Errorf("pibot cluster status lacks %q:\n%s", want, status)
+		}
+	}
+	if strings.Contains(status, replicaID(leader)) {
+		t.Errorf("pibot cluster status lists the dead leader:\n%s", status)
+	}
+	other.stop()
+}
+
+// status runs `pibot cluster status` against the world's Redis.
+func (w *clusterWorld) status() string {
+	w.t.Helper()
+	cfg := filepath.Join(w.dir, "status.yaml")
+	yaml := fmt.Sprintf("data_dir: %s\ncluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n", w.data, w.redis, w.prefix)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+	out, err := exec.Command(w.bin, "cluster", "status", "-c", cfg).CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("pibot cluster status: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestClusterRedisDownThenEmpty: while Redis is down a webhook delivery
+// gets a non-2xx answer (Telegram delivers it again) and /readyz fails;
+// Redis comes back empty (no persistence); the redelivery is answered
+// once, the replicas keep writing the one session file, and its fences
+// keep increasing above those written before.
+func TestClusterRedisDownThenEmpty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary against a private Redis")
+	}
+	rs := redistest.PrivateServer(t)
+	w := newClusterWorldAt(t, rs.Addr)
+	a, b := w.start(), w.start()
+	w.say(a, "before")
+	w.waitAnswered([]string{"before"}, 30*time.Second)
+
+	rs.Kill()
+	during := w.update("during the outage")
+	if code := w.deliver(b, during); code/100 == 2 {
+		t.Fatalf("webhook delivery with Redis down answered %d, want a non-2xx so Telegram retries", code)
+	}
+	resp, err := http.Get(a.base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz with Redis down = %d, want 503", resp.StatusCode)
+	}
+
+	rs.Restart(t) // empty: no persistence
+	deadline := time.Now().Add(20 * time.Second)
+	for code := w.deliver(a, during); code/100 != 2; code = w.deliver(a, during) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redelivery after Redis came back answered %d", code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.waitAnswered([]string{"during the outage"}, 30*time.Second)
+	w.say(b, "after")
+	w.waitAnswered([]string{"after"}, 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // a duplicate would show up meanwhile
+	w.checkAnswered([]string{"before", "during the outage", "after"})
+	if n := w.checkFile([]string{"before", "during the outage", "after"}); n < 1 {
+		t.Fatal("no pibot.lease marker after Redis lost its fences")
+	}
+	a.stop()
+	b.stop()
+}
+
+// TestClusterStoppedOwnerStaysSilent: the owner of a session is frozen
+// (SIGSTOP) while it streams a reply, past its lease TTL; the other
+// replica takes the session over and answers once; when the frozen one
+// resumes (SIGCONT) it makes no further append to the file and no
+// further Bot API call for the chat.
+func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.start(), w.start()
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	w.say(a, "warm up")
+	w.waitAnswered([]string{"warm up"}, 30*time.Second)
+	path := w.sessionFile()
+	owner := byID[w.holder(path)]
+	if owner == nil {
+		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
+	}
+	other := a
+	if owner == a {
+		other = b
+	}
+	long := "frozen one:" + strings.Repeat(" please keep streaming", 13)
+	w.say(other, long)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(strings.Join(w.srv.Drafts(clusterChat), "\n"), "frozen one") {
+		if time.Now().After(deadline) {
+			t.Fatal("the long answer never started streaming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := owner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	w.waitAnswered([]string{long}, 30*time.Second)
+	if h := w.holder(path); h != replicaID(other) {
+		t.Fatalf("lease held by %q after the takeover, want %q", h, replicaID(other))
+	}
+	time.Sleep(500 * time.Millisecond) // the new owner's last calls land
+	calls := len(w.srv.Calls())
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing may happen now; give the resumed process time to try.
+	time.Sleep(3 * clusterLeaseMs * time.Millisecond)
+	for _, c := range w.srv.Calls()[calls:] {
+		if c.Params["chat_id"] == strconv.Itoa(clusterChat) {
+			t.Errorf("a Bot API call for the chat after the stale owner resumed: %s %v", c.Method, c.Params)
+		}
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Errorf("the session file changed after the stale owner resumed:\n%s", after[len(before):])
+	}
+	w.checkAnswered([]string{"warm up", long})
+	w.checkFile([]string{"warm up", long})
+	a.stop()
+	b.stop()
+}
+
+// TestClusterStopReachesTheOwner: /stop sent to the replica that does not
+// run the reply travels through the inbox and stops the run where it runs.
+func TestClusterStopReachesTheOwner(t *testing.T) {
+	w := newClusterWorld(t)
+	a, b := w.start(), w.start()
+	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
+	w.say(a, "warm up")
+	w.waitAnswered([]string{"warm up"}, 30*time.Second)
+	path := w.sessionFile()
+	owner := byID[w.holder(path)]
+	if owner == nil {
+		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
+	}
+	other := a
+	if owner == a {
+		other = b
+	}
+	long := "stop me:" + strings.Repeat(" please keep streaming", 40)
+	w.say(owner, long)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(strings.Join(w.srv.Drafts(clusterChat), "\n"), "stop me") {
+		if time.Now().After(deadline) {
+			t.Fatal("the long answer never started streaming")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.say(other, "/stop")
+	deadline = time.Now().Add(20 * time.Second)
+	for !strings.Contains(w.said(), "stopped by /stop") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run was not stopped; bot messages:\n%s", w.said())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if answered(w.said(), long) != 0 {
+		t.Fatalf("the stopped run still answered in full:\n%s", w.said())
+	}
+	w.checkAnswered([]string{"warm up"})
+	a.stop()
+	b.stop()
+}

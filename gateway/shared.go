@@ -1,0 +1,270 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/pibot/pibot/cluster"
+)
+
+// ClusterConfig turns on cluster mode: the Inbox, Index, Dedupe, Budget
+// and Locker given in Deps are shared with other replicas of this
+// gateway (cluster/rediscluster), and every replica serves the same data
+// directory.
+type ClusterConfig struct {
+	// Enabled: items are not run by the replica that accepted them but by
+	// the one holding their session's lease (see pump).
+	Enabled bool
+	// Poll is how often a replica looks for inbox items of the sessions
+	// it holds or could take over (default 200ms). An item accepted by
+	// the holder itself is taken at once.
+	Poll time.Duration
+}
+
+// consumer is an inbox that hands out the items nobody took yet
+// (cluster.Inbox, rediscluster.Inbox).
+type consumer interface {
+	Consume(ctx context.Context, key string) ([]cluster.InboxItem, error)
+}
+
+// claimEvery is how many polls pass between two claims of the items of
+// sessions a replica holds: a replica that lost a session's lease right
+// after taking an item leaves it held, and the holder takes it over.
+const claimEvery = 10
+
+// pump is cluster mode's way from the shared inbox to the sessions. The
+// replica that accepts an event only enqueues it under its location and
+// kicks its own pump; every replica's pump then looks at the keys with
+// pending items:
+//
+//   - a key whose session this replica holds (loaded, lease alive):
+//     Consume the new items and post them to their mailboxes;
+//   - a key whose session nobody holds: take the session's lease (loading
+//     it, writing the takeover marker), Claim every item (the ones a dead
+//     holder took too) and replay them as a restart would (recover.go);
+//   - a key whose session another replica holds: leave it to that one.
+//
+// A per-key lease ("inbox:" + key) serialises the taking over, so two
+// replicas never create two session files for one new conversation.
+type pump struct {
+	log      *slog.Logger
+	inbox    Inbox
+	consume  consumer
+	index    Index
+	locker   Locker
+	sessions *registry
+	rc       *recovery
+	post     func(ref inboxRef, item inboxItem, replay bool)
+	poll     time.Duration
+	kicks    chan string
+	// elsewhere: keys whose session another replica held, and when to ask
+	// again (only run's goroutine uses it). Asking means reading the
+	// session file's highest fence; a kick asks at once.
+	elsewhere map[string]time.Time
+	failing   bool // the last poll could not list the keys (run's goroutine only)
+}
+
+// elsewhereWait is how long a replica leaves a key whose session another
+// replica holds before it asks again: a takeover after that one died
+// takes at most the lease TTL plus this.
+const elsewhereWait = time.Second
+
+// newPump builds the pump of g, or nil when g is not in cluster mode or
+// its inbox cannot Consume.
+func newPump(g *Gateway) *pump {
+	c, ok := g.inbox.(consumer)
+	if !g.cfg.Cluster.Enabled || !ok {
+		return nil
+	}
+	poll := g.cfg.Cluster.Poll
+	if poll <= 0 {
+		poll = 200 * time.Millisecond
+	}
+	return &pump{log: g.log, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
+		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{}}
+}
+
+// kick asks for key to be looked at now (an item was enqueued for it).
+func (p *pump) kick(key string) {
+	select {
+	case p.kicks <- key:
+	default: // the next poll sees it
+	}
+}
+
+// run pumps until ctx ends.
+func (p *pump) run(ctx context.Context) {
+	t := time.NewTicker(p.poll)
+	defer t.Stop()
+	for n := 0; ; {
+		select {
+		case <-ctx.Done():
+			return
+		case key := <-p.kicks:
+			delete(p.elsewhere, key)
+			p.key(ctx, key, false)
+		case <-t.C:
+			n++
+			keys, err := p.inbox.Keys(ctx)
+			if p.down(err) {
+				continue
+			}
+			for _, key := range keys {
+				if ctx.Err() != nil {
+					return
+				}
+				p.key(ctx, key, n%claimEvery == 0)
+			}
+		}
+	}
+}
+
+// down reports whether err (of listing the inbox's keys) means the shared
+// inbox cannot be read now, logging only the changes: Redis down for a
+// minute is two lines, not three hundred.
+func (p *pump) down(err error) bool {
+	switch {
+	case err != nil && !p.failing:
+		p.failing = true
+		p.log.Error("inbox unreachable; no items are taken until it answers", "err", err)
+	case err == nil && p.failing:
+		p.failing = false
+		p.log.Info("inbox reachable again")
+	}
+	return err != nil
+}
+
+// key takes what is there for key, if this replica is the one to.
+func (p *pump) key(ctx context.Context, key string, reclaim bool) {
+	if p.held(ctx, key) {
+		take := p.consume.Consume
+		if reclaim {
+			take = p.inbox.Claim
+		}
+		items, err := take(ctx, key)
+		if err != nil {
+			p.log.Warn("inbox: take the items of a held session", "key", key, "err", err)
+			return
+		}
+		p.hand(ctx, items, reclaim)
+		return
+	}
+	if until, ok := p.elsewhere[key]; ok && time.Now().Before(until) {
+		return
+	}
+	delete(p.elsewhere, key)
+	pending, err := p.inbox.Pending(ctx, key)
+	if err != nil || len(pending) == 0 {
+		return
+	}
+	guard, err := p.locker.Acquire(ctx, "inbox:"+key, 0)
+	if err != nil {
+		return // another replica is looking at it
+	}
+	defer release(context.WithoutCancel(ctx), p.log, guard)
+	if !p.take(ctx, key, pending[0]) {
+		p.elsewhere[key] = time.Now().Add(elsewhereWait)
+		return
+	}
+	items, err := p.inbox.Claim(ctx, key)
+	if err != nil {
+		p.log.Warn("inbox: claim", "key", key, "err", err)
+		return
+	}
+	p.hand(ctx, items, true)
+}
+
+// held reports whether this replica holds the session of location key.
+func (p *pump) held(ctx context.Context, key string) bool {
+	path, ok, err := p.index.Get(ctx, key)
+	if err != nil || !ok {
+		return false
+	}
+	p.sessions.mu.Lock()
+	o := p.sessions.owners[path]
+	p.sessions.mu.Unlock()
+	if o == nil {
+		return false
+	}
+	select {
+	case <-o.lease.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// take loads (or creates) the session of key's items under its lease;
+// false when another replica holds it or it cannot be had now.
+func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bool {
+	var err error
+	if path, ok, gerr := p.index.Get(ctx, key); gerr != nil {
+		err = gerr
+	} else if ok {
+		_, err = p.sessions.owner(ctx, path)
+	} else {
+		var item inboxItem
+		if json.Unmarshal(first.Data, &item) != nil {
+			return true // claimed and dropped by hand
+		}
+		_, _, err = p.sessions.locate(ctx, item.In)
+	}
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, cluster.ErrLeaseHeld):
+		return false
+	default:
+		p.log.Warn("inbox: take over a session", "key", key, "err", err)
+		return false
+	}
+}
+
+// hand posts items to their mailboxes. Claimed items are replayed as at a
+// restart: a twice-crashed one is set aside, replies cut off by the
+// previous holder are marked, and redeliveries of them are duplicates.
+func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool) {
+	if len(items) == 0 {
+		return
+	}
+	if claimed {
+		p.rc.markInterrupted(ctx, items)
+	}
+	for _, it := range items {
+		if it.Crashes >= quarantineAfter {
+			p.rc.quarantine(ctx, it)
+			continue
+		}
+		var item inboxItem
+		if err := json.Unmarshal(it.Data, &item); err != nil {
+			p.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
+			if err := p.inbox.Ack(ctx, it.Key, it.ID); err != nil {
+				p.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
+			}
+			continue
+		}
+		if claimed {
+			p.rc.markSeen(ctx, item.In.DedupKey)
+		}
+		p.post(inboxRef{key: it.Key, id: it.ID}, item, claimed)
+	}
+}
+
+// silenceAll stops every run of o at once, without a word to the chat and
+// without recording anything: the session's lease is lost, and the
+// replica that takes it over marks the cut-off reply and answers.
+func (o *owner) silenceAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range o.locs {
+		if r := l.run; r != nil {
+			r.silent.Store(true) // before anything else: emit drops what follows
+			r.frozen.Store(true)
+			r.cancel() // ends its stream's loop before another step
+			r.interrupt("")
+		}
+	}
+}
