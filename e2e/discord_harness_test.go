@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -10,9 +9,7 @@ import (
 
 	"github.com/pibot/pibot/adapters/discord"
 	"github.com/pibot/pibot/adapters/discord/discordtest"
-	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
-	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/llm"
@@ -97,28 +94,7 @@ func (dw *dworld) start() {
 		t.Fatal(err)
 	}
 	dw.ad = ad
-	cfg := gateway.Config{
-		DataDir:         dw.dir,
-		Model:           "faux/m",
-		Workspace:       dw.dir,
-		Tools:           func(gateway.Attacher) []agent.Tool { return dw.tools },
-		ApprovalTimeout: 30 * time.Second,
-		CollectDebounce: 100 * time.Millisecond,
-		FinalWait:       15 * time.Second,
-		DrainTimeout:    300 * time.Millisecond,
-		Logger:          dw.log,
-	}
-	if dw.cfgMod != nil {
-		dw.cfgMod(&cfg)
-	}
-	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{dw.model}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &process{cancel: cancel, done: make(chan error, 1), inbox: inbox}
-	go func() { p.done <- g.Run(ctx) }()
-	dw.proc = p
+	dw.run(deps, inbox, ad)
 	select {
 	case <-dw.dsrv.Ready():
 	case <-time.After(20 * time.Second):

@@ -217,6 +217,14 @@ func (w *world) start() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.run(deps, inbox, ad)
+}
+
+// run starts a pibot process on the world's state with adapter ad over
+// deps and inbox: the gateway configuration every world shares, with
+// cfgMod applied, and the timed model when there is one.
+func (w *world) run(deps gateway.Deps, inbox *cluster.Inbox, ad chat.Adapter) {
+	w.t.Helper()
 	cfg := gateway.Config{
 		DataDir:         w.dir,
 		Model:           "faux/m",
@@ -237,7 +245,7 @@ func (w *world) start() {
 	}
 	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{m}))
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &process{cancel: cancel, done: make(chan error, 1), inbox: inbox}

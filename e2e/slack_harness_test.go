@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -117,35 +116,10 @@ func (w *slackWorld) start() {
 		t.Cleanup(srv.Close)
 		w.events = srv.URL + slack.EventsPath
 	}
-	cfg := gateway.Config{
-		DataDir:         w.dir,
-		Model:           "faux/m",
-		Workspace:       w.dir,
-		Tools:           func(gateway.Attacher) []agent.Tool { return w.tools },
-		ApprovalTimeout: 30 * time.Second,
-		CollectDebounce: 100 * time.Millisecond,
-		FinalWait:       15 * time.Second,
-		DrainTimeout:    300 * time.Millisecond,
-		Logger:          w.log,
-	}
-	if w.cfgMod != nil {
-		w.cfgMod(&cfg)
-	}
-	var m llm.Model = w.model
-	if w.timed != nil {
-		m = w.timed
-	}
-	g, err := gateway.New(cfg, withAdapter(deps, ad, modelSet{m}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &process{cancel: cancel, done: make(chan error, 1), inbox: inbox}
 	// Counted before the gateway starts: the adapter may connect before
-	// the next line runs.
+	// run returns.
 	before := w.slack.Connections()
-	go func() { p.done <- g.Run(ctx) }()
-	w.proc = p
+	w.run(deps, inbox, ad)
 	if w.mode != slack.ModeHTTP {
 		if err := w.slack.WaitConnected(before+1, 20*time.Second); err != nil {
 			t.Fatal(err)
