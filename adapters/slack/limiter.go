@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"fmt"
+	"github.com/pibot/pibot/internal/tokenbucket"
 	"math"
 	"sync"
 	"time"
@@ -75,7 +76,7 @@ func newLimiter(tiers map[string]float64, rates Rates) *limiter {
 		t[k] = v
 	}
 	if rates == nil {
-		rates = newLocalRates()
+		rates = tokenbucket.NewLocal(0.05)
 	}
 	return &limiter{tiers: t, rates: rates, paused: map[string]time.Time{}}
 }
@@ -170,55 +171,4 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// maxLocalBuckets bounds the buckets localRates keeps: beyond it, full
-// buckets (which grant the same as a new one) are dropped.
-const maxLocalBuckets = 4096
-
-// localRates is the default Rates: token buckets in this process.
-type localRates struct {
-	mu      sync.Mutex
-	buckets map[string]*tokenBucket
-}
-
-func newLocalRates() *localRates { return &localRates{buckets: map[string]*tokenBucket{}} }
-
-// Take implements Rates; it never fails.
-func (r *localRates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
-	if perSec <= 0 {
-		return 0, nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	b := r.buckets[key]
-	if b == nil {
-		if len(r.buckets) >= maxLocalBuckets {
-			for k, old := range r.buckets {
-				if old.refill(now); old.tokens >= old.burst {
-					delete(r.buckets, k)
-				}
-			}
-		}
-		b = &tokenBucket{rate: perSec, burst: float64(burst), tokens: float64(burst), last: now}
-		r.buckets[key] = b
-	}
-	b.refill(now)
-	if b.tokens < 1 {
-		return time.Duration((1.05 - b.tokens) / b.rate * float64(time.Second)), nil
-	}
-	b.tokens--
-	return 0, nil
-}
-
-// tokenBucket refills rate tokens per second up to burst.
-type tokenBucket struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
-
-func (b *tokenBucket) refill(now time.Time) {
-	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
 }

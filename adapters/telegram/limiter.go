@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"fmt"
+	"github.com/pibot/pibot/internal/tokenbucket"
 	"math"
 	"strconv"
 	"sync"
@@ -40,7 +41,7 @@ type limiter struct {
 // newLimiter paces the bot botID with rates (nil: in this process).
 func newLimiter(b Pacing, rates Rates, botID string) *limiter {
 	if rates == nil {
-		rates = newLocalRates()
+		rates = tokenbucket.NewLocal(0.1)
 	}
 	return &limiter{pacing: b, rates: rates, prefix: "telegram/" + botID + "/"}
 }
@@ -115,69 +116,4 @@ func (l *limiter) take(ctx context.Context, m mode, key string, perSec float64, 
 			return err
 		}
 	}
-}
-
-// maxLocalBuckets bounds the buckets localRates keeps: beyond it, full
-// buckets (which grant the same as a new one) are dropped.
-const maxLocalBuckets = 4096
-
-// localRates is the default Rates: token buckets in this process.
-type localRates struct {
-	mu      sync.Mutex
-	buckets map[string]*tokenBucket
-}
-
-func newLocalRates() *localRates { return &localRates{buckets: map[string]*tokenBucket{}} }
-
-// Take implements Rates; it never fails.
-func (r *localRates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
-	if perSec <= 0 {
-		return 0, nil // no limit
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	b := r.buckets[key]
-	if b == nil {
-		if len(r.buckets) >= maxLocalBuckets {
-			for k, old := range r.buckets {
-				if old.refill(now); old.tokens >= old.burst {
-					delete(r.buckets, k)
-				}
-			}
-		}
-		b = newBucket(perSec, burst, now)
-		r.buckets[key] = b
-	}
-	if d := b.delay(now); d > 0 {
-		return d, nil
-	}
-	b.tokens--
-	return 0, nil
-}
-
-// tokenBucket refills rate tokens per second up to burst.
-type tokenBucket struct {
-	rate, burst, tokens float64
-	last                time.Time
-}
-
-func newBucket(rate float64, burst int, now time.Time) *tokenBucket {
-	return &tokenBucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: now}
-}
-
-func (b *tokenBucket) refill(now time.Time) {
-	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
-}
-
-// delay is how long until a token is available. A wait is lengthened by a
-// tenth of the refill interval so that network jitter between two calls
-// cannot make them reach Telegram closer together than the pacing allows.
-func (b *tokenBucket) delay(now time.Time) time.Duration {
-	b.refill(now)
-	if b.tokens >= 1 {
-		return 0
-	}
-	return time.Duration((1.1 - b.tokens) / b.rate * float64(time.Second))
 }

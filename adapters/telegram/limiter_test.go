@@ -2,6 +2,7 @@ package telegram
 
 import (
 	"context"
+	"github.com/pibot/pibot/internal/tokenbucket"
 	"strings"
 	"sync"
 	"testing"
@@ -30,7 +31,7 @@ func (s *sharedRates) Take(ctx context.Context, key string, perSec float64, burs
 // only an injected shared budget keeps the two together under it: the
 // fake Bot API (at the Bot FAQ numbers) answers 429 to any call over it.
 func TestInjectedBudgetIsSharedByReplicas(t *testing.T) {
-	rates := &sharedRates{Rates: newLocalRates(), keys: map[string]bool{}}
+	rates := &sharedRates{Rates: tokenbucket.NewLocal(0.1), keys: map[string]bool{}}
 	h := newHarness(t, func(c *Config) { c.Rates = rates })
 	second, err := New(Config{Token: h.a.cfg.Token, APIURL: h.srv.URL, Rates: rates})
 	if err != nil {

@@ -120,14 +120,14 @@ var rules = []rule{
 		why: "the HTTP transport shared by providers: retries and redaction, no SDK"},
 
 	// The platforms.
-	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", telegramSDK}, test: []string{"chat/adaptertest"},
+	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", "internal/tokenbucket", telegramSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{slackSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
 	{pkg: "adapters/discord", may: []string{"chat", "internal/atomicfile", "internal/secret", discordSDK, websocket},
 		test:  []string{"chat/adaptertest", "adapters/discord/discordtest"},
 		never: join(modelSDKs, []string{telegramSDK, slackSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter + " (its gateway client speaks the websocket itself)"},
-	{pkg: "adapters/slack", may: []string{"chat", "internal/secret", slackSDK}, test: []string{"chat/adaptertest"},
+	{pkg: "adapters/slack", may: []string{"chat", "internal/secret", "internal/tokenbucket", slackSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{telegramSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
 	{pkg: "adapters/web", may: []string{"chat", "internal/secret"}, test: []string{chromedp, "chat/adaptertest"},
@@ -176,6 +176,7 @@ var rules = []rule{
 
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
+	{pkg: "internal/tokenbucket", never: sdks, why: whyStdlib},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
 	{pkg: "internal/otlp", never: sdks, why: whyStdlib + " (a hand-written OTLP/HTTP JSON exporter instead of the OpenTelemetry SDK)"},
 	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,

@@ -1,0 +1,72 @@
+// Package tokenbucket keeps token buckets by key in this process: the
+// outbound pacing a platform adapter uses when no shared store (the
+// cluster's Rates) is injected.
+package tokenbucket
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+)
+
+// maxBuckets bounds the buckets a Local keeps: beyond it, full buckets
+// (which grant the same as a new one) are dropped.
+const maxBuckets = 4096
+
+// Local is a set of token buckets by key. It is safe for concurrent use.
+type Local struct {
+	margin  float64
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+// NewLocal returns an empty set. A wait it returns is lengthened by margin
+// times the refill interval, so that network jitter between two calls
+// cannot bring them to the platform closer together than the pacing
+// allows (0.1: a tenth).
+func NewLocal(margin float64) *Local {
+	return &Local{margin: margin, buckets: map[string]*bucket{}}
+}
+
+// Take takes one token from key's bucket, which refills at perSec tokens a
+// second up to burst, and returns 0; when the bucket has no token it takes
+// nothing and returns how long until it will have one. perSec <= 0 means
+// no limit. It never fails.
+func (r *Local) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	if perSec <= 0 {
+		return 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	b := r.buckets[key]
+	if b == nil {
+		if len(r.buckets) >= maxBuckets {
+			for k, old := range r.buckets {
+				if old.refill(now); old.tokens >= old.burst {
+					delete(r.buckets, k)
+				}
+			}
+		}
+		b = &bucket{rate: perSec, burst: float64(burst), tokens: float64(burst), last: now}
+		r.buckets[key] = b
+	}
+	b.refill(now)
+	if b.tokens < 1 {
+		return time.Duration((1 + r.margin - b.tokens) / b.rate * float64(time.Second)), nil
+	}
+	b.tokens--
+	return 0, nil
+}
+
+// bucket refills rate tokens per second up to burst.
+type bucket struct {
+	rate, burst, tokens float64
+	last                time.Time
+}
+
+func (b *bucket) refill(now time.Time) {
+	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+}
