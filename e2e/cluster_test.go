@@ -340,38 +340,11 @@ func TestClusterMessagesSpreadOverReplicas(t *testing.T) {
 func TestClusterKillOwnerMidRun(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.start(), w.start()
-	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
-	w.say(a, "warm up")
-	w.waitAnswered([]string{"warm up"}, 30*time.Second)
-	path := w.sessionFile()
-	owner := byID[w.holder(path)]
-	if owner == nil {
-		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
-	}
-	other := a
-	if owner == a {
-		other = b
-	}
+	path, owner, other := w.warmOwner(a, b)
 	// About 40 words: the echo streams for about two seconds.
 	long := "long one:" + strings.Repeat(" please keep streaming", 13)
 	w.say(other, long) // accepted by the other, run by the owner
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		// In a private chat the reply streams as a draft.
-		streaming := false
-		for _, d := range w.srv.Drafts(clusterChat) {
-			if strings.Contains(d, "long one") && !strings.HasSuffix(d, crashEchoEnd) {
-				streaming = true
-			}
-		}
-		if streaming {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the long answer never started streaming")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	w.waitStreaming("long one")
 	owner.kill()
 	w.waitAnswered([]string{long}, 30*time.Second)
 	time.Sleep(500 * time.Millisecond) // a duplicate would show up meanwhile
@@ -505,27 +478,10 @@ func TestClusterRedisDownThenEmpty(t *testing.T) {
 func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.start(), w.start()
-	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
-	w.say(a, "warm up")
-	w.waitAnswered([]string{"warm up"}, 30*time.Second)
-	path := w.sessionFile()
-	owner := byID[w.holder(path)]
-	if owner == nil {
-		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
-	}
-	other := a
-	if owner == a {
-		other = b
-	}
+	path, owner, other := w.warmOwner(a, b)
 	long := "frozen one:" + strings.Repeat(" please keep streaming", 13)
 	w.say(other, long)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(strings.Join(w.srv.Drafts(clusterChat), "\n"), "frozen one") {
-		if time.Now().After(deadline) {
-			t.Fatal("the long answer never started streaming")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	w.waitStreaming("frozen one")
 	if err := owner.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -567,29 +523,12 @@ func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 func TestClusterStopReachesTheOwner(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.start(), w.start()
-	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
-	w.say(a, "warm up")
-	w.waitAnswered([]string{"warm up"}, 30*time.Second)
-	path := w.sessionFile()
-	owner := byID[w.holder(path)]
-	if owner == nil {
-		t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
-	}
-	other := a
-	if owner == a {
-		other = b
-	}
+	_, owner, other := w.warmOwner(a, b)
 	long := "stop me:" + strings.Repeat(" please keep streaming", 40)
 	w.say(owner, long)
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(strings.Join(w.srv.Drafts(clusterChat), "\n"), "stop me") {
-		if time.Now().After(deadline) {
-			t.Fatal("the long answer never started streaming")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	w.waitStreaming("stop me")
 	w.say(other, "/stop")
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(w.said(), "stopped by /stop") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the run was not stopped; bot messages:\n%s", w.said())
@@ -602,4 +541,39 @@ func TestClusterStopReachesTheOwner(t *testing.T) {
 	w.checkAnswered([]string{"warm up"})
 	a.stop()
 	b.stop()
+}
+
+// warmOwner has replica a answer a first message and returns the session
+// file it made, the replica holding the file's lease and the other one.
+func (w *clusterWorld) warmOwner(a, b *crashPibot) (path string, owner, other *crashPibot) {
+	w.t.Helper()
+	w.say(a, "warm up")
+	w.waitAnswered([]string{"warm up"}, 30*time.Second)
+	path = w.sessionFile()
+	switch w.holder(path) {
+	case replicaID(a):
+		return path, a, b
+	case replicaID(b):
+		return path, b, a
+	}
+	w.t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
+	return "", nil, nil
+}
+
+// waitStreaming waits until a reply holding marker streams, not finished
+// yet (in a private chat a reply streams as a draft).
+func (w *clusterWorld) waitStreaming(marker string) {
+	w.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, d := range w.srv.Drafts(clusterChat) {
+			if strings.Contains(d, marker) && !strings.HasSuffix(d, crashEchoEnd) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("the reply holding %q never started streaming", marker)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
