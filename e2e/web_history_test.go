@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,21 +36,7 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	p := startWebPibotIn(t, dir, "", []faux.Turn{faux.Text("First answer").WithDelay(700 * time.Millisecond), faux.Text("Second answer"), faux.Text("Thread answer")})
 
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(execPath),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Headless,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.WindowSize(1200, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	b := &webBrowser{t: t, ctx: bctx}
+	b := newWebBrowser(t, execPath, 60*time.Second)
 
 	b.do(
 		chromedp.Navigate(p.srv.URL+"/"),
@@ -138,7 +123,7 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 		t.Errorf("the reopened thread shows %q", v)
 	}
 
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}

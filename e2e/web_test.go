@@ -198,6 +198,27 @@ type webBrowser struct {
 	ctx context.Context
 }
 
+// newWebBrowser starts headless Chromium at execPath for at most timeout,
+// with a desktop-sized window; the test's end closes it.
+func newWebBrowser(t *testing.T, execPath string, timeout time.Duration) *webBrowser {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(execPath),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Headless,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.WindowSize(1200, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancelBrowser)
+	return &webBrowser{t: t, ctx: bctx}
+}
+
 // eval evaluates js, which must yield a string.
 func (b *webBrowser) eval(js string) string {
 	b.t.Helper()
@@ -292,21 +313,7 @@ func TestWebChatInBrowser(t *testing.T) {
 		faux.Text("branch answer"),
 	})
 
-	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
-	defer cancel()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(execPath),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Headless,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.WindowSize(1200, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	b := &webBrowser{t: t, ctx: bctx}
+	b := newWebBrowser(t, execPath, 40*time.Second)
 
 	// 1. A message gets a reply that streams in.
 	b.do(
@@ -420,7 +427,7 @@ func TestWebChatInBrowser(t *testing.T) {
 		t.Errorf("bash ran %d times in all, want 1", n)
 	}
 
-	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
 	}
