@@ -91,6 +91,11 @@ func (s *Set) SkillsBlock() string {
 // send text starting with "/"). A skill file that cannot be read leaves
 // the text as it is (logged).
 func (s *Set) Expand(text string) string {
+	if !strings.HasPrefix(text, "/") && !strings.HasPrefix(text, "!skill:") {
+		// Only a command expands: most messages need no skill or template
+		// read from disk.
+		return text
+	}
 	sk, _ := skills.Load(s.src)
 	if strings.HasPrefix(text, "!skill:") {
 		if out, ok, err := skills.ExpandSkill("/"+text[1:], sk); ok && err == nil {
