@@ -12,6 +12,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Kinds of interaction handles (chat.Interaction.Data).
@@ -157,7 +158,7 @@ func (x *interactions) answer(ctx context.Context, ix chat.Interaction, r chat.A
 	// that received the interaction, within 3 s of it): until then Discord
 	// does not know the token yet.
 	for errors.Is(err, chat.ErrExpired) && !ix.Deadline.IsZero() && time.Since(ix.Deadline.Add(-interactionDeadline)) < ackGrace {
-		if sleep(ctx, 250*time.Millisecond) != nil {
+		if tokenbucket.Wait(ctx, 250*time.Millisecond) != nil {
 			break
 		}
 		ref, err = x.answerToken(ctx, ix, hd, th, r)

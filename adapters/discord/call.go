@@ -12,6 +12,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // mode is how a REST call meets rate windows and failures.
@@ -59,7 +60,7 @@ func (r *restClient) do(ctx context.Context, m mode, route, op string, fn func(o
 			if (m == modeLive && d > liveMaxWait) || m == modeAck || d > maxPauseWait {
 				return fmt.Errorf("discord: %s: %w", op, &chat.RateLimitError{RetryAfter: d, Scope: "chat"})
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := tokenbucket.Wait(ctx, d); err != nil {
 				return fmt.Errorf("discord: %s: %w", op, err)
 			}
 		}
@@ -87,7 +88,7 @@ func (r *restClient) do(ctx context.Context, m mode, route, op string, fn func(o
 			d := retryBase << (attempt - 1)
 			d += time.Duration(rand.Int64N(int64(d)/5 + 1))
 			r.log.Warn("discord: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", r.clean(err))
-			if serr := sleep(ctx, d); serr != nil {
+			if serr := tokenbucket.Wait(ctx, d); serr != nil {
 				return fmt.Errorf("discord: %s: %w", op, serr)
 			}
 			continue
@@ -187,15 +188,4 @@ func (r *restClient) clean(err error) string {
 		}
 	}
 	return s
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

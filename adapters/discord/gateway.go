@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Gateway intents pibot identifies with: GUILD_MESSAGES, DIRECT_MESSAGES
@@ -209,7 +210,7 @@ func (g *gatewayClient) connect(ctx context.Context, url string, events chan<- d
 func (g *gatewayClient) heartbeat(ctx context.Context, c *conn, interval time.Duration, acked *atomic.Bool) {
 	wait := time.Duration(rand.Float64() * float64(interval))
 	for {
-		if sleep(ctx, wait) != nil {
+		if tokenbucket.Wait(ctx, wait) != nil {
 			return
 		}
 		wait = interval

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Back-off of reconnects and identifies.
@@ -39,7 +41,7 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 				failures++
 				d := backoff(resumeBase, failures, resumeMax)
 				g.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", g.rest.clean(err))
-				if sleep(ctx, d) != nil {
+				if tokenbucket.Wait(ctx, d) != nil {
 					return nil
 				}
 				continue
@@ -54,7 +56,7 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 		if sess.id == "" {
 			if wait := g.identifyWait(); wait > 0 {
 				g.log.Info("discord: waiting before identifying again", "in", wait.Round(time.Second))
-				if sleep(ctx, wait) != nil {
+				if tokenbucket.Wait(ctx, wait) != nil {
 					return nil
 				}
 			}
@@ -80,7 +82,7 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 		failures++
 		d := backoff(resumeBase, failures, resumeMax)
 		g.log.Warn("discord: gateway connection ended; reconnecting", "code", out.code, "in", d, "err", out.err)
-		if sleep(ctx, d) != nil {
+		if tokenbucket.Wait(ctx, d) != nil {
 			return nil
 		}
 	}
@@ -166,7 +168,7 @@ func (g *gatewayClient) gatewayURL(ctx context.Context) (string, error) {
 	if l := gb.SessionStartLimit; l.Total > 0 && l.Remaining == 0 && l.ResetAfter > 0 {
 		d := time.Duration(l.ResetAfter) * time.Millisecond
 		g.log.Error("discord: the daily identify budget is spent; waiting for Discord to reset it", "in", d)
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return "", err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // kind is how a Web API call meets the pace, a method's Retry-After
@@ -89,7 +90,7 @@ func (a *caller) do(ctx context.Context, o op, fn func(context.Context) error) e
 			d := a.retryBase << (attempt - 1)
 			d += time.Duration(rand.Int64N(int64(d)/5 + 1))
 			a.log.Warn("slack: call failed; retrying", "method", o.method, "attempt", attempt, "in", d, "err", a.redact(err))
-			if serr := sleep(ctx, d); serr != nil {
+			if serr := tokenbucket.Wait(ctx, d); serr != nil {
 				return a.wrap(o.method, serr)
 			}
 			continue

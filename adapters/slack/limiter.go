@@ -3,12 +3,12 @@ package slack
 import (
 	"context"
 	"fmt"
-	"github.com/pibot/pibot/internal/tokenbucket"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // perMessagePerMin paces the calls that change one message (updates,
@@ -133,7 +133,7 @@ func (l *limiter) waitPause(ctx context.Context, team, method string, live bool)
 		if live {
 			return &chat.RateLimitError{RetryAfter: d, Scope: "bot"}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -156,19 +156,8 @@ func (l *limiter) take(ctx context.Context, live bool, key string, perMin float6
 		if live && d > liveMaxWait {
 			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

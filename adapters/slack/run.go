@@ -14,6 +14,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 const maxBackoff = 2 * time.Minute
@@ -85,7 +86,7 @@ func (a *receiver) learnIdentity(ctx context.Context) error {
 		}
 		d := min(a.retryBase<<min(attempt, 8), maxBackoff)
 		a.log.Warn("slack: auth.test failed; retrying", "in", d, "err", err)
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -119,7 +120,7 @@ func (a *receiver) runSocket(ctx context.Context, sink chat.Sink) error {
 			}
 			d := min(a.retryBase<<min(attempt, 8), maxBackoff)
 			a.log.Warn("slack: Socket Mode stopped; reconnecting", "in", d, "err", a.calls.redact(err))
-			if sleep(ctx, d) != nil {
+			if tokenbucket.Wait(ctx, d) != nil {
 				return
 			}
 		}

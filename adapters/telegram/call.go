@@ -17,6 +17,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // mode is how a Bot API call meets the pacing, a bot-wide retry_after
@@ -92,7 +93,7 @@ func (a *Adapter) do(ctx context.Context, m mode, chatID int64, op string, fn fu
 			if m.retried() && attempt < maxAttempts {
 				d := a.backoff(attempt)
 				a.log.Warn("telegram: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", a.redact(err))
-				if serr := sleep(ctx, d); serr != nil {
+				if serr := tokenbucket.Wait(ctx, d); serr != nil {
 					return a.wrap(op, serr)
 				}
 				continue
@@ -105,17 +106,6 @@ func (a *Adapter) do(ctx context.Context, m mode, chatID int64, op string, fn fu
 func (a *Adapter) backoff(attempt int) time.Duration {
 	d := a.retryBase << (attempt - 1)
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func isNotModified(err error) bool {

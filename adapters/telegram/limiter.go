@@ -3,13 +3,13 @@ package telegram
 import (
 	"context"
 	"fmt"
-	"github.com/pibot/pibot/internal/tokenbucket"
 	"math"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // liveMaxWait is the longest a live call (edit, draft) waits for its chat's
@@ -92,7 +92,7 @@ func (l *limiter) waitPause(ctx context.Context, m mode) error {
 		if m.live() {
 			return &chat.RateLimitError{RetryAfter: d, Scope: "bot"}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -112,7 +112,7 @@ func (l *limiter) take(ctx context.Context, m mode, key string, perSec float64, 
 		if m.live() && d > liveMaxWait {
 			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
 		}
 	}

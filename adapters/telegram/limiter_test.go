@@ -2,13 +2,13 @@ package telegram
 
 import (
 	"context"
-	"github.com/pibot/pibot/internal/tokenbucket"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // sharedRates is one Rates given to several adapters, as replicas

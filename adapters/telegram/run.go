@@ -10,6 +10,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 const maxBackoff = 60 * time.Second
@@ -56,7 +57,7 @@ func (a *Adapter) learnIdentity(ctx context.Context) error {
 		}
 		d := min(a.retryBase<<min(attempt, 7), maxBackoff)
 		a.log.Warn("telegram: getMe failed; retrying", "in", d, "err", err)
-		if err := sleep(ctx, d); err != nil {
+		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -112,7 +113,7 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 				d = min(a.retryBase<<min(failures, 7), maxBackoff)
 				a.log.Warn("telegram: getUpdates failed", "retry_in", d, "err", a.redact(err))
 			}
-			if sleep(ctx, d) != nil {
+			if tokenbucket.Wait(ctx, d) != nil {
 				return nil
 			}
 			continue
@@ -130,7 +131,7 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 				failures++
 				d := min(a.retryBase<<min(failures, 7), maxBackoff)
 				a.log.Warn("telegram: update not taken; it will be fetched again", "update_id", u.ID, "retry_in", d, "err", err)
-				if sleep(ctx, d) != nil {
+				if tokenbucket.Wait(ctx, d) != nil {
 					return nil
 				}
 				break

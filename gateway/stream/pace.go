@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // errWaitExceeded is wrapped when a retry-after reaches past FinalWait.
@@ -148,7 +149,7 @@ func (p *pacer) retry(ctx context.Context, deadline time.Time, attempts, limits 
 		if failures >= attempts || p.now().Add(backoff).After(deadline) {
 			return err
 		}
-		if err := sleep(ctx, backoff); err != nil {
+		if err := tokenbucket.Wait(ctx, backoff); err != nil {
 			return err
 		}
 		backoff *= 2
@@ -168,19 +169,7 @@ func (p *pacer) wait(ctx context.Context, deadline time.Time) error {
 	if until.After(deadline) {
 		return fmt.Errorf("%w: paused until %s", errWaitExceeded, until.Format(time.RFC3339))
 	}
-	return sleep(ctx, until.Sub(now))
-}
-
-// sleep waits for d or the end of ctx.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return tokenbucket.Wait(ctx, until.Sub(now))
 }
 
 // earliest returns the smaller of two sleep durations, where -1 is none.

@@ -1,6 +1,7 @@
-// Package tokenbucket keeps token buckets by key in this process: the
-// outbound pacing a platform adapter uses when no shared store (the
-// cluster's Rates) is injected.
+// Package tokenbucket paces outbound calls in this process: token buckets
+// by key (what a platform adapter uses when no shared store, the
+// cluster's Rates, is injected) and the context-aware wait a pace asks
+// for.
 package tokenbucket
 
 import (
@@ -69,4 +70,17 @@ type bucket struct {
 func (b *bucket) refill(now time.Time) {
 	b.tokens = math.Min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
 	b.last = now
+}
+
+// Wait waits for d, the wait a bucket asked for, or until ctx ends, and
+// then returns ctx's error.
+func Wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -2,6 +2,7 @@ package tokenbucket
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -45,5 +46,16 @@ func TestFullBucketsAreDroppedBeyondTheBound(t *testing.T) {
 	}
 	if n := len(r.buckets); n > maxBuckets+1 {
 		t.Fatalf("%d buckets kept, want at most %d", n, maxBuckets+1)
+	}
+}
+
+func TestWait(t *testing.T) {
+	if err := Wait(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("a wait that ran out: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Wait(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a wait whose context ended: %v, want context.Canceled", err)
 	}
 }
