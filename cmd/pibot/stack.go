@@ -50,6 +50,8 @@ type stack struct {
 	// access and spend are swapped by a reload (reload.go).
 	access *access.Checker
 	spend  *spend.Limiter
+	// spendFile keeps the counts; close writes those that wait.
+	spendFile *spend.FileStore
 	// stopTracer stops the span exporter after sending what is left.
 	stopTracer func()
 }
@@ -127,11 +129,12 @@ func openReplicaStack(ctx context.Context, cfg config.Config, getenv func(string
 func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, metrics prometheus.Registerer,
 	store access.Pairings, deps gateway.Deps, cl gateway.ClusterConfig) error {
 	st.access = access.NewChecker(accessPolicy(cfg), store)
-	spendStore, err := spend.OpenFile(dataPath(cfg, "spend.json"))
+	spendFile, err := spend.OpenFile(dataPath(cfg, "spend.json"))
 	if err != nil {
 		return err
 	}
-	st.spend = spend.NewLimiter(spendStore, spendCaps(cfg), nil)
+	st.spendFile = spendFile
+	st.spend = spend.NewLimiter(spendFile, spendCaps(cfg), nil)
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
 		return err
@@ -230,6 +233,9 @@ func (s *stack) close() {
 	}
 	if s.stopTracer != nil {
 		s.stopTracer()
+	}
+	if s.spendFile != nil {
+		_ = s.spendFile.Close() // the counts that wait, after the last run
 	}
 	if s.cluster != nil {
 		s.cluster.close()

@@ -8,20 +8,30 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/pibot/pibot/internal/atomicfile"
 )
 
 // FileStore is the embedded Store: one day's counts and overrides in a
-// JSON file, replaced atomically on every change (a crash keeps the old or
-// the new file). Only the latest day is kept: a change on a new day
-// starts the file afresh. It serves one process.
+// JSON file, replaced atomically (a crash keeps the old or the new file).
+// An override is written at once; counts, which change with every model
+// answer, are written at most once per flushAfter (a crash of pibot loses
+// at most that much counting), and by Close. Only the latest day is kept:
+// a change on a new day starts the file afresh. It serves one process.
 type FileStore struct {
 	path string
 
-	mu   sync.Mutex
-	data fileData
+	mu     sync.Mutex
+	data   fileData
+	dirty  bool        // counts not in the file yet
+	timer  *time.Timer // the pending write of the counts
+	err    error       // the last failed write of the counts, for the next Add
+	closed bool
 }
+
+// flushAfter is how long counts may wait in memory for their write.
+const flushAfter = time.Second
 
 type fileData struct {
 	Day       string              `json:"day"`
@@ -53,39 +63,81 @@ func (s *FileStore) dayLocked(day string) *fileData {
 	return &s.data
 }
 
-// changeLocked applies f to day's data (starting the day if needed) and
-// writes the file; on a failed write the change is undone.
-func (s *FileStore) changeLocked(day string, f func(d *fileData)) error {
-	next := fileData{Day: day, Used: map[string]Amount{}, Overrides: map[string]Override{}}
-	if s.data.Day == day {
-		for k, v := range s.data.Used {
-			next.Used[k] = v
-		}
-		for k, v := range s.data.Overrides {
-			next.Overrides[k] = v
-		}
+// startLocked makes the data day's, starting the day afresh if the file
+// holds another one.
+func (s *FileStore) startLocked(day string) {
+	if s.data.Day != day {
+		s.data = fileData{Day: day, Used: map[string]Amount{}, Overrides: map[string]Override{}}
 	}
-	f(&next)
-	b, err := json.Marshal(next)
+	if s.data.Used == nil {
+		s.data.Used = map[string]Amount{}
+	}
+	if s.data.Overrides == nil {
+		s.data.Overrides = map[string]Override{}
+	}
+}
+
+// writeLocked replaces the file with the data.
+func (s *FileStore) writeLocked() error {
+	b, err := json.Marshal(s.data)
 	if err != nil {
 		return err
 	}
 	if err := atomicfile.Write(s.path, b); err != nil {
 		return err
 	}
-	s.data = next
+	s.dirty = false
 	return nil
 }
 
-// Add implements Store.
+// flush writes counts that wait; a failure waits for the next Add to be
+// reported, and the counts for the next write.
+func (s *FileStore) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.timer = nil
+	if s.dirty && !s.closed {
+		s.err = s.writeLocked()
+	}
+}
+
+// Close writes the counts that wait and stops the store.
+func (s *FileStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	if s.dirty {
+		return s.writeLocked()
+	}
+	return nil
+}
+
+// Add implements Store. The counts reach the file within flushAfter; Add
+// reports a failure of the previous write.
 func (s *FileStore) Add(_ context.Context, day string, keys []string, a Amount) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changeLocked(day, func(d *fileData) {
-		for _, k := range keys {
-			d.Used[k] = d.Used[k].Add(a)
-		}
-	})
+	s.startLocked(day)
+	for _, k := range keys {
+		s.data.Used[k] = s.data.Used[k].Add(a)
+	}
+	s.dirty = true
+	if s.closed {
+		return s.writeLocked()
+	}
+	if s.timer == nil {
+		s.timer = time.AfterFunc(flushAfter, s.flush)
+	}
+	err := s.err
+	s.err = nil
+	return err
 }
 
 // Usage implements Store.
@@ -101,11 +153,27 @@ func (s *FileStore) Usage(_ context.Context, day string, keys []string) ([]Amoun
 	return out, nil
 }
 
-// SetOverride implements Store.
+// SetOverride implements Store: the override (and any counts that wait)
+// is in the file when it returns; on a failed write it is undone.
 func (s *FileStore) SetOverride(_ context.Context, day, key string, o Override) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.changeLocked(day, func(d *fileData) { d.Overrides[key] = o })
+	prevDay := s.data
+	s.startLocked(day)
+	prev, had := s.data.Overrides[key]
+	s.data.Overrides[key] = o
+	if err := s.writeLocked(); err != nil {
+		if had {
+			s.data.Overrides[key] = prev
+		} else {
+			delete(s.data.Overrides, key)
+		}
+		if prevDay.Day != day {
+			s.data = prevDay
+		}
+		return err
+	}
+	return nil
 }
 
 // Overrides implements Store.

@@ -3,11 +3,13 @@ package spend_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pibot/pibot/gateway/spend"
@@ -21,7 +23,12 @@ func TestFileStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = s.Close() })
 		return s, func() spend.Store {
+			// A restart: pibot stops (writing what waits), then starts.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
 			s, err := spend.OpenFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -245,4 +252,39 @@ func TestParseScope(t *testing.T) {
 	if _, ok := spend.ParseScope("everyone"); ok {
 		t.Error("ParseScope accepted an unknown scope")
 	}
+}
+
+// Counts are not written on every model answer (that was an atomic file
+// replacement with two fsyncs each, under one lock for every
+// conversation), yet they reach the file within flushAfter, without a
+// clean stop.
+func TestFileStoreWritesCountsInTheBackground(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		path := filepath.Join(t.TempDir(), "spend.json")
+		s, err := spend.OpenFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		keys := []string{"user:a", "global"}
+		for range 100 {
+			if err := s.Add(ctx, "2026-03-04", keys, spend.Amount{Tokens: 10}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the counts were written at once (%v), want one write later", err)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		crashed, err := spend.OpenFile(path) // no Close: as after a crash
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := crashed.Usage(ctx, "2026-03-04", keys)
+		if err != nil || u[0].Tokens != 1000 || u[1].Tokens != 1000 {
+			t.Fatalf("counts in the file after the write = %v, %v; want 1000 tokens each", u, err)
+		}
+	})
 }
