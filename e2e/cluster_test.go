@@ -232,12 +232,20 @@ func (w *clusterWorld) checkAnswered(texts []string) {
 func (w *clusterWorld) sessionFile() string {
 	w.t.Helper()
 	var files []string
-	_ = filepath.WalkDir(filepath.Join(w.data, "sessions"), func(path string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
-			files = append(files, path)
+	// The file may still be on its way: an answer shows in the chat a
+	// moment before the record of its delivery creates the file.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		files = files[:0]
+		_ = filepath.WalkDir(filepath.Join(w.data, "sessions"), func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if len(files) > 0 || time.Now().After(deadline) {
+			break
 		}
-		return nil
-	})
+	}
 	if len(files) != 1 {
 		w.t.Fatalf("one conversation made %d session files: %q", len(files), files)
 	}

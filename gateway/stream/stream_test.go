@@ -662,6 +662,9 @@ func TestStatusLineKeptForTheWholeReply(t *testing.T) {
 		if got := ad.Status(dm); got != "writing…" {
 			t.Errorf("status while writing = %q", got)
 		}
+		// A refresh due at this very instant runs before the count, not
+		// after it.
+		synctest.Wait()
 		n := len(chattest.Filter(ad.Calls(), chattest.MethodStatus))
 		c.Status("1 queued message(s)")
 		synctest.Wait()
