@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,6 +34,61 @@ func needDocker(t *testing.T) {
 	if out, err := docker(t, "info", "--format", "{{.ServerVersion}}"); err != nil {
 		t.Skipf("no container runtime: docker cannot reach a daemon (%s); the Dockerfile is checked by TestDockerfile", out)
 	}
+	for _, img := range baseImages(t) {
+		if _, err := docker(t, "image", "inspect", img); err == nil {
+			continue
+		}
+		out, err := docker(t, "pull", "-q", img)
+		if err == nil {
+			continue
+		}
+		if unreachable(out) {
+			t.Skipf("the base image %s cannot be pulled: no registry is reachable (%s); the Dockerfile is checked by TestDockerfile", img, out)
+		}
+		t.Fatalf("docker pull %s: %v\n%s", img, err, out)
+	}
+}
+
+// baseImages are the images the Dockerfile's stages start from, with the
+// defaults of its ARGs filled in.
+func baseImages(t *testing.T) []string {
+	t.Helper()
+	args := map[string]string{}
+	stages := map[string]bool{}
+	var out []string
+	for _, in := range dockerfile(t) {
+		switch in.op {
+		case "ARG":
+			if k, v, ok := strings.Cut(in.args, "="); ok {
+				args[k] = strings.Trim(v, `"`)
+			}
+		case "FROM":
+			f := strings.Fields(in.args)
+			img := os.Expand(f[0], func(k string) string { return args[k] })
+			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+				stages[f[2]] = true
+			}
+			if !stages[img] && !slices.Contains(out, img) {
+				out = append(out, img)
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("the Dockerfile has no FROM")
+	}
+	return out
+}
+
+// unreachable tells a pull that failed because no registry answers (a
+// machine without network) from one that failed for a reason the test
+// must report, such as a tag that does not exist.
+func unreachable(out string) bool {
+	for _, s := range []string{"no such host", "dial tcp", "i/o timeout", "connection refused", "network is unreachable", "TLS handshake timeout", "Client.Timeout"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // TestImage builds the image, starts it with the web chat off and waits for

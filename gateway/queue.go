@@ -176,7 +176,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 				return
 			}
 		}
-		o.log.Debug("nothing to resume", "loc", loc.key, "msg", p.msgKey())
+		o.log.Debug("nothing to resume", "loc", loc.key, "message", p.msgKey())
 		o.ack(ctx, []*pending{p})
 		return
 	}

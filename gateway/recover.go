@@ -124,7 +124,7 @@ func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem) {
 	}
 	rc.metrics.quarantined()
 	rc.log.Error("inbox message quarantined: it was being handled during crashes of pibot; it stays in the inbox file and is not replayed",
-		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "msg", item.In.Msg.Key(), "user", item.In.User.ID)
+		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "message", item.In.Msg.Key(), "user", item.In.User.ID)
 	rc.markSeen(ctx, item.In.DedupKey)
 	if item.In.Conv.Platform != "" {
 		rc.replier.reply(ctx, item.In, quarantineNotice)
@@ -150,7 +150,7 @@ func deliveryOf(e session.Entry) (delivery, bool) {
 // chat (a crash between the two), as a run of its own, and records its
 // delivery.
 func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
-	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "msg", p.msgKey())
+	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey())
 	p.applied = true
 	text := answer.Message.Text()
 	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {

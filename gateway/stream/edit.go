@@ -84,12 +84,12 @@ func (e *editSurface) edited(i int, text string, err error) bool {
 		return true
 	case e.pace.limited(err):
 	case errors.Is(err, chat.ErrNotFound):
-		e.log.Info("stream: message gone, continuing in a new one", "msg", s.ref.ID)
+		e.log.Info("stream: message gone, continuing in a new one", "message", s.ref.ID)
 		e.msgs.drop(s.ref)
 		e.abandon(i)
 	default:
 		s.fails++
-		e.log.Warn("stream: edit", "msg", s.ref.ID, "fails", s.fails, "err", err)
+		e.log.Warn("stream: edit", "message", s.ref.ID, "fails", s.fails, "err", err)
 		if s.fails >= maxEditFails {
 			e.abandon(i)
 		}
@@ -176,7 +176,7 @@ func (e *editSurface) finalEdit(ctx context.Context, deadline time.Time, i int, 
 	if ctx.Err() != nil {
 		return false, err
 	}
-	e.log.Warn("stream: final edit failed, sending the rest as new messages", "msg", s.ref.ID, "err", err)
+	e.log.Warn("stream: final edit failed, sending the rest as new messages", "message", s.ref.ID, "err", err)
 	if errors.Is(err, chat.ErrNotFound) {
 		e.msgs.drop(s.ref)
 	}
@@ -218,7 +218,7 @@ func (e *editSurface) trim(ctx context.Context, deadline time.Time, n int) {
 		}
 		err := e.pace.retry(ctx, deadline, editAttempts, editAttempts, func() error { return e.ad.Edit(ctx, s.ref, chat.Out{Markdown: "…"}) })
 		if err != nil {
-			e.log.Warn("stream: blank leftover message", "msg", s.ref.ID, "err", err)
+			e.log.Warn("stream: blank leftover message", "message", s.ref.ID, "err", err)
 		}
 	}
 }

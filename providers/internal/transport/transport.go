@@ -124,7 +124,7 @@ func (c *Client) Do(ctx context.Context, attempt func(ctx context.Context) error
 		d := c.Retry.Delay(n+1, apiErr.RetryAfter)
 		c.logger().LogAttrs(ctx, slog.LevelWarn, "model call failed, retrying",
 			slog.String("provider", c.Provider), slog.Int("status", apiErr.Status),
-			slog.String("error", apiErr.Message), slog.Int("attempt", n+1), slog.Duration("delay", d))
+			slog.String("err", apiErr.Message), slog.Int("attempt", n+1), slog.Duration("delay", d))
 		if err := c.Retry.sleep(ctx, d); err != nil {
 			return err
 		}
