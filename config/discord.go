@@ -3,15 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 )
-
-// snowflakeRE matches a Discord id: a decimal snowflake.
-var snowflakeRE = regexp.MustCompile(`^[0-9]{1,20}$`)
-
-// commandNameRE matches a Discord application command name that pibot
-// accepts (lower case; Discord allows more, pibot keeps it simple).
-var commandNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
 
 // validate checks adapters.discord.*; every problem names its key.
 func (d Discord) validate(bad func(key, format string, args ...any)) {
@@ -25,15 +17,15 @@ func (d Discord) validate(bad func(key, format string, args ...any)) {
 			bad("adapters.discord.api_url", "%q must be an http(s) base URL without a path (it replaces https://discord.com)", d.APIURL)
 		}
 	}
-	if d.ApplicationID != "" && !snowflakeRE.MatchString(d.ApplicationID) {
+	if d.ApplicationID != "" && !isSnowflake(d.ApplicationID) {
 		bad("adapters.discord.application_id", "%q is not a Discord id (digits; write it as a YAML string)", d.ApplicationID)
 	}
 	for i, g := range d.Guilds {
-		if !snowflakeRE.MatchString(g) {
+		if !isSnowflake(g) {
 			bad(fmt.Sprintf("adapters.discord.guilds[%d]", i), "%q is not a Discord guild id (digits; write it as a YAML string)", g)
 		}
 	}
-	if d.Command != "" && !commandNameRE.MatchString(d.Command) {
+	if d.Command != "" && !isCommandName(d.Command) {
 		bad("adapters.discord.command", "%q must be 1-32 characters of a-z, 0-9, _ and -", d.Command)
 	}
 }

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -28,9 +27,6 @@ type Hook struct {
 // HookEvents are the events hooks.NAME.events accepts.
 var hookEvents = []string{"input", "tool_call", "tool_result", "before_agent_start", "agent_end"}
 
-// hookNameRE matches a hook name.
-var hookNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
 // HookNames returns the configured hooks' names in the order they run
 // (sorted).
 func (c Config) HookNames() []string {
@@ -53,7 +49,7 @@ func (c Config) validateExtend(bad func(key, format string, args ...any)) {
 	for _, name := range c.HookNames() {
 		h := c.Hooks[name]
 		key := "hooks." + name
-		if !hookNameRE.MatchString(name) {
+		if !isHookName(name) {
 			bad(key, "hook names are 1-64 characters of letters, digits, _ and -")
 		}
 		switch {

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -190,12 +189,8 @@ func checkLeaf(n *yaml.Node, t reflect.Type, path string) error {
 	if errors.As(err, &te) {
 		return &Error{Key: trimDot(path), Line: n.Line, Msg: fmt.Sprintf("%q is not %s", n.Value, want(t))}
 	}
-	return &Error{Key: trimDot(path), Line: n.Line, Msg: linePrefix.ReplaceAllString(err.Error(), "")}
+	return &Error{Key: trimDot(path), Line: n.Line, Msg: trimLinePrefix(err.Error())}
 }
-
-// linePrefix is the "line N: " the YAML decoder and the Unmarshalers put
-// in front of a message; Error carries the line itself.
-var linePrefix = regexp.MustCompile(`^(yaml: )?line \d+: `)
 
 // want describes what a value of type t looks like.
 func want(t reflect.Type) string {

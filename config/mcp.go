@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 )
 
@@ -27,14 +26,11 @@ type MCPServer struct {
 	Headers map[string]string `yaml:"headers"`
 }
 
-// mcpNameRE matches a server name; "__" is refused separately.
-var mcpNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$`)
-
 // validate checks mcp.servers.*; every problem names its key.
 func (m MCP) validate(bad func(key, format string, args ...any)) {
 	for name, s := range m.Servers {
 		key := "mcp.servers." + name
-		if !mcpNameRE.MatchString(name) || strings.Contains(name, "__") {
+		if !isMCPName(name) || strings.Contains(name, "__") {
 			bad(key, "server names are 1-32 letters, digits, - and _, without \"__\" (it separates server and tool in NAME__tool)")
 		}
 		switch {

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -27,15 +26,13 @@ type Schedule struct {
 	Prompt string `yaml:"prompt"`
 }
 
-var scheduleNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
-
 // validateSchedules checks schedules[*] (the cron expression is checked
 // where it is parsed, in cmd/pibot).
 func validateSchedules(list []Schedule, bad func(key, format string, args ...any)) {
 	seen := map[string]bool{}
 	for i, s := range list {
 		key := fmt.Sprintf("schedules[%d]", i)
-		if !scheduleNameRE.MatchString(s.Name) {
+		if !isScheduleName(s.Name) {
 			bad(key+".name", "%q must be 1-32 characters of a-z, 0-9, _ and -", s.Name)
 		} else if seen[s.Name] {
 			bad(key+".name", "%q is used twice", s.Name)

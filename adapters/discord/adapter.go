@@ -44,14 +44,14 @@ func channelOf(conv chat.ConvRef) (string, error) {
 	if conv.Thread != "" {
 		id = conv.Thread
 	}
-	if !idRE.MatchString(id) {
+	if !isID(id) {
 		return "", fmt.Errorf("discord: conversation %s: %q is not a Discord channel id", conv.Key(), id)
 	}
 	return id, nil
 }
 
 func messageID(ref chat.MsgRef) (string, error) {
-	if !idRE.MatchString(ref.ID) {
+	if !isID(ref.ID) {
 		return "", fmt.Errorf("discord: message id %q is not a Discord id", ref.ID)
 	}
 	return ref.ID, nil
@@ -146,7 +146,7 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 		if i == len(parts)-1 {
 			ms.Components = comps
 		}
-		if i == 0 && m.ReplyTo != nil && idRE.MatchString(m.ReplyTo.ID) {
+		if i == 0 && m.ReplyTo != nil && isID(m.ReplyTo.ID) {
 			fail := false
 			ms.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo.ID, ChannelID: ch, FailIfNotExists: &fail}
 		}

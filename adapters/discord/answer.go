@@ -34,7 +34,7 @@ func (h handleData) String() string { return h.kind + ":" + h.app }
 func parseHandleData(s string) (handleData, error) {
 	kind, app, ok := strings.Cut(s, ":")
 	switch {
-	case !ok, kind != kindCommand && kind != kindCommandEphemeral && kind != kindButton, app != "" && !idRE.MatchString(app):
+	case !ok, kind != kindCommand && kind != kindCommandEphemeral && kind != kindButton, app != "" && !isID(app):
 		return handleData{}, fmt.Errorf("discord: answer: unreadable interaction data %q", s)
 	}
 	return handleData{kind: kind, app: app}, nil
@@ -89,7 +89,7 @@ func parseHandle(s string) (tokenHandle, bool) {
 		return tokenHandle{}, false
 	}
 	app, tok, ok := strings.Cut(rest, ":")
-	if !ok || !idRE.MatchString(app) || tok == "" || strings.ContainsAny(tok, "/?# ") {
+	if !ok || !isID(app) || tok == "" || strings.ContainsAny(tok, "/?# ") {
 		return tokenHandle{}, false
 	}
 	return tokenHandle{app: app, token: tok}, true
@@ -136,7 +136,7 @@ func (x *interactions) acknowledge(ctx context.Context, ix *discordgo.Interactio
 // Discord no longer knows the token) Replace becomes an ordinary edit and
 // Reply and Toast normal messages in the conversation.
 func (x *interactions) answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
-	if ix.Platform != platform || !idRE.MatchString(ix.ID) || ix.Token == "" {
+	if ix.Platform != platform || !isID(ix.ID) || ix.Token == "" {
 		return chat.MsgRef{}, errors.New("discord: answer: not a Discord interaction")
 	}
 	hd, err := parseHandleData(ix.Data)

@@ -25,7 +25,7 @@ func (a *Adapter) application(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !idRE.MatchString(app.ID) {
+	if !isID(app.ID) {
 		return "", errors.New("discord: GET /applications/@me gave no id")
 	}
 	a.mu.Lock()

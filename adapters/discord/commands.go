@@ -22,7 +22,7 @@ func (a *Adapter) RegisterCommands(ctx context.Context, cmds []chat.CommandSpec)
 	var subs []*discordgo.ApplicationCommandOption
 	for _, c := range cmds {
 		name := strings.ToLower(c.Name)
-		if !commandRE.MatchString(name) {
+		if !isCommand(name) {
 			a.log.Warn("discord: command name not usable as a subcommand; skipped", "name", c.Name)
 			continue
 		}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -51,10 +50,34 @@ type Config struct {
 	StatePath string
 }
 
-var (
-	idRE      = regexp.MustCompile(`^[0-9]{1,20}$`)
-	commandRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
-)
+// isID reports whether s is a Discord id, a decimal snowflake
+// (^[0-9]{1,20}$). A function, not a regular expression compiled when the
+// package loads (issue #15: heap in every pibot process).
+func isID(s string) bool {
+	if len(s) < 1 || len(s) > 20 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isCommand reports whether s is a command name pibot accepts
+// (^[a-z0-9_-]{1,32}$).
+func isCommand(s string) bool {
+	if len(s) < 1 || len(s) > 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Adapter connects pibot to one Discord bot. Create it with New.
 type Adapter struct {
@@ -92,18 +115,18 @@ func New(cfg Config) (*Adapter, error) {
 		}
 		a.api = u
 	}
-	if cfg.ApplicationID != "" && !idRE.MatchString(cfg.ApplicationID) {
+	if cfg.ApplicationID != "" && !isID(cfg.ApplicationID) {
 		return nil, fmt.Errorf("discord: adapters.discord.application_id %q is not a Discord id", cfg.ApplicationID)
 	}
 	for i, g := range cfg.Guilds {
-		if !idRE.MatchString(g) {
+		if !isID(g) {
 			return nil, fmt.Errorf("discord: adapters.discord.guilds[%d] %q is not a Discord guild id", i, g)
 		}
 	}
 	if a.cfg.Command == "" {
 		a.cfg.Command = "pi"
 	}
-	if !commandRE.MatchString(a.cfg.Command) {
+	if !isCommand(a.cfg.Command) {
 		return nil, fmt.Errorf("discord: adapters.discord.command %q must be 1-32 characters of a-z, 0-9, _ and -", a.cfg.Command)
 	}
 	if a.cfg.MaxDownload <= 0 {

@@ -48,7 +48,7 @@ func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile,
 	body := io.LimitReader(f.Reader, maxUpload+1)
 	ms := &discordgo.MessageSend{Content: caption, AllowedMentions: noMentions(), Flags: discordgo.MessageFlagsSuppressEmbeds,
 		Files: []*discordgo.File{{Name: name, ContentType: f.MimeType, Reader: body}}}
-	if replyTo != nil && idRE.MatchString(replyTo.ID) {
+	if replyTo != nil && isID(replyTo.ID) {
 		fail := false
 		ms.Reference = &discordgo.MessageReference{MessageID: replyTo.ID, ChannelID: ch, FailIfNotExists: &fail}
 	}

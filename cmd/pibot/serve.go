@@ -156,6 +156,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	// Start-up garbage (config, providers, recovery) is returned to the OS
 	// now rather than held until the heap grows again.
 	debug.FreeOSMemory()
+	releaseStartupPages()
 
 	var runErr error
 	select {

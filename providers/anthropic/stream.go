@@ -1,43 +1,150 @@
 package anthropic
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
-
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/internal/assemble"
 	"github.com/pibot/pibot/providers/internal/transport"
 )
 
-// setIf sets a usage field only when the event carries it.
-func setIf(dst *int64, v int64, ok bool) {
-	if ok {
-		*dst = v
-	}
+// maxLine bounds one line of the event stream (a tool call's arguments
+// come in many small deltas; 32 MiB is far beyond any real event).
+const maxLine = 32 << 20
+
+// events decodes a text/event-stream body into the Messages API's events.
+// Events without a name and ping events are skipped; an error event ends
+// the stream with a *streamError.
+type events struct {
+	sc   *bufio.Scanner
+	data bytes.Buffer
+	cur  event
+	err  error
 }
 
-func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *ssestream.Stream[anthropic.MessageStreamEventUnion]) {
+func newEvents(r io.Reader) *events {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	return &events{sc: sc}
+}
+
+// next decodes the next event into e.cur; false at the end of the stream
+// or on a failure (see e.err).
+func (e *events) next() bool {
+	for e.err == nil {
+		name, data, ok := e.frame()
+		if !ok {
+			return false
+		}
+		switch name {
+		case "", "ping":
+			continue
+		case "error":
+			e.err = newStreamError(data)
+			return false
+		}
+		if len(data) == 0 {
+			continue
+		}
+		e.cur = event{}
+		if err := json.Unmarshal(data, &e.cur); err != nil {
+			e.err = err
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// frame reads one event: its name and its data lines joined by newlines.
+func (e *events) frame() (name string, data []byte, ok bool) {
+	e.data.Reset()
+	for e.sc.Scan() {
+		line := e.sc.Bytes()
+		if len(line) == 0 {
+			if name == "" && e.data.Len() == 0 {
+				continue
+			}
+			return name, bytes.TrimSuffix(e.data.Bytes(), []byte("\n")), true
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			name = string(value)
+		case "data":
+			e.data.Write(value)
+			e.data.WriteByte('\n')
+		}
+	}
+	e.err = e.sc.Err()
+	return "", nil, false
+}
+
+// streamError is an error event: the API failed after the stream began.
+type streamError struct {
+	typ, msg string
+	raw      []byte
+}
+
+func newStreamError(data []byte) *streamError {
+	var ae apiError
+	if json.Unmarshal(data, &ae) != nil {
+		return &streamError{raw: data}
+	}
+	return &streamError{typ: ae.Error.Type, msg: ae.Error.Message, raw: data}
+}
+
+func (e *streamError) Error() string {
+	if e.msg != "" {
+		return strings.TrimSpace(e.typ + ": " + e.msg)
+	}
+	if t := transport.ErrorText(e.raw); t != "" {
+		return t
+	}
+	return "received error while streaming: " + string(e.raw)
+}
+
+// counts is the usage reported so far; an event's usage replaces the
+// fields it carries.
+type counts struct{ llm.Usage }
+
+func (c *counts) add(u *usage) {
+	if u == nil {
+		return
+	}
+	set := func(dst *int64, v *int64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&c.Input, u.InputTokens)
+	set(&c.Output, u.OutputTokens)
+	set(&c.CacheRead, u.CacheReadInputTokens)
+	set(&c.CacheWrite, u.CacheCreationInputTokens)
+	c.TotalTokens = 0
+}
+
+// read turns the events into the builder's calls until message_stop, the
+// end of the stream or a failure.
+func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *events) {
 	blocks := map[int64]int{}
-	var u llm.Usage
+	var u counts
 	stop := ""
-	for stream.Next() {
-		e := stream.Current()
+	for stream.next() {
+		e := &stream.cur
 		switch e.Type {
 		case "message_start":
-			if e.JSON.Message.Valid() {
+			if e.Message != nil {
 				b.SetResponse(e.Message.ID, e.Message.Model)
-				mu := e.Message.Usage
-				setIf(&u.Input, mu.InputTokens, mu.JSON.InputTokens.Valid())
-				setIf(&u.Output, mu.OutputTokens, mu.JSON.OutputTokens.Valid())
-				setIf(&u.CacheRead, mu.CacheReadInputTokens, mu.JSON.CacheReadInputTokens.Valid())
-				setIf(&u.CacheWrite, mu.CacheCreationInputTokens, mu.JSON.CacheCreationInputTokens.Valid())
-				u.TotalTokens = 0
-				b.SetUsage(u)
+				u.add(e.Message.Usage)
+				b.SetUsage(u.Usage)
 			}
 		case "content_block_start":
 			cb := e.ContentBlock
@@ -96,16 +203,11 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *ssestream
 			}
 		case "message_delta":
 			if e.Delta.StopReason != "" {
-				stop = string(e.Delta.StopReason)
+				stop = e.Delta.StopReason
 			}
-			if e.JSON.Usage.Valid() {
-				du := e.Usage
-				setIf(&u.Input, du.InputTokens, du.JSON.InputTokens.Valid())
-				setIf(&u.Output, du.OutputTokens, du.JSON.OutputTokens.Valid())
-				setIf(&u.CacheRead, du.CacheReadInputTokens, du.JSON.CacheReadInputTokens.Valid())
-				setIf(&u.CacheWrite, du.CacheCreationInputTokens, du.JSON.CacheCreationInputTokens.Valid())
-				u.TotalTokens = 0
-				b.SetUsage(u)
+			if e.Usage != nil {
+				u.add(e.Usage)
+				b.SetUsage(u.Usage)
 			}
 		case "message_stop":
 			m.finish(b, stop)
@@ -116,7 +218,7 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *ssestream
 		b.Abort()
 		return
 	}
-	if err := stream.Err(); err != nil {
+	if err := stream.err; err != nil {
 		b.Fail(llm.StopError, m.info.Provider+": "+streamFailure(err))
 		return
 	}
@@ -127,16 +229,11 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *ssestream
 	b.Fail(llm.StopError, m.info.Provider+": stream ended without message_stop")
 }
 
-// streamFailure renders an error that ended the stream: an error event
-// (the SDK turns it into *anthropic.Error), an event that does not decode,
-// or a broken connection.
+// streamFailure renders an error that ended the stream: an error event,
+// an event that does not decode, or a broken connection.
 func streamFailure(err error) string {
-	var ae *anthropic.Error
-	if errors.As(err, &ae) {
-		if msg := strings.TrimSpace(string(ae.Type()) + ": " + ae.Message); ae.Message != "" {
-			return msg
-		}
-		return transport.ErrorText([]byte(ae.RawJSON()))
+	if se, ok := errors.AsType[*streamError](err); ok {
+		return se.Error()
 	}
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError

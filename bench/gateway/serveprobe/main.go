@@ -6,8 +6,9 @@
 // environment) on a free loopback port, and records the time from exec to
 // the "pibot ready" line on stdout, to the first 200 from /readyz and to
 // the first 200 from the web chat's event stream (the chat works). After
-// an idle pause it reads VmRSS from /proc/PID/status, then stops the
-// process with SIGTERM. It prints every run and the medians.
+// an idle pause it reads VmRSS from /proc/PID/status; then it sends one
+// web chat message and reads VmRSS again after another pause, and stops
+// the process with SIGTERM. It prints every run and the medians.
 //
 // Usage:
 //
@@ -41,6 +42,7 @@ type sample struct {
 	rssKB     int64         // VmRSS after the idle pause
 	anonKB    int64         // RssAnon: heap, stacks, runtime
 	fileKB    int64         // RssFile: the binary's mapped pages
+	msgKB     int64         // VmRSS after one web chat message and another idle pause
 }
 
 func main() {
@@ -64,15 +66,16 @@ func main() {
 			fmt.Fprintf(os.Stderr, "serveprobe: run %d: %v\n", i+1, err)
 			os.Exit(1)
 		}
-		fmt.Printf("run %d: ready line %6.1f ms  /readyz %6.1f ms  web chat %6.1f ms  idle VmRSS %5.1f MiB (anon %4.1f, file %4.1f)\n",
-			i+1, msec(s.readyLine), msec(s.readyz), msec(s.web), mb(s.rssKB), mb(s.anonKB), mb(s.fileKB))
+		fmt.Printf("run %d: ready line %6.1f ms  /readyz %6.1f ms  web chat %6.1f ms  idle VmRSS %5.1f MiB (anon %4.1f, file %4.1f), after a message %5.1f MiB\n",
+			i+1, msec(s.readyLine), msec(s.readyz), msec(s.web), mb(s.rssKB), mb(s.anonKB), mb(s.fileKB), mb(s.msgKB))
 		all = append(all, s)
 	}
 	line := median(all, func(s sample) float64 { return msec(s.readyLine) })
 	rz := median(all, func(s sample) float64 { return msec(s.readyz) })
 	web := median(all, func(s sample) float64 { return msec(s.web) })
 	rss := median(all, func(s sample) float64 { return mb(s.rssKB) })
-	fmt.Printf("median of %d: ready line %.1f ms, /readyz %.1f ms, web chat %.1f ms, idle VmRSS %.1f MiB\n", len(all), line, rz, web, rss)
+	msg := median(all, func(s sample) float64 { return mb(s.msgKB) })
+	fmt.Printf("median of %d: ready line %.1f ms, /readyz %.1f ms, web chat %.1f ms, idle VmRSS %.1f MiB, after a message %.1f MiB\n", len(all), line, rz, web, rss, msg)
 	// Issue #15's goals (#5 asked for < 25 MiB and < 200 ms).
 	fmt.Printf("goal: idle RSS <= 20 MiB: %s (PicoClaw's gateway idles at ~32 MB)\n", verdict(rss <= 20))
 	fmt.Printf("goal: ready < 100 ms:     %s (/readyz), %s (web chat usable)\n", verdict(rz < 100), verdict(web < 100))
@@ -164,6 +167,22 @@ func probe(bin string, idle time.Duration) (sample, error) {
 	}
 	time.Sleep(idle)
 	if s.rssKB, s.anonKB, s.fileKB, err = vmRSS(cmd.Process.Pid); err != nil {
+		return s, err
+	}
+	// One chat message (with no model configured the gateway answers how
+	// to set one) runs the inbox, the session store and the reply path.
+	body := strings.NewReader(`{"conv":"probe","id":"m1","text":"hello"}`)
+	resp, err := http.Post("http://"+addr+"/api/send", "application/json", body)
+	if err != nil {
+		return s, fmt.Errorf("send a message: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return s, fmt.Errorf("send a message: %s", resp.Status)
+	}
+	time.Sleep(idle)
+	if s.msgKB, _, _, err = vmRSS(cmd.Process.Pid); err != nil {
 		return s, err
 	}
 	return s, nil
