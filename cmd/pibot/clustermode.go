@@ -15,9 +15,11 @@ import (
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redispairing"
+	"github.com/pibot/pibot/cluster/rediscluster/redisspend"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/gateway/spend"
 )
 
 // The Redis implementations are what cluster mode passes as the gateway's
@@ -29,6 +31,7 @@ var (
 	_ gateway.Locker  = (*rediscluster.Locker)(nil)
 	_ gateway.Index   = (*rediscluster.Index)(nil)
 	_ access.Pairings = (*redispairing.Pairings)(nil)
+	_ spend.Store     = (*redisspend.Store)(nil)
 	_ telegram.Rates  = (*rediscluster.Rates)(nil)
 	_ slack.Rates     = (*rediscluster.Rates)(nil)
 	_ outboundRates   = (*cluster.Rates)(nil)
@@ -112,6 +115,7 @@ type clusterParts struct {
 	locker  *rediscluster.Locker
 	deps    gateway.Deps // Inbox, Dedupe, Locker, Budget, Index
 	pairing *redispairing.Pairings
+	spend   *redisspend.Store
 }
 
 // openCluster takes this replica's lock on the shared data directory and
@@ -135,6 +139,7 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 	})
 	log.Info("cluster mode", "replica", r.id, "key_prefix", r.opts.KeyPrefix(), "lease_ttl", locker.TTL())
 	return &clusterParts{lock: lock, inbox: ib, locker: locker, pairing: redispairing.NewPairings(r.rdb, r.opts),
+		spend: redisspend.New(r.rdb, r.opts),
 		deps: gateway.Deps{
 			Inbox:  ib,
 			Dedupe: rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL),
