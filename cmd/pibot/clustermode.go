@@ -79,12 +79,53 @@ func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*rep
 }
 
 // rates returns the outbound rates the adapters share: through Redis in
-// cluster mode, else in the process.
+// cluster mode (falling back to the process's while Redis does not
+// answer), else in the process.
 func (r *replicaState) rates() outboundRates {
 	if r == nil {
 		return cluster.NewRates()
 	}
-	return rediscluster.NewRates(r.rdb, r.opts)
+	return &fallbackRates{shared: rediscluster.NewRates(r.rdb, r.opts), local: cluster.NewRates()}
+}
+
+// fallbackRates paces through the replicas' shared buckets and, while
+// Redis does not answer, through this process's: the bot keeps talking
+// (the "degraded" notice, the end of a run) at a pace that is right for
+// one replica, instead of failing every call.
+type fallbackRates struct {
+	shared *rediscluster.Rates
+	local  *cluster.Rates
+}
+
+var (
+	_ telegram.SharedPause = (*fallbackRates)(nil)
+	_ outboundRates        = (*fallbackRates)(nil)
+)
+
+// Take takes from the shared bucket, or from the local one when Redis
+// fails.
+func (f *fallbackRates) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	d, err := f.shared.Take(ctx, key, perSec, burst)
+	if err != nil && ctx.Err() == nil {
+		return f.local.Take(ctx, key, perSec, burst)
+	}
+	return d, err
+}
+
+// Pause pauses key on every replica (the caller pauses its own process
+// whatever the answer).
+func (f *fallbackRates) Pause(ctx context.Context, key string, d time.Duration) error {
+	return f.shared.Pause(ctx, key, d)
+}
+
+// PausedFor is the shared pause of key; none is known while Redis fails
+// (the caller's own pause still holds).
+func (f *fallbackRates) PausedFor(ctx context.Context, key string) (time.Duration, error) {
+	d, err := f.shared.PausedFor(ctx, key)
+	if err != nil && ctx.Err() == nil {
+		return 0, nil
+	}
+	return d, err
 }
 
 // ping checks that Redis answers within a second (for /readyz); nil when
