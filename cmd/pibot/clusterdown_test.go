@@ -147,8 +147,12 @@ adapters:
 			}
 		}
 	}
-	if code := deliver(update("before")); code/100 != 2 {
-		t.Fatalf("delivery with Redis up: %d", code)
+	// The webhook answers 503 until the adapter runs (just after "ready").
+	before := update("before")
+	for deadline := time.Now().Add(20 * time.Second); deliver(before)/100 != 2; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery with Redis up refused\n%s", s.stderr)
+		}
 	}
 	waitSaid("You said: before", 1)
 
@@ -160,7 +164,10 @@ adapters:
 		}
 	}
 	waitSaid("I am degraded", 1)
-	time.Sleep(300 * time.Millisecond) // a second notice would show meanwhile
+	time.Sleep(300 * time.Millisecond) // a second notice or a run would show meanwhile
+	if strings.Contains(said(), "You said: during") {
+		t.Fatalf("a run started while Redis was unreachable:\n%s", said())
+	}
 
 	px.restore(t)
 	for _, up := range []models.Update{first, second} {
