@@ -271,6 +271,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post}
 	if g.pump = newPump(g); g.pump != nil {
 		g.intake.accepted = func(ref inboxRef, _ inboxItem) { g.pump.kick(ref.key) }
+		g.intake.shared = &degraded{reply: g.replier.reply, now: time.Now}
 	}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {

@@ -45,6 +45,9 @@ type intake struct {
 	// accepted hands an enqueued item on (nil: post it here; cluster mode:
 	// the pump of the session's holder takes it).
 	accepted func(ref inboxRef, item inboxItem)
+	// shared is set in cluster mode: a failing dedupe or inbox is the
+	// shared store (Redis) down, not the disk (degraded.go).
+	shared *degraded
 }
 
 // wireIntake builds the intake of g.
@@ -87,6 +90,14 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	// In a thread the bot takes part in, no mention is needed.
 	i.threads.markBound(ctx, &in)
 	d := i.access.Check(ctx, in)
+	if d.Err != nil && i.shared != nil {
+		// Cluster mode: the shared pairing store (Redis) is down. Refused,
+		// so the platform delivers it again, but no notice: the sender
+		// may be a stranger, or a group member who did not call the bot.
+		i.log.Warn("access check failed; event refused for redelivery", "conv", in.Conv.Key(), "user", in.User.ID, "err", d.Err)
+		span.Fail(d.Err)
+		return fmt.Errorf("gateway: access: %w", d.Err)
+	}
 	if d.Err != nil {
 		// Not let in on a store that cannot say; the next message asks again.
 		i.log.Error("access check failed; event ignored", "conv", in.Conv.Key(), "user", in.User.ID, "err", d.Err)
@@ -103,6 +114,10 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	if in.DedupKey != "" {
 		dup, err := i.dedupe.Seen(ctx, in.DedupKey)
 		if err != nil {
+			// Refused: the platform delivers it again (cluster mode: the
+			// sender is told why, once in a while).
+			i.shared.sharedDown(ctx, in)
+			span.Fail(err)
 			return fmt.Errorf("gateway: dedupe: %w", err)
 		}
 		if dup {
@@ -193,7 +208,11 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 				i.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)
 			}
 		}
-		i.refused(ctx, in, err) // health.go: degraded until a probe succeeds; the sender is told
+		if i.shared != nil {
+			i.shared.sharedDown(ctx, in) // Redis, not the disk
+		} else {
+			i.refused(ctx, in, err) // health.go: degraded until a probe succeeds; the sender is told
+		}
 		if id != "" {
 			// Not taken: the redelivery is. (On a failing disk this ack
 			// may fail too; the copy then replays at the next start and

@@ -51,6 +51,9 @@ func (reg *registry) markTakeover(s *session.Session, lease cluster.Lease, seen 
 	if _, err := s.Append(e, session.SyncAlways); err != nil {
 		return fmt.Errorf("gateway: lease marker: %w", err)
 	}
+	if seen > 0 {
+		reg.metrics.takeover() // the file had an owner before (not a new session)
+	}
 	return nil
 }
 

@@ -21,6 +21,10 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	cost     prometheus.Counter
 	quarant  prometheus.Counter
+	// Cluster mode.
+	takeovers prometheus.Counter
+	fenced    prometheus.Counter
+	inboxLag  prometheus.Histogram
 }
 
 // NewMetrics registers the gateway metrics on reg.
@@ -35,8 +39,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		tokens:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pibot_tokens_total", Help: "Model tokens by kind."}, []string{"kind"}),
 		cost:     prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_cost_usd_total", Help: "Model cost in US dollars."}),
 		quarant:  prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_inbox_quarantined_total", Help: "Accepted messages set aside after crashing pibot twice."}),
+		takeovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_cluster_takeovers_total",
+			Help: "Sessions this replica took over with a fence above the file's (the pibot.lease marker written)."}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_cluster_fence_rejections_total",
+			Help: "Session writers refused from then on because their lease was lost or another writer wrote the file."}),
+		inboxLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pibot_inbox_lag_seconds",
+			Help: "Time from an item's enqueue in the shared inbox to its take by the replica that runs it.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
 	}
-	reg.MustRegister(m.messages, m.runs, m.runSecs, m.queuedN, m.droppedN, m.owners, m.tokens, m.cost, m.quarant)
+	reg.MustRegister(m.messages, m.runs, m.runSecs, m.queuedN, m.droppedN, m.owners, m.tokens, m.cost, m.quarant,
+		m.takeovers, m.fenced, m.inboxLag)
 	return m
 }
 
@@ -91,5 +102,23 @@ func (m *Metrics) usage(msg llm.Message) {
 func (m *Metrics) quarantined() {
 	if m != nil {
 		m.quarant.Inc()
+	}
+}
+
+func (m *Metrics) takeover() {
+	if m != nil {
+		m.takeovers.Inc()
+	}
+}
+
+func (m *Metrics) fenceRejected() {
+	if m != nil {
+		m.fenced.Inc()
+	}
+}
+
+func (m *Metrics) inboxTaken(lag time.Duration) {
+	if m != nil {
+		m.inboxLag.Observe(max(lag, 0).Seconds())
 	}
 }

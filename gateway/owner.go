@@ -133,6 +133,7 @@ func (o *owner) watchLease() {
 	}
 	o.log.Warn("session lease lost; stopping its runs", "path", o.path)
 	o.sess.SetFenced(errLeaseLost)
+	o.metrics.fenceRejected()
 	// Not a word more to the chat: the replica that takes the session
 	// over tells the user (shared.go).
 	o.silenceAll()

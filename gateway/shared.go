@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pibot/pibot/cluster"
@@ -51,6 +53,7 @@ const claimEvery = 10
 // replicas never create two session files for one new conversation.
 type pump struct {
 	log      *slog.Logger
+	metrics  *Metrics
 	inbox    Inbox
 	consume  consumer
 	index    Index
@@ -83,7 +86,7 @@ func newPump(g *Gateway) *pump {
 	if poll <= 0 {
 		poll = 200 * time.Millisecond
 	}
-	return &pump{log: g.log, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
+	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{}}
 }
 
@@ -233,7 +236,11 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 	if claimed {
 		p.rc.markInterrupted(ctx, items)
 	}
+	now := time.Now()
 	for _, it := range items {
+		if at, ok := enqueuedAt(it.ID); ok {
+			p.metrics.inboxTaken(now.Sub(at))
+		}
 		if it.Crashes >= quarantineAfter {
 			p.rc.quarantine(ctx, it)
 			continue
@@ -267,4 +274,18 @@ func (o *owner) silenceAll() {
 			r.interrupt("")
 		}
 	}
+}
+
+// enqueuedAt reads the enqueue time from an inbox item id shaped as a
+// Redis stream id ("<unix ms>-<seq>", the Redis server's clock).
+func enqueuedAt(id string) (time.Time, bool) {
+	ms, _, ok := strings.Cut(id, "-")
+	if !ok {
+		return time.Time{}, false
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(n), true
 }

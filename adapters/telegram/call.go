@@ -83,7 +83,9 @@ func (a *Adapter) do(ctx context.Context, m mode, chatID int64, op string, fn fu
 			return nil
 		case errors.As(err, &tooMany):
 			ra := time.Duration(max(tooMany.RetryAfter, 1)) * time.Second
-			a.limiter.pause(ra)
+			if perr := a.limiter.pause(ctx, ra); perr != nil {
+				a.log.Warn("telegram: the other replicas were not told to wait", "err", perr)
+			}
 			a.log.Warn("telegram: 429 Too Many Requests; every call waits", "op", op, "retry_after", ra)
 			if m.live() || !m.retried() || attempt >= maxAttempts || ra > maxPauseWait {
 				return fmt.Errorf("telegram: %s: %w", op, &chat.RateLimitError{RetryAfter: ra, Scope: "bot"})

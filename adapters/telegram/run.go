@@ -104,7 +104,9 @@ func (a *Adapter) poll(ctx context.Context, sink chat.Sink) error {
 					"retry_in", d, "err", a.redact(err))
 			case errors.As(err, &tooMany):
 				d = time.Duration(max(tooMany.RetryAfter, 1)) * time.Second
-				a.limiter.pause(d)
+				if perr := a.limiter.pause(ctx, d); perr != nil {
+					a.log.Warn("telegram: the other replicas were not told to wait", "err", perr)
+				}
 				a.log.Warn("telegram: getUpdates rate limited", "retry_in", d)
 			case errors.Is(err, bot.ErrorUnauthorized):
 				return a.refuse(fmt.Errorf("telegram: getUpdates: the bot token (adapters.telegram.token) was revoked: %s", a.redact(err)))

@@ -182,3 +182,13 @@ func (r *Rates) Pause(ctx context.Context, key string, d time.Duration) error {
 	}
 	return nil
 }
+
+// PausedFor returns how long key is still paused on every replica (0:
+// not paused).
+func (r *Rates) PausedFor(ctx context.Context, key string) (time.Duration, error) {
+	ms, err := r.rdb.PTTL(ctx, r.keys(key)[1]).Result()
+	if err != nil {
+		return 0, fmt.Errorf("rediscluster: rates paused: %w", err)
+	}
+	return max(ms, 0), nil
+}

@@ -15,9 +15,11 @@ import (
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redispairing"
+	"github.com/pibot/pibot/cluster/rediscluster/redisspend"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/gateway/spend"
 )
 
 // The Redis implementations are what cluster mode passes as the gateway's
@@ -29,6 +31,7 @@ var (
 	_ gateway.Locker  = (*rediscluster.Locker)(nil)
 	_ gateway.Index   = (*rediscluster.Index)(nil)
 	_ access.Pairings = (*redispairing.Pairings)(nil)
+	_ spend.Store     = (*redisspend.Store)(nil)
 	_ telegram.Rates  = (*rediscluster.Rates)(nil)
 	_ slack.Rates     = (*rediscluster.Rates)(nil)
 	_ outboundRates   = (*cluster.Rates)(nil)
@@ -76,12 +79,53 @@ func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*rep
 }
 
 // rates returns the outbound rates the adapters share: through Redis in
-// cluster mode, else in the process.
+// cluster mode (falling back to the process's while Redis does not
+// answer), else in the process.
 func (r *replicaState) rates() outboundRates {
 	if r == nil {
 		return cluster.NewRates()
 	}
-	return rediscluster.NewRates(r.rdb, r.opts)
+	return &fallbackRates{shared: rediscluster.NewRates(r.rdb, r.opts), local: cluster.NewRates()}
+}
+
+// fallbackRates paces through the replicas' shared buckets and, while
+// Redis does not answer, through this process's: the bot keeps talking
+// (the "degraded" notice, the end of a run) at a pace that is right for
+// one replica, instead of failing every call.
+type fallbackRates struct {
+	shared *rediscluster.Rates
+	local  *cluster.Rates
+}
+
+var (
+	_ telegram.SharedPause = (*fallbackRates)(nil)
+	_ outboundRates        = (*fallbackRates)(nil)
+)
+
+// Take takes from the shared bucket, or from the local one when Redis
+// fails.
+func (f *fallbackRates) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	d, err := f.shared.Take(ctx, key, perSec, burst)
+	if err != nil && ctx.Err() == nil {
+		return f.local.Take(ctx, key, perSec, burst)
+	}
+	return d, err
+}
+
+// Pause pauses key on every replica (the caller pauses its own process
+// whatever the answer).
+func (f *fallbackRates) Pause(ctx context.Context, key string, d time.Duration) error {
+	return f.shared.Pause(ctx, key, d)
+}
+
+// PausedFor is the shared pause of key; none is known while Redis fails
+// (the caller's own pause still holds).
+func (f *fallbackRates) PausedFor(ctx context.Context, key string) (time.Duration, error) {
+	d, err := f.shared.PausedFor(ctx, key)
+	if err != nil && ctx.Err() == nil {
+		return 0, nil
+	}
+	return d, err
 }
 
 // ping checks that Redis answers within a second (for /readyz); nil when
@@ -112,6 +156,7 @@ type clusterParts struct {
 	locker  *rediscluster.Locker
 	deps    gateway.Deps // Inbox, Dedupe, Locker, Budget, Index
 	pairing *redispairing.Pairings
+	spend   *redisspend.Store
 }
 
 // openCluster takes this replica's lock on the shared data directory and
@@ -135,6 +180,7 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 	})
 	log.Info("cluster mode", "replica", r.id, "key_prefix", r.opts.KeyPrefix(), "lease_ttl", locker.TTL())
 	return &clusterParts{lock: lock, inbox: ib, locker: locker, pairing: redispairing.NewPairings(r.rdb, r.opts),
+		spend: redisspend.New(r.rdb, r.opts),
 		deps: gateway.Deps{
 			Inbox:  ib,
 			Dedupe: rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL),

@@ -115,6 +115,7 @@ func openReplicaStack(ctx context.Context, cfg config.Config, getenv func(string
 		return nil, err
 	}
 	st := &stack{cluster: parts}
+	registerClusterMetrics(metrics, rep.rdb, parts.locker)
 	deps := parts.deps
 	deps.Adapters = adapters
 	if err := st.build(ctx, cfg, getenv, log, metrics, parts.pairing, deps, gateway.ClusterConfig{Enabled: true}); err != nil {
@@ -129,12 +130,17 @@ func openReplicaStack(ctx context.Context, cfg config.Config, getenv func(string
 func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(string) string, log *slog.Logger, metrics prometheus.Registerer,
 	store access.Pairings, deps gateway.Deps, cl gateway.ClusterConfig) error {
 	st.access = access.NewChecker(accessPolicy(cfg), store)
-	spendFile, err := spend.OpenFile(dataPath(cfg, "spend.json"))
-	if err != nil {
-		return err
+	if st.cluster != nil {
+		// The replicas count against the same caps.
+		st.spend = spend.NewLimiter(st.cluster.spend, spendCaps(cfg), nil)
+	} else {
+		spendFile, err := spend.OpenFile(dataPath(cfg, "spend.json"))
+		if err != nil {
+			return err
+		}
+		st.spendFile = spendFile
+		st.spend = spend.NewLimiter(spendFile, spendCaps(cfg), nil)
 	}
-	st.spendFile = spendFile
-	st.spend = spend.NewLimiter(spendFile, spendCaps(cfg), nil)
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
 		return err

@@ -5,8 +5,8 @@
 // A Limiter holds the caps (swappable, for a configuration reload) and
 // keeps its counts in a Store: the embedded FileStore writes them to one
 // small file, and a store shared by replicas (cluster mode) implements the
-// same interface and passes spendtest.RunStoreTests. A Redis store is not
-// written yet.
+// same interface and passes spendtest.RunStoreTests (cluster mode's is
+// cluster/rediscluster/redisspend).
 package spend
 
 import (

@@ -166,12 +166,16 @@ var rules = []rule{
 		test:  []string{"cluster/rediscluster/redistest", "gateway/access/accesstest"},
 		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the shared pairing store keeps access's records in Redis and knows nothing else"},
+	{pkg: "cluster/rediscluster/redisspend", may: []string{"cluster/rediscluster", "gateway/spend", redis},
+		test:  []string{"cluster/rediscluster/redistest", "gateway/spend/spendtest"},
+		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "the shared spend store keeps spend's counts and overrides in Redis and knows nothing else"},
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
-		test: []string{"adapters/telegram/telegramtest", mcpSDK},
+		test: []string{"adapters/telegram/telegramtest", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
 	// Internal helpers.

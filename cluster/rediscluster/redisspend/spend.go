@@ -1,0 +1,153 @@
+// Package redisspend is the spend store the replicas of a cluster share in
+// Redis: it passes the spend.Store conformance suite
+// (gateway/spend/spendtest), so the daily spend caps hold across
+// replicas.
+package redisspend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/gateway/spend"
+)
+
+// keepDays is how long a day's hash outlives its last change: the
+// limiter only reads today's, and a day later it is of no use.
+const keepDays = 2 * 24 * time.Hour
+
+// Store keeps each UTC day's usage and overrides in one Redis hash,
+// P{spend}:<day>: the field "$:<key>" holds the dollars (HINCRBYFLOAT),
+// "t:<key>" the tokens (HINCRBY) and "o:<key>" the override (JSON). Adds
+// are atomic increments, so replicas counting at once lose nothing, and
+// every write is in Redis before it returns (no write-behind as in the
+// file store).
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+}
+
+var _ spend.Store = (*Store)(nil)
+
+// New returns the shared spend store, kept under opts.KeyPrefix().
+func New(rdb redis.UniversalClient, opts rediscluster.Options) *Store {
+	return &Store{rdb: rdb, prefix: opts.KeyPrefix() + "{spend}:"}
+}
+
+// DayKey returns the Redis key of day's hash.
+func (s *Store) DayKey(day string) string { return s.prefix + day }
+
+// Add adds a to the usage of every key on day, in one transaction.
+func (s *Store) Add(ctx context.Context, day string, keys []string, a spend.Amount) error {
+	h := s.DayKey(day)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			if a.USD != 0 {
+				p.HIncrByFloat(ctx, h, "$:"+k, a.USD)
+			}
+			if a.Tokens != 0 {
+				p.HIncrBy(ctx, h, "t:"+k, a.Tokens)
+			}
+		}
+		p.Expire(ctx, h, keepDays)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisspend: add: %w", err)
+	}
+	return nil
+}
+
+// Usage returns the usage of each key on day (zero when none).
+func (s *Store) Usage(ctx context.Context, day string, keys []string) ([]spend.Amount, error) {
+	out := make([]spend.Amount, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	fields := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		fields = append(fields, "$:"+k, "t:"+k)
+	}
+	vals, err := s.rdb.HMGet(ctx, s.DayKey(day), fields...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisspend: usage: %w", err)
+	}
+	for i := range keys {
+		usd, err := number(vals[2*i], 64)
+		if err != nil {
+			return nil, fmt.Errorf("redisspend: usage of %s: %w", keys[i], err)
+		}
+		tok, err := number(vals[2*i+1], 0)
+		if err != nil {
+			return nil, fmt.Errorf("redisspend: usage of %s: %w", keys[i], err)
+		}
+		out[i] = spend.Amount{USD: usd, Tokens: int64(tok)}
+	}
+	return out, nil
+}
+
+// number parses an HMGET value: nil is 0; bits 0 wants an integer.
+func number(v any, bits int) (float64, error) {
+	if v == nil {
+		return 0, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("unexpected %T", v)
+	}
+	if bits == 0 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		return float64(n), err
+	}
+	return strconv.ParseFloat(s, bits)
+}
+
+// SetOverride records an override of key for day.
+func (s *Store) SetOverride(ctx context.Context, day, key string, o spend.Override) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("redisspend: override: %w", err)
+	}
+	h := s.DayKey(day)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, h, "o:"+key, b)
+		p.Expire(ctx, h, keepDays)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("redisspend: override: %w", err)
+	}
+	return nil
+}
+
+// Overrides returns the overrides of the keys on day (zero: none).
+func (s *Store) Overrides(ctx context.Context, day string, keys []string) ([]spend.Override, error) {
+	out := make([]spend.Override, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	fields := make([]string, len(keys))
+	for i, k := range keys {
+		fields[i] = "o:" + k
+	}
+	vals, err := s.rdb.HMGet(ctx, s.DayKey(day), fields...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisspend: overrides: %w", err)
+	}
+	for i, v := range vals {
+		str, ok := v.(string)
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal([]byte(str), &out[i]); err != nil {
+			return nil, fmt.Errorf("redisspend: override of %s is damaged: %w", keys[i], err)
+		}
+	}
+	return out, nil
+}
