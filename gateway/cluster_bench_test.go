@@ -35,9 +35,10 @@ const benchRedisURL = "redis://127.0.0.1:6379/0"
 const benchSenderRate = 100
 
 // BenchmarkClusterConversations is BenchmarkConcurrentConversations at
-// the stress pace with 1,000 conversations, each with a sender of its
-// own who is not an owner (so the per-sender budget is asked for every
-// message), on:
+// the stress pace with 100 and 1,000 conversations (100 keep two shared
+// cores from saturating, so the difference is what the seams cost), each
+// with a sender of its own who is not an owner (so the per-sender budget
+// is asked for every message), on:
 //
 //   - local: one gateway on the process's own inbox file, locks, dedupe,
 //     budget and index, as `pibot serve` without cluster mode;
@@ -68,9 +69,11 @@ func BenchmarkClusterConversations(b *testing.B) {
 		{"redis,replicas=3,route=conv", redisFleet(3, byConv)},
 		{"redis,replicas=3,route=spread", redisFleet(3, spread)},
 	} {
-		b.Run(tc.name+"/convs=1000", func(b *testing.B) {
-			benchConversationsN(b, benchConversations, stressPace, tc.start)
-		})
+		for _, convs := range []int{100, benchConversations} {
+			b.Run(fmt.Sprintf("%s/convs=%d", tc.name, convs), func(b *testing.B) {
+				benchConversationsN(b, convs, stressPace, tc.start)
+			})
+		}
 	}
 }
 
