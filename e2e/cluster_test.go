@@ -46,7 +46,7 @@ var clusterUser = models.User{ID: 1001, FirstName: "Ada", Username: "ada"}
 // clusterWorld is a fake Telegram, a Redis prefix, a shared data directory
 // and the replicas.
 type clusterWorld struct {
-	t        *testing.T
+	t        testing.TB
 	bin, dir string
 	data     string
 	prefix   string
@@ -54,6 +54,8 @@ type clusterWorld struct {
 	rdb      *redis.Client
 	srv      *telegramtest.Server
 	nextUpd  atomic.Int64
+	// leaseMs is the replicas' cluster.lease_ttl (default clusterLeaseMs).
+	leaseMs int64
 }
 
 func newClusterWorld(t *testing.T) *clusterWorld {
@@ -65,7 +67,7 @@ func newClusterWorld(t *testing.T) *clusterWorld {
 }
 
 // newClusterWorldAt is a world on the Redis at addr.
-func newClusterWorldAt(t *testing.T, addr string) *clusterWorld {
+func newClusterWorldAt(t testing.TB, addr string) *clusterWorld {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	if err := rdb.Ping(t.Context()).Err(); err != nil {
@@ -75,7 +77,7 @@ func newClusterWorldAt(t *testing.T, addr string) *clusterWorld {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	w := &clusterWorld{t: t, bin: crashBuild(t), dir: t.TempDir(), rdb: rdb, redis: addr,
-		prefix: "pibot-e2e-" + hex.EncodeToString(rnd[:]) + ":", srv: telegramtest.New(clusterToken)}
+		prefix: "pibot-e2e-" + hex.EncodeToString(rnd[:]) + ":", srv: telegramtest.New(clusterToken), leaseMs: clusterLeaseMs}
 	w.data = filepath.Join(w.dir, "data")
 	w.srv.AddChat(models.Chat{ID: clusterChat, Type: models.ChatTypePrivate, FirstName: "Ada"})
 	t.Cleanup(func() {
@@ -129,7 +131,7 @@ agent:
   model: f/m
   queue:
     mode: followup
-`, w.data, addr, w.redis, w.prefix, clusterLeaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
+`, w.data, addr, w.redis, w.prefix, w.leaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}

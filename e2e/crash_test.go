@@ -35,7 +35,7 @@ const (
 
 // crashPibot is one running `pibot serve` process.
 type crashPibot struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	base   string
 	stderr *crashLog
@@ -61,7 +61,7 @@ func (l *crashLog) String() string {
 }
 
 // crashBuild builds cmd/pibot into a temporary directory.
-func crashBuild(t *testing.T) string {
+func crashBuild(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "pibot")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/pibot/pibot/cmd/pibot").CombinedOutput()
@@ -71,7 +71,7 @@ func crashBuild(t *testing.T) string {
 	return bin
 }
 
-func crashFreeAddr(t *testing.T) string {
+func crashFreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -82,7 +82,7 @@ func crashFreeAddr(t *testing.T) string {
 }
 
 // crashStart starts pibot serve -c cfg in dir and waits for /readyz.
-func crashStart(t *testing.T, bin, cfg, dir, addr string) *crashPibot {
+func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "-c", cfg)
 	cmd.Dir = dir

@@ -117,7 +117,8 @@ type benchGateway struct {
 	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	done   chan error
-	inbox  *cluster.Inbox
+	// pending counts the accepted messages the inbox still holds.
+	pending func() int
 }
 
 // startBenchGateway runs a gateway over ad and m in a temporary data
@@ -160,15 +161,21 @@ func startBenchGateway(tb testing.TB, ad chat.Adapter, m llm.Model, mod func(*ga
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return runBenchGateway(tb, g, reg, inbox.Len, func() { inbox.Close() })
+}
+
+// runBenchGateway runs g until the benchmark ends, then calls closeAll.
+// reg holds g's metrics; pending counts the messages its inbox holds.
+func runBenchGateway(tb testing.TB, g *gateway.Gateway, reg *prometheus.Registry, pending func() int, closeAll func()) *benchGateway {
 	ctx, cancel := context.WithCancel(context.Background())
-	bg := &benchGateway{reg: reg, cancel: cancel, done: make(chan error, 1), inbox: inbox}
+	bg := &benchGateway{reg: reg, cancel: cancel, done: make(chan error, 1), pending: pending}
 	go func() { bg.done <- g.Run(ctx) }()
 	tb.Cleanup(func() {
 		bg.cancel()
 		if err := <-bg.done; err != nil {
 			tb.Errorf("gateway.Run: %v", err)
 		}
-		inbox.Close()
+		closeAll()
 	})
 	return bg
 }
@@ -206,7 +213,7 @@ func (bg *benchGateway) waitMetric(tb testing.TB, name string, wait time.Duratio
 	for !cond(bg.metric(tb, name)) {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s (now %v); %d accepted messages still pending in the inbox",
-				name, bg.metric(tb, name), bg.inbox.Len())
+				name, bg.metric(tb, name), bg.pending())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -266,30 +273,74 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // conversations go on at random points of the first 10 s, as people who
 // are already chatting do.
 func BenchmarkConcurrentConversations(b *testing.B) {
-	stress := benchPace{start: 500 * time.Millisecond, min: 100 * time.Millisecond, span: 400 * time.Millisecond}
 	for _, tc := range []struct {
 		name  string
 		convs int
 		pace  benchPace
 	}{
-		{"convs=1", 1, stress},
-		{"convs=100", 100, stress},
-		{"convs=1000", benchConversations, stress},
+		{"convs=1", 1, stressPace},
+		{"convs=100", 100, stressPace},
+		{"convs=1000", benchConversations, stressPace},
 		{"convs=1000,think=2-10s", benchConversations, benchPace{start: 10 * time.Second, min: 2 * time.Second, span: 8 * time.Second}},
 	} {
-		b.Run(tc.name, func(b *testing.B) { benchConversationsN(b, tc.convs, tc.pace) })
+		b.Run(tc.name, func(b *testing.B) { benchConversationsN(b, tc.convs, tc.pace, localFleet) })
 	}
 }
+
+// stressPace: every conversation goes on within 500 ms, and its user
+// thinks 100–500 ms after each reply.
+var stressPace = benchPace{start: 500 * time.Millisecond, min: 100 * time.Millisecond, span: 400 * time.Millisecond}
 
 // benchPace is how long a simulated user thinks between a reply and the
 // next message: min plus a random part of span. In the timed part each
 // conversation starts at a random point of start.
 type benchPace struct{ start, min, span time.Duration }
 
+// benchFleet is what the conversation benchmark talks to: one gateway, or
+// replicas of one gateway in cluster mode (cluster_bench_test.go).
+type benchFleet struct {
+	gws []*benchGateway
+	ads []*chattest.Adapter // ads[i] feeds gws[i]
+	// route picks the replica that receives message n of conversation
+	// conv (nil: the first).
+	route func(conv, n int) int
+	// user is the sender of a conversation's messages ("" : the owner).
+	user func(conv int) string
+}
+
+// benchFastCaps lets a reply's stream edit its message every 250 ms.
+var benchFastCaps = chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 250 * time.Millisecond}
+
+// localFleet is one gateway on the process's own inbox, locks and
+// dedupe, as `pibot serve` without cluster mode; the owner talks.
+func localFleet(b *testing.B, m llm.Model) benchFleet {
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	return benchFleet{gws: []*benchGateway{startBenchGateway(b, ad, m, nil)}, ads: []*chattest.Adapter{ad}}
+}
+
+// metric sums metric name over the fleet's gateways.
+func (f benchFleet) metric(tb testing.TB, name string) float64 {
+	var sum float64
+	for _, g := range f.gws {
+		sum += g.metric(tb, name)
+	}
+	return sum
+}
+
+// pending counts the accepted messages the fleet's inboxes still hold (a
+// shared inbox is counted by each replica).
+func (f benchFleet) pending() int {
+	n := 0
+	for _, g := range f.gws {
+		n += g.pending()
+	}
+	return n
+}
+
 // benchConversation is one simulated user of the conversation benchmark.
 type benchConversation struct {
 	b     *testing.B
-	ad    *chattest.Adapter
+	fleet benchFleet
 	model *stampModel
 	id    int
 	rng   *rand.Rand
@@ -299,10 +350,17 @@ type benchConversation struct {
 // message to the provider request, once the reply has streamed.
 func (c *benchConversation) say(n int, text string) (time.Duration, bool) {
 	w := c.model.expect(text)
-	in := benchMessage(c.ad.Platform(), c.id, n, text)
+	ad := c.fleet.ads[0]
+	if c.fleet.route != nil {
+		ad = c.fleet.ads[c.fleet.route(c.id, n)]
+	}
+	in := benchMessage(ad.Platform(), c.id, n, text)
+	if c.fleet.user != nil {
+		in.User = chat.User{ID: c.fleet.user(c.id), Name: "User"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t0 := time.Now()
-	err := c.ad.Inject(ctx, in)
+	err := ad.Inject(ctx, in)
 	cancel()
 	if err != nil {
 		c.b.Errorf("inject: %v", err)
@@ -324,18 +382,19 @@ func (c *benchConversation) pause(min, d time.Duration) {
 	time.Sleep(min + time.Duration(c.rng.Int64N(int64(d))))
 }
 
-func benchConversationsN(b *testing.B, maxConvs int, think benchPace) {
-	fast := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: 250 * time.Millisecond}
-	ad := chattest.New(chattest.WithCaps(fast, fast))
+// benchConversationsN runs the conversation benchmark on the fleet start
+// builds around the faux model. Besides the latencies it reports msgs/s,
+// the messages answered per second of the timed part.
+func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func(*testing.B, llm.Model) benchFleet) {
 	// Usage as a provider reports it: faux's estimate would marshal the
 	// whole request on every call, which no real provider client does.
 	turn := faux.Text(benchReply).WithDelay(benchTokenDelay).WithUsage(llm.Usage{Input: 200, Output: 16})
 	model := newStampModel(turn)
-	bg := startBenchGateway(b, ad, model, nil)
+	fleet := start(b, model)
 
 	convs := make([]*benchConversation, min(maxConvs, b.N))
 	for i := range convs {
-		convs[i] = &benchConversation{b: b, ad: ad, model: model, id: i, rng: rand.New(rand.NewPCG(uint64(i), 5))}
+		convs[i] = &benchConversation{b: b, fleet: fleet, model: model, id: i, rng: rand.New(rand.NewPCG(uint64(i), 5))}
 	}
 	var mu sync.Mutex
 	var cold []time.Duration
@@ -362,16 +421,16 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace) {
 	})
 
 	// The sessions exist once their first runs are on disk.
-	bg.waitMetric(b, "pibot_run_seconds", time.Minute, func(v float64) bool { return v >= float64(len(convs)) })
-	for deadline := time.Now().Add(time.Minute); bg.inbox.Len() > 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); fleet.metric(b, "pibot_run_seconds") < float64(len(convs)) || fleet.pending() > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d first messages still in the inbox", bg.inbox.Len())
+			b.Fatalf("%v of %d first runs done, %d first messages still in the inbox",
+				fleet.metric(b, "pibot_run_seconds"), len(convs), fleet.pending())
 		}
 	}
 
 	var next atomic.Int64
 	b.ResetTimer()
-	cpu0, tok0 := cpuTime(b), model.tokens.Load()
+	t0, cpu0, tok0 := time.Now(), cpuTime(b), model.tokens.Load()
 	each(func(c *benchConversation) {
 		c.pause(0, think.start)
 		for {
@@ -389,7 +448,7 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace) {
 			c.pause(think.min, think.span)
 		}
 	})
-	cpu, tokens := cpuTime(b)-cpu0, model.tokens.Load()-tok0
+	wall, cpu, tokens := time.Since(t0), cpuTime(b)-cpu0, model.tokens.Load()-tok0
 	b.StopTimer()
 
 	slices.Sort(lat)
@@ -399,6 +458,7 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace) {
 	b.ReportMetric(ms(percentile(lat, 1)), "max-ms")
 	b.ReportMetric(ms(percentile(cold, 0.50)), "cold-p50-ms")
 	b.ReportMetric(ms(percentile(cold, 0.99)), "cold-p99-ms")
+	b.ReportMetric(float64(len(lat))/wall.Seconds(), "msgs/s")
 	if tokens > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(tokens), "cpu-ns/token")
 	}

@@ -107,8 +107,7 @@ func (p *pump) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case key := <-p.kicks:
-			delete(p.elsewhere, key)
-			p.key(ctx, key, false)
+			p.kicked(ctx, key)
 		case <-t.C:
 			n++
 			keys, err := p.inbox.Keys(ctx)
@@ -119,10 +118,34 @@ func (p *pump) run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
+				// A poll asks Redis once or twice for every key with
+				// pending items (every run in progress): the kicks that
+				// came meanwhile go first, so an item accepted by its
+				// session's holder does not wait for the whole poll.
+				p.serveKicks(ctx)
 				p.key(ctx, key, n%claimEvery == 0)
 			}
 		}
 	}
+}
+
+// serveKicks looks at the keys kicked so far: no more than were waiting
+// when it began, so a stream of kicks cannot stall a poll.
+func (p *pump) serveKicks(ctx context.Context) {
+	for range len(p.kicks) {
+		select {
+		case key := <-p.kicks:
+			p.kicked(ctx, key)
+		default:
+			return
+		}
+	}
+}
+
+// kicked looks at key now, as kick asked.
+func (p *pump) kicked(ctx context.Context, key string) {
+	delete(p.elsewhere, key)
+	p.key(ctx, key, false)
 }
 
 // down reports whether err (of listing the inbox's keys) means the shared

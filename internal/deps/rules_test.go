@@ -141,7 +141,8 @@ var rules = []rule{
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
 			"internal/atomicfile", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", prometheus},
-		test:  []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills"},
+		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills",
+			"cluster/rediscluster", "cluster/rediscluster/redistest"}, // the cluster mode benchmarks
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},
 	{pkg: "gateway/schedule", may: []string{"internal/atomicfile", cronParser},
