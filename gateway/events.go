@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -56,6 +57,19 @@ func (r *run) emit(e agent.Event) {
 
 // fail stops the run after a storage failure: nothing more can be recorded.
 func (r *run) fail(err error) {
+	if r.o.shared() && errors.Is(err, session.ErrOtherWriter) {
+		// Cluster mode: another replica wrote the file, so it holds the
+		// session now, whatever this replica's lease still says. As after
+		// a lost lease, not a word more to the chat: the new holder
+		// answers.
+		r.o.log.Warn("session file written by another replica; stopping the run silently", "path", r.o.path, "err", err)
+		r.o.metrics.fenceRejected()
+		r.silent.Store(true)
+		r.frozen.Store(true)
+		r.cancel()
+		r.interrupt("")
+		return
+	}
 	r.o.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)
 	msg := "⚠️ the session could not be written (the details are in pibot's log)"
 	if lostToStorage(r.o.sess, err) {

@@ -11,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
+	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/session"
 )
 
@@ -276,5 +279,59 @@ func TestSingletonAdapterRunsOnlyUnderItsLease(t *testing.T) {
 	h.waitText(dmConv, "answer two")
 	if p.overlap.Load() {
 		t.Fatal("two Runs of a singleton adapter were active at once")
+	}
+}
+
+// TestOtherWriterStopsTheRunSilently: in cluster mode a session file that
+// grew under its writer means another replica took the session over (its
+// lease expired unnoticed, say). The stale run stops, appends nothing
+// and makes no chat call, as after a lost lease; the metric counts it.
+func TestOtherWriterStopsTheRunSilently(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	work := &agenttest.Tool{Name: "work", Fn: func(ctx context.Context, _ string, _ json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		close(started)
+		<-release
+		return llm.ToolOutput{Content: []llm.Content{llm.TextBlock("done")}}, nil
+	}}
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "work", `{}`)), faux.Text("must not be recorded")},
+		withTools(work), withLocker(&revocable{}), withConfig(func(c *gateway.Config) { c.Metrics = gateway.NewMetrics(reg) }))
+	h.send("long job")
+	<-started
+	h.waitFor("the session file", func() bool { return len(h.sessions()) == 1 })
+	path := h.sessions()[0]
+	// The new holder's marker, as another replica writes it.
+	marker := `{"type":"custom","customType":"pibot.lease","id":"0badf00d","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","fence":8}` + "\n"
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(marker); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before, _ := os.ReadFile(path)
+	calls := len(h.ad.Calls())
+	close(release)
+	h.waitFor("the fence rejection to be counted", func() bool {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "pibot_cluster_fence_rejections_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue() == 1
+			}
+		}
+		return false
+	})
+	h.stop()
+	for _, c := range h.ad.Calls()[calls:] {
+		if c.Conv.Key() == dmConv.Key() {
+			t.Errorf("a chat call after another replica wrote the file: %s %q", c.Method, c.Text)
+		}
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Errorf("the stale writer appended after another replica's entry:\n%s", after[len(before):])
 	}
 }

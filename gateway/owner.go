@@ -116,6 +116,13 @@ func (p *pending) msgKey() string {
 // Locker's); its owner needs no watcher.
 type permanentLease interface{ Permanent() bool }
 
+// shared reports whether o's session may be taken over by another
+// replica: its lease can be lost (cluster mode).
+func (o *owner) shared() bool {
+	p, ok := o.lease.(permanentLease)
+	return o.lease != nil && !(ok && p.Permanent())
+}
+
 // watchLease fences the session the moment its lease is lost (cluster
 // mode: another replica may own it now): runs stop without recording
 // anything more and the owner is unloaded. It ends when the owner closes.

@@ -184,7 +184,7 @@ func (s *Session) writeLocked(durable bool) error {
 			return fail(fmt.Errorf("stat: %w", err))
 		}
 		if size != s.size {
-			return fail(fmt.Errorf("file size %d, expected %d: another writer", size, s.size))
+			return fail(fmt.Errorf("file size %d, expected %d: %w", size, s.size, ErrOtherWriter))
 		}
 		n, err := f.Write(buf)
 		if err != nil || n != len(buf) {

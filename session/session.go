@@ -67,6 +67,11 @@ func (o Options) now() time.Time {
 // ErrFenced is matched (errors.Is) by every *FencedError.
 var ErrFenced = errors.New("session writer fenced")
 
+// ErrOtherWriter is matched (errors.Is) by the error of an append that
+// found the file changed since this writer's last write: another process
+// wrote it (in cluster mode, a replica that took the session over).
+var ErrOtherWriter = errors.New("session file changed by another writer")
+
 // ErrReadOnly is returned by writes on a session opened read-only.
 var ErrReadOnly = errors.New("session opened read-only")
 
