@@ -47,7 +47,9 @@ func (r *run) send(e Event) {
 
 // loop is pi's runAgentLoop (prompts != nil) or agentLoopContinue.
 func (r *run) loop(ctx context.Context, prompts []pending, skipInitialSteering bool) {
-	var created []llm.Message
+	// Room for the prompts and the usual answer, so that a run without
+	// tools does not grow the slice.
+	created := make([]llm.Message, 0, len(prompts)+1)
 	r.send(Event{Type: EventAgentStart})
 	r.send(Event{Type: EventTurnStart})
 	for _, p := range prompts {
