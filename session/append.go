@@ -34,19 +34,46 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 		e.Fence = s.opts.Fence
 	}
 	// What json.Encoder does with an entry (no HTML escaping), without
-	// its copies: the entry's own encoding, checked and compacted once
-	// into the line, which has room for the newline.
+	// its copies: the entry's own encoding, checked, then compacted in
+	// its own buffer (which has room for the newline) into the line.
 	b, err := e.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, len(b)+1))
-	if err := json.Compact(buf, b); err != nil {
+	if !json.Valid(b) {
+		err := json.Compact(new(bytes.Buffer), b) // says what is wrong
 		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
 	}
-	line := append(buf.Bytes(), '\n')
+	line := append(compactValid(b), '\n')
 	e.Raw = line[: len(line)-1 : len(line)-1]
 	return line, nil
+}
+
+// compactValid elides the insignificant spaces of the valid JSON text b in
+// place, as json.Compact does, and returns the shortened b.
+func compactValid(b []byte) []byte {
+	w := 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ', c == '\t', c == '\n', c == '\r':
+			continue
+		}
+		b[w] = c
+		w++
+	}
+	return b[:w]
 }
 
 // Append adds e as one line. The caller sets ParentID ("" for a new

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -58,5 +59,25 @@ func TestKnownEntryDecodesLikeTheLine(t *testing.T) {
 				t.Errorf("indexed entry\n%+v\ndecoded line\n%+v", indexed, decoded)
 			}
 		})
+	}
+}
+
+// compactValid elides exactly what json.Compact elides.
+func TestCompactValidLikeCompact(t *testing.T) {
+	for _, in := range []string{
+		`{}`,
+		` { "a" : 1 , "b" : [ 1 , 2 , { } ] } `,
+		"{\n\t\"s\": \"a b\\t c\\n\",\r\n \"e\": \"\\\\\", \"q\": \"x\\\" y \\\\\\\" z\"}",
+		`["  ", "\\", "\"", " \u2028 <b> & ", 1.5e3 , true , null]`,
+		`"only a string with  spaces"`,
+		"{\"k\" :\"ünïcödé  —  ok\" }",
+	} {
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(in)); err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if got := compactValid([]byte(in)); string(got) != want.String() {
+			t.Errorf("compactValid(%q) = %q, want %q", in, got, want.String())
+		}
 	}
 }
