@@ -47,7 +47,9 @@ func (r *run) send(e Event) {
 
 // loop is pi's runAgentLoop (prompts != nil) or agentLoopContinue.
 func (r *run) loop(ctx context.Context, prompts []pending, skipInitialSteering bool) {
-	var created []llm.Message
+	// Room for the prompts and the usual answer, so that a run without
+	// tools does not grow the slice.
+	created := make([]llm.Message, 0, len(prompts)+1)
 	r.send(Event{Type: EventAgentStart})
 	r.send(Event{Type: EventTurnStart})
 	for _, p := range prompts {
@@ -212,6 +214,12 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 	var live []llm.Content
 	// update is the assistant event of the current message_update.
 	var update llm.Event
+	// final is the provider's last message. It is recorded once the
+	// provider's stream has returned, not from inside it: message_end
+	// then runs on this goroutine's stack without the provider's frames
+	// under it (the gateway writes the session line there).
+	var final *llm.Message
+stream:
 	for ev := range model.Stream(ctx, req) {
 		switch ev.Type {
 		case llm.EventStart:
@@ -228,7 +236,9 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 			if ev.Message == nil {
 				continue
 			}
-			return r.finish(copyMessage(*ev.Message), started), nil
+			m := copyMessage(*ev.Message)
+			final = &m
+			break stream
 		default:
 			if !started {
 				continue
@@ -243,8 +253,15 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &update, Message: &partial})
 		}
 	}
-	// The stream ended without a terminal event: record it as pi records
-	// a provider failure.
+	if final != nil {
+		return r.finish(*final, started), nil
+	}
+	return r.unfinished(ctx, model, partial, started), nil
+}
+
+// unfinished records a stream that ended without a terminal event as pi
+// records a provider failure.
+func (r *run) unfinished(ctx context.Context, model llm.Model, partial llm.Message, started bool) llm.Message {
 	final := copyMessage(partial)
 	final.Role = llm.RoleAssistant
 	if final.Content == nil {
@@ -263,7 +280,7 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 	if final.Provider == "" {
 		final.API, final.Provider, final.Model = info.API, info.Provider, info.ID
 	}
-	return r.finish(final, started), nil
+	return r.finish(final, started)
 }
 
 func (r *run) finish(final llm.Message, started bool) llm.Message {

@@ -129,8 +129,17 @@ func (r *run) deliver() {
 	// the platform's answer and this write, or of the machine before the
 	// flush, sends the answer twice; never is a delivery recorded that
 	// did not happen.
+	//
+	// The run's final flush (afterRun) follows at once and puts the entry
+	// into the file with the run's other lines, in one write. Only when
+	// agent_end hooks run in between (they may take long) is it written
+	// on its own first.
+	sync := session.SyncGrouped
+	if o.cfg.Extensions != nil {
+		sync = session.SyncWritten
+	}
 	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, session.SyncWritten); err != nil {
+	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, sync); err != nil {
 		o.log.Warn("record delivery", "err", err)
 	}
 }

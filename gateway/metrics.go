@@ -87,11 +87,10 @@ func (m *Metrics) setOwners(n int) {
 	}
 }
 
-func (m *Metrics) usage(msg llm.Message) {
+func (m *Metrics) usage(u llm.Usage) {
 	if m == nil {
 		return
 	}
-	u := msg.Usage
 	m.tokens.WithLabelValues("input").Add(float64(u.Input))
 	m.tokens.WithLabelValues("output").Add(float64(u.Output))
 	m.tokens.WithLabelValues("cache_read").Add(float64(u.CacheRead))

@@ -40,7 +40,8 @@ func (r *run) record(e agent.Event) {
 		r.fail(err)
 		return
 	}
-	m := *e.Message
+	m := new(llm.Message) // kept as the run's final message
+	*m = *e.Message
 	switch m.Role {
 	case llm.RoleUser:
 		// Acknowledged when the run ends, after the session is flushed.
@@ -53,10 +54,10 @@ func (r *run) record(e agent.Event) {
 		r.msgs.done(p)
 	case llm.RoleAssistant:
 		r.mu.Lock()
-		r.lastEntry, r.final = rec.Entry.ID, &m
+		r.lastEntry, r.final = rec.Entry.ID, m
 		r.mu.Unlock()
-		r.o.metrics.usage(m)
-		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m)
+		r.o.metrics.usage(m.Usage)
+		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m.Usage)
 		r.ctl.SetText(m.Text())
 		r.ctl.EndMessage()
 		r.mu.Lock()

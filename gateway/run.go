@@ -12,6 +12,7 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
 )
@@ -117,6 +118,7 @@ func (o *owner) newRun(parent context.Context, loc *location, prelude func(conte
 // goroutine the gateway waits for.
 func (o *owner) launch(r *run, ps []*pending) {
 	o.track(func(context.Context) {
+		growRunStack()
 		defer r.cancel()
 		r.execute(ps)
 		o.afterRun(r.loc, r)
@@ -197,41 +199,8 @@ func (r *run) execute(ps []*pending) {
 	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: r.recipient(ps),
 		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters})
 
-	prompts := make([]agent.Tagged, 0, len(ps))
-	for _, p := range ps {
-		if p.applied {
-			r.msgs.done(p)
-			continue
-		}
-		r.msgs.wait(p)
-		prompts = append(prompts, tagged(p, o.message(ctx, p, time.Now().UnixMilli())))
-	}
-	history, thinking, modelRef, err := o.contextFor(loc)
-	if err == nil {
-		r.model, err = resolveModel(o.cfg, o.models, modelRef)
-	}
-	r.payer = r.recipient(ps)
-	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
-		err = errors.New(msg)
-		span.Set("pibot.spend_refused", true)
-	}
-	cfg := r.agentConfig(thinking)
-	if err == nil {
-		var add string
-		add, err = beforeStart(ctx, o.cfg.Extensions, prompts)
-		if err != nil && ctx.Err() != nil {
-			err = nil // stopping: the run ends as every run at shutdown does
-		}
-		if err != nil {
-			o.log.Warn("run refused by a hook", "loc", loc.key, "err", err)
-			err = errors.New("⚠️ This request was not run: a hook refused it (the details are in pibot's log)")
-		}
-		cfg.SystemPrompt += add
-	}
-	span.Set("pibot.model", modelRef)
-	span.Fail(err)
-	// history was built for this run: the agent takes it without a copy.
-	r.setHandles(agent.Adopt(cfg, history), ctl)
+	prompts := r.prompts(ctx, ps)
+	err := r.setUp(ctx, ps, prompts, ctl, span)
 	if err != nil {
 		// Keep the user's message, and say what is missing.
 		for _, t := range prompts {
@@ -249,7 +218,7 @@ func (r *run) execute(ps []*pending) {
 			r.deliver()
 			return
 		}
-		if history, _, _, err = o.contextFor(loc); err == nil {
+		if history, _, _, err := o.contextFor(loc); err == nil {
 			r.agent.SetMessages(history)
 		}
 	}
@@ -285,6 +254,57 @@ func (r *run) execute(ps []*pending) {
 	if ext := o.cfg.Extensions; ext != nil && len(ended) > 0 {
 		ext.End(context.WithoutCancel(ctx), ended)
 	}
+}
+
+// prompts are the user messages of ps the run prompts the agent with;
+// messages already applied are done.
+func (r *run) prompts(ctx context.Context, ps []*pending) []agent.Tagged {
+	prompts := make([]agent.Tagged, 0, len(ps))
+	for _, p := range ps {
+		if p.applied {
+			r.msgs.done(p)
+			continue
+		}
+		r.msgs.wait(p)
+		prompts = append(prompts, tagged(p, r.o.message(ctx, p, time.Now().UnixMilli())))
+	}
+	return prompts
+}
+
+// setUp gives the run its agent (on the location's context) and ctl. An
+// error is what the chat is told instead of an answer (no model, spend
+// cap reached, a hook refused the run); the agent is set all the same.
+// (Kept out of execute: the agent runs under execute's frame, deep in
+// the goroutine's stack.)
+func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, ctl *stream.Controller, span *otlp.Span) error {
+	o, loc := r.o, r.loc
+	history, thinking, modelRef, err := o.contextFor(loc)
+	if err == nil {
+		r.model, err = resolveModel(o.cfg, o.models, modelRef)
+	}
+	r.payer = r.recipient(ps)
+	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
+		err = errors.New(msg)
+		span.Set("pibot.spend_refused", true)
+	}
+	cfg := r.agentConfig(thinking)
+	if err == nil {
+		var add string
+		add, err = beforeStart(ctx, o.cfg.Extensions, prompts)
+		if err != nil && ctx.Err() != nil {
+			err = nil // stopping: the run ends as every run at shutdown does
+		}
+		if err != nil {
+			o.log.Warn("run refused by a hook", "loc", loc.key, "err", err)
+			err = errors.New("⚠️ This request was not run: a hook refused it (the details are in pibot's log)")
+		}
+		cfg.SystemPrompt += add
+	}
+	span.Set("pibot.model", modelRef)
+	span.Fail(err)
+	// history was built for this run: the agent takes it without a copy.
+	r.setHandles(agent.Adopt(cfg, history), ctl)
+	return err
 }
 
 // recipient is the user the reply is for (native streams in Slack channels

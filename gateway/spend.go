@@ -58,14 +58,13 @@ func (s spendCaps) refusal(ctx context.Context, conv chat.ConvRef, user string) 
 	}
 }
 
-// record counts the usage of an assistant message for user at conv
+// record counts the usage u of an assistant message for user at conv
 // (owners too: their spend counts towards the conversation and global
 // totals, they are only never refused).
-func (s spendCaps) record(ctx context.Context, conv chat.ConvRef, user string, m llm.Message) {
+func (s spendCaps) record(ctx context.Context, conv chat.ConvRef, user string, u llm.Usage) {
 	if s.lim == nil {
 		return
 	}
-	u := m.Usage
 	a := spend.Amount{USD: u.Cost.Total, Tokens: u.Input + u.Output + u.CacheRead + u.CacheWrite}
 	if err := s.lim.Record(context.WithoutCancel(ctx), spendWho(conv, user), a); err != nil {
 		s.log.Error("count spend", "loc", conv.Key(), "err", err)

@@ -34,19 +34,46 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 		e.Fence = s.opts.Fence
 	}
 	// What json.Encoder does with an entry (no HTML escaping), without
-	// its copies: the entry's own encoding, checked and compacted once
-	// into the line, which has room for the newline.
+	// its copies: the entry's own encoding, checked, then compacted in
+	// its own buffer (which has room for the newline) into the line.
 	b, err := e.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, len(b)+1))
-	if err := json.Compact(buf, b); err != nil {
+	if !json.Valid(b) {
+		err := json.Compact(new(bytes.Buffer), b) // says what is wrong
 		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
 	}
-	line := append(buf.Bytes(), '\n')
+	line := append(compactValid(b), '\n')
 	e.Raw = line[: len(line)-1 : len(line)-1]
 	return line, nil
+}
+
+// compactValid elides the insignificant spaces of the valid JSON text b in
+// place, as json.Compact does, and returns the shortened b.
+func compactValid(b []byte) []byte {
+	w := 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ', c == '\t', c == '\n', c == '\r':
+			continue
+		}
+		b[w] = c
+		w++
+	}
+	return b[:w]
 }
 
 // Append adds e as one line. The caller sets ParentID ("" for a new
@@ -86,7 +113,7 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 	}
 	s.pending = append(s.pending, line...)
 	s.writes++
-	n := s.addLine(line[:len(line)-1], 0)
+	n := s.addLine(line[:len(line)-1], 0, knownEntry(&e))
 	if n != nil && e.Type == TypeMessage && e.Message != nil {
 		// The message as appended is the message as decoded (pi, too,
 		// keeps the objects it appended): Context need not decode it.
@@ -265,10 +292,13 @@ func (s *Session) Close() error {
 }
 
 // addLine indexes a line that was just written and returns its node.
-func (s *Session) addLine(raw []byte, line int) *node {
+func (s *Session) addLine(raw []byte, line int, known *Entry) *node {
 	n, err := scanLine(raw)
 	if err != nil {
 		return nil // cannot happen: we encoded it
+	}
+	if known != nil {
+		n.ent = known // indexOne need not decode raw again
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -285,6 +315,31 @@ func (s *Session) addLine(raw []byte, line int) *node {
 	}
 	s.indexOne(n)
 	return n
+}
+
+// knownEntry is e as decodeEntry reads its encoded line back, built
+// from e itself, for custom entries: a gateway appends several per reply
+// (pibot.reply, pibot.delivery, pibot.head), and indexing each by
+// decoding the line it has just encoded cost more than encoding it. nil
+// for every other type (addLine then decodes as it does for a loaded
+// line). Data is compacted as the line is; a value that is not an object
+// or an array is left to the decoder.
+func knownEntry(e *Entry) *Entry {
+	if e.Type != TypeCustom {
+		return nil
+	}
+	var data json.RawMessage
+	if e.Data != nil {
+		var b bytes.Buffer
+		if json.Compact(&b, e.Data) != nil || b.Len() == 0 {
+			return nil
+		}
+		if c := b.Bytes()[0]; c != '{' && c != '[' {
+			return nil
+		}
+		data = b.Bytes()
+	}
+	return &Entry{Type: TypeCustom, ID: e.ID, ParentID: e.ParentID, Timestamp: e.Timestamp, CustomType: e.CustomType, Data: data}
 }
 
 // MoveHead moves loc's head to target without a real message: it appends

@@ -95,6 +95,10 @@ type Entry struct {
 	Raw json.RawMessage
 }
 
+// entryEnvelopeRoom is room enough for an entry's fields other than its
+// message and raw parts (type, ids, timestamp, pibot, fence).
+const entryEnvelopeRoom = 320
+
 type objWriter struct{ buf bytes.Buffer }
 
 func (w *objWriter) key(k string) {
@@ -183,7 +187,19 @@ func (h Header) MarshalJSON() ([]byte, error) {
 // details, custom data) are written as given: encoding/json, which calls
 // MarshalJSON, checks and compacts the whole entry into one line.
 func (e Entry) MarshalJSON() ([]byte, error) {
+	// The message is encoded first so that the line's buffer is made
+	// once, big enough, instead of growing (and copying) five or six
+	// times on its way to a message's size.
+	var msg []byte
+	if e.Type == TypeMessage && e.Message != nil {
+		b, err := e.Message.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("field message: %w", err)
+		}
+		msg = b
+	}
 	var w objWriter
+	w.buf.Grow(entryEnvelopeRoom + len(msg) + len(e.Data) + len(e.Content) + len(e.Details) + len(e.Summary))
 	base := func() {
 		w.str("id", e.ID)
 		w.parent(e.ParentID)
@@ -226,11 +242,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		}
 		// Raw: whoever encodes the entry (prepare, json.Marshal) checks
 		// and compacts the whole line once.
-		b, err := e.Message.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("field message: %w", err)
-		}
-		w.raw("message", b)
+		w.raw("message", msg)
 	case TypeThinkingLevelChange:
 		w.str("thinkingLevel", e.ThinkingLevel)
 	case TypeModelChange:

@@ -155,7 +155,7 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	s.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
 	s.writes = 1
 	s.report.Path, s.report.FromVersion = path, CurrentVersion
-	s.addLine(line[:len(line)-1], 2)
+	s.addLine(line[:len(line)-1], 2, knownEntry(&first))
 	if !opts.DeferCreate {
 		if err := s.create(s.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)

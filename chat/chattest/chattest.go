@@ -133,7 +133,7 @@ type Adapter struct {
 	limits            []RateLimit
 
 	mu         sync.Mutex
-	calls      []Call
+	calls      callLog
 	msgs       []*Message
 	byKey      map[string]*Message
 	nextID     int
@@ -141,7 +141,7 @@ type Adapter struct {
 	windows    map[string][]time.Time
 	blocked    map[string]time.Time
 	violations []Violation
-	changed    chan struct{} // closed and replaced on every recorded call
+	changed    chan struct{} // closed on the next recorded call; nil until WaitFor waits
 	sink       chat.Sink
 	active     chan struct{} // closed while Run is active
 	files      map[string][]byte
@@ -184,7 +184,6 @@ func New(opts ...Option) *Adapter {
 		faults:    map[Method][]error{},
 		windows:   map[string][]time.Time{},
 		blocked:   map[string]time.Time{},
-		changed:   make(chan struct{}),
 		active:    make(chan struct{}),
 		files:     map[string][]byte{},
 		drafts:    map[string]string{},
@@ -459,7 +458,9 @@ func (a *Adapter) liveLocked(c *Call, ref chat.MsgRef) (*Message, error) {
 
 // recordLocked appends c and wakes WaitFor.
 func (a *Adapter) recordLocked(c Call) {
-	a.calls = append(a.calls, c)
-	close(a.changed)
-	a.changed = make(chan struct{})
+	a.calls.add(c)
+	if a.changed != nil {
+		close(a.changed)
+		a.changed = nil
+	}
 }

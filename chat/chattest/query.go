@@ -11,7 +11,7 @@ import (
 func (a *Adapter) Calls() []Call {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.calls)
+	return a.calls.all()
 }
 
 // Filter returns the calls of calls whose method is one of ms.
@@ -30,7 +30,10 @@ func Filter(calls []Call, ms ...Method) []Call {
 func (a *Adapter) WaitFor(ctx context.Context, cond func([]Call) bool) error {
 	for {
 		a.mu.Lock()
-		calls, changed := slices.Clone(a.calls), a.changed
+		if a.changed == nil {
+			a.changed = make(chan struct{})
+		}
+		calls, changed := a.calls.all(), a.changed
 		a.mu.Unlock()
 		if cond(calls) {
 			return nil

@@ -89,20 +89,54 @@ func (r *Runner) Record(ev agent.Event) (Recorded, error) {
 		return Recorded{}, nil
 	}
 	rec := Recorded{Tag: ev.Tag}
-	m := *ev.Message
-	e, ok, err := MessageEntry(m)
-	if err != nil || !ok {
-		return rec, err
+	err := r.record(&rec, ev.Message)
+	return rec, err
+}
+
+// record appends the entry of message src for rec. It works through
+// pointers: it runs deep in the run goroutine's stack (under the agent
+// and the gateway), where every copy of a message on the stack counts.
+func (r *Runner) record(rec *Recorded, src *llm.Message) error {
+	m := new(llm.Message) // the entry's own copy
+	*m = *src
+	if !persisted(m.Role) {
+		return r.recordOther(rec, m)
 	}
+	e := session.Entry{Type: session.TypeMessage, Message: m}
 	if m.Role == llm.RoleUser && r.meta != nil {
-		e.Pibot = r.meta(ev.Tag)
+		e.Pibot = r.meta(rec.Tag)
 	}
-	got, err := r.head.Append(e, SyncFor(m, r.userHeld))
+	return r.append(rec, &e, syncFor(m, r.userHeld))
+}
+
+// recordOther appends the entry of a message that is not a message
+// entry (a custom message), if pi keeps one.
+func (r *Runner) recordOther(rec *Recorded, m *llm.Message) error {
+	e, ok, err := MessageEntry(*m)
+	if err != nil || !ok {
+		return err
+	}
+	return r.append(rec, &e, syncFor(m, r.userHeld))
+}
+
+// append appends *e at the head into rec.
+func (r *Runner) append(rec *Recorded, e *session.Entry, sync session.SyncPolicy) error {
+	got, err := r.head.Append(*e, sync)
 	if err != nil {
-		return rec, err
+		return err
 	}
 	rec.Entry = got
-	return rec, nil
+	return nil
+}
+
+// persisted reports whether a message of role becomes a message entry
+// (see MessageEntry).
+func persisted(role llm.Role) bool {
+	switch role {
+	case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult, llm.RoleBashExecution:
+		return true
+	}
+	return false
 }
 
 // MessageEntry is the session entry of a finished message, following pi:
@@ -115,10 +149,10 @@ func (r *Runner) Record(ev agent.Event) (Recorded, error) {
 // but as message entries all the same; recording them here keeps the file
 // and the agent's context in step if one reaches a message_end.
 func MessageEntry(m llm.Message) (e session.Entry, ok bool, err error) {
-	switch m.Role {
-	case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult, llm.RoleBashExecution:
+	switch {
+	case persisted(m.Role):
 		return session.Entry{Type: session.TypeMessage, Message: &m}, true, nil
-	case llm.RoleCustom:
+	case m.Role == llm.RoleCustom:
 		var content []byte
 		if m.StringContent {
 			content, err = json.Marshal(m.Text())
@@ -142,7 +176,9 @@ func MessageEntry(m llm.Message) (e session.Entry, ok bool, err error) {
 //   - a user message is on disk at once unless it is held durably
 //     elsewhere until the session is flushed (userHeld);
 //   - everything else is group-synced.
-func SyncFor(m llm.Message, userHeld bool) session.SyncPolicy {
+func SyncFor(m llm.Message, userHeld bool) session.SyncPolicy { return syncFor(&m, userHeld) }
+
+func syncFor(m *llm.Message, userHeld bool) session.SyncPolicy {
 	switch m.Role {
 	case llm.RoleAssistant:
 		if len(m.ToolCalls()) > 0 {
