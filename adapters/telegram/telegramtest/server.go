@@ -7,6 +7,7 @@
 package telegramtest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,6 +92,14 @@ type Server struct {
 
 	rate       *rateModel
 	violations []string
+
+	polls, maxPolls int // getUpdates requests held now, and at most
+
+	deliver      bool // WithWebhookDelivery
+	deliverRetry time.Duration
+	deliveries   []Delivery
+	stopDeliver  context.CancelFunc
+	deliverDone  chan struct{}
 }
 
 type fakeFile struct {
@@ -130,11 +139,20 @@ func New(token string, opts ...Option) *Server {
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
+	if s.deliver {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopDeliver, s.deliverDone = cancel, make(chan struct{})
+		go s.deliverLoop(ctx)
+	}
 	return s
 }
 
-// Close stops the server, ending held polls.
+// Close stops the server, ending held polls and webhook deliveries.
 func (s *Server) Close() {
+	if s.stopDeliver != nil {
+		s.stopDeliver()
+		<-s.deliverDone
+	}
 	s.mu.Lock()
 	if s.pollStop != nil {
 		close(s.pollStop)
