@@ -298,6 +298,8 @@ func TestToolNotRunTwiceAfterACrashInANewConversation(t *testing.T) {
 
 	h2 := newHarness(t, []faux.Turn{model}, withTools(tool), withDir(dir), withConfig(fastDrain))
 	h2.waitText(dmConv, "not launching again", "outcome is unknown")
+	// The user is told too, by pibot itself, whatever the model says.
+	h2.waitText(dmConv, "interrupted while `launch` was running", "do not run it again")
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
 	}
