@@ -80,6 +80,7 @@ func TestClusterWebhookRoundRobinKill(t *testing.T) {
 	o := replicaOpts{webhookURL: proxy.URL}
 	all := []*crashPibot{w.startWith(o), w.startWith(o), w.startWith(o)}
 	proxy.route(t, all...)
+	w.logOnFailure(all...)
 	var texts []string
 	send := func(n int, prefix string) {
 		for i := range n {

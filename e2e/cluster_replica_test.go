@@ -178,3 +178,18 @@ func byReplicaID(all []*crashPibot, id string) *crashPibot {
 	return nil
 }
 
+// logOnFailure logs the replicas' logs and the webhook deliveries when the
+// test fails.
+func (w *clusterWorld) logOnFailure(all ...*crashPibot) {
+	w.t.Cleanup(func() {
+		if !w.t.Failed() {
+			return
+		}
+		for _, p := range all {
+			w.t.Logf("log of replica %s:\n%s", replicaID(p), p.stderr)
+		}
+		for _, d := range w.srv.Deliveries() {
+			w.t.Logf("delivery of update %d: %d %s", d.UpdateID, d.Code, d.Err)
+		}
+	})
+}

@@ -209,7 +209,10 @@ func (f *sessionFile) recorder(loc *location) *sessionview.Runner {
 }
 
 // answered looks at the run that took message key in loc's branch: the
-// entries after the message, up to the next user message. It returns the
+// entries after the message, up to the run's delivery. A user message
+// before the delivery is one the same run took as a follow-up (a later run
+// starts only after this one ended, and its delivery is recorded first),
+// so the run's answer is the one after its last message. It returns the
 // run's last assistant message when it is a final answer (nil otherwise),
 // and whether a delivery of the run is recorded.
 func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry, delivered bool) {
@@ -244,7 +247,10 @@ func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry
 		}
 		switch e.Message.Role {
 		case llm.RoleUser:
-			return answer, delivered
+			if delivered {
+				return answer, delivered
+			}
+			answer = nil // a follow-up of the same run
 		case llm.RoleAssistant:
 			answer = nil
 			if e.Message.StopReason != llm.StopToolUse {
