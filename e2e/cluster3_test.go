@@ -226,7 +226,7 @@ func TestClusterKillOwnerInToolCall(t *testing.T) {
 	if n := strings.Count(said, answer); n != 1 {
 		t.Errorf("the answer is in the chat %d times, want once:\n%s", n, said)
 	}
-	if !strings.Contains(said, "interrupted while `bash` was running: its outcome is unknown") {
+	if !strings.Contains(said, "interrupted while bash was running: its outcome is unknown") {
 		t.Errorf("the user was not told the tool's outcome is unknown; bot messages:\n%s", said)
 	}
 	if byReplicaID(rest, w.holder(path)) == nil {
