@@ -1,7 +1,8 @@
 // Package telegramtest is a fake Telegram Bot API for tests. It serves
 // /bot<token>/<method> on 127.0.0.1 with the JSON and multipart bodies that
 // go-telegram/bot sends, long polling with offset semantics and 409s on
-// overlapping polls, a per-chat and global rate model that answers 429 with
+// overlapping polls (and a count of polls held at once), webhook delivery
+// retried until a 2xx (WithWebhookDelivery), a per-chat and global rate model that answers 429 with
 // retry_after, Telegram's 400s ("message is not modified", "can't parse
 // entities"), fault injection, update injection and a record of every call.
 package telegramtest
