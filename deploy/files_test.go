@@ -273,3 +273,116 @@ func TestCompose(t *testing.T) {
 		}
 	}
 }
+
+// composeService is the part of a compose service the tests check.
+type composeService struct {
+	Build struct {
+		Context string `yaml:"context"`
+	} `yaml:"build"`
+	Image       string            `yaml:"image"`
+	Hostname    string            `yaml:"hostname"`
+	Profiles    []string          `yaml:"profiles"`
+	DependsOn   []string          `yaml:"depends_on"`
+	Ports       []string          `yaml:"ports"`
+	Volumes     []string          `yaml:"volumes"`
+	Environment map[string]string `yaml:"environment"`
+	EnvFile     string            `yaml:"env_file"`
+}
+
+// TestComposeCluster: the cluster compose file runs Redis, three replicas
+// of the image on one data volume, and, for webhook mode, a round-robin
+// proxy whose configuration names every replica at the port the image
+// listens on; the replicas' webhook URL is the proxy's domain.
+func TestComposeCluster(t *testing.T) {
+	var c struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	if err := yaml.Unmarshal([]byte(read(t, "deploy/docker-compose.cluster.yml")), &c); err != nil {
+		t.Fatal(err)
+	}
+	var replicas []string
+	for name, s := range c.Services {
+		if s.Build.Context == ".." {
+			replicas = append(replicas, name)
+			if !slices.Contains(s.Volumes, "pibot-data:/data") || s.Environment["PIBOT_REDIS_URL"] != "redis://redis:6379/0" || s.Hostname != name {
+				t.Errorf("replica %s: want the shared /data volume, the redis service and its own host name: %+v", name, s)
+			}
+		}
+	}
+	slices.Sort(replicas)
+	if !slices.Equal(replicas, []string{"pibot-1", "pibot-2", "pibot-3"}) {
+		t.Fatalf("replicas %q, want pibot-1..3", replicas)
+	}
+	if _, ok := c.Services["redis"]; !ok {
+		t.Error("no redis service")
+	}
+	proxy, ok := c.Services["proxy"]
+	if !ok {
+		t.Fatal("no proxy service in front of the replicas")
+	}
+	if !strings.HasPrefix(proxy.Image, "caddy:") || strings.HasSuffix(proxy.Image, ":latest") {
+		t.Errorf("proxy image %q: want the official Caddy image with a pinned tag", proxy.Image)
+	}
+	if !slices.Equal(proxy.Profiles, []string{"webhook"}) {
+		t.Errorf("proxy profiles %q: want it started for webhook mode only (polling needs none)", proxy.Profiles)
+	}
+	for _, r := range replicas {
+		if !slices.Contains(proxy.DependsOn, r) {
+			t.Errorf("the proxy does not depend on %s", r)
+		}
+	}
+	// The replicas register https://PIBOT_DOMAIN with Telegram; the
+	// proxy serves that domain.
+	domain := proxy.Environment["PIBOT_DOMAIN"]
+	if domain == "" {
+		t.Fatal("the proxy has no PIBOT_DOMAIN")
+	}
+	for _, r := range replicas {
+		if got := c.Services[r].Environment["TELEGRAM_WEBHOOK_URL"]; got != "https://"+domain {
+			t.Errorf("%s: TELEGRAM_WEBHOOK_URL %q, want https://%s", r, got, domain)
+		}
+	}
+	var caddyfile string
+	for _, v := range proxy.Volumes {
+		if src, dst, _ := strings.Cut(strings.TrimSuffix(v, ":ro"), ":"); dst == "/etc/caddy/Caddyfile" {
+			caddyfile = strings.TrimPrefix(src, "./")
+		}
+	}
+	if caddyfile == "" {
+		t.Fatalf("the proxy mounts no /etc/caddy/Caddyfile: %q", proxy.Volumes)
+	}
+	conf := read(t, "deploy/"+caddyfile)
+	if !strings.Contains(conf, "{$PIBOT_DOMAIN}") {
+		t.Errorf("deploy/%s does not serve {$PIBOT_DOMAIN}", caddyfile)
+	}
+	var upstreams []string
+	policy := ""
+	for _, line := range strings.Split(conf, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 1 && f[0] == "reverse_proxy":
+			upstreams = append(upstreams, slices.DeleteFunc(f[1:], func(s string) bool { return s == "{" })...)
+		case len(f) == 2 && f[0] == "lb_policy":
+			policy = f[1]
+		}
+	}
+	_, port, _ := strings.Cut(load(t, "deploy/docker/config.yaml", nil).HTTP.Listen, ":")
+	var want []string
+	for _, r := range replicas {
+		want = append(want, r+":"+port)
+	}
+	slices.Sort(upstreams)
+	if !slices.Equal(upstreams, want) || policy != "round_robin" {
+		t.Errorf("deploy/%s: upstreams %q with lb_policy %q, want %q round_robin", caddyfile, upstreams, policy, want)
+	}
+	// A replica in webhook mode: the image configuration takes the mode,
+	// URL and secret from the environment and validates in cluster mode.
+	cfg := load(t, "deploy/docker/config.yaml", map[string]string{
+		"TELEGRAM_BOT_TOKEN": "1:x", "PIBOT_WEB": "false", "PIBOT_REDIS_URL": "redis://redis:6379/0",
+		"TELEGRAM_MODE": "webhook", "TELEGRAM_WEBHOOK_URL": "https://" + domain, "TELEGRAM_WEBHOOK_SECRET": "s3cret",
+	})
+	tg := cfg.Adapter.Telegram
+	if tg.Mode != "webhook" || tg.WebhookURL != "https://"+domain || tg.WebhookSecret != "s3cret" {
+		t.Errorf("the webhook settings do not reach the configuration: %+v", tg)
+	}
+}

@@ -58,16 +58,17 @@ type clusterWorld struct {
 	leaseMs int64
 }
 
-func newClusterWorld(t *testing.T) *clusterWorld {
+func newClusterWorld(t *testing.T, opts ...telegramtest.Option) *clusterWorld {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the real binary against the real Redis")
 	}
-	return newClusterWorldAt(t, clusterRedis)
+	return newClusterWorldAt(t, clusterRedis, opts...)
 }
 
-// newClusterWorldAt is a world on the Redis at addr.
-func newClusterWorldAt(t testing.TB, addr string) *clusterWorld {
+// newClusterWorldAt is a world on the Redis at addr; opts configure the
+// fake Bot API.
+func newClusterWorldAt(t testing.TB, addr string, opts ...telegramtest.Option) *clusterWorld {
 	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	if err := rdb.Ping(t.Context()).Err(); err != nil {
@@ -77,7 +78,7 @@ func newClusterWorldAt(t testing.TB, addr string) *clusterWorld {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	w := &clusterWorld{t: t, bin: crashBuild(t), dir: t.TempDir(), rdb: rdb, redis: addr,
-		prefix: "pibot-e2e-" + hex.EncodeToString(rnd[:]) + ":", srv: telegramtest.New(clusterToken), leaseMs: clusterLeaseMs}
+		prefix: "pibot-e2e-" + hex.EncodeToString(rnd[:]) + ":", srv: telegramtest.New(clusterToken, opts...), leaseMs: clusterLeaseMs}
 	w.data = filepath.Join(w.dir, "data")
 	w.srv.AddChat(models.Chat{ID: clusterChat, Type: models.ChatTypePrivate, FirstName: "Ada"})
 	t.Cleanup(func() {
@@ -100,42 +101,7 @@ func (w *clusterWorld) start() *crashPibot {
 // startMode runs a replica with Telegram in mode (webhook or polling).
 func (w *clusterWorld) startMode(mode string) *crashPibot {
 	w.t.Helper()
-	hook := "\n    webhook_url: https://bot.example.invalid/hook\n    webhook_secret: " + clusterSecret
-	if mode != "webhook" {
-		hook = ""
-	}
-	addr := crashFreeAddr(w.t)
-	cfg := filepath.Join(w.dir, "pibot-"+strings.ReplaceAll(addr, ":", "_")+".yaml")
-	yaml := fmt.Sprintf(`data_dir: %s
-http:
-  listen: %s
-cluster:
-  redis_url: redis://%s/0
-  key_prefix: %q
-  lease_ttl: %dms
-access:
-  owners: ["telegram:%d"]
-adapters:
-  web:
-    enabled: false
-  telegram:
-    token: %q
-    api_url: %s
-    mode: %s%s
-providers:
-  f:
-    api: faux
-    models:
-      - id: m
-agent:
-  model: f/m
-  queue:
-    mode: followup
-`, w.data, addr, w.redis, w.prefix, w.leaseMs, clusterUser.ID, clusterToken, w.srv.URL, mode, hook)
-	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
-		w.t.Fatal(err)
-	}
-	return crashStart(w.t, w.bin, cfg, w.dir, addr)
+	return w.startWith(replicaOpts{mode: mode})
 }
 
 // replicaID is the identity of replica p (cluster.ReplicaID).

@@ -180,6 +180,37 @@ func TestDeliveredAnswerIsNotTouchedAfterACrash(t *testing.T) {
 	}
 }
 
+// TestDeliveredFollowUpRunIsNotSentAgainAfterACrash: a run took a second
+// message as a follow-up and delivered one reply for both; pibot dies
+// before the inbox let go of them. The restart finds the delivery after the
+// follow-up's answer and sends nothing again. (The old code looked for the
+// first message's delivery only up to the next user message, the
+// follow-up, and sent its answer a second time.)
+func TestDeliveredFollowUpRunIsNotSentAgainAfterACrash(t *testing.T) {
+	h := newHarness(t, []faux.Turn{
+		faux.Text(strings.Repeat("word ", 30) + "first answer").WithDelay(10 * time.Millisecond),
+		faux.Text("second answer"),
+	}, withConfig(func(c *gateway.Config) { c.QueueMode = "followup" }))
+	h.send("the first question")
+	h.waitFor("the first answer to stream", func() bool { return h.model.Calls() == 1 })
+	h.send("the second question")
+	h.waitText(dmConv, "first answer", "second answer")
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	if ds := deliveries(h); len(ds) != 1 {
+		t.Fatalf("%d deliveries, want one reply for both messages", len(ds))
+	}
+	h.stop()
+	dropLines(t, filepath.Join(h.dir, "inbox.jsonl"), `"op":"ack"`, `"op":"clean"`)
+	h.start()
+	h.waitFor("the inbox to empty", func() bool { return h.inbox.Len() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	for _, a := range []string{"first answer", "second answer"} {
+		if n := h.countIn(a); n != 1 {
+			t.Fatalf("%q is in the chat %d times, want 1; messages: %q", a, n, h.ad.Messages(dmConv))
+		}
+	}
+}
+
 // TestReplyCutMidStreamIsMarkedAfterACrash: pibot dies while a reply
 // streams. The reply journal entry in the session names its chat message:
 // the restart marks that message interrupted, closes the entry, and the
@@ -298,6 +329,8 @@ func TestToolNotRunTwiceAfterACrashInANewConversation(t *testing.T) {
 
 	h2 := newHarness(t, []faux.Turn{model}, withTools(tool), withDir(dir), withConfig(fastDrain))
 	h2.waitText(dmConv, "not launching again", "outcome is unknown")
+	// The user is told too, by pibot itself, whatever the model says.
+	h2.waitText(dmConv, "interrupted while `launch` was running", "do not run it again")
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
 	}

@@ -163,14 +163,23 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 			// chat has it; an answer in the session that never reached
 			// the chat is sent now; a run cut short is finished.
 			answer, delivered := o.answered(loc, p.msgKey())
+			var resumable bool
+			var unknown []string
+			if !delivered && answer == nil {
+				resumable, unknown = o.resumable(loc)
+			}
 			switch {
 			case delivered:
 			case answer != nil:
 				o.redeliver(loc, p, *answer)
 				return
-			case o.resumable(loc):
-				// Its run was cut short (crash, restart): finish it.
-				o.log.Info("resuming an interrupted run", "loc", loc.key)
+			case resumable:
+				// Its run was cut short (crash, restart, a replica
+				// killed): finish it.
+				o.log.Info("resuming an interrupted run", "loc", loc.key, "unknown_outcome", unknown)
+				if len(unknown) > 0 {
+					o.replier.reply(ctx, p.item.In, unknownOutcomeNotice(unknown))
+				}
 				p.applied = true
 				o.startRun(loc, []*pending{p})
 				return

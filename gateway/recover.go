@@ -168,3 +168,19 @@ func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
 // unknownOutcome is the result recorded for a tool call that was running
 // when pibot stopped: it is never run again blindly.
 const unknownOutcome = "pibot restarted while this tool was running; its outcome is unknown. Check the state before running it again."
+
+// unknownOutcomeNotice tells the user which tools were running when their
+// run was cut (a restart, or the replica running it died): they are not
+// run again, and what they did is unknown.
+func unknownOutcomeNotice(tools []string) string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = "`" + t + "`"
+	}
+	verb, its, it := " was", "its outcome is", "it"
+	if len(names) > 1 {
+		verb, its, it = " were", "their outcomes are", "them"
+	}
+	return "⚠️ _My reply was interrupted while " + strings.Join(names, ", ") + verb +
+		" running: " + its + " unknown, and I do not run " + it + " again blindly. Continuing from there._"
+}

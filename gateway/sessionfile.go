@@ -209,7 +209,10 @@ func (f *sessionFile) recorder(loc *location) *sessionview.Runner {
 }
 
 // answered looks at the run that took message key in loc's branch: the
-// entries after the message, up to the next user message. It returns the
+// entries after the message, up to the run's delivery. A user message
+// before the delivery is one the same run took as a follow-up (a later run
+// starts only after this one ended, and its delivery is recorded first),
+// so the run's answer is the one after its last message. It returns the
 // run's last assistant message when it is a final answer (nil otherwise),
 // and whether a delivery of the run is recorded.
 func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry, delivered bool) {
@@ -244,7 +247,10 @@ func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry
 		}
 		switch e.Message.Role {
 		case llm.RoleUser:
-			return answer, delivered
+			if delivered {
+				return answer, delivered
+			}
+			answer = nil // a follow-up of the same run
 		case llm.RoleAssistant:
 			answer = nil
 			if e.Message.StopReason != llm.StopToolUse {
@@ -260,11 +266,12 @@ func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry
 // resumable reports whether loc's interrupted run can continue without
 // side effects, preparing it: an unanswered user message is answered
 // again; tool calls that were running get an "outcome unknown" result and
-// the model continues. Calls still waiting for approval wait on.
-func (f *sessionFile) resumable(loc *location) bool {
+// the model continues. Calls still waiting for approval wait on. unknown
+// names the tools whose outcome it recorded as unknown.
+func (f *sessionFile) resumable(loc *location) (ok bool, unknown []string) {
 	branch, err := f.sess.Branch(f.head(loc))
 	if err != nil {
-		return false
+		return false, nil
 	}
 	results := map[string]bool{}
 	pendingApproval := map[string]bool{}
@@ -284,10 +291,10 @@ func (f *sessionFile) resumable(loc *location) bool {
 		}
 	}
 	if last == nil {
-		return false
+		return false, nil
 	}
 	if last.Role == llm.RoleUser {
-		return true
+		return true, nil
 	}
 	var call *llm.Message
 	for i := len(branch) - 1; i >= 0; i-- {
@@ -297,7 +304,7 @@ func (f *sessionFile) resumable(loc *location) bool {
 		}
 	}
 	if call == nil || call.StopReason != llm.StopToolUse {
-		return false
+		return false, nil
 	}
 	calls := call.ToolCalls()
 	for _, c := range calls {
@@ -305,15 +312,16 @@ func (f *sessionFile) resumable(loc *location) bool {
 			continue
 		}
 		if pendingApproval[c.ID] {
-			return false
+			return false, nil
 		}
 		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: c.ID, ToolName: c.Name, Content: []llm.Content{llm.TextBlock(unknownOutcome)}, IsError: true, Timestamp: time.Now().UnixMilli()}
 		if _, err := f.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
 			f.env.log.Warn("record unknown tool outcome", "err", err)
-			return false
+			return false, nil
 		}
+		unknown = append(unknown, c.Name)
 	}
-	return len(calls) > 0
+	return len(calls) > 0, unknown
 }
 
 // openReply returns the reply of loc's last run when it is still marked

@@ -111,6 +111,8 @@ func (s *Server) dispatch(c Call) (any, *apiError) {
 		return true, nil
 	case "setWebhook":
 		s.webhookURL, s.webhookSec = p["url"], p["secret_token"]
+		close(s.notify) // wakes the webhook delivery
+		s.notify = make(chan struct{})
 		return true, nil
 	case "deleteWebhook":
 		s.webhookURL, s.webhookSec = "", ""

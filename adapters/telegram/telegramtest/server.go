@@ -1,12 +1,14 @@
 // Package telegramtest is a fake Telegram Bot API for tests. It serves
 // /bot<token>/<method> on 127.0.0.1 with the JSON and multipart bodies that
 // go-telegram/bot sends, long polling with offset semantics and 409s on
-// overlapping polls, a per-chat and global rate model that answers 429 with
+// overlapping polls (and a count of polls held at once), webhook delivery
+// retried until a 2xx (WithWebhookDelivery), a per-chat and global rate model that answers 429 with
 // retry_after, Telegram's 400s ("message is not modified", "can't parse
 // entities"), fault injection, update injection and a record of every call.
 package telegramtest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,6 +93,14 @@ type Server struct {
 
 	rate       *rateModel
 	violations []string
+
+	polls, maxPolls int // getUpdates requests held now, and at most
+
+	deliver      bool // WithWebhookDelivery
+	deliverRetry time.Duration
+	deliveries   []Delivery
+	stopDeliver  context.CancelFunc
+	deliverDone  chan struct{}
 }
 
 type fakeFile struct {
@@ -130,11 +140,20 @@ func New(token string, opts ...Option) *Server {
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
+	if s.deliver {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopDeliver, s.deliverDone = cancel, make(chan struct{})
+		go s.deliverLoop(ctx)
+	}
 	return s
 }
 
-// Close stops the server, ending held polls.
+// Close stops the server, ending held polls and webhook deliveries.
 func (s *Server) Close() {
+	if s.stopDeliver != nil {
+		s.stopDeliver()
+		<-s.deliverDone
+	}
 	s.mu.Lock()
 	if s.pollStop != nil {
 		close(s.pollStop)

@@ -99,6 +99,7 @@ const conflictPoll = "Conflict: terminated by other getUpdates request; make sur
 // rest at once or hold the request until one arrives or timeout ends. A new
 // poll ends one in flight with 409.
 func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, call Call) {
+	defer s.pollStarted()()
 	s.mu.Lock()
 	if s.conflict {
 		s.mu.Unlock()
