@@ -151,9 +151,17 @@ func (w *clusterWorld) said() string {
 	return strings.Join(all, "\n---\n")
 }
 
-// answered reports how often the complete answer to text is visible.
+// answered reports how often the complete answer to text is visible: a
+// bot message that quotes it and is complete (messages that arrived
+// together are answered in one reply quoting each).
 func answered(said, text string) int {
-	return strings.Count(said, "You said: "+text+"\n\n"+crashEchoAnswer)
+	n := 0
+	for _, m := range strings.Split(said, "\n---\n") {
+		if strings.HasSuffix(m, crashEchoAnswer) {
+			n += strings.Count(m, "You said: "+text+"\n\n")
+		}
+	}
+	return n
 }
 
 // crashEchoAnswer is the faux echo's fixed second paragraph.

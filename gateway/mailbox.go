@@ -98,6 +98,9 @@ type waitList struct {
 // addNext queues ps for the next run.
 func (w *waitList) addNext(ps ...*pending) { w.next = append(w.next, ps...) }
 
+// hasNext reports whether messages wait for the next run.
+func (w *waitList) hasNext() bool { return len(w.next) > 0 }
+
 // takeNext removes and returns what waits for the next run.
 func (w *waitList) takeNext() []*pending {
 	ps := w.next

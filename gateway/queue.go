@@ -185,7 +185,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 				return
 			}
 		}
-		o.log.Debug("nothing to resume", "loc", loc.key, "message", p.msgKey())
+		o.log.Debug("XXX nothing to resume", "loc", loc.key, "message", p.msgKey(), "resume_flag", p.item.Resume)
 		o.ack(ctx, []*pending{p})
 		return
 	}
@@ -255,8 +255,14 @@ func (q queue) park(r *run, p *pending) {
 // run that is ending takes no more: the message starts the next run.
 func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 	a, ctl := r.handles()
-	if a == nil {
-		// The run is still starting: the message runs after it.
+	o := q.o
+	o.mu.Lock()
+	behind := r.loc.waits.hasNext()
+	o.mu.Unlock()
+	if a == nil || behind {
+		// The run is still starting, or messages that came while it was
+		// wait for the next run: this one runs after them, in the order
+		// they were sent.
 		q.park(r, p)
 		return true
 	}

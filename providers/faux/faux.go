@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,8 +70,9 @@ func ToolCalls(calls ...ToolCall) Turn { return Turn{Calls: calls} }
 // Error("529 overloaded") for a retryable failure.
 func Error(msg string) Turn { return Turn{Err: msg} }
 
-// Echo returns a turn that answers with a canned text quoting the last user
-// message of the request.
+// Echo returns a turn that answers with a canned text quoting the user
+// messages of the request since the model last answered (the last user
+// message when the request ends with a tool result).
 func Echo() Turn { return Turn{Reply: echo} }
 
 // WithDelay returns t with a per-token delay d.
@@ -80,17 +82,31 @@ func (t Turn) WithDelay(d time.Duration) Turn { t.Delay = d; return t }
 func (t Turn) WithUsage(u llm.Usage) Turn { t.Usage = &u; return t }
 
 func echo(req llm.Request) Turn {
-	last := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == llm.RoleUser {
-			last = req.Messages[i].Text()
-			break
+	// The user messages since the model last spoke: one, or several
+	// that arrived together (each is quoted, so every one is answered);
+	// after a tool result, the last user message.
+	first := len(req.Messages)
+	for first > 0 && req.Messages[first-1].Role == llm.RoleUser {
+		first--
+	}
+	if first == len(req.Messages) {
+		for first > 0 && req.Messages[first-1].Role != llm.RoleUser {
+			first--
+		}
+		if first > 0 {
+			first--
 		}
 	}
-	if last == "" {
+	var said strings.Builder
+	for _, m := range req.Messages[first:] {
+		if t := m.Text(); t != "" && m.Role == llm.RoleUser {
+			said.WriteString("You said: " + t + "\n\n")
+		}
+	}
+	if said.Len() == 0 {
 		return Text("Hello from the faux model. Say something and I will echo it.")
 	}
-	return Text("You said: " + last + "\n\nThis is the faux model: it streams a canned answer so you can try pibot without an API key.")
+	return Text(said.String() + "This is the faux model: it streams a canned answer so you can try pibot without an API key.")
 }
 
 // Model is a scripted llm.Model. It is safe for concurrent use.

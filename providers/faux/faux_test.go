@@ -195,3 +195,30 @@ func TestRequestLogIsBounded(t *testing.T) {
 		t.Fatalf("kept requests %s..%s, want the most recent", first, last)
 	}
 }
+
+func TestEchoQuotesEveryNewUserMessage(t *testing.T) {
+	u := func(s string) llm.Message { return llm.UserText(s, 0) }
+	a := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.TextBlock("ok")}}
+	tr := llm.Message{Role: llm.RoleToolResult, Content: []llm.Content{llm.TextBlock("out")}}
+	for _, tc := range []struct {
+		name string
+		msgs []llm.Message
+		want []string
+	}{
+		{"one", []llm.Message{u("a")}, []string{"a"}},
+		{"two arrived together", []llm.Message{u("old"), a, u("b"), u("c")}, []string{"b", "c"}},
+		{"after a tool result", []llm.Message{u("q"), a, tr}, []string{"q"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := faux.Echo().Reply(llm.Request{Messages: tc.msgs}).Text
+			for _, w := range tc.want {
+				if strings.Count(got, "You said: "+w+"\n") != 1 {
+					t.Errorf("echo = %q, want %q quoted once", got, w)
+				}
+			}
+			if n := strings.Count(got, "You said: "); n != len(tc.want) {
+				t.Errorf("echo quotes %d messages, want %d: %q", n, len(tc.want), got)
+			}
+		})
+	}
+}
