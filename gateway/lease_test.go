@@ -17,9 +17,9 @@ import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
-	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/session"
 )
 
