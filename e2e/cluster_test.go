@@ -114,8 +114,14 @@ func replicaID(p *crashPibot) string {
 func (w *clusterWorld) say(p *crashPibot, text string) {
 	w.t.Helper()
 	up := w.update(text)
-	if code := w.deliver(p, up); code/100 != 2 {
-		w.t.Fatalf("webhook: %d", code)
+	// As Telegram does, a non-2xx answer is delivered again: a replica
+	// answers 503 until its webhook is registered, just after it is ready.
+	deadline := time.Now().Add(30 * time.Second)
+	for code := w.deliver(p, up); code/100 != 2; code = w.deliver(p, up) {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("webhook: %d", code)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
