@@ -79,7 +79,9 @@ func (a *caller) do(ctx context.Context, o op, fn func(context.Context) error) e
 		var rl *slackapi.RateLimitedError
 		if errors.As(err, &rl) {
 			ra := max(rl.RetryAfter, time.Second)
-			a.limiter.pause(o.team, o.method, ra)
+			if perr := a.limiter.pause(ctx, o.team, o.method, ra); perr != nil {
+				a.log.Warn("slack: the other replicas do not know of the pause", "method", o.method, "err", perr)
+			}
 			a.log.Warn("slack: 429; the method waits across the workspace", "method", o.method, "retry_after", ra)
 			if live || o.kind == kindUpload || attempt >= maxAttempts || ra > maxPauseWait {
 				return fmt.Errorf("slack: %s: %w", o.method, &chat.RateLimitError{RetryAfter: ra, Scope: "bot"})

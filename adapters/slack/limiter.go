@@ -31,6 +31,18 @@ type Rates interface {
 	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
 }
 
+// SharedPause is a Rates whose pause windows every replica sees (cluster
+// mode's Redis rates): a 429 answered to one replica makes the method's
+// calls on every replica wait out its Retry-After. Rates without it pause
+// only this process.
+type SharedPause interface {
+	// Pause makes key wait d on every replica, unless it already waits
+	// longer.
+	Pause(ctx context.Context, key string, d time.Duration) error
+	// PausedFor returns how long key still waits (0: not paused).
+	PausedFor(ctx context.Context, key string) (time.Duration, error)
+}
+
 // defaultTiers are the per-minute paces per method and workspace, a
 // little under Slack's tiers (Tier 2: 20+, Tier 3: 50+, Tier 4: 100+ per
 // minute). chat.postMessage is "special": about one per second per
@@ -60,8 +72,9 @@ var defaultTiers = map[string]float64{
 // limiter paces calls: per method a workspace-wide bucket (and per channel
 // for posts), and a pause of a method after its 429.
 type limiter struct {
-	tiers map[string]float64
-	rates Rates
+	tiers  map[string]float64
+	rates  Rates
+	shared SharedPause // nil: a pause is this process's
 
 	mu     sync.Mutex
 	paused map[string]time.Time // method (team-wide) → end of its Retry-After window
@@ -78,24 +91,45 @@ func newLimiter(tiers map[string]float64, rates Rates) *limiter {
 	if rates == nil {
 		rates = tokenbucket.NewLocal(0.05)
 	}
-	return &limiter{tiers: t, rates: rates, paused: map[string]time.Time{}}
+	shared, _ := rates.(SharedPause)
+	return &limiter{tiers: t, rates: rates, shared: shared, paused: map[string]time.Time{}}
 }
 
-// pause stops every call of method in team for d.
-func (l *limiter) pause(team, method string, d time.Duration) {
+// pauseKey is the key of method's pause in team in a SharedPause.
+func pauseKey(team, method string) string { return "slack/" + team + "/" + method }
+
+// pause stops every call of method in team for d: in this process at
+// once, and on the other replicas through the shared pause. An error of
+// the shared pause is returned (the pause holds here regardless).
+func (l *limiter) pause(ctx context.Context, team, method string, d time.Duration) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	k := team + "/" + method
 	if until := time.Now().Add(d); until.After(l.paused[k]) {
 		l.paused[k] = until
 	}
+	l.mu.Unlock()
+	if l.shared == nil {
+		return nil
+	}
+	if err := l.shared.Pause(ctx, pauseKey(team, method), d); err != nil {
+		return fmt.Errorf("shared pause: %w", err)
+	}
+	return nil
 }
 
-// pausedFor is how long method is still paused in team.
-func (l *limiter) pausedFor(team, method string) time.Duration {
+// pausedFor is how long method is still paused in team: the longer of
+// this process's pause and the shared one (unknown while the shared store
+// fails: this process's holds).
+func (l *limiter) pausedFor(ctx context.Context, team, method string) time.Duration {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return time.Until(l.paused[team+"/"+method])
+	d := time.Until(l.paused[team+"/"+method])
+	l.mu.Unlock()
+	if l.shared != nil {
+		if sd, err := l.shared.PausedFor(ctx, pauseKey(team, method)); err == nil {
+			d = max(d, sd)
+		}
+	}
+	return d
 }
 
 // acquire waits until the call o may go out, or returns a
@@ -126,7 +160,7 @@ func (l *limiter) acquire(ctx context.Context, o op, live bool) error {
 
 func (l *limiter) waitPause(ctx context.Context, team, method string, live bool) error {
 	for {
-		d := l.pausedFor(team, method)
+		d := l.pausedFor(ctx, team, method)
 		if d <= 0 {
 			return nil
 		}

@@ -99,6 +99,7 @@ type fallbackRates struct {
 
 var (
 	_ telegram.SharedPause = (*fallbackRates)(nil)
+	_ slack.SharedPause    = (*fallbackRates)(nil)
 	_ outboundRates        = (*fallbackRates)(nil)
 )
 
