@@ -139,13 +139,7 @@ func startBenchGateway(tb testing.TB, ad chat.Adapter, m llm.Model, mod func(*ga
 		tb.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	cfg := gateway.Config{
-		DataDir:   dir,
-		Model:     "faux/m",
-		Workspace: dir,
-		FinalWait: 5 * time.Second,
-		Metrics:   gateway.NewMetrics(reg),
-	}
+	cfg := benchConfig(dir, reg)
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -162,6 +156,18 @@ func startBenchGateway(tb testing.TB, ad chat.Adapter, m llm.Model, mod func(*ga
 		tb.Fatal(err)
 	}
 	return runBenchGateway(tb, g, reg, inbox.Len, func() { inbox.Close() })
+}
+
+// benchConfig is the configuration of a benchmark's gateway in dir, its
+// metrics in reg.
+func benchConfig(dir string, reg *prometheus.Registry) gateway.Config {
+	return gateway.Config{
+		DataDir:   dir,
+		Model:     "faux/m",
+		Workspace: dir,
+		FinalWait: 5 * time.Second,
+		Metrics:   gateway.NewMetrics(reg),
+	}
 }
 
 // runBenchGateway runs g until the benchmark ends, then calls closeAll.

@@ -169,14 +169,8 @@ func startSharedGateway(b *testing.B, ad chat.Adapter, m llm.Model, dir string, 
 		b.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	cfg := gateway.Config{
-		DataDir:   dir,
-		Model:     "faux/m",
-		Workspace: dir,
-		FinalWait: 5 * time.Second,
-		Metrics:   gateway.NewMetrics(reg),
-		Cluster:   cl,
-	}
+	cfg := benchConfig(dir, reg)
+	cfg.Cluster = cl
 	deps.Adapters = []chat.Adapter{ad}
 	deps.Models = models{m}
 	deps.Access = access.NewChecker(access.Policy{DMPolicy: "open"}, store)

@@ -57,17 +57,14 @@ func (r *run) emit(e agent.Event) {
 
 // fail stops the run after a storage failure: nothing more can be recorded.
 func (r *run) fail(err error) {
-	if r.o.shared() && errors.Is(err, session.ErrOtherWriter) {
+	if r.o.lease != nil && !permanent(r.o.lease) && errors.Is(err, session.ErrOtherWriter) {
 		// Cluster mode: another replica wrote the file, so it holds the
 		// session now, whatever this replica's lease still says. As after
 		// a lost lease, not a word more to the chat: the new holder
 		// answers.
 		r.o.log.Warn("session file written by another replica; stopping the run silently", "path", r.o.path, "err", err)
 		r.o.metrics.fenceRejected()
-		r.silent.Store(true)
-		r.frozen.Store(true)
-		r.cancel()
-		r.interrupt("")
+		r.silence()
 		return
 	}
 	r.o.log.Error("session write failed; stopping the run", "path", r.o.path, "err", err)

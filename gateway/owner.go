@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -116,11 +117,11 @@ func (p *pending) msgKey() string {
 // Locker's); its owner needs no watcher.
 type permanentLease interface{ Permanent() bool }
 
-// shared reports whether o's session may be taken over by another
-// replica: its lease can be lost (cluster mode).
-func (o *owner) shared() bool {
-	p, ok := o.lease.(permanentLease)
-	return o.lease != nil && !(ok && p.Permanent())
+// permanent reports whether lease is never lost, only released: nothing
+// to watch, and no other replica can take its session over.
+func permanent(lease cluster.Lease) bool {
+	p, ok := lease.(permanentLease)
+	return ok && p.Permanent()
 }
 
 // watchLease fences the session the moment its lease is lost (cluster

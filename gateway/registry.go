@@ -242,7 +242,7 @@ func (reg *registry) installOwner(path string, s *session.Session, lease cluster
 	n := len(reg.owners)
 	reg.mu.Unlock()
 	reg.metrics.setOwners(n)
-	if p, ok := lease.(permanentLease); ok && p.Permanent() {
+	if permanent(lease) {
 		return o // nothing to watch: an idle owner costs no goroutine
 	}
 	o.stopWatch = make(chan struct{})

@@ -291,12 +291,18 @@ func (o *owner) silenceAll() {
 	defer o.mu.Unlock()
 	for _, l := range o.locs {
 		if r := l.run; r != nil {
-			r.silent.Store(true) // before anything else: emit drops what follows
-			r.frozen.Store(true)
-			r.cancel() // ends its stream's loop before another step
-			r.interrupt("")
+			r.silence()
 		}
 	}
+}
+
+// silence stops r without a word more to the chat and without recording
+// anything: another replica holds its session now and answers.
+func (r *run) silence() {
+	r.silent.Store(true) // before anything else: emit drops what follows
+	r.frozen.Store(true)
+	r.cancel() // ends its stream's loop before another step
+	r.interrupt("")
 }
 
 // enqueuedAt reads the enqueue time from an inbox item id shaped as a
