@@ -51,6 +51,7 @@ func (e *APIError) Retryable() bool {
 // errorPatterns are the texts the error classifiers look for.
 type errorPatterns struct {
 	retryable  *regexp.Regexp
+	url        *regexp.Regexp
 	overflow   []*regexp.Regexp
 	exclusions []*regexp.Regexp
 }
@@ -60,6 +61,7 @@ type errorPatterns struct {
 // build them.
 var patterns = sync.OnceValue(func() *errorPatterns {
 	return &errorPatterns{
+		url:       regexp.MustCompile(`(?i)\bhttps?://\S+`),
 		retryable: regexp.MustCompile(`(?i)overloaded|provider.?returned.?error|rate.?limit|too many requests|429|500|502|503|504|service.?unavailable|server.?error|internal.?error|network.?error|connection.?error|connection.?refused|connection.?lost|websocket.?closed|websocket.?error|other side closed|fetch failed|upstream.?connect|reset before headers|socket hang up|ended without|http2 request did not get a response|timed? out|timeout|terminated|retry delay`),
 		overflow: []*regexp.Regexp{
 			regexp.MustCompile(`(?i)prompt is too long`),
@@ -135,5 +137,9 @@ func IsRetryable(m Message, contextWindow int64) bool {
 	if IsContextOverflow(m, contextWindow) {
 		return false
 	}
-	return patterns().retryable.MatchString(m.ErrorMessage)
+	// pi's pattern has bare status codes, so the digits of a URL in the
+	// message (a port such as :5030, which pibot's hints name) would
+	// make any error retryable: URLs are left out of the match.
+	p := patterns()
+	return p.retryable.MatchString(p.url.ReplaceAllString(m.ErrorMessage, ""))
 }
