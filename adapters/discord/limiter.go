@@ -66,6 +66,13 @@ func (l *limiter) setLocked(route string, until time.Time) {
 	}
 }
 
+// resetPrecision is the precision of X-RateLimit-Reset-After (seconds
+// with three decimals). Discord may round the reset to the nearest
+// millisecond, down as well as up, so a bucket stays closed that much
+// longer: a call sent at the rounded reset could reach Discord inside the
+// old window and earn a 429.
+const resetPrecision = time.Millisecond
+
 // observe reads a successful answer's X-RateLimit-* headers: a bucket with
 // no call left is closed until its reset.
 func (l *limiter) observe(route string, h http.Header) {
@@ -78,7 +85,7 @@ func (l *limiter) observe(route string, h http.Header) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.setLocked(route, time.Now().Add(time.Duration(after*float64(time.Second))))
+	l.setLocked(route, time.Now().Add(time.Duration(after*float64(time.Second))+resetPrecision))
 }
 
 // recent is a bounded set of ids already delivered (message and

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -312,5 +314,23 @@ func TestHeaderBudget(t *testing.T) {
 	}
 	if v := h.srv.Violations(); len(v) > 0 {
 		t.Errorf("violations: %v", v)
+	}
+}
+
+// Regression (TestHeaderBudget flaked once): Discord gives
+// X-RateLimit-Reset-After with three decimals, possibly rounded down, so a
+// bucket closed by a spent answer stays closed past the reset as written,
+// never a moment less.
+func TestSpentBucketOutlastsRoundedReset(t *testing.T) {
+	for _, after := range []string{"1.500", "0.001", "0.0004"} {
+		l := newLimiter()
+		h := http.Header{}
+		h.Set("X-RateLimit-Remaining", "0")
+		h.Set("X-RateLimit-Reset-After", after)
+		l.observe("POST /channels/1/messages", h)
+		f, _ := strconv.ParseFloat(after, 64)
+		if w, min := l.wait("POST /channels/1/messages"), time.Duration(f*float64(time.Second)); w <= min {
+			t.Errorf("reset-after %s: route closed for %v, want more than %v", after, w, min)
+		}
 	}
 }
