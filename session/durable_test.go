@@ -10,41 +10,11 @@ import (
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
+	"github.com/pibot/pibot/session/sessiontest"
 )
 
-// syncCountStorage is a MemStorage whose files count their Sync calls
-// and, once failSync is set, fail them as a dying disk does.
-type syncCountStorage struct {
-	*session.MemStorage
-	syncs    *atomic.Int32
-	failSync *atomic.Bool
-}
-
-func newSyncCountStorage() syncCountStorage {
-	return syncCountStorage{MemStorage: session.NewMemStorage(), syncs: new(atomic.Int32), failSync: new(atomic.Bool)}
-}
-
-func (s syncCountStorage) OpenAppend(path string) (session.File, error) {
-	f, err := s.MemStorage.OpenAppend(path)
-	return syncCountFile{File: f, st: s}, err
-}
-
-func (s syncCountStorage) Create(path string, data []byte) (session.File, error) {
-	f, err := s.MemStorage.Create(path, data)
-	return syncCountFile{File: f, st: s}, err
-}
-
-type syncCountFile struct {
-	session.File
-	st syncCountStorage
-}
-
-func (f syncCountFile) Sync() error {
-	f.st.syncs.Add(1)
-	if f.st.failSync.Load() {
-		return syscall.EIO
-	}
-	return f.File.Sync()
+func newFaultyStorage() *sessiontest.FaultyStorage {
+	return &sessiontest.FaultyStorage{Storage: session.NewMemStorage()}
 }
 
 // durableResult records the one call of an OnDurable callback.
@@ -99,48 +69,48 @@ func TestOnDurable(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// then does what follows the callback's registration.
-		then    func(t *testing.T, s *session.Session, st syncCountStorage)
+		then    func(t *testing.T, s *session.Session, st *sessiontest.FaultyStorage)
 		want    string
 		wantErr error
 	}{
-		{"nothing more: waits", func(*testing.T, *session.Session, syncCountStorage) {}, "waiting", nil},
-		{"write: still waits", func(t *testing.T, s *session.Session, _ syncCountStorage) {
+		{"nothing more: waits", func(*testing.T, *session.Session, *sessiontest.FaultyStorage) {}, "waiting", nil},
+		{"write: still waits", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			if err := s.Write(); err != nil {
 				t.Fatal(err)
 			}
 		}, "waiting", nil},
-		{"flush", func(t *testing.T, s *session.Session, _ syncCountStorage) {
+		{"flush", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			if err := s.Flush(); err != nil {
 				t.Fatal(err)
 			}
 		}, "durable", nil},
-		{"sync-always append", func(t *testing.T, s *session.Session, _ syncCountStorage) {
+		{"sync-always append", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			m := llm.UserText("more", 2)
 			if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncAlways); err != nil {
 				t.Fatal(err)
 			}
 		}, "durable", nil},
-		{"close", func(t *testing.T, s *session.Session, _ syncCountStorage) {
+		{"close", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
 		}, "durable", nil},
-		{"failed fsync", func(t *testing.T, s *session.Session, st syncCountStorage) {
-			st.failSync.Store(true)
+		{"failed fsync", func(t *testing.T, s *session.Session, st *sessiontest.FaultyStorage) {
+			st.FailSync.Store(true)
 			if err := s.Flush(); err == nil {
 				t.Fatal("Flush succeeded on a failing disk")
 			}
 		}, "failed", syscall.EIO},
-		{"fenced", func(t *testing.T, s *session.Session, _ syncCountStorage) {
+		{"fenced", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			s.SetFenced(nil)
 		}, "failed", session.ErrFenced},
-		{"close while fenced", func(t *testing.T, s *session.Session, _ syncCountStorage) {
+		{"close while fenced", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			s.SetFenced(nil)
 			_ = s.Close()
 		}, "failed", session.ErrFenced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newSyncCountStorage()
+			st := newFaultyStorage()
 			s := writtenSession(t, st, time.Hour)
 			defer s.Close()
 			var r durableResult
@@ -166,7 +136,7 @@ func TestOnDurable(t *testing.T) {
 // TestOnDurableAtOnce: with everything durable (or nothing appended) the
 // callback runs before OnDurable returns.
 func TestOnDurableAtOnce(t *testing.T) {
-	st := newSyncCountStorage()
+	st := newFaultyStorage()
 	s := writtenSession(t, st, time.Hour)
 	defer s.Close()
 	if err := s.Flush(); err != nil {
@@ -184,10 +154,10 @@ func TestOnDurableAtOnce(t *testing.T) {
 // run on its goroutine, and may use the session (no lock of it is held).
 func TestOnDurableSharesTheGroupCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := newSyncCountStorage()
+		st := newFaultyStorage()
 		s := writtenSession(t, st, time.Second)
 		defer s.Close()
-		base := st.syncs.Load()
+		base := st.Syncs.Load()
 		var rs [3]durableResult
 		for i := range rs {
 			m := llm.UserText("run", int64(i))
@@ -215,7 +185,7 @@ func TestOnDurableSharesTheGroupCommit(t *testing.T) {
 				t.Fatalf("run %d: %s (%v) after the group commit, want durable", i, got, err)
 			}
 		}
-		if n := st.syncs.Load() - base; n != 1 {
+		if n := st.Syncs.Load() - base; n != 1 {
 			t.Fatalf("%d fsyncs for three runs within one window, want 1", n)
 		}
 	})
@@ -224,7 +194,7 @@ func TestOnDurableSharesTheGroupCommit(t *testing.T) {
 // TestOnDurableOfADeferredFile: a deferred file's creation is durable,
 // so it satisfies the callbacks of what it holds.
 func TestOnDurableOfADeferredFile(t *testing.T) {
-	st := newSyncCountStorage()
+	st := newFaultyStorage()
 	if err := st.MkdirAll("/d"); err != nil {
 		t.Fatal(err)
 	}

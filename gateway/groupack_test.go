@@ -1,0 +1,180 @@
+package gateway_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/session"
+	"github.com/pibot/pibot/session/sessiontest"
+)
+
+// A finished run's lines are written to its session file at once; its
+// inbox records are acknowledged only with the session's next fsync (the
+// group commit, or Close). The tests here use a window of an hour, so
+// that fsync is the one of the stop.
+
+// longWindow makes the session group commit wait an hour.
+func longWindow(c *gateway.Config) { c.SessionGroupWindow = time.Hour }
+
+// pendingOnDisk counts the items the inbox file of dir holds.
+func pendingOnDisk(t *testing.T, dir string) int {
+	t.Helper()
+	ib, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ib.Close()
+	return ib.Len()
+}
+
+// answerTwice answers "one" and restarts (the stop makes the session
+// durable), then answers "two" and "three" within the group window. It
+// returns the session file's size before "two" (all durable) and the
+// session fsyncs counted once "two" was answered (files may be nil).
+func answerTwice(t *testing.T, h *harness, files *sessiontest.FaultyStorage) (durable int64, syncsAfterTwo int32) {
+	t.Helper()
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	h.restart()
+	if n := h.inbox.Len(); n != 0 {
+		t.Fatalf("%d messages in the inbox after a clean restart", n)
+	}
+	st, err := os.Stat(h.sessions()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.send("two")
+	h.waitText(dmConv, "You said: two")
+	h.waitFor("the second run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
+	if files != nil {
+		syncsAfterTwo = files.Syncs.Load()
+	}
+	h.send("three")
+	h.waitText(dmConv, "You said: three")
+	h.waitFor("the third run's delivery in the file", func() bool { return len(deliveries(h)) == 3 })
+	time.Sleep(100 * time.Millisecond) // the run's end is over
+	return st.Size(), syncsAfterTwo
+}
+
+// TestRunsAreAcknowledgedWithTheGroupCommit: two runs within the window
+// are in the session file (written) but their messages stay in the inbox,
+// and the second one made no fsync of the session; the stop's one fsync
+// lets both go, and the restart finds nothing to do.
+func TestRunsAreAcknowledgedWithTheGroupCommit(t *testing.T) {
+	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
+	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
+	_, base := answerTwice(t, h, files)
+	if n := h.inbox.Len(); n != 2 {
+		t.Fatalf("%d messages in the inbox before the session's fsync, want 2", n)
+	}
+	if n := files.Syncs.Load() - base; n != 0 {
+		t.Fatalf("%d session fsyncs for the third run within the window, want none before the group commit", n)
+	}
+	h.stop()
+	if n := files.Syncs.Load() - base; n != 1 {
+		t.Fatalf("%d session fsyncs at the stop, want 1 for both runs", n)
+	}
+	if n := pendingOnDisk(t, h.dir); n != 0 {
+		t.Fatalf("%d messages left in the inbox after the session's fsync, want 0", n)
+	}
+	calls := h.model.Calls()
+	h.start()
+	time.Sleep(300 * time.Millisecond)
+	if n := h.model.Calls(); n != calls {
+		t.Fatalf("the model was asked %d more times after a clean restart", n-calls)
+	}
+}
+
+// TestProcessCrashAfterTheRunsWriteAnswersNothingAgain: pibot dies after
+// two runs' lines were written but before the session's fsync (their
+// messages are still in the inbox). The file has the lines (the kernel
+// keeps what a dead process wrote), so the replay finds both answers
+// delivered: nothing is sent again, nothing asked again.
+func TestProcessCrashAfterTheRunsWriteAnswersNothingAgain(t *testing.T) {
+	h := newHarness(t, nil, withConfig(longWindow))
+	answerTwice(t, h, nil)
+	if n := h.inbox.Len(); n != 2 {
+		t.Fatalf("%d messages in the inbox, want 2 (the crash window)", n)
+	}
+	dir := crashCopy(t, h.dir)
+
+	h2 := newHarness(t, nil, withDir(dir), withConfig(longWindow))
+	// (Nothing new to fsync: the opened file is durable, so the replayed
+	// messages are acknowledged at once.)
+	h2.waitFor("the replayed messages acknowledged", func() bool { return h2.inbox.Len() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := h2.model.Calls(); n != 0 {
+		t.Fatalf("the model was asked %d times after the crash; the answers were in the file", n)
+	}
+	if msgs := h2.ad.Messages(dmConv); len(msgs) != 0 {
+		t.Fatalf("the restart sent %q; the answers were delivered before the crash", msgs)
+	}
+}
+
+// TestMachineCrashInTheWindowAnswersAgain: the machine dies within the
+// window: the runs' lines, never fsynced, are gone from the file, but
+// their messages are still in the inbox. Nothing is lost: the restart
+// answers them again (the one case where an answer may reach the chat
+// twice).
+func TestMachineCrashInTheWindowAnswersAgain(t *testing.T) {
+	h := newHarness(t, nil, withConfig(longWindow))
+	durable, _ := answerTwice(t, h, nil)
+	dir := crashCopy(t, h.dir)
+	rel, err := filepath.Rel(h.dir, h.sessions()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What was not fsynced is lost (nothing was since the restart).
+	if err := os.Truncate(filepath.Join(dir, rel), durable); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := newHarness(t, nil, withDir(dir)) // the default window
+	h2.waitText(dmConv, "You said: three")
+	h2.waitFor("the replayed messages acknowledged", func() bool { return h2.inbox.Len() == 0 })
+	got := userTexts(h2.entries(h2.sessions()[0]))
+	for _, want := range []string{"one", "two", "three"} {
+		n := 0
+		for _, u := range got {
+			if u == want {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("user message %q is in the session %d times after the replay, want once: %q", want, n, got)
+		}
+	}
+}
+
+// TestFailedSessionFsyncKeepsTheMessagesInTheInbox: the disk fails the
+// session's fsync after two runs were written: their messages stay in
+// the inbox. Once it works again, the restart finds the runs in the file
+// and answers nothing twice.
+func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
+	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
+	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
+	answerTwice(t, h, files)
+	files.FailSync.Store(true)
+	h.stop() // the stop's flush fails
+	if n := files.Syncs.Load(); n == 0 {
+		t.Fatal("the stop made no session fsync")
+	}
+	if n := pendingOnDisk(t, h.dir); n != 2 {
+		t.Fatalf("%d messages in the inbox after a failed fsync, want 2", n)
+	}
+	files.FailSync.Store(false)
+	calls, sent := h.model.Calls(), len(h.ad.Messages(dmConv))
+	h.start()
+	h.waitFor("the replayed messages acknowledged", func() bool { return h.inbox.Len() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := h.model.Calls() - calls; n != 0 {
+		t.Fatalf("the model was asked %d more times; the runs were in the file", n)
+	}
+	if n := len(h.ad.Messages(dmConv)) - sent; n != 0 {
+		t.Fatalf("%d more chat messages after the restart, want none: %q", n, h.ad.Messages(dmConv))
+	}
+}
