@@ -17,11 +17,11 @@ import (
 // lease), ps stay in the inbox: a failed write strands them until the disk
 // works again, a lost lease leaves them to the session's next holder.
 func (o *owner) ackDurable(ctx context.Context, ps []*pending) {
-	if len(ps) == 0 {
-		return
-	}
 	if err := errors.Join(o.sess.Write(), o.index.Sync(ctx)); err != nil {
 		o.keepInInbox(err, ps)
+		return
+	}
+	if len(ps) == 0 {
 		return
 	}
 	o.sess.OnDurable(func(err error) {
