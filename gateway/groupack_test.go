@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/session"
@@ -152,13 +154,13 @@ func TestMachineCrashInTheWindowAnswersAgain(t *testing.T) {
 
 // TestFailedSessionFsyncKeepsTheMessagesInTheInbox: the disk fails the
 // session's fsync after two runs were written: their messages stay in
-// the inbox. Once it works again, the restart finds the runs in the file
-// and answers nothing twice.
+// the inbox. The restart (its fsyncs work) finds the runs in the file and
+// answers nothing twice.
 func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
 	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
 	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
 	answerTwice(t, h, files)
-	files.FailSync.Store(true)
+	files.FailSyncs.Store(1)
 	h.stop() // the stop's flush fails
 	if n := files.Syncs.Load(); n == 0 {
 		t.Fatal("the stop made no session fsync")
@@ -166,7 +168,6 @@ func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
 	if n := pendingOnDisk(t, h.dir); n != 2 {
 		t.Fatalf("%d messages in the inbox after a failed fsync, want 2", n)
 	}
-	files.FailSync.Store(false)
 	calls, sent := h.model.Calls(), len(h.ad.Messages(dmConv))
 	h.start()
 	h.waitFor("the replayed messages acknowledged", func() bool { return h.inbox.Len() == 0 })
@@ -176,5 +177,66 @@ func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
 	}
 	if n := len(h.ad.Messages(dmConv)) - sent; n != 0 {
 		t.Fatalf("%d more chat messages after the restart, want none: %q", n, h.ad.Messages(dmConv))
+	}
+}
+
+// TestFailedGroupCommitStrandsTheMessageUntilTheDiskWorks: while pibot
+// runs, the session's fsync after a finished run fails (here the flush of
+// a /queue command, which must be durable at once): the run's message
+// stays in the inbox, the gateway is degraded, and once the disk works
+// again the message is taken up: its run is found in the file, delivered,
+// so it is acknowledged without being answered again.
+func TestFailedGroupCommitStrandsTheMessageUntilTheDiskWorks(t *testing.T) {
+	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
+	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	h.restart()
+	h.send("two")
+	h.waitText(dmConv, "You said: two")
+	h.waitFor("the run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
+	time.Sleep(100 * time.Millisecond) // the run's end is over
+	held := func() bool {
+		for _, it := range pendingOf(h) {
+			var item struct{ In chat.Inbound }
+			if json.Unmarshal(it.Data, &item) == nil && item.In.Text == "two" {
+				return true
+			}
+		}
+		return false
+	}
+	if !held() {
+		t.Fatal("the run's message left the inbox before the session's fsync")
+	}
+	// The gateway's probe of the disk fails too until the directory in
+	// the way of its file is removed.
+	probe := filepath.Join(h.dir, ".probe")
+	if err := os.Mkdir(probe, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files.FailSyncs.Store(1)
+	calls := h.model.Calls()
+	h.send("/queue followup") // flushed at once: the fsync fails
+	h.waitFor("the gateway degraded", func() bool { return h.g.Health() != nil })
+	if files.FailSyncs.Load() != 0 {
+		t.Fatal("the session's fsync was not tried")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !held() {
+		t.Fatal("the run's message left the inbox although its session's fsync failed")
+	}
+	// The disk works again (the next fsync succeeds): a probe finds it
+	// writable and the stranded message is taken up.
+	if err := os.Remove(probe); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the gateway healthy again", func() bool { return h.g.Health() == nil })
+	h.waitFor("the message acknowledged", func() bool { return !held() })
+	time.Sleep(300 * time.Millisecond)
+	if n := h.model.Calls() - calls; n != 0 {
+		t.Fatalf("the model was asked %d more times; the run was in the file", n)
+	}
+	if n := h.countIn("You said: two"); n != 1 {
+		t.Fatalf("the answer is in the chat %d times, want once: %q", n, h.ad.Messages(dmConv))
 	}
 }

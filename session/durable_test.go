@@ -96,7 +96,7 @@ func TestOnDurable(t *testing.T) {
 			}
 		}, "durable", nil},
 		{"failed fsync", func(t *testing.T, s *session.Session, st *sessiontest.FaultyStorage) {
-			st.FailSync.Store(true)
+			st.FailSyncs.Store(1)
 			if err := s.Flush(); err == nil {
 				t.Fatal("Flush succeeded on a failing disk")
 			}

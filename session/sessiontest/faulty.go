@@ -9,14 +9,15 @@ import (
 
 // FaultyStorage wraps a session.Storage (session.FileStorage for real
 // files): its files count their fsyncs and, while FailSync is set, fail
-// them with EIO as a dying disk does. Everything else is the wrapped
+// them with EIO as a failing disk does. Everything else is the wrapped
 // storage's.
 type FaultyStorage struct {
 	session.Storage
 	// Syncs counts the Sync calls of its files.
 	Syncs atomic.Int32
-	// FailSync makes every Sync fail (after counting it).
-	FailSync atomic.Bool
+	// FailSyncs is how many of the next Sync calls fail (each one that
+	// fails counts it down); the ones after succeed.
+	FailSyncs atomic.Int32
 }
 
 // OpenAppend opens path in the wrapped storage.
@@ -45,8 +46,14 @@ type faultyFile struct {
 
 func (f faultyFile) Sync() error {
 	f.st.Syncs.Add(1)
-	if f.st.FailSync.Load() {
-		return syscall.EIO
+	for {
+		n := f.st.FailSyncs.Load()
+		if n <= 0 {
+			break
+		}
+		if f.st.FailSyncs.CompareAndSwap(n, n-1) {
+			return syscall.EIO
+		}
 	}
 	return f.File.Sync()
 }
