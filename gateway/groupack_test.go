@@ -1,9 +1,13 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -238,5 +242,116 @@ func TestFailedGroupCommitStrandsTheMessageUntilTheDiskWorks(t *testing.T) {
 	}
 	if n := h.countIn("You said: two"); n != 1 {
 		t.Fatalf("the answer is in the chat %d times, want once: %q", n, h.ad.Messages(dmConv))
+	}
+}
+
+// releaseProbe is a Locker (the in-process one's semantics: leases are
+// never lost) that notes, when the lease of a session file is released,
+// how many session fsyncs were made by then and whether the inbox still
+// held anything.
+type releaseProbe struct {
+	files   *sessiontest.FaultyStorage
+	pending func() int
+
+	mu       sync.Mutex
+	released []releaseNote
+}
+
+type releaseNote struct {
+	syncs   int32
+	pending int
+}
+
+type probedLease struct {
+	rp   *releaseProbe
+	key  string
+	done chan struct{}
+	once sync.Once
+}
+
+func (l *probedLease) Fence() int64          { return 1 }
+func (l *probedLease) Done() <-chan struct{} { return l.done }
+func (l *probedLease) Release(context.Context) error {
+	l.once.Do(func() {
+		if strings.HasSuffix(l.key, ".jsonl") {
+			l.rp.mu.Lock()
+			l.rp.released = append(l.rp.released, releaseNote{syncs: l.rp.files.Syncs.Load(), pending: l.rp.pending()})
+			l.rp.mu.Unlock()
+		}
+		close(l.done)
+	})
+	return nil
+}
+
+func (rp *releaseProbe) Acquire(_ context.Context, key string, _ int64) (cluster.Lease, error) {
+	return &probedLease{rp: rp, key: key, done: make(chan struct{})}, nil
+}
+
+func (rp *releaseProbe) notes() []releaseNote {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return slices.Clone(rp.released)
+}
+
+// TestEvictionFlushesAcknowledgesThenReleases: an idle session whose last
+// run waits for the group commit is evicted: its close fsyncs the file,
+// acknowledges the run's message, and only then gives the session's lease
+// back.
+func TestEvictionFlushesAcknowledgesThenReleases(t *testing.T) {
+	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
+	rp := &releaseProbe{files: files}
+	var h *harness
+	rp.pending = func() int { return h.inbox.Len() }
+	h = newHarness(t, nil, withSessionFiles(files), withLocker(rp), withConfig(func(c *gateway.Config) {
+		longWindow(c)
+		c.IdleEvict = 400 * time.Millisecond
+	}))
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	h.waitFor("the first eviction", func() bool { return len(rp.notes()) == 1 })
+	h.send("two")
+	h.waitText(dmConv, "You said: two")
+	h.waitFor("the run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
+	before := files.Syncs.Load()
+	h.waitFor("the second eviction", func() bool { return len(rp.notes()) == 2 })
+	note := rp.notes()[1]
+	if note.syncs <= before {
+		t.Fatalf("the session's lease was released with %d fsyncs, %d before the eviction: not after its flush", note.syncs, before)
+	}
+	if note.pending != 0 {
+		t.Fatalf("%d messages in the inbox when the lease was released, want the run's acknowledged first", note.pending)
+	}
+}
+
+// TestLostLeaseLeavesTheFinishedRunsMessageInTheInbox: the session's lease
+// is lost after a run ended but before the session's fsync: the message is
+// not acknowledged (the session's next holder takes it); the restart that
+// holds it finds the run delivered and answers nothing again.
+func TestLostLeaseLeavesTheFinishedRunsMessageInTheInbox(t *testing.T) {
+	locker := &revocable{}
+	h := newHarness(t, nil, withLocker(locker), withConfig(longWindow))
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	h.restart()
+	h.send("two")
+	h.waitText(dmConv, "You said: two")
+	h.waitFor("the run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
+	time.Sleep(100 * time.Millisecond) // the run's end is over
+	path := h.sessions()[0]
+	locker.revoke(path)
+	h.waitFor("the session unloaded", func() bool { return locker.held(path) == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := h.inbox.Len(); n != 1 {
+		t.Fatalf("%d messages in the inbox after the lease was lost, want the run's one", n)
+	}
+	calls, sent := h.model.Calls(), len(h.ad.Messages(dmConv))
+	h.restart()
+	h.waitFor("the replayed message acknowledged", func() bool { return h.inbox.Len() == 0 })
+	time.Sleep(300 * time.Millisecond)
+	if n := h.model.Calls() - calls; n != 0 {
+		t.Fatalf("the model was asked %d more times; the run was in the file", n)
+	}
+	if n := len(h.ad.Messages(dmConv)) - sent; n != 0 {
+		t.Fatalf("%d more chat messages after the restart: %q", n, h.ad.Messages(dmConv))
 	}
 }
