@@ -92,7 +92,8 @@ func (d *durableWaits) settle() {
 // closed, before they are durable, fn gets that error instead (a
 // *FencedError unless closed). fn runs once, on the goroutine that made
 // the entries durable or failed, under none of the session's locks; it
-// should not block for long (a group commit, or Close, waits for it).
+// should not block for long and must not call Close (a group commit, and
+// Close, wait for it).
 func (s *Session) OnDurable(fn func(error)) {
 	s.wmu.Lock()
 	mark := s.writes

@@ -305,8 +305,8 @@ func (s *Session) Report() Report {
 }
 
 // SetFenced puts the writer into the fenced state: every later Append
-// fails with a *FencedError wrapping cause.
-// The callbacks of OnDurable still waiting get the *FencedError.
+// fails with a *FencedError wrapping cause, and so do the OnDurable
+// callbacks still waiting (before SetFenced returns).
 func (s *Session) SetFenced(cause error) {
 	s.wmu.Lock()
 	if cause == nil {
