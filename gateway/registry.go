@@ -165,8 +165,8 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 		return nil, nil, err
 	}
 	// The file is created by the session's first flush, off the message's
-	// path: until the run ends and the session is flushed, the inbox
-	// holds the message.
+	// path: until the run has ended and the session is fsynced, the
+	// inbox holds the message.
 	s, err := session.Create(reg.files, dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
 	if err != nil {
 		release(ctx, reg.log, lease)
