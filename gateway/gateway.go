@@ -132,6 +132,12 @@ type Config struct {
 	// Runs still going then are interrupted without recording anything
 	// more, so they can be resumed after the restart.
 	DrainTimeout time.Duration
+	// SessionGroupWindow is the group commit of the session files
+	// (default 1s): a session is fsynced at most once per window unless
+	// something must be durable at once, and a finished run's messages
+	// leave the inbox with that fsync. A crash of the machine (not of
+	// pibot) within the window may answer them again.
+	SessionGroupWindow time.Duration
 	// Extensions are the prompt templates, skills and hooks (nil: none).
 	Extensions Extensions
 	// Schedules are the configured scheduled prompts; ScheduleTZ is the
@@ -211,6 +217,11 @@ type Deps struct {
 	// Notices, when set, is watched for users approved by `pibot pairing
 	// approve`, who are told in their chat that they may talk now.
 	Notices PairingNotices
+	// SessionFiles writes the session files of DataDir/sessions; nil: the
+	// local file system (session.FileStorage). Readers that only look
+	// (history, the index rebuild) open the files directly, so it must
+	// store them there too: it is for a file system that fails on purpose.
+	SessionFiles session.Storage
 }
 
 // New builds a gateway. It loads the location index of DataDir.
@@ -265,7 +276,10 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
-		owners: map[string]*owner{}, newOwner: g.newOwner}
+		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner}
+	if g.sessions.files == nil {
+		g.sessions.files = session.FileStorage{}
+	}
 	offerHistory(g.adapters, g.index, g.sessions) // history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post}
@@ -317,6 +331,9 @@ func setDefaults(c *Config) {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 20 * time.Second
+	}
+	if c.SessionGroupWindow <= 0 {
+		c.SessionGroupWindow = sessionGroupWindow
 	}
 	if c.FinalWait <= 0 {
 		c.FinalWait = time.Minute

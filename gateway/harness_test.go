@@ -56,6 +56,8 @@ type harness struct {
 	wrapModel func(llm.Model) llm.Model
 	// caps, when set, changes the adapter's capabilities.
 	caps func(*chat.Caps)
+	// files, when set, writes the session files (Deps.SessionFiles).
+	files session.Storage
 
 	g      *gateway.Gateway
 	cancel context.CancelFunc
@@ -66,12 +68,13 @@ type harness struct {
 
 type option func(*harness)
 
-func withConfig(f func(*gateway.Config)) option { return func(h *harness) { h.mod = f } }
-func withTools(t ...agent.Tool) option          { return func(h *harness) { h.tools = t } }
-func withLocker(l gateway.Locker) option        { return func(h *harness) { h.locker = l } }
-func withBudget(b gateway.Budget) option        { return func(h *harness) { h.budget = b } }
-func withSpend(l gateway.SpendLimiter) option   { return func(h *harness) { h.spend = l } }
-func withIndex(ix gateway.Index) option         { return func(h *harness) { h.index = ix } }
+func withConfig(f func(*gateway.Config)) option  { return func(h *harness) { h.mod = f } }
+func withTools(t ...agent.Tool) option           { return func(h *harness) { h.tools = t } }
+func withLocker(l gateway.Locker) option         { return func(h *harness) { h.locker = l } }
+func withBudget(b gateway.Budget) option         { return func(h *harness) { h.budget = b } }
+func withSpend(l gateway.SpendLimiter) option    { return func(h *harness) { h.spend = l } }
+func withIndex(ix gateway.Index) option          { return func(h *harness) { h.index = ix } }
+func withSessionFiles(st session.Storage) option { return func(h *harness) { h.files = st } }
 func withAdapter(wrap func(*chattest.Adapter) chat.Adapter) option {
 	return func(h *harness) { h.wrap = wrap }
 }
@@ -137,16 +140,17 @@ func (h *harness) start() {
 		ad = h.wrap(h.ad)
 	}
 	g, err := gateway.New(cfg, gateway.Deps{
-		Adapters: []chat.Adapter{ad},
-		Models:   models{m},
-		Access:   access.NewChecker(h.policy, store),
-		Inbox:    inbox,
-		Dedupe:   cluster.NewDedupe(time.Hour, 1000),
-		Locker:   locker,
-		Budget:   h.budget,
-		Spend:    h.spend,
-		Index:    h.index,
-		Notices:  store,
+		Adapters:     []chat.Adapter{ad},
+		Models:       models{m},
+		Access:       access.NewChecker(h.policy, store),
+		Inbox:        inbox,
+		Dedupe:       cluster.NewDedupe(time.Hour, 1000),
+		Locker:       locker,
+		Budget:       h.budget,
+		Spend:        h.spend,
+		Index:        h.index,
+		Notices:      store,
+		SessionFiles: h.files,
 	})
 	if err != nil {
 		t.Fatal(err)

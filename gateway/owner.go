@@ -64,11 +64,13 @@ type ownerDeps struct {
 	runContext func() context.Context
 }
 
-// sessionGroupWindow is how long a grouped session append may wait for
-// its fsync. It can be long: what must be durable at once is appended with
-// SyncAlways (tool calls and results, approvals, commands), and a user's
-// message stays in the inbox until its run ends and the session is
-// flushed. Most runs are then made durable by that one flush.
+// sessionGroupWindow is the default of Config.SessionGroupWindow: how
+// long a grouped session append may wait for its fsync. It can be long:
+// what must be durable at once is appended with SyncAlways (tool calls and
+// results, approvals, commands), a run's lines are written to the file at
+// its end (a crash of pibot keeps them), and its messages stay in the
+// inbox until the group commit has fsynced them. A session is then
+// fsynced about once per window however many runs it has.
 const sessionGroupWindow = time.Second
 
 // location is the state of one chat location inside a session.

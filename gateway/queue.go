@@ -186,7 +186,10 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 			}
 		}
 		o.log.Debug("XXX nothing to resume", "loc", loc.key, "message", p.msgKey(), "resume_flag", p.item.Resume)
-		o.ack(ctx, []*pending{p})
+		// Its run is in the session: it leaves the inbox once that is
+		// durable (a redelivery may come while the run's last lines wait
+		// for the group commit).
+		o.ackDurable(ctx, []*pending{p})
 		return
 	}
 	o.mu.Lock()

@@ -44,7 +44,7 @@ func (r *run) record(e agent.Event) {
 	*m = *e.Message
 	switch m.Role {
 	case llm.RoleUser:
-		// Acknowledged when the run ends, after the session is flushed.
+		// Acknowledged after the run ended, with the session's next fsync.
 		if p == nil {
 			return
 		}

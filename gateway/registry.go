@@ -24,6 +24,8 @@ type registry struct {
 	locker  Locker
 	holder  string // names this process in lease markers (host/pid)
 	metrics *Metrics
+	// files stores the session files (Deps.SessionFiles).
+	files session.Storage
 	// newOwner builds the owner of a session just loaded (the gateway
 	// wires its collaborators).
 	newOwner func(path string, s *session.Session, lease cluster.Lease) *owner
@@ -163,9 +165,9 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 		return nil, nil, err
 	}
 	// The file is created by the session's first flush, off the message's
-	// path: until the run ends and the session is flushed, the inbox
-	// holds the message.
-	s, err := session.CreateFile(dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: sessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
+	// path: until the run has ended and the session is fsynced, the
+	// inbox holds the message.
+	s, err := session.Create(reg.files, dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
 	if err != nil {
 		release(ctx, reg.log, lease)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
@@ -208,7 +210,7 @@ func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
 		}
 		return nil, err
 	}
-	s, err := session.OpenFile(path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: sessionGroupWindow})
+	s, err := session.Open(reg.files, path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow})
 	if err != nil {
 		release(ctx, reg.log, lease)
 		return nil, fmt.Errorf("gateway: %w", err)

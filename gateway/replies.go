@@ -100,7 +100,7 @@ func (j *replyJournal) close(refs []chat.MsgRef, state string, w replyWriter) {
 
 // recordReply appends a pibot.reply entry and puts it into the file
 // without waiting for the disk: the group commit makes it durable within
-// sessionGroupWindow.
+// Config.SessionGroupWindow.
 func (s replySite) recordReply(refs []chat.MsgRef, state string) {
 	r := s.r
 	data, _ := json.Marshal(replyRecord{Refs: refs, State: state})

@@ -158,18 +158,11 @@ func (o *owner) afterRun(loc *location, r *run) {
 	case len(next) > 0:
 		o.startRun(loc, next) // the owner closed: routed again
 	}
-	// The run is over: once the session is on disk its messages leave the
-	// inbox. Until then a crash replays them and resumes the run.
-	if err := errors.Join(o.sess.Flush(), o.index.Sync(context.WithoutCancel(r.ctx))); err != nil {
-		o.log.Error("flush session; keeping its messages in the inbox", "path", o.path, "err", err)
-		if lostToStorage(o.sess, err) {
-			// A full disk: taken up again once a probe finds it writable.
-			o.health.storageFailed(o, err)
-			o.health.strand(r.msgs.finished())
-		}
-	} else {
-		o.ack(context.WithoutCancel(r.ctx), r.msgs.finished())
-	}
+	// The run is over: its lines go into the file now (a crash of pibot
+	// keeps them), and its messages leave the inbox once the session's
+	// next fsync has them (durable.go). Until then a crash replays them
+	// and resumes the run.
+	o.ackDurable(context.WithoutCancel(r.ctx), r.msgs.finished())
 }
 
 // execute runs the agent to the end and delivers the reply.

@@ -197,7 +197,7 @@ func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLeve
 // recorder returns the session runner of a run at loc: chat messages are
 // tagged with their *pending, whose sender and platform message go on the
 // entry; user messages are group-synced because the inbox holds them until
-// the session is flushed at the run's end.
+// the session's first fsync after the run's end.
 func (f *sessionFile) recorder(loc *location) *sessionview.Runner {
 	return sessionview.NewRunner(locHead{f: f, loc: loc}, sessionview.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
 		meta := &session.Meta{}

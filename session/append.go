@@ -137,9 +137,13 @@ func (s *Session) writable() error {
 	return nil
 }
 
+// fence puts the writer into the fenced state (the first cause is kept)
+// and fails the OnDurable callbacks still waiting; the caller holds wmu
+// and settles them once it let go of its locks.
 func (s *Session) fence(cause error) error {
 	if s.fenced == nil {
 		s.fenced = cause
+		s.waits.fail(&FencedError{Path: s.path, Cause: cause})
 	}
 	return &FencedError{Path: s.path, Cause: cause}
 }
@@ -159,10 +163,13 @@ func (s *Session) start() {
 
 // Flush writes every entry appended before the call and makes it durable
 // (creating a deferred file). Appends go on while it waits for the disk.
+// The OnDurable callbacks it satisfies, or fails, run before it returns.
 func (s *Session) Flush() error {
 	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	return s.flushLocked()
+	err := s.flushLocked()
+	s.syncMu.Unlock()
+	s.waits.settle()
+	return err
 }
 
 // Write puts every entry appended before the call into the file without
@@ -170,8 +177,10 @@ func (s *Session) Flush() error {
 // is durable. The group commit or Flush makes the lines durable later.
 func (s *Session) Write() error {
 	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
-	return s.writeLocked(false)
+	err := s.writeLocked(false)
+	s.syncMu.Unlock()
+	s.waits.settle() // a created file is durable; a failure fences
+	return err
 }
 
 // flushLocked is Flush; the caller holds syncMu. Any failure fences the
@@ -203,6 +212,7 @@ func (s *Session) writeLocked(durable bool) error {
 			return fail(fmt.Errorf("create: %w", err))
 		}
 		s.synced, s.written = upTo, upTo
+		s.waits.advance(upTo)
 		return nil
 	}
 	if len(buf) > 0 {
@@ -234,6 +244,7 @@ func (s *Session) writeLocked(durable bool) error {
 		return fail(fmt.Errorf("sync: %w", err))
 	}
 	s.synced = upTo
+	s.waits.advance(upTo)
 	return nil
 }
 
@@ -260,7 +271,9 @@ func (s *Session) create(buf []byte) error {
 }
 
 // Close stops the group commit, flushes pending entries (creating a
-// deferred file) and closes the file.
+// deferred file) and closes the file. The OnDurable callbacks run before
+// it returns: with nil when the flush made their entries durable, else
+// with the failure.
 func (s *Session) Close() error {
 	s.wmu.Lock()
 	already := s.closed
@@ -270,6 +283,14 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.group.stop()
+	err := s.closeFile()
+	s.waits.fail(fmt.Errorf("session: %s: closed", s.path))
+	s.waits.settle()
+	return err
+}
+
+// closeFile flushes (unless the writer is fenced) and closes the file.
+func (s *Session) closeFile() error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.wmu.Lock()

@@ -125,6 +125,8 @@ type Session struct {
 	report    Report
 
 	group groupFlush
+	// waits are the callbacks of OnDurable.
+	waits durableWaits
 }
 
 // Create writes a new session file in dir: the header and first entry in
@@ -161,6 +163,7 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 			return nil, fmt.Errorf("session: create %s: %w", path, err)
 		}
 		s.pending, s.synced, s.written = nil, s.writes, s.writes
+		s.waits.advance(s.synced)
 	}
 	s.start()
 	if opts.DeferCreate {
@@ -198,6 +201,7 @@ func Open(storage Storage, path string, opts Options) (*Session, error) {
 	if opts.Fence != 0 && opts.Fence < p.maxFence {
 		// A newer owner already wrote: this writer is stale from the start.
 		s.fenced = fmt.Errorf("file has fence %d, writer has %d", p.maxFence, opts.Fence)
+		s.waits.fail(&FencedError{Path: path, Cause: s.fenced})
 	}
 	if !opts.ReadOnly && s.fenced == nil { // only the current owner repairs
 		if err := s.repairOnOpen(data, p); err != nil {
@@ -301,16 +305,16 @@ func (s *Session) Report() Report {
 }
 
 // SetFenced puts the writer into the fenced state: every later Append
-// fails with a *FencedError wrapping cause.
+// fails with a *FencedError wrapping cause, and so do the OnDurable
+// callbacks still waiting (before SetFenced returns).
 func (s *Session) SetFenced(cause error) {
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	if cause == nil {
 		cause = ErrFenced
 	}
-	if s.fenced == nil {
-		s.fenced = cause
-	}
+	_ = s.fence(cause)
+	s.wmu.Unlock()
+	s.waits.settle()
 }
 
 // Fenced returns the error that fenced the writer, or nil.

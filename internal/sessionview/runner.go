@@ -62,8 +62,9 @@ type Options struct {
 	// none.
 	Meta func(tag any) *session.Meta
 	// UserHeld says user messages are held durably elsewhere until the
-	// session is flushed (the gateway's inbox, acknowledged after the
-	// run's final flush): they are then group-synced, not synced at once.
+	// session is flushed (the gateway's inbox, acknowledged with the
+	// session's first fsync after the run): they are then group-synced,
+	// not synced at once.
 	UserHeld bool
 }
 

@@ -1,6 +1,7 @@
 // Package sessiontest is a conformance suite for session.Storage
 // implementations: Run drives the session package over a storage and checks
-// the behaviour every implementation must share.
+// the behaviour every implementation must share. FaultyStorage wraps one
+// to fail its fsyncs on purpose.
 package sessiontest
 
 import (
