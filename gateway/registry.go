@@ -28,9 +28,12 @@ type registry struct {
 	// wires its collaborators).
 	newOwner func(path string, s *session.Session, lease cluster.Lease) *owner
 
-	mu       sync.Mutex
-	owners   map[string]*owner // by session path
-	watchers sync.WaitGroup    // lease watchers, one per loaded owner
+	mu     sync.Mutex
+	owners map[string]*owner // by session path
+	// bound: in cluster mode, the loaded owner each location was found
+	// bound to (located.go).
+	bound    map[string]*owner
+	watchers sync.WaitGroup // lease watchers, one per loaded owner
 }
 
 // forget removes o from the loaded owners if it is still the owner of its
@@ -60,6 +63,7 @@ func (reg *registry) closeAll() {
 	reg.mu.Lock()
 	owners := reg.owners
 	reg.owners = map[string]*owner{}
+	reg.bound = nil
 	reg.mu.Unlock()
 	for _, o := range owners {
 		o.close()
@@ -73,13 +77,27 @@ func (reg *registry) closeAll() {
 // message starts a location whose first head is that message's entry.
 func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
 	key := in.Conv.Key()
-	path, ok, err := reg.index.Get(ctx, key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("gateway: index: %w", err)
+	cluster := reg.cfg.Cluster.Enabled
+	o := (*owner)(nil)
+	if cluster {
+		o = reg.cached(key) // no index round trip to a session held here
+	}
+	path, ok := "", o != nil
+	if o == nil {
+		var err error
+		if path, ok, err = reg.index.Get(ctx, key); err != nil {
+			return nil, nil, fmt.Errorf("gateway: index: %w", err)
+		}
 	}
 	if ok {
-		o, err := reg.owner(ctx, path)
+		var err error
+		if o == nil {
+			o, err = reg.owner(ctx, path)
+		}
 		if err == nil {
+			if cluster {
+				reg.remember(key, o)
+			}
 			loc := o.location(key, in.Conv)
 			if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
 				o.branchTo(loc, *in.ReplyTo)
@@ -132,6 +150,9 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		if err := reg.index.Bind(ctx, key, path); err != nil {
 			return nil, nil, err
 		}
+		if cluster {
+			reg.remember(key, o)
+		}
 		return o, loc, nil
 	}
 	return reg.newSession(ctx, in.Conv)
@@ -171,6 +192,9 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := reg.installOwner(path, s, lease)
+	if reg.cfg.Cluster.Enabled {
+		reg.remember(key, o)
+	}
 	loc := o.location(key, conv)
 	if first.Type == session.TypeModelChange {
 		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(reg.cfg.Thinking)}, session.SyncGrouped); err != nil {
@@ -277,6 +301,9 @@ func (reg *registry) evictIdle(before time.Time) int {
 			delete(reg.owners, k)
 			idle = append(idle, o)
 		}
+	}
+	if len(idle) > 0 {
+		reg.dropUnloaded()
 	}
 	reg.mu.Unlock()
 	for _, o := range idle {
