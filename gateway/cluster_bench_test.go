@@ -155,11 +155,12 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 	if err != nil {
 		b.Fatal(err)
 	}
+	budget := rediscluster.NewBudget(rdb, opts, benchSenderRate, benchSenderRate)
 	deps := gateway.Deps{
 		Inbox:  inbox,
-		Dedupe: rediscluster.NewDedupe(rdb, opts, time.Hour),
+		Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, nil),
 		Locker: rediscluster.NewLocker(rdb, opts, nil),
-		Budget: rediscluster.NewBudget(rdb, opts, benchSenderRate, benchSenderRate),
+		Budget: budget,
 		Index: rediscluster.NewIndex(rdb, opts, rediscluster.IndexOptions{
 			Seed: func() (map[string]string, error) { return gateway.RebuildIndex(dir, nil) },
 		}),
