@@ -1,5 +1,7 @@
 package gateway
 
+import "github.com/pibot/pibot/chat"
+
 // In cluster mode the index lives in Redis, and asking it which session
 // holds a location is a round trip. The registry remembers the answers
 // about the sessions this replica holds: a location bound to a loaded
@@ -66,4 +68,14 @@ func leaseEnded(o *owner) bool {
 	default:
 		return false
 	}
+}
+
+// place returns o's location key for in, created if needed; a reply to
+// an earlier message of the location moves its head there (branchTo).
+func (o *owner) place(key string, in chat.Inbound) *location {
+	loc := o.location(key, in.Conv)
+	if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
+		o.branchTo(loc, *in.ReplyTo)
+	}
+	return loc
 }

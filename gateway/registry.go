@@ -77,32 +77,23 @@ func (reg *registry) closeAll() {
 // message starts a location whose first head is that message's entry.
 func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
 	key := in.Conv.Key()
-	cluster := reg.cfg.Cluster.Enabled
-	o := (*owner)(nil)
-	if cluster {
-		o = reg.cached(key) // no index round trip to a session held here
-	}
-	path, ok := "", o != nil
-	if o == nil {
-		var err error
-		if path, ok, err = reg.index.Get(ctx, key); err != nil {
-			return nil, nil, fmt.Errorf("gateway: index: %w", err)
+	shared := reg.cfg.Cluster.Enabled
+	if shared {
+		if o := reg.cached(key); o != nil { // held here: no index round trip
+			return o, o.place(key, in), nil
 		}
+	}
+	path, ok, err := reg.index.Get(ctx, key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway: index: %w", err)
 	}
 	if ok {
-		var err error
-		if o == nil {
-			o, err = reg.owner(ctx, path)
-		}
+		o, err := reg.owner(ctx, path)
 		if err == nil {
-			if cluster {
+			if shared {
 				reg.remember(key, o)
 			}
-			loc := o.location(key, in.Conv)
-			if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
-				o.branchTo(loc, *in.ReplyTo)
-			}
-			return o, loc, nil
+			return o, o.place(key, in), nil
 		}
 		if reg.cfg.Cluster.Enabled {
 			// Another replica holds it, or Redis cannot say: a second
@@ -150,7 +141,7 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		if err := reg.index.Bind(ctx, key, path); err != nil {
 			return nil, nil, err
 		}
-		if cluster {
+		if shared {
 			reg.remember(key, o)
 		}
 		return o, loc, nil
