@@ -20,7 +20,8 @@ type Admission struct {
 }
 
 // NewAdmission pairs the replica's dedupe and sender budget (the one the
-// gateway is given as its Budget). log may be nil.
+// gateway is given as its Budget); both must be on one Redis client,
+// which the pipeline uses. log may be nil.
 func NewAdmission(d *Dedupe, b *Budget, log *slog.Logger) *Admission {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -60,7 +61,7 @@ func (a *Admission) SeenReserve(ctx context.Context, key, budgetKey string) (dup
 		seen = seenScript.Run(ctx, a.rdb, seenKeys, seenArgs...)
 	}
 	if isNoScript(reserved.Err()) {
-		reserved = bucketScript.Run(ctx, a.budget.rdb, budgetKeys, budgetArgs...)
+		reserved = bucketScript.Run(ctx, a.rdb, budgetKeys, budgetArgs...)
 	}
 	n, err := seen.Int64()
 	if err != nil {
@@ -86,7 +87,7 @@ func (a *Admission) refund(ctx context.Context, budgetKey string) error {
 	if err != nil {
 		return err
 	}
-	return bucketScript.Run(ctx, a.budget.rdb, a.budget.keys(budgetKey), a.budget.args("refund", token)...).Err()
+	return bucketScript.Run(ctx, a.rdb, a.budget.keys(budgetKey), a.budget.args("refund", token)...).Err()
 }
 
 // isNoScript reports whether err says Redis does not have a script.
