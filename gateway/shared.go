@@ -54,8 +54,9 @@ const heldEvery = 5
 
 // pump is cluster mode's way from the shared inbox to the sessions. The
 // replica that accepts an event only enqueues it under its location and
-// kicks its own pump; every replica's pump then looks at the keys with
-// pending items:
+// kicks its own pump; the inbox tells the other replicas' pumps (watcher),
+// and the one holding the session takes the item at once. Every replica's
+// pump also polls the keys with pending items:
 //
 //   - a key whose session this replica holds (loaded, lease alive):
 //     Consume the new items and post them to their mailboxes;
