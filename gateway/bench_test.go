@@ -312,6 +312,12 @@ type benchFleet struct {
 	route func(conv, n int) int
 	// user is the sender of a conversation's messages ("" : the owner).
 	user func(conv int) string
+	// roundTrips counts the fleet's Redis round trips so far (nil: no
+	// Redis); reported per message of the timed part.
+	roundTrips func() int
+	// dedupe gives every message a platform dedupe key, as the real
+	// platforms' events have.
+	dedupe bool
 }
 
 // benchFastCaps lets a reply's stream edit its message every 250 ms.
@@ -363,6 +369,9 @@ func (c *benchConversation) say(n int, text string) (time.Duration, bool) {
 	in := benchMessage(ad.Platform(), c.id, n, text)
 	if c.fleet.user != nil {
 		in.User = chat.User{ID: c.fleet.user(c.id), Name: "User"}
+	}
+	if c.fleet.dedupe {
+		in.DedupKey = fmt.Sprintf("bench:%d:%d", c.id, n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t0 := time.Now()
@@ -437,6 +446,10 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 	var next atomic.Int64
 	b.ResetTimer()
 	t0, cpu0, tok0 := time.Now(), cpuTime(b), model.tokens.Load()
+	rt0 := 0
+	if fleet.roundTrips != nil {
+		rt0 = fleet.roundTrips()
+	}
 	each(func(c *benchConversation) {
 		c.pause(0, think.start)
 		for {
@@ -456,6 +469,11 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 	})
 	wall, cpu, tokens := time.Since(t0), cpuTime(b)-cpu0, model.tokens.Load()-tok0
 	b.StopTimer()
+	if fleet.roundTrips != nil && len(lat) > 0 {
+		// Every call of the timed part, background ones (polls, lease
+		// renewals) included.
+		b.ReportMetric(float64(fleet.roundTrips()-rt0)/float64(len(lat)), "redis-rt/msg")
+	}
 
 	slices.Sort(lat)
 	slices.Sort(cold)

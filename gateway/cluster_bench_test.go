@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
@@ -100,7 +101,7 @@ func localSendersFleet(b *testing.B, m llm.Model) benchFleet {
 		Budget: cluster.NewBudget(benchSenderRate, benchSenderRate),
 	}
 	bg := startSharedGateway(b, ad, m, dir, deps, gateway.ClusterConfig{}, inbox.Len, func() { inbox.Close() })
-	return benchFleet{gws: []*benchGateway{bg}, ads: []*chattest.Adapter{ad}, user: benchSender}
+	return benchFleet{gws: []*benchGateway{bg}, ads: []*chattest.Adapter{ad}, user: benchSender, dedupe: true}
 }
 
 // redisFleet returns a start function of n replicas in cluster mode on the
@@ -114,35 +115,52 @@ func redisFleet(n int, route func(conv, n int) int) func(*testing.B, llm.Model) 
 			b.Skipf("no redis-server at 127.0.0.1:6379: %v", err)
 		}
 		dir := b.TempDir()
-		f := benchFleet{route: route, user: benchSender}
+		f := benchFleet{route: route, user: benchSender, dedupe: true}
+		rts := &redistest.RoundTrips{}
 		for i := range n {
 			ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-			f.gws = append(f.gws, startRedisReplica(b, ad, m, dir, prefix, fmt.Sprintf("bench-replica-%d", i)))
+			f.gws = append(f.gws, startRedisReplica(b, ad, m, dir, redisReplica{prefix: prefix, id: fmt.Sprintf("bench-replica-%d", i), hook: rts}))
 			f.ads = append(f.ads, ad)
 		}
+		f.roundTrips = rts.Count
 		return f
 	}
+}
+
+// redisReplica names a replica of startRedisReplica: its key prefix and
+// identity, the hook its client gets (nil: none), its lease TTL and inbox
+// poll (0: the defaults).
+type redisReplica struct {
+	prefix, id string
+	hook       redis.Hook
+	leaseTTL   time.Duration
+	poll       time.Duration
 }
 
 // startRedisReplica runs a gateway in cluster mode whose seams are those
 // `pibot serve` builds from cluster.redis_url (cmd/pibot/clustermode.go),
 // with a client of its own.
-func startRedisReplica(b *testing.B, ad chat.Adapter, m llm.Model, dir, prefix, id string) *benchGateway {
+func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r redisReplica) *benchGateway {
 	ctx := b.Context()
 	rdb, err := rediscluster.Dial(ctx, benchRedisURL)
 	if err != nil {
 		b.Skipf("no redis-server: %v", err)
 	}
-	opts := rediscluster.Options{Prefix: prefix, Holder: id}
+	if r.hook != nil {
+		rdb.AddHook(r.hook)
+	}
+	id := r.id
+	opts := rediscluster.Options{Prefix: r.prefix, Holder: id, LeaseTTL: r.leaseTTL}
 	inbox, err := rediscluster.OpenInbox(ctx, rdb, opts, id)
 	if err != nil {
 		b.Fatal(err)
 	}
+	budget := rediscluster.NewBudget(rdb, opts, benchSenderRate, benchSenderRate)
 	deps := gateway.Deps{
 		Inbox:  inbox,
-		Dedupe: rediscluster.NewDedupe(rdb, opts, time.Hour),
+		Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, nil),
 		Locker: rediscluster.NewLocker(rdb, opts, nil),
-		Budget: rediscluster.NewBudget(rdb, opts, benchSenderRate, benchSenderRate),
+		Budget: budget,
 		Index: rediscluster.NewIndex(rdb, opts, rediscluster.IndexOptions{
 			Seed: func() (map[string]string, error) { return gateway.RebuildIndex(dir, nil) },
 		}),
@@ -154,7 +172,7 @@ func startRedisReplica(b *testing.B, ad chat.Adapter, m llm.Model, dir, prefix, 
 		}
 		return len(keys)
 	}
-	return startSharedGateway(b, ad, m, dir, deps, gateway.ClusterConfig{Enabled: true}, pending, func() {
+	return startSharedGateway(b, ad, m, dir, deps, gateway.ClusterConfig{Enabled: true, Poll: r.poll}, pending, func() {
 		_ = inbox.Close()
 		_ = rdb.Close()
 	})
@@ -162,7 +180,7 @@ func startRedisReplica(b *testing.B, ad chat.Adapter, m llm.Model, dir, prefix, 
 
 // startSharedGateway runs a gateway over ad, m and deps in dir, open to
 // every DM sender, until the benchmark ends.
-func startSharedGateway(b *testing.B, ad chat.Adapter, m llm.Model, dir string, deps gateway.Deps,
+func startSharedGateway(b testing.TB, ad chat.Adapter, m llm.Model, dir string, deps gateway.Deps,
 	cl gateway.ClusterConfig, pending func() int, closeAll func()) *benchGateway {
 	store, err := access.OpenStore(filepath.Join(dir, "pairing.json"))
 	if err != nil {

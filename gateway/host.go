@@ -107,6 +107,7 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 }
 
 func (h gatewayHost) unbind(ctx context.Context, convKey string) error {
+	h.g.sessions.unbound(convKey)
 	return h.g.index.Set(ctx, convKey, "")
 }
 

@@ -111,8 +111,16 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		i.respond(ctx, in, d.Reply, true)
 		return nil
 	}
+	var budgetWait *time.Duration // the sender's budget, when asked with the dedupe
 	if in.DedupKey != "" {
-		dup, err := i.dedupe.Seen(ctx, in.DedupKey)
+		dup, err := false, error(nil)
+		if a, ok := i.dedupe.(admitter); ok && i.budgeted(in) {
+			var wait time.Duration
+			dup, wait, err = a.SeenReserve(ctx, in.DedupKey, budgetKey(in))
+			budgetWait = &wait
+		} else {
+			dup, err = i.dedupe.Seen(ctx, in.DedupKey)
+		}
 		if err != nil {
 			// Refused: the platform delivers it again (cluster mode: the
 			// sender is told why, once in a while).
@@ -125,7 +133,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			return nil
 		}
 	}
-	if !i.withinBudget(ctx, in) { // messages and commands, not presses
+	if !i.withinBudget(ctx, in, budgetWait) { // messages and commands, not presses
 		return nil
 	}
 	if i.threads.wantsThread(in) {
@@ -227,18 +235,40 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	return nil
 }
 
-// withinBudget applies the per-sender message budget. A sender over it is
-// told once per cool-down that the message was not processed.
-func (i *intake) withinBudget(ctx context.Context, in chat.Inbound) bool {
-	if i.budget == nil || in.Kind != chat.KindMessage || i.access.IsOwner(in.Conv.Platform, in.User.ID) {
+// admitter is a Dedupe that also takes the sender's budget token, from
+// the gateway's Budget, in the same round trip (rediscluster.Admission):
+// Seen, then Reserve unless the key was seen. A budget that cannot be
+// asked answers 0.
+type admitter interface {
+	SeenReserve(ctx context.Context, key, budgetKey string) (dup bool, wait time.Duration, err error)
+}
+
+// budgeted reports whether in is subject to the per-sender budget.
+func (i *intake) budgeted(in chat.Inbound) bool {
+	return i.budget != nil && in.Kind == chat.KindMessage && !i.access.IsOwner(in.Conv.Platform, in.User.ID)
+}
+
+// budgetKey is the sender budget's key of in.
+func budgetKey(in chat.Inbound) string { return string(in.Conv.Platform) + ":" + in.User.ID }
+
+// withinBudget applies the per-sender message budget; asked is its
+// answer when the dedupe asked it already (nil: not asked). A sender over
+// it is told once per cool-down that the message was not processed.
+func (i *intake) withinBudget(ctx context.Context, in chat.Inbound, asked *time.Duration) bool {
+	if !i.budgeted(in) {
 		return true
 	}
-	key := string(in.Conv.Platform) + ":" + in.User.ID
-	wait, err := i.budget.Reserve(ctx, key)
-	if err != nil {
-		// A budget that cannot be asked does not stop messages.
-		i.log.Warn("sender budget unavailable; message let through", "err", err)
-		return true
+	key := budgetKey(in)
+	var wait time.Duration
+	if asked != nil {
+		wait = *asked
+	} else {
+		var err error
+		if wait, err = i.budget.Reserve(ctx, key); err != nil {
+			// A budget that cannot be asked does not stop messages.
+			i.log.Warn("sender budget unavailable; message let through", "err", err)
+			return true
+		}
 	}
 	if wait <= 0 {
 		return true

@@ -30,9 +30,12 @@ type registry struct {
 	// wires its collaborators).
 	newOwner func(path string, s *session.Session, lease cluster.Lease) *owner
 
-	mu       sync.Mutex
-	owners   map[string]*owner // by session path
-	watchers sync.WaitGroup    // lease watchers, one per loaded owner
+	mu     sync.Mutex
+	owners map[string]*owner // by session path
+	// bound: in cluster mode, the loaded owner each location was found
+	// bound to (located.go).
+	bound    map[string]*owner
+	watchers sync.WaitGroup // lease watchers, one per loaded owner
 }
 
 // forget removes o from the loaded owners if it is still the owner of its
@@ -62,6 +65,7 @@ func (reg *registry) closeAll() {
 	reg.mu.Lock()
 	owners := reg.owners
 	reg.owners = map[string]*owner{}
+	reg.bound = nil
 	reg.mu.Unlock()
 	for _, o := range owners {
 		o.close()
@@ -75,6 +79,12 @@ func (reg *registry) closeAll() {
 // message starts a location whose first head is that message's entry.
 func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *location, error) {
 	key := in.Conv.Key()
+	shared := reg.cfg.Cluster.Enabled
+	if shared {
+		if o := reg.cached(key); o != nil { // held here: no index round trip
+			return o, o.place(key, in), nil
+		}
+	}
 	path, ok, err := reg.index.Get(ctx, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: index: %w", err)
@@ -82,11 +92,10 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 	if ok {
 		o, err := reg.owner(ctx, path)
 		if err == nil {
-			loc := o.location(key, in.Conv)
-			if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
-				o.branchTo(loc, *in.ReplyTo)
+			if shared {
+				reg.remember(key, o)
 			}
-			return o, loc, nil
+			return o, o.place(key, in), nil
 		}
 		if reg.cfg.Cluster.Enabled {
 			// Another replica holds it, or Redis cannot say: a second
@@ -134,6 +143,9 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		if err := reg.index.Bind(ctx, key, path); err != nil {
 			return nil, nil, err
 		}
+		if shared {
+			reg.remember(key, o)
+		}
 		return o, loc, nil
 	}
 	return reg.newSession(ctx, in.Conv)
@@ -173,6 +185,9 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := reg.installOwner(path, s, lease)
+	if reg.cfg.Cluster.Enabled {
+		reg.remember(key, o)
+	}
 	loc := o.location(key, conv)
 	if first.Type == session.TypeModelChange {
 		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(reg.cfg.Thinking)}, session.SyncGrouped); err != nil {
@@ -279,6 +294,9 @@ func (reg *registry) evictIdle(before time.Time) int {
 			delete(reg.owners, k)
 			idle = append(idle, o)
 		}
+	}
+	if len(idle) > 0 {
+		reg.dropUnloaded()
 	}
 	reg.mu.Unlock()
 	for _, o := range idle {

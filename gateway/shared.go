@@ -22,7 +22,8 @@ type ClusterConfig struct {
 	Enabled bool
 	// Poll is how often a replica looks for inbox items of the sessions
 	// it holds or could take over (default 200ms). An item accepted by
-	// the holder itself is taken at once.
+	// the holder itself is taken at once, and so is one another replica
+	// accepted when the inbox tells of it (watcher).
 	Poll time.Duration
 }
 
@@ -32,15 +33,30 @@ type consumer interface {
 	Consume(ctx context.Context, key string) ([]cluster.InboxItem, error)
 }
 
+// watcher is a shared inbox that tells, as they come, the keys other
+// replicas enqueue items for (rediscluster.Inbox): Watch calls kick on
+// its own goroutine until ctx ends. A notice may be lost; the poll then
+// finds the item.
+type watcher interface {
+	Watch(ctx context.Context, kick func(key string)) error
+}
+
 // claimEvery is how many polls pass between two claims of the items of
 // sessions a replica holds: a replica that lost a session's lease right
 // after taking an item leaves it held, and the holder takes it over.
 const claimEvery = 10
 
+// heldEvery is how many polls pass between two looks at the keys of
+// sessions a replica holds when the inbox tells of new items (watcher):
+// kicks and notices bring their items, so the poll only makes up for a
+// lost notice. claimEvery is a multiple of it.
+const heldEvery = 5
+
 // pump is cluster mode's way from the shared inbox to the sessions. The
 // replica that accepts an event only enqueues it under its location and
-// kicks its own pump; every replica's pump then looks at the keys with
-// pending items:
+// kicks its own pump; the inbox tells the other replicas' pumps (watcher),
+// and the one holding the session takes the item at once. Every replica's
+// pump also polls the keys with pending items:
 //
 //   - a key whose session this replica holds (loaded, lease alive):
 //     Consume the new items and post them to their mailboxes;
@@ -63,6 +79,10 @@ type pump struct {
 	post     func(ref inboxRef, item inboxItem, replay bool)
 	poll     time.Duration
 	kicks    chan string
+	// watch tells of items other replicas enqueue (nil: the poll finds
+	// them); its notices arrive on pushes.
+	watch  watcher
+	pushes chan string
 	// elsewhere: keys whose session another replica held, and when to ask
 	// again (only run's goroutine uses it). Asking means reading the
 	// session file's highest fence; a kick asks at once.
@@ -86,8 +106,10 @@ func newPump(g *Gateway) *pump {
 	if poll <= 0 {
 		poll = 200 * time.Millisecond
 	}
+	w, _ := g.inbox.(watcher)
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
-		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{}}
+		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
+		watch: w, pushes: make(chan string, 1024)}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).
@@ -98,16 +120,33 @@ func (p *pump) kick(key string) {
 	}
 }
 
-// run pumps until ctx ends.
+// run pumps until ctx ends. It owns the inbox's watch, which it stops
+// and waits for before it returns.
 func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.poll)
 	defer t.Stop()
+	if p.watch != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := p.watch.Watch(wctx, p.push); err != nil {
+				p.log.Warn("inbox: notices of other replicas' items stopped; the poll finds them", "err", err)
+			}
+		}()
+		defer func() {
+			stop()
+			<-done
+		}()
+	}
 	for n := 0; ; {
 		select {
 		case <-ctx.Done():
 			return
 		case key := <-p.kicks:
 			p.kicked(ctx, key)
+		case key := <-p.pushes:
+			p.pushed(ctx, key)
 		case <-t.C:
 			n++
 			keys, err := p.inbox.Keys(ctx)
@@ -123,7 +162,7 @@ func (p *pump) run(ctx context.Context) {
 				// came meanwhile go first, so an item accepted by its
 				// session's holder does not wait for the whole poll.
 				p.serveKicks(ctx)
-				p.key(ctx, key, n%claimEvery == 0)
+				p.polled(ctx, key, n)
 			}
 		}
 	}
@@ -142,10 +181,45 @@ func (p *pump) serveKicks(ctx context.Context) {
 	}
 }
 
-// kicked looks at key now, as kick asked.
+// kicked looks at key now, as kick asked. A key whose session another
+// replica held a moment ago is left to that replica when the inbox tells
+// it of the item (watcher): asking again costs this replica half a dozen
+// round trips and a read of the session file, for each message.
 func (p *pump) kicked(ctx context.Context, key string) {
+	if until, ok := p.elsewhere[key]; ok && p.watch != nil && time.Now().Before(until) {
+		return
+	}
 	delete(p.elsewhere, key)
 	p.key(ctx, key, false)
+}
+
+// push hands over a notice of the watch: another replica enqueued an
+// item for key.
+func (p *pump) push(key string) {
+	select {
+	case p.pushes <- key:
+	default: // the next poll sees it
+	}
+}
+
+// pushed takes the items of key at once if this replica holds its
+// session, as far as it knows without asking Redis; any other key is left
+// to its holder (told by the same notice) or to the poll, so a notice
+// costs the replicas that do not hold the session nothing.
+func (p *pump) pushed(ctx context.Context, key string) {
+	if p.sessions.cached(key) != nil {
+		p.key(ctx, key, false)
+	}
+}
+
+// polled looks at key for poll n. A key whose session this replica
+// holds is looked at every heldEvery polls only when notices bring its
+// items; every other key at every poll.
+func (p *pump) polled(ctx context.Context, key string, n int) {
+	if p.watch != nil && n%heldEvery != 0 && p.sessions.cached(key) != nil {
+		return
+	}
+	p.key(ctx, key, n%claimEvery == 0)
 }
 
 // down reports whether err (of listing the inbox's keys) means the shared
@@ -163,9 +237,17 @@ func (p *pump) down(err error) bool {
 	return err != nil
 }
 
-// key takes what is there for key, if this replica is the one to.
+// key takes what is there for key, if this replica is the one to. A key
+// whose session another replica held a moment ago costs no round trip.
 func (p *pump) key(ctx context.Context, key string, reclaim bool) {
-	if p.held(ctx, key) {
+	held := p.sessions.cached(key) != nil
+	if !held {
+		if until, ok := p.elsewhere[key]; ok && time.Now().Before(until) {
+			return
+		}
+		held = p.held(ctx, key)
+	}
+	if held {
 		take := p.consume.Consume
 		if reclaim {
 			take = p.inbox.Claim
@@ -176,9 +258,6 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 			return
 		}
 		p.hand(ctx, items, reclaim)
-		return
-	}
-	if until, ok := p.elsewhere[key]; ok && time.Now().Before(until) {
 		return
 	}
 	delete(p.elsewhere, key)
@@ -203,8 +282,13 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 	p.hand(ctx, items, true)
 }
 
-// held reports whether this replica holds the session of location key.
+// held reports whether this replica holds the session of location key;
+// it asks the index only about a location it has not found bound to a
+// session it holds (located.go).
 func (p *pump) held(ctx context.Context, key string) bool {
+	if p.sessions.cached(key) != nil {
+		return true
+	}
 	path, ok, err := p.index.Get(ctx, key)
 	if err != nil || !ok {
 		return false
@@ -212,15 +296,11 @@ func (p *pump) held(ctx context.Context, key string) bool {
 	p.sessions.mu.Lock()
 	o := p.sessions.owners[path]
 	p.sessions.mu.Unlock()
-	if o == nil {
+	if o == nil || leaseEnded(o) {
 		return false
 	}
-	select {
-	case <-o.lease.Done():
-		return false
-	default:
-		return true
-	}
+	p.sessions.remember(key, o)
+	return true
 }
 
 // take loads (or creates) the session of key's items under its lease;

@@ -88,3 +88,48 @@ func TestPumpServesKicksDuringAPoll(t *testing.T) {
 		t.Fatalf("keys looked at %q, want %q: the kick waited for the poll", got, want)
 	}
 }
+
+// nopWatch is a watcher that tells of nothing until ctx ends.
+type nopWatch struct{}
+
+func (nopWatch) Watch(ctx context.Context, _ func(string)) error {
+	<-ctx.Done()
+	return nil
+}
+
+// TestPumpLeavesKicksHeldElsewhereToTheNotice: with an inbox that tells
+// the holder of new items, the replica that accepted an item for a
+// session another replica held a moment ago does not ask about it again
+// (the holder is told); without notices it asks at once, and so it does
+// once the moment has passed.
+func TestPumpLeavesKicksHeldElsewhereToTheNotice(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		watch watcher
+		ago   time.Duration // since the session was found elsewhere
+		asks  bool
+	}{
+		{"notices, held elsewhere just now", nopWatch{}, 0, false},
+		{"notices, held elsewhere long ago", nopWatch{}, 2 * elsewhereWait, true},
+		{"no notices", nil, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ix, err := openLocalIndex(filepath.Join(dir, "index.jsonl"), filepath.Join(dir, "sessions"), slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ix.Close()
+			ib := &pollInbox{atA: make(chan struct{}, 1), release: make(chan struct{})}
+			close(ib.release)
+			p := &pump{log: slog.New(slog.DiscardHandler), inbox: ib, consume: ib, index: ix,
+				sessions: &registry{owners: map[string]*owner{}}, poll: time.Hour, watch: tc.watch,
+				kicks: make(chan string, 8), pushes: make(chan string, 8), elsewhere: map[string]time.Time{}}
+			p.elsewhere["k"] = time.Now().Add(elsewhereWait - tc.ago)
+			p.kicked(t.Context(), "k")
+			if asked := slices.Contains(ib.recorded(), "k"); asked != tc.asks {
+				t.Fatalf("asked about k: %v, want %v", asked, tc.asks)
+			}
+		})
+	}
+}

@@ -15,7 +15,8 @@ import (
 // l: last refill in µs), refilling at ARGV[1] tokens a second up to
 // ARGV[2]. ARGV[3] is the time in µs, or "" for the Redis server's clock
 // (shared by every replica). ARGV[4] is the mode: "reserve" always takes
-// a token, going into debt; "take" takes one only when there is one.
+// a token, going into debt; "take" takes one only when there is one;
+// "refund" gives one back (up to burst).
 // KEYS[2] is a pause window: while it lives, "take" takes nothing and
 // waits for it. It returns the wait in µs (0: the token is granted).
 // The key expires once the bucket would be full again, which a new
@@ -54,6 +55,8 @@ local wait = 0
 if ARGV[4] == 'reserve' then
   tokens = tokens - 1
   if tokens < 0 then wait = math.ceil(-tokens / rate * 1000000) end
+elseif ARGV[4] == 'refund' then
+  tokens = math.min(burst, tokens + 1)
 elseif tokens >= 1 then
   tokens = tokens - 1
 else
@@ -117,16 +120,26 @@ func (b *Budget) Reserve(ctx context.Context, key string) (time.Duration, error)
 	if b.rate <= 0 {
 		return 0, nil
 	}
-	base := b.prefix + "{" + key + "}"
 	token, err := callToken()
 	if err != nil {
 		return 0, err
 	}
-	us, err := bucketScript.Run(ctx, b.rdb, []string{base, base + ":pause"}, b.rate, b.burst, b.now.arg(), "reserve", token).Int64()
+	us, err := bucketScript.Run(ctx, b.rdb, b.keys(key), b.args("reserve", token)...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rediscluster: budget: %w", err)
 	}
 	return time.Duration(us) * time.Microsecond, nil
+}
+
+// keys returns the bucket and pause keys of key's bucket.
+func (b *Budget) keys(key string) []string {
+	base := b.prefix + "{" + key + "}"
+	return []string{base, base + ":pause"}
+}
+
+// args returns the bucket script's arguments for a call in mode.
+func (b *Budget) args(mode, token string) []any {
+	return []any{b.rate, b.burst, b.now.arg(), mode, token}
 }
 
 // Rates is the outbound platform budget the replicas share (the chat

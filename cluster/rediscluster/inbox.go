@@ -27,10 +27,15 @@ import (
 //	P{inbox}:t:C      set "id key" of the items consumer C took and did not end
 //	P{inbox}:r:R      the current consumer of replica R and whether it stopped cleanly
 //	P{inbox}:q        list of quarantined items (JSON)
+//
+// and one pub/sub channel, P{inbox}:enqueued, on which Enqueue tells every
+// replica "consumer key" (Watch).
 
 // The consumer group of every inbox stream is "pibot" (in the scripts).
 
-// enqueueScript: KEYS stream, keys, seq, touched; ARGV data, key, consumer.
+// enqueueScript: KEYS stream, keys, seq, touched; ARGV data, key,
+// consumer, notice channel. It tells the replicas on the channel
+// ("consumer key") in the same round trip.
 var enqueueScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('XGROUP', 'CREATE', KEYS[1], 'pibot', '0', 'MKSTREAM')
@@ -39,13 +44,14 @@ local n = redis.call('INCR', KEYS[3])
 local id = redis.call('XADD', KEYS[1], '*', 'd', ARGV[1], 'n', n, 'by', ARGV[3])
 redis.call('ZADD', KEYS[2], 'NX', n, ARGV[2])
 redis.call('SADD', KEYS[4], id .. ' ' .. ARGV[2])
+redis.call('PUBLISH', ARGV[4], ARGV[3] .. ' ' .. ARGV[2])
 return id
 `)
 
 // takeScript hands consumer ARGV[1] the items of stream KEYS[1] nobody
 // took yet and, when ARGV[3] is "claim", those other consumers hold too;
 // it records them in the touched set KEYS[2] (members "id ARGV[2]") and
-// returns id, data, n triples.
+// returns id, data, n, crashes quadruples (crashes from the hash KEYS[3]).
 var takeScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local out = {}
@@ -54,6 +60,7 @@ local function add(e)
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i+1] end
     table.insert(out, e[1]); table.insert(out, f['d']); table.insert(out, f['n'])
+    table.insert(out, redis.call('HGET', KEYS[3], e[1]) or '0')
     redis.call('SADD', KEYS[2], e[1] .. ' ' .. ARGV[2])
   end
 end
@@ -170,6 +177,7 @@ func OpenInbox(ctx context.Context, rdb redis.UniversalClient, opts Options, rep
 
 func (ib *Inbox) stream(key string) string { return ib.base + "s:" + key }
 func (ib *Inbox) touched() string          { return ib.base + "t:" + ib.consumer }
+func (ib *Inbox) channel() string          { return ib.base + "enqueued" }
 
 // Enqueue appends data to key's stream. The item is pending and held by
 // nobody until a Consume takes it, but a crash of this process before it
@@ -178,7 +186,7 @@ func (ib *Inbox) touched() string          { return ib.base + "t:" + ib.consumer
 func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, func() error, error) {
 	id, err := enqueueScript.Run(ctx, ib.rdb,
 		[]string{ib.stream(key), ib.base + "keys", ib.base + "seq", ib.touched()},
-		data, key, ib.consumer).Text()
+		data, key, ib.consumer, ib.channel()).Text()
 	if err != nil {
 		return "", nil, fmt.Errorf("rediscluster: inbox enqueue: %w", err)
 	}
@@ -198,14 +206,26 @@ func (ib *Inbox) Claim(ctx context.Context, key string) ([]cluster.InboxItem, er
 	return ib.take(ctx, key, "claim")
 }
 
+// take runs the take script: one round trip, crash counts included.
 func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxItem, error) {
-	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched()}, ib.consumer, key, mode).StringSlice()
+	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key}, ib.consumer, key, mode).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
 	}
-	items, order, err := ib.withCrashes(ctx, key, res)
-	if err != nil {
-		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
+	if len(res)%4 != 0 {
+		return nil, fmt.Errorf("rediscluster: inbox %s: malformed reply", mode)
+	}
+	items := make([]cluster.InboxItem, 0, len(res)/4)
+	order := make([]int64, 0, len(res)/4)
+	for i := 0; i < len(res); i += 4 {
+		it := cluster.InboxItem{ID: res[i], Key: key, Data: json.RawMessage(res[i+1])}
+		it.Crashes, _ = strconv.Atoi(res[i+3])
+		n, _ := strconv.ParseInt(res[i+2], 10, 64)
+		items = append(items, it)
+		order = append(order, n)
+	}
+	if len(items) == 0 {
+		return nil, nil
 	}
 	sortItems(items, order)
 	return items, nil

@@ -27,6 +27,7 @@ import (
 var (
 	_ gateway.Inbox   = (*rediscluster.Inbox)(nil)
 	_ gateway.Dedupe  = (*rediscluster.Dedupe)(nil)
+	_ gateway.Dedupe  = (*rediscluster.Admission)(nil)
 	_ gateway.Budget  = (*rediscluster.Budget)(nil)
 	_ gateway.Locker  = (*rediscluster.Locker)(nil)
 	_ gateway.Index   = (*rediscluster.Index)(nil)
@@ -180,14 +181,16 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 		Seed: func() (map[string]string, error) { return gateway.RebuildIndex(cfg.DataDir, log) },
 	})
 	log.Info("cluster mode", "replica", r.id, "key_prefix", r.opts.KeyPrefix(), "lease_ttl", locker.TTL())
+	// 20 messages a minute per sender, bursts of 10, across replicas.
+	budget := rediscluster.NewBudget(r.rdb, r.opts, 20.0/60, 10)
 	return &clusterParts{lock: lock, inbox: ib, locker: locker, pairing: redispairing.NewPairings(r.rdb, r.opts),
 		spend: redisspend.New(r.rdb, r.opts),
 		deps: gateway.Deps{
-			Inbox:  ib,
-			Dedupe: rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL),
+			Inbox: ib,
+			// The dedupe asks the sender's budget in the same round trip.
+			Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL), budget, log),
 			Locker: locker,
-			// 20 messages a minute per sender, bursts of 10, across replicas.
-			Budget: rediscluster.NewBudget(r.rdb, r.opts, 20.0/60, 10),
+			Budget: budget,
 			Index:  index,
 		}}, nil
 }

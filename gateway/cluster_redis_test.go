@@ -1,0 +1,185 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+// maxMessageRoundTrips bounds the Redis round trips of a message on its
+// way to the model in cluster mode, when the replica that receives it
+// holds its session (issue #14: each round trip adds to the overhead).
+const maxMessageRoundTrips = 3
+
+// clusterPrefix returns a client of the test's own to the redis-server
+// at 127.0.0.1:6379 (the one the replicas of startRedisReplica use) and a
+// key prefix whose keys are deleted when the test ends; it skips the
+// test when no server answers there.
+func clusterPrefix(t *testing.T) (*redis.Client, string) {
+	t.Helper()
+	if redistest.RealAddr(t) != "127.0.0.1:6379" {
+		t.Skip("needs the redis-server at 127.0.0.1:6379")
+	}
+	probe, prefix, _ := redistest.OpenReal("127.0.0.1:6379")(t, "gateway")
+	if err := probe.Ping(t.Context()).Err(); err != nil {
+		t.Skipf("no redis-server: %v", err)
+	}
+	return probe, prefix
+}
+
+// TestClusterMessageRoundTrips counts the Redis round trips of a message
+// to a session the receiving replica holds, from the adapter's hand-over
+// to the provider request, and then to its acknowledgement. The first
+// message creates the session; the second is counted. Renewals and polls
+// are kept out of the window (a long lease TTL and poll). Before issue
+// #14's changes it made 7 (dedupe, budget, enqueue, the pump's index
+// lookup, consume and its crash counts, the route's index lookup); now
+// 3 (dedupe and budget in one pipeline, enqueue, consume).
+func TestClusterMessageRoundTrips(t *testing.T) {
+	probe, prefix := clusterPrefix(t)
+	rts := &redistest.RoundTrips{}
+	model := newStampModel(faux.Text("ok"))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "rt-replica", hook: rts,
+		leaseTTL: time.Minute, poll: time.Hour})
+
+	say := func(n int, text string) (toModel, toAck []string) {
+		t.Helper()
+		w := model.expect(text)
+		in := benchMessage(ad.Platform(), 1, n, text)
+		in.User = chat.User{ID: "u1", Name: "User"}
+		in.DedupKey = "rt:" + text
+		n0 := rts.Count()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if err := ad.Inject(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			t.Fatalf("no provider request for %q", text)
+		}
+		toModel = rts.Since(n0)
+		<-w.ended
+		// Asked on a client of the test's own, not counted.
+		for probe.Exists(ctx, prefix+"{inbox}:s:"+in.Conv.Key()).Val() > 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("%q is still in the inbox", text)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return toModel, rts.Since(n0)
+	}
+	say(0, "first")
+	toModel, toAck := say(1, "second")
+	// A redelivery of "second" is dropped (the dedupe answered with the
+	// budget), and the next message runs.
+	again := benchMessage(ad.Platform(), 1, 1, "second")
+	again.User, again.DedupKey = chat.User{ID: "u1", Name: "User"}, "rt:second"
+	if err := ad.Inject(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	say(2, "third")
+	if n := model.calls.Load(); n != 3 {
+		t.Errorf("%d provider requests for first, second, its redelivery and third; want 3", n)
+	}
+	t.Logf("to the model: %d round trips: %s", len(toModel), strings.Join(toModel, "; "))
+	t.Logf("to its acknowledgement: %d round trips: %s", len(toAck), strings.Join(toAck, "; "))
+	if len(toModel) > maxMessageRoundTrips {
+		t.Errorf("a message to a held session made %d Redis round trips before its provider request, want at most %d",
+			len(toModel), maxMessageRoundTrips)
+	}
+}
+
+// clusterSay injects text from user u1 in conversation 1 through ad and
+// waits for its provider request and the end of its stream.
+func clusterSay(t *testing.T, ad *chattest.Adapter, model *stampModel, n int, text string) {
+	t.Helper()
+	w := model.expect(text)
+	in := benchMessage(ad.Platform(), 1, n, text)
+	in.User = chat.User{ID: "u1", Name: "User"}
+	in.DedupKey = fmt.Sprintf("say:%d", n)
+	in.Command = chat.ParseCommand(text, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := ad.Inject(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if in.Command != nil {
+		return
+	}
+	select {
+	case <-w.started:
+	case <-ctx.Done():
+		t.Fatalf("no provider request for %q within 10s", text)
+	}
+	<-w.ended
+}
+
+// TestClusterPushReachesTheHolder: a message that reaches a replica other
+// than its session's holder is run by the holder at once, told by the
+// inbox's notice; the replicas' polls are an hour apart, so without the
+// notice it would wait that long.
+func TestClusterPushReachesTheHolder(t *testing.T) {
+	_, prefix := clusterPrefix(t)
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	clusterSay(t, adA, model, 0, "first, to A") // A takes the session
+	for n := 1; n <= 3; n++ {
+		clusterSay(t, adB, model, n, fmt.Sprintf("message %d, to B", n))
+	}
+	if len(adB.Messages(benchMessage(adB.Platform(), 1, 0, "").Conv)) != 0 {
+		t.Error("replica B answered: the session is A's")
+	}
+}
+
+// TestClusterNewStartsANewSession: /new in cluster mode unbinds the
+// conversation, and the next message starts a new session file although
+// the replica holds the old one (it does not go by what it remembered
+// of the binding).
+func TestClusterNewStartsANewSession(t *testing.T) {
+	probe, prefix := clusterPrefix(t)
+	model := newStampModel(faux.Text("ok"))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
+	ix := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{})
+	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
+	bound := func() string {
+		t.Helper()
+		path, _, err := ix.Get(t.Context(), conv.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	clusterSay(t, ad, model, 0, "first")
+	clusterSay(t, ad, model, 1, "second")
+	old := bound()
+	clusterSay(t, ad, model, 2, "/new")
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := ad.WaitFor(ctx, func([]chattest.Call) bool {
+		return strings.Contains(strings.Join(ad.Messages(conv), "\n"), "New session")
+	}); err != nil {
+		t.Fatalf("no answer to /new: %q", ad.Messages(conv))
+	}
+	clusterSay(t, ad, model, 3, "third")
+	if now := bound(); now == "" || now == old {
+		t.Fatalf("after /new the conversation is bound to %q, want a new session file (the old one is %q)", now, old)
+	}
+}
