@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,7 +30,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			a.handle(ctx, ev, sink)
+			a.feed.handle(ctx, ev, sink)
 			a.gw.handled(ev)
 		}
 	}()
@@ -46,8 +47,18 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	return err
 }
 
+// feed hands the gateway's message and interaction dispatches to the
+// sink, once each (a resumed session may deliver one again).
+type feed struct {
+	seen    *recent
+	in      *reader
+	ix      *interactions
+	log     *slog.Logger
+	command string // the slash command's name (Config.Command)
+}
+
 // handle delivers one dispatch.
-func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
+func (a *feed) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 	switch ev.t {
 	case "MESSAGE_CREATE":
 		var m discordgo.Message
@@ -82,7 +93,7 @@ func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 			if ix.Type == discordgo.InteractionApplicationCommand && ix.Token != "" {
 				// An old or foreign command name: say so rather than
 				// let Discord report a failure.
-				a.ix.notice(ctx, &ix, "This command is not pibot's: use /"+a.cfg.Command+" <subcommand>.")
+				a.ix.notice(ctx, &ix, "This command is not pibot's: use /"+a.command+" <subcommand>.")
 			}
 			return
 		}
