@@ -20,13 +20,13 @@ type application struct {
 
 // get returns the application id, asking Discord when it is not known
 // yet.
-func (a *application) get(ctx context.Context) (string, error) {
-	if id := a.known(); id != "" {
+func (p *application) get(ctx context.Context) (string, error) {
+	if id := p.known(); id != "" {
 		return id, nil
 	}
 	var app discordgo.Application
-	err := a.rest.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
-		body, err := a.rest.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
+	err := p.rest.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
+		body, err := p.rest.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
 		if err != nil {
 			return err
 		}
@@ -38,24 +38,24 @@ func (a *application) get(ctx context.Context) (string, error) {
 	if !isID(app.ID) {
 		return "", errors.New("discord: GET /applications/@me gave no id")
 	}
-	a.mu.Lock()
-	a.id = app.ID
-	a.mu.Unlock()
+	p.mu.Lock()
+	p.id = app.ID
+	p.mu.Unlock()
 	return app.ID, nil
 }
 
 // known returns the application id if known, else "".
-func (a *application) known() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.id
+func (p *application) known() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.id
 }
 
 // learn records id (from READY) unless one is known.
-func (a *application) learn(id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.id == "" {
-		a.id = id
+func (p *application) learn(id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.id == "" {
+		p.id = id
 	}
 }

@@ -87,12 +87,12 @@ type Adapter struct {
 	client *http.Client // downloads: no Authorization header, no rewrite
 	api    *url.URL     // nil: the real Discord
 
-	app   *application
-	in    *reader
-	edits *editLog
-	ix    *interactions
-	gw    *gatewayClient
-	feed  *feed
+	app    *application
+	in     *reader
+	edits  *editLog
+	ix     *interactions
+	gw     *gatewayClient
+	feeder *feeder
 }
 
 // New validates cfg and builds an adapter. It makes no network call.
@@ -171,7 +171,7 @@ func New(cfg Config) (*Adapter, error) {
 			a.in.setMe(user)
 			a.app.learn(app)
 		}}
-	a.feed = &feed{seen: newRecent(4096), in: a.in, ix: a.ix, log: a.log, command: a.cfg.Command}
+	a.feeder = &feeder{seen: newRecent(4096), in: a.in, ix: a.ix, log: a.log, command: a.cfg.Command}
 	return a, nil
 }
 

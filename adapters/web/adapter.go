@@ -76,10 +76,10 @@ func isLoopbackHost(host string) bool {
 //
 // The bot side (Send, Edit, SetStatus, Answer) writes to the conversation
 // logs (store); the browser side is the HTTP API (api), which hands
-// inbound events to the active Run (intake) and serves history (history).
+// inbound events to the active Run (feeder) and serves history (history).
 type Adapter struct {
 	store   *convStore
-	intake  *intake
+	feeder  *feeder
 	history *historyAPI
 	api     *api
 }
@@ -95,13 +95,13 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, fmt.Errorf("web: assets: %w", err)
 	}
 	store := &convStore{epoch: strconv.FormatInt(time.Now().UnixNano(), 36), convs: make(map[string]*convLog)}
-	in := &intake{log: log, started: make(chan struct{})}
+	fd := &feeder{log: log, started: make(chan struct{})}
 	hist := &historyAPI{log: log}
 	return &Adapter{
 		store:   store,
-		intake:  in,
+		feeder:  fd,
 		history: hist,
-		api:     &api{static: static, token: cfg.Token, log: log, store: store, intake: in, history: hist},
+		api:     &api{static: static, token: cfg.Token, log: log, store: store, feeder: fd, history: hist},
 	}, nil
 }
 
@@ -124,10 +124,10 @@ func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 }
 
 // Run hands browser events to sink until ctx ends, then waits for the
-// events being delivered and returns nil. The HTTP API answers 503 while
+// events being fed and returns nil. The HTTP API answers 503 while
 // Run is not active.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
-	return a.intake.run(ctx, sink)
+	return a.feeder.run(ctx, sink)
 }
 
 // Handler returns the web chat's HTTP handler, to be mounted at "/". It

@@ -39,7 +39,7 @@ func run(t *testing.T, a *Adapter, sink chat.Sink) {
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	// Wait until Run has installed the sink.
-	for a.intake.running() == nil {
+	for a.feeder.running() == nil {
 		waitABit()
 	}
 }

@@ -27,14 +27,14 @@ const tokenCookie = "pibot_web_token"
 
 // api is the browser side of the web chat: the UI's files and the JSON +
 // Server-Sent Events API, behind the token and Host checks. Inbound
-// messages and presses go to intake; the conversation logs in store feed
+// messages and presses go to feeder; the conversation logs in store feed
 // the event streams.
 type api struct {
 	static  fs.FS
 	token   secret.Secret
 	log     *slog.Logger
 	store   *convStore
-	intake  *intake
+	feeder  *feeder
 	history *historyAPI
 }
 
@@ -229,7 +229,7 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	}
 	a.store.mu.Unlock()
 
-	err := a.intake.deliver(r.Context(), in)
+	err := a.feeder.feed(r.Context(), in)
 
 	a.store.mu.Lock()
 	errText := ""
@@ -300,7 +300,7 @@ func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
 		DedupKey:    "web:" + req.Conv + ":a-" + req.ID,
 		Time:        time.Now().UTC(),
 	}
-	if err := a.intake.deliver(r.Context(), in); err != nil {
+	if err := a.feeder.feed(r.Context(), in); err != nil {
 		a.log.Warn("web chat: button press not accepted", "conv", req.Conv, "err", err)
 		status := http.StatusInternalServerError
 		if errors.Is(err, errNotRunning) {

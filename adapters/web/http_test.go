@@ -388,7 +388,7 @@ func TestEventsEndWithRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, (&recorder{}).sink) }()
-	for a.intake.running() == nil {
+	for a.feeder.running() == nil {
 		waitABit()
 	}
 	srv := serve(t, a)

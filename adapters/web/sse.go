@@ -20,8 +20,8 @@ func (a *api) handleEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad conversation id", http.StatusBadRequest)
 		return
 	}
-	a.intake.waitStarted(r.Context())
-	stop := a.intake.running()
+	a.feeder.waitStarted(r.Context())
+	stop := a.feeder.running()
 	if stop == nil {
 		http.Error(w, errNotRunning.Error(), http.StatusServiceUnavailable)
 		return

@@ -16,9 +16,9 @@ const startWait = 5 * time.Second
 // errNotRunning is returned to browsers while Run is not active.
 var errNotRunning = errors.New("web chat is not running")
 
-// intake hands the browsers' events to the sink of the active Run, and
-// lets Run wait for the events being delivered when it ends.
-type intake struct {
+// feeder hands the browsers' events to the sink of the active Run, and
+// lets Run wait for the events being fed when it ends.
+type feeder struct {
 	log *slog.Logger
 
 	mu       sync.Mutex
@@ -32,66 +32,66 @@ type intake struct {
 }
 
 // run hands browser events to sink until ctx ends, then waits for the
-// events being delivered and returns nil (see Adapter.Run).
-func (t *intake) run(ctx context.Context, sink chat.Sink) error {
+// events being fed and returns nil (see Adapter.Run).
+func (f *feeder) run(ctx context.Context, sink chat.Sink) error {
 	if sink == nil {
 		return errors.New("web: run: nil sink")
 	}
-	t.mu.Lock()
-	if t.sink != nil {
-		t.mu.Unlock()
+	f.mu.Lock()
+	if f.sink != nil {
+		f.mu.Unlock()
 		return errors.New("web: run: already running")
 	}
-	t.sink = sink
-	t.stop = make(chan struct{})
-	t.mu.Unlock()
-	t.startedOnce.Do(func() { close(t.started) })
-	t.log.Info("web chat running")
+	f.sink = sink
+	f.stop = make(chan struct{})
+	f.mu.Unlock()
+	f.startedOnce.Do(func() { close(f.started) })
+	f.log.Info("web chat running")
 
 	<-ctx.Done()
 
-	t.mu.Lock()
-	t.sink = nil
-	close(t.stop)
-	t.mu.Unlock()
-	t.inflight.Wait()
+	f.mu.Lock()
+	f.sink = nil
+	close(f.stop)
+	f.mu.Unlock()
+	f.inflight.Wait()
 	return nil
 }
 
 // waitStarted waits until Run has started once, ctx ends or startWait
 // passes.
-func (t *intake) waitStarted(ctx context.Context) {
+func (f *feeder) waitStarted(ctx context.Context) {
 	timer := time.NewTimer(startWait)
 	defer timer.Stop()
 	select {
-	case <-t.started:
+	case <-f.started:
 	case <-ctx.Done():
 	case <-timer.C:
 	}
 }
 
-// deliver passes in to the sink of the active Run.
-func (t *intake) deliver(ctx context.Context, in chat.Inbound) error {
-	t.waitStarted(ctx)
-	t.mu.Lock()
-	sink := t.sink
+// feed passes in to the sink of the active Run.
+func (f *feeder) feed(ctx context.Context, in chat.Inbound) error {
+	f.waitStarted(ctx)
+	f.mu.Lock()
+	sink := f.sink
 	if sink == nil {
-		t.mu.Unlock()
+		f.mu.Unlock()
 		return errNotRunning
 	}
-	t.inflight.Add(1)
-	t.mu.Unlock()
-	defer t.inflight.Done()
+	f.inflight.Add(1)
+	f.mu.Unlock()
+	defer f.inflight.Done()
 	return sink(ctx, in)
 }
 
 // running returns a channel closed when the active Run ends, or nil if
 // Run is not active.
-func (t *intake) running() <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sink == nil {
+func (f *feeder) running() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sink == nil {
 		return nil
 	}
-	return t.stop
+	return f.stop
 }
