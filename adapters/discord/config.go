@@ -166,8 +166,8 @@ func New(cfg Config) (*Adapter, error) {
 	a.in = &reader{rest: a.rest, log: a.log, command: a.cfg.Command, app: a.app.known,
 		channels: map[string]channelInfo{}, threads: map[string]bool{}}
 	a.ix = &interactions{rest: a.rest, edits: a.edits, log: a.log, out: a, app: a.app.get, acking: map[string]chan struct{}{}}
-	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token, identifyBase: a.cfg.IdentifyBackoff,
-		store: &stateStore{path: cfg.StatePath}, onReady: func(user, app string) { // from READY
+	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token,
+		state: &resumeState{store: &stateStore{path: cfg.StatePath}, log: a.log, identifyBase: a.cfg.IdentifyBackoff}, onReady: func(user, app string) { // from READY
 			a.in.setMe(user)
 			a.app.learn(app)
 		}}

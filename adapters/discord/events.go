@@ -31,13 +31,13 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 				continue
 			}
 			a.feeder.handle(ctx, ev, sink)
-			a.gw.handled(ev)
+			a.gw.state.handled(ev)
 		}
 	}()
 	err := a.gw.loop(ctx, events)
 	close(events)
 	wg.Wait()
-	a.gw.persist(true) // after the last event was handled: a restart resumes from there
+	a.gw.state.persist(true) // after the last event was handled: a restart resumes from there
 	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.rest.refusedErr() != nil {
 		return a.rest.refuse(err)
 	}
