@@ -39,7 +39,7 @@ func (a *Adapter) RegisterCommands(ctx context.Context, cmds []chat.CommandSpec)
 	if len(subs) == 0 {
 		return errors.New("discord: register commands: no command to register")
 	}
-	app, err := a.application(ctx)
+	app, err := a.app.get(ctx)
 	if err != nil {
 		return err
 	}

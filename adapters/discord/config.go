@@ -87,13 +87,12 @@ type Adapter struct {
 	client *http.Client // downloads: no Authorization header, no rewrite
 	api    *url.URL     // nil: the real Discord
 
-	mu    sync.Mutex
-	appID string
-	seen  *recent
-	in    *reader
-	edits *editLog
-	ix    *interactions
-	gw    *gatewayClient
+	app    *application
+	in     *reader
+	edits  *editLog
+	ix     *interactions
+	gw     *gatewayClient
+	feeder *feeder
 }
 
 // New validates cfg and builds an adapter. It makes no network call.
@@ -106,8 +105,7 @@ func New(cfg Config) (*Adapter, error) {
 		return nil, errors.New("discord: adapters.discord.token does not look like a bot token")
 	}
 	cfg.Token = secret.New(tok)
-	a := &Adapter{cfg: cfg, seen: newRecent(4096),
-		edits: &editLog{last: map[string]editMark{}}}
+	a := &Adapter{cfg: cfg, edits: &editLog{last: map[string]editMark{}}}
 	if cfg.APIURL != "" {
 		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
@@ -135,7 +133,6 @@ func New(cfg Config) (*Adapter, error) {
 	if a.cfg.IdentifyBackoff <= 0 {
 		a.cfg.IdentifyBackoff = 5 * time.Second
 	}
-	a.appID = cfg.ApplicationID
 	a.log = cfg.Logger
 	if a.log == nil {
 		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -165,30 +162,17 @@ func New(cfg Config) (*Adapter, error) {
 	s.Debug = false
 	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
 	a.rest.s = s
-	a.in = &reader{rest: a.rest, log: a.log, command: a.cfg.Command, app: a.applicationID,
+	a.app = &application{rest: a.rest, id: cfg.ApplicationID}
+	a.in = &reader{rest: a.rest, log: a.log, command: a.cfg.Command, app: a.app.known,
 		channels: map[string]channelInfo{}, threads: map[string]bool{}}
-	a.ix = &interactions{rest: a.rest, edits: a.edits, log: a.log, out: a, app: a.application, acking: map[string]chan struct{}{}}
-	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token, identifyBase: a.cfg.IdentifyBackoff,
-		store: &stateStore{path: cfg.StatePath}, onReady: a.learn}
+	a.ix = &interactions{rest: a.rest, edits: a.edits, log: a.log, out: a, app: a.app.get, acking: map[string]chan struct{}{}}
+	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token,
+		state: &resumeState{store: &stateStore{path: cfg.StatePath}, log: a.log, identifyBase: a.cfg.IdentifyBackoff}, onReady: func(user, app string) { // from READY
+			a.in.setMe(user)
+			a.app.learn(app)
+		}}
+	a.feeder = &feeder{seen: newRecent(4096), in: a.in, ix: a.ix, log: a.log, command: a.cfg.Command}
 	return a, nil
-}
-
-// learn records the bot's user id and, unless configured, the
-// application id (from READY).
-func (a *Adapter) learn(user, app string) {
-	a.in.setMe(user)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.appID == "" {
-		a.appID = app
-	}
-}
-
-// applicationID returns the application id if known.
-func (a *Adapter) applicationID() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.appID
 }
 
 // Health returns nil while the adapter can work, or why it stopped (a

@@ -3,6 +3,7 @@ package discord
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -29,14 +30,14 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 			if ctx.Err() != nil {
 				continue
 			}
-			a.handle(ctx, ev, sink)
-			a.gw.handled(ev)
+			a.feeder.handle(ctx, ev, sink)
+			a.gw.state.handled(ev)
 		}
 	}()
 	err := a.gw.loop(ctx, events)
 	close(events)
 	wg.Wait()
-	a.gw.persist(true) // after the last event was handled: a restart resumes from there
+	a.gw.state.persist(true) // after the last event was handled: a restart resumes from there
 	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.rest.refusedErr() != nil {
 		return a.rest.refuse(err)
 	}
@@ -46,48 +47,58 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	return err
 }
 
+// feeder hands the gateway's message and interaction dispatches to the
+// sink, once each (a resumed session may deliver one again).
+type feeder struct {
+	seen    *recent
+	in      *reader
+	ix      *interactions
+	log     *slog.Logger
+	command string // the slash command's name (Config.Command)
+}
+
 // handle delivers one dispatch.
-func (a *Adapter) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
+func (f *feeder) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 	switch ev.t {
 	case "MESSAGE_CREATE":
 		var m discordgo.Message
 		if err := m.UnmarshalJSON(ev.d); err != nil {
-			a.log.Warn("discord: unreadable MESSAGE_CREATE", "err", err)
+			f.log.Warn("discord: unreadable MESSAGE_CREATE", "err", err)
 			return
 		}
-		if !a.seen.add("m" + m.ID) {
-			a.log.Debug("discord: message delivered before; dropped", "id", m.ID)
+		if !f.seen.add("m" + m.ID) {
+			f.log.Debug("discord: message delivered before; dropped", "id", m.ID)
 			return
 		}
-		in, ok := a.in.message(ctx, &m)
+		in, ok := f.in.message(ctx, &m)
 		if !ok {
-			a.seen.forget("m" + m.ID) // nothing was delivered
+			f.seen.forget("m" + m.ID) // nothing was delivered
 			return
 		}
 		if err := sink(ctx, in); err != nil {
-			a.seen.forget("m" + m.ID)
-			a.log.Warn("discord: message not taken", "id", m.ID, "err", err)
+			f.seen.forget("m" + m.ID)
+			f.log.Warn("discord: message not taken", "id", m.ID, "err", err)
 		}
 	case "INTERACTION_CREATE":
 		var ix discordgo.Interaction
 		if err := ix.UnmarshalJSON(ev.d); err != nil {
-			a.log.Warn("discord: unreadable INTERACTION_CREATE", "err", err)
+			f.log.Warn("discord: unreadable INTERACTION_CREATE", "err", err)
 			return
 		}
-		if !a.seen.add("i" + ix.ID) {
+		if !f.seen.add("i" + ix.ID) {
 			return
 		}
-		in, ok := a.in.interaction(ctx, &ix)
+		in, ok := f.in.interaction(ctx, &ix)
 		if !ok {
 			if ix.Type == discordgo.InteractionApplicationCommand && ix.Token != "" {
 				// An old or foreign command name: say so rather than
 				// let Discord report a failure.
-				a.ix.notice(ctx, &ix, "This command is not pibot's: use /"+a.cfg.Command+" <subcommand>.")
+				f.ix.notice(ctx, &ix, "This command is not pibot's: use /"+f.command+" <subcommand>.")
 			}
 			return
 		}
-		done := a.ix.startAck(ix.ID)
-		a.ix.take(ctx, &ix, in, sink)
+		done := f.ix.startAck(ix.ID)
+		f.ix.take(ctx, &ix, in, sink)
 		done()
 	}
 }

@@ -46,17 +46,12 @@ var errIntent = errors.New("discord: Discord refused the MESSAGE_CONTENT intent 
 // time, the session a RESUME needs, and the identifies that set the
 // back-off, kept in a stateStore across restarts.
 type gatewayClient struct {
-	rest         *restClient // gateway discovery
-	log          *slog.Logger
-	token        secret.Secret
-	identifyBase time.Duration
-	store        *stateStore
+	rest  *restClient // gateway discovery
+	log   *slog.Logger
+	token secret.Secret
+	state *resumeState
 	// onReady learns the bot's user id and the application id from READY.
 	onReady func(user, app string)
-
-	mu     sync.Mutex
-	sess   gwSession
-	idents []time.Time // recent identifies, oldest first
 }
 
 // gwSession is what a RESUME needs.
@@ -104,45 +99,14 @@ func (c *conn) send(op int, d any) error {
 	return c.ws.WriteJSON(map[string]any{"op": op, "d": d})
 }
 
-func (g *gatewayClient) session() gwSession {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.sess
-}
-
 // dispatchOf makes a dispatch of a frame, tagged with the session it
 // belongs to.
 func (g *gatewayClient) dispatchOf(f frame) dispatch {
-	d := dispatch{t: f.T, d: f.D, session: g.session().id}
+	d := dispatch{t: f.T, d: f.D, session: g.state.session().id}
 	if f.S != nil {
 		d.seq = *f.S
 	}
 	return d
-}
-
-// handled records that a dispatch was handled: a restart resumes after it.
-func (g *gatewayClient) handled(d dispatch) {
-	g.setSession(func(s *gwSession) {
-		if s.id == d.session && d.seq > s.done {
-			s.done = d.seq
-		}
-	})
-	g.persist(false)
-}
-
-// lastSeq is the heartbeat's payload: the last sequence number, or null
-// before the first dispatch.
-func (g *gatewayClient) lastSeq() any {
-	if s := g.session().seq; s > 0 {
-		return s
-	}
-	return nil
-}
-
-func (g *gatewayClient) setSession(f func(s *gwSession)) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f(&g.sess)
 }
 
 // connect runs one gateway connection until it ends: hello, IDENTIFY (or
@@ -177,7 +141,7 @@ func (g *gatewayClient) connect(ctx context.Context, url string, events chan<- d
 	}
 	interval := time.Duration(h.Interval) * time.Millisecond
 
-	sess := g.session()
+	sess := g.state.session()
 	if sess.id != "" {
 		err = c.send(opResume, map[string]any{"token": g.token.Reveal(), "session_id": sess.id, "seq": sess.seq})
 	} else {
@@ -219,7 +183,7 @@ func (g *gatewayClient) heartbeat(ctx context.Context, c *conn, interval time.Du
 			_ = c.ws.Close()
 			return
 		}
-		if err := c.send(opHeartbeat, g.lastSeq()); err != nil {
+		if err := c.send(opHeartbeat, g.state.lastSeq()); err != nil {
 			return
 		}
 	}
@@ -243,7 +207,7 @@ func (g *gatewayClient) read(ctx context.Context, c *conn, interval time.Duratio
 		switch f.Op {
 		case opDispatch:
 			if f.S != nil {
-				g.setSession(func(s *gwSession) { s.seq = *f.S })
+				g.state.update(func(s *gwSession) { s.seq = *f.S })
 			}
 			switch f.T {
 			case "READY":
@@ -262,7 +226,7 @@ func (g *gatewayClient) read(ctx context.Context, c *conn, interval time.Duratio
 				return out
 			}
 		case opHeartbeat:
-			_ = c.send(opHeartbeat, g.lastSeq())
+			_ = c.send(opHeartbeat, g.state.lastSeq())
 		case opHeartbeatAck:
 			acked.Store(true)
 		case opReconnect:
@@ -272,7 +236,7 @@ func (g *gatewayClient) read(ctx context.Context, c *conn, interval time.Duratio
 			var resumable bool
 			_ = json.Unmarshal(f.D, &resumable)
 			if !resumable {
-				g.setSession(func(s *gwSession) { *s = gwSession{} })
+				g.state.update(func(s *gwSession) { *s = gwSession{} })
 			}
 			out.resumable = resumable
 			out.err = errors.New("gateway: invalid session (op 9)")
@@ -299,8 +263,8 @@ func (g *gatewayClient) ready(raw json.RawMessage) {
 		g.log.Warn("discord: unreadable READY", "err", err)
 		return
 	}
-	g.setSession(func(s *gwSession) { s.id, s.resumeURL, s.done = r.SessionID, r.ResumeURL, 0 })
-	g.persist(true)
+	g.state.update(func(s *gwSession) { s.id, s.resumeURL, s.done = r.SessionID, r.ResumeURL, 0 })
+	g.state.persist(true)
 	if g.onReady != nil {
 		g.onReady(r.User.ID, r.Application.ID)
 	}

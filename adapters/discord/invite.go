@@ -35,5 +35,5 @@ func InviteURL(applicationID string) string {
 // ApplicationID returns the application id: configured, learned from
 // READY, or asked from Discord (GET /applications/@me).
 func (a *Adapter) ApplicationID(ctx context.Context) (string, error) {
-	return a.application(ctx)
+	return a.app.get(ctx)
 }

@@ -25,10 +25,7 @@ const (
 // session is gone, spaced by a back-off that grows with every identify of
 // the last 30 minutes, restarts included.
 func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error {
-	idents := g.restore()
-	g.mu.Lock()
-	g.idents = idents
-	g.mu.Unlock()
+	g.state.restore()
 	var url string
 	var failures int
 	for ctx.Err() == nil {
@@ -48,19 +45,19 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 			}
 			url = u
 		}
-		sess := g.session()
+		sess := g.state.session()
 		target := url
 		if sess.id != "" && sess.resumeURL != "" {
 			target = sess.resumeURL
 		}
 		if sess.id == "" {
-			if wait := g.identifyWait(); wait > 0 {
+			if wait := g.state.identifyWait(); wait > 0 {
 				g.log.Info("discord: waiting before identifying again", "in", wait.Round(time.Second))
 				if tokenbucket.Wait(ctx, wait) != nil {
 					return nil
 				}
 			}
-			g.noteIdentify()
+			g.state.noteIdentify()
 		}
 		out := g.connect(ctx, target, events)
 		if ctx.Err() != nil {
@@ -73,9 +70,9 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 			failures = 0
 		}
 		if !out.resumable || out.code == 4007 || out.code == 4009 {
-			g.setSession(func(s *gwSession) { *s = gwSession{} })
+			g.state.update(func(s *gwSession) { *s = gwSession{} })
 		}
-		g.persist(true)
+		g.state.persist(true)
 		if !out.ready {
 			url = "" // the gateway URL may be stale: ask again (the back-off spaces it)
 		}
@@ -87,46 +84,6 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 		}
 	}
 	return nil
-}
-
-// identifyWait is how long the next IDENTIFY must wait: the back-off of
-// the identifies of the last 30 minutes, from the last one.
-func (g *gatewayClient) identifyWait() time.Duration {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	cut := time.Now().Add(-identifyMemory)
-	n := 0
-	var last time.Time
-	for _, t := range g.idents {
-		if t.After(cut) {
-			n++
-			last = t
-		}
-	}
-	if n == 0 {
-		return 0
-	}
-	return time.Until(last.Add(backoff(g.identifyBase, n, identifyMax)))
-}
-
-// noteIdentify records an IDENTIFY now and saves it.
-func (g *gatewayClient) noteIdentify() {
-	g.mu.Lock()
-	g.idents = append(g.idents, time.Now())
-	if len(g.idents) > 64 {
-		g.idents = g.idents[len(g.idents)-64:]
-	}
-	g.mu.Unlock()
-	g.persist(true)
-}
-
-// persist saves the gateway state: at once when force, else at most
-// every few seconds (after dispatches).
-func (g *gatewayClient) persist(force bool) {
-	g.mu.Lock()
-	idents := append([]time.Time(nil), g.idents...)
-	g.mu.Unlock()
-	g.persistWith(idents, force)
 }
 
 // closeError turns the close codes that must stop the adapter into errors.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -90,31 +91,114 @@ func (s *stateStore) save(st savedState, force bool) error {
 	return nil
 }
 
-// restore takes a saved session young enough to resume and the recent
-// identifies.
-func (g *gatewayClient) restore() []time.Time {
-	st := g.store.load()
-	if st.SessionID != "" && time.Since(st.SavedAt) < resumeWindow {
-		g.setSession(func(s *gwSession) {
-			*s = gwSession{id: st.SessionID, seq: st.Seq, done: st.Seq, resumeURL: st.ResumeURL}
-		})
-		g.log.Info("discord: resuming the saved gateway session")
-	}
-	cut := time.Now().Add(-identifyMemory)
-	var out []time.Time
-	for _, t := range st.Identifies {
-		if t.After(cut) {
-			out = append(out, t)
-		}
-	}
-	return out
+// resumeState is what the gateway client keeps to resume its session and
+// to space its identifies: the session (id, sequence numbers, resume URL)
+// and the recent identifies, saved in the state file (Config.StatePath).
+type resumeState struct {
+	store        *stateStore
+	log          *slog.Logger
+	identifyBase time.Duration
+
+	mu     sync.Mutex
+	sess   gwSession
+	idents []time.Time // recent identifies, oldest first
 }
 
-// persistWith writes the session and identifies (force: now).
-func (g *gatewayClient) persistWith(identifies []time.Time, force bool) {
-	s := g.session()
-	err := g.store.save(savedState{SessionID: s.id, Seq: s.done, ResumeURL: s.resumeURL, Identifies: identifies}, force)
+// session returns the current session.
+func (r *resumeState) session() gwSession {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sess
+}
+
+// update changes the session with f.
+func (r *resumeState) update(f func(s *gwSession)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(&r.sess)
+}
+
+// handled records that a dispatch was handled: a restart resumes after it.
+func (r *resumeState) handled(d dispatch) {
+	r.update(func(s *gwSession) {
+		if s.id == d.session && d.seq > s.done {
+			s.done = d.seq
+		}
+	})
+	r.persist(false)
+}
+
+// lastSeq is the heartbeat's payload: the last sequence number, or null
+// before the first dispatch.
+func (r *resumeState) lastSeq() any {
+	if s := r.session().seq; s > 0 {
+		return s
+	}
+	return nil
+}
+
+// restore takes a saved session young enough to resume and the recent
+// identifies.
+func (r *resumeState) restore() {
+	st := r.store.load()
+	if st.SessionID != "" && time.Since(st.SavedAt) < resumeWindow {
+		r.update(func(s *gwSession) {
+			*s = gwSession{id: st.SessionID, seq: st.Seq, done: st.Seq, resumeURL: st.ResumeURL}
+		})
+		r.log.Info("discord: resuming the saved gateway session")
+	}
+	cut := time.Now().Add(-identifyMemory)
+	var kept []time.Time
+	for _, t := range st.Identifies {
+		if t.After(cut) {
+			kept = append(kept, t)
+		}
+	}
+	r.mu.Lock()
+	r.idents = kept
+	r.mu.Unlock()
+}
+
+// identifyWait is how long the next IDENTIFY must wait: the back-off of
+// the identifies of the last 30 minutes, from the last one.
+func (r *resumeState) identifyWait() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cut := time.Now().Add(-identifyMemory)
+	n := 0
+	var last time.Time
+	for _, t := range r.idents {
+		if t.After(cut) {
+			n++
+			last = t
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return time.Until(last.Add(backoff(r.identifyBase, n, identifyMax)))
+}
+
+// noteIdentify records an IDENTIFY now and saves it.
+func (r *resumeState) noteIdentify() {
+	r.mu.Lock()
+	r.idents = append(r.idents, time.Now())
+	if len(r.idents) > 64 {
+		r.idents = r.idents[len(r.idents)-64:]
+	}
+	r.mu.Unlock()
+	r.persist(true)
+}
+
+// persist saves the session and the identifies: at once when force, else
+// at most every few seconds (after dispatches).
+func (r *resumeState) persist(force bool) {
+	r.mu.Lock()
+	s := r.sess
+	idents := append([]time.Time(nil), r.idents...)
+	r.mu.Unlock()
+	err := r.store.save(savedState{SessionID: s.id, Seq: s.done, ResumeURL: s.resumeURL, Identifies: idents}, force)
 	if err != nil {
-		g.log.Warn("discord: cannot save the gateway state", "path", g.store.path, "err", err)
+		r.log.Warn("discord: cannot save the gateway state", "path", r.store.path, "err", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -13,14 +14,18 @@ import (
 	"github.com/pibot/pibot/chat"
 )
 
-// Answer answers a slash command or a button press. Before the deadline,
-// Toast and an ephemeral Reply go through the interaction's response_url
-// (which works even in channels the bot is not in); after it, through
-// chat.postEphemeral. Replace updates the message that carried the
-// buttons (chat.update): an empty Markdown keeps its text and replaces
-// only the buttons. A visible Reply is posted in the conversation. The
-// handle needs no state of this process: any replica answers it.
-func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+// answerer answers slash commands and button presses: through the
+// interaction's response URL while it is live, else through the Web API.
+type answerer struct {
+	out     *sender
+	calls   *caller
+	api     *slackapi.Client
+	log     *slog.Logger
+	apiHost string // host of APIURL: response URLs must be there or on Slack
+}
+
+// answer answers an interaction (see Adapter.Answer).
+func (a *answerer) answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	if ix.Platform != platform || ix.Conv.Channel == "" {
 		return chat.MsgRef{}, errors.New("slack: answer: not a Slack interaction")
 	}
@@ -41,7 +46,7 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	if r.Reply.Ephemeral != "" && len(r.Reply.Buttons) == 0 {
 		return chat.MsgRef{Conv: ix.Conv}, a.ephemeral(ctx, ix, live, r.Reply.Markdown)
 	}
-	ref, err := a.Send(ctx, ix.Conv, *r.Reply)
+	ref, err := a.out.send(ctx, ix.Conv, *r.Reply)
 	if err != nil && live && len(r.Reply.Buttons) == 0 && errors.Is(err, chat.ErrNotFound) {
 		// A slash command in a channel the bot is not in: the response URL
 		// still posts there, for everyone (without a ts to edit).
@@ -53,7 +58,7 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 }
 
 // respond posts md through the interaction's response URL.
-func (a *Adapter) respond(ctx context.Context, ix chat.Interaction, md, responseType string) error {
+func (a *answerer) respond(ctx context.Context, ix chat.Interaction, md, responseType string) error {
 	return a.calls.do(ctx, op{method: "response_url", team: ix.Conv.Workspace, channel: "", kind: kindFinal}, func(ctx context.Context) error {
 		_, _, err := a.api.PostMessageContext(ctx, ix.Conv.Channel,
 			slackapi.MsgOptionText(render(md), false), slackapi.MsgOptionResponseURL(ix.ResponseURL, responseType))
@@ -62,7 +67,7 @@ func (a *Adapter) respond(ctx context.Context, ix chat.Interaction, md, response
 }
 
 // ephemeral shows md to the user of ix only.
-func (a *Adapter) ephemeral(ctx context.Context, ix chat.Interaction, live bool, md string) error {
+func (a *answerer) ephemeral(ctx context.Context, ix chat.Interaction, live bool, md string) error {
 	if live {
 		err := a.respond(ctx, ix, md, slackapi.ResponseTypeEphemeral)
 		if err == nil {
@@ -73,12 +78,12 @@ func (a *Adapter) ephemeral(ctx context.Context, ix chat.Interaction, live bool,
 	if ix.User == "" {
 		return fmt.Errorf("slack: answer: %w", chat.ErrExpired)
 	}
-	_, err := a.Send(ctx, ix.Conv, chat.Out{Markdown: md, Ephemeral: ix.User})
+	_, err := a.out.send(ctx, ix.Conv, chat.Out{Markdown: md, Ephemeral: ix.User})
 	return err
 }
 
 // replace applies an Answer's Replace to the message with the buttons.
-func (a *Adapter) replace(ctx context.Context, ix chat.Interaction, out chat.Out) error {
+func (a *answerer) replace(ctx context.Context, ix chat.Interaction, out chat.Out) error {
 	buttons, err := actions(out.Buttons)
 	if err != nil {
 		return fmt.Errorf("slack: answer: %w", err)
@@ -90,12 +95,12 @@ func (a *Adapter) replace(ctx context.Context, ix chat.Interaction, out chat.Out
 	if strings.TrimSpace(mrkdwn) == "" {
 		return errors.New("slack: answer: the pressed message's text is unknown; give Replace a text")
 	}
-	return a.updateRendered(ctx, ix.Msg, mrkdwn, buttons, kindFinal)
+	return a.out.updateRendered(ctx, ix.Msg, mrkdwn, buttons, kindFinal)
 }
 
 // responseURLOK reports whether u may receive an answer: https on a Slack
 // host, or the api_url host (a test server).
-func (a *Adapter) responseURLOK(u string) bool {
+func (a *answerer) responseURLOK(u string) bool {
 	p, err := url.Parse(u)
 	if err != nil || p.Host == "" {
 		return false

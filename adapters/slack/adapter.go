@@ -134,6 +134,37 @@ func splitRunes(s string, n int) []string {
 // ephemeral message for that user (chat.postEphemeral), which has no
 // reference that can be edited (ID "").
 func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat.MsgRef, error) {
+	return a.out.send(ctx, conv, m)
+}
+
+// Edit replaces a message's text and buttons (chat.update; no buttons
+// removes them). A message that is gone is chat.ErrNotFound; a method in
+// its Retry-After window or out of tokens is a *chat.RateLimitError
+// (edits never wait it out).
+func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
+	return a.out.update(ctx, ref, m, kindLive)
+}
+
+// Answer answers a slash command or a button press. Before the deadline,
+// Toast and an ephemeral Reply go through the interaction's response_url
+// (which works even in channels the bot is not in); after it, through
+// chat.postEphemeral. Replace updates the message that carried the
+// buttons (chat.update): an empty Markdown keeps its text and replaces
+// only the buttons. A visible Reply is posted in the conversation. The
+// handle needs no state of this process: any replica answers it.
+func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+	return a.answerer.answer(ctx, ix, r)
+}
+
+// sender posts and updates messages (chat.postMessage, chat.postEphemeral,
+// chat.update), split to fit.
+type sender struct {
+	calls *caller
+	api   *slackapi.Client
+}
+
+// send posts m in conv (see Adapter.Send).
+func (a *sender) send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat.MsgRef, error) {
 	if err := check(conv); err != nil {
 		return chat.MsgRef{}, err
 	}
@@ -182,15 +213,8 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 	return ref, nil
 }
 
-// Edit replaces a message's text and buttons (chat.update; no buttons
-// removes them). A message that is gone is chat.ErrNotFound; a method in
-// its Retry-After window or out of tokens is a *chat.RateLimitError
-// (edits never wait it out).
-func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
-	return a.update(ctx, ref, m, kindLive)
-}
-
-func (a *Adapter) update(ctx context.Context, ref chat.MsgRef, m chat.Out, k kind) error {
+// update replaces a message's text and buttons as a call of kind k.
+func (a *sender) update(ctx context.Context, ref chat.MsgRef, m chat.Out, k kind) error {
 	if err := check(ref.Conv); err != nil {
 		return err
 	}
@@ -207,7 +231,8 @@ func (a *Adapter) update(ctx context.Context, ref chat.MsgRef, m chat.Out, k kin
 	return a.updateRendered(ctx, ref, render(m.Markdown), buttons, k)
 }
 
-func (a *Adapter) updateRendered(ctx context.Context, ref chat.MsgRef, mrkdwn string, buttons slackapi.Block, k kind) error {
+// updateRendered replaces a message with mrkdwn, already rendered.
+func (a *sender) updateRendered(ctx context.Context, ref chat.MsgRef, mrkdwn string, buttons slackapi.Block, k kind) error {
 	opts := content(mrkdwn, buttons, true)
 	return a.calls.do(ctx, op{method: "chat.update", team: ref.Conv.Workspace, channel: ref.Conv.Channel, kind: k, msg: ref.ID}, func(ctx context.Context) error {
 		_, _, _, err := a.api.UpdateMessageContext(ctx, ref.Conv.Channel, ref.ID, opts...)

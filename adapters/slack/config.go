@@ -69,14 +69,15 @@ const retryBase = 500 * time.Millisecond
 // Adapter connects pibot to one Slack app in one workspace. Create it with
 // New.
 type Adapter struct {
-	cfg     Config
-	api     *slackapi.Client
-	log     *slog.Logger
-	calls   *caller
-	apiHost string // host of APIURL: files and response URLs must be there or on Slack
+	cfg   Config
+	api   *slackapi.Client
+	log   *slog.Logger
+	calls *caller
 
-	rd   *reader   // deliveries → chat.Inbound
-	recv *receiver // Socket Mode and HTTP deliveries
+	rd       *reader   // deliveries → chat.Inbound
+	recv     *receiver // Socket Mode and HTTP deliveries
+	out      *sender   // posts and updates
+	answerer *answerer // interactions
 
 	mu     sync.Mutex
 	noAsst bool // the assistant status is refused (no scope, not an assistant thread)
@@ -138,16 +139,17 @@ func New(cfg Config) (*Adapter, error) {
 		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken.Reveal()))
 	}
 	a := &Adapter{
-		cfg:     cfg,
-		api:     slackapi.New(cfg.BotToken.Reveal(), opts...),
-		log:     log.With("adapter", "slack"),
-		apiHost: u.Host,
+		cfg: cfg,
+		api: slackapi.New(cfg.BotToken.Reveal(), opts...),
+		log: log.With("adapter", "slack"),
 	}
 	a.rd = &reader{log: a.log}
 	a.recv = &receiver{cfg: cfg, api: a.api, rd: a.rd, log: a.log, retryBase: retryBase, ready: make(chan struct{})}
 	a.calls = &caller{limiter: newLimiter(cfg.Tiers, cfg.Rates), log: a.log, retryBase: retryBase,
 		secrets: []secret.Secret{cfg.BotToken, cfg.AppToken, cfg.SigningSecret}, scopes: map[string]bool{}}
 	a.recv.calls = a.calls
+	a.out = &sender{calls: a.calls, api: a.api}
+	a.answerer = &answerer{out: a.out, calls: a.calls, api: a.api, log: a.log, apiHost: u.Host}
 	return a, nil
 }
 

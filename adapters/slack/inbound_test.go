@@ -140,7 +140,7 @@ func TestSlashCommand(t *testing.T) {
 }
 
 func TestResponseURLHosts(t *testing.T) {
-	a := &Adapter{apiHost: "127.0.0.1:9"}
+	a := &answerer{apiHost: "127.0.0.1:9"}
 	for u, want := range map[string]bool{
 		"https://hooks.slack.com/commands/1": true, "http://127.0.0.1:9/response/1": true,
 		"https://evil.test/x": false, "http://hooks.slack.com/x": false, "https://slack.com.evil.test/": false,

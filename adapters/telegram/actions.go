@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -20,16 +21,15 @@ const maxToast = 200
 // spinner after a few seconds anyway, so this stays on the safe side.
 const callbackDeadline = 10 * time.Second
 
-// Answer answers a button press. Before the deadline, answerCallbackQuery
-// carries the toast (this ends the client's spinner, so it goes first);
-// after it, or when Telegram says the query is too old, the toast is sent
-// as a normal, silent message replying to the pressed message. Then, if
-// r.Replace is set, the message that carried the buttons is edited: new
-// text and buttons, or with an empty Markdown only the keyboard is removed
-// (or replaced). r.Reply is sent as a normal message (Telegram has no
-// ephemeral messages). The handle needs no state of this process: any
-// replica's adapter answers it.
-func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+// answerer answers button presses (callback queries).
+type answerer struct {
+	out *sender
+	log *slog.Logger
+}
+
+// answer answers a button press (see Adapter.Answer): toast first, then
+// the replacement of the pressed message, then the reply.
+func (a *answerer) answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	if ix.Platform != platform || ix.ID == "" {
 		return chat.MsgRef{}, errors.New("telegram: answer: not a Telegram callback query")
 	}
@@ -42,16 +42,16 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	if r.Reply == nil {
 		return chat.MsgRef{}, nil
 	}
-	return a.Send(ctx, ix.Conv, *r.Reply)
+	return a.out.send(ctx, ix.Conv, *r.Reply)
 }
 
 // answerCallback shows toast as the callback answer, or as a message once
 // the query can no longer be answered.
-func (a *Adapter) answerCallback(ctx context.Context, ix chat.Interaction, toast string) error {
+func (a *answerer) answerCallback(ctx context.Context, ix chat.Interaction, toast string) error {
 	toast = truncateUTF16(toast, maxToast)
 	if !ix.Expired(time.Now()) {
-		err := a.do(ctx, modeAdmin, 0, "answer callback", func(ctx context.Context) error {
-			_, err := a.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: ix.ID, Text: toast})
+		err := a.out.calls.do(ctx, modeAdmin, 0, "answer callback", func(ctx context.Context) error {
+			_, err := a.out.calls.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: ix.ID, Text: toast})
 			return err
 		})
 		if err == nil || !errors.Is(err, bot.ErrorBadRequest) {
@@ -66,25 +66,21 @@ func (a *Adapter) answerCallback(ctx context.Context, ix chat.Interaction, toast
 	if ix.Msg.ID != "" {
 		out.ReplyTo = &ix.Msg
 	}
-	if _, err := a.Send(ctx, ix.Conv, out); err != nil {
+	if _, err := a.out.send(ctx, ix.Conv, out); err != nil {
 		return fmt.Errorf("telegram: answer: %w", err)
 	}
 	return nil
 }
 
 // replace applies an Answer's Replace to the message with the buttons.
-func (a *Adapter) replace(ctx context.Context, ref chat.MsgRef, r *chat.Out) error {
+func (a *answerer) replace(ctx context.Context, ref chat.MsgRef, r *chat.Out) error {
 	if r == nil || ref.ID == "" {
 		return nil
 	}
 	if r.Markdown != "" {
-		return a.Edit(ctx, ref, *r)
+		return a.out.edit(ctx, ref, *r)
 	}
-	chatID, _, err := a.target(ref.Conv)
-	if err != nil {
-		return err
-	}
-	id, err := msgID(ref)
+	chatID, id, err := a.out.chats.message(ref)
 	if err != nil {
 		return err
 	}
@@ -92,8 +88,8 @@ func (a *Adapter) replace(ctx context.Context, ref chat.MsgRef, r *chat.Out) err
 	if err != nil {
 		return fmt.Errorf("telegram: answer: %w", err)
 	}
-	return a.do(ctx, modeSend, chatID, "edit keyboard", func(ctx context.Context) error {
-		_, err := a.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chatID, MessageID: id, ReplyMarkup: markup})
+	return a.out.calls.do(ctx, modeSend, chatID, "edit keyboard", func(ctx context.Context) error {
+		_, err := a.out.calls.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: chatID, MessageID: id, ReplyMarkup: markup})
 		return err
 	})
 }

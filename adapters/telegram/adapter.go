@@ -4,13 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/secret"
 )
 
 // platform is this adapter's chat.Platform.
@@ -19,6 +27,122 @@ const platform chat.Platform = "telegram"
 // maxLen is the longest rendered message in UTF-16 units, with headroom
 // under Telegram's 4096.
 const maxLen = 4000
+
+// Adapter connects pibot to one Telegram bot. Create it with New. It
+// implements the chat interfaces by delegating to the parts that do the
+// work: the poller or the webhook receives updates, the decoder turns them
+// into events, the sender, answerer and transfers make the outbound calls,
+// and all calls go through one caller (pacing, retries, redaction).
+type Adapter struct {
+	mode      string
+	calls     *caller
+	decoder   *decoder
+	poller    *poller
+	webhook   *webhook
+	sender    *sender
+	answerer  *answerer
+	transfers *transfers
+	log       *slog.Logger
+
+	refused atomic.Pointer[error] // why Run stopped for good: Telegram rejected the token
+}
+
+// New validates cfg and builds an adapter. It makes no network call.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.Token.IsZero() {
+		return nil, errors.New("telegram: adapters.telegram.token is required (the bot token from @BotFather)")
+	}
+	if !strings.Contains(cfg.Token.Reveal(), ":") {
+		return nil, errors.New("telegram: adapters.telegram.token does not look like a bot token (<bot id>:<secret>)")
+	}
+	if cfg.APIURL == "" {
+		cfg.APIURL = "https://api.telegram.org"
+	}
+	if u, err := url.Parse(cfg.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("telegram: adapters.telegram.api_url %q is not an http(s) URL", cfg.APIURL)
+	}
+	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = ModePolling
+	case ModePolling, ModeWebhook:
+	default:
+		return nil, fmt.Errorf("telegram: adapters.telegram.mode %q must be %q or %q", cfg.Mode, ModePolling, ModeWebhook)
+	}
+	if len(cfg.AllowedUpdates) == 0 {
+		cfg.AllowedUpdates = []string{"message", "callback_query"}
+	}
+	if cfg.PollTimeout <= 0 {
+		cfg.PollTimeout = 50 * time.Second
+	}
+	if cfg.PollTimeout < time.Second {
+		cfg.PollTimeout = time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	log = log.With("adapter", "telegram")
+	wh, err := newWebhook(cfg)
+	if err != nil {
+		return nil, err
+	}
+	calls := &caller{
+		token:     cfg.Token,
+		whSecret:  wh.secret,
+		api:       cfg.APIURL,
+		limiter:   newLimiter(cfg.Pacing.withDefaults(), cfg.Rates, botID(cfg.Token.Reveal())),
+		log:       log,
+		retryBase: 500 * time.Millisecond,
+	}
+	base := cfg.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	c := *base
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.Transport = statusTransport{base: rt}
+	calls.client = &c
+	b, err := bot.New(cfg.Token.Reveal(),
+		bot.WithSkipGetMe(),
+		bot.WithServerURL(cfg.APIURL),
+		bot.WithHTTPClient(cfg.PollTimeout, calls.client),
+		bot.WithErrorsHandler(func(err error) { log.Warn("telegram client", "err", calls.redact(err)) }),
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("telegram: new client: %s", secret.Redact(err.Error(), cfg.Token))
+	}
+	calls.bot = b
+
+	chats := newChats(log)
+	dec := &decoder{chats: chats, me: identity{id: b.ID()}}
+	wh.calls, wh.decoder, wh.log = calls, dec, log
+	out := &sender{calls: calls, chats: chats, log: log}
+	out.draftSeq.Store(mrand.Int64N(1 << 30)) // draft ids: non-zero, distinct per stream
+	return &Adapter{
+		mode:    cfg.Mode,
+		calls:   calls,
+		decoder: dec,
+		poller: &poller{calls: calls, decoder: dec, log: log, timeout: cfg.PollTimeout, allowed: cfg.AllowedUpdates,
+			retryBase: calls.retryBase, conflictBase: 5 * time.Second},
+		webhook:   wh,
+		sender:    out,
+		answerer:  &answerer{out: out, log: log},
+		transfers: &transfers{calls: calls, chats: chats},
+		log:       log,
+	}, nil
+}
+
+// botID is the bot's numeric id: the public part of its token, before
+// the colon.
+func botID(token string) string {
+	id, _, _ := strings.Cut(token, ":")
+	return id
+}
 
 // Platform returns "telegram".
 func (a *Adapter) Platform() chat.Platform { return platform }
@@ -35,150 +159,73 @@ func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
 	return c
 }
 
-// target resolves conv to a chat id (following a group's migration) and a
-// forum topic id (0 for none).
-func (a *Adapter) target(conv chat.ConvRef) (int64, int, error) {
-	if conv.Platform != platform {
-		return 0, 0, fmt.Errorf("telegram: conversation %s is not a Telegram one", conv.Key())
-	}
-	id, err := strconv.ParseInt(conv.Channel, 10, 64)
-	if err != nil || id == 0 {
-		return 0, 0, fmt.Errorf("telegram: conversation %s: chat id %q is not a number", conv.Key(), conv.Channel)
-	}
-	thread := 0
-	if conv.Thread != "" {
-		if thread, err = strconv.Atoi(conv.Thread); err != nil {
-			return 0, 0, fmt.Errorf("telegram: conversation %s: topic id %q is not a number", conv.Key(), conv.Thread)
+// Run learns the bot's identity (getMe), then receives updates until ctx
+// ends and returns nil then. In polling mode it runs its own getUpdates
+// loop and confirms an update (the next offset) only after sink returned
+// nil for it; in webhook mode it registers the webhook and serves
+// deliveries through WebhookHandler. A wrong token ends Run with an error.
+func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
+	me, err := a.calls.getMe(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
 		}
+		a.refused.Store(&err)
+		return err
 	}
-	a.mu.Lock()
-	if to, ok := a.migrated[id]; ok {
-		id = to
+	a.decoder.learnt(me)
+	a.log.Info("telegram: connected", "bot", "@"+me.username, "mode", a.mode)
+	if a.mode == ModeWebhook {
+		return a.webhook.run(ctx, sink)
 	}
-	a.mu.Unlock()
-	return id, thread, nil
+	if err := a.poller.run(ctx, sink); err != nil {
+		a.refused.Store(&err)
+		return err
+	}
+	return nil
 }
 
-func msgID(ref chat.MsgRef) (int, error) {
-	id, err := strconv.Atoi(ref.ID)
-	if err != nil || id <= 0 {
-		return 0, fmt.Errorf("telegram: message id %q is not a number", ref.ID)
+// Health returns nil while the adapter can work, or why it stopped:
+// Telegram rejected the bot token (401). pibot keeps serving its other
+// adapters and fails /readyz with this error.
+func (a *Adapter) Health() error {
+	if err := a.refused.Load(); err != nil {
+		return *err
 	}
-	return id, nil
+	return nil
 }
 
-// keyboard builds an inline keyboard; nil for no buttons.
-func keyboard(rows [][]chat.Button) (models.ReplyMarkup, error) {
-	var kb [][]models.InlineKeyboardButton
-	for _, row := range rows {
-		var r []models.InlineKeyboardButton
-		for _, b := range row {
-			if b.ID == "" || len(b.ID) > chat.MaxButtonID {
-				return nil, fmt.Errorf("telegram: button %q: id is %d bytes; Telegram's callback_data takes 1 to %d", b.Label, len(b.ID), chat.MaxButtonID)
-			}
-			if b.Label == "" {
-				return nil, fmt.Errorf("telegram: button %q has no label", b.ID)
-			}
-			btn := models.InlineKeyboardButton{Text: b.Label, CallbackData: b.ID}
-			switch b.Style {
-			case chat.StylePrimary:
-				btn.Style = "primary"
-			case chat.StyleDanger:
-				btn.Style = "danger"
-			}
-			r = append(r, btn)
-		}
-		if len(r) > 0 {
-			kb = append(kb, r)
-		}
+// SingletonKey names the lease a polling adapter runs under: Telegram
+// lets one getUpdates caller per bot at a time, so in cluster mode only
+// one replica may poll. In webhook mode any replica may take a delivery
+// and no lease is needed (""). The key holds the bot's numeric id (the
+// public part of the token), never the token.
+func (a *Adapter) SingletonKey() string {
+	if a.mode == ModeWebhook {
+		return ""
 	}
-	if len(kb) == 0 {
-		return nil, nil
-	}
-	return &models.InlineKeyboardMarkup{InlineKeyboard: kb}, nil
+	return "telegram/poll/" + strconv.FormatInt(a.calls.bot.ID(), 10)
 }
+
+// WebhookPath returns the unguessable path (derived from the webhook
+// secret) where the server must mount WebhookHandler; "" in polling mode.
+func (a *Adapter) WebhookPath() string { return a.webhook.path }
+
+// WebhookHandler serves Telegram's webhook deliveries. A request without
+// the right secret token gets 403 before its body is read (constant-time
+// compare); an update is answered 200 only after the sink returned nil for
+// it, and 500 otherwise so that Telegram sends it again. Before Run has
+// registered the webhook it answers 503.
+func (a *Adapter) WebhookHandler() http.Handler { return a.webhook }
 
 // Send posts m, split into several messages if its rendering is longer
 // than Caps.MaxLen (buttons go on the last one, the reply on the first),
 // and returns the last message. A group that became a supergroup is
 // followed: the message goes to the new chat and the returned reference
-// names it.
+// names it. When Telegram cannot parse the HTML, the text goes as plain
+// text.
 func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat.MsgRef, error) {
-	chatID, thread, err := a.target(conv)
-	if err != nil {
-		return chat.MsgRef{}, err
-	}
-	if m.Markdown == "" {
-		return chat.MsgRef{}, errors.New("telegram: send: empty message")
-	}
-	markup, err := keyboard(m.Buttons)
-	if err != nil {
-		return chat.MsgRef{}, err
-	}
-	chunks := []string{m.Markdown}
-	if chat.Len(chat.Render(m.Markdown, chat.DialectTelegram), chat.DialectTelegram) > maxLen {
-		chunks = chat.Split(m.Markdown, chat.DialectTelegram, maxLen)
-	}
-	var ref chat.MsgRef
-	for i, md := range chunks {
-		var mk models.ReplyMarkup
-		if i == len(chunks)-1 {
-			mk = markup
-		}
-		reply := m.ReplyTo
-		if i > 0 {
-			reply = nil
-		}
-		msg, err := a.sendMessage(ctx, chatID, thread, md, mk, reply, m.Silent)
-		var mig *bot.MigrateError
-		if errors.As(err, &mig) {
-			chatID = a.migrate(chatID, int64(mig.MigrateToChatID))
-			msg, err = a.sendMessage(ctx, chatID, thread, md, mk, reply, m.Silent)
-		}
-		if err != nil {
-			return ref, err
-		}
-		ref = a.ref(conv, chatID, msg.ID)
-	}
-	return ref, nil
-}
-
-// migrate records that chat from moved to to and returns to.
-func (a *Adapter) migrate(from, to int64) int64 {
-	a.mu.Lock()
-	a.migrated[from] = to
-	a.mu.Unlock()
-	a.log.Info("telegram: group became a supergroup; following it", "from", from, "to", to)
-	return to
-}
-
-func (a *Adapter) ref(conv chat.ConvRef, chatID int64, id int) chat.MsgRef {
-	conv.Channel = strconv.FormatInt(chatID, 10)
-	return chat.MsgRef{Conv: conv, ID: strconv.Itoa(id)}
-}
-
-// sendMessage sends one chunk as HTML, falling back to plain text when
-// Telegram cannot parse the HTML.
-func (a *Adapter) sendMessage(ctx context.Context, chatID int64, thread int, md string, markup models.ReplyMarkup, reply *chat.MsgRef, silent bool) (*models.Message, error) {
-	p := &bot.SendMessageParams{ChatID: chatID, MessageThreadID: thread, Text: chat.Render(md, chat.DialectTelegram),
-		ParseMode: models.ParseModeHTML, ReplyMarkup: markup, DisableNotification: silent}
-	if reply != nil {
-		if id, err := msgID(*reply); err == nil {
-			p.ReplyParameters = &models.ReplyParameters{MessageID: id, AllowSendingWithoutReply: true}
-		}
-	}
-	var msg *models.Message
-	call := func(ctx context.Context) (err error) {
-		msg, err = a.bot.SendMessage(ctx, p)
-		return err
-	}
-	err := a.do(ctx, modeSend, chatID, "send", call)
-	if errors.Is(err, errEntities) {
-		a.log.Warn("telegram: HTML rejected; sending plain text", "chat", chatID, "err", err)
-		p.Text, p.ParseMode = chat.Render(md, chat.DialectPlain), ""
-		err = a.do(ctx, modeSend, chatID, "send", call)
-	}
-	return msg, err
+	return a.sender.send(ctx, conv, m)
 }
 
 // Edit replaces a message's text and buttons (no buttons removes the
@@ -186,112 +233,63 @@ func (a *Adapter) sendMessage(ctx context.Context, chatID int64, thread int, md 
 // chat.ErrNotFound; a bot-wide retry_after pause or a chat over its
 // pace is a *chat.RateLimitError (edits never wait it out).
 func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
-	chatID, _, err := a.target(ref.Conv)
-	if err != nil {
-		return err
-	}
-	id, err := msgID(ref)
-	if err != nil {
-		return err
-	}
-	if m.Markdown == "" {
-		return errors.New("telegram: edit: empty message")
-	}
-	markup, err := keyboard(m.Buttons)
-	if err != nil {
-		return err
-	}
-	p := &bot.EditMessageTextParams{ChatID: chatID, MessageID: id, Text: chat.Render(m.Markdown, chat.DialectTelegram),
-		ParseMode: models.ParseModeHTML, ReplyMarkup: markup}
-	call := func(ctx context.Context) error {
-		_, err := a.bot.EditMessageText(ctx, p)
-		return err
-	}
-	err = a.do(ctx, modeLive, chatID, "edit", call)
-	if errors.Is(err, errEntities) {
-		p.Text, p.ParseMode = chat.Render(m.Markdown, chat.DialectPlain), ""
-		err = a.do(ctx, modeLive, chatID, "edit", call)
-	}
-	return err
+	return a.sender.edit(ctx, ref, m)
 }
 
 // Delete deletes a message.
 func (a *Adapter) Delete(ctx context.Context, ref chat.MsgRef) error {
-	chatID, _, err := a.target(ref.Conv)
-	if err != nil {
-		return err
-	}
-	id, err := msgID(ref)
-	if err != nil {
-		return err
-	}
-	return a.do(ctx, modeAdmin, chatID, "delete", func(ctx context.Context) error {
-		_, err := a.bot.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: chatID, MessageID: id})
-		return err
-	})
+	return a.sender.delete(ctx, ref)
 }
 
 // SetStatus shows "typing…" for about 5 s (refresh every
 // Caps.TypingRefresh); Telegram cannot clear it, so "" does nothing.
 func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status string) error {
-	if status == "" {
-		return nil
-	}
-	chatID, thread, err := a.target(conv)
-	if err != nil {
-		return err
-	}
-	return a.do(ctx, modeStatus, chatID, "typing", func(ctx context.Context) error {
-		_, err := a.bot.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chatID, MessageThreadID: thread, Action: models.ChatActionTyping})
-		return err
-	})
+	return a.sender.setStatus(ctx, conv, status)
 }
 
 // React sets the bot's reaction on a message (Telegram allows a fixed set
 // of emoji).
 func (a *Adapter) React(ctx context.Context, ref chat.MsgRef, emoji string) error {
-	chatID, _, err := a.target(ref.Conv)
-	if err != nil {
-		return err
-	}
-	id, err := msgID(ref)
-	if err != nil {
-		return err
-	}
-	r := models.ReactionType{Type: models.ReactionTypeTypeEmoji, ReactionTypeEmoji: &models.ReactionTypeEmoji{Type: models.ReactionTypeTypeEmoji, Emoji: emoji}}
-	return a.do(ctx, modeAdmin, chatID, "react", func(ctx context.Context) error {
-		_, err := a.bot.SetMessageReaction(ctx, &bot.SetMessageReactionParams{ChatID: chatID, MessageID: id, Reaction: []models.ReactionType{r}})
-		return err
-	})
+	return a.sender.react(ctx, ref, emoji)
 }
 
 // RegisterCommands publishes the command menu with setMyCommands. Names
 // must be 1-32 characters of a-z, 0-9 and _; descriptions 1-256.
 func (a *Adapter) RegisterCommands(ctx context.Context, cmds []chat.CommandSpec) error {
-	list := make([]models.BotCommand, 0, len(cmds))
-	for _, c := range cmds {
-		if !validCommand(c.Name) {
-			return fmt.Errorf("telegram: register commands: %q: Telegram command names are 1-32 characters of a-z, 0-9 and _", c.Name)
-		}
-		if n := len([]rune(c.Description)); n < 1 || n > 256 {
-			return fmt.Errorf("telegram: register commands: %q: the description must be 1-256 characters, not %d", c.Name, n)
-		}
-		list = append(list, models.BotCommand{Command: c.Name, Description: c.Description})
-	}
-	return a.do(ctx, modeAdmin, 0, "register commands", func(ctx context.Context) error {
-		_, err := a.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: list})
-		return err
-	})
+	return a.sender.registerCommands(ctx, cmds)
 }
 
-func validCommand(s string) bool {
-	if len(s) < 1 || len(s) > 32 {
-		return false
-	}
-	for _, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
+// OpenStream starts a native stream in a private chat: Update shows the
+// text as a draft (sendMessageDraft, animated under one draft id), Finish
+// sends the final message. Groups have no drafts; use Send and Edit there.
+// The recipient options are not needed: a private chat has one user.
+func (a *Adapter) OpenStream(ctx context.Context, conv chat.ConvRef, opts chat.StreamOptions) (chat.Stream, error) {
+	return a.sender.openStream(ctx, conv, opts)
+}
+
+// Answer answers a button press. Before the deadline, answerCallbackQuery
+// carries the toast (this ends the client's spinner, so it goes first);
+// after it, or when Telegram says the query is too old, the toast is sent
+// as a normal, silent message replying to the pressed message. Then, if
+// r.Replace is set, the message that carried the buttons is edited: new
+// text and buttons, or with an empty Markdown only the keyboard is removed
+// (or replaced). r.Reply is sent as a normal message (Telegram has no
+// ephemeral messages). The handle needs no state of this process: any
+// replica's adapter answers it.
+func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+	return a.answerer.answer(ctx, ix, r)
+}
+
+// Upload sends a file: images (jpeg, png, webp up to 10 MB) with
+// sendPhoto, everything else with sendDocument. The caption is sent as
+// plain text. Uploads are not retried (the reader is consumed).
+func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile, replyTo *chat.MsgRef) (chat.MsgRef, error) {
+	return a.transfers.upload(ctx, conv, f, replyTo)
+}
+
+// Download writes an inbound file to w: getFile, then the file URL (which
+// holds the token, so it is never logged). Files over 20 MB fail with a
+// clear error: the cloud Bot API does not serve them.
+func (a *Adapter) Download(ctx context.Context, f chat.FileRef, w io.Writer) error {
+	return a.transfers.download(ctx, f, w)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/secret"
@@ -64,12 +66,28 @@ var (
 	errRetry    = errors.New("temporary failure")
 )
 
+// caller makes the adapter's Bot API calls: every call goes through the
+// pacing (limiter), the bot-wide pause after a 429, retries of 5xx and
+// network failures, and comes back with an error that holds no secret.
+type caller struct {
+	token    secret.Secret
+	whSecret secret.Secret // redacted from errors too
+	api      string        // Bot API base URL, no trailing slash
+	client   *http.Client
+	bot      *bot.Bot
+	limiter  *limiter
+	log      *slog.Logger
+
+	// retryBase is the first back-off step of a retried call.
+	retryBase time.Duration
+}
+
 // do runs one Bot API call under the pacing with retries, and returns
 // a redacted error.
-func (a *Adapter) do(ctx context.Context, m mode, chatID int64, op string, fn func(context.Context) error) error {
+func (c *caller) do(ctx context.Context, m mode, chatID int64, op string, fn func(context.Context) error) error {
 	for attempt := 1; ; attempt++ {
-		if err := a.limiter.acquire(ctx, chatID, m); err != nil {
-			return a.wrap(op, err)
+		if err := c.limiter.acquire(ctx, chatID, m); err != nil {
+			return c.wrap(op, err)
 		}
 		cctx, cancel := context.WithTimeout(ctx, m.timeout())
 		err := fn(cctx)
@@ -83,30 +101,30 @@ func (a *Adapter) do(ctx context.Context, m mode, chatID int64, op string, fn fu
 			return nil
 		case errors.As(err, &tooMany):
 			ra := time.Duration(max(tooMany.RetryAfter, 1)) * time.Second
-			if perr := a.limiter.pause(ctx, ra); perr != nil {
-				a.log.Warn("telegram: the other replicas were not told to wait", "err", perr)
+			if perr := c.limiter.pause(ctx, ra); perr != nil {
+				c.log.Warn("telegram: the other replicas were not told to wait", "err", perr)
 			}
-			a.log.Warn("telegram: 429 Too Many Requests; every call waits", "op", op, "retry_after", ra)
+			c.log.Warn("telegram: 429 Too Many Requests; every call waits", "op", op, "retry_after", ra)
 			if m.live() || !m.retried() || attempt >= maxAttempts || ra > maxPauseWait {
 				return fmt.Errorf("telegram: %s: %w", op, &chat.RateLimitError{RetryAfter: ra, Scope: "bot"})
 			}
 			continue
 		case isTemporary(err) && ctx.Err() == nil:
 			if m.retried() && attempt < maxAttempts {
-				d := a.backoff(attempt)
-				a.log.Warn("telegram: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", a.redact(err))
+				d := c.backoff(attempt)
+				c.log.Warn("telegram: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", c.redact(err))
 				if serr := tokenbucket.Wait(ctx, d); serr != nil {
-					return a.wrap(op, serr)
+					return c.wrap(op, serr)
 				}
 				continue
 			}
 		}
-		return a.wrap(op, err)
+		return c.wrap(op, err)
 	}
 }
 
-func (a *Adapter) backoff(attempt int) time.Duration {
-	d := a.retryBase << (attempt - 1)
+func (c *caller) backoff(attempt int) time.Duration {
+	d := c.retryBase << (attempt - 1)
 	return d + time.Duration(rand.Int64N(int64(d)/5+1))
 }
 
@@ -124,6 +142,32 @@ func isTemporary(err error) bool {
 	return errors.As(err, &ue) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
+// getMe calls getMe until it succeeds, backing off on temporary failures,
+// and returns the bot's own user. A rejected token fails at once.
+func (c *caller) getMe(ctx context.Context) (identity, error) {
+	for attempt := 1; ; attempt++ {
+		var me *models.User
+		err := c.do(ctx, modeAdmin, 0, "getMe", func(ctx context.Context) (err error) {
+			me, err = c.bot.GetMe(ctx)
+			return err
+		})
+		if err == nil {
+			return identity{id: me.ID, username: me.Username}, nil
+		}
+		if errors.Is(err, bot.ErrorUnauthorized) || errors.Is(err, bot.ErrorNotFound) {
+			return identity{}, fmt.Errorf("telegram: the bot token (adapters.telegram.token) was rejected: %w", err)
+		}
+		if ctx.Err() != nil {
+			return identity{}, ctx.Err()
+		}
+		d := min(c.retryBase<<min(attempt, 7), maxBackoff)
+		c.log.Warn("telegram: getMe failed; retrying", "in", d, "err", err)
+		if err := tokenbucket.Wait(ctx, d); err != nil {
+			return identity{}, err
+		}
+	}
+}
+
 // apiError is a failed call with every secret removed from its text. It
 // unwraps only to kinds that carry no secret: the library's sentinel
 // errors, chat.ErrNotFound, context errors, *bot.MigrateError.
@@ -137,12 +181,12 @@ func (e *apiError) Error() string   { return "telegram: " + e.op + ": " + e.msg 
 func (e *apiError) Unwrap() []error { return e.kinds }
 
 // wrap turns err into an *apiError; RateLimitErrors pass through.
-func (a *Adapter) wrap(op string, err error) error {
+func (c *caller) wrap(op string, err error) error {
 	var rl *chat.RateLimitError
 	if errors.As(err, &rl) {
 		return fmt.Errorf("telegram: %s: %w", op, rl)
 	}
-	e := &apiError{op: op, msg: a.redact(err)}
+	e := &apiError{op: op, msg: c.redact(err)}
 	for _, k := range []error{context.Canceled, context.DeadlineExceeded, bot.ErrorForbidden,
 		bot.ErrorBadRequest, bot.ErrorUnauthorized, bot.ErrorNotFound, bot.ErrorConflict} {
 		if errors.Is(err, k) {
@@ -169,16 +213,16 @@ func (a *Adapter) wrap(op string, err error) error {
 }
 
 // redact returns err's text without the bot token or webhook secret.
-func (a *Adapter) redact(err error) string {
+func (c *caller) redact(err error) string {
 	if err == nil {
 		return ""
 	}
-	return a.redactString(err.Error())
+	return c.redactString(err.Error())
 }
 
-func (a *Adapter) redactString(s string) string {
-	tok := a.token.Reveal()
-	s = secret.Redact(s, a.token, a.whSecret)
+func (c *caller) redactString(s string) string {
+	tok := c.token.Reveal()
+	s = secret.Redact(s, c.token, c.whSecret)
 	for _, form := range []string{url.PathEscape(tok), url.QueryEscape(tok), strings.ReplaceAll(tok, ":", "%3A")} {
 		s = strings.ReplaceAll(s, form, "REDACTED")
 	}
@@ -227,17 +271,17 @@ type apiResponse struct {
 // raw calls a Bot API method with a JSON body (for getUpdates, whose
 // offset the library would confirm too early). Errors have the library's
 // types.
-func (a *Adapter) raw(ctx context.Context, method string, params, dest any) error {
+func (c *caller) raw(ctx context.Context, method string, params, dest any) error {
 	body, err := json.Marshal(params)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.api+"/bot"+a.token.Reveal()+"/"+method, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.api+"/bot"+c.token.Reveal()+"/"+method, bytes.NewReader(body))
 	if err != nil {
-		return errors.New(a.redactString(err.Error()))
+		return errors.New(c.redactString(err.Error()))
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := a.client.Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return err
 	}

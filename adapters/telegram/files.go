@@ -23,11 +23,15 @@ const (
 	maxCaption  = 1024     // UTF-16 units
 )
 
-// Upload sends a file: images (jpeg, png, webp up to 10 MB) with
-// sendPhoto, everything else with sendDocument. The caption is sent as
-// plain text. Uploads are not retried (the reader is consumed).
-func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile, replyTo *chat.MsgRef) (chat.MsgRef, error) {
-	chatID, thread, err := a.target(conv)
+// transfers moves files: uploads into a chat, downloads of inbound files.
+type transfers struct {
+	calls *caller
+	chats *chats
+}
+
+// upload sends a file (see Adapter.Upload).
+func (t *transfers) upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile, replyTo *chat.MsgRef) (chat.MsgRef, error) {
+	chatID, thread, err := t.chats.target(conv)
 	if err != nil {
 		return chat.MsgRef{}, err
 	}
@@ -52,16 +56,16 @@ func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile,
 	var msg *models.Message
 	call := func(ctx context.Context) (err error) {
 		if isPhoto(f) {
-			msg, err = a.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chatID, MessageThreadID: thread, Photo: body, Caption: caption, ReplyParameters: rp})
+			msg, err = t.calls.bot.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chatID, MessageThreadID: thread, Photo: body, Caption: caption, ReplyParameters: rp})
 		} else {
-			msg, err = a.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chatID, MessageThreadID: thread, Document: body, Caption: caption, ReplyParameters: rp})
+			msg, err = t.calls.bot.SendDocument(ctx, &bot.SendDocumentParams{ChatID: chatID, MessageThreadID: thread, Document: body, Caption: caption, ReplyParameters: rp})
 		}
 		return err
 	}
-	if err := a.do(ctx, modeUpload, chatID, "upload "+name, call); err != nil {
+	if err := t.calls.do(ctx, modeUpload, chatID, "upload "+name, call); err != nil {
 		return chat.MsgRef{}, err
 	}
-	return a.ref(conv, chatID, msg.ID), nil
+	return msgRef(conv, chatID, msg.ID), nil
 }
 
 func isPhoto(f chat.OutFile) bool {
@@ -87,16 +91,14 @@ func truncateUTF16(s string, limit int) string {
 	return s
 }
 
-// Download writes an inbound file to w: getFile, then the file URL (which
-// holds the token, so it is never logged). Files over 20 MB fail with a
-// clear error: the cloud Bot API does not serve them.
-func (a *Adapter) Download(ctx context.Context, f chat.FileRef, w io.Writer) error {
+// download writes an inbound file to w (see Adapter.Download).
+func (t *transfers) download(ctx context.Context, f chat.FileRef, w io.Writer) error {
 	if f.Size > maxDownload {
 		return fmt.Errorf("telegram: download %q: %d bytes; the Bot API serves files up to 20 MB", f.Name, f.Size)
 	}
 	var tf *models.File
-	err := a.do(ctx, modeAdmin, 0, "getFile", func(ctx context.Context) (err error) {
-		tf, err = a.bot.GetFile(ctx, &bot.GetFileParams{FileID: f.ID})
+	err := t.calls.do(ctx, modeAdmin, 0, "getFile", func(ctx context.Context) (err error) {
+		tf, err = t.calls.bot.GetFile(ctx, &bot.GetFileParams{FileID: f.ID})
 		return err
 	})
 	if err != nil {
@@ -111,14 +113,14 @@ func (a *Adapter) Download(ctx context.Context, f chat.FileRef, w io.Writer) err
 	if tf.FilePath == "" {
 		return fmt.Errorf("telegram: download %q: Telegram gave no file path", f.Name)
 	}
-	link := a.api + "/file/bot" + a.token.Reveal() + "/" + (&url.URL{Path: tf.FilePath}).EscapedPath()
+	link := t.calls.api + "/file/bot" + t.calls.token.Reveal() + "/" + (&url.URL{Path: tf.FilePath}).EscapedPath()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
 	if err != nil {
-		return a.wrap("download", err)
+		return t.calls.wrap("download", err)
 	}
-	resp, err := a.client.Do(req)
+	resp, err := t.calls.client.Do(req)
 	if err != nil {
-		return a.wrap("download", err)
+		return t.calls.wrap("download", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
@@ -126,7 +128,7 @@ func (a *Adapter) Download(ctx context.Context, f chat.FileRef, w io.Writer) err
 	}
 	n, err := io.Copy(w, io.LimitReader(resp.Body, maxDownload+1))
 	if err != nil {
-		return a.wrap("download", err)
+		return t.calls.wrap("download", err)
 	}
 	if n > maxDownload {
 		return errors.New("telegram: download: the file grew past 20 MB")

@@ -3,8 +3,7 @@ package telegram
 import "github.com/pibot/pibot/chat"
 
 // The gateway finds optional abilities by type assertion; these guards make
-// losing one a compile error instead of a silent downgrade. (chat.Singleton
-// is guarded in singleton.go.)
+// losing one a compile error instead of a silent downgrade.
 var (
 	_ chat.Adapter          = (*Adapter)(nil)
 	_ chat.Deleter          = (*Adapter)(nil)
@@ -15,5 +14,6 @@ var (
 	_ chat.Downloader       = (*Adapter)(nil)
 	_ chat.CommandRegistrar = (*Adapter)(nil)
 	_ chat.Streamer         = (*Adapter)(nil)
+	_ chat.Singleton        = (*Adapter)(nil)
 	_ chat.Stream           = (*draftStream)(nil)
 )

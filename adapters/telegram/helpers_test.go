@@ -65,8 +65,9 @@ func newHarness(t *testing.T, mutate func(*Config), opts ...telegramtest.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.retryBase = 20 * time.Millisecond
-	a.conflictBase = 200 * time.Millisecond
+	a.calls.retryBase = 20 * time.Millisecond
+	a.poller.retryBase = 20 * time.Millisecond
+	a.poller.conflictBase = 200 * time.Millisecond
 	t.Cleanup(func() {
 		if strings.Contains(logs.String(), testToken) || strings.Contains(logs.String(), strings.SplitN(testToken, ":", 2)[1]) {
 			t.Errorf("the token leaked into the logs:\n%s", logs.String())
@@ -113,7 +114,7 @@ func (h *harness) run(t *testing.T, sink func(chat.Inbound) error) <-chan chat.I
 // ready waits until Run has learnt the bot's identity.
 func (h *harness) ready(t *testing.T) {
 	t.Helper()
-	waitFor(t, func() bool { return h.a.identity().username != "" })
+	waitFor(t, func() bool { return h.a.decoder.identity().username != "" })
 }
 
 func next(t *testing.T, ch <-chan chat.Inbound) chat.Inbound {

@@ -1,8 +1,10 @@
 package telegram
 
 import (
+	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot/models"
@@ -10,14 +12,30 @@ import (
 	"github.com/pibot/pibot/chat"
 )
 
+// decoder turns Bot API updates into chat.Inbound events. It knows the
+// bot's own identity (to drop its own messages and strip mentions of it)
+// and records group migrations in chats.
+type decoder struct {
+	chats *chats
+
+	mu sync.Mutex
+	me identity
+}
+
+// identity is the bot's own user.
+type identity struct {
+	id       int64
+	username string
+}
+
 // inbound normalises an update; false means the update carries nothing for
 // the gateway (it is still confirmed).
-func (a *Adapter) inbound(u *models.Update) (chat.Inbound, bool) {
-	me := a.identity()
+func (d *decoder) inbound(u *models.Update) (chat.Inbound, bool) {
+	me := d.identity()
 	dedup := "telegram:" + strconv.FormatInt(me.id, 10) + ":" + strconv.FormatInt(u.ID, 10)
 	switch {
 	case u.Message != nil:
-		in, ok := a.message(u.Message, me)
+		in, ok := d.message(u.Message, me)
 		in.DedupKey = dedup
 		return in, ok
 	case u.CallbackQuery != nil:
@@ -28,10 +46,28 @@ func (a *Adapter) inbound(u *models.Update) (chat.Inbound, bool) {
 	return chat.Inbound{}, false
 }
 
-func (a *Adapter) identity() identity {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.me
+// identity returns the bot's own user as last learnt (only its id before
+// getMe).
+func (d *decoder) identity() identity {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.me
+}
+
+// learnt records the bot's own user (from getMe).
+func (d *decoder) learnt(me identity) {
+	d.mu.Lock()
+	d.me = me
+	d.mu.Unlock()
+}
+
+// feed hands one update to sink; nil means it may be confirmed.
+func (d *decoder) feed(ctx context.Context, sink chat.Sink, u *models.Update) error {
+	in, ok := d.inbound(u)
+	if !ok {
+		return nil
+	}
+	return sink(ctx, in)
 }
 
 // conv returns the location of a message: its chat, and its forum topic
@@ -56,7 +92,7 @@ func user(u *models.User) chat.User {
 	return chat.User{ID: strconv.FormatInt(u.ID, 10), Name: name, IsBot: u.IsBot}
 }
 
-func (a *Adapter) message(m *models.Message, me identity) (chat.Inbound, bool) {
+func (d *decoder) message(m *models.Message, me identity) (chat.Inbound, bool) {
 	c := conv(m)
 	in := chat.Inbound{
 		Kind: chat.KindMessage,
@@ -65,7 +101,7 @@ func (a *Adapter) message(m *models.Message, me identity) (chat.Inbound, bool) {
 		User: user(m.From),
 		Time: time.Unix(int64(m.Date), 0),
 	}
-	if mv, ok := a.moved(m); ok {
+	if mv, ok := d.moved(m); ok {
 		in.Kind, in.Moved, in.Conv = chat.KindMoved, mv, mv.From
 		in.Msg.Conv = mv.From
 		return in, true
@@ -104,7 +140,7 @@ func (a *Adapter) message(m *models.Message, me identity) (chat.Inbound, bool) {
 // migrate_from_chat_id in the new supergroup; either one yields the same
 // move (the gateway applies it once). Only these fields, which only
 // Telegram sets, produce a chat.KindMoved event.
-func (a *Adapter) moved(m *models.Message) (*chat.Move, bool) {
+func (d *decoder) moved(m *models.Message) (*chat.Move, bool) {
 	var from, to int64
 	switch {
 	case m.MigrateToChatID != 0:
@@ -117,7 +153,7 @@ func (a *Adapter) moved(m *models.Message) (*chat.Move, bool) {
 	if from == to || from == 0 || m.Chat.Type == models.ChatTypePrivate {
 		return nil, false
 	}
-	a.migrate(from, to)
+	d.chats.migrate(from, to)
 	group := func(id int64) chat.ConvRef {
 		return chat.ConvRef{Platform: platform, Channel: strconv.FormatInt(id, 10)}
 	}

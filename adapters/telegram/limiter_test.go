@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -33,7 +34,7 @@ func (s *sharedRates) Take(ctx context.Context, key string, perSec float64, burs
 func TestInjectedBudgetIsSharedByReplicas(t *testing.T) {
 	rates := &sharedRates{Rates: tokenbucket.NewLocal(0.1), keys: map[string]bool{}}
 	h := newHarness(t, func(c *Config) { c.Rates = rates })
-	second, err := New(Config{Token: h.a.cfg.Token, APIURL: h.srv.URL, Rates: rates})
+	second, err := New(Config{Token: secret.New(testToken), APIURL: h.srv.URL, Rates: rates})
 	if err != nil {
 		t.Fatal(err)
 	}

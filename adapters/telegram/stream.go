@@ -16,25 +16,23 @@ import (
 // draftInterval is the shortest time between two drafts of one stream.
 const draftInterval = time.Second
 
-// OpenStream starts a native stream in a private chat: Update shows the
-// text as a draft (sendMessageDraft, animated under one draft id), Finish
-// sends the final message. Groups have no drafts; use Send and Edit there.
-// The recipient options are not needed: a private chat has one user.
-func (a *Adapter) OpenStream(ctx context.Context, conv chat.ConvRef, opts chat.StreamOptions) (chat.Stream, error) {
+// openStream starts a draft stream in a private chat (see
+// Adapter.OpenStream).
+func (s *sender) openStream(ctx context.Context, conv chat.ConvRef, opts chat.StreamOptions) (chat.Stream, error) {
 	replyTo := opts.ReplyTo
-	chatID, thread, err := a.target(conv)
+	chatID, thread, err := s.chats.target(conv)
 	if err != nil {
 		return nil, err
 	}
 	if chatID <= 0 || !conv.DM {
 		return nil, errors.New("telegram: drafts work in private chats only; stream by edits in " + conv.Key())
 	}
-	return &draftStream{a: a, conv: conv, chatID: chatID, thread: thread, replyTo: replyTo, id: a.draftSeq.Add(1)}, nil
+	return &draftStream{out: s, conv: conv, chatID: chatID, thread: thread, replyTo: replyTo, id: s.draftSeq.Add(1)}, nil
 }
 
 // draftStream is one reply streamed as a Telegram draft.
 type draftStream struct {
-	a       *Adapter
+	out     *sender
 	conv    chat.ConvRef
 	chatID  int64
 	thread  int
@@ -70,13 +68,13 @@ func (s *draftStream) Update(ctx context.Context, markdown string) error {
 	p := &bot.SendMessageDraftParams{ChatID: s.chatID, MessageThreadID: s.thread, DraftID: strconv.FormatInt(s.id, 10),
 		Text: chat.Render(markdown, chat.DialectTelegram), ParseMode: models.ParseModeHTML}
 	call := func(ctx context.Context) error {
-		_, err := s.a.bot.SendMessageDraft(ctx, p)
+		_, err := s.out.calls.bot.SendMessageDraft(ctx, p)
 		return err
 	}
-	err := s.a.do(ctx, modeLive, s.chatID, "draft", call)
+	err := s.out.calls.do(ctx, modeLive, s.chatID, "draft", call)
 	if errors.Is(err, errEntities) {
 		p.Text, p.ParseMode = chat.Render(markdown, chat.DialectPlain), ""
-		err = s.a.do(ctx, modeLive, s.chatID, "draft", call)
+		err = s.out.calls.do(ctx, modeLive, s.chatID, "draft", call)
 	}
 	if err == nil {
 		s.mu.Lock()
@@ -99,7 +97,7 @@ func (s *draftStream) Finish(ctx context.Context, final chat.Out) (chat.MsgRef, 
 	if final.ReplyTo == nil {
 		final.ReplyTo = s.replyTo
 	}
-	return s.a.Send(ctx, s.conv, final)
+	return s.out.send(ctx, s.conv, final)
 }
 
 // Abort ends the stream; the draft fades on the user's side by itself.

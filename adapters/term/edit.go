@@ -14,7 +14,7 @@ const prompt = "› "
 const maxHistory = 500
 
 // editor is the state of the line being typed on a raw-mode terminal. It
-// is guarded by the adapter's mu, so output and typing never interleave:
+// is guarded by the display's mu, so output and typing never interleave:
 // every message is printed above the prompt, which is drawn again after.
 type editor struct {
 	active  bool // the prompt is on screen
@@ -26,46 +26,46 @@ type editor struct {
 }
 
 // hidePrompt takes the prompt line off the screen while the caller prints
-// and returns the function that draws it again. a.mu is held by both.
-func (a *Adapter) hidePrompt() func() {
-	if a.line.active {
-		a.raw(ansiClearLine)
+// and returns the function that draws it again. d.mu is held by both.
+func (d *display) hidePrompt() func() {
+	if d.line.active {
+		d.raw(ansiClearLine)
 	}
-	a.hideStatus()
-	if !a.line.active {
+	d.hideStatus()
+	if !d.line.active {
 		return func() {}
 	}
-	return a.drawPrompt
+	return d.drawPrompt
 }
 
 // hideStatus takes the transient status line of a live terminal off the
-// screen; the cursor is at the start of the line below it. a.mu is held.
-func (a *Adapter) hideStatus() {
-	if a.statusRows == 0 {
+// screen; the cursor is at the start of the line below it. d.mu is held.
+func (d *display) hideStatus() {
+	if d.statusRows == 0 {
 		return
 	}
-	a.raw(fmt.Sprintf("\x1b[%dA\r%s", a.statusRows, ansiClearScreen))
-	a.statusRows = 0
+	d.raw(fmt.Sprintf("\x1b[%dA\r%s", d.statusRows, ansiClearScreen))
+	d.statusRows = 0
 }
 
 // drawPrompt draws the prompt and the line being typed, with the cursor in
-// place. a.mu is held.
-func (a *Adapter) drawPrompt() {
-	if !a.line.active {
+// place. d.mu is held.
+func (d *display) drawPrompt() {
+	if !d.line.active {
 		return
 	}
-	s := ansiClearLine + prompt + string(a.line.buf)
-	if back := displayWidth(string(a.line.buf[a.line.pos:])); back > 0 {
-		s += fmt.Sprintf("\x1b[%dD", back)
+	line := ansiClearLine + prompt + string(d.line.buf)
+	if back := displayWidth(string(d.line.buf[d.line.pos:])); back > 0 {
+		line += fmt.Sprintf("\x1b[%dD", back)
 	}
-	a.raw(s)
+	d.raw(line)
 }
 
-// raw writes s without changing what the adapter knows of the output.
-// a.mu is held.
-func (a *Adapter) raw(s string) {
-	if _, err := io.WriteString(a.out, s); err != nil {
-		a.log.Warn("term: write", "err", err)
+// raw writes line without changing what the adapter knows of the output.
+// d.mu is held.
+func (d *display) raw(text string) {
+	if _, err := io.WriteString(d.out, text); err != nil {
+		d.log.Warn("term: write", "err", err)
 	}
 }
 
@@ -91,16 +91,16 @@ const (
 // line to lines, until the input ends, Ctrl-D on an empty line or quit.
 func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 	r := bufio.NewReader(a.in)
-	a.mu.Lock()
-	a.line.active = true
-	a.line.hpos = len(a.line.history)
-	a.drawPrompt()
-	a.mu.Unlock()
+	a.disp.mu.Lock()
+	a.disp.line.active = true
+	a.disp.line.hpos = len(a.disp.line.history)
+	a.disp.drawPrompt()
+	a.disp.mu.Unlock()
 	defer func() {
-		a.mu.Lock()
-		a.raw(ansiClearLine)
-		a.line.active = false
-		a.mu.Unlock()
+		a.disp.mu.Lock()
+		a.disp.raw(ansiClearLine)
+		a.disp.line.active = false
+		a.disp.mu.Unlock()
 	}()
 	for {
 		k, err := readKey(r)
@@ -110,13 +110,13 @@ func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 			}
 			return err
 		}
-		a.mu.Lock()
-		line, done, eof := a.line.key(k)
+		a.disp.mu.Lock()
+		line, done, eof := a.disp.line.key(k)
 		if done {
-			a.sent(line)
+			a.disp.sent(line)
 		}
-		a.drawPrompt()
-		a.mu.Unlock()
+		a.disp.drawPrompt()
+		a.disp.mu.Unlock()
 		if eof {
 			return nil
 		}
@@ -132,22 +132,21 @@ func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 
 // sent leaves the line the user sent on screen as their message. A reply
 // still streaming at the end of a live terminal is moved below it, so it
-// goes on being redrawn in place instead of being printed again. a.mu is
-// held.
-func (a *Adapter) sent(line string) {
-	a.raw(ansiClearLine)
-	a.hideStatus()
-	if s := a.msgs[a.streaming]; a.live && s != nil && a.tail == a.streaming {
-		cols, rows := a.termSize()
-		if up := screenRows(s.text, cols); up < rows {
-			a.raw(fmt.Sprintf("\x1b[%dA\r%s", up, ansiClearScreen))
-			a.raw(prompt + line + "\r\n")
-			a.write(s.text + "\n")
+// goes on being redrawn in place instead of being printed again. d.mu is held.
+func (d *display) sent(line string) {
+	d.raw(ansiClearLine)
+	d.hideStatus()
+	if m := d.msgs[d.streaming]; d.live && m != nil && d.tail == d.streaming {
+		cols, rows := d.termSize()
+		if up := screenRows(m.text, cols); up < rows {
+			d.raw(fmt.Sprintf("\x1b[%dA\r%s", up, ansiClearScreen))
+			d.raw(prompt + line + "\r\n")
+			d.write(m.text + "\n")
 			return
 		}
 	}
-	a.raw(prompt + line + "\r\n")
-	a.midLn, a.tail = false, ""
+	d.raw(prompt + line + "\r\n")
+	d.midLn, d.tail = false, ""
 }
 
 // key is one key press: a rune, or a named key.

@@ -98,54 +98,54 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 		Mentioned: true,
 		Time:      time.Now().UTC(),
 	}
-	a.mu.Lock()
+	a.disp.mu.Lock()
 	digits := strings.TrimSpace(text)
 	n, err := strconv.Atoi(digits)
-	isKey := err == nil && digits[0] != '+' && digits[0] != '-' && len(a.keys) > 0
-	if isKey && (n < 1 || n > len(a.keys)) {
-		show := a.hidePrompt()
-		a.newLine()
-		a.note(fmt.Sprintf("no button %d: type a number from 1 to %d", n, len(a.keys)))
+	isKey := err == nil && digits[0] != '+' && digits[0] != '-' && len(a.disp.keys) > 0
+	if isKey && (n < 1 || n > len(a.disp.keys)) {
+		show := a.disp.hidePrompt()
+		a.disp.newLine()
+		a.disp.note(fmt.Sprintf("no button %d: type a number from 1 to %d", n, len(a.disp.keys)))
 		show()
-		a.mu.Unlock()
+		a.disp.mu.Unlock()
 		return
 	}
 	var pressed chat.Button
 	if isKey {
-		pressed = a.keys[n-1]
+		pressed = a.disp.keys[n-1]
 		in.Kind = chat.KindAction
 		in.Text = ""
-		in.Msg = a.keyMsg
-		in.Action = &chat.Action{Data: pressed.ID, Msg: a.keyMsg}
-		a.keys = nil // one press per set of buttons
+		in.Msg = a.disp.keyMsg
+		in.Action = &chat.Action{Data: pressed.ID, Msg: a.disp.keyMsg}
+		a.disp.keys = nil // one press per set of buttons
 	}
-	keyMsg := a.keyMsg
-	a.mu.Unlock()
+	keyMsg := a.disp.keyMsg
+	a.disp.mu.Unlock()
 
 	if isKey {
-		in.DedupKey = "term:" + a.newID("a")
+		in.DedupKey = "term:" + a.ids.next("a")
 		in.Interaction = &chat.Interaction{Platform: Platform, ID: in.DedupKey, Conv: conv, Msg: keyMsg, User: UserID}
 	} else {
-		in.Msg = chat.MsgRef{Conv: conv, ID: a.newID("u")}
+		in.Msg = chat.MsgRef{Conv: conv, ID: a.ids.next("u")}
 		in.DedupKey = "term:" + in.Msg.ID
 		in.Command = chat.ParseCommand(text, "")
 	}
 	if err := sink(ctx, in); err != nil {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		defer a.hidePrompt()()
-		a.newLine()
+		a.disp.mu.Lock()
+		defer a.disp.mu.Unlock()
+		defer a.disp.hidePrompt()()
+		a.disp.newLine()
 		if isKey {
-			a.note(fmt.Sprintf("! %q not delivered: %v — press it again", pressed.Label, err))
-			if a.keys == nil && a.keyMsg == keyMsg {
-				if s := a.msgs[keyMsg.ID]; s != nil {
+			a.disp.note(fmt.Sprintf("! %q not delivered: %v — press it again", pressed.Label, err))
+			if a.disp.keys == nil && a.disp.keyMsg == keyMsg {
+				if s := a.disp.msgs[keyMsg.ID]; s != nil {
 					for _, row := range s.buttons {
-						a.keys = append(a.keys, row...)
+						a.disp.keys = append(a.disp.keys, row...)
 					}
 				}
 			}
 		} else {
-			a.note(fmt.Sprintf("! not delivered: %v — send it again", err))
+			a.disp.note(fmt.Sprintf("! not delivered: %v — send it again", err))
 		}
 	}
 }

@@ -2,9 +2,14 @@ package term
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pibot/pibot/chat"
 )
 
 // Default terminal size when Config.Size is nil or reports nothing.
@@ -23,11 +28,112 @@ const (
 	ansiClearScreen = "\x1b[J"   // clear from the cursor to the end of the screen
 )
 
+// display is what the terminal shows, and the cursor: the bot messages
+// still editable, the message that ends the output, the numbered buttons,
+// the status line and the prompt of the line editor. Its mutex guards it
+// all: output and typing never interleave. Methods marked "d.mu is held"
+// are called with it held.
+type display struct {
+	out   io.Writer
+	color bool
+	live  bool
+	size  func() (int, int)
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	msgs   map[string]*shown
+	order  []string // message ids, oldest first
+	tail   string   // message whose text ends the output, "" if none
+	midLn  bool     // the output does not end with a newline
+	status string   // last status line printed
+	// keys are the numbered buttons on screen, from the latest message
+	// that has buttons.
+	keys   []chat.Button
+	keyMsg chat.MsgRef
+	// line is the line editor's state (Config.Edit).
+	line editor
+	// statusRows is how many rows the transient status line of a live
+	// terminal takes at the end of the output (0: none shown).
+	statusRows int
+	// streaming is the message of an open stream, "" if none.
+	streaming string
+}
+
+// shown is what the terminal shows of one bot message.
+type shown struct {
+	markdown string
+	text     string // rendered
+	buttons  [][]chat.Button
+}
+
+// printLocked records and prints a new message. d.mu is held.
+func (d *display) printLocked(ref chat.MsgRef, m *shown) {
+	d.msgs[ref.ID] = m
+	d.order = append(d.order, ref.ID)
+	if len(d.order) > maxMessages {
+		delete(d.msgs, d.order[0])
+		d.order = d.order[1:]
+	}
+	d.newLine()
+	d.write(m.text + "\n")
+	d.tail = ref.ID
+	d.showButtons(ref, m.buttons)
+}
+
+// showButtons prints numbered buttons and makes them the active ones.
+// d.mu is held.
+func (d *display) showButtons(ref chat.MsgRef, rows [][]chat.Button) {
+	var keys []chat.Button
+	for _, row := range rows {
+		keys = append(keys, row...)
+	}
+	if len(keys) == 0 {
+		return
+	}
+	labels := make([]string, len(keys))
+	for i, b := range keys {
+		labels[i] = fmt.Sprintf("[%d] %s", i+1, b.Label)
+	}
+	d.newLine()
+	d.write(strings.Join(labels, "  ") + "\n")
+	d.tail = ""
+	d.keys, d.keyMsg = keys, ref
+}
+
+// write prints text; a write error is logged (the terminal is gone, and the
+// caller can do nothing about it). d.mu is held.
+func (d *display) write(text string) {
+	if text == "" {
+		return
+	}
+	if _, err := io.WriteString(d.out, text); err != nil {
+		d.log.Warn("term: write", "err", err)
+	}
+	d.midLn = !strings.HasSuffix(text, "\n")
+}
+
+// newLine ends a partial line, and ends the streamed message. d.mu is held.
+func (d *display) newLine() {
+	if d.midLn {
+		d.write("\n")
+	}
+	d.tail = ""
+}
+
+// note prints one line of the adapter's own, dimmed when colored. d.mu is
+// held.
+func (d *display) note(text string) {
+	if d.color {
+		text = ansiDim + text + ansiReset
+	}
+	d.write(text + "\n")
+}
+
 // termSize returns the terminal's columns and rows.
-func (a *Adapter) termSize() (cols, rows int) {
+func (d *display) termSize() (cols, rows int) {
 	cols, rows = defaultCols, defaultRows
-	if a.size != nil {
-		if c, r := a.size(); c > 0 && r > 0 {
+	if d.size != nil {
+		if c, r := d.size(); c > 0 && r > 0 {
 			cols, rows = c, r
 		}
 	}
@@ -40,17 +146,17 @@ func (a *Adapter) termSize() (cols, rows int) {
 // the screen below and prints the rest of text. It reports false, having
 // printed nothing, when the lines to redraw are taller than the screen
 // (the cursor cannot reach them); the caller prints the message again
-// instead. a.mu is held.
-func (a *Adapter) redraw(old, text string) bool {
-	cols, height := a.termSize()
+// instead. d.mu is held.
+func (d *display) redraw(old, text string) bool {
+	cols, height := d.termSize()
 	p := commonPrefix(old, text)
 	start := strings.LastIndexByte(old[:p], '\n') + 1
 	up := screenRows(old[start:], cols)
 	if up >= height {
 		return false
 	}
-	a.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
-	a.write(text[start:] + "\n")
+	d.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
+	d.write(text[start:] + "\n")
 	return true
 }
 

@@ -16,7 +16,7 @@ func (a *Adapter) OpenStream(ctx context.Context, conv chat.ConvRef, opts chat.S
 	if err := checkConv(conv); err != nil {
 		return nil, fmt.Errorf("term: open stream: %w", err)
 	}
-	return &stream{a: a, ref: chat.MsgRef{Conv: conv, ID: a.newID("b")}}, nil
+	return &stream{a: a, ref: chat.MsgRef{Conv: conv, ID: a.ids.next("b")}}, nil
 }
 
 // stream is one live reply on the terminal.
@@ -35,7 +35,7 @@ func (s *stream) Update(ctx context.Context, markdown string) error {
 	if s.done {
 		return fmt.Errorf("term: stream update: stream ended")
 	}
-	if !s.a.live {
+	if !s.a.disp.live {
 		return nil
 	}
 	s.a.show(s.ref, chat.Out{Markdown: markdown}, true)
@@ -66,23 +66,23 @@ func (s *stream) Abort(ctx context.Context) error {
 		return nil
 	}
 	s.done = true
-	a := s.a
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.streaming == s.ref.ID {
-		a.streaming = ""
+	scr := s.a.disp
+	scr.mu.Lock()
+	defer scr.mu.Unlock()
+	if scr.streaming == s.ref.ID {
+		scr.streaming = ""
 	}
-	m := a.msgs[s.ref.ID]
+	m := scr.msgs[s.ref.ID]
 	if m == nil {
 		return nil
 	}
-	delete(a.msgs, s.ref.ID)
-	if a.live && a.tail == s.ref.ID {
-		cols, rows := a.termSize()
+	delete(scr.msgs, s.ref.ID)
+	if scr.live && scr.tail == s.ref.ID {
+		cols, rows := scr.termSize()
 		if up := screenRows(m.text, cols); up < rows {
-			defer a.hidePrompt()()
-			a.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
-			a.tail = ""
+			defer scr.hidePrompt()()
+			scr.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
+			scr.tail = ""
 		}
 	}
 	return nil
@@ -92,31 +92,31 @@ func (s *stream) Abort(ctx context.Context) error {
 // it ends the output on a live terminal, else printed again. open says
 // the stream goes on (a line the user sends meanwhile is shown above it).
 func (a *Adapter) show(ref chat.MsgRef, m chat.Out, open bool) {
-	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect()), "\n")
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	defer a.hidePrompt()()
+	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect), "\n")
+	a.disp.mu.Lock()
+	defer a.disp.mu.Unlock()
+	defer a.disp.hidePrompt()()
 	if open {
-		a.streaming = ref.ID
-	} else if a.streaming == ref.ID {
-		a.streaming = ""
+		a.disp.streaming = ref.ID
+	} else if a.disp.streaming == ref.ID {
+		a.disp.streaming = ""
 	}
-	s := a.msgs[ref.ID]
+	s := a.disp.msgs[ref.ID]
 	if s == nil {
-		a.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
+		a.disp.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
 		return
 	}
 	switch {
 	case s.text == text:
-	case a.live && a.tail == ref.ID && a.redraw(s.text, text):
+	case a.disp.live && a.disp.tail == ref.ID && a.disp.redraw(s.text, text):
 	default:
-		a.newLine()
-		a.write(text + "\n")
-		a.tail = ref.ID
+		a.disp.newLine()
+		a.disp.write(text + "\n")
+		a.disp.tail = ref.ID
 	}
 	s.text, s.markdown = text, m.Markdown
 	if !equalButtons(s.buttons, m.Buttons) {
 		s.buttons = m.Buttons
-		a.showButtons(ref, m.Buttons)
+		a.disp.showButtons(ref, m.Buttons)
 	}
 }

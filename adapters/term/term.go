@@ -22,7 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -84,41 +84,28 @@ type Config struct {
 // and chat.Responder. Send, Edit, SetStatus and Answer work whether or not
 // Run is active; Out.Ephemeral prints a normal message (the terminal has a
 // single user).
+//
+// The Adapter reads the input (Run) and turns the chat calls into changes
+// of the display, which holds what the terminal shows.
 type Adapter struct {
-	in    io.Reader
-	out   io.Writer
-	color bool
-	live  bool
-	size  func() (int, int)
-	edit  bool
-	log   *slog.Logger
-	epoch string
-
-	mu     sync.Mutex
-	seq    uint64
-	msgs   map[string]*shown
-	order  []string // message ids, oldest first
-	tail   string   // message whose text ends the output, "" if none
-	midLn  bool     // the output does not end with a newline
-	status string   // last status line printed
-	// keys are the numbered buttons on screen, from the latest message
-	// that has buttons.
-	keys   []chat.Button
-	keyMsg chat.MsgRef
-	// line is the line editor's state (Config.Edit).
-	line editor
-	// statusRows is how many rows the transient status line of a live
-	// terminal takes at the end of the output (0: none shown).
-	statusRows int
-	// streaming is the message of an open stream, "" if none.
-	streaming string
+	in      io.Reader
+	edit    bool
+	dialect chat.Dialect
+	ids     ids
+	disp    *display
 }
 
-// shown is what the terminal shows of one bot message.
-type shown struct {
-	markdown string
-	text     string // rendered
-	buttons  [][]chat.Button
+// ids hands out process-unique message ids.
+type ids struct {
+	// epoch distinguishes this process's ids from those of an earlier
+	// run.
+	epoch string
+	seq   atomic.Uint64
+}
+
+// next returns a new id starting with prefix.
+func (i *ids) next(prefix string) string {
+	return prefix + i.epoch + "-" + strconv.FormatUint(i.seq.Add(1), 10)
 }
 
 // New returns a terminal chat adapter.
@@ -130,45 +117,38 @@ func New(cfg Config) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	dialect := chat.DialectPlain
+	if cfg.Color {
+		dialect = chat.DialectANSI
+	}
 	return &Adapter{
-		in:    cfg.In,
-		out:   cfg.Out,
-		color: cfg.Color,
-		live:  cfg.Live,
-		size:  cfg.Size,
-		edit:  cfg.Edit,
-		log:   log,
-		epoch: strconv.FormatInt(time.Now().UnixNano(), 36),
-		msgs:  make(map[string]*shown),
+		in:      cfg.In,
+		edit:    cfg.Edit,
+		dialect: dialect,
+		ids:     ids{epoch: strconv.FormatInt(time.Now().UnixNano(), 36)},
+		disp: &display{
+			out:   cfg.Out,
+			color: cfg.Color,
+			live:  cfg.Live,
+			size:  cfg.Size,
+			log:   log,
+			msgs:  make(map[string]*shown),
+		},
 	}, nil
 }
 
 // Platform returns "term".
 func (a *Adapter) Platform() chat.Platform { return Platform }
 
-func (a *Adapter) dialect() chat.Dialect {
-	if a.color {
-		return chat.DialectANSI
-	}
-	return chat.DialectPlain
-}
-
 // Caps returns the terminal's capabilities.
 func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
-	c := chat.Caps{Dialect: a.dialect(), MaxLen: MaxLen, EditInterval: EditInterval, NativeStream: true}
-	if a.live {
+	c := chat.Caps{Dialect: a.dialect, MaxLen: MaxLen, EditInterval: EditInterval, NativeStream: true}
+	if a.disp.live {
 		// A live terminal shows a transient status line ("thinking…",
 		// "running bash…") until the reply shows.
 		c.TypingRefresh = statusRefresh
 	}
 	return c
-}
-
-func (a *Adapter) newID(prefix string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.seq++
-	return prefix + a.epoch + "-" + strconv.FormatUint(a.seq, 10)
 }
 
 func checkConv(conv chat.ConvRef) error {
@@ -186,28 +166,14 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 	if err := checkButtons(m.Buttons); err != nil {
 		return chat.MsgRef{}, fmt.Errorf("term: send: %w", err)
 	}
-	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect()), "\n")
-	id := a.newID("b")
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	defer a.hidePrompt()()
+	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect), "\n")
+	id := a.ids.next("b")
+	a.disp.mu.Lock()
+	defer a.disp.mu.Unlock()
+	defer a.disp.hidePrompt()()
 	ref := chat.MsgRef{Conv: conv, ID: id}
-	a.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
+	a.disp.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
 	return ref, nil
-}
-
-// printLocked records and prints a new message. a.mu is held.
-func (a *Adapter) printLocked(ref chat.MsgRef, s *shown) {
-	a.msgs[ref.ID] = s
-	a.order = append(a.order, ref.ID)
-	if len(a.order) > maxMessages {
-		delete(a.msgs, a.order[0])
-		a.order = a.order[1:]
-	}
-	a.newLine()
-	a.write(s.text + "\n")
-	a.tail = ref.ID
-	a.showButtons(ref, s.buttons)
 }
 
 // Edit updates a bot message: on a live terminal the message that ends
@@ -217,10 +183,10 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if err := checkButtons(m.Buttons); err != nil {
 		return fmt.Errorf("term: edit: %w", err)
 	}
-	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect()), "\n")
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.msgs[ref.ID]
+	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect), "\n")
+	a.disp.mu.Lock()
+	defer a.disp.mu.Unlock()
+	s := a.disp.msgs[ref.ID]
 	if s == nil || checkConv(ref.Conv) != nil {
 		return fmt.Errorf("term: edit %s: %w", ref.Key(), chat.ErrNotFound)
 	}
@@ -228,23 +194,23 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if s.text == text && sameButtons {
 		return nil
 	}
-	defer a.hidePrompt()()
+	defer a.disp.hidePrompt()()
 	switch {
 	case s.text == text:
-	case a.live && a.tail == ref.ID && a.redraw(s.text, text):
+	case a.disp.live && a.disp.tail == ref.ID && a.disp.redraw(s.text, text):
 	default:
-		a.newLine()
-		a.note("↻ edited")
-		a.write(text + "\n")
-		a.tail = ref.ID
+		a.disp.newLine()
+		a.disp.note("↻ edited")
+		a.disp.write(text + "\n")
+		a.disp.tail = ref.ID
 	}
 	s.text, s.markdown = text, m.Markdown
 	if !sameButtons {
 		s.buttons = m.Buttons
 		if len(m.Buttons) > 0 {
-			a.showButtons(ref, m.Buttons)
-		} else if a.keyMsg.ID == ref.ID {
-			a.keys = nil
+			a.disp.showButtons(ref, m.Buttons)
+		} else if a.disp.keyMsg.ID == ref.ID {
+			a.disp.keys = nil
 		}
 	}
 	return nil
@@ -258,31 +224,31 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	if err := checkConv(conv); err != nil {
 		return fmt.Errorf("term: status: %w", err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.live {
-		if status == a.status && (status == "") == (a.statusRows == 0) {
+	a.disp.mu.Lock()
+	defer a.disp.mu.Unlock()
+	if a.disp.live {
+		if status == a.disp.status && (status == "") == (a.disp.statusRows == 0) {
 			return nil // already shown (or already gone)
 		}
-		defer a.hidePrompt()() // takes the old status line away too
+		defer a.disp.hidePrompt()() // takes the old status line away too
 		if status != "" {
 			line := "… " + status
-			cols, _ := a.termSize()
-			a.statusRows = screenRows(line, cols)
-			if a.color {
+			cols, _ := a.disp.termSize()
+			a.disp.statusRows = screenRows(line, cols)
+			if a.disp.color {
 				line = ansiDim + line + ansiReset
 			}
-			a.raw(line + "\n")
+			a.disp.raw(line + "\n")
 		}
-		a.status = status
+		a.disp.status = status
 		return nil
 	}
-	if status != "" && status != a.status {
-		defer a.hidePrompt()()
-		a.newLine()
-		a.note("… " + status)
+	if status != "" && status != a.disp.status {
+		defer a.disp.hidePrompt()()
+		a.disp.newLine()
+		a.disp.note("… " + status)
 	}
-	a.status = status
+	a.disp.status = status
 	return nil
 }
 
@@ -298,9 +264,9 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	if r.Replace != nil {
 		out := *r.Replace
 		if out.Markdown == "" {
-			a.mu.Lock()
-			s := a.msgs[ix.Msg.ID]
-			a.mu.Unlock()
+			a.disp.mu.Lock()
+			s := a.disp.msgs[ix.Msg.ID]
+			a.disp.mu.Unlock()
 			if s == nil {
 				return chat.MsgRef{}, fmt.Errorf("term: answer: %s: %w", ix.Msg.Key(), chat.ErrNotFound)
 			}
@@ -311,66 +277,17 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 		}
 	}
 	if r.Toast != "" {
-		a.mu.Lock()
-		show := a.hidePrompt()
-		a.newLine()
-		a.note("✓ " + r.Toast)
+		a.disp.mu.Lock()
+		show := a.disp.hidePrompt()
+		a.disp.newLine()
+		a.disp.note("✓ " + r.Toast)
 		show()
-		a.mu.Unlock()
+		a.disp.mu.Unlock()
 	}
 	if r.Reply == nil {
 		return chat.MsgRef{}, nil
 	}
 	return a.Send(ctx, ix.Conv, *r.Reply)
-}
-
-// showButtons prints numbered buttons and makes them the active ones.
-// a.mu is held.
-func (a *Adapter) showButtons(ref chat.MsgRef, rows [][]chat.Button) {
-	var keys []chat.Button
-	for _, row := range rows {
-		keys = append(keys, row...)
-	}
-	if len(keys) == 0 {
-		return
-	}
-	labels := make([]string, len(keys))
-	for i, b := range keys {
-		labels[i] = fmt.Sprintf("[%d] %s", i+1, b.Label)
-	}
-	a.newLine()
-	a.write(strings.Join(labels, "  ") + "\n")
-	a.tail = ""
-	a.keys, a.keyMsg = keys, ref
-}
-
-// write prints s; a write error is logged (the terminal is gone, and the
-// caller can do nothing about it). a.mu is held.
-func (a *Adapter) write(s string) {
-	if s == "" {
-		return
-	}
-	if _, err := io.WriteString(a.out, s); err != nil {
-		a.log.Warn("term: write", "err", err)
-	}
-	a.midLn = !strings.HasSuffix(s, "\n")
-}
-
-// newLine ends a partial line, and ends the streamed message. a.mu is held.
-func (a *Adapter) newLine() {
-	if a.midLn {
-		a.write("\n")
-	}
-	a.tail = ""
-}
-
-// note prints one line of the adapter's own, dimmed when colored. a.mu is
-// held.
-func (a *Adapter) note(s string) {
-	if a.color {
-		s = ansiDim + s + ansiReset
-	}
-	a.write(s + "\n")
 }
 
 // checkButtons holds the terminal to the contract every platform keeps:

@@ -8,9 +8,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -73,41 +73,15 @@ func isLoopbackHost(host string) bool {
 // Answer work whether or not Run is active (browsers see the messages on
 // their next fetch); only inbound requests need Run. Out.Ephemeral posts a
 // normal message: the web chat has a single user.
+//
+// The bot side (Send, Edit, SetStatus, Answer) writes to the conversation
+// logs (store); the browser side is the HTTP API (api), which hands
+// inbound events to the active Run (feeder) and serves history (history).
 type Adapter struct {
-	static fs.FS
-	token  secret.Secret
-	log    *slog.Logger
-	// epoch distinguishes this process's message and event ids from those
-	// of an earlier run.
-	epoch string
-
-	mu       sync.Mutex
-	seq      uint64 // message ids
-	events   uint64 // event ids
-	convs    map[string]*convLog
-	hist     chat.History  // nil until UseHistory
-	sink     chat.Sink     // nil unless Run is active
-	stop     chan struct{} // closed when the current Run ends
-	inflight sync.WaitGroup
-	// started is closed when Run first starts: requests that arrive just
-	// before (the server listens before the gateway runs) wait for it.
-	started     chan struct{}
-	startedOnce sync.Once
-}
-
-// startWait bounds how long a request waits for Run to start.
-const startWait = 5 * time.Second
-
-// waitStarted waits until Run has started once, ctx ends or startWait
-// passes.
-func (a *Adapter) waitStarted(ctx context.Context) {
-	t := time.NewTimer(startWait)
-	defer t.Stop()
-	select {
-	case <-a.started:
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	store   *convStore
+	feeder  *feeder
+	history *historyAPI
+	api     *api
 }
 
 // New returns a web chat adapter.
@@ -120,14 +94,14 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: assets: %w", err)
 	}
+	store := &convStore{epoch: strconv.FormatInt(time.Now().UnixNano(), 36), convs: make(map[string]*convLog)}
+	fd := &feeder{log: log, started: make(chan struct{})}
+	hist := &historyAPI{log: log}
 	return &Adapter{
-		static: static,
-		token:  cfg.Token,
-		log:    log,
-		epoch:  strconv.FormatInt(time.Now().UnixNano(), 36),
-		convs:  make(map[string]*convLog),
-
-		started: make(chan struct{}),
+		store:   store,
+		feeder:  fd,
+		history: hist,
+		api:     &api{static: static, token: cfg.Token, log: log, store: store, feeder: fd, history: hist},
 	}, nil
 }
 
@@ -150,70 +124,20 @@ func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 }
 
 // Run hands browser events to sink until ctx ends, then waits for the
-// events being delivered and returns nil. The HTTP API answers 503 while
+// events being fed and returns nil. The HTTP API answers 503 while
 // Run is not active.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
-	if sink == nil {
-		return errors.New("web: run: nil sink")
-	}
-	a.mu.Lock()
-	if a.sink != nil {
-		a.mu.Unlock()
-		return errors.New("web: run: already running")
-	}
-	a.sink = sink
-	a.stop = make(chan struct{})
-	a.mu.Unlock()
-	a.startedOnce.Do(func() { close(a.started) })
-	a.log.Info("web chat running")
-
-	<-ctx.Done()
-
-	a.mu.Lock()
-	a.sink = nil
-	close(a.stop)
-	a.mu.Unlock()
-	a.inflight.Wait()
-	return nil
+	return a.feeder.run(ctx, sink)
 }
 
-// errNotRunning is returned to browsers while Run is not active.
-var errNotRunning = errors.New("web chat is not running")
+// Handler returns the web chat's HTTP handler, to be mounted at "/". It
+// serves the UI at "/" and "/assets/", and the API under "/api/".
+func (a *Adapter) Handler() http.Handler { return a.api.handler() }
 
-// deliver passes in to the sink of the active Run.
-func (a *Adapter) deliver(ctx context.Context, in chat.Inbound) error {
-	a.waitStarted(ctx)
-	a.mu.Lock()
-	sink := a.sink
-	if sink == nil {
-		a.mu.Unlock()
-		return errNotRunning
-	}
-	a.inflight.Add(1)
-	a.mu.Unlock()
-	defer a.inflight.Done()
-	return sink(ctx, in)
-}
-
-// running returns a channel closed when the active Run ends, or nil if
-// Run is not active.
-func (a *Adapter) running() <-chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.sink == nil {
-		return nil
-	}
-	return a.stop
-}
-
-// newID returns a process-unique id starting with prefix.
-func (a *Adapter) newID(prefix string) string {
-	a.mu.Lock()
-	a.seq++
-	n := a.seq
-	a.mu.Unlock()
-	return prefix + a.epoch + "-" + strconv.FormatUint(n, 10)
-}
+// UseHistory implements chat.HistoryUser: the gateway hands the adapter
+// the web platform's history, which /api/history and /api/conversations
+// serve. Without it both answer with empty lists.
+func (a *Adapter) UseHistory(h chat.History) { a.history.use(h) }
 
 func checkConv(conv chat.ConvRef) error {
 	if conv.Platform != Platform {
@@ -248,7 +172,7 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 		return chat.MsgRef{}, fmt.Errorf("web: send: %w", err)
 	}
 	msg := &message{
-		ID:      a.newID("b"),
+		ID:      a.store.newID("b"),
 		Thread:  conv.Thread,
 		From:    fromBot,
 		Text:    m.Markdown,
@@ -256,9 +180,9 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 		ReplyTo: wireRefOf(m.ReplyTo),
 		Time:    time.Now().UTC(),
 	}
-	a.mu.Lock()
-	a.conv(conv.Channel).add(msg)
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	a.store.conv(conv.Channel).add(msg)
+	a.store.mu.Unlock()
 	return chat.MsgRef{Conv: conv, ID: msg.ID}, nil
 }
 
@@ -269,9 +193,9 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if err := checkOut(m); err != nil {
 		return fmt.Errorf("web: edit: %w", err)
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := a.convs[ref.Conv.Channel]
+	a.store.mu.Lock()
+	defer a.store.mu.Unlock()
+	l := a.store.convs[ref.Conv.Channel]
 	var msg *message
 	if l != nil && ref.Conv.Platform == Platform {
 		msg = l.msgs[ref.ID]
@@ -295,9 +219,9 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	if err := checkConv(conv); err != nil {
 		return fmt.Errorf("web: status: %w", err)
 	}
-	a.mu.Lock()
-	a.conv(conv.Channel).status(conv.Thread, status, time.Now())
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	a.store.conv(conv.Channel).status(conv.Thread, status, time.Now())
+	a.store.mu.Unlock()
 	return nil
 }
 
@@ -316,20 +240,20 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	if r.Replace != nil {
 		out := *r.Replace
 		if out.Markdown == "" {
-			a.mu.Lock()
-			if l := a.convs[ix.Msg.Conv.Channel]; l != nil && l.msgs[ix.Msg.ID] != nil {
+			a.store.mu.Lock()
+			if l := a.store.convs[ix.Msg.Conv.Channel]; l != nil && l.msgs[ix.Msg.ID] != nil {
 				out.Markdown = l.msgs[ix.Msg.ID].Text
 			}
-			a.mu.Unlock()
+			a.store.mu.Unlock()
 		}
 		if err := a.Edit(ctx, ix.Msg, out); err != nil {
 			return chat.MsgRef{}, fmt.Errorf("web: answer: %w", err)
 		}
 	}
 	if r.Toast != "" {
-		a.mu.Lock()
-		a.conv(ix.Conv.Channel).toast(ix.Conv.Thread, r.Toast)
-		a.mu.Unlock()
+		a.store.mu.Lock()
+		a.store.conv(ix.Conv.Channel).toast(ix.Conv.Thread, r.Toast)
+		a.store.mu.Unlock()
 	}
 	if r.Reply == nil {
 		return chat.MsgRef{}, nil

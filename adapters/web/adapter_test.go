@@ -39,7 +39,7 @@ func run(t *testing.T, a *Adapter, sink chat.Sink) {
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	// Wait until Run has installed the sink.
-	for a.running() == nil {
+	for a.feeder.running() == nil {
 		waitABit()
 	}
 }
@@ -104,9 +104,9 @@ func TestSendEdit(t *testing.T) {
 	if err := a.Edit(ctx, r1, chat.Out{Markdown: "one!", Buttons: [][]chat.Button{{{ID: "x", Label: "X"}}}}); err != nil {
 		t.Fatalf("no-op edit: %v", err)
 	}
-	a.mu.Lock()
-	evs := a.convs["c1"].since(0)
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	evs := a.store.convs["c1"].since(0)
+	a.store.mu.Unlock()
 	if len(evs) != 3 { // two creations, one edit (the no-op edit adds nothing)
 		t.Errorf("%d events, want 3", len(evs))
 	}
@@ -171,10 +171,10 @@ func TestLogIsBounded(t *testing.T) {
 		}
 		refs = append(refs, r)
 	}
-	a.mu.Lock()
-	l := a.convs["c1"]
+	a.store.mu.Lock()
+	l := a.store.convs["c1"]
 	nMsgs, nEntries := len(l.msgs), len(l.entries)
-	a.mu.Unlock()
+	a.store.mu.Unlock()
 	if nMsgs > maxMessages || nEntries > maxEntries {
 		t.Errorf("log holds %d messages, %d entries", nMsgs, nEntries)
 	}
@@ -194,9 +194,9 @@ func TestConversationsAreBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a.mu.Lock()
-	n := len(a.convs)
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	n := len(a.store.convs)
+	a.store.mu.Unlock()
 	if n > maxConvs {
 		t.Errorf("%d conversations kept, want at most %d", n, maxConvs)
 	}
@@ -214,10 +214,10 @@ func TestAnswer(t *testing.T) {
 	if _, err := a.Answer(ctx, ix, chat.Answer{Toast: "ok", Replace: &chat.Out{Markdown: "allowed"}}); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	m := a.convs["c1"].msgs[r.ID]
+	a.store.mu.Lock()
+	m := a.store.convs["c1"].msgs[r.ID]
 	text, buttons := m.Text, m.Buttons
-	a.mu.Unlock()
+	a.store.mu.Unlock()
 	if text != "allowed" || buttons != nil {
 		t.Errorf("after Answer: %q %v", text, buttons)
 	}

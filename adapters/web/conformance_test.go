@@ -39,9 +39,9 @@ func TestConformance(t *testing.T) {
 // transcript is the bot's messages of conv that browsers are shown, oldest
 // first.
 func (a *Adapter) transcript(c chat.ConvRef) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l := a.convs[c.Channel]
+	a.store.mu.Lock()
+	defer a.store.mu.Unlock()
+	l := a.store.convs[c.Channel]
 	if l == nil {
 		return ""
 	}

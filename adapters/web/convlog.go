@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -121,8 +122,30 @@ type event struct {
 	data []byte
 }
 
+// convStore holds the conversation logs: a bounded set of convLogs, and
+// the counters of message and event ids. Its mutex guards the logs too.
+type convStore struct {
+	// epoch distinguishes this process's message and event ids from those
+	// of an earlier run.
+	epoch string
+
+	mu     sync.Mutex
+	seq    uint64 // message ids
+	events uint64 // event ids
+	convs  map[string]*convLog
+}
+
+// newID returns a process-unique id starting with prefix.
+func (s *convStore) newID(prefix string) string {
+	s.mu.Lock()
+	s.seq++
+	n := s.seq
+	s.mu.Unlock()
+	return prefix + s.epoch + "-" + strconv.FormatUint(n, 10)
+}
+
 // convLog is one conversation's recent history and its live subscribers.
-// The Adapter's mutex guards it.
+// The convStore's mutex guards it.
 type convLog struct {
 	entries []entry
 	msgs    map[string]*message
@@ -136,30 +159,30 @@ type convLog struct {
 }
 
 // conv returns the log of conversation id, creating it (and forgetting the
-// least recently used idle conversation beyond maxConvs). a.mu is held.
-func (a *Adapter) conv(id string) *convLog {
-	l := a.convs[id]
+// least recently used idle conversation beyond maxConvs). s.mu is held.
+func (s *convStore) conv(id string) *convLog {
+	l := s.convs[id]
 	if l == nil {
-		if len(a.convs) >= maxConvs {
-			a.evictConv()
+		if len(s.convs) >= maxConvs {
+			s.evictConv()
 		}
-		l = &convLog{msgs: make(map[string]*message), seqs: &a.events, subs: make(map[chan struct{}]struct{}), lines: make(map[string]statusLine)}
-		a.convs[id] = l
+		l = &convLog{msgs: make(map[string]*message), seqs: &s.events, subs: make(map[chan struct{}]struct{}), lines: make(map[string]statusLine)}
+		s.convs[id] = l
 	}
 	l.used = time.Now()
 	return l
 }
 
-func (a *Adapter) evictConv() {
+func (s *convStore) evictConv() {
 	var oldest string
 	var at time.Time
-	for id, l := range a.convs {
+	for id, l := range s.convs {
 		if len(l.subs) == 0 && (oldest == "" || l.used.Before(at)) {
 			oldest, at = id, l.used
 		}
 	}
 	if oldest != "" {
-		delete(a.convs, oldest)
+		delete(s.convs, oldest)
 	}
 }
 
@@ -254,15 +277,15 @@ func (l *convLog) since(seq uint64) []event {
 }
 
 // eventID formats an SSE event id.
-func (a *Adapter) eventID(seq uint64) string {
-	return a.epoch + "." + strconv.FormatUint(seq, 10)
+func (s *convStore) eventID(seq uint64) string {
+	return s.epoch + "." + strconv.FormatUint(seq, 10)
 }
 
 // parseEventID returns the sequence number of an event id from this
 // process, and false for an id from another process (or garbage).
-func (a *Adapter) parseEventID(id string) (uint64, bool) {
+func (s *convStore) parseEventID(id string) (uint64, bool) {
 	epoch, n, ok := strings.Cut(id, ".")
-	if !ok || epoch != a.epoch {
+	if !ok || epoch != s.epoch {
 		return 0, false
 	}
 	seq, err := strconv.ParseUint(n, 10, 64)

@@ -1,8 +1,10 @@
 package web
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -11,19 +13,27 @@ import (
 // maxListed is how many past conversations /api/conversations lists.
 const maxListed = 50
 
-// UseHistory implements chat.HistoryUser: the gateway hands the adapter
-// the web platform's history, which /api/history and /api/conversations
-// serve. Without it both answer with empty lists.
-func (a *Adapter) UseHistory(h chat.History) {
-	a.mu.Lock()
-	a.hist = h
-	a.mu.Unlock()
+// historyAPI serves a conversation rebuilt from its session
+// (/api/history) and the list of past conversations (/api/conversations)
+// from the chat.History the gateway hands the adapter.
+type historyAPI struct {
+	log *slog.Logger
+
+	mu   sync.Mutex
+	hist chat.History // nil until use
 }
 
-func (a *Adapter) history() chat.History {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.hist
+// use sets the history to serve (see Adapter.UseHistory).
+func (h *historyAPI) use(hist chat.History) {
+	h.mu.Lock()
+	h.hist = hist
+	h.mu.Unlock()
+}
+
+func (h *historyAPI) get() chat.History {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hist
 }
 
 // historyReply is the body of GET /api/history.
@@ -55,21 +65,21 @@ type convSummary struct {
 // rebuilt from its session: the main line and each thread as far as their
 // heads, so what it shows is what the model sees. Messages the session
 // has no platform id for get an "h-" id: they cannot be replied to.
-func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
+func (h *historyAPI) handleHistory(w http.ResponseWriter, r *http.Request) {
 	convID := r.URL.Query().Get("conv")
 	if !validID(convID) {
 		http.Error(w, "bad conversation id", http.StatusBadRequest)
 		return
 	}
 	out := historyReply{Messages: []*message{}, Threads: []wireThread{}, Elsewhere: []string{}}
-	h := a.history()
-	if h == nil {
+	hist := h.get()
+	if hist == nil {
 		writeJSON(w, out)
 		return
 	}
-	tr, err := h.Transcript(r.Context(), chat.ConvRef{Platform: Platform, Channel: convID, DM: true})
+	tr, err := hist.Transcript(r.Context(), chat.ConvRef{Platform: Platform, Channel: convID, DM: true})
 	if err != nil {
-		a.log.Warn("web chat: history", "conv", convID, "err", err)
+		h.log.Warn("web chat: history", "conv", convID, "err", err)
 		http.Error(w, "web chat: the history could not be read (the details are in pibot's log)", http.StatusInternalServerError)
 		return
 	}
@@ -103,13 +113,12 @@ func (a *Adapter) handleHistory(w http.ResponseWriter, r *http.Request) {
 
 // handleConversations answers GET /api/conversations with the web user's
 // past conversations, most recent first.
-func (a *Adapter) handleConversations(w http.ResponseWriter, r *http.Request) {
+func (h *historyAPI) handleConversations(w http.ResponseWriter, r *http.Request) {
 	out := []convSummary{}
-	h := a.history()
-	if h != nil {
-		list, err := h.Conversations(r.Context(), maxListed)
+	if hist := h.get(); hist != nil {
+		list, err := hist.Conversations(r.Context(), maxListed)
 		if err != nil {
-			a.log.Warn("web chat: conversations", "err", err)
+			h.log.Warn("web chat: conversations", "err", err)
 			http.Error(w, "web chat: the conversations could not be listed (the details are in pibot's log)", http.StatusInternalServerError)
 			return
 		}

@@ -147,9 +147,9 @@ func TestStatusCarriesSince(t *testing.T) {
 		if err := a.SetStatus(t.Context(), c, s); err != nil {
 			t.Fatal(err)
 		}
-		a.mu.Lock()
-		since := a.convs["c1"].lines[""].since
-		a.mu.Unlock()
+		a.store.mu.Lock()
+		since := a.store.convs["c1"].lines[""].since
+		a.store.mu.Unlock()
 		switch i {
 		case 0:
 			first = since
@@ -160,10 +160,10 @@ func TestStatusCarriesSince(t *testing.T) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	a.mu.Lock()
-	evs := a.convs["c1"].since(0)
-	line := a.convs["c1"].lines[""]
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	evs := a.store.convs["c1"].since(0)
+	line := a.store.convs["c1"].lines[""]
+	a.store.mu.Unlock()
 	var n notice
 	if err := json.Unmarshal(evs[len(evs)-1].data, &n); err != nil {
 		t.Fatal(err)
@@ -174,9 +174,9 @@ func TestStatusCarriesSince(t *testing.T) {
 	if err := a.SetStatus(t.Context(), c, ""); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	_, kept := a.convs["c1"].lines[""]
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	_, kept := a.store.convs["c1"].lines[""]
+	a.store.mu.Unlock()
 	if kept {
 		t.Error("a cleared status line is kept")
 	}

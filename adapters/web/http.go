@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/secret"
 )
 
 //go:embed assets
@@ -22,9 +25,21 @@ var assetFS embed.FS
 // tokenCookie carries the token after a visit to /?token=….
 const tokenCookie = "pibot_web_token"
 
-// Handler returns the web chat's HTTP handler, to be mounted at "/". It
-// serves the UI at "/" and "/assets/", and the API under "/api/".
-func (a *Adapter) Handler() http.Handler {
+// api is the browser side of the web chat: the UI's files and the JSON +
+// Server-Sent Events API, behind the token and Host checks. Inbound
+// messages and presses go to feeder; the conversation logs in store feed
+// the event streams.
+type api struct {
+	static  fs.FS
+	token   secret.Secret
+	log     *slog.Logger
+	store   *convStore
+	feeder  *feeder
+	history *historyAPI
+}
+
+// handler returns the HTTP handler (see Adapter.Handler).
+func (a *api) handler() http.Handler {
 	static := a.static
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -34,14 +49,14 @@ func (a *Adapter) Handler() http.Handler {
 	mux.HandleFunc("POST /api/send", a.handleSend)
 	mux.HandleFunc("POST /api/action", a.handleAction)
 	mux.HandleFunc("GET /api/events", a.handleEvents)
-	mux.HandleFunc("GET /api/history", a.handleHistory)
-	mux.HandleFunc("GET /api/conversations", a.handleConversations)
+	mux.HandleFunc("GET /api/history", a.history.handleHistory)
+	mux.HandleFunc("GET /api/conversations", a.history.handleConversations)
 	return a.guard(newFailures(), http.NewCrossOriginProtection().Handler(mux))
 }
 
 // guard sets security headers and checks the Host and the token; wrong
 // tokens are counted in fails, per client address.
-func (a *Adapter) guard(fails *failures, next http.Handler) http.Handler {
+func (a *api) guard(fails *failures, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -114,7 +129,7 @@ func requestToken(r *http.Request) string {
 }
 
 // tokenOK compares in constant time (hashes hide the length).
-func (a *Adapter) tokenOK(got string) bool {
+func (a *api) tokenOK(got string) bool {
 	if got == "" {
 		return false
 	}
@@ -156,7 +171,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-func (a *Adapter) handleSend(w http.ResponseWriter, r *http.Request) {
+func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	var req sendRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -200,8 +215,8 @@ func (a *Adapter) handleSend(w http.ResponseWriter, r *http.Request) {
 		in.ReplyTo = &chat.MsgRef{Conv: rc, ID: req.ReplyTo.ID}
 	}
 
-	a.mu.Lock()
-	l := a.conv(req.Conv)
+	a.store.mu.Lock()
+	l := a.store.conv(req.Conv)
 	msg := l.msgs[in.Msg.ID]
 	if msg == nil {
 		msg = &message{ID: in.Msg.ID, Thread: req.Thread, From: fromUser, Text: req.Text, ReplyTo: req.ReplyTo, Time: in.Time}
@@ -212,11 +227,11 @@ func (a *Adapter) handleSend(w http.ResponseWriter, r *http.Request) {
 			in.ReplyToBot = to.From == fromBot
 		}
 	}
-	a.mu.Unlock()
+	a.store.mu.Unlock()
 
-	err := a.deliver(r.Context(), in)
+	err := a.feeder.feed(r.Context(), in)
 
-	a.mu.Lock()
+	a.store.mu.Lock()
 	errText := ""
 	if err != nil {
 		errText = err.Error()
@@ -225,7 +240,7 @@ func (a *Adapter) handleSend(w http.ResponseWriter, r *http.Request) {
 		msg.Error = errText
 		l.update(msg)
 	}
-	a.mu.Unlock()
+	a.store.mu.Unlock()
 	if err != nil {
 		a.log.Warn("web chat: message not accepted", "conv", req.Conv, "err", err)
 		status := http.StatusInternalServerError
@@ -238,7 +253,7 @@ func (a *Adapter) handleSend(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]string{"id": in.Msg.ID})
 }
 
-func (a *Adapter) handleAction(w http.ResponseWriter, r *http.Request) {
+func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
 	var req actionRequest
 	if err := decodeJSON(w, r, &req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -248,9 +263,9 @@ func (a *Adapter) handleAction(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "conv, msg, data and id are required", http.StatusBadRequest)
 		return
 	}
-	a.mu.Lock()
+	a.store.mu.Lock()
 	var msg *message
-	if l := a.convs[req.Conv]; l != nil {
+	if l := a.store.convs[req.Conv]; l != nil {
 		msg = l.msgs[req.Msg]
 	}
 	var thread string
@@ -263,7 +278,7 @@ func (a *Adapter) handleAction(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	a.mu.Unlock()
+	a.store.mu.Unlock()
 	if msg == nil {
 		http.Error(w, "the message with this button is gone", http.StatusNotFound)
 		return
@@ -285,7 +300,7 @@ func (a *Adapter) handleAction(w http.ResponseWriter, r *http.Request) {
 		DedupKey:    "web:" + req.Conv + ":a-" + req.ID,
 		Time:        time.Now().UTC(),
 	}
-	if err := a.deliver(r.Context(), in); err != nil {
+	if err := a.feeder.feed(r.Context(), in); err != nil {
 		a.log.Warn("web chat: button press not accepted", "conv", req.Conv, "err", err)
 		status := http.StatusInternalServerError
 		if errors.Is(err, errNotRunning) {

@@ -195,9 +195,9 @@ func TestSendSinkError(t *testing.T) {
 	if code != 500 || !strings.Contains(body, "disk full") {
 		t.Errorf("status %d %q, want 500 with the error", code, body)
 	}
-	a.mu.Lock()
-	msgErr := a.convs["c1"].msgs["u-m1"].Error
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	msgErr := a.store.convs["c1"].msgs["u-m1"].Error
+	a.store.mu.Unlock()
 	if msgErr != "disk full" {
 		t.Errorf("message error %q", msgErr)
 	}
@@ -209,10 +209,10 @@ func TestSendSinkError(t *testing.T) {
 	if code, _ := post(t, srv, "/api/send", `{"conv":"c1","id":"m1","text":"hi"}`); code != 200 {
 		t.Errorf("retry: status %d", code)
 	}
-	a.mu.Lock()
-	l := a.convs["c1"]
+	a.store.mu.Lock()
+	l := a.store.convs["c1"]
 	msgErr, n := l.msgs["u-m1"].Error, len(l.msgs)
-	a.mu.Unlock()
+	a.store.mu.Unlock()
 	if msgErr != "" || n != 1 {
 		t.Errorf("after retry: error %q, %d messages", msgErr, n)
 	}
@@ -388,7 +388,7 @@ func TestEventsEndWithRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, (&recorder{}).sink) }()
-	for a.running() == nil {
+	for a.feeder.running() == nil {
 		waitABit()
 	}
 	srv := serve(t, a)

@@ -14,14 +14,14 @@ const heartbeat = 15 * time.Second
 // (header, or "last" query parameter for a fresh EventSource), then a
 // {"type":"ready"} marker, then live events. A client whose last id comes
 // from an earlier process gets {"type":"reset"} and the whole log.
-func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (a *api) handleEvents(w http.ResponseWriter, r *http.Request) {
 	convID := r.URL.Query().Get("conv")
 	if !validID(convID) {
 		http.Error(w, "bad conversation id", http.StatusBadRequest)
 		return
 	}
-	a.waitStarted(r.Context())
-	stop := a.running()
+	a.feeder.waitStarted(r.Context())
+	stop := a.feeder.running()
 	if stop == nil {
 		http.Error(w, errNotRunning.Error(), http.StatusServiceUnavailable)
 		return
@@ -30,7 +30,7 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if last == "" {
 		last = r.URL.Query().Get("last")
 	}
-	cursor, ok := a.parseEventID(last)
+	cursor, ok := a.store.parseEventID(last)
 	reset := last != "" && !ok
 
 	rc := http.NewResponseController(w)
@@ -42,15 +42,15 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 
 	wake := make(chan struct{}, 1)
-	a.mu.Lock()
-	a.conv(convID).subs[wake] = struct{}{}
-	a.mu.Unlock()
+	a.store.mu.Lock()
+	a.store.conv(convID).subs[wake] = struct{}{}
+	a.store.mu.Unlock()
 	defer func() {
-		a.mu.Lock()
-		if l := a.convs[convID]; l != nil {
+		a.store.mu.Lock()
+		if l := a.store.convs[convID]; l != nil {
 			delete(l.subs, wake)
 		}
-		a.mu.Unlock()
+		a.store.mu.Unlock()
 	}()
 
 	if _, err := fmt.Fprint(w, "retry: 1000\n\n"); err != nil {
@@ -65,14 +65,14 @@ func (a *Adapter) handleEvents(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
-		a.mu.Lock()
+		a.store.mu.Lock()
 		var evs []event
-		if l := a.convs[convID]; l != nil {
+		if l := a.store.convs[convID]; l != nil {
 			evs = l.since(cursor)
 		}
-		a.mu.Unlock()
+		a.store.mu.Unlock()
 		for _, ev := range evs {
-			if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", a.eventID(ev.seq), ev.data); err != nil {
+			if _, err := fmt.Fprintf(w, "id: %s\ndata: %s\n\n", a.store.eventID(ev.seq), ev.data); err != nil {
 				return
 			}
 			cursor = ev.seq

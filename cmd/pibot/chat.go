@@ -31,9 +31,12 @@ type chatOptions struct {
 	prompts    []string
 }
 
-// chat runs `pibot chat`: one-shot print or JSON mode, or the interactive
+// chatCmd is `pibot chat`: one-shot print or JSON mode, or the interactive
 // terminal chat.
-func (c *cli) chat(ctx context.Context, args []string) error {
+type chatCmd struct{ *cli }
+
+// run runs `pibot chat`.
+func (c chatCmd) run(ctx context.Context, args []string) error {
 	fs := c.newFlags("chat")
 	var o chatOptions
 	fs.StringVar(&o.configFile, "c", "", "configuration `FILE` (default $PIBOT_CONFIG)")
@@ -63,7 +66,7 @@ func (c *cli) chat(ctx context.Context, args []string) error {
 	if len(o.prompts) == 0 {
 		return usageErr("chat: no prompt given")
 	}
-	return c.runOnce(ctx, o)
+	return c.once(ctx, o)
 }
 
 // chatRun is one agent conversation recorded in a session file through
@@ -82,9 +85,9 @@ type chatRun struct {
 	err error
 }
 
-// openChat resolves the model, opens or creates the session file and builds
+// open resolves the model, opens or creates the session file and builds
 // the agent. The session must be closed by the caller.
-func (c *cli) openChat(ctx context.Context, o chatOptions, cfg config.Config) (*chatRun, error) {
+func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*chatRun, error) {
 	log := newLogger(c.stderr, config.Log{Level: "warn", Format: cfg.Log.Format})
 	if cfg.Log.Level == "debug" {
 		log = newLogger(c.stderr, cfg.Log)
@@ -227,8 +230,8 @@ func (r *chatRun) lastAssistant() (llm.Message, bool) {
 	return llm.Message{}, false
 }
 
-// runOnce is pi's print mode (-p) and JSON mode (--mode json).
-func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
+// once is pi's print mode (-p) and JSON mode (--mode json).
+func (c chatCmd) once(ctx context.Context, o chatOptions) error {
 	cfg, _, err := c.loadConfig(o.configFile)
 	if err != nil {
 		return err
@@ -243,7 +246,7 @@ func (c *cli) runOnce(ctx context.Context, o chatOptions) error {
 		}
 		defer unlock()
 	}
-	run, err := c.openChat(ctx, o, cfg)
+	run, err := c.open(ctx, o, cfg)
 	if err != nil {
 		return err
 	}

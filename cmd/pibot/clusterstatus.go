@@ -13,9 +13,9 @@ import (
 	"github.com/pibot/pibot/config"
 )
 
-// clusterCmd runs `pibot cluster status`: the leases held now in the
+// runCluster runs `pibot cluster status`: the leases held now in the
 // Redis of cluster.redis_url, grouped by replica, leader roles apart.
-func (c *cli) clusterCmd(ctx context.Context, args []string) error {
+func runCluster(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "status" {
 		return usageErr("cluster: want status")
 	}

@@ -42,8 +42,8 @@ func (c *cli) loadConfig(path string) (config.Config, string, error) {
 	return cfg, path, nil
 }
 
-// config runs `pibot config check|example`.
-func (c *cli) config(args []string) error {
+// runConfig runs `pibot config check|example`.
+func runConfig(c *cli, args []string) error {
 	if len(args) == 0 {
 		return usageErr("config: want check or example")
 	}

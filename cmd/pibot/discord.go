@@ -24,11 +24,11 @@ func newDiscord(cfg config.Config, log *slog.Logger) (*discord.Adapter, error) {
 		Guilds: d.Guilds, Command: d.Command, Logger: log, StatePath: dataPath(cfg, "discord-gateway.json")})
 }
 
-// discordCmd runs `pibot discord invite`: it prints the OAuth2 URL that
+// runDiscord runs `pibot discord invite`: it prints the OAuth2 URL that
 // adds the bot to a server with the scopes and permissions pibot needs.
 // The application id comes from --application-id, adapters.discord.application_id,
 // or Discord itself (with the configured token).
-func (c *cli) discordCmd(ctx context.Context, args []string) error {
+func runDiscord(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "invite" {
 		return usageErr("discord: want invite")
 	}

@@ -13,11 +13,11 @@ import (
 	"github.com/pibot/pibot/tools/sandbox"
 )
 
-// doctor runs `pibot doctor [-c FILE] [--timeout D]`: it checks the
+// runDoctor runs `pibot doctor [-c FILE] [--timeout D]`: it checks the
 // configuration, then every configured credential against its service,
 // Redis, the data directory and workspace, and the sandbox, printing one
 // line per check with what to fix. It exits 1 when anything fails.
-func (c *cli) doctor(ctx context.Context, args []string) error {
+func runDoctor(ctx context.Context, c *cli, args []string) error {
 	fs := c.newFlags("doctor")
 	file := configFlag(fs)
 	timeout := fs.Duration("timeout", doctor.DefaultTimeout, "bound of each network check")

@@ -14,11 +14,11 @@ import (
 // should be longer.
 const healthcheckTimeout = 4 * time.Second
 
-// healthcheck runs `pibot healthcheck [-c FILE] [--ready] [--url URL]`:
+// runHealthcheck runs `pibot healthcheck [-c FILE] [--ready] [--url URL]`:
 // it asks the running pibot's /healthz (or /readyz) on http.listen and
 // exits 0 when it answers 200. It is the container image's HEALTHCHECK,
 // which needs no curl or wget this way.
-func (c *cli) healthcheck(ctx context.Context, args []string) error {
+func runHealthcheck(ctx context.Context, c *cli, args []string) error {
 	fs := c.newFlags("healthcheck")
 	file := configFlag(fs)
 	ready := fs.Bool("ready", false, "probe /readyz (gateway running, data directory writable) instead of /healthz")

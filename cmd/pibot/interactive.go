@@ -16,7 +16,7 @@ import (
 // interactive runs the terminal chat: the gateway with only the terminal
 // adapter, on the data directory's local pieces. It ends at the end of the
 // input (Ctrl-D) or on SIGINT/SIGTERM, after the running reply finished.
-func (c *cli) interactive(ctx context.Context, o chatOptions) error {
+func (c chatCmd) interactive(ctx context.Context, o chatOptions) error {
 	if o.session != "" || o.model != "" {
 		return usageErr("chat: --session and --model work with -p or --mode json; the terminal chat uses agent.model and keeps its own conversation (/new starts another)")
 	}
@@ -64,7 +64,7 @@ func (c *cli) interactive(ctx context.Context, o chatOptions) error {
 }
 
 // resumeNote says which conversation the terminal chat continues, if any.
-func (c *cli) resumeNote(ctx context.Context, st *stack) {
+func (c chatCmd) resumeNote(ctx context.Context, st *stack) {
 	path, ok, err := st.gw.SessionOf(ctx, term.Conv())
 	if err != nil || !ok {
 		return
@@ -89,7 +89,8 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-func (c *cli) banner(cfg config.Config) {
+// banner prints what the terminal chat runs with.
+func (c chatCmd) banner(cfg config.Config) {
 	model := cfg.Agent.Model
 	if model == "" {
 		model = "from the environment"

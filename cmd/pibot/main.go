@@ -67,7 +67,11 @@ Usage:
 `
 
 // cli holds the process's standard streams and environment, so commands
-// can be run in tests without touching the real ones.
+// can be run in tests without touching the real ones, and what every
+// command does with them: parse flags, load the configuration, find a
+// session file and report its damage. It dispatches to the commands: a
+// command with steps of its own is a type embedding the cli (chatCmd,
+// serveCmd, sessionCmd, pairingCmd), a one-step one a run… function.
 type cli struct {
 	stdin  io.Reader
 	stdout io.Writer
@@ -146,34 +150,34 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "version", "--version", "-version":
-		return c.version(rest)
+		return runVersion(c, rest)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(c.stdout, usageText)
 		return nil
 	case "serve":
-		return c.serve(ctx, rest)
+		return serveCmd{c}.run(ctx, rest)
 	case "chat":
-		return c.chat(ctx, rest)
+		return chatCmd{c}.run(ctx, rest)
 	case "session":
-		return c.session(rest)
+		return sessionCmd{c}.run(rest)
 	case "config":
-		return c.config(rest)
+		return runConfig(c, rest)
 	case "models":
-		return c.models(rest)
+		return runModels(c, rest)
 	case "pairing":
-		return c.pairing(ctx, rest)
+		return pairingCmd{c}.run(ctx, rest)
 	case "discord":
-		return c.discordCmd(ctx, rest)
+		return runDiscord(ctx, c, rest)
 	case "healthcheck":
-		return c.healthcheck(ctx, rest)
+		return runHealthcheck(ctx, c, rest)
 	case "doctor":
-		return c.doctor(ctx, rest)
+		return runDoctor(ctx, c, rest)
 	case "cluster":
-		return c.clusterCmd(ctx, rest)
+		return runCluster(ctx, c, rest)
 	case "slack":
-		return c.slackCmd(rest)
+		return runSlack(c, rest)
 	case "mcp":
-		return c.mcpCmd(ctx, rest)
+		return runMCP(ctx, c, rest)
 	}
 	return usageErr("unknown command %q", cmd)
 }

@@ -69,9 +69,9 @@ func mcpSecrets(cfg config.Config) []string {
 	return out
 }
 
-// mcpCmd is `pibot mcp list`: it starts every configured server, waits for
+// runMCP runs `pibot mcp list`: it starts every configured server, waits for
 // its first connection and prints its state and tools.
-func (c *cli) mcpCmd(ctx context.Context, args []string) error {
+func runMCP(ctx context.Context, c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "list" {
 		return usageErr("usage: pibot mcp list [-c FILE]")
 	}

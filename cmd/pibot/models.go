@@ -162,8 +162,8 @@ func defaultModel(cfg config.Config, reg *providers.Registry) string {
 	return ""
 }
 
-// models runs `pibot models`.
-func (c *cli) models(args []string) error {
+// runModels runs `pibot models`.
+func runModels(c *cli, args []string) error {
 	fs := c.newFlags("models")
 	file := configFlag(fs)
 	pos, err := parseArgs(fs, args)

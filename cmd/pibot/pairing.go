@@ -25,13 +25,16 @@ var (
 	_ pairingAdmin = (*redispairing.Pairings)(nil)
 )
 
-// pairing runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json
+// pairingCmd is `pibot pairing list|approve|revoke`.
+type pairingCmd struct{ *cli }
+
+// run runs `pibot pairing list|approve|revoke` on <data_dir>/pairing.json
 // of the configuration (the one `pibot serve` uses: -c or $PIBOT_CONFIG),
 // without needing the platforms' tokens; in cluster mode on the store the
 // replicas share in Redis. A running pibot rereads the store on every
 // check, so changes apply at once, and tells an approved user in their
 // chat that they may talk now.
-func (c *cli) pairing(ctx context.Context, args []string) error {
+func (c pairingCmd) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usageErr("pairing: want list, approve PLATFORM CODE or revoke PLATFORM USER")
 	}
@@ -95,12 +98,13 @@ func (c *cli) pairing(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "revoked %s:%s\n", pos[0], pos[1])
 	default:
-		return c.pairingList(ctx, store)
+		return c.list(ctx, store)
 	}
 	return nil
 }
 
-func (c *cli) pairingList(ctx context.Context, store pairingAdmin) error {
+// list prints the pending codes and the paired users.
+func (c pairingCmd) list(ctx context.Context, store pairingAdmin) error {
 	pending, approved, err := store.List(ctx)
 	if err != nil {
 		return err

@@ -32,9 +32,12 @@ import (
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 30 * time.Second
 
-// serve runs `pibot serve`: the gateway with the web chat, Telegram, Slack and Discord on
-// one HTTP listener, until SIGINT or SIGTERM.
-func (c *cli) serve(ctx context.Context, args []string) error {
+// serveCmd is `pibot serve`: the gateway with the web chat, Telegram,
+// Slack and Discord on one HTTP listener, until SIGINT or SIGTERM.
+type serveCmd struct{ *cli }
+
+// run runs `pibot serve`.
+func (c serveCmd) run(ctx context.Context, args []string) error {
 	fs := c.newFlags("serve")
 	file := configFlag(fs)
 	listen := fs.String("listen", "", "HTTP listen `ADDR` (overrides http.listen)")
@@ -67,7 +70,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 	}
 	defer rep.close()
 	mux := http.NewServeMux()
-	adapters, err := c.serveAdapters(cfg, log, mux, rep.rates())
+	adapters, err := c.adapters(cfg, log, mux, rep.rates())
 	if err != nil {
 		return err
 	}
@@ -198,7 +201,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 
 // exitOnSecondSignal ends the process at once on another SIGINT/SIGTERM
 // while a graceful shutdown runs, until done is closed.
-func (c *cli) exitOnSecondSignal(done <-chan struct{}) {
+func (c serveCmd) exitOnSecondSignal(done <-chan struct{}) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -210,9 +213,9 @@ func (c *cli) exitOnSecondSignal(done <-chan struct{}) {
 	}
 }
 
-// serveAdapters builds the configured adapters and mounts their HTTP
+// adapters builds the configured adapters and mounts their HTTP
 // handlers on mux.
-func (c *cli) serveAdapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates) ([]chat.Adapter, error) {
+func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.WebEnabled() {
 		tok, err := config.ReadSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)

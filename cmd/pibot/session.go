@@ -17,8 +17,12 @@ import (
 	"github.com/pibot/pibot/session"
 )
 
-// session runs `pibot session ...`.
-func (c *cli) session(args []string) error {
+// sessionCmd is `pibot session ...`: it lists, shows, forks, repairs and
+// exports session files.
+type sessionCmd struct{ *cli }
+
+// run runs `pibot session ...`.
+func (c sessionCmd) run(args []string) error {
 	if len(args) == 0 {
 		return usageErr("session: want ls, tree, context, fork, repair or export")
 	}
@@ -44,7 +48,7 @@ func (c *cli) session(args []string) error {
 			}
 			dir = dataPath(cfg, "sessions")
 		}
-		return c.sessionList(dir)
+		return c.list(dir)
 	case "tree":
 		file := configFlag(fs)
 		all := fs.Bool("all", false, "show every entry, not only the user's turns")
@@ -52,7 +56,7 @@ func (c *cli) session(args []string) error {
 		if err != nil {
 			return err
 		}
-		path, err := c.sessionArg("session tree", pos, *file)
+		path, err := c.arg("session tree", pos, *file)
 		if err != nil {
 			return err
 		}
@@ -70,11 +74,11 @@ func (c *cli) session(args []string) error {
 		if err != nil {
 			return err
 		}
-		path, err := c.sessionArg("session context", pos, *file)
+		path, err := c.arg("session context", pos, *file)
 		if err != nil {
 			return err
 		}
-		return c.sessionContext(path, *leaf, *stats)
+		return c.printContext(path, *leaf, *stats)
 	case "fork":
 		file := configFlag(fs)
 		at := fs.String("at", "", "entry `ID` the fork ends at (required)")
@@ -86,11 +90,11 @@ func (c *cli) session(args []string) error {
 		if *at == "" {
 			return usageErr("session fork: --at ID is required")
 		}
-		path, err := c.sessionArg("session fork", pos, *file)
+		path, err := c.arg("session fork", pos, *file)
 		if err != nil {
 			return err
 		}
-		return c.sessionFork(path, *at, *out)
+		return c.fork(path, *at, *out)
 	case "repair":
 		file := configFlag(fs)
 		dry := fs.Bool("dry-run", false, "report what would be repaired without writing")
@@ -98,11 +102,11 @@ func (c *cli) session(args []string) error {
 		if err != nil {
 			return err
 		}
-		path, err := c.sessionArg("session repair", pos, *file)
+		path, err := c.arg("session repair", pos, *file)
 		if err != nil {
 			return err
 		}
-		return c.sessionRepair(path, *dry)
+		return c.repair(path, *dry)
 	case "export":
 		file := configFlag(fs)
 		leaf := fs.String("leaf", "", "entry `ID` ending the exported branch (default: the default leaf)")
@@ -112,27 +116,27 @@ func (c *cli) session(args []string) error {
 		if err != nil {
 			return err
 		}
-		path, err := c.sessionArg("session export", pos, *file)
+		path, err := c.arg("session export", pos, *file)
 		if err != nil {
 			return err
 		}
-		return c.sessionExport(path, *leaf, *out, *format)
+		return c.export(path, *leaf, *out, *format)
 	}
 	return usageErr("session: unknown subcommand %q (want ls, tree, context, fork, repair or export)", sub)
 }
 
-// sessionArg resolves the one SESSION argument of a subcommand (see
+// arg resolves the one SESSION argument of a subcommand (see
 // sessionPath).
-func (c *cli) sessionArg(name string, pos []string, configFile string) (string, error) {
+func (c sessionCmd) arg(name string, pos []string, configFile string) (string, error) {
 	if err := wantArgs(name, pos, 1, "SESSION"); err != nil {
 		return "", err
 	}
 	return c.sessionPath(pos[0], configFile)
 }
 
-// sessionContext prints the context of one leaf as a JSON line, streamed
+// printContext prints the context of one leaf as a JSON line, streamed
 // from the file (session.WriteContext), and reports damage on stderr.
-func (c *cli) sessionContext(path, leaf string, stats bool) error {
+func (c sessionCmd) printContext(path, leaf string, stats bool) error {
 	t0 := time.Now()
 	var st session.ContextStats
 	r, err := session.WriteContext(c.stdout, path, leaf, &st)
@@ -157,7 +161,7 @@ func (c *cli) sessionContext(path, leaf string, stats bool) error {
 
 // openReadOnly opens a session without writing to it and reports every
 // damaged line on stderr as FILE:LINE.
-func (c *cli) openReadOnly(path string) (*session.Session, error) {
+func (c sessionCmd) openReadOnly(path string) (*session.Session, error) {
 	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -185,9 +189,9 @@ func (c *cli) reportDamage(r session.Report) {
 	}
 }
 
-// sessionList prints every session under dir, recursively, most recently
+// list prints every session under dir, recursively, most recently
 // modified first.
-func (c *cli) sessionList(dir string) error {
+func (c sessionCmd) list(dir string) error {
 	if _, err := os.Stat(dir); err != nil {
 		return fmt.Errorf("session ls: %w", err)
 	}
@@ -220,7 +224,9 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-func (c *cli) sessionFork(path, at, outDir string) error {
+// fork copies the branch of path that ends at entry at into a new
+// session file in outDir (default: beside path) and prints its path.
+func (c sessionCmd) fork(path, at, outDir string) error {
 	src, err := c.openReadOnly(path)
 	if err != nil {
 		return err
@@ -274,9 +280,9 @@ func repairWouldChange(path string) (bool, error) {
 	return repairChanged(r), nil
 }
 
-// sessionRepair repairs path, or with dryRun says whether it needs it:
+// repair repairs path, or with dryRun says whether it needs it:
 // a dry run exits 1 when a repair would change the file.
-func (c *cli) sessionRepair(path string, dryRun bool) error {
+func (c sessionCmd) repair(path string, dryRun bool) error {
 	r, err := session.Repair(path, dryRun)
 	if err != nil {
 		return err
@@ -322,11 +328,11 @@ func (c *cli) sessionRepair(path string, dryRun bool) error {
 	return nil
 }
 
-// sessionExport writes one branch in pi's exportToJsonl format (a header
+// export writes one branch in pi's exportToJsonl format (a header
 // with the same session id and cwd and a new timestamp, then the entries
 // with their parents re-chained into a line), that branch as Markdown, or
 // the whole tree as one HTML page.
-func (c *cli) sessionExport(path, leaf, out, format string) (err error) {
+func (c sessionCmd) export(path, leaf, out, format string) (err error) {
 	s, err := c.openReadOnly(path)
 	if err != nil {
 		return err

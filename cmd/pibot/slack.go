@@ -18,8 +18,8 @@ import (
 // may not import cluster.
 var _ slack.Rates = (*cluster.Rates)(nil)
 
-// slackCmd runs `pibot slack manifest`.
-func (c *cli) slackCmd(args []string) error {
+// runSlack runs `pibot slack manifest`.
+func runSlack(c *cli, args []string) error {
 	if len(args) == 0 || args[0] != "manifest" {
 		return usageErr("slack: want manifest")
 	}

@@ -7,9 +7,9 @@ import (
 	"github.com/pibot/pibot/internal/buildinfo"
 )
 
-// version runs `pibot version`: the release version, the commit and its
+// runVersion runs `pibot version`: the release version, the commit and its
 // date, and the Go toolchain, one per line (`--short`: the version alone).
-func (c *cli) version(args []string) error {
+func runVersion(c *cli, args []string) error {
 	fs := c.newFlags("version")
 	short := fs.Bool("short", false, "print the version alone")
 	pos, err := parseArgs(fs, args)

@@ -330,13 +330,15 @@ func (g *gateway) identify(c *websocket.Conn, raw json.RawMessage) bool {
 		return false
 	}
 	g.mu.Lock()
-	g.sessionID = g.s.NewID()
+	session := g.s.NewID()
+	g.sessionID = session
 	g.seq, g.log = 0, nil
 	g.conn = c
 	pending := g.pending
 	g.pending = nil
 	g.mu.Unlock()
-	ready := map[string]any{"v": 10, "session_id": g.sessionID, "user": g.s.Bot,
+	// session, not g.sessionID: InvalidateSession may clear that already.
+	ready := map[string]any{"v": 10, "session_id": session, "user": g.s.Bot,
 		"application": map[string]any{"id": g.s.Bot.ID}, "guilds": []any{}, "private_channels": []any{},
 		"resume_gateway_url": "ws" + strings.TrimPrefix(g.s.URL, "http") + "/gateway"}
 	g.s.Dispatch("READY", ready)
