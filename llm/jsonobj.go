@@ -119,6 +119,9 @@ func (w *objWriter) val(k string, v any) {
 		w.key(k)
 		w.buf.WriteString(strconv.FormatBool(x))
 		return
+	case []Content:
+		w.contents(k, x)
+		return
 	default:
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -131,6 +134,29 @@ func (w *objWriter) val(k string, v any) {
 	}
 	w.key(k)
 	w.buf.Write(b)
+}
+
+// contents writes key:[blocks] as encoding/json does (each block's
+// MarshalJSON compacted, no HTML escaping) without its encoder: a message
+// is encoded for every session line, and the encoder's reflection and
+// buffers cost more than the blocks.
+func (w *objWriter) contents(k string, cs []Content) {
+	w.key(k)
+	w.buf.WriteByte('[')
+	for i, c := range cs {
+		if i > 0 {
+			w.buf.WriteByte(',')
+		}
+		b, err := c.MarshalJSON()
+		if err == nil {
+			err = json.Compact(&w.buf, b)
+		}
+		if err != nil {
+			w.err = fmt.Errorf("json: error calling MarshalJSON for type llm.Content: %w", err)
+			return
+		}
+	}
+	w.buf.WriteByte(']')
 }
 
 func (w *objWriter) extra(fs []Field) {
