@@ -40,12 +40,12 @@ const (
 )
 
 // stampModel is a faux model for benchmarks. Every Stream call plays turn
-// on a fresh faux.Model (so no request log grows), counts the streamed
-// text tokens, and tells whoever waits for the request's last user text
-// when the call arrived and when the stream ended.
+// on a faux.Model that keeps no request log, counts the streamed text
+// tokens, and tells whoever waits for the request's last user text when
+// the call arrived and when the stream ended.
 type stampModel struct {
 	info   llm.ModelInfo
-	turn   faux.Turn
+	inner  *faux.Model
 	tokens atomic.Int64
 	calls  atomic.Int64
 
@@ -60,9 +60,10 @@ type streamWait struct {
 }
 
 func newStampModel(turn faux.Turn) *stampModel {
+	info := llm.ModelInfo{ID: "m", Provider: "faux", API: faux.API, ContextWindow: 1 << 20, MaxTokens: 1000}
 	return &stampModel{
-		info:    llm.ModelInfo{ID: "m", Provider: "faux", API: faux.API, ContextWindow: 1 << 20, MaxTokens: 1000},
-		turn:    turn,
+		info:    info,
+		inner:   faux.New(info, turn).WithoutLog(),
 		waiters: map[string]*streamWait{},
 	}
 }
@@ -86,7 +87,7 @@ func (m *stampModel) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.E
 	w := m.waiters[key]
 	delete(m.waiters, key)
 	m.mu.Unlock()
-	inner := faux.New(m.info, m.turn).Stream(ctx, req)
+	inner := m.inner.Stream(ctx, req)
 	return func(yield func(llm.Event) bool) {
 		if w != nil {
 			w.started <- at

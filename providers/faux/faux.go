@@ -118,6 +118,7 @@ type Model struct {
 	next     int
 	calls    int
 	requests []llm.Request // the most recent keptRequests
+	unlogged bool          // WithoutLog: requests is not kept
 }
 
 // keptRequests bounds the request log, so that a faux model serving a
@@ -151,6 +152,16 @@ func (m *Model) Push(turns ...Turn) {
 	m.script = append(m.script, turns...)
 }
 
+// WithoutLog makes m keep no request log (Requests returns none) and
+// returns m: for load tests, where copying every request's history into
+// the log was most of what the fake itself allocated.
+func (m *Model) WithoutLog() *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.unlogged, m.requests = true, nil
+	return m
+}
+
 // Requests returns a copy of the requests received, in order: all of
 // them, or the most recent 1,000.
 func (m *Model) Requests() []llm.Request {
@@ -169,13 +180,15 @@ func (m *Model) Calls() int {
 func (m *Model) take(req llm.Request) Turn {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	req.Messages = append([]llm.Message(nil), req.Messages...)
-	req.Tools = append([]llm.ToolSpec(nil), req.Tools...)
 	m.calls++
-	if len(m.requests) == keptRequests {
-		m.requests = m.requests[1:]
+	if !m.unlogged {
+		req.Messages = append([]llm.Message(nil), req.Messages...)
+		req.Tools = append([]llm.ToolSpec(nil), req.Tools...)
+		if len(m.requests) == keptRequests {
+			m.requests = m.requests[1:]
+		}
+		m.requests = append(m.requests, req)
 	}
-	m.requests = append(m.requests, req)
 	var t Turn
 	switch {
 	case len(m.script) == 0:

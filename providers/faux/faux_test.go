@@ -222,3 +222,21 @@ func TestEchoQuotesEveryNewUserMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestWithoutLog: a model without a request log plays its script and
+// counts its calls as any other, and keeps no request.
+func TestWithoutLog(t *testing.T) {
+	m := faux.New(llm.ModelInfo{}, faux.Text("one"), faux.Text("two")).WithoutLog()
+	for _, want := range []string{"one", "two", "two"} {
+		_, final := collect(t, m, context.Background(), llm.Request{Messages: []llm.Message{llm.UserText("hi", 1)}})
+		if got := final.Text(); got != want {
+			t.Errorf("answer = %q, want %q", got, want)
+		}
+	}
+	if got := m.Calls(); got != 3 {
+		t.Errorf("Calls = %d, want 3", got)
+	}
+	if got := m.Requests(); len(got) != 0 {
+		t.Errorf("Requests = %d requests, want none", len(got))
+	}
+}
