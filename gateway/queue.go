@@ -185,7 +185,6 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 				return
 			}
 		}
-		o.log.Debug("XXX nothing to resume", "loc", loc.key, "message", p.msgKey(), "resume_flag", p.item.Resume)
 		// Its run is in the session: it leaves the inbox once that is
 		// durable (a redelivery may come while the run's last lines wait
 		// for the group commit).
