@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,9 +36,12 @@ type File struct {
 	failed  time.Time
 
 	syncMu     sync.Mutex
-	synced     uint64 // writes known durable
-	syncedSize int64  // bytes of the file known durable
-	inFile     []byte // bytes written to the file since the last fsync
+	synced     atomic.Uint64 // writes known durable; stored under syncMu
+	syncedSize int64         // bytes of the file known durable
+	inFile     []byte        // bytes written to the file since the last fsync
+	// flushWanted: a Flush found syncMu held; whoever lets go of it
+	// writes the buffer out first (unlockSync).
+	flushWanted atomic.Bool
 }
 
 // New wraps f, an open file in append mode (opened by name, so it can be
@@ -77,7 +81,8 @@ func (g *File) WriteAsync(b []byte) (wait func() error, err error) {
 }
 
 // Sync returns once every write made before it is durable; it costs
-// nothing when they already are. On a poisoned file it tries to recover.
+// nothing, and waits for no other caller's fsync, when they already are.
+// On a poisoned file it tries to recover.
 func (g *File) Sync() error {
 	g.mu.Lock()
 	n := g.written
@@ -103,7 +108,7 @@ func (g *File) write(b []byte) (uint64, error) {
 		// Refuse new writes until the file has recovered.
 		g.syncMu.Lock()
 		err = g.recoverLocked()
-		g.syncMu.Unlock()
+		g.unlockSync()
 		if err != nil {
 			return 0, err
 		}
@@ -122,10 +127,17 @@ func (g *File) write(b []byte) (uint64, error) {
 }
 
 // Flush writes what is buffered to the file without waiting for the disk:
-// a process crash then keeps it, a power loss may not.
+// a process crash then keeps it, a power loss may not. It never waits for
+// an fsync: while one runs, its caller writes the buffer out as soon as
+// the fsync returns, so a process crash during that fsync may lose what
+// Flush was asked to write.
 func (g *File) Flush() error {
-	g.syncMu.Lock()
-	defer g.syncMu.Unlock()
+	g.flushWanted.Store(true)
+	if !g.syncMu.TryLock() {
+		return nil // the holder writes it out as it lets go (unlockSync)
+	}
+	defer g.unlockSync()
+	g.flushWanted.Store(false)
 	if err := g.recoverLocked(); err != nil {
 		return err
 	}
@@ -133,18 +145,37 @@ func (g *File) Flush() error {
 	return err
 }
 
+// unlockSync lets go of syncMu, first writing the buffer out for every
+// Flush that found syncMu held meanwhile. A failed write poisons the file,
+// which the next call reports.
+func (g *File) unlockSync() {
+	for {
+		g.syncMu.Unlock()
+		if !g.flushWanted.Load() || !g.syncMu.TryLock() {
+			return // no Flush waits, or the new holder sees the flag
+		}
+		if g.flushWanted.Swap(false) && g.recoverLocked() == nil {
+			_, _ = g.writeOut()
+		}
+	}
+}
+
 // syncThrough returns once write n is durable. Callers arriving while a
-// sync runs wait for it and then share the next one.
+// sync runs wait for it and then share the next one; a caller whose write
+// is durable already waits for nobody.
 func (g *File) syncThrough(n uint64) error {
+	if g.synced.Load() >= n {
+		return nil
+	}
 	g.syncMu.Lock()
-	defer g.syncMu.Unlock()
-	if g.synced >= n {
+	defer g.unlockSync()
+	if g.synced.Load() >= n {
 		return nil
 	}
 	if err := g.recoverLocked(); err != nil {
 		return err
 	}
-	if g.synced >= n {
+	if g.synced.Load() >= n {
 		return nil // the recovery synced it
 	}
 	return g.flushLocked()
@@ -161,7 +192,7 @@ func (g *File) flushLocked() error {
 	if err := datasync(g.f); err != nil {
 		return g.fail(fmt.Errorf("fdatasync %s: %w", g.path, err))
 	}
-	g.synced = upTo
+	g.synced.Store(upTo)
 	g.syncedSize += int64(len(g.inFile))
 	g.inFile = g.inFile[:0]
 	return nil
@@ -255,7 +286,7 @@ func (g *File) recoverLocked() error {
 	g.mu.Lock()
 	g.f, g.err = f, nil
 	g.mu.Unlock()
-	g.synced = upTo
+	g.synced.Store(upTo)
 	g.syncedSize += int64(len(data))
 	g.inFile = g.inFile[:0]
 	return nil
@@ -266,7 +297,7 @@ func (g *File) Close() error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
 	g.mu.Lock()
-	f, pending, poisoned := g.f, g.written > g.synced, g.err != nil
+	f, pending, poisoned := g.f, g.written > g.synced.Load(), g.err != nil
 	g.mu.Unlock()
 	if f == nil {
 		return nil

@@ -175,3 +175,83 @@ func TestFullDiskRecovers(t *testing.T) {
 		t.Fatalf("file holds %d bytes, want %d (before, the big write once, after)", len(b), len(want))
 	}
 }
+
+// openLog opens a fresh log file in a test directory.
+func openLog(t *testing.T) (*File, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "log")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(f)
+	t.Cleanup(func() { _ = g.Close() })
+	return g, p
+}
+
+// within fails the test unless f returns before the deadline: the calls
+// below must not wait for a sync another goroutine holds.
+func within(t *testing.T, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s waited for another caller's fsync", what)
+	}
+}
+
+// Regression (issue #15): at 1,000 conversations every run's end asked the
+// location index to Sync, and each waited behind whatever fsync of the
+// index was running although its own writes were durable long before.
+func TestSyncOfDurableWritesWaitsForNobody(t *testing.T) {
+	g, _ := openLog(t)
+	if err := g.WriteSync([]byte("bound\n")); err != nil {
+		t.Fatal(err)
+	}
+	g.syncMu.Lock() // an fsync in progress for some later write
+	defer g.syncMu.Unlock()
+	within(t, "Sync", g.Sync)
+}
+
+// An inbox acknowledgement (Flush: into the file, no fsync) does not wait
+// for the inbound group commit's fsync either; the holder writes it out as
+// it lets go.
+func TestFlushDuringAnFsyncIsWrittenByItsHolder(t *testing.T) {
+	g, p := openLog(t)
+	g.syncMu.Lock() // an fsync in progress
+	held := true
+	defer func() {
+		if held { // the test failed: let Close run
+			g.syncMu.Unlock()
+		}
+	}()
+	within(t, "Write+Flush", func() error {
+		if err := g.Write([]byte("ack\n")); err != nil {
+			return err
+		}
+		return g.Flush()
+	})
+	if b, _ := os.ReadFile(p); len(b) != 0 {
+		t.Fatalf("file holds %q while the fsync runs, want nothing yet", b)
+	}
+	held = false
+	g.unlockSync()
+	if b, _ := os.ReadFile(p); string(b) != "ack\n" {
+		t.Fatalf("file holds %q once the fsync's caller let go, want the acknowledgement", b)
+	}
+	// Unheld, Flush writes at once.
+	if err := g.Write([]byte("ack2\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "ack\nack2\n" {
+		t.Fatalf("file holds %q, want both acknowledgements", b)
+	}
+}
