@@ -192,7 +192,8 @@ func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
 
 // Ack marks the item id of key applied. A lost ack only causes the item
 // to be handled again, which its session recognises, so it is written but
-// not fsynced. Acknowledging an item that is not pending does nothing.
+// not fsynced, and it waits for no fsync: while the inbox's group commit
+// runs, its caller writes the ack out as soon as the fsync returns. Acknowledging an item that is not pending does nothing.
 func (ib *Inbox) Ack(_ context.Context, key, id string) error {
 	line, _ := json.Marshal(inboxRecord{Op: "ack", ID: id, Key: key})
 	ib.mu.Lock()
