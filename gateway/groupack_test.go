@@ -172,16 +172,7 @@ func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
 	if n := pendingOnDisk(t, h.dir); n != 2 {
 		t.Fatalf("%d messages in the inbox after a failed fsync, want 2", n)
 	}
-	calls, sent := h.model.Calls(), len(h.ad.Messages(dmConv))
-	h.start()
-	h.waitFor("the replayed messages acknowledged", func() bool { return h.inbox.Len() == 0 })
-	time.Sleep(300 * time.Millisecond)
-	if n := h.model.Calls() - calls; n != 0 {
-		t.Fatalf("the model was asked %d more times; the runs were in the file", n)
-	}
-	if n := len(h.ad.Messages(dmConv)) - sent; n != 0 {
-		t.Fatalf("%d more chat messages after the restart, want none: %q", n, h.ad.Messages(dmConv))
-	}
+	restartAnswersNothing(t, h, h.start, "the replayed messages acknowledged")
 }
 
 // TestFailedGroupCommitStrandsTheMessageUntilTheDiskWorks: while pibot
@@ -344,14 +335,22 @@ func TestLostLeaseLeavesTheFinishedRunsMessageInTheInbox(t *testing.T) {
 	if n := h.inbox.Len(); n != 1 {
 		t.Fatalf("%d messages in the inbox after the lease was lost, want the run's one", n)
 	}
+	restartAnswersNothing(t, h, h.restart, "the replayed message acknowledged")
+}
+
+// restartAnswersNothing starts the gateway again (start or restart) and
+// checks that the replayed messages leave the inbox without asking the
+// model or writing to the chat again: their runs were in the file.
+func restartAnswersNothing(t *testing.T, h *harness, start func(), what string) {
+	t.Helper()
 	calls, sent := h.model.Calls(), len(h.ad.Messages(dmConv))
-	h.restart()
-	h.waitFor("the replayed message acknowledged", func() bool { return h.inbox.Len() == 0 })
+	start()
+	h.waitFor(what, func() bool { return h.inbox.Len() == 0 })
 	time.Sleep(300 * time.Millisecond)
 	if n := h.model.Calls() - calls; n != 0 {
-		t.Fatalf("the model was asked %d more times; the run was in the file", n)
+		t.Fatalf("the model was asked %d more times; the runs were in the file", n)
 	}
 	if n := len(h.ad.Messages(dmConv)) - sent; n != 0 {
-		t.Fatalf("%d more chat messages after the restart: %q", n, h.ad.Messages(dmConv))
+		t.Fatalf("%d more chat messages after the restart, want none: %q", n, h.ad.Messages(dmConv))
 	}
 }
