@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster/rediscluster"
@@ -21,22 +19,6 @@ import (
 // holds its session (issue #14: each round trip adds to the overhead).
 const maxMessageRoundTrips = 3
 
-// clusterPrefix returns a client of the test's own to the redis-server
-// at 127.0.0.1:6379 (the one the replicas of startRedisReplica use) and a
-// key prefix whose keys are deleted when the test ends; it skips the
-// test when no server answers there.
-func clusterPrefix(t *testing.T) (*redis.Client, string) {
-	t.Helper()
-	if redistest.RealAddr(t) != "127.0.0.1:6379" {
-		t.Skip("needs the redis-server at 127.0.0.1:6379")
-	}
-	probe, prefix, _ := redistest.OpenReal("127.0.0.1:6379")(t, "gateway")
-	if err := probe.Ping(t.Context()).Err(); err != nil {
-		t.Skipf("no redis-server: %v", err)
-	}
-	return probe, prefix
-}
-
 // TestClusterMessageRoundTrips counts the Redis round trips of a message
 // to a session the receiving replica holds, from the adapter's hand-over
 // to the provider request, and then to its acknowledgement. The first
@@ -46,7 +28,7 @@ func clusterPrefix(t *testing.T) (*redis.Client, string) {
 // lookup, consume and its crash counts, the route's index lookup); now
 // 3 (dedupe and budget in one pipeline, enqueue, consume).
 func TestClusterMessageRoundTrips(t *testing.T) {
-	probe, prefix := clusterPrefix(t)
+	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	rts := &redistest.RoundTrips{}
 	model := newStampModel(faux.Text("ok"))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
@@ -132,7 +114,7 @@ func clusterSay(t *testing.T, ad *chattest.Adapter, model *stampModel, n int, te
 // inbox's notice; the replicas' polls are an hour apart, so without the
 // notice it would wait that long.
 func TestClusterPushReachesTheHolder(t *testing.T) {
-	_, prefix := clusterPrefix(t)
+	_, prefix := redistest.LocalPrefix(t, "gateway")
 	model := newStampModel(faux.Text("ok"))
 	dir := t.TempDir()
 	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
@@ -153,7 +135,7 @@ func TestClusterPushReachesTheHolder(t *testing.T) {
 // the replica holds the old one (it does not go by what it remembered
 // of the binding).
 func TestClusterNewStartsANewSession(t *testing.T) {
-	probe, prefix := clusterPrefix(t)
+	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	model := newStampModel(faux.Text("ok"))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
 	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})

@@ -124,6 +124,23 @@ func deletePrefix(t testing.TB, addr, prefix string) {
 	}
 }
 
+// LocalPrefix returns a client of the test's own to the redis-server at
+// 127.0.0.1:6379 (the address a `pibot serve` under test is given) and a
+// key prefix whose keys are deleted when the test ends. It skips the test
+// when the tests use another server or none answers there.
+func LocalPrefix(t testing.TB, store string) (*redis.Client, string) {
+	t.Helper()
+	const local = "127.0.0.1:6379"
+	if RealAddr(t) != local {
+		t.Skip("needs the redis-server at " + local)
+	}
+	rdb, prefix, _ := OpenReal(local)(t, store)
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		t.Skipf("no redis-server at %s: %v", local, err)
+	}
+	return rdb, prefix
+}
+
 // RealAddr returns the address of the shared redis-server at
 // 127.0.0.1:6379 or, when nothing answers there, of one started for this
 // test binary. It returns "" (and the test skips the real server) only
