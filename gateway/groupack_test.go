@@ -184,13 +184,7 @@ func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
 func TestFailedGroupCommitStrandsTheMessageUntilTheDiskWorks(t *testing.T) {
 	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
 	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
-	h.send("one")
-	h.waitText(dmConv, "You said: one")
-	h.restart()
-	h.send("two")
-	h.waitText(dmConv, "You said: two")
-	h.waitFor("the run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
-	time.Sleep(100 * time.Millisecond) // the run's end is over
+	secondRunEnded(h)
 	held := func() bool {
 		for _, it := range pendingOf(h) {
 			var item struct{ In chat.Inbound }
@@ -321,13 +315,7 @@ func TestEvictionFlushesAcknowledgesThenReleases(t *testing.T) {
 func TestLostLeaseLeavesTheFinishedRunsMessageInTheInbox(t *testing.T) {
 	locker := &revocable{}
 	h := newHarness(t, nil, withLocker(locker), withConfig(longWindow))
-	h.send("one")
-	h.waitText(dmConv, "You said: one")
-	h.restart()
-	h.send("two")
-	h.waitText(dmConv, "You said: two")
-	h.waitFor("the run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
-	time.Sleep(100 * time.Millisecond) // the run's end is over
+	secondRunEnded(h)
 	path := h.sessions()[0]
 	locker.revoke(path)
 	h.waitFor("the session unloaded", func() bool { return locker.held(path) == 0 })
@@ -353,4 +341,19 @@ func restartAnswersNothing(t *testing.T, h *harness, start func(), what string) 
 	if n := len(h.ad.Messages(dmConv)) - sent; n != 0 {
 		t.Fatalf("%d more chat messages after the restart, want none: %q", n, h.ad.Messages(dmConv))
 	}
+}
+
+// secondRunEnded answers "one", restarts (so "one" is durable and
+// acknowledged), answers "two" and returns once that run's end is over:
+// its delivery in the file, its acknowledgement waiting for the session's
+// next fsync.
+func secondRunEnded(h *harness) {
+	h.t.Helper()
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	h.restart()
+	h.send("two")
+	h.waitText(dmConv, "You said: two")
+	h.waitFor("the run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
+	time.Sleep(100 * time.Millisecond) // the run's end is over
 }
