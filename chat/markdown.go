@@ -34,10 +34,12 @@ func Render(md string, d Dialect) string {
 
 // renderWith is Render with a given parser, reused across calls by Split.
 func renderWith(p parser.Parser, md string, d Dialect) string {
-	src := normalize(md)
 	if d == DialectMarkdown {
-		return renderMarkdown(src)
+		// No parse: the text is its own rendering, and a clean one is
+		// not copied (Split measures every live edit of a reply this way).
+		return renderMarkdown(normalizeString(md))
 	}
+	src := normalize(md)
 	r := renderer{d: d, src: src}
 	return r.document(p.Parse(text.NewReader(src)))
 }
@@ -66,7 +68,11 @@ func newParser() parser.Parser {
 
 // normalize makes md valid UTF-8 with "\n" line ends and without
 // control characters other than tab and newline.
-func normalize(md string) []byte {
+func normalize(md string) []byte { return []byte(normalizeString(md)) }
+
+// normalizeString is normalize returning a string: md itself, not a copy,
+// when it is clean already.
+func normalizeString(md string) string {
 	if !utf8.ValidString(md) {
 		md = strings.ToValidUTF8(md, "\uFFFD")
 	}
@@ -76,5 +82,5 @@ func normalize(md string) []byte {
 	}
 	// Control characters have no place in chat text; some (ESC) would
 	// inject terminal sequences, and Telegram's HTML parser rejects them.
-	return []byte(stripControls(md))
+	return stripControls(md)
 }

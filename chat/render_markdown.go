@@ -1,15 +1,12 @@
 package chat
 
-import (
-	"bytes"
-	"strings"
-)
+import "strings"
 
 // renderMarkdown returns normalised CommonMark: trimmed, with "\n" line
 // ends and an unclosed code fence closed, so that a streaming buffer always
 // displays as the finished text would.
-func renderMarkdown(src []byte) string {
-	s := strings.TrimRight(string(bytes.TrimLeft(src, "\n")), " \t\n")
+func renderMarkdown(src string) string {
+	s := strings.TrimRight(strings.TrimLeft(src, "\n"), " \t\n")
 	if fence := openFence(s); fence != "" {
 		s += "\n" + fence
 	}

@@ -64,13 +64,24 @@ func (ss *Splitters) For(d Dialect) *Splitter {
 
 // Split is Split(md, d, limit) for the Splitter's dialect d.
 func (sp *Splitter) Split(md string, limit int) []string {
-	src := string(normalize(md))
+	src := normalizeString(md)
 	if strings.TrimSpace(src) == "" {
 		return nil
 	}
 	s := &splitter{d: sp.d, p: sp.p}
 	defs := refDefs(s.p, src)
-	chunks := s.split(src, limit)
+	// A streaming reply is split again at every edit and mostly fits one
+	// message: measured once, it is its own chunk, not measured again
+	// below unless reference definitions were added to it.
+	var chunks []string
+	if t := trimBlock(src); s.measure(t) <= limit {
+		if defs == "" {
+			return []string{t}
+		}
+		chunks = []string{t}
+	} else {
+		chunks = s.splitBlocks(t, limit)
+	}
 	if defs == "" && limit < minLimit {
 		return chunks
 	}
@@ -112,13 +123,18 @@ type unit struct {
 
 // split cuts src into chunks of at most limit rendered units.
 func (s *splitter) split(src string, limit int) []string {
-	src = strings.TrimRight(strings.TrimLeft(src, "\n"), " \t\n")
+	src = trimBlock(src)
 	if src == "" {
 		return nil
 	}
 	if s.measure(src) <= limit {
 		return []string{src}
 	}
+	return s.splitBlocks(src, limit)
+}
+
+// splitBlocks is split for a trimmed src that does not fit.
+func (s *splitter) splitBlocks(src string, limit int) []string {
 	b := []byte(src)
 	doc := s.p.Parse(text.NewReader(b))
 	r := renderer{d: s.d, src: b}
