@@ -80,6 +80,9 @@ func (sp *Splitter) Split(md string, limit int) []string {
 		}
 		chunks = []string{t}
 	} else {
+		// Cut, its chunks were measured; the check below need not
+		// render them again.
+		s.sizes = map[string]int{}
 		chunks = s.splitBlocks(t, limit)
 	}
 	if defs == "" && limit < minLimit {
@@ -105,6 +108,8 @@ type splitter struct {
 	p parser.Parser
 	// depth counts nested containers being cut, bounded by maxDepth.
 	depth int
+	// sizes remembers what measure returned, when not nil.
+	sizes map[string]int
 }
 
 // maxDepth bounds how deep Split descends into nested quotes and lists
@@ -112,7 +117,16 @@ type splitter struct {
 const maxDepth = 4
 
 // measure returns the rendered length of md.
-func (s *splitter) measure(md string) int { return Len(renderWith(s.p, md, s.d), s.d) }
+func (s *splitter) measure(md string) int {
+	if n, ok := s.sizes[md]; ok {
+		return n
+	}
+	n := Len(renderWith(s.p, md, s.d), s.d)
+	if s.sizes != nil {
+		s.sizes[md] = n
+	}
+	return n
+}
 
 // unit is a top-level block and its source range.
 type unit struct {
