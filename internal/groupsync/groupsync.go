@@ -219,7 +219,26 @@ func (g *File) writeOut() (upTo uint64, err error) {
 	if _, err := f.Write(data); err != nil {
 		return 0, g.fail(fmt.Errorf("write %s: %w", g.path, err))
 	}
+	g.reuse(data)
 	return upTo, nil
+}
+
+// keptBuffer is the largest buffer kept for the next writes: an inbox
+// writes a few hundred bytes at a time; a rare burst is not kept.
+const keptBuffer = 64 << 10
+
+// reuse makes data, written out and copied, the buffer of the next writes
+// when none has begun one, so that a line written and synced does not
+// allocate (a busy inbox gathers a new buffer for every group).
+func (g *File) reuse(data []byte) {
+	if cap(data) > keptBuffer {
+		return
+	}
+	g.mu.Lock()
+	if g.buf == nil {
+		g.buf = data[:0]
+	}
+	g.mu.Unlock()
 }
 
 // unwrite puts data taken from the buffer back in front of it.

@@ -255,3 +255,42 @@ func TestFlushDuringAnFsyncIsWrittenByItsHolder(t *testing.T) {
 		t.Fatalf("file holds %q, want both acknowledgements", b)
 	}
 }
+
+// TestSyncedBufferIsReused: once written out, the buffer gathers the next
+// writes (a line written and synced allocates nothing), and no line is
+// overwritten by the ones after it.
+func TestSyncedBufferIsReused(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(f)
+	var want bytes.Buffer
+	i := 0
+	line := make([]byte, 0, 32)
+	allocs := testing.AllocsPerRun(100, func() {
+		line = fmt.Appendf(line[:0], "line %04d\n", i)
+		i++
+		want.Write(line)
+		if err := g.Write(line); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("a write and its sync allocate %.1f times, want 0", allocs)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("file holds\n%s\nwant\n%s", got, want.Bytes())
+	}
+}
