@@ -61,3 +61,53 @@ func TestTokensCoalesceBetweenEdits(t *testing.T) {
 		})
 	}
 }
+
+// Before the first post, tokens too short to post it do not each wake the
+// publishing goroutine: it sleeps until the post is due by time, and the
+// token that makes the text long enough wakes it. Twenty 1-character
+// tokens, 10 ms apart, take a few loop turns, then the 24th character
+// posts at once.
+func TestTokensBeforeFirstPostCoalesce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		caps := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second}
+		ad := chattest.New(chattest.WithCaps(caps, caps))
+		conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
+		c := New(ad, conv, Options{})
+		var turns atomic.Int64
+		c.mu.Lock()
+		c.started = true
+		c.mu.Unlock()
+		go c.loop.run(t.Context(), c.now, func(ctx context.Context) time.Duration {
+			turns.Add(1)
+			return c.step(ctx)
+		})
+		start := time.Now()
+		var b strings.Builder
+		for range firstPostChars - 1 {
+			b.WriteString("a")
+			c.SetText(b.String())
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+		}
+		if n := len(ad.Messages(conv)); n != 0 {
+			t.Fatalf("%d messages posted for %d characters", n, b.Len())
+		}
+		// The first turn, the first token's (it starts the wait) and
+		// perhaps one more as the loop goes to sleep.
+		if n := turns.Load(); n > 3 {
+			t.Errorf("%d loop turns for %d tokens before the first post: each token wakes the loop", n, b.Len())
+		}
+		b.WriteString("a")
+		c.SetText(b.String())
+		synctest.Wait()
+		if got := ad.Messages(conv); len(got) != 1 || !strings.HasPrefix(got[0], b.String()) {
+			t.Fatalf("after %d characters: messages %q, want the text posted", b.Len(), got)
+		}
+		if el := time.Since(start); el >= firstPostDelay {
+			t.Errorf("first post after %s: it waited for the delay, not for the length", el)
+		}
+		if _, err := c.Finish(t.Context(), chat.Out{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

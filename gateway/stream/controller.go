@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pibot/pibot/chat"
 )
@@ -31,8 +32,11 @@ type Controller struct {
 	version     uint64    // bumped on every content change
 	sentVersion uint64    // version fully shown
 	firstAt     time.Time // first content
-	started     bool
-	finished    bool
+	// waitsFirst: show's last call returned the wait for the first post,
+	// so the loop wakes by itself when it is due.
+	waitsFirst bool
+	started    bool
+	finished   bool
 }
 
 // New returns a Controller for one reply in conv.
@@ -86,10 +90,10 @@ func (c *Controller) Start(ctx context.Context) {
 
 // SetText replaces the markdown of the current assistant message.
 func (c *Controller) SetText(markdown string) {
-	c.change(func(d *document) bool {
+	c.changeText(func(d *document) bool {
 		d.setText(markdown)
 		return markdown != ""
-	})
+	}, true)
 }
 
 // EndMessage closes the current assistant message; the next SetText starts
@@ -156,7 +160,11 @@ func (c *Controller) Status(s string) {
 
 // change applies f to the document, unless the reply is finished, and
 // wakes the loop. f reports whether it added visible content.
-func (c *Controller) change(f func(*document) bool) {
+func (c *Controller) change(f func(*document) bool) { c.changeText(f, false) }
+
+// changeText is change; text tells that f changes only the text of the
+// open message, which matters to the loop only when it can be shown.
+func (c *Controller) changeText(f func(*document) bool, text bool) {
 	c.mu.Lock()
 	if c.finished {
 		c.mu.Unlock()
@@ -171,6 +179,14 @@ func (c *Controller) change(f func(*document) bool) {
 	// surface the status line shows progress: every change may matter.)
 	wakeAt, sleeping := c.loop.sleepsUntil()
 	skip := sleeping && c.surf.showsProgress() && !wakeAt.After(c.pace.nextOut())
+	// Before the first post the loop sleeps until the post is due by
+	// time (firstPostDelay); the first tokens, too short to post it
+	// earlier (firstPostChars), need not wake it one by one.
+	if !skip && text && sleeping && c.waitsFirst && !c.msgs.shown() {
+		now := c.now()
+		skip = now.Before(c.firstAt.Add(firstPostDelay)) &&
+			utf8.RuneCountInString(c.surf.view(&c.doc, c.opts.Verbosity, now)) < firstPostChars
+	}
 	c.mu.Unlock()
 	if !skip {
 		c.loop.poke()

@@ -27,6 +27,7 @@ func (c *Controller) show(ctx context.Context) time.Duration {
 	c.mu.Lock()
 	now := c.now()
 	running := c.doc.running() != nil
+	c.waitsFirst = false
 	switch {
 	case c.pace.onlyFinal() || c.firstAt.IsZero():
 		c.mu.Unlock()
@@ -51,6 +52,7 @@ func (c *Controller) show(ctx context.Context) time.Duration {
 			return -1
 		}
 		if wait := c.firstAt.Add(firstPostDelay).Sub(now); wait > 0 && utf8.RuneCountInString(view) < firstPostChars {
+			c.waitsFirst = true
 			c.mu.Unlock()
 			return wait
 		}
