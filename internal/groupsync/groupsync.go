@@ -31,6 +31,7 @@ type File struct {
 	f       *os.File
 	path    string
 	buf     []byte // writes not yet in the file
+	spare   []byte // an empty buffer written out before, for the next buf
 	written uint64 // writes accepted
 	err     error  // the failure that poisoned the file; nil when healthy
 	failed  time.Time
@@ -120,6 +121,9 @@ func (g *File) write(b []byte) (uint64, error) {
 		return 0, os.ErrClosed
 	case g.err != nil:
 		return 0, g.err
+	}
+	if g.buf == nil {
+		g.buf, g.spare = g.spare, nil
 	}
 	g.buf = append(g.buf, b...)
 	g.written++
@@ -227,16 +231,20 @@ func (g *File) writeOut() (upTo uint64, err error) {
 // writes a few hundred bytes at a time; a rare burst is not kept.
 const keptBuffer = 64 << 10
 
-// reuse makes data, written out and copied, the buffer of the next writes
-// when none has begun one, so that a line written and synced does not
-// allocate (a busy inbox gathers a new buffer for every group).
+// reuse keeps data, written out and copied, for the next writes: as their
+// buffer when none has begun one, else as the spare the one after takes.
+// A busy inbox gathered a new buffer for every group, grown write by write
+// while the last group was being written.
 func (g *File) reuse(data []byte) {
 	if cap(data) > keptBuffer {
 		return
 	}
 	g.mu.Lock()
-	if g.buf == nil {
+	switch {
+	case g.buf == nil:
 		g.buf = data[:0]
+	case g.spare == nil:
+		g.spare = data[:0]
 	}
 	g.mu.Unlock()
 }
