@@ -39,6 +39,9 @@ func (p *parts) next() *strings.Builder {
 
 // render returns the reply as CommonMark. live adds the status line.
 func (d *document) render(v Verbosity, now time.Time, live bool) string {
+	if t, ok := d.plainText(v, live); ok {
+		return t
+	}
 	var p parts
 	for _, it := range d.items {
 		if it.tool != nil {
@@ -53,6 +56,19 @@ func (d *document) render(v Verbosity, now time.Time, live bool) string {
 		p.next().WriteString("_" + escapeInline(oneLine(s)) + "_")
 	}
 	return p.b.String()
+}
+
+// plainText returns the rendering of a reply that is one message of text
+// (no tool line, no thinking shown, no status line): the text itself,
+// trimmed, not copied. Most replies are, and the stream renders them at
+// every edit, and before the first post at every token.
+func (d *document) plainText(v Verbosity, live bool) (string, bool) {
+	if len(d.items) != 1 || d.items[0].tool != nil ||
+		v == Verbose && strings.TrimSpace(d.items[0].thinking) != "" ||
+		live && strings.TrimSpace(d.status) != "" {
+		return "", false
+	}
+	return cleanText(d.items[0].text), true
 }
 
 // renderFinished returns the part of the reply that will not change any
