@@ -15,17 +15,8 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 	if e.Type == "" || e.Type == TypeSession {
 		return nil, fmt.Errorf("session: %s: bad entry type %q", s.path, e.Type)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if e.ID == "" {
-		e.ID = newEntryID(func(id string) bool { _, ok := s.byID[id]; return ok })
-	} else if _, dup := s.byID[e.ID]; dup {
-		return nil, fmt.Errorf("session: %s: entry id %s already exists", s.path, e.ID)
-	}
-	if e.ParentID != "" {
-		if _, ok := s.byID[e.ParentID]; !ok {
-			return nil, fmt.Errorf("session: %s: parent %s of new entry not found", s.path, e.ParentID)
-		}
+	if err := s.tree.checkNew(e); err != nil {
+		return nil, err
 	}
 	if e.Timestamp == "" {
 		e.Timestamp = Timestamp(s.opts.now())
@@ -113,7 +104,7 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 	}
 	s.pending = append(s.pending, line...)
 	s.writes++
-	n := s.addLine(line[:len(line)-1], 0, knownEntry(&e))
+	n := s.tree.add(line[:len(line)-1], 0, knownEntry(&e))
 	if n != nil && e.Type == TypeMessage && e.Message != nil {
 		// The message as appended is the message as decoded (pi, too,
 		// keeps the objects it appended): Context need not decode it.
@@ -312,37 +303,11 @@ func (s *Session) closeFile() error {
 	return err
 }
 
-// addLine indexes a line that was just written and returns its node.
-func (s *Session) addLine(raw []byte, line int, known *Entry) *node {
-	n, err := scanLine(raw)
-	if err != nil {
-		return nil // cannot happen: we encoded it
-	}
-	if known != nil {
-		n.ent = known // indexOne need not decode raw again
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if line == 0 && len(s.nodes) > 0 {
-		line = s.nodes[len(s.nodes)-1].line + 1
-	}
-	n.line = line
-	n.index = len(s.nodes)
-	s.nodes = append(s.nodes, n)
-	s.byID[n.id] = n
-	if p := s.byID[n.parentID]; p != nil && n.parentID != n.id {
-		n.parent = p
-		p.children = append(p.children, n)
-	}
-	s.indexOne(n)
-	return n
-}
-
 // knownEntry is e as decodeEntry reads its encoded line back, built
 // from e itself, for custom entries: a gateway appends several per reply
 // (pibot.reply, pibot.delivery, pibot.head), and indexing each by
 // decoding the line it has just encoded cost more than encoding it. nil
-// for every other type (addLine then decodes as it does for a loaded
+// for every other type (Tree.add then decodes as it does for a loaded
 // line). Data is compacted as the line is; a value that is not an object
 // or an array is left to the decoder.
 func knownEntry(e *Entry) *Entry {
@@ -366,7 +331,7 @@ func knownEntry(e *Entry) *Entry {
 // MoveHead moves loc's head to target without a real message: it appends
 // a custom "pibot.head" entry under target carrying pibot.loc.
 func (s *Session) MoveHead(loc, target string, sync SyncPolicy) error {
-	if _, ok := s.Get(target); !ok {
+	if _, ok := s.tree.Get(target); !ok {
 		return fmt.Errorf("session: %s: move head of %q: entry %s not found", s.path, loc, target)
 	}
 	_, err := s.Append(Entry{Type: TypeCustom, CustomType: CustomHead, ParentID: target, Pibot: &Meta{Loc: loc}}, sync)
@@ -388,9 +353,10 @@ func (s *Session) recordRepair() error {
 		SkippedLines []int             `json:"skippedLines"`
 		Reattached   map[string]string `json:"reattached"`
 	}
-	s.mu.RLock()
+	t := s.tree
+	t.mu.RLock()
 	recorded := false
-	for _, n := range s.nodes {
+	for _, n := range t.nodes {
 		if n.typ != TypeCustom || n.ent == nil || n.ent.CustomType != CustomRepair {
 			continue
 		}
@@ -405,10 +371,10 @@ func (s *Session) recordRepair() error {
 		}
 	}
 	parent := ""
-	if len(s.nodes) > 0 {
-		parent = s.nodes[len(s.nodes)-1].id
+	if len(t.nodes) > 0 {
+		parent = t.nodes[len(t.nodes)-1].id
 	}
-	s.mu.RUnlock()
+	t.mu.RUnlock()
 	if recorded {
 		return nil
 	}
@@ -417,8 +383,6 @@ func (s *Session) recordRepair() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.report.RepairEntry = e.ID
-	s.mu.Unlock()
+	s.report.RepairEntry = e.ID // Open has not returned: s is not shared yet
 	return nil
 }

@@ -93,8 +93,10 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 // Unwrap returns the cause.
 func (e *FencedError) Unwrap() error { return e.Cause }
 
-// Session is one open session file. It is safe for concurrent readers while
-// one goroutine appends; appends are serialized.
+// Session is one open session file: it writes the file (appends, flushes,
+// fencing, close) and owns the file's Tree, which it extends as it
+// appends. Readers hold the Tree (Session.Tree); they may read it while
+// one goroutine appends. Appends are serialized.
 type Session struct {
 	storage Storage
 	path    string
@@ -113,16 +115,8 @@ type Session struct {
 	written uint64     // appends in the file, durable or not; guarded by syncMu
 	size    int64      // bytes in the file; guarded by syncMu
 
-	mu        sync.RWMutex // protects the in-memory index below
-	header    Header
-	headerRaw []byte
-	nodes     []*node
-	byID      map[string]*node
-	labels    map[string]labelState
-	name      string
-	heads     map[string]*node
-	msgs      map[string]string
-	report    Report
+	tree   *Tree  // the entries in memory; it guards itself
+	report Report // set before Create or Open returns, never changed
 
 	group groupFlush
 	// waits are the callbacks of OnDurable.
@@ -149,15 +143,15 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	}
 	hb, _ := h.MarshalJSON()
 	s := newSession(storage, path, opts)
-	s.header, s.headerRaw = h, hb
+	s.report.Path, s.report.FromVersion = path, CurrentVersion
+	s.tree = newTree(path, h, nil, &s.report)
 	line, err := s.prepare(&first)
 	if err != nil {
 		return nil, err
 	}
 	s.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
 	s.writes = 1
-	s.report.Path, s.report.FromVersion = path, CurrentVersion
-	s.addLine(line[:len(line)-1], 2, knownEntry(&first))
+	s.tree.add(line[:len(line)-1], 2, knownEntry(&first))
 	if !opts.DeferCreate {
 		if err := s.create(s.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)
@@ -196,8 +190,8 @@ func Open(storage Storage, path string, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s := newSession(storage, path, opts)
-	s.header, s.headerRaw, s.report = p.header, p.headerRaw, p.report
-	s.index(p.nodes)
+	s.report = p.report
+	s.tree = newTree(path, p.header, p.nodes, &s.report)
 	if opts.Fence != 0 && opts.Fence < p.maxFence {
 		// A newer owner already wrote: this writer is stale from the start.
 		s.fenced = fmt.Errorf("file has fence %d, writer has %d", p.maxFence, opts.Fence)
@@ -221,11 +215,7 @@ func newSession(storage Storage, path string, opts Options) *Session {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Session{
-		storage: storage, path: path, opts: opts, log: log,
-		byID: map[string]*node{}, labels: map[string]labelState{},
-		heads: map[string]*node{}, msgs: map[string]string{},
-	}
+	return &Session{storage: storage, path: path, opts: opts, log: log}
 }
 
 func (s *Session) repairOnOpen(data []byte, p *parsed) error {
@@ -240,9 +230,9 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 	}
 	if rewrite {
 		var buf bytes.Buffer
-		buf.Write(s.headerRaw)
+		buf.Write(p.headerRaw)
 		buf.WriteByte('\n')
-		for _, n := range s.nodes {
+		for _, n := range p.nodes {
 			raw := n.raw
 			if n.parent != nil && n.parent.id != n.parentID {
 				// A re-attached orphan: its lost parent's line is gone now.
@@ -288,17 +278,12 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 // Path returns the file's path.
 func (s *Session) Path() string { return s.path }
 
-// Header returns the file header.
-func (s *Session) Header() Header {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.header
-}
+// Tree returns the session's entries in memory, which is all a reader
+// needs; it follows every later Append.
+func (s *Session) Tree() *Tree { return s.tree }
 
 // Report returns what loading found and repaired.
 func (s *Session) Report() Report {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	r := s.report
 	r.SkippedLines = append([]LineError(nil), r.SkippedLines...)
 	return r
