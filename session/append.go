@@ -10,7 +10,7 @@ import (
 )
 
 // prepare fills id, timestamp and fence of e and returns its line with the
-// trailing newline. Callers hold wmu (or own s exclusively).
+// trailing newline. Callers run it under sink.queue (or own s exclusively).
 func (s *Session) prepare(e *Entry) ([]byte, error) {
 	if e.Type == "" || e.Type == TypeSession {
 		return nil, fmt.Errorf("session: %s: bad entry type %q", s.path, e.Type)
@@ -93,30 +93,28 @@ func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 // appendEntry indexes e, queues its line for the file and asks the group
 // commit for a flush. It never waits for the disk.
 func (s *Session) appendEntry(e Entry) (Entry, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.writable(); err != nil {
-		return Entry{}, err
-	}
-	line, err := s.prepare(&e)
+	err := s.w.queue(func() ([]byte, error) {
+		line, err := s.prepare(&e)
+		if err != nil {
+			return nil, err
+		}
+		n := s.tree.add(line[:len(line)-1], 0, knownEntry(&e))
+		if n != nil && e.Type == TypeMessage && e.Message != nil {
+			// The message as appended is the message as decoded (pi, too,
+			// keeps the objects it appended): Context need not decode it.
+			d := *e.Message
+			d.Content = slices.Clone(d.Content)
+			n.decoded.Store(&d)
+		}
+		return line, nil
+	})
 	if err != nil {
 		return Entry{}, err
 	}
-	s.pending = append(s.pending, line...)
-	s.writes++
-	n := s.tree.add(line[:len(line)-1], 0, knownEntry(&e))
-	if n != nil && e.Type == TypeMessage && e.Message != nil {
-		// The message as appended is the message as decoded (pi, too,
-		// keeps the objects it appended): Context need not decode it.
-		d := *e.Message
-		d.Content = slices.Clone(d.Content)
-		n.decoded.Store(&d)
-	}
-	s.group.schedule()
 	return e, nil
 }
 
-func (s *Session) writable() error {
+func (s *sink) writable() error {
 	switch {
 	case s.opts.ReadOnly:
 		return fmt.Errorf("session: %s: %w", s.path, ErrReadOnly)
@@ -131,7 +129,7 @@ func (s *Session) writable() error {
 // fence puts the writer into the fenced state (the first cause is kept)
 // and fails the OnDurable callbacks still waiting; the caller holds wmu
 // and settles them once it let go of its locks.
-func (s *Session) fence(cause error) error {
+func (s *sink) fence(cause error) error {
 	if s.fenced == nil {
 		s.fenced = cause
 		s.waits.fail(&FencedError{Path: s.path, Cause: cause})
@@ -140,13 +138,13 @@ func (s *Session) fence(cause error) error {
 }
 
 // start enables the group commit; Close stops it.
-func (s *Session) start() {
+func (s *sink) start() {
 	s.group.window = s.opts.GroupWindow
 	if s.group.window <= 0 {
 		s.group.window = DefaultGroupWindow
 	}
 	s.group.flush = func() {
-		if err := s.Flush(); err != nil {
+		if err := s.flush(); err != nil {
 			s.log.Error("session: group commit", "path", s.path, "err", err)
 		}
 	}
@@ -155,7 +153,21 @@ func (s *Session) start() {
 // Flush writes every entry appended before the call and makes it durable
 // (creating a deferred file). Appends go on while it waits for the disk.
 // The OnDurable callbacks it satisfies, or fails, run before it returns.
-func (s *Session) Flush() error {
+func (s *Session) Flush() error { return s.w.flush() }
+
+// Write puts every entry appended before the call into the file without
+// waiting for the disk (see SyncWritten); a deferred file is created, which
+// is durable. The group commit or Flush makes the lines durable later.
+func (s *Session) Write() error { return s.w.write() }
+
+// Close stops the group commit, flushes pending entries (creating a
+// deferred file) and closes the file. The OnDurable callbacks run before
+// it returns: with nil when the flush made their entries durable, else
+// with the failure.
+func (s *Session) Close() error { return s.w.close() }
+
+// flush is Session.Flush.
+func (s *sink) flush() error {
 	s.syncMu.Lock()
 	err := s.flushLocked()
 	s.syncMu.Unlock()
@@ -163,10 +175,8 @@ func (s *Session) Flush() error {
 	return err
 }
 
-// Write puts every entry appended before the call into the file without
-// waiting for the disk (see SyncWritten); a deferred file is created, which
-// is durable. The group commit or Flush makes the lines durable later.
-func (s *Session) Write() error {
+// write is Session.Write.
+func (s *sink) write() error {
 	s.syncMu.Lock()
 	err := s.writeLocked(false)
 	s.syncMu.Unlock()
@@ -176,11 +186,11 @@ func (s *Session) Write() error {
 
 // flushLocked is Flush; the caller holds syncMu. Any failure fences the
 // writer.
-func (s *Session) flushLocked() error { return s.writeLocked(true) }
+func (s *sink) flushLocked() error { return s.writeLocked(true) }
 
 // writeLocked writes the pending lines to the file and, when durable,
 // fsyncs it. The caller holds syncMu. Any failure fences the writer.
-func (s *Session) writeLocked(durable bool) error {
+func (s *sink) writeLocked(durable bool) error {
 	s.wmu.Lock()
 	upTo, f, fenced, buf := s.writes, s.file, s.fenced, s.pending
 	switch {
@@ -241,7 +251,7 @@ func (s *Session) writeLocked(durable bool) error {
 
 // create makes the deferred file holding buf, durably (see
 // Storage.Create). The caller holds syncMu or owns s alone.
-func (s *Session) create(buf []byte) error {
+func (s *sink) create(buf []byte) error {
 	if s.opts.BeforeCreate != nil {
 		if err := s.opts.BeforeCreate(); err != nil {
 			return err
@@ -261,11 +271,8 @@ func (s *Session) create(buf []byte) error {
 	return nil
 }
 
-// Close stops the group commit, flushes pending entries (creating a
-// deferred file) and closes the file. The OnDurable callbacks run before
-// it returns: with nil when the flush made their entries durable, else
-// with the failure.
-func (s *Session) Close() error {
+// close is Session.Close.
+func (s *sink) close() error {
 	s.wmu.Lock()
 	already := s.closed
 	s.closed = true
@@ -281,7 +288,7 @@ func (s *Session) Close() error {
 }
 
 // closeFile flushes (unless the writer is fenced) and closes the file.
-func (s *Session) closeFile() error {
+func (s *sink) closeFile() error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.wmu.Lock()
