@@ -284,22 +284,3 @@ func (s *Session) SetFenced(cause error) { s.w.setFenced(cause) }
 
 // Fenced returns the error that fenced the writer, or nil.
 func (s *Session) Fenced() error { return s.w.fencedErr() }
-
-func (s *sink) setFenced(cause error) {
-	s.wmu.Lock()
-	if cause == nil {
-		cause = ErrFenced
-	}
-	_ = s.fence(cause)
-	s.wmu.Unlock()
-	s.waits.settle()
-}
-
-func (s *sink) fencedErr() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.fenced == nil {
-		return nil
-	}
-	return &FencedError{Path: s.path, Cause: s.fenced}
-}

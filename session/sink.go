@@ -54,3 +54,24 @@ func (s *sink) queue(line func() ([]byte, error)) error {
 	s.group.schedule()
 	return nil
 }
+
+// setFenced is Session.SetFenced.
+func (s *sink) setFenced(cause error) {
+	s.wmu.Lock()
+	if cause == nil {
+		cause = ErrFenced
+	}
+	_ = s.fence(cause)
+	s.wmu.Unlock()
+	s.waits.settle()
+}
+
+// fencedErr is Session.Fenced.
+func (s *sink) fencedErr() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.fenced == nil {
+		return nil
+	}
+	return &FencedError{Path: s.path, Cause: s.fenced}
+}
