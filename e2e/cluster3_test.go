@@ -243,7 +243,7 @@ func TestClusterKillOwnerInToolCall(t *testing.T) {
 	}
 	defer s.Close()
 	var results []string
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleToolResult {
 			results = append(results, e.Message.Text())
 		}

@@ -279,7 +279,7 @@ func (w *clusterWorld) checkFile(want []string) (leaseMarkers int) {
 		w.t.Errorf("session does not read cleanly: %+v", r)
 	}
 	var users []string
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser {
 			users = append(users, e.Message.Text())
 		}

@@ -277,12 +277,12 @@ func crashMessages(t *testing.T, data string) ([]llm.Message, map[string]int) {
 		t.Errorf("session has bad lines in the middle: %+v", r)
 	}
 	users := map[string]int{}
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser {
 			users[e.Message.Text()]++
 		}
 	}
-	branch, err := s.Branch(s.Leaf())
+	branch, err := s.Tree().Branch(s.Tree().Leaf())
 	if err != nil {
 		t.Fatalf("branch: %v", err)
 	}
@@ -351,7 +351,7 @@ func crashOpenReplies(data string) (replies, refs int) {
 		}
 		defer s.Close()
 		open := map[string]int{} // by location: refs of a streaming reply
-		for _, e := range s.Entries() {
+		for _, e := range s.Tree().Entries() {
 			if e.Type != session.TypeCustom || e.Pibot == nil {
 				continue
 			}

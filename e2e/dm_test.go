@@ -73,8 +73,8 @@ func TestDMStreamingReply(t *testing.T) {
 	var n int
 	for deadline := time.Now().Add(5 * time.Second); delivery == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		s := w.openSession(path)
-		user, assistant, delivery, n = nil, nil, nil, s.Len()
-		for _, e := range s.Entries() {
+		user, assistant, delivery, n = nil, nil, nil, s.Tree().Len()
+		for _, e := range s.Tree().Entries() {
 			switch {
 			case e.Type == session.TypeMessage && e.Message.Role == llm.RoleUser:
 				user = &e
@@ -138,7 +138,7 @@ func TestReplyBranches(t *testing.T) {
 	s := w.openSession(path)
 	defer s.Close()
 	var users []string
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type == session.TypeMessage && e.Message.Role == llm.RoleUser {
 			users = append(users, e.Message.Text())
 		}

@@ -427,7 +427,7 @@ func (w *world) head(loc string) (path, head string) {
 			continue
 		}
 		s := w.openSession(p)
-		h, ok := s.Head(loc)
+		h, ok := s.Tree().Head(loc)
 		s.Close()
 		if ok {
 			return p, h
@@ -446,7 +446,7 @@ func (w *world) branch(loc string) []string {
 	}
 	s := w.openSession(path)
 	defer s.Close()
-	b, err := s.Branch(head)
+	b, err := s.Tree().Branch(head)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func TestTornNetworkDuringFinalSend(t *testing.T) {
 	s := w.openSession(path)
 	defer s.Close()
 	var deliveries []string
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type == session.TypeCustom && e.CustomType == "pibot.delivery" && e.Pibot != nil {
 			deliveries = append(deliveries, e.Pibot.Msg)
 		}
@@ -139,7 +139,7 @@ func TestDuplicateUpdateAfterCrash(t *testing.T) {
 	s := w.openSession(path)
 	defer s.Close()
 	var users int
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type == session.TypeMessage && e.Message.Role == llm.RoleUser {
 			users++
 			if e.Pibot == nil || e.Pibot.Msg != msgKey(ownerChat, 0, q.ID) {

@@ -151,12 +151,12 @@ func (p *webPibot) branchTexts(t *testing.T, loc string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		head, ok := s.Head(loc)
+		head, ok := s.Tree().Head(loc)
 		if !ok {
 			s.Close()
 			continue
 		}
-		b, err := s.Branch(head)
+		b, err := s.Tree().Branch(head)
 		s.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -62,7 +62,7 @@ func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d 
 // findPendingApproval looks on loc's branch for approval id without a
 // decision whose tool call still has no result.
 func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, bool) {
-	branch, err := o.sess.Branch(o.head(loc))
+	branch, err := o.sess.Tree().Branch(o.head(loc))
 	if err != nil {
 		return nil, llm.Content{}, false
 	}

@@ -60,8 +60,8 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 func (r *run) requester() string {
 	who := r.msgs.lastSender()
 	if who == "" {
-		if h, ok := r.o.sess.Get(r.o.head(r.loc)); ok {
-			b, _ := r.o.sess.Branch(h.ID)
+		if h, ok := r.o.sess.Tree().Get(r.o.head(r.loc)); ok {
+			b, _ := r.o.sess.Tree().Branch(h.ID)
 			for _, e := range b {
 				if e.Pibot != nil && e.Pibot.From != "" {
 					who = e.Pibot.From

@@ -239,9 +239,9 @@ func cmdStatus(ctx context.Context, c *invocation) {
 	if running {
 		state = "running"
 	}
-	name := o.sess.Name()
+	name := o.sess.Tree().Name()
 	if name == "" {
-		name = o.sess.Header().ID
+		name = o.sess.Tree().Header().ID
 	}
 	model := "`" + ref + "`"
 	if ref == "" {
@@ -270,7 +270,7 @@ func plural(n int, noun string) string {
 }
 
 func cmdUsage(ctx context.Context, c *invocation) {
-	branch, err := c.o.sess.Branch(c.o.head(c.loc))
+	branch, err := c.o.sess.Tree().Branch(c.o.head(c.loc))
 	if err != nil {
 		c.failed(ctx, "reading the session", err)
 		return
@@ -296,7 +296,7 @@ func cmdUsage(ctx context.Context, c *invocation) {
 // comes after its latest message (markers such as a lease takeover may
 // follow it).
 func compactedLast(o *owner, loc *location) bool {
-	branch, err := o.sess.Branch(o.head(loc))
+	branch, err := o.sess.Tree().Branch(o.head(loc))
 	if err != nil {
 		return false
 	}

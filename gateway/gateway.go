@@ -459,7 +459,7 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, ack: g.ackAll,
 		receiveFile: g.receiveFile, forget: g.sessions.forget, track: g.track, runContext: g.runContext}
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}}
-	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Heads(), lastUsed: time.Now(),
+	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
 		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
 	o.queue = queue{o}
 	return o

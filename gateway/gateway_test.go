@@ -90,7 +90,7 @@ func TestReplyBranchesFromThatMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	head, _ := s.Head(dmConv.Key())
+	head, _ := s.Tree().Head(dmConv.Key())
 	got := h.branchTexts(path, head)
 	want := []string{"user:one", "assistant:first answer", "user:alternative", "assistant:branched answer"}
 	if !slices.Equal(got, want) {

@@ -294,7 +294,7 @@ func (h *harness) entries(path string) []session.Entry {
 		h.t.Fatal(err)
 	}
 	defer s.Close()
-	return s.Entries()
+	return s.Tree().Entries()
 }
 
 // messages returns "role:text" of message entries on the branch to leaf.
@@ -305,7 +305,7 @@ func (h *harness) branchTexts(path, leaf string) []string {
 		h.t.Fatal(err)
 	}
 	defer s.Close()
-	b, err := s.Branch(leaf)
+	b, err := s.Tree().Branch(leaf)
 	if err != nil {
 		h.t.Fatal(err)
 	}

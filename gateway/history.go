@@ -74,12 +74,12 @@ func (h *history) branchOf(ctx context.Context, loc string) (branch, error) {
 		return branch{}, nil
 	}
 	defer done()
-	head, ok := s.Head(loc)
+	head, ok := s.Tree().Head(loc)
 	if !ok {
 		return branch{path: path}, nil
 	}
-	entries, err := s.Branch(head)
-	return branch{entries: entries, name: s.Name(), path: path}, err
+	entries, err := s.Tree().Branch(head)
+	return branch{entries: entries, name: s.Tree().Name(), path: path}, err
 }
 
 // knownIDs adds to ids the platform message ids the session file at path
@@ -91,7 +91,7 @@ func (h *history) knownIDs(path, mainKey string, ids map[string]bool) {
 		return
 	}
 	defer done()
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Pibot == nil || e.Pibot.Msg == "" {
 			continue
 		}

@@ -39,8 +39,8 @@ func rebuildIndex(dir string, log *slog.Logger) (map[string]string, error) {
 			return nil
 		}
 		defer s.Close()
-		for loc, head := range s.Heads() {
-			e, _ := s.Get(head)
+		for loc, head := range s.Tree().Heads() {
+			e, _ := s.Tree().Get(head)
 			if _, ok := locs[loc]; !ok || e.Timestamp > modified[loc] {
 				locs[loc] = p
 				modified[loc] = e.Timestamp

@@ -47,7 +47,7 @@ func (reg *registry) markTakeover(s *session.Session, lease cluster.Lease, seen 
 	if err != nil {
 		return fmt.Errorf("gateway: lease marker: %w", err)
 	}
-	e := session.Entry{Type: session.TypeCustom, CustomType: session.CustomLease, Data: data, ParentID: s.Leaf()}
+	e := session.Entry{Type: session.TypeCustom, CustomType: session.CustomLease, Data: data, ParentID: s.Tree().Leaf()}
 	if _, err := s.Append(e, session.SyncAlways); err != nil {
 		return fmt.Errorf("gateway: lease marker: %w", err)
 	}

@@ -227,7 +227,7 @@ func TestTakeoverStaysAboveTheFileFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, ok := s.Get("0badf00d"); ok || len(s.Report().StaleFenced) != 1 {
+	if _, ok := s.Tree().Get("0badf00d"); ok || len(s.Report().StaleFenced) != 1 {
 		t.Fatalf("the stale owner's entry was not ignored (report %+v)", s.Report())
 	}
 }

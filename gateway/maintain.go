@@ -38,5 +38,5 @@ func (o *owner) compactNow(ctx context.Context, loc *location, model llm.Model, 
 	if err != nil {
 		return compaction.Result{}, err
 	}
-	return sessionview.Compact(ctx, o.sess, locHead{f: o.sessionFile, loc: loc}, model, o.cfg.Compaction, instructions, thinking)
+	return sessionview.Compact(ctx, o.sess.Tree(), locHead{f: o.sessionFile, loc: loc}, model, o.cfg.Compaction, instructions, thinking)
 }

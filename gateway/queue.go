@@ -152,7 +152,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 	// twice.
 	resume := p.item.Resume
 	if key := p.msgKey(); key != "" && !resume {
-		_, resume = o.sess.EntryForMsg(key)
+		_, resume = o.sess.Tree().EntryForMsg(key)
 	}
 	if resume {
 		o.mu.Lock()

@@ -26,7 +26,7 @@ func headBranch(h *harness) []string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	head, _ := s.Head(dmConv.Key())
+	head, _ := s.Tree().Head(dmConv.Key())
 	s.Close()
 	var out []string
 	for _, t := range h.branchTexts(path, head) {

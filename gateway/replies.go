@@ -225,7 +225,7 @@ func (rc *recovery) deliveredRefs(ctx context.Context, path, loc string) map[str
 	if !ok {
 		return nil
 	}
-	branch, err := o.sess.Branch(head)
+	branch, err := o.sess.Tree().Branch(head)
 	if err != nil {
 		return nil
 	}

@@ -373,7 +373,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		Tools:        o.cfg.Tools(&attacher{r: r}),
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,
-		SessionID:    r.o.sess.Header().ID,
+		SessionID:    r.o.sess.Tree().Header().ID,
 		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
 	}
 	if o.cfg.Extensions != nil {

@@ -57,7 +57,7 @@ func (f *sessionFile) headLocked(key string) string {
 	if h, ok := f.heads[key]; ok {
 		return h
 	}
-	return f.sess.Leaf()
+	return f.sess.Tree().Leaf()
 }
 
 // append writes e as the new head of loc. With SyncAlways it returns once
@@ -132,7 +132,7 @@ func (f *sessionFile) setHead(loc *location, target string) error {
 	if err := f.sess.MoveHead(loc.key, target, session.SyncGrouped); err != nil {
 		return err
 	}
-	if h, ok := f.sess.Head(loc.key); ok {
+	if h, ok := f.sess.Tree().Head(loc.key); ok {
 		f.heads[loc.key] = h
 	}
 	return nil
@@ -142,11 +142,11 @@ func (f *sessionFile) setHead(loc *location, target string) error {
 // reply to the bot, the reply's entry; for one of the user's own messages,
 // that message's parent (the question is asked again differently).
 func (f *sessionFile) branchPoint(ref chat.MsgRef) (string, bool) {
-	id, ok := f.sess.EntryForMsg(ref.Key())
+	id, ok := f.sess.Tree().EntryForMsg(ref.Key())
 	if !ok {
 		return "", false
 	}
-	e, ok := f.sess.Get(id)
+	e, ok := f.sess.Tree().Get(id)
 	if !ok {
 		return "", false
 	}
@@ -163,7 +163,7 @@ func (f *sessionFile) savedModeLocked(key string) string {
 	if !ok {
 		return f.env.cfg.QueueMode
 	}
-	branch, err := f.sess.Branch(head)
+	branch, err := f.sess.Tree().Branch(head)
 	if err != nil {
 		return f.env.cfg.QueueMode
 	}
@@ -180,7 +180,7 @@ func (f *sessionFile) savedModeLocked(key string) string {
 
 // contextFor returns the messages, thinking level and model of loc's head.
 func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
-	c, err := f.sess.Context(f.head(loc))
+	c, err := f.sess.Tree().Context(f.head(loc))
 	var msgs []llm.Message
 	if err == nil {
 		msgs, err = c.LLMMessages()
@@ -219,11 +219,11 @@ func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry
 	if key == "" {
 		return nil, false
 	}
-	id, ok := f.sess.EntryForMsg(key)
+	id, ok := f.sess.Tree().EntryForMsg(key)
 	if !ok {
 		return nil, false
 	}
-	branch, err := f.sess.Branch(f.head(loc))
+	branch, err := f.sess.Tree().Branch(f.head(loc))
 	if err != nil {
 		return nil, false
 	}
@@ -269,7 +269,7 @@ func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry
 // the model continues. Calls still waiting for approval wait on. unknown
 // names the tools whose outcome it recorded as unknown.
 func (f *sessionFile) resumable(loc *location) (ok bool, unknown []string) {
-	branch, err := f.sess.Branch(f.head(loc))
+	branch, err := f.sess.Tree().Branch(f.head(loc))
 	if err != nil {
 		return false, nil
 	}
@@ -328,7 +328,7 @@ func (f *sessionFile) resumable(loc *location) (ok bool, unknown []string) {
 // streaming: the last pibot.reply or pibot.delivery entry of the location
 // on its branch is a streaming pibot.reply.
 func (f *sessionFile) openReply(key, head string) (replyRecord, bool) {
-	branch, err := f.sess.Branch(head)
+	branch, err := f.sess.Tree().Branch(head)
 	if err != nil {
 		return replyRecord{}, false
 	}

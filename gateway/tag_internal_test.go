@@ -57,7 +57,7 @@ func TestQueuedMessagesInOneMillisecond(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := 0
-	for _, e := range o.sess.Entries() {
+	for _, e := range o.sess.Tree().Entries() {
 		if e.Type != session.TypeMessage || e.Message.Role != llm.RoleUser {
 			continue
 		}

@@ -30,7 +30,7 @@ func (cs *commands) jump(ctx context.Context, in chat.Inbound, data string) stri
 		return "A run is active; /stop it first."
 	}
 	id := data[len(btnJump):]
-	e, ok := o.sess.Get(id)
+	e, ok := o.sess.Tree().Get(id)
 	if !ok {
 		return "That entry does not exist."
 	}
@@ -42,7 +42,7 @@ func (cs *commands) jump(ctx context.Context, in chat.Inbound, data string) stri
 		cs.log.Error("move head", "conv", in.Conv.Key(), "err", err)
 		return "⚠️ The branch could not be changed; the details are in pibot's log."
 	}
-	cs.chat.reply(ctx, in, fmt.Sprintf("🌿 Now on the branch at: _%s_. Your next message continues from there.", entryTitle(o.sess, id)))
+	cs.chat.reply(ctx, in, fmt.Sprintf("🌿 Now on the branch at: _%s_. Your next message continues from there.", entryTitle(o.sess.Tree(), id)))
 	return "Moved."
 }
 
@@ -67,7 +67,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 		c.say(ctx, "🌿 Forked. Your next message continues from the message you replied to.")
 		return
 	}
-	branch, err := o.sess.Branch(o.head(loc))
+	branch, err := o.sess.Tree().Branch(o.head(loc))
 	if err != nil {
 		c.failed(ctx, "reading the session", err)
 		return
@@ -88,7 +88,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 
 // cmdTree draws the session tree with a button per branch.
 func cmdTree(ctx context.Context, c *invocation) {
-	s := c.o.sess
+	s := c.o.sess.Tree()
 	text, leaves := renderTree(s, c.o.head(c.loc))
 	var rows [][]chat.Button
 	for _, l := range leaves {
@@ -109,7 +109,7 @@ func (c *invocation) sendButtons(ctx context.Context, md string, rows [][]chat.B
 
 // entryTitle is a short description of an entry: the nearest user message
 // at or above it.
-func entryTitle(s *session.Session, id string) string {
+func entryTitle(s *session.Tree, id string) string {
 	branch, err := s.Branch(id)
 	if err != nil {
 		return id
@@ -126,7 +126,7 @@ func entryTitle(s *session.Session, id string) string {
 
 // renderTree draws the session as a tree of its conversation turns (user
 // messages), marking the head's path, and returns the leaf ids.
-func renderTree(s *session.Session, head string) (string, []string) {
+func renderTree(s *session.Tree, head string) (string, []string) {
 	onPath := map[string]bool{}
 	if b, err := s.Branch(head); err == nil {
 		for _, e := range b {
@@ -179,7 +179,7 @@ func renderTree(s *session.Session, head string) (string, []string) {
 			walk(t.ID, next, depth+1)
 		}
 	}
-	for _, root := range s.Tree() {
+	for _, root := range s.Roots() {
 		walk(root.Entry.ID, "", 0)
 		_ = root
 	}

@@ -10,22 +10,13 @@ import (
 )
 
 // prepare fills id, timestamp and fence of e and returns its line with the
-// trailing newline. Callers hold wmu (or own s exclusively).
+// trailing newline. Callers run it under sink.queue (or own s exclusively).
 func (s *Session) prepare(e *Entry) ([]byte, error) {
 	if e.Type == "" || e.Type == TypeSession {
 		return nil, fmt.Errorf("session: %s: bad entry type %q", s.path, e.Type)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if e.ID == "" {
-		e.ID = newEntryID(func(id string) bool { _, ok := s.byID[id]; return ok })
-	} else if _, dup := s.byID[e.ID]; dup {
-		return nil, fmt.Errorf("session: %s: entry id %s already exists", s.path, e.ID)
-	}
-	if e.ParentID != "" {
-		if _, ok := s.byID[e.ParentID]; !ok {
-			return nil, fmt.Errorf("session: %s: parent %s of new entry not found", s.path, e.ParentID)
-		}
+	if err := s.tree.checkNew(e); err != nil {
+		return nil, err
 	}
 	if e.Timestamp == "" {
 		e.Timestamp = Timestamp(s.opts.now())
@@ -102,30 +93,28 @@ func (s *Session) Append(e Entry, sync SyncPolicy) (Entry, error) {
 // appendEntry indexes e, queues its line for the file and asks the group
 // commit for a flush. It never waits for the disk.
 func (s *Session) appendEntry(e Entry) (Entry, error) {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if err := s.writable(); err != nil {
-		return Entry{}, err
-	}
-	line, err := s.prepare(&e)
+	err := s.w.queue(func() ([]byte, error) {
+		line, err := s.prepare(&e)
+		if err != nil {
+			return nil, err
+		}
+		n := s.tree.add(line[:len(line)-1], 0, knownEntry(&e))
+		if n != nil && e.Type == TypeMessage && e.Message != nil {
+			// The message as appended is the message as decoded (pi, too,
+			// keeps the objects it appended): Context need not decode it.
+			d := *e.Message
+			d.Content = slices.Clone(d.Content)
+			n.decoded.Store(&d)
+		}
+		return line, nil
+	})
 	if err != nil {
 		return Entry{}, err
 	}
-	s.pending = append(s.pending, line...)
-	s.writes++
-	n := s.addLine(line[:len(line)-1], 0, knownEntry(&e))
-	if n != nil && e.Type == TypeMessage && e.Message != nil {
-		// The message as appended is the message as decoded (pi, too,
-		// keeps the objects it appended): Context need not decode it.
-		d := *e.Message
-		d.Content = slices.Clone(d.Content)
-		n.decoded.Store(&d)
-	}
-	s.group.schedule()
 	return e, nil
 }
 
-func (s *Session) writable() error {
+func (s *sink) writable() error {
 	switch {
 	case s.opts.ReadOnly:
 		return fmt.Errorf("session: %s: %w", s.path, ErrReadOnly)
@@ -140,7 +129,7 @@ func (s *Session) writable() error {
 // fence puts the writer into the fenced state (the first cause is kept)
 // and fails the OnDurable callbacks still waiting; the caller holds wmu
 // and settles them once it let go of its locks.
-func (s *Session) fence(cause error) error {
+func (s *sink) fence(cause error) error {
 	if s.fenced == nil {
 		s.fenced = cause
 		s.waits.fail(&FencedError{Path: s.path, Cause: cause})
@@ -149,13 +138,13 @@ func (s *Session) fence(cause error) error {
 }
 
 // start enables the group commit; Close stops it.
-func (s *Session) start() {
+func (s *sink) start() {
 	s.group.window = s.opts.GroupWindow
 	if s.group.window <= 0 {
 		s.group.window = DefaultGroupWindow
 	}
 	s.group.flush = func() {
-		if err := s.Flush(); err != nil {
+		if err := s.flush(); err != nil {
 			s.log.Error("session: group commit", "path", s.path, "err", err)
 		}
 	}
@@ -164,7 +153,21 @@ func (s *Session) start() {
 // Flush writes every entry appended before the call and makes it durable
 // (creating a deferred file). Appends go on while it waits for the disk.
 // The OnDurable callbacks it satisfies, or fails, run before it returns.
-func (s *Session) Flush() error {
+func (s *Session) Flush() error { return s.w.flush() }
+
+// Write puts every entry appended before the call into the file without
+// waiting for the disk (see SyncWritten); a deferred file is created, which
+// is durable. The group commit or Flush makes the lines durable later.
+func (s *Session) Write() error { return s.w.write() }
+
+// Close stops the group commit, flushes pending entries (creating a
+// deferred file) and closes the file. The OnDurable callbacks run before
+// it returns: with nil when the flush made their entries durable, else
+// with the failure.
+func (s *Session) Close() error { return s.w.close() }
+
+// flush is Session.Flush.
+func (s *sink) flush() error {
 	s.syncMu.Lock()
 	err := s.flushLocked()
 	s.syncMu.Unlock()
@@ -172,10 +175,8 @@ func (s *Session) Flush() error {
 	return err
 }
 
-// Write puts every entry appended before the call into the file without
-// waiting for the disk (see SyncWritten); a deferred file is created, which
-// is durable. The group commit or Flush makes the lines durable later.
-func (s *Session) Write() error {
+// write is Session.Write.
+func (s *sink) write() error {
 	s.syncMu.Lock()
 	err := s.writeLocked(false)
 	s.syncMu.Unlock()
@@ -185,11 +186,11 @@ func (s *Session) Write() error {
 
 // flushLocked is Flush; the caller holds syncMu. Any failure fences the
 // writer.
-func (s *Session) flushLocked() error { return s.writeLocked(true) }
+func (s *sink) flushLocked() error { return s.writeLocked(true) }
 
 // writeLocked writes the pending lines to the file and, when durable,
 // fsyncs it. The caller holds syncMu. Any failure fences the writer.
-func (s *Session) writeLocked(durable bool) error {
+func (s *sink) writeLocked(durable bool) error {
 	s.wmu.Lock()
 	upTo, f, fenced, buf := s.writes, s.file, s.fenced, s.pending
 	switch {
@@ -250,7 +251,7 @@ func (s *Session) writeLocked(durable bool) error {
 
 // create makes the deferred file holding buf, durably (see
 // Storage.Create). The caller holds syncMu or owns s alone.
-func (s *Session) create(buf []byte) error {
+func (s *sink) create(buf []byte) error {
 	if s.opts.BeforeCreate != nil {
 		if err := s.opts.BeforeCreate(); err != nil {
 			return err
@@ -270,11 +271,8 @@ func (s *Session) create(buf []byte) error {
 	return nil
 }
 
-// Close stops the group commit, flushes pending entries (creating a
-// deferred file) and closes the file. The OnDurable callbacks run before
-// it returns: with nil when the flush made their entries durable, else
-// with the failure.
-func (s *Session) Close() error {
+// close is Session.Close.
+func (s *sink) close() error {
 	s.wmu.Lock()
 	already := s.closed
 	s.closed = true
@@ -290,7 +288,7 @@ func (s *Session) Close() error {
 }
 
 // closeFile flushes (unless the writer is fenced) and closes the file.
-func (s *Session) closeFile() error {
+func (s *sink) closeFile() error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	s.wmu.Lock()
@@ -312,37 +310,11 @@ func (s *Session) closeFile() error {
 	return err
 }
 
-// addLine indexes a line that was just written and returns its node.
-func (s *Session) addLine(raw []byte, line int, known *Entry) *node {
-	n, err := scanLine(raw)
-	if err != nil {
-		return nil // cannot happen: we encoded it
-	}
-	if known != nil {
-		n.ent = known // indexOne need not decode raw again
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if line == 0 && len(s.nodes) > 0 {
-		line = s.nodes[len(s.nodes)-1].line + 1
-	}
-	n.line = line
-	n.index = len(s.nodes)
-	s.nodes = append(s.nodes, n)
-	s.byID[n.id] = n
-	if p := s.byID[n.parentID]; p != nil && n.parentID != n.id {
-		n.parent = p
-		p.children = append(p.children, n)
-	}
-	s.indexOne(n)
-	return n
-}
-
 // knownEntry is e as decodeEntry reads its encoded line back, built
 // from e itself, for custom entries: a gateway appends several per reply
 // (pibot.reply, pibot.delivery, pibot.head), and indexing each by
 // decoding the line it has just encoded cost more than encoding it. nil
-// for every other type (addLine then decodes as it does for a loaded
+// for every other type (Tree.add then decodes as it does for a loaded
 // line). Data is compacted as the line is; a value that is not an object
 // or an array is left to the decoder.
 func knownEntry(e *Entry) *Entry {
@@ -366,7 +338,7 @@ func knownEntry(e *Entry) *Entry {
 // MoveHead moves loc's head to target without a real message: it appends
 // a custom "pibot.head" entry under target carrying pibot.loc.
 func (s *Session) MoveHead(loc, target string, sync SyncPolicy) error {
-	if _, ok := s.Get(target); !ok {
+	if _, ok := s.tree.Get(target); !ok {
 		return fmt.Errorf("session: %s: move head of %q: entry %s not found", s.path, loc, target)
 	}
 	_, err := s.Append(Entry{Type: TypeCustom, CustomType: CustomHead, ParentID: target, Pibot: &Meta{Loc: loc}}, sync)
@@ -388,9 +360,10 @@ func (s *Session) recordRepair() error {
 		SkippedLines []int             `json:"skippedLines"`
 		Reattached   map[string]string `json:"reattached"`
 	}
-	s.mu.RLock()
+	t := s.tree
+	t.mu.RLock()
 	recorded := false
-	for _, n := range s.nodes {
+	for _, n := range t.nodes {
 		if n.typ != TypeCustom || n.ent == nil || n.ent.CustomType != CustomRepair {
 			continue
 		}
@@ -405,10 +378,10 @@ func (s *Session) recordRepair() error {
 		}
 	}
 	parent := ""
-	if len(s.nodes) > 0 {
-		parent = s.nodes[len(s.nodes)-1].id
+	if len(t.nodes) > 0 {
+		parent = t.nodes[len(t.nodes)-1].id
 	}
-	s.mu.RUnlock()
+	t.mu.RUnlock()
 	if recorded {
 		return nil
 	}
@@ -417,8 +390,6 @@ func (s *Session) recordRepair() error {
 	if err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.report.RepairEntry = e.ID
-	s.mu.Unlock()
+	s.report.RepairEntry = e.ID // Open has not returned: s is not shared yet
 	return nil
 }

@@ -30,7 +30,7 @@ func benchOpenContext(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Context(""); err != nil {
+		if _, err := s.Tree().Context(""); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -46,7 +46,7 @@ func BenchmarkAppendGrouped(b *testing.B) {
 	}
 	defer s.Close()
 	m := llm.UserText("a benchmark message of moderate length, like a chat line", 1)
-	parent := s.Leaf()
+	parent := s.Tree().Leaf()
 	b.ReportAllocs()
 	for b.Loop() {
 		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: parent}, session.SyncGrouped)

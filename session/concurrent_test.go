@@ -29,21 +29,21 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 					return
 				default:
 				}
-				leaf := s.Leaf()
-				if _, err := s.Context(leaf); err != nil {
+				leaf := s.Tree().Leaf()
+				if _, err := s.Tree().Context(leaf); err != nil {
 					t.Error(err)
 					return
 				}
 				if i%50 == 0 {
 					_ = s.Tree()
 				}
-				_ = s.Heads()
-				_, _ = s.Get(leaf)
-				_ = s.Children(leaf)
+				_ = s.Tree().Heads()
+				_, _ = s.Tree().Get(leaf)
+				_ = s.Tree().Children(leaf)
 			}
 		}()
 	}
-	parent := s.Leaf()
+	parent := s.Tree().Leaf()
 	for i := range n {
 		m := llm.UserText("x", int64(i))
 		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: parent, Pibot: &session.Meta{Loc: "l"}}, session.SyncGrouped)
@@ -57,9 +57,9 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Context("")
-	if err != nil || len(c.Messages) != n || s.Heads()["l"] != parent {
-		t.Fatalf("messages %d head %s: %v", len(c.Messages), s.Heads()["l"], err)
+	c, err := s.Tree().Context("")
+	if err != nil || len(c.Messages) != n || s.Tree().Heads()["l"] != parent {
+		t.Fatalf("messages %d head %s: %v", len(c.Messages), s.Tree().Heads()["l"], err)
 	}
 }
 
@@ -104,7 +104,7 @@ func TestAppendDoesNotWaitForSync(t *testing.T) {
 	}
 	defer s.Close()
 	m := llm.UserText("first", 1)
-	first, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncGrouped)
+	first, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Tree().Leaf()}, session.SyncGrouped)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ type Context struct {
 	Model         *ModelRef
 
 	// from[i] is the message entry Messages[i] was taken from (nil for a
-	// derived message): LLMMessages decodes each entry once per Session.
+	// derived message): LLMMessages decodes each entry once per Tree.
 	from []*node
 }
 
@@ -106,7 +106,7 @@ func (cw *countWriter) writeString(s string) {
 }
 
 // LLMMessages decodes the messages. A stored message is decoded once and
-// kept by its Session; each call returns copies the caller may change
+// kept by its Tree; each call returns copies the caller may change
 // (Content is copied, its blocks' byte slices are shared and read-only).
 func (c Context) LLMMessages() ([]llm.Message, error) {
 	// The spare capacity lets an agent that adopts the slice add a run's
@@ -139,18 +139,17 @@ func (c Context) LLMMessages() ([]llm.Message, error) {
 
 // Context builds the context for leafID ("" = pi's default leaf, the last
 // entry in file order) exactly like pi's buildSessionContext.
-func (s *Session) Context(leafID string) (Context, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	leaf, err := s.leafLocked(leafID)
+func (t *Tree) Context(leafID string) (Context, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	path, err := t.branchLocked(leafID)
 	if err != nil {
 		return Context{}, err
 	}
 	c := Context{ThinkingLevel: "off", Messages: []json.RawMessage{}}
-	if leaf == nil {
+	if len(path) == 0 {
 		return c, nil
 	}
-	path := s.pathLocked(leaf)
 	c.Messages = make([]json.RawMessage, 0, len(path)+1)
 	c.from = make([]*node, 0, len(path)+1)
 	c.ThinkingLevel, c.Model = buildContext(path, func(k int, derived []byte) {

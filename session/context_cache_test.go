@@ -11,7 +11,7 @@ import (
 // leafMessages is the decoded context of s's default leaf.
 func leafMessages(t *testing.T, s *Session) []llm.Message {
 	t.Helper()
-	c, err := s.Context("")
+	c, err := s.Tree().Context("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestLLMMessagesDecodeOnceCopiesOut(t *testing.T) {
 	}
 	defer s.Close()
 	u := llm.UserText("question", 1)
-	e, err := s.Append(Entry{Type: TypeMessage, Message: &u, ParentID: s.Leaf()}, SyncAlways)
+	e, err := s.Append(Entry{Type: TypeMessage, Message: &u, ParentID: s.Tree().Leaf()}, SyncAlways)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestAppendedMessagesMatchDecoded(t *testing.T) {
 				default:
 					continue // derived from other entries, not stored as messages
 				}
-				if _, err := s.Append(Entry{Type: TypeMessage, Message: &msg, ParentID: s.Leaf()}, SyncGrouped); err != nil {
+				if _, err := s.Append(Entry{Type: TypeMessage, Message: &msg, ParentID: s.Tree().Leaf()}, SyncGrouped); err != nil {
 					t.Fatal(err)
 				}
 				n++

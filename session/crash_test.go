@@ -38,7 +38,7 @@ func crashChild(path string) {
 	}
 	for i := 0; ; i++ {
 		m := llm.UserText(strings.Repeat(fmt.Sprintf("entry %d ", i), 1+i%300), int64(i))
-		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, sync)
+		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Tree().Leaf()}, sync)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
@@ -136,7 +136,7 @@ func crashLoop(t *testing.T, sync string) {
 	}
 	defer final.Close()
 	for id := range durable {
-		if _, ok := final.Get(id); !ok {
+		if _, ok := final.Tree().Get(id); !ok {
 			t.Fatalf("durable entry %s lost after %d crashes", id, iterations)
 		}
 	}
@@ -146,7 +146,7 @@ func crashLoop(t *testing.T, sync string) {
 	if _, err := os.Stat(path + ".broken"); err != nil {
 		t.Fatalf("no .broken copy after torn tails: %v", err)
 	}
-	c, err := final.Context("")
+	c, err := final.Tree().Context("")
 	if err != nil || len(c.Messages) < len(durable) {
 		t.Fatalf("context has %d messages for %d durable entries: %v", len(c.Messages), len(durable), err)
 	}

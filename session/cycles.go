@@ -11,13 +11,13 @@ import (
 // never ends. Each loop is cut at one entry, which becomes a root (its
 // parentId null), as pi's tree already shows a self-parented entry; the
 // cut is reported in Report.Cycles, and a writable Open rewrites the file
-// with it. Callers own s.
-func (s *Session) breakCycles(nodes []*node) {
+// with it. Callers own nodes and r.
+func breakCycles(nodes []*node, r *Report) {
 	cut := func(n *node) {
-		if s.report.Cycles == nil {
-			s.report.Cycles = map[string]string{}
+		if r.Cycles == nil {
+			r.Cycles = map[string]string{}
 		}
-		s.report.Cycles[n.id] = n.parentID
+		r.Cycles[n.id] = n.parentID
 		if p := n.parent; p != nil {
 			p.children = slices.DeleteFunc(p.children, func(c *node) bool { return c == n })
 		}

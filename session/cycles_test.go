@@ -100,7 +100,7 @@ func TestParentLoops(t *testing.T) {
 					t.Fatalf("cycles = %v, want %v", rep.Cycles, tt.cut)
 				}
 			}
-			c, err := ro.Context("")
+			c, err := ro.Tree().Context("")
 			if err != nil || len(c.Messages) != tt.ctx {
 				t.Fatalf("context: %d messages, %v; want %d", len(c.Messages), err, tt.ctx)
 			}
@@ -112,7 +112,7 @@ func TestParentLoops(t *testing.T) {
 					count(x.Children)
 				}
 			}
-			count(ro.Tree())
+			count(ro.Tree().Roots())
 			if n != len(tt.links) {
 				t.Fatalf("tree shows %d of %d entries", n, len(tt.links))
 			}
@@ -157,7 +157,7 @@ func TestParentLoops(t *testing.T) {
 			if r := again.Report(); !r.Clean() {
 				t.Fatalf("repaired file still damaged: %+v", r)
 			}
-			c2, _ := again.Context("")
+			c2, _ := again.Tree().Context("")
 			if len(c2.Messages) != tt.ctx {
 				t.Fatalf("context after repair: %d messages, want %d", len(c2.Messages), tt.ctx)
 			}
@@ -186,7 +186,7 @@ func TestCutLoopKeepsTheMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := s.Context("")
+	c, err := s.Tree().Context("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,14 +37,14 @@ func TestMalformedReattach(t *testing.T) {
 	if got := rep.Reattached; len(got) != 1 || got["dfc7a2ea"] != "baadb4d5" {
 		t.Fatalf("reattached %v", got)
 	}
-	if roots := ro.Tree(); len(roots) != 1 || roots[0].Entry.ID != "085d63c5" {
+	if roots := ro.Tree().Roots(); len(roots) != 1 || roots[0].Entry.ID != "085d63c5" {
 		t.Fatalf("roots %d", len(roots))
 	}
-	branch, err := ro.Branch("")
+	branch, err := ro.Tree().Branch("")
 	if err != nil || len(branch) != 12 || branch[0].ID != "085d63c5" {
 		t.Fatalf("default branch %d entries: %v", len(branch), err)
 	}
-	c, _ := ro.Context("")
+	c, _ := ro.Tree().Context("")
 	if len(c.Messages) != 10 || c.ThinkingLevel != "low" {
 		t.Fatalf("context: %d messages, thinking %q", len(c.Messages), c.ThinkingLevel)
 	}
@@ -54,7 +54,7 @@ func TestMalformedReattach(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := w.Report().RepairEntry
-	e, ok := w.Get(id)
+	e, ok := w.Tree().Get(id)
 	if !ok || e.CustomType != CustomRepair || !bytes.Contains(e.Data, []byte(`"dfc7a2ea":"baadb4d5"`)) || !bytes.Contains(e.Data, []byte(`[5,11]`)) {
 		t.Fatalf("repair entry %+v %s", e, e.Data)
 	}

@@ -30,8 +30,11 @@
 // file that is not a session is refused, never overwritten; fork keeps
 // label entries on the path so no entry is orphaned.
 //
+// A Session writes one file; its Tree is the file's content in memory
+// (header, entries, branches, heads, contexts), and is all a reader needs.
+//
 // Several chat locations can share one file: each has a head, recoverable
-// from the file alone (see Session.Heads). Storage abstracts the file
+// from the file alone (see Tree.Heads). Storage abstracts the file
 // system; FileStorage and MemStorage implement it and the sessiontest
 // package runs the same conformance suite over both.
 package session

@@ -94,7 +94,10 @@ func (d *durableWaits) settle() {
 // the entries durable or failed, under none of the session's locks; it
 // should not block for long and must not call Close (a group commit, and
 // Close, wait for it).
-func (s *Session) OnDurable(fn func(error)) {
+func (s *Session) OnDurable(fn func(error)) { s.w.onDurable(fn) }
+
+// onDurable is Session.OnDurable.
+func (s *sink) onDurable(fn func(error)) {
 	s.wmu.Lock()
 	mark := s.writes
 	s.wmu.Unlock()

@@ -55,7 +55,7 @@ func writtenSession(t *testing.T, st session.Storage, window time.Duration) *ses
 		t.Fatal(err)
 	}
 	m := llm.UserText("hello", 1)
-	if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncWritten); err != nil {
+	if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Tree().Leaf()}, session.SyncWritten); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -86,7 +86,7 @@ func TestOnDurable(t *testing.T) {
 		}, "durable", nil},
 		{"sync-always append", func(t *testing.T, s *session.Session, _ *sessiontest.FaultyStorage) {
 			m := llm.UserText("more", 2)
-			if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncAlways); err != nil {
+			if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Tree().Leaf()}, session.SyncAlways); err != nil {
 				t.Fatal(err)
 			}
 		}, "durable", nil},
@@ -161,11 +161,11 @@ func TestOnDurableSharesTheGroupCommit(t *testing.T) {
 		var rs [3]durableResult
 		for i := range rs {
 			m := llm.UserText("run", int64(i))
-			if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Leaf()}, session.SyncWritten); err != nil {
+			if _, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: s.Tree().Leaf()}, session.SyncWritten); err != nil {
 				t.Fatal(err)
 			}
 			s.OnDurable(func(err error) {
-				_ = s.Leaf() // would deadlock under the session's locks
+				_ = s.Tree().Leaf() // would deadlock under the session's locks
 				if err := s.Write(); err != nil {
 					t.Error(err)
 				}

@@ -13,17 +13,17 @@ import (
 // timestamp now, then the branch's entries re-chained into one line of
 // parents (the first entry becomes a root). Entries keep every member and
 // their key order; only parentId changes.
-func (s *Session) Export(leafID string, now time.Time) ([]byte, error) {
-	branch, err := s.Branch(leafID)
+func Export(t *Tree, leafID string, now time.Time) ([]byte, error) {
+	branch, err := t.Branch(leafID)
 	if err != nil {
 		return nil, err
 	}
-	h := s.Header()
+	h := t.Header()
 	hdr := Header{Type: TypeSession, Version: CurrentVersion, ID: h.ID, Timestamp: Timestamp(now), Cwd: h.Cwd}
 	var buf bytes.Buffer
 	hb, err := hdr.MarshalJSON()
 	if err != nil {
-		return nil, fmt.Errorf("session: export %s: %w", s.path, err)
+		return nil, fmt.Errorf("session: export %s: %w", t.path, err)
 	}
 	buf.Write(hb)
 	buf.WriteByte('\n')

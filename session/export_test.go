@@ -18,7 +18,7 @@ func TestExportRechainsTheBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	root := s.Leaf()
+	root := s.Tree().Leaf()
 	u := llm.UserText("hi <there>", 1)
 	a, _ := s.Append(Entry{Type: TypeMessage, ParentID: root, Message: &u}, SyncAlways)
 	lbl := "start"
@@ -28,7 +28,7 @@ func TestExportRechainsTheBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	out, err := s.Export(l.ID, now)
+	out, err := Export(s.Tree(), l.ID, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestExportRechainsTheBranch(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("exported %d lines, want header + 3", len(lines))
 	}
-	if lines[0]["id"] != s.Header().ID || lines[0]["timestamp"] != "2030-01-02T03:04:05.000Z" || lines[0]["parentSession"] != nil {
+	if lines[0]["id"] != s.Tree().Header().ID || lines[0]["timestamp"] != "2030-01-02T03:04:05.000Z" || lines[0]["parentSession"] != nil {
 		t.Fatalf("header %v", lines[0])
 	}
 	prev := any(nil)

@@ -72,10 +72,10 @@ func WriteContext(w io.Writer, path, leafID string, st *ContextStats) (Report, e
 	}
 	defer s.Close()
 	st.Index = time.Since(t0)
-	st.Lines = s.Len()
+	st.Lines = s.Tree().Len()
 	rep = s.Report()
 	t1 := time.Now()
-	c, err := s.Context(leafID)
+	c, err := s.Tree().Context(leafID)
 	if err != nil {
 		return rep, err
 	}

@@ -25,7 +25,7 @@ func fullContext(t testing.TB, path, leaf string) ([]byte, session.Report, error
 		return nil, session.Report{}, err
 	}
 	defer s.Close()
-	c, err := s.Context(leaf)
+	c, err := s.Tree().Context(leaf)
 	if err != nil {
 		return nil, s.Report(), err
 	}
@@ -115,8 +115,8 @@ func TestWriteContextVectors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			for i, e := range s.Entries() {
-				if i%100 == 0 || s.Len() < 200 {
+			for i, e := range s.Tree().Entries() {
+				if i%100 == 0 || s.Tree().Len() < 200 {
 					sameContext(t, p, e.ID)
 				}
 			}
@@ -321,7 +321,7 @@ func TestWriteContextPibotLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := s.Leaf()
+	parent := s.Tree().Leaf()
 	for i := range 20 {
 		m := llm.UserText(fmt.Sprintf("message %d", i), int64(i))
 		if i%2 == 1 {
@@ -367,7 +367,7 @@ func FuzzWriteContext(f *testing.F) {
 		}
 		rep := s.Report()
 		ids := []string{""}
-		for _, e := range s.Entries() {
+		for _, e := range s.Tree().Entries() {
 			ids = append(ids, e.ID)
 		}
 		s.Close()
@@ -432,8 +432,8 @@ func TestWriteContextMutations(t *testing.T) {
 			continue
 		}
 		clean := s.Report().Clean()
-		leaves := []string{"", s.Leaf()}
-		if es := s.Entries(); len(es) > 0 {
+		leaves := []string{"", s.Tree().Leaf()}
+		if es := s.Tree().Entries(); len(es) > 0 {
 			leaves = append(leaves, es[r.IntN(len(es))].ID)
 		}
 		s.Close()

@@ -14,15 +14,12 @@ import (
 // their original timestamps, as pi does. The header gets a new id and
 // parentSession = src's path.
 func Fork(src *Session, leafID, dir string, opts Options) (*Session, error) {
-	src.mu.RLock()
-	leaf, err := src.leafLocked(leafID)
+	t := src.tree
+	t.mu.RLock()
+	path, err := t.branchLocked(leafID)
 	if err != nil {
-		src.mu.RUnlock()
+		t.mu.RUnlock()
 		return nil, fmt.Errorf("session: fork: %w", err)
-	}
-	var path []*node
-	if leaf != nil {
-		path = src.pathLocked(leaf)
 	}
 	onPath := map[string]bool{}
 	for _, n := range path {
@@ -30,14 +27,14 @@ func Fork(src *Session, leafID, dir string, opts Options) (*Session, error) {
 	}
 	// The label entry currently in effect for each labelled path entry.
 	effective := map[string]*node{}
-	for _, n := range src.nodes {
+	for _, n := range t.nodes {
 		if n.typ == TypeLabel && onPath[n.ent.TargetID] {
 			effective[n.ent.TargetID] = n
 		}
 	}
 	var extra []Entry
 	for _, n := range path {
-		l, ok := src.labels[n.id]
+		l, ok := t.st.labels[n.id]
 		if !ok {
 			continue
 		}
@@ -47,8 +44,8 @@ func Fork(src *Session, leafID, dir string, opts Options) (*Session, error) {
 		label := l.label
 		extra = append(extra, Entry{Type: TypeLabel, TargetID: n.id, Label: &label, Timestamp: l.ts})
 	}
-	cwd := src.header.Cwd
-	src.mu.RUnlock()
+	cwd := t.header.Cwd
+	t.mu.RUnlock()
 	return writeCopy(src, path, extra, dir, cwd, opts)
 }
 
@@ -56,12 +53,13 @@ func Fork(src *Session, leafID, dir string, opts Options) (*Session, error) {
 // entry byte for byte, header cwd (if cwd != "") and parentSession = src's
 // path.
 func Clone(src *Session, dir, cwd string, opts Options) (*Session, error) {
-	src.mu.RLock()
-	nodes := append([]*node(nil), src.nodes...)
+	t := src.tree
+	t.mu.RLock()
+	nodes := append([]*node(nil), t.nodes...)
 	if cwd == "" {
-		cwd = src.header.Cwd
+		cwd = t.header.Cwd
 	}
-	src.mu.RUnlock()
+	t.mu.RUnlock()
 	return writeCopy(src, nodes, nil, dir, cwd, opts)
 }
 

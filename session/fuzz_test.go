@@ -27,8 +27,8 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, e := range s.Entries() {
-			c, err := s.Context(e.ID)
+		for _, e := range s.Tree().Entries() {
+			c, err := s.Tree().Context(e.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,9 +33,9 @@ func TestKnownEntryDecodesLikeTheLine(t *testing.T) {
 			}
 			defer s.Close()
 			e := tc.entry
-			e.ParentID = s.Leaf()
+			e.ParentID = s.Tree().Leaf()
 			if e.Type == TypeLabel {
-				e.TargetID = s.Leaf()
+				e.TargetID = s.Tree().Leaf()
 			}
 			got, err := s.Append(e, SyncGrouped)
 			if err != nil {
@@ -44,7 +44,7 @@ func TestKnownEntryDecodesLikeTheLine(t *testing.T) {
 			if k := knownEntry(&got); (k != nil) != tc.known {
 				t.Fatalf("knownEntry took it: %v, want %v", k != nil, tc.known)
 			}
-			indexed, ok := s.Get(got.ID)
+			indexed, ok := s.Tree().Get(got.ID)
 			if !ok {
 				t.Fatal("appended entry not found")
 			}
@@ -53,7 +53,7 @@ func TestKnownEntryDecodesLikeTheLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			// What Get adds from the node on top of either.
-			n := s.byID[got.ID]
+			n := s.tree.byID[got.ID]
 			decoded.Pibot, decoded.Fence, decoded.Raw = n.meta, n.fence, n.raw
 			if !reflect.DeepEqual(indexed, decoded) {
 				t.Errorf("indexed entry\n%+v\ndecoded line\n%+v", indexed, decoded)

@@ -65,11 +65,11 @@ func TestRepairAndTreeText(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := TreeText(&b, s, TreeOptions{All: true}); err != nil {
+	if err := TreeText(&b, s.Tree(), TreeOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if strings.Count(out, "\n") != s.Len() || !strings.Contains(out, "├─ ") || !strings.Contains(out, s.Leaf()+" ") {
+	if strings.Count(out, "\n") != s.Tree().Len() || !strings.Contains(out, "├─ ") || !strings.Contains(out, s.Tree().Leaf()+" ") {
 		t.Fatalf("tree text:\n%s", out)
 	}
 }
@@ -105,7 +105,7 @@ func TestRawFieldsCompactedIntoOneLine(t *testing.T) {
 	}
 	m := llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopToolUse, Provider: "p", Model: "m", Timestamp: 1,
 		Content: []llm.Content{{Type: llm.ContentToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage("{\n  \"command\": \"ls <dir> & \\\"x\\\"\"\n}")}}}
-	if _, err := s.Append(Entry{Type: TypeMessage, Message: &m, ParentID: s.Leaf()}, SyncAlways); err != nil {
+	if _, err := s.Append(Entry{Type: TypeMessage, Message: &m, ParentID: s.Tree().Leaf()}, SyncAlways); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -23,7 +23,7 @@ func TestPrepareEncodesLikeTheEncoder(t *testing.T) {
 		llm.TextBlock("if a < b && c > d { return \"x\" } — ünïcödé\n\ttab"),
 		{Type: llm.ContentToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{ "command" : "ls -l <dir>" }`)},
 	}, StopReason: llm.StopToolUse, Timestamp: 5}
-	root := s.Leaf()
+	root := s.Tree().Leaf()
 	for i, e := range []Entry{
 		{Type: TypeMessage, ParentID: root, Message: &msg, Pibot: &Meta{Loc: "web:1", Msg: "m<1>", From: "u&1"}},
 		{Type: TypeCustom, ParentID: root, CustomType: "pibot.reply", Data: json.RawMessage("{\n  \"refs\" : [ \"a\", \"<b>\" ],\n  \"state\": \"streaming\"\n}")},

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sync"
 	"time"
 )
 
@@ -93,40 +92,19 @@ func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 // Unwrap returns the cause.
 func (e *FencedError) Unwrap() error { return e.Cause }
 
-// Session is one open session file. It is safe for concurrent readers while
-// one goroutine appends; appends are serialized.
+// Session is one open session file: it writes the file (appends, flushes,
+// fencing, close) and owns the file's Tree, which it extends as it
+// appends. Readers hold the Tree (Session.Tree); they may read it while
+// one goroutine appends. Appends are serialized.
 type Session struct {
 	storage Storage
 	path    string
 	opts    Options
 	log     *slog.Logger
 
-	wmu     sync.Mutex // serializes appends and fencing
-	file    File       // nil while the file is deferred (see Options.DeferCreate) and after Close
-	pending []byte     // appended lines not yet in the file
-	writes  uint64     // appends made
-	fenced  error
-	closed  bool
-
-	syncMu  sync.Mutex // one Flush at a time (taken before wmu)
-	synced  uint64     // appends known durable; guarded by syncMu
-	written uint64     // appends in the file, durable or not; guarded by syncMu
-	size    int64      // bytes in the file; guarded by syncMu
-
-	mu        sync.RWMutex // protects the in-memory index below
-	header    Header
-	headerRaw []byte
-	nodes     []*node
-	byID      map[string]*node
-	labels    map[string]labelState
-	name      string
-	heads     map[string]*node
-	msgs      map[string]string
-	report    Report
-
-	group groupFlush
-	// waits are the callbacks of OnDurable.
-	waits durableWaits
+	w      *sink  // the file's writing end; it guards itself
+	tree   *Tree  // the entries in memory; it guards itself
+	report Report // set before Create or Open returns, never changed
 }
 
 // Create writes a new session file in dir: the header and first entry in
@@ -149,25 +127,26 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	}
 	hb, _ := h.MarshalJSON()
 	s := newSession(storage, path, opts)
-	s.header, s.headerRaw = h, hb
+	s.report.Path, s.report.FromVersion = path, CurrentVersion
+	s.tree = newTree(path, h, nil, &s.report)
 	line, err := s.prepare(&first)
 	if err != nil {
 		return nil, err
 	}
-	s.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
-	s.writes = 1
-	s.report.Path, s.report.FromVersion = path, CurrentVersion
-	s.addLine(line[:len(line)-1], 2, knownEntry(&first))
+	w := s.w // not shared yet
+	w.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
+	w.writes = 1
+	s.tree.add(line[:len(line)-1], 2, knownEntry(&first))
 	if !opts.DeferCreate {
-		if err := s.create(s.pending); err != nil {
+		if err := w.create(w.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)
 		}
-		s.pending, s.synced, s.written = nil, s.writes, s.writes
-		s.waits.advance(s.synced)
+		w.pending, w.synced, w.written = nil, w.writes, w.writes
+		w.waits.advance(w.synced)
 	}
-	s.start()
+	w.start()
 	if opts.DeferCreate {
-		s.group.schedule()
+		w.group.schedule()
 	}
 	return s, nil
 }
@@ -196,18 +175,18 @@ func Open(storage Storage, path string, opts Options) (*Session, error) {
 		return nil, err
 	}
 	s := newSession(storage, path, opts)
-	s.header, s.headerRaw, s.report = p.header, p.headerRaw, p.report
-	s.index(p.nodes)
+	s.report = p.report
+	s.tree = newTree(path, p.header, p.nodes, &s.report)
 	if opts.Fence != 0 && opts.Fence < p.maxFence {
 		// A newer owner already wrote: this writer is stale from the start.
-		s.fenced = fmt.Errorf("file has fence %d, writer has %d", p.maxFence, opts.Fence)
-		s.waits.fail(&FencedError{Path: path, Cause: s.fenced})
+		s.w.fenced = fmt.Errorf("file has fence %d, writer has %d", p.maxFence, opts.Fence)
+		s.w.waits.fail(&FencedError{Path: path, Cause: s.w.fenced})
 	}
-	if !opts.ReadOnly && s.fenced == nil { // only the current owner repairs
+	if !opts.ReadOnly && s.w.fenced == nil { // only the current owner repairs
 		if err := s.repairOnOpen(data, p); err != nil {
 			return nil, err
 		}
-		s.start()
+		s.w.start()
 	}
 	if !s.report.Clean() {
 		s.log.Warn("session: damaged file", "path", path, "skipped", len(s.report.SkippedLines),
@@ -221,11 +200,8 @@ func newSession(storage Storage, path string, opts Options) *Session {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Session{
-		storage: storage, path: path, opts: opts, log: log,
-		byID: map[string]*node{}, labels: map[string]labelState{},
-		heads: map[string]*node{}, msgs: map[string]string{},
-	}
+	return &Session{storage: storage, path: path, opts: opts, log: log,
+		w: &sink{storage: storage, path: path, opts: opts, log: log}}
 }
 
 func (s *Session) repairOnOpen(data []byte, p *parsed) error {
@@ -240,9 +216,9 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 	}
 	if rewrite {
 		var buf bytes.Buffer
-		buf.Write(s.headerRaw)
+		buf.Write(p.headerRaw)
 		buf.WriteByte('\n')
-		for _, n := range s.nodes {
+		for _, n := range p.nodes {
 			raw := n.raw
 			if n.parent != nil && n.parent.id != n.parentID {
 				// A re-attached orphan: its lost parent's line is gone now.
@@ -262,21 +238,23 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 	if err != nil {
 		return fmt.Errorf("session: open %s for append: %w", s.path, err)
 	}
-	s.file, s.size = f, int64(len(data))
+	// The writer is not shared yet: it takes the file as repaired here.
+	w := s.w
+	w.file, w.size = f, int64(len(data))
 	if p.tailOffset < int64(len(data)) {
 		if err := f.Truncate(p.tailOffset); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("session: %s:%d: truncate torn tail: %w", s.path, p.report.TailLine, err)
 		}
-		s.size = p.tailOffset
+		w.size = p.tailOffset
 		s.report.TailTruncated = true
 	}
-	if s.size > 0 && (p.report.MissingNewline || (p.tailOffset < int64(len(data)) && data[p.tailOffset-1] != '\n')) {
+	if w.size > 0 && (p.report.MissingNewline || (p.tailOffset < int64(len(data)) && data[p.tailOffset-1] != '\n')) {
 		if _, err := f.Write([]byte{'\n'}); err != nil {
 			_ = f.Close()
 			return fmt.Errorf("session: %s: add final newline: %w", s.path, err)
 		}
-		s.size++
+		w.size++
 	}
 	if err := f.Sync(); err != nil {
 		_ = f.Close()
@@ -288,17 +266,12 @@ func (s *Session) repairOnOpen(data []byte, p *parsed) error {
 // Path returns the file's path.
 func (s *Session) Path() string { return s.path }
 
-// Header returns the file header.
-func (s *Session) Header() Header {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.header
-}
+// Tree returns the session's entries in memory, which is all a reader
+// needs; it follows every later Append.
+func (s *Session) Tree() *Tree { return s.tree }
 
 // Report returns what loading found and repaired.
 func (s *Session) Report() Report {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	r := s.report
 	r.SkippedLines = append([]LineError(nil), r.SkippedLines...)
 	return r
@@ -307,22 +280,7 @@ func (s *Session) Report() Report {
 // SetFenced puts the writer into the fenced state: every later Append
 // fails with a *FencedError wrapping cause, and so do the OnDurable
 // callbacks still waiting (before SetFenced returns).
-func (s *Session) SetFenced(cause error) {
-	s.wmu.Lock()
-	if cause == nil {
-		cause = ErrFenced
-	}
-	_ = s.fence(cause)
-	s.wmu.Unlock()
-	s.waits.settle()
-}
+func (s *Session) SetFenced(cause error) { s.w.setFenced(cause) }
 
 // Fenced returns the error that fenced the writer, or nil.
-func (s *Session) Fenced() error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.fenced == nil {
-		return nil
-	}
-	return &FencedError{Path: s.path, Cause: s.fenced}
-}
+func (s *Session) Fenced() error { return s.w.fencedErr() }

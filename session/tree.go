@@ -5,49 +5,78 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 type labelState struct {
 	label, ts string
 }
 
-// index builds the in-memory tree from loaded nodes: parents are resolved
-// (orphans after a damaged line are re-attached, loops are cut), then
-// labels, name, heads and message refs are replayed in file order.
-func (s *Session) index(nodes []*node) {
-	s.nodes = nodes
-	s.byID = make(map[string]*node, len(nodes))
+// Tree is a session file's content in memory: its header, its entries
+// linked into their tree, and what replaying them in file order yields
+// (labels, the session name, each chat location's head, platform message
+// refs). A caller that only reads a session holds its Tree (see
+// Session.Tree). It is safe for concurrent use: the Session that owns it
+// adds the entries it appends under mu, while readers hold mu shared.
+type Tree struct {
+	path   string // the file's, for errors
+	header Header // set before the Tree is shared, never changed
+
+	mu    sync.RWMutex // guards the fields below
+	nodes []*node
+	byID  map[string]*node
+	st    replayState
+}
+
+// replayState is what replaying a tree's entries in file order yields;
+// the Tree's mu guards it.
+type replayState struct {
+	labels map[string]labelState
+	name   string
+	heads  map[string]*node
+	msgs   map[string]string
+}
+
+// newTree builds the in-memory tree of the file at path from its header
+// and loaded nodes (none for a new file): parents are resolved (orphans
+// after a damaged line are re-attached, loops are cut, both recorded in
+// r), then labels, name, heads and message refs are replayed in file
+// order. The caller owns nodes and r until it shares the Tree.
+func newTree(path string, h Header, nodes []*node, r *Report) *Tree {
+	t := &Tree{path: path, header: h, nodes: nodes, byID: make(map[string]*node, len(nodes)),
+		st: replayState{labels: map[string]labelState{}, heads: map[string]*node{}, msgs: map[string]string{}}}
 	for _, n := range nodes {
-		s.byID[n.id] = n
+		t.byID[n.id] = n
 	}
 	for i, n := range nodes {
 		if n.parentID == "" || n.parentID == n.id {
 			continue
 		}
-		if p := s.byID[n.parentID]; p != nil {
+		if p := t.byID[n.parentID]; p != nil {
 			n.parent = p
 		} else if n.damagedBefore && i > 0 {
 			// The parent was lost in a damaged line: attach to the nearest
 			// earlier valid entry in file order (the writer's causal order).
 			n.parent = nodes[i-1]
-			if s.report.Reattached == nil {
-				s.report.Reattached = map[string]string{}
+			if r.Reattached == nil {
+				r.Reattached = map[string]string{}
 			}
-			s.report.Reattached[n.id] = n.parent.id
+			r.Reattached[n.id] = n.parent.id
 		}
 		if n.parent != nil {
 			n.parent.children = append(n.parent.children, n)
 		}
 	}
-	s.breakCycles(nodes)
+	breakCycles(nodes, r)
 	for _, n := range nodes {
-		s.indexOne(n)
+		t.st.apply(n)
 	}
+	return t
 }
 
-// indexOne applies one node (in file order) to labels, name, heads and
-// message refs. Callers hold mu.
-func (s *Session) indexOne(n *node) {
+// apply replays one node (in file order) into labels, name, heads and
+// message refs. Callers hold the Tree's mu.
+func (st *replayState) apply(n *node) {
 	if n.typ != TypeMessage && n.ent == nil {
 		if e, err := decodeEntry(n.raw); err == nil {
 			n.ent = &e
@@ -58,14 +87,14 @@ func (s *Session) indexOne(n *node) {
 	switch n.typ {
 	case TypeLabel:
 		if n.ent.Label != nil && *n.ent.Label != "" {
-			s.labels[n.ent.TargetID] = labelState{label: *n.ent.Label, ts: n.ts}
+			st.labels[n.ent.TargetID] = labelState{label: *n.ent.Label, ts: n.ts}
 		} else {
-			delete(s.labels, n.ent.TargetID)
+			delete(st.labels, n.ent.TargetID)
 		}
 	case TypeSessionInfo:
-		s.name = ""
+		st.name = ""
 		if n.ent.Name != nil {
-			s.name = strings.TrimSpace(*n.ent.Name)
+			st.name = strings.TrimSpace(*n.ent.Name)
 		}
 	}
 	switch {
@@ -75,12 +104,61 @@ func (s *Session) indexOne(n *node) {
 		n.loc = n.parent.loc
 	}
 	if n.loc != "" {
-		s.heads[n.loc] = n
+		st.heads[n.loc] = n
 	}
 	if n.meta != nil && n.meta.Msg != "" {
-		s.msgs[n.meta.Msg] = n.id
+		st.msgs[n.meta.Msg] = n.id
 	}
 }
+
+// add indexes a line the owning Session has just appended (line 0: the
+// one after the last) and returns its node.
+func (t *Tree) add(raw []byte, line int, known *Entry) *node {
+	n, err := scanLine(raw)
+	if err != nil {
+		return nil // cannot happen: we encoded it
+	}
+	if known != nil {
+		n.ent = known // apply need not decode raw again
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if line == 0 && len(t.nodes) > 0 {
+		line = t.nodes[len(t.nodes)-1].line + 1
+	}
+	n.line = line
+	n.index = len(t.nodes)
+	t.nodes = append(t.nodes, n)
+	t.byID[n.id] = n
+	if p := t.byID[n.parentID]; p != nil && n.parentID != n.id {
+		n.parent = p
+		p.children = append(p.children, n)
+	}
+	t.st.apply(n)
+	return n
+}
+
+// checkNew gives e a fresh id when it has none and checks that a new
+// entry may carry its id and parent. The owning Session calls it while no
+// other append can run.
+func (t *Tree) checkNew(e *Entry) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if e.ID == "" {
+		e.ID = newEntryID(func(id string) bool { _, ok := t.byID[id]; return ok })
+	} else if _, dup := t.byID[e.ID]; dup {
+		return fmt.Errorf("session: %s: entry id %s already exists", t.path, e.ID)
+	}
+	if e.ParentID != "" {
+		if _, ok := t.byID[e.ParentID]; !ok {
+			return fmt.Errorf("session: %s: parent %s of new entry not found", t.path, e.ParentID)
+		}
+	}
+	return nil
+}
+
+// Header returns the file header.
+func (t *Tree) Header() Header { return t.header }
 
 // entry converts a node to a public Entry with the message decoded.
 func (n *node) entry() Entry {
@@ -99,10 +177,10 @@ func (n *node) entry() Entry {
 }
 
 // Get returns the entry with id.
-func (s *Session) Get(id string) (Entry, bool) {
-	s.mu.RLock()
-	n := s.byID[id]
-	s.mu.RUnlock()
+func (t *Tree) Get(id string) (Entry, bool) {
+	t.mu.RLock()
+	n := t.byID[id]
+	t.mu.RUnlock()
 	if n == nil {
 		return Entry{}, false
 	}
@@ -110,17 +188,17 @@ func (s *Session) Get(id string) (Entry, bool) {
 }
 
 // Len returns the number of entries.
-func (s *Session) Len() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.nodes)
+func (t *Tree) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.nodes)
 }
 
 // Entries returns every entry in file order.
-func (s *Session) Entries() []Entry {
-	s.mu.RLock()
-	nodes := slices.Clone(s.nodes)
-	s.mu.RUnlock()
+func (t *Tree) Entries() []Entry {
+	t.mu.RLock()
+	nodes := slices.Clone(t.nodes)
+	t.mu.RUnlock()
 	out := make([]Entry, len(nodes))
 	for i, n := range nodes {
 		out[i] = n.entry()
@@ -145,14 +223,14 @@ func sortedChildren(kids []*node) []*node {
 }
 
 // Children returns the children of id sorted by timestamp (stable).
-func (s *Session) Children(id string) []Entry {
-	s.mu.RLock()
-	n := s.byID[id]
+func (t *Tree) Children(id string) []Entry {
+	t.mu.RLock()
+	n := t.byID[id]
 	var kids []*node
 	if n != nil {
 		kids = sortedChildren(n.children)
 	}
-	s.mu.RUnlock()
+	t.mu.RUnlock()
 	out := make([]Entry, len(kids))
 	for i, k := range kids {
 		out[i] = k.entry()
@@ -160,25 +238,32 @@ func (s *Session) Children(id string) []Entry {
 	return out
 }
 
-// pathLocked returns the nodes from the root to leaf. Cycles end the walk.
-func (s *Session) pathLocked(leaf *node) []*node {
+// branchLocked returns the nodes from the root to the entry id ("" =
+// pi's default leaf; none when the tree is empty). Cycles end the walk.
+// Callers hold mu.
+func (t *Tree) branchLocked(id string) ([]*node, error) {
+	var leaf *node
+	switch {
+	case id != "":
+		if leaf = t.byID[id]; leaf == nil {
+			return nil, fmt.Errorf("session: %s: entry %s not found", t.path, id)
+		}
+	case len(t.nodes) > 0:
+		leaf = t.nodes[len(t.nodes)-1]
+	}
 	var path []*node
-	for n := leaf; n != nil && len(path) <= len(s.nodes); n = n.parent {
+	for n := leaf; n != nil && len(path) <= len(t.nodes); n = n.parent {
 		path = append(path, n)
 	}
 	slices.Reverse(path)
-	return path
+	return path, nil
 }
 
 // Branch returns the entries from the root to leafID ("" = default leaf).
-func (s *Session) Branch(leafID string) ([]Entry, error) {
-	s.mu.RLock()
-	leaf, err := s.leafLocked(leafID)
-	var path []*node
-	if err == nil && leaf != nil {
-		path = s.pathLocked(leaf)
-	}
-	s.mu.RUnlock()
+func (t *Tree) Branch(leafID string) ([]Entry, error) {
+	t.mu.RLock()
+	path, err := t.branchLocked(leafID)
+	t.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -189,47 +274,33 @@ func (s *Session) Branch(leafID string) ([]Entry, error) {
 	return out, nil
 }
 
-func (s *Session) leafLocked(id string) (*node, error) {
-	if id == "" {
-		if len(s.nodes) == 0 {
-			return nil, nil
-		}
-		return s.nodes[len(s.nodes)-1], nil
-	}
-	n := s.byID[id]
-	if n == nil {
-		return nil, fmt.Errorf("session: %s: entry %s not found", s.path, id)
-	}
-	return n, nil
-}
-
 // Leaf returns pi's default leaf: the last entry in file order ("" if none).
-func (s *Session) Leaf() string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if len(s.nodes) == 0 {
+func (t *Tree) Leaf() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if len(t.nodes) == 0 {
 		return ""
 	}
-	return s.nodes[len(s.nodes)-1].id
+	return t.nodes[len(t.nodes)-1].id
 }
 
 // Heads returns each chat location's head: the last entry in file order
 // belonging to it (an entry belongs to its pibot.loc, else to its parent's).
-func (s *Session) Heads() map[string]string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]string, len(s.heads))
-	for loc, n := range s.heads {
+func (t *Tree) Heads() map[string]string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string]string, len(t.st.heads))
+	for loc, n := range t.st.heads {
 		out[loc] = n.id
 	}
 	return out
 }
 
 // Head returns the head of one location.
-func (s *Session) Head(loc string) (string, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n, ok := s.heads[loc]
+func (t *Tree) Head(loc string) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n, ok := t.st.heads[loc]
 	if !ok {
 		return "", false
 	}
@@ -237,18 +308,18 @@ func (s *Session) Head(loc string) (string, bool) {
 }
 
 // EntryForMsg returns the entry written for a platform message ref.
-func (s *Session) EntryForMsg(msg string) (string, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	id, ok := s.msgs[msg]
+func (t *Tree) EntryForMsg(msg string) (string, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	id, ok := t.st.msgs[msg]
 	return id, ok
 }
 
 // Name returns the session name (last session_info, trimmed; "" if none).
-func (s *Session) Name() string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.name
+func (t *Tree) Name() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.st.name
 }
 
 // Label is an entry's current label.
@@ -258,17 +329,17 @@ type Label struct {
 }
 
 // Labels returns the current labels by target entry id.
-func (s *Session) Labels() map[string]Label {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]Label, len(s.labels))
-	for id, l := range s.labels {
+func (t *Tree) Labels() map[string]Label {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string]Label, len(t.st.labels))
+	for id, l := range t.st.labels {
 		out[id] = Label{Label: l.label, Timestamp: l.ts}
 	}
 	return out
 }
 
-// Node is one node of Tree.
+// Node is one node of Tree.Roots.
 type Node struct {
 	Entry          Entry
 	Children       []*Node
@@ -276,9 +347,9 @@ type Node struct {
 	LabelTimestamp string
 }
 
-// Tree returns the roots in file order (entries with no parent, their own
+// Roots returns the roots in file order (entries with no parent, their own
 // id as parent, or an unknown parent), children sorted by timestamp.
-func (s *Session) Tree() []*Node {
+func (t *Tree) Roots() []*Node {
 	type item struct {
 		n   *node
 		out *Node
@@ -286,15 +357,15 @@ func (s *Session) Tree() []*Node {
 	// Build the skeleton under the lock; decode entries after it.
 	var all []item
 	var roots []*Node
-	s.mu.RLock()
+	t.mu.RLock()
 	mk := func(n *node) *Node {
-		l := s.labels[n.id]
+		l := t.st.labels[n.id]
 		out := &Node{Label: l.label, LabelTimestamp: l.ts}
 		all = append(all, item{n, out})
 		return out
 	}
 	var stack []item
-	for _, n := range s.nodes {
+	for _, n := range t.nodes {
 		if n.parent == nil {
 			r := mk(n)
 			roots = append(roots, r)
@@ -310,7 +381,7 @@ func (s *Session) Tree() []*Node {
 			stack = append(stack, item{k, c})
 		}
 	}
-	s.mu.RUnlock()
+	t.mu.RUnlock()
 	for _, it := range all {
 		it.out.Entry = it.n.entry() // raw, ent and parent never change once indexed
 	}

@@ -24,7 +24,7 @@ type TreeOptions struct {
 // ("◀ loc") and pi's default leaf ("◀ leaf"). A head or the leaf on an
 // entry that is not shown is marked on the shown entry it follows (its
 // turn). A chain without branches stays at one depth.
-func TreeText(w io.Writer, s *Session, opts TreeOptions) error {
+func TreeText(w io.Writer, t *Tree, opts TreeOptions) error {
 	shown := func(e Entry) bool {
 		if e.Type == TypeCustom && strings.HasPrefix(e.CustomType, "pibot.") {
 			return false
@@ -46,11 +46,11 @@ func TreeText(w io.Writer, s *Session, opts TreeOptions) error {
 			marks[id] = append(marks[id], m)
 		}
 	}
-	heads := s.Heads()
+	heads := t.Heads()
 	for _, loc := range slices.Sorted(maps.Keys(heads)) {
 		mark(heads[loc], "◀ "+loc)
 	}
-	mark(s.Leaf(), "◀ leaf")
+	mark(t.Leaf(), "◀ leaf")
 
 	// Condense the tree to the shown entries, moving the marks of hidden
 	// entries up to the shown entry they follow.
@@ -80,7 +80,7 @@ func TreeText(w io.Writer, s *Session, opts TreeOptions) error {
 		return []*vnode{self}
 	}
 	var roots []*vnode
-	for _, r := range s.Tree() {
+	for _, r := range t.Roots() {
 		roots = append(roots, condense(r, nil)...)
 	}
 

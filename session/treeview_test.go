@@ -32,7 +32,7 @@ func TestTreeTextTurns(t *testing.T) {
 		}
 		return e.ID
 	}
-	root := s.Leaf()
+	root := s.Tree().Leaf()
 	u1 := add(root, llm.UserText("first question", 1), "term:local")
 	a1 := add(u1, llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{{Type: "text", Text: "first answer"}}}, "term:local")
 	u2 := add(a1, llm.UserText("second question", 2), "term:local")
@@ -43,7 +43,7 @@ func TestTreeTextTurns(t *testing.T) {
 	}
 
 	var b bytes.Buffer
-	if err := TreeText(&b, s, TreeOptions{}); err != nil {
+	if err := TreeText(&b, s.Tree(), TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := u1 + " user: first question\n" +
@@ -55,12 +55,12 @@ func TestTreeTextTurns(t *testing.T) {
 	_ = a2
 
 	b.Reset()
-	if err := TreeText(&b, s, TreeOptions{All: true}); err != nil {
+	if err := TreeText(&b, s.Tree(), TreeOptions{All: true}); err != nil {
 		t.Fatal(err)
 	}
 	all := b.String()
 	if strings.Contains(all, "pibot.head") || !strings.Contains(all, "assistant: second answer  ◀ term:local") ||
-		!strings.Contains(all, "model: f/m") || strings.Count(all, "\n") != s.Len()-1 {
+		!strings.Contains(all, "model: f/m") || strings.Count(all, "\n") != s.Tree().Len()-1 {
 		t.Errorf("all:\n%s", all)
 	}
 }
@@ -75,7 +75,7 @@ func TestTreeTextForkAtTheTop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	root := s.Leaf()
+	root := s.Tree().Leaf()
 	var ids []string
 	for i, text := range []string{"one way", "other way"} {
 		m := llm.UserText(text, int64(i))
@@ -86,7 +86,7 @@ func TestTreeTextForkAtTheTop(t *testing.T) {
 		ids = append(ids, e.ID)
 	}
 	var b bytes.Buffer
-	if err := TreeText(&b, s, TreeOptions{}); err != nil {
+	if err := TreeText(&b, s.Tree(), TreeOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	want := "├─ " + ids[0] + " user: one way\n└─ " + ids[1] + " user: other way  ◀ leaf\n"

@@ -95,7 +95,7 @@ func loadVectors(t *testing.T) (string, manifest) {
 // reattachedOnPath reports whether the path to id crosses a re-attached entry.
 func reattachedOnPath(s *Session, id string) bool {
 	rep := s.Report()
-	path, _ := s.Branch(id)
+	path, _ := s.Tree().Branch(id)
 	for _, e := range path {
 		if _, ok := rep.Reattached[e.ID]; ok {
 			return true
@@ -113,7 +113,7 @@ func TestVectorsContext(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			entries := s.nodes // read-only session: nothing appends
+			entries := s.tree.nodes // read-only session: nothing appends
 			if len(entries) != v.Entries {
 				t.Fatalf("entries = %d, want %d", len(entries), v.Entries)
 			}
@@ -135,7 +135,7 @@ func TestVectorsContext(t *testing.T) {
 					}
 				}
 				if want["leaf"] == nil {
-					got := s.Leaf()
+					got := s.Tree().Leaf()
 					if v1 {
 						if rl, ok := want["resolvedLeaf"].(string); ok && rl != "" && pos[got] != len(entries)-1 {
 							t.Errorf("default leaf position %d", pos[got])
@@ -147,7 +147,7 @@ func TestVectorsContext(t *testing.T) {
 				if v.Name == "malformed-lines" && reattachedOnPath(s, leaf) {
 					continue // pibot differs on purpose; see TestMalformedReattach
 				}
-				c, err := s.Context(leaf)
+				c, err := s.Tree().Context(leaf)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -167,11 +167,12 @@ func TestVectorsContext(t *testing.T) {
 // treeLines renders s like NAME.tree.jsonl (parentId as stored, pi's
 // orphan-as-root rule when raw is set).
 func treeLines(t *testing.T, s *Session) []map[string]any {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	tr := s.tree
+	tr.mu.RLock()
+	defer tr.mu.RUnlock()
 	roots := []any{}
 	var lines []map[string]any
-	for i, n := range s.nodes {
+	for i, n := range tr.nodes {
 		var parent any
 		if n.parentID != "" {
 			parent = n.parentID
@@ -184,19 +185,19 @@ func treeLines(t *testing.T, s *Session) []map[string]any {
 			kids = append(kids, k.id)
 		}
 		line := map[string]any{"index": float64(i), "id": n.id, "parentId": parent, "type": n.typ, "children": kids}
-		if l, ok := s.labels[n.id]; ok {
+		if l, ok := tr.st.labels[n.id]; ok {
 			line["label"], line["labelTimestamp"] = l.label, l.ts
 		}
 		lines = append(lines, line)
 	}
 	var name, leaf any
-	if s.name != "" {
-		name = s.name
+	if tr.st.name != "" {
+		name = tr.st.name
 	}
-	if len(s.nodes) > 0 {
-		leaf = s.nodes[len(s.nodes)-1].id
+	if len(tr.nodes) > 0 {
+		leaf = tr.nodes[len(tr.nodes)-1].id
 	}
-	head := map[string]any{"defaultLeaf": leaf, "entryCount": float64(len(s.nodes)), "roots": roots, "sessionName": name}
+	head := map[string]any{"defaultLeaf": leaf, "entryCount": float64(len(tr.nodes)), "roots": roots, "sessionName": name}
 	return append([]map[string]any{head}, lines...)
 }
 

@@ -103,7 +103,7 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 			return nil, err
 		}
 		c.reportDamage(resumed.Report())
-		if sctx, err = resumed.Context(""); err != nil {
+		if sctx, err = resumed.Tree().Context(""); err != nil {
 			resumed.Close()
 			return nil, err
 		}
@@ -166,23 +166,23 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 		}
 		sctx = session.Context{Model: &session.ModelRef{Provider: info.Provider, ModelID: info.ID}}
 	}
-	head := sessionview.NewLeaf(sess, sess.Leaf())
+	head := sessionview.NewLeaf(sess, sess.Tree().Leaf())
 	if err := sessionview.Settle(head, sctx, info, thinking, session.SyncGrouped); err != nil {
 		sess.Close()
 		return nil, err
 	}
 	a := agent.New(agent.Config{
 		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun(nil),
-		Retry: retryConfig(cfg), SessionID: sess.Header().ID,
+		Retry: retryConfig(cfg), SessionID: sess.Tree().Header().ID,
 		Watchdog: watchdog(cfg, log, nil), Hooks: ext.Hooks(agent.Hooks{}),
 	}, history)
 	settings := compactionSettings(cfg)
 	maint := sessionview.Maintenance(settings,
 		func(ctx context.Context, instructions string) (compaction.Result, error) {
-			return sessionview.Compact(ctx, sess, head, a.Model(), settings, instructions, thinking)
+			return sessionview.Compact(ctx, sess.Tree(), head, a.Model(), settings, instructions, thinking)
 		},
-		func() ([]llm.Message, error) { return sessionview.Messages(sess, head) })
-	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Header(),
+		func() ([]llm.Message, error) { return sessionview.Messages(sess.Tree(), head) })
+	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Tree().Header(),
 		ext: ext, closeTools: tb.close}, nil
 }
 

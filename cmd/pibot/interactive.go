@@ -74,11 +74,11 @@ func (c chatCmd) resumeNote(ctx context.Context, st *stack) {
 		return
 	}
 	defer s.Close()
-	sctx, err := s.Context(s.Heads()[term.Conv().Key()])
+	sctx, err := s.Tree().Context(s.Tree().Heads()[term.Conv().Key()])
 	if err != nil {
 		return
 	}
-	fmt.Fprintf(c.stdout, "resumed session %s, %s; /new for a fresh one\n", s.Header().ID, plural(len(sctx.Messages), "message"))
+	fmt.Fprintf(c.stdout, "resumed session %s, %s; /new for a fresh one\n", s.Tree().Header().ID, plural(len(sctx.Messages), "message"))
 }
 
 // plural is "1 message", "2 messages".

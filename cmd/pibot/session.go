@@ -65,7 +65,7 @@ func (c sessionCmd) run(args []string) error {
 			return err
 		}
 		defer s.Close()
-		return session.TreeText(c.stdout, s, session.TreeOptions{All: *all})
+		return session.TreeText(c.stdout, s.Tree(), session.TreeOptions{All: *all})
 	case "context":
 		file := configFlag(fs)
 		leaf := fs.String("leaf", "", "entry `ID` to use as the leaf (default: pi's default leaf, the last entry)")
@@ -232,7 +232,7 @@ func (c sessionCmd) fork(path, at, outDir string) error {
 		return err
 	}
 	defer src.Close()
-	if _, ok := src.Get(at); !ok {
+	if _, ok := src.Tree().Get(at); !ok {
 		return fmt.Errorf("session fork: %s: entry %s not found", path, at)
 	}
 	if outDir == "" {
@@ -341,20 +341,20 @@ func (c sessionCmd) export(path, leaf, out, format string) (err error) {
 	var buf bytes.Buffer
 	switch format {
 	case "jsonl":
-		data, err := s.Export(leaf, time.Now())
+		data, err := session.Export(s.Tree(), leaf, time.Now())
 		if err != nil {
 			return fmt.Errorf("session export %s: %w", path, err)
 		}
 		buf.Write(data)
 	case "md", "markdown":
-		if err := transcript.Markdown(&buf, s, leaf); err != nil {
+		if err := transcript.Markdown(&buf, s.Tree(), leaf); err != nil {
 			return fmt.Errorf("session export %s: %w", path, err)
 		}
 	case "html":
 		if leaf != "" {
 			return usageErr("session export: --leaf does not apply to --format html, which shows the whole tree")
 		}
-		if err := transcript.HTML(&buf, s); err != nil {
+		if err := transcript.HTML(&buf, s.Tree()); err != nil {
 			return fmt.Errorf("session export %s: %w", path, err)
 		}
 	default:

@@ -234,7 +234,7 @@ func Settle(head Head, c session.Context, info llm.ModelInfo, thinking llm.Think
 
 // Compact summarises the branch ending at head's leaf and records the
 // compaction there, synced at once. thinking is clamped to the model.
-func Compact(ctx context.Context, s *session.Session, head Head, model llm.Model, settings compaction.Settings, instructions string, thinking llm.ThinkingLevel) (compaction.Result, error) {
+func Compact(ctx context.Context, s *session.Tree, head Head, model llm.Model, settings compaction.Settings, instructions string, thinking llm.ThinkingLevel) (compaction.Result, error) {
 	res, err := Summarize(ctx, s, head.Leaf(), model, settings, instructions, model.Info().ClampThinking(thinking))
 	if err != nil {
 		return compaction.Result{}, err
@@ -246,7 +246,7 @@ func Compact(ctx context.Context, s *session.Session, head Head, model llm.Model
 }
 
 // Messages returns the LLM context at head's leaf.
-func Messages(s *session.Session, head Head) ([]llm.Message, error) {
+func Messages(s *session.Tree, head Head) ([]llm.Message, error) {
 	c, err := s.Context(head.Leaf())
 	if err != nil {
 		return nil, err

@@ -132,7 +132,7 @@ func TestTagsTieQueuedMessagesToTheirEntries(t *testing.T) {
 	s := newFile(t)
 	model := faux.New(llm.ModelInfo{Provider: "faux", ID: "m", ContextWindow: 100000}, faux.Text("a0"), faux.Text("a1"), faux.Text("a2"))
 	a := agent.New(agent.Config{Model: model}, nil)
-	r := NewRunner(NewLeaf(s, s.Leaf()), Options{UserHeld: true, Meta: func(tag any) *session.Meta {
+	r := NewRunner(NewLeaf(s, s.Tree().Leaf()), Options{UserHeld: true, Meta: func(tag any) *session.Meta {
 		if k, ok := tag.(string); ok {
 			return &session.Meta{Msg: k}
 		}
@@ -150,7 +150,7 @@ func TestTagsTieQueuedMessagesToTheirEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, e := range s.Entries() {
+	for _, e := range s.Tree().Entries() {
 		if e.Type != session.TypeMessage || e.Message.Role != llm.RoleUser {
 			continue
 		}

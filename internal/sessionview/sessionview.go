@@ -74,7 +74,7 @@ func CompactionEntry(r compaction.Result) session.Entry {
 
 // Summarize prepares and runs a compaction of the branch ending at leaf.
 // The caller appends CompactionEntry(result) under leaf.
-func Summarize(ctx context.Context, s *session.Session, leaf string, model llm.Model, settings compaction.Settings, instructions string, thinking llm.ThinkingLevel) (compaction.Result, error) {
+func Summarize(ctx context.Context, s *session.Tree, leaf string, model llm.Model, settings compaction.Settings, instructions string, thinking llm.ThinkingLevel) (compaction.Result, error) {
 	branch, err := s.Branch(leaf)
 	if err != nil {
 		return compaction.Result{}, fmt.Errorf("compact: %w", err)

@@ -32,7 +32,7 @@ func TestBranchEntriesMatchPiCompactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	branch, err := s.Branch(s.Leaf())
+	branch, err := s.Tree().Branch(s.Tree().Leaf())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestBranchEntriesMatchPiCompactions(t *testing.T) {
 	if compactions != 3 {
 		t.Fatalf("%d compactions, want 3", compactions)
 	}
-	ctx, err := s.Context(s.Leaf())
+	ctx, err := s.Tree().Context(s.Tree().Leaf())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +91,14 @@ func TestSummarizeRefusesACompactedBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	first := CompactionEntry(compaction.Result{Summary: "x", FirstKeptEntryID: s.Leaf()})
-	first.ParentID = s.Leaf()
+	first := CompactionEntry(compaction.Result{Summary: "x", FirstKeptEntryID: s.Tree().Leaf()})
+	first.ParentID = s.Tree().Leaf()
 	c, err := s.Append(first, session.SyncAlways)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c2, _ := s.Append(session.Entry{Type: session.TypeCompaction, ParentID: c.ID, Summary: "y", FirstKeptEntryID: c.ID}, session.SyncAlways)
-	if _, err := Summarize(t.Context(), s, c2.ID, nil, compaction.DefaultSettings(), "", "off"); !errors.Is(err, compaction.ErrAlreadyCompacted) {
+	if _, err := Summarize(t.Context(), s.Tree(), c2.ID, nil, compaction.DefaultSettings(), "", "off"); !errors.Is(err, compaction.ErrAlreadyCompacted) {
 		t.Fatalf("Summarize on a compacted branch = %v", err)
 	}
 }

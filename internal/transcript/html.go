@@ -29,7 +29,7 @@ summary{cursor:pointer}.text{white-space:pre-wrap}`
 // entries of each chain in order, every fork's branches as collapsible
 // sections, tool calls and their outputs folded, heads and the default
 // leaf marked.
-func HTML(w io.Writer, s *session.Session) error {
+func HTML(w io.Writer, s *session.Tree) error {
 	bw := bufio.NewWriter(w)
 	h := s.Header()
 	t := html.EscapeString(title(s))
@@ -42,7 +42,7 @@ func HTML(w io.Writer, s *session.Session) error {
 	}
 	marks[s.Leaf()] = append(marks[s.Leaf()], "leaf")
 	p := &page{w: bw, marks: marks}
-	p.nodes(s.Tree())
+	p.nodes(s.Roots())
 	bw.WriteString("</body></html>\n")
 	return bw.Flush()
 }

@@ -17,7 +17,7 @@ import (
 // Markdown writes the branch ending at leaf ("" for pi's default leaf) as
 // Markdown: a heading per message, tool calls and outputs in fenced
 // blocks, thinking in a collapsed <details> block.
-func Markdown(w io.Writer, s *session.Session, leaf string) error {
+func Markdown(w io.Writer, s *session.Tree, leaf string) error {
 	if leaf == "" {
 		leaf = s.Leaf()
 	}
@@ -40,7 +40,7 @@ func Markdown(w io.Writer, s *session.Session, leaf string) error {
 }
 
 // title is the session's name, else its first user message, else its id.
-func title(s *session.Session) string {
+func title(s *session.Tree) string {
 	if n := s.Name(); n != "" {
 		return oneLine(n, 80)
 	}

@@ -31,7 +31,7 @@ func branchy(t *testing.T) (*session.Session, map[string]string) {
 		}
 		ids[name] = e.ID
 	}
-	add("u1", s.Leaf(), llm.UserText("list the files", 1))
+	add("u1", s.Tree().Leaf(), llm.UserText("list the files", 1))
 	add("call", ids["u1"], llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{
 		{Type: llm.ContentText, Text: "Looking."},
 		{Type: llm.ContentToolCall, ID: "c1", Name: "bash", Arguments: json.RawMessage(`{"command":"ls"}`)},
@@ -47,7 +47,7 @@ func branchy(t *testing.T) (*session.Session, map[string]string) {
 func TestMarkdown(t *testing.T) {
 	s, ids := branchy(t)
 	var b bytes.Buffer
-	if err := Markdown(&b, s, ids["u2"]); err != nil {
+	if err := Markdown(&b, s.Tree(), ids["u2"]); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -60,7 +60,7 @@ func TestMarkdown(t *testing.T) {
 	if strings.Contains(md, "second way") {
 		t.Error("markdown of one branch shows the other")
 	}
-	if err := Markdown(&b, s, "nope"); err == nil {
+	if err := Markdown(&b, s.Tree(), "nope"); err == nil {
 		t.Error("unknown leaf accepted")
 	}
 }
@@ -68,7 +68,7 @@ func TestMarkdown(t *testing.T) {
 func TestHTML(t *testing.T) {
 	s, _ := branchy(t)
 	var b bytes.Buffer
-	if err := HTML(&b, s); err != nil {
+	if err := HTML(&b, s.Tree()); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()

@@ -29,14 +29,14 @@ func checkFile(t *testing.T, st session.Storage, path string, want int, leaf str
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Len() != want || r.Leaf() != leaf || !r.Report().Clean() {
-		t.Fatalf("reopened: len %d leaf %s report %+v; want len %d leaf %s", r.Len(), r.Leaf(), r.Report(), want, leaf)
+	if r.Tree().Len() != want || r.Tree().Leaf() != leaf || !r.Report().Clean() {
+		t.Fatalf("reopened: len %d leaf %s report %+v; want len %d leaf %s", r.Tree().Len(), r.Tree().Leaf(), r.Report(), want, leaf)
 	}
 }
 
 func testDeferredFlush(t *testing.T, st session.Storage, dir string) {
 	s := deferred(t, st, dir, session.Options{GroupWindow: time.Hour})
-	u, err := s.Append(session.Entry{Type: session.TypeMessage, Message: user("hi").Message, ParentID: s.Leaf()}, session.SyncGrouped)
+	u, err := s.Append(session.Entry{Type: session.TypeMessage, Message: user("hi").Message, ParentID: s.Tree().Leaf()}, session.SyncGrouped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func testDeferredFlush(t *testing.T, st session.Storage, dir string) {
 
 func testDeferredClose(t *testing.T, st session.Storage, dir string) {
 	s := deferred(t, st, dir, session.Options{GroupWindow: time.Hour})
-	u, err := s.Append(session.Entry{Type: session.TypeMessage, Message: user("hi").Message, ParentID: s.Leaf()}, session.SyncGrouped)
+	u, err := s.Append(session.Entry{Type: session.TypeMessage, Message: user("hi").Message, ParentID: s.Tree().Leaf()}, session.SyncGrouped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func testDeferredGroup(t *testing.T, st session.Storage, dir string) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	checkFile(t, st, s.Path(), 1, s.Leaf())
+	checkFile(t, st, s.Path(), 1, s.Tree().Leaf())
 }
 
 // testDeferredCollision: a file that appeared at the path in the meantime

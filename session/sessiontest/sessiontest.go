@@ -95,20 +95,20 @@ func reopen(t *testing.T, st session.Storage, s *session.Session, opts session.O
 
 func testCreateAppendReopen(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{})
-	if !strings.HasSuffix(s.Path(), "_"+s.Header().ID+".jsonl") || len(s.Header().ID) != 36 || s.Header().ID[14] != '7' {
-		t.Fatalf("path %s / id %s: want <ts>_<uuidv7>.jsonl", s.Path(), s.Header().ID)
+	if !strings.HasSuffix(s.Path(), "_"+s.Tree().Header().ID+".jsonl") || len(s.Tree().Header().ID) != 36 || s.Tree().Header().ID[14] != '7' {
+		t.Fatalf("path %s / id %s: want <ts>_<uuidv7>.jsonl", s.Path(), s.Tree().Header().ID)
 	}
-	root := s.Leaf()
+	root := s.Tree().Leaf()
 	u := appendE(t, s, user("hi"), root)
 	a := appendE(t, s, assistant("hello"), u.ID)
 	if len(u.ID) != 8 || u.Timestamp == "" {
 		t.Fatalf("id %q ts %q", u.ID, u.Timestamp)
 	}
 	r := reopen(t, st, s, session.Options{})
-	if r.Leaf() != a.ID || r.Len() != 3 || !r.Report().Clean() {
-		t.Fatalf("leaf %s len %d report %+v", r.Leaf(), r.Len(), r.Report())
+	if r.Tree().Leaf() != a.ID || r.Tree().Len() != 3 || !r.Report().Clean() {
+		t.Fatalf("leaf %s len %d report %+v", r.Tree().Leaf(), r.Tree().Len(), r.Report())
 	}
-	c, err := r.Context("")
+	c, err := r.Tree().Context("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,11 +138,11 @@ func testKeyOrder(t *testing.T, st session.Storage, dir string) {
 		{session.Entry{Type: session.TypeCustom, CustomType: "c", Data: json.RawMessage(`{"a":1}`)}, "type,customType,data,id,parentId,timestamp"},
 		{session.Entry{Type: session.TypeCustomMessage, CustomType: "c", Content: json.RawMessage(`"t"`), Display: true}, "type,customType,content,display,id,parentId,timestamp"},
 		{session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: "low"}, "type,id,parentId,timestamp,thinkingLevel"},
-		{session.Entry{Type: session.TypeLabel, TargetID: s.Leaf(), Label: &label, Pibot: &session.Meta{Loc: "l"}}, "type,id,parentId,timestamp,targetId,label,pibot"},
-		{session.Entry{Type: session.TypeCompaction, Summary: "s", FirstKeptEntryID: s.Leaf(), TokensBefore: 5}, "type,id,parentId,timestamp,summary,firstKeptEntryId,tokensBefore"},
+		{session.Entry{Type: session.TypeLabel, TargetID: s.Tree().Leaf(), Label: &label, Pibot: &session.Meta{Loc: "l"}}, "type,id,parentId,timestamp,targetId,label,pibot"},
+		{session.Entry{Type: session.TypeCompaction, Summary: "s", FirstKeptEntryID: s.Tree().Leaf(), TokensBefore: 5}, "type,id,parentId,timestamp,summary,firstKeptEntryId,tokensBefore"},
 	}
 	for _, tc := range tests {
-		e := appendE(t, s, tc.e, s.Leaf())
+		e := appendE(t, s, tc.e, s.Tree().Leaf())
 		if got := topKeys(t, e.Raw); got != tc.keys {
 			t.Errorf("%s keys = %s, want %s", tc.e.Type, got, tc.keys)
 		}
@@ -174,39 +174,39 @@ func testHeads(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{})
 	u := user("main")
 	u.Pibot = &session.Meta{Loc: "dm", Msg: "m1", From: "u1"}
-	u1 := appendE(t, s, u, s.Leaf())
+	u1 := appendE(t, s, u, s.Tree().Leaf())
 	a1 := appendE(t, s, assistant("answer"), u1.ID)
 	if err := s.MoveHead("thread", u1.ID, session.SyncAlways); err != nil {
 		t.Fatal(err)
 	}
-	th := s.Heads()["thread"]
+	th := s.Tree().Heads()["thread"]
 	t2 := user("in thread")
 	t2.Pibot = &session.Meta{Loc: "thread", Msg: "m2"}
 	u2 := appendE(t, s, t2, th)
 	a2 := appendE(t, s, assistant("thread answer"), u2.ID)
 	want := map[string]string{"dm": a1.ID, "thread": a2.ID}
-	if got := s.Heads(); !reflect.DeepEqual(got, want) {
+	if got := s.Tree().Heads(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("heads %v, want %v", got, want)
 	}
 	r := reopen(t, st, s, session.Options{})
-	if got := r.Heads(); !reflect.DeepEqual(got, want) {
+	if got := r.Tree().Heads(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("heads after reopen %v, want %v", got, want)
 	}
-	if id, ok := r.EntryForMsg("m2"); !ok || id != u2.ID {
+	if id, ok := r.Tree().EntryForMsg("m2"); !ok || id != u2.ID {
 		t.Fatalf("EntryForMsg(m2) = %s %v", id, ok)
 	}
-	c, _ := r.Context(a2.ID)
+	c, _ := r.Tree().Context(a2.ID)
 	if len(c.Messages) != 3 { // main, in thread, thread answer
 		t.Fatalf("thread context has %d messages", len(c.Messages))
 	}
-	if r.Leaf() != a2.ID {
-		t.Fatalf("default leaf %s", r.Leaf())
+	if r.Tree().Leaf() != a2.ID {
+		t.Fatalf("default leaf %s", r.Tree().Leaf())
 	}
 }
 
 func testTornTail(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{})
-	u := appendE(t, s, user("durable"), s.Leaf())
+	u := appendE(t, s, user("durable"), s.Tree().Leaf())
 	_ = s.Close()
 	data, _ := st.ReadFile(s.Path())
 	torn := append(append([]byte(nil), data...), `{"type":"message","id":"abcd`...)
@@ -217,8 +217,8 @@ func testTornTail(t *testing.T, st session.Storage, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ro.Leaf() != u.ID || ro.Report().TailBytes == 0 || ro.Report().TailTruncated {
-		t.Fatalf("read-only: leaf %s report %+v", ro.Leaf(), ro.Report())
+	if ro.Tree().Leaf() != u.ID || ro.Report().TailBytes == 0 || ro.Report().TailTruncated {
+		t.Fatalf("read-only: leaf %s report %+v", ro.Tree().Leaf(), ro.Report())
 	}
 	if after, _ := st.ReadFile(s.Path()); !bytes.Equal(after, torn) {
 		t.Fatal("read-only open changed the file")
@@ -240,14 +240,14 @@ func testTornTail(t *testing.T, st session.Storage, dir string) {
 	}
 	n := appendE(t, w, user("next"), u.ID)
 	w2 := reopen(t, st, w, session.Options{})
-	if w2.Leaf() != n.ID || !w2.Report().Clean() {
-		t.Fatalf("after repair: leaf %s report %+v", w2.Leaf(), w2.Report())
+	if w2.Tree().Leaf() != n.ID || !w2.Report().Clean() {
+		t.Fatalf("after repair: leaf %s report %+v", w2.Tree().Leaf(), w2.Report())
 	}
 }
 
 func testMiddleDamage(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{})
-	a := appendE(t, s, user("a"), s.Leaf())
+	a := appendE(t, s, user("a"), s.Tree().Leaf())
 	b := appendE(t, s, assistant("b"), a.ID)
 	c := appendE(t, s, user("c"), b.ID)
 	d := appendE(t, s, assistant("d"), c.ID)
@@ -269,11 +269,11 @@ func testMiddleDamage(t *testing.T, st session.Storage, dir string) {
 	if after, _ := st.ReadFile(s.Path()); !bytes.HasPrefix(after, broken) {
 		t.Fatal("middle damage was rewritten")
 	}
-	path, _ := w.Branch(d.ID)
+	path, _ := w.Tree().Branch(d.ID)
 	if len(path) != 4 || path[2].ID != b.ID {
 		t.Fatalf("path to d has %d entries", len(path))
 	}
-	repair, _ := w.Get(rep.RepairEntry)
+	repair, _ := w.Tree().Get(rep.RepairEntry)
 	if repair.CustomType != session.CustomRepair || repair.ParentID != d.ID {
 		t.Fatalf("repair entry %+v", repair)
 	}
@@ -303,7 +303,7 @@ func testNotSession(t *testing.T, st session.Storage, dir string) {
 
 func testFencing(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{Fence: 7})
-	e := appendE(t, s, user("x"), s.Leaf())
+	e := appendE(t, s, user("x"), s.Tree().Leaf())
 	if e.Fence != 7 || !strings.Contains(string(e.Raw), `"fence":7`) {
 		t.Fatalf("entry %s", e.Raw)
 	}
@@ -319,7 +319,7 @@ func testFencing(t *testing.T, st session.Storage, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendE(t, other, user("other"), other.Leaf())
+	appendE(t, other, user("other"), other.Tree().Leaf())
 	_ = other.Close()
 	if _, err := w.Append(user("late"), session.SyncAlways); !errors.Is(err, session.ErrFenced) {
 		t.Fatalf("append after foreign write: %v", err)
@@ -328,7 +328,7 @@ func testFencing(t *testing.T, st session.Storage, dir string) {
 
 func testStaleFence(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{Fence: 5})
-	appendE(t, s, user("a"), s.Leaf())
+	appendE(t, s, user("a"), s.Tree().Leaf())
 	_ = s.Close()
 	old, err := session.Open(st, s.Path(), session.Options{Fence: 5})
 	if err != nil {
@@ -339,7 +339,7 @@ func testStaleFence(t *testing.T, st session.Storage, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := appendE(t, newer, user("new owner"), newer.Leaf())
+	n := appendE(t, newer, user("new owner"), newer.Tree().Leaf())
 	_ = newer.Close()
 	if _, err := old.Append(user("stale"), session.SyncAlways); !errors.Is(err, session.ErrFenced) {
 		t.Fatalf("stale writer append: %v", err)
@@ -363,14 +363,14 @@ func testStaleFence(t *testing.T, st session.Storage, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Leaf() != n.ID || len(r.Report().StaleFenced) != 1 {
-		t.Fatalf("leaf %s report %+v", r.Leaf(), r.Report())
+	if r.Tree().Leaf() != n.ID || len(r.Report().StaleFenced) != 1 {
+		t.Fatalf("leaf %s report %+v", r.Tree().Leaf(), r.Report())
 	}
 }
 
 func testFork(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{})
-	u := appendE(t, s, user("one"), s.Leaf())
+	u := appendE(t, s, user("one"), s.Tree().Leaf())
 	a := appendE(t, s, assistant("two"), u.ID)
 	l1, l2 := "start", "side"
 	lab := appendE(t, s, session.Entry{Type: session.TypeLabel, TargetID: u.ID, Label: &l1}, a.ID)
@@ -382,20 +382,20 @@ func testFork(t *testing.T, st session.Storage, dir string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if f.Header().ParentSession == "" || f.Header().ID == s.Header().ID {
-		t.Fatalf("header %+v", f.Header())
+	if f.Tree().Header().ParentSession == "" || f.Tree().Header().ID == s.Tree().Header().ID {
+		t.Fatalf("header %+v", f.Tree().Header())
 	}
-	want, _ := s.Context(u2.ID)
-	got, _ := f.Context(u2.ID)
+	want, _ := s.Tree().Context(u2.ID)
+	got, _ := f.Tree().Context(u2.ID)
 	wb, _ := json.Marshal(want)
 	gb, _ := json.Marshal(got)
 	if !bytes.Equal(wb, gb) {
 		t.Fatalf("fork context differs:\n%s\n%s", gb, wb)
 	}
-	if roots := f.Tree(); len(roots) != 1 {
+	if roots := f.Tree().Roots(); len(roots) != 1 {
 		t.Fatalf("fork has %d roots", len(roots))
 	}
-	labels := f.Labels()
+	labels := f.Tree().Labels()
 	if labels[u.ID].Label != "start" || labels[a.ID].Label != "side" {
 		t.Fatalf("fork labels %v", labels)
 	}
@@ -420,10 +420,10 @@ func testClone(t *testing.T, st session.Storage, dir string) {
 	}
 	defer c.Close()
 	out, _ := st.ReadFile(c.Path())
-	if !bytes.Contains(out, []byte(extra)) || c.Header().Cwd != "/other" {
+	if !bytes.Contains(out, []byte(extra)) || c.Tree().Header().Cwd != "/other" {
 		t.Fatalf("clone lost unknown fields:\n%s", out)
 	}
-	ctx, _ := c.Context("0000abcd")
+	ctx, _ := c.Tree().Context("0000abcd")
 	if string(ctx.Messages[0]) != `{"role":"user","content":"u","timestamp":1,"newField":true}` {
 		t.Fatalf("context message %s", ctx.Messages[0])
 	}
@@ -431,7 +431,7 @@ func testClone(t *testing.T, st session.Storage, dir string) {
 
 func testGroupedList(t *testing.T, st session.Storage, dir string) {
 	s := create(t, st, dir, session.Options{})
-	parent := s.Leaf()
+	parent := s.Tree().Leaf()
 	for i := range 20 {
 		e := user("msg")
 		if i%2 == 1 {

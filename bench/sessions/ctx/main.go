@@ -43,13 +43,13 @@ func runLoad(path string) error {
 		return err
 	}
 	t1 := time.Now()
-	c, err := s.Context("")
+	c, err := s.Tree().Context("")
 	if err != nil {
 		return err
 	}
 	t2 := time.Now()
 	return json.NewEncoder(os.Stdout).Encode(map[string]any{
-		"impl": "pibot", "entries": s.Len(), "messages": len(c.Messages),
+		"impl": "pibot", "entries": s.Tree().Len(), "messages": len(c.Messages),
 		"loadMs": ms(t1.Sub(t0)), "contextMs": ms(t2.Sub(t1)), "totalMs": ms(t2.Sub(t0)),
 	})
 }
@@ -60,7 +60,7 @@ func runAppends(dir string, n int) error {
 		return err
 	}
 	t0 := time.Now()
-	parent := s.Leaf()
+	parent := s.Tree().Leaf()
 	for i := range n {
 		m := llm.UserText(fmt.Sprintf("benchmark message %d with a little text in it", i), time.Now().UnixMilli())
 		e, err := s.Append(session.Entry{Type: session.TypeMessage, Message: &m, ParentID: parent}, session.SyncGrouped)

@@ -88,7 +88,7 @@ func run(dir string) error {
 		return err
 	}
 	w := &writer{s: s}
-	root := s.Leaf()
+	root := s.Tree().Leaf()
 	tl := w.add(session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: "medium"}, root)
 	u1 := w.add(user("Read hello.txt, please — ünïcødé 🚀 \u2028 line", &session.Meta{Loc: "telegram:1", Msg: "telegram:1:10", From: "u1"}), tl)
 	call := llm.Content{Type: llm.ContentToolCall, ID: "call_1", Name: "read", Arguments: json.RawMessage(`{"path":"hello.txt"}`)}
@@ -106,7 +106,7 @@ func run(dir string) error {
 	if w.err == nil {
 		w.err = s.MoveHead("telegram:1", a1, session.SyncAlways)
 	}
-	head := s.Heads()["telegram:1"]
+	head := s.Tree().Heads()["telegram:1"]
 	u3 := w.add(user("Actually, read world.txt", &session.Meta{Loc: "telegram:1", Msg: "telegram:1:14"}), head)
 	a4 := w.add(assistant("Sure."), u3)
 	mc := w.add(session.Entry{Type: session.TypeModelChange, Provider: "openai", ModelID: "gpt-5"}, a4)
@@ -118,7 +118,7 @@ func run(dir string) error {
 	u4 := w.add(user("After compaction", &session.Meta{Loc: "telegram:1"}), comp)
 	w.add(assistant("Still here."), u4)
 	name := " pibot compat "
-	w.add(session.Entry{Type: session.TypeSessionInfo, Name: &name}, s.Leaf())
+	w.add(session.Entry{Type: session.TypeSessionInfo, Name: &name}, s.Tree().Leaf())
 	// A second root (pi's resetLeaf) in another location.
 	w.add(user("Separate root", &session.Meta{Loc: "slack:C1:T1"}), "")
 	if w.err != nil {
@@ -152,7 +152,7 @@ func run(dir string) error {
 		return err
 	}
 	tw := &writer{s: t}
-	tw.add(assistant("hi"), t.Leaf())
+	tw.add(assistant("hi"), t.Tree().Leaf())
 	if tw.err != nil {
 		return tw.err
 	}
@@ -169,7 +169,7 @@ func run(dir string) error {
 		return err
 	}
 	tw = &writer{s: t}
-	tw.add(user("after the crash", nil), t.Leaf())
+	tw.add(user("after the crash", nil), t.Tree().Leaf())
 	if tw.err != nil {
 		return tw.err
 	}
@@ -193,18 +193,18 @@ func writeExpected(path string) error {
 	}
 	defer s.Close()
 	contexts := map[string]session.Context{}
-	def, err := s.Context("")
+	def, err := s.Tree().Context("")
 	if err != nil {
 		return err
 	}
-	for _, e := range s.Entries() {
-		c, err := s.Context(e.ID)
+	for _, e := range s.Tree().Entries() {
+		c, err := s.Tree().Context(e.ID)
 		if err != nil {
 			return err
 		}
 		contexts[e.ID] = c
 	}
-	out, err := json.Marshal(map[string]any{"defaultLeaf": s.Leaf(), "default": def, "leaves": contexts, "roots": len(s.Tree())})
+	out, err := json.Marshal(map[string]any{"defaultLeaf": s.Tree().Leaf(), "default": def, "leaves": contexts, "roots": len(s.Tree().Roots())})
 	if err != nil {
 		return err
 	}
