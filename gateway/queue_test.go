@@ -10,6 +10,7 @@ import (
 
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
 	"github.com/pibot/pibot/session"
@@ -90,7 +91,11 @@ func TestFollowupRunsAfterTheRun(t *testing.T) {
 }
 
 func TestCollectMergesMessages(t *testing.T) {
-	h := newHarness(t, []faux.Turn{faux.Text("ok").WithDelay(time.Millisecond)})
+	// The debounce must outlast the gap between two sends, and each send
+	// waits for the inbox's fsync: the harness's 100 ms was outlasted on a
+	// loaded machine, and "part one" ran alone.
+	h := newHarness(t, []faux.Turn{faux.Text("ok").WithDelay(time.Millisecond)},
+		withConfig(func(c *gateway.Config) { c.CollectDebounce = 2 * time.Second }))
 	h.send("/queue collect")
 	h.waitText(dmConv, "Queue mode set to **collect**")
 	h.send("part one")
