@@ -14,12 +14,7 @@ import (
 )
 
 func TestConcurrentWritesAllLand(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "log")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(f)
+	g, p := openLog(t)
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Add(1)
@@ -58,13 +53,7 @@ func TestConcurrentWritesAllLand(t *testing.T) {
 // TestWritesWaitInMemoryUntilSync: a plain Write makes no syscall; Sync
 // writes everything buffered in one go.
 func TestWritesWaitInMemoryUntilSync(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "log")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(f)
-	defer g.Close()
+	g, p := openLog(t)
 	if err := g.Write([]byte("a\n")); err != nil {
 		t.Fatal(err)
 	}
@@ -260,12 +249,7 @@ func TestFlushDuringAnFsyncIsWrittenByItsHolder(t *testing.T) {
 // writes (a line written and synced allocates nothing), and no line is
 // overwritten by the ones after it.
 func TestSyncedBufferIsReused(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "log")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(f)
+	g, p := openLog(t)
 	var want bytes.Buffer
 	i := 0
 	line := make([]byte, 0, 32)
@@ -300,13 +284,7 @@ func TestSyncedBufferIsReused(t *testing.T) {
 // next group in the spare buffer instead of a new one, and the group
 // written out becomes the spare: once warm, nothing is allocated.
 func TestWriteDuringWriteOutTakesTheSpare(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "log")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(f)
-	defer g.Close()
+	g, _ := openLog(t)
 	line := []byte("a line of an inbox\n")
 	allocs := testing.AllocsPerRun(100, func() {
 		if err := g.Write(line); err != nil {
