@@ -143,6 +143,7 @@ func TestClusterWebhookRoundRobinKill(t *testing.T) {
 func TestClusterPollingThreeReplicas(t *testing.T) {
 	w := newClusterWorld(t)
 	all := []*crashPibot{w.startMode("polling"), w.startMode("polling"), w.startMode("polling")}
+	w.logOnFailure(all...)
 	pollKey := "adapter:telegram/poll/4242"
 	w.srv.AddText(clusterChat, clusterUser, "poll one")
 	w.waitAnswered([]string{"poll one"}, 60*time.Second)

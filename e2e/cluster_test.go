@@ -378,6 +378,7 @@ func TestClusterKillOwnerMidRun(t *testing.T) {
 func TestClusterPollingLeader(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.startMode("polling"), w.startMode("polling")
+	w.logOnFailure(a, b)
 	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
 	pollKey := "adapter:telegram/poll/4242"
 	w.srv.AddText(clusterChat, clusterUser, "poll one")
