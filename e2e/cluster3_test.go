@@ -94,6 +94,7 @@ func TestClusterWebhookRoundRobinKill(t *testing.T) {
 	}
 	send(4, "before")
 	w.waitAnswered(texts[:1], 60*time.Second)
+	w.waitRecorded(1) // the kill is meant for the messages in flight
 	path := w.sessionFile()
 	owner := byReplicaID(all, w.holder(path))
 	if owner == nil {
@@ -142,9 +143,11 @@ func TestClusterWebhookRoundRobinKill(t *testing.T) {
 func TestClusterPollingThreeReplicas(t *testing.T) {
 	w := newClusterWorld(t)
 	all := []*crashPibot{w.startMode("polling"), w.startMode("polling"), w.startMode("polling")}
+	w.logOnFailure(all...)
 	pollKey := "adapter:telegram/poll/4242"
 	w.srv.AddText(clusterChat, clusterUser, "poll one")
 	w.waitAnswered([]string{"poll one"}, 60*time.Second)
+	w.waitRecorded(1)
 	leader := byReplicaID(all, w.holder(pollKey))
 	if leader == nil {
 		t.Fatalf("poll lease held by %q, not a replica", w.holder(pollKey))

@@ -234,6 +234,26 @@ func (w *clusterWorld) sessionFile() string {
 	return files[0]
 }
 
+// waitRecorded waits until the session file holds n records of a
+// delivered reply (pibot.delivery). A replica killed after a reply shows
+// in the chat but before its run's lines reach the file (they are written
+// when the run ends) has the reply sent again by the next owner: at least
+// once, by design. A test that kills a replica for another reason waits
+// for this first.
+func (w *clusterWorld) waitRecorded(n int) {
+	w.t.Helper()
+	path := w.sessionFile()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.Count(b, []byte(`"customType":"pibot.delivery"`)) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("fewer than %d delivered replies recorded in %s after 30s", n, path)
+		}
+	}
+}
+
 // checkFile checks the invariants of a session file written by replicas:
 // every line after the header has a fence, fences never decrease, every
 // fence after the first opens with a pibot.lease marker, the file reads
@@ -358,10 +378,12 @@ func TestClusterKillOwnerMidRun(t *testing.T) {
 func TestClusterPollingLeader(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.startMode("polling"), w.startMode("polling")
+	w.logOnFailure(a, b)
 	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
 	pollKey := "adapter:telegram/poll/4242"
 	w.srv.AddText(clusterChat, clusterUser, "poll one")
 	w.waitAnswered([]string{"poll one"}, 30*time.Second)
+	w.waitRecorded(1)
 	leader := byID[w.holder(pollKey)]
 	if leader == nil {
 		t.Fatalf("poll lease held by %q, not a replica", w.holder(pollKey))

@@ -99,8 +99,14 @@ func TestDiscordSteerInThread(t *testing.T) {
 	}, withTools(g.tool("slow")))
 	m := dw.say(dChan, dOwner, "do the slow thing", true, "")
 	<-g.started
-	dw.say(m.ID, dOwner, "also mind the extra", false, "")
-	time.Sleep(300 * time.Millisecond)
+	extra := dw.say(m.ID, dOwner, "also mind the extra", false, "")
+	// A reaction (👀) is added once the run holds the message; a tool
+	// released before that would end the run without it (a fixed sleep
+	// here could lose that race under load).
+	dw.waitFor("the steering message taken by the run (👀)", func() bool {
+		got, ok := dw.dsrv.Message(extra.ID)
+		return ok && len(got.Reactions) > 0
+	})
 	close(g.release)
 	dw.waitText(m.ID, dOwner.ID, "done, with the extra")
 	reqs := dw.model.Requests()

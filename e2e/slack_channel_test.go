@@ -55,8 +55,18 @@ func TestSlackSteerFromThread(t *testing.T) {
 	}, slackTools(g.tool("slow")))
 	q := w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: slackMention + " build it"})
 	<-g.started
-	w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: "use -race", ThreadTS: q})
-	time.Sleep(200 * time.Millisecond)
+	hint := w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: "use -race", ThreadTS: q})
+	// 👀 is added once the run holds the message; a tool released before
+	// that would end the run without it (a fixed sleep here could lose
+	// that race under load).
+	w.waitFor("the steering message taken by the run (👀)", func() bool {
+		for _, m := range w.slack.Messages(slackChannel) {
+			if m.TS == hint && slices.Contains(m.Reacts, "eyes") {
+				return true
+			}
+		}
+		return false
+	})
 	close(g.release)
 	w.waitSlack(slackChannel, q, "done, with the hint")
 	reqs := w.model.Requests()

@@ -11,7 +11,10 @@ import (
 	"github.com/pibot/pibot/cluster"
 )
 
-// Back-off of a replica waiting for a singleton adapter's lease.
+// How often a replica asks for a singleton adapter's lease: every
+// singletonRetryMin while another replica holds it (a standby must notice
+// at once that its holder died), with back-off up to singletonRetryMax
+// while asking fails (the store does not answer).
 const (
 	singletonRetryMin = time.Second
 	singletonRetryMax = 30 * time.Second
@@ -26,6 +29,9 @@ type adapterRunner struct {
 	sink     chat.Sink
 	// commands is the command list platforms show.
 	commands func() []chat.CommandSpec
+	// wait waits d before the lease is asked for again; false if ctx
+	// ended first (nil: sleepCtx; tests count the waits).
+	wait func(ctx context.Context, d time.Duration) bool
 }
 
 // registerCommands tells every adapter that can show commands which there are.
@@ -59,6 +65,10 @@ func (ar *adapterRunner) runAdapter(ctx context.Context, a chat.Adapter) error {
 // always granted and never lost. An error that ends Run on its own is
 // returned, as for any adapter.
 func (ar *adapterRunner) runSingleton(ctx context.Context, a chat.Adapter, key string) error {
+	wait := ar.wait
+	if wait == nil {
+		wait = sleepCtx
+	}
 	retry := singletonRetryMin
 	var fence int64 // the highest fence granted so far: the next is above it
 	for {
@@ -68,11 +78,20 @@ func (ar *adapterRunner) runSingleton(ctx context.Context, a chat.Adapter, key s
 				return nil
 			}
 			if errors.Is(err, cluster.ErrLeaseHeld) {
+				// The normal state of a standby, not a failure: it asks
+				// again soon, however long it has waited, so that it takes
+				// over about a lease TTL after its holder died (with
+				// back-off, a standby that had waited a minute asked only
+				// every 30 s, and the bot went unheard that much longer).
 				ar.log.Debug("adapter runs on another replica; waiting", "platform", a.Platform(), "lease", key)
-			} else {
-				ar.log.Warn("adapter lease", "platform", a.Platform(), "lease", key, "err", err)
+				retry = singletonRetryMin
+				if !wait(ctx, retry) {
+					return nil
+				}
+				continue
 			}
-			if !sleepCtx(ctx, retry) {
+			ar.log.Warn("adapter lease", "platform", a.Platform(), "lease", key, "err", err)
+			if !wait(ctx, retry) {
 				return nil
 			}
 			retry = min(2*retry, singletonRetryMax)
@@ -86,7 +105,7 @@ func (ar *adapterRunner) runSingleton(ctx context.Context, a chat.Adapter, key s
 			return err
 		}
 		ar.log.Warn("adapter lease lost; stopped receiving here", "platform", a.Platform(), "lease", key)
-		if !sleepCtx(ctx, retry) {
+		if !wait(ctx, retry) {
 			return nil
 		}
 	}

@@ -21,8 +21,10 @@ const maxMessageRoundTrips = 3
 
 // TestClusterMessageRoundTrips counts the Redis round trips of a message
 // to a session the receiving replica holds, from the adapter's hand-over
-// to the provider request, and then to its acknowledgement. The first
-// message creates the session; the second is counted. Renewals and polls
+// to the provider request, and then to its acknowledgement (a new pooled
+// connection's handshake is left out: whether the pool needs one depends
+// on what else overlaps, and it once made this test fail under load). The
+// first message creates the session; the second is counted. Renewals and polls
 // are kept out of the window (a long lease TTL and poll). Before issue
 // #14's changes it made 7 (dedupe, budget, enqueue, the pump's index
 // lookup, consume and its crash counts, the route's index lookup); now
@@ -78,6 +80,9 @@ func TestClusterMessageRoundTrips(t *testing.T) {
 	}
 	t.Logf("to the model: %d round trips: %s", len(toModel), strings.Join(toModel, "; "))
 	t.Logf("to its acknowledgement: %d round trips: %s", len(toAck), strings.Join(toAck, "; "))
+	// Not counted above: the pool opens a connection when its others are
+	// busy, which on a loaded machine may fall within a message's window.
+	t.Logf("connection handshakes in the whole test: %s", strings.Join(rts.Handshakes(), "; "))
 	if len(toModel) > maxMessageRoundTrips {
 		t.Errorf("a message to a held session made %d Redis round trips before its provider request, want at most %d",
 			len(toModel), maxMessageRoundTrips)

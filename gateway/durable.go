@@ -46,6 +46,6 @@ func (o *owner) keepInInbox(err error, ps []*pending) {
 	if lostToStorage(o.sess, err) {
 		// A full disk: taken up again once a probe finds it writable.
 		o.health.storageFailed(o, err)
-		o.health.strand(ps)
+		o.health.strand(err, ps)
 	}
 }

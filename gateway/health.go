@@ -112,14 +112,22 @@ func (h *health) storageFailed(o *owner, err error) {
 	h.unload(o)
 }
 
-// strand keeps messages whose run could not be recorded; they are routed
-// again once the disk works.
-func (h *health) strand(ps []*pending) {
+// strand keeps messages whose run could not be recorded because of err;
+// they are routed again once the disk works. Only a probe routes them, and
+// it runs only while the gateway is degraded, so strand makes it degraded
+// again if a probe found the disk writable since the failure was recorded
+// (storageFailed runs first, often on another path: a probe in between
+// would otherwise leave these messages stranded while Health said all was
+// well, unanswered until a restart).
+func (h *health) strand(err error, ps []*pending) {
 	if len(ps) == 0 {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err, h.since = err, time.Now()
+	}
 	for _, p := range ps {
 		h.stranded = append(h.stranded, &pending{item: p.item, inbox: p.inbox, extra: p.extra})
 	}

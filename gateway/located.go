@@ -75,7 +75,30 @@ func leaseEnded(o *owner) bool {
 func (o *owner) place(key string, in chat.Inbound) *location {
 	loc := o.location(key, in.Conv)
 	if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
-		o.branchTo(loc, *in.ReplyTo)
+		o.mu.Lock()
+		busy := loc.run != nil
+		o.mu.Unlock()
+		// While a run is active the message joins it, or, if the run has
+		// answered already, starts the next one, which branches then
+		// (replyBranch).
+		if !busy {
+			o.branchTo(loc, *in.ReplyTo)
+		}
 	}
 	return loc
+}
+
+// replyBranch is the message a run that ps start branches from: the one
+// the first of ps replies to in loc, if any. A reply that came while the
+// previous run was ending (its answer shown, the run not yet cleared)
+// waited for this run and was not branched when it came. A message
+// already in the session (a resumed run) is not moved away from.
+func replyBranch(loc *location, ps []*pending) *chat.MsgRef {
+	if len(ps) == 0 || ps[0].applied || ps[0].item.Resume {
+		return nil
+	}
+	if ref := ps[0].item.In.ReplyTo; ref != nil && ref.Conv.Key() == loc.key {
+		return ref
+	}
+	return nil
 }

@@ -181,15 +181,9 @@ func (o *owner) location(key string, conv chat.ConvRef) *location {
 	return l
 }
 
-// branchTo moves loc's head to the entry of ref, unless a run is active
-// there (then the message simply joins the run).
+// branchTo moves loc's head to the entry of ref. Callers make sure no
+// run is active at loc: a reply that comes during a run joins it.
 func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
-	o.mu.Lock()
-	busy := loc.run != nil
-	o.mu.Unlock()
-	if busy {
-		return
-	}
 	target, ok := o.branchPoint(ref)
 	if !ok {
 		return

@@ -35,7 +35,7 @@ func (r *run) record(e agent.Event) {
 	}
 	if err != nil {
 		if p != nil && lostToStorage(r.o.sess, err) {
-			r.o.health.strand([]*pending{p})
+			r.o.health.strand(err, []*pending{p})
 		}
 		r.fail(err)
 		return

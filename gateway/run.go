@@ -192,6 +192,9 @@ func (r *run) execute(ps []*pending) {
 	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: r.recipient(ps),
 		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters})
 
+	if ref := replyBranch(loc, ps); ref != nil {
+		o.branchTo(loc, *ref)
+	}
 	prompts := r.prompts(ctx, ps)
 	err := r.setUp(ctx, ps, prompts, ctl, span)
 	if err != nil {
