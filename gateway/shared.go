@@ -88,6 +88,12 @@ type pump struct {
 	// session file's highest fence; a kick asks at once.
 	elsewhere map[string]time.Time
 	failing   bool // the last poll could not list the keys (run's goroutine only)
+	// store admits an event in one round trip (admit.go; nil: the intake
+	// asks the dedupe, the budget and the inbox one by one).
+	store admitEnqueuer
+	// gate keeps the pump's takes of a key and the intake's (admit) in
+	// the inbox's order.
+	gate keyGate
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -107,9 +113,10 @@ func newPump(g *Gateway) *pump {
 		poll = 200 * time.Millisecond
 	}
 	w, _ := g.inbox.(watcher)
+	a, _ := g.dedupe.(admitEnqueuer)
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
-		watch: w, pushes: make(chan string, 1024)}
+		watch: w, pushes: make(chan string, 1024), store: a}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).
@@ -239,7 +246,10 @@ func (p *pump) down(err error) bool {
 
 // key takes what is there for key, if this replica is the one to. A key
 // whose session another replica held a moment ago costs no round trip.
+// It holds key's gate throughout, so what the intake takes for key
+// (admit) is posted after what this takes, or before it.
 func (p *pump) key(ctx context.Context, key string, reclaim bool) {
+	defer p.gate.lock(key)()
 	held := p.sessions.cached(key) != nil
 	if !held {
 		if until, ok := p.elsewhere[key]; ok && time.Now().Before(until) {
