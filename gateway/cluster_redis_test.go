@@ -177,3 +177,46 @@ func TestClusterNewStartsANewSession(t *testing.T) {
 		t.Fatalf("after /new the conversation is bound to %q, want a new session file (the old one is %q)", now, old)
 	}
 }
+
+// TestClusterDuplicateAtTwoReplicasRunsOnce: one event delivered to the
+// session's holder and to another replica at once (a platform's
+// redelivery racing its original) reaches the model once.
+func TestClusterDuplicateAtTwoReplicasRunsOnce(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	clusterSay(t, adA, model, 0, "first") // A holds the session
+	for n := 1; n <= 5; n++ {
+		text := fmt.Sprintf("twice %d", n)
+		w := model.expect(text)
+		in := benchMessage(adA.Platform(), 1, n, text)
+		in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "dup:"+text
+		errs := make(chan error, 2)
+		for _, ad := range []*chattest.Adapter{adA, adB} {
+			go func() { errs <- ad.Inject(t.Context(), in) }()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			t.Fatalf("no provider request for %q", text)
+		}
+		cancel()
+		<-w.ended
+	}
+	// A last message behind them: had a copy become a second item, its
+	// run would come before this one's end.
+	clusterSay(t, adA, model, 6, "last")
+	if n := model.calls.Load(); n != 7 {
+		t.Fatalf("%d provider requests for first, five events delivered twice each and last; want 7", n)
+	}
+}
