@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 	"github.com/pibot/pibot/providers/faux"
+	"github.com/pibot/pibot/session"
 )
 
 // maxMessageRoundTrips bounds the Redis round trips of a message on its
@@ -218,5 +222,63 @@ func TestClusterDuplicateAtTwoReplicasRunsOnce(t *testing.T) {
 	clusterSay(t, adA, model, 6, "last")
 	if n := model.calls.Load(); n != 7 {
 		t.Fatalf("%d provider requests for first, five events delivered twice each and last; want 7", n)
+	}
+}
+
+// TestClusterOrderAcrossReplicas: messages of one conversation sent
+// alternately to another replica and to the session's holder reach the
+// session in the order sent, whether the holder's pump took the other
+// replica's item (told by its notice) or the holder's own admission took
+// it along with the next message.
+func TestClusterOrderAcrossReplicas(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	clusterSay(t, adA, model, 0, "first") // A holds the session
+	want := []string{"first"}
+	for n := 1; n <= 4; n++ {
+		for _, to := range []struct {
+			ad   *chattest.Adapter
+			name string
+		}{{adB, "b"}, {adA, "a"}} {
+			text := fmt.Sprintf("%s%d", to.name, n)
+			in := benchMessage(adA.Platform(), 1, len(want), text)
+			in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "order:"+text
+			if err := to.ad.Inject(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, text)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var got []string
+	for {
+		got = nil
+		filepath.Walk(filepath.Join(dir, "sessions"), func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && info.Size() > 0 {
+				s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, userTexts(s.Entries())...)
+				s.Close()
+			}
+			return nil
+		})
+		if len(got) >= len(want) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the session has %q, want %q", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q in the order sent", got, want)
 	}
 }
