@@ -342,6 +342,8 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 // hand posts items to their mailboxes. Claimed items are replayed as at a
 // restart: a twice-crashed one is set aside, replies cut off by the
 // previous holder are marked, and redeliveries of them are duplicates.
+// The pump's goroutine and the intake (admit) both call it, each under
+// the gate of the items' key; it touches none of the pump's own state.
 func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool) {
 	if len(items) == 0 {
 		return
