@@ -27,6 +27,11 @@ const maxMessageRoundTrips = 1
 // message's acknowledgement (the inbox item ended).
 const maxAckRoundTrips = 2
 
+// maxElsewhereRoundTrips bounds the Redis round trips of a replica that
+// receives a message for a session another replica holds, up to the
+// moment it leaves the session to its holder.
+const maxElsewhereRoundTrips = 3
+
 // TestClusterMessageRoundTrips counts the Redis round trips of a message
 // to a session the receiving replica holds, from the adapter's hand-over
 // to the provider request, and then to its acknowledgement. The first
@@ -280,5 +285,52 @@ func TestClusterOrderAcrossReplicas(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the session has %q, want %q in the order sent", got, want)
+	}
+}
+
+// TestClusterElsewhereRoundTrips counts the round trips of replica B,
+// which receives a message for a session replica A holds, until B leaves
+// the session to A: the admission (which tells A), the index's binding,
+// and whether the session's lease is held (3). Before, B tried to take
+// the session over to find out: the inbox's pending items and their
+// crash counts, a guard lease, the index again, the session's lease, the
+// guard's release (8).
+func TestClusterElsewhereRoundTrips(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	rts := &redistest.RoundTrips{}
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour, leaseTTL: time.Minute})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour, leaseTTL: time.Minute, hook: rts})
+	clusterSay(t, adA, model, 0, "first") // A holds the session
+	n0 := rts.Count()
+	clusterSay(t, adB, model, 1, "to B") // run by A, told by the notice
+	// B's pump looks at the key on its own goroutine: it is done with it
+	// once it asked about the session's lease (or, before, tried it).
+	leaseAsked := func(calls []string) bool {
+		for _, c := range calls {
+			if c == "exists" || (strings.Contains(c, "{lease:") && !strings.Contains(c, "{lease:inbox:")) {
+				return true
+			}
+		}
+		return false
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for !leaseAsked(rts.Since(n0)) {
+		if ctx.Err() != nil {
+			t.Fatalf("replica B never asked about the session: %q", rts.Since(n0))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	calls := rts.Since(n0)
+	t.Logf("replica B: %d round trips: %s", len(calls), strings.Join(calls, "; "))
+	if len(calls) > maxElsewhereRoundTrips {
+		t.Errorf("replica B made %d round trips for a session A holds, want at most %d", len(calls), maxElsewhereRoundTrips)
+	}
+	if len(adB.Messages(benchMessage(adB.Platform(), 1, 0, "").Conv)) != 0 {
+		t.Error("replica B answered: the session is A's")
 	}
 }
