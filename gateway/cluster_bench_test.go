@@ -157,7 +157,7 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 	budget := rediscluster.NewBudget(rdb, opts, benchSenderRate, benchSenderRate)
 	deps := gateway.Deps{
 		Inbox:  inbox,
-		Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, nil),
+		Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, inbox, nil),
 		Locker: rediscluster.NewLocker(rdb, opts, nil),
 		Budget: budget,
 		Index: rediscluster.NewIndex(rdb, opts, rediscluster.IndexOptions{

@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,12 +15,22 @@ import (
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 	"github.com/pibot/pibot/providers/faux"
+	"github.com/pibot/pibot/session"
 )
 
 // maxMessageRoundTrips bounds the Redis round trips of a message on its
 // way to the model in cluster mode, when the replica that receives it
 // holds its session (issue #14: each round trip adds to the overhead).
-const maxMessageRoundTrips = 3
+const maxMessageRoundTrips = 1
+
+// maxAckRoundTrips bounds them from the adapter's hand-over to the
+// message's acknowledgement (the inbox item ended).
+const maxAckRoundTrips = 2
+
+// maxElsewhereRoundTrips bounds the Redis round trips of a replica that
+// receives a message for a session another replica holds, up to the
+// moment it leaves the session to its holder.
+const maxElsewhereRoundTrips = 3
 
 // TestClusterMessageRoundTrips counts the Redis round trips of a message
 // to a session the receiving replica holds, from the adapter's hand-over
@@ -27,8 +40,12 @@ const maxMessageRoundTrips = 3
 // first message creates the session; the second is counted. Renewals and polls
 // are kept out of the window (a long lease TTL and poll). Before issue
 // #14's changes it made 7 (dedupe, budget, enqueue, the pump's index
-// lookup, consume and its crash counts, the route's index lookup); now
-// 3 (dedupe and budget in one pipeline, enqueue, consume).
+// lookup, consume and its crash counts, the route's index lookup), then
+// 3 (dedupe and budget in one pipeline, enqueue, consume); now 1: one
+// script (rediscluster.Admission.Admit) dedupes, takes the sender's
+// token, enqueues, and takes the session's new items for this replica,
+// which holds it. The acknowledgement is one more (the inbox's end
+// script): 2 in all, down from 4.
 func TestClusterMessageRoundTrips(t *testing.T) {
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	rts := &redistest.RoundTrips{}
@@ -86,6 +103,10 @@ func TestClusterMessageRoundTrips(t *testing.T) {
 	if len(toModel) > maxMessageRoundTrips {
 		t.Errorf("a message to a held session made %d Redis round trips before its provider request, want at most %d",
 			len(toModel), maxMessageRoundTrips)
+	}
+	if len(toAck) > maxAckRoundTrips {
+		t.Errorf("a message to a held session made %d Redis round trips up to its acknowledgement, want at most %d",
+			len(toAck), maxAckRoundTrips)
 	}
 }
 
@@ -168,5 +189,153 @@ func TestClusterNewStartsANewSession(t *testing.T) {
 	clusterSay(t, ad, model, 3, "third")
 	if now := bound(); now == "" || now == old {
 		t.Fatalf("after /new the conversation is bound to %q, want a new session file (the old one is %q)", now, old)
+	}
+}
+
+// TestClusterDuplicateAtTwoReplicasRunsOnce: one event delivered to the
+// session's holder and to another replica at once (a platform's
+// redelivery racing its original) reaches the model once.
+func TestClusterDuplicateAtTwoReplicasRunsOnce(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	clusterSay(t, adA, model, 0, "first") // A holds the session
+	for n := 1; n <= 5; n++ {
+		text := fmt.Sprintf("twice %d", n)
+		w := model.expect(text)
+		in := benchMessage(adA.Platform(), 1, n, text)
+		in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "dup:"+text
+		errs := make(chan error, 2)
+		for _, ad := range []*chattest.Adapter{adA, adB} {
+			go func() { errs <- ad.Inject(t.Context(), in) }()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			t.Fatalf("no provider request for %q", text)
+		}
+		cancel()
+		<-w.ended
+	}
+	// A last message behind them: had a copy become a second item, its
+	// run would come before this one's end.
+	clusterSay(t, adA, model, 6, "last")
+	if n := model.calls.Load(); n != 7 {
+		t.Fatalf("%d provider requests for first, five events delivered twice each and last; want 7", n)
+	}
+}
+
+// TestClusterOrderAcrossReplicas: messages of one conversation sent
+// alternately to another replica and to the session's holder reach the
+// session in the order sent, whether the holder's pump took the other
+// replica's item (told by its notice) or the holder's own admission took
+// it along with the next message.
+func TestClusterOrderAcrossReplicas(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	clusterSay(t, adA, model, 0, "first") // A holds the session
+	want := []string{"first"}
+	for n := 1; n <= 4; n++ {
+		for _, to := range []struct {
+			ad   *chattest.Adapter
+			name string
+		}{{adB, "b"}, {adA, "a"}} {
+			text := fmt.Sprintf("%s%d", to.name, n)
+			in := benchMessage(adA.Platform(), 1, len(want), text)
+			in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "order:"+text
+			if err := to.ad.Inject(t.Context(), in); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, text)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var got []string
+	for {
+		got = nil
+		filepath.Walk(filepath.Join(dir, "sessions"), func(p string, info os.FileInfo, err error) error {
+			if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && info.Size() > 0 {
+				s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, userTexts(s.Entries())...)
+				s.Close()
+			}
+			return nil
+		})
+		if len(got) >= len(want) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the session has %q, want %q", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q in the order sent", got, want)
+	}
+}
+
+// TestClusterElsewhereRoundTrips counts the round trips of replica B,
+// which receives a message for a session replica A holds, until B leaves
+// the session to A: the admission (which tells A), the index's binding,
+// and whether the session's lease is held (3). Before, B tried to take
+// the session over to find out: the inbox's pending items and their
+// crash counts, a guard lease, the index again, the session's lease, the
+// guard's release (8).
+func TestClusterElsewhereRoundTrips(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	rts := &redistest.RoundTrips{}
+	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour, leaseTTL: time.Minute})
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour, leaseTTL: time.Minute, hook: rts})
+	clusterSay(t, adA, model, 0, "first") // A holds the session
+	n0 := rts.Count()
+	clusterSay(t, adB, model, 1, "to B") // run by A, told by the notice
+	// B's pump looks at the key on its own goroutine: it is done with it
+	// once it asked about the session's lease (or, before, tried it).
+	leaseAsked := func(calls []string) bool {
+		for _, c := range calls {
+			if c == "exists" || (strings.Contains(c, "{lease:") && !strings.Contains(c, "{lease:inbox:")) {
+				return true
+			}
+		}
+		return false
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for !leaseAsked(rts.Since(n0)) {
+		if ctx.Err() != nil {
+			t.Fatalf("replica B never asked about the session: %q", rts.Since(n0))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	calls := rts.Since(n0)
+	t.Logf("replica B: %d round trips: %s", len(calls), strings.Join(calls, "; "))
+	if len(calls) > maxElsewhereRoundTrips {
+		t.Errorf("replica B made %d round trips for a session A holds, want at most %d", len(calls), maxElsewhereRoundTrips)
+	}
+	if len(adB.Messages(benchMessage(adB.Platform(), 1, 0, "").Conv)) != 0 {
+		t.Error("replica B answered: the session is A's")
 	}
 }

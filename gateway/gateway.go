@@ -286,6 +286,9 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	if g.pump = newPump(g); g.pump != nil {
 		g.intake.accepted = func(ref inboxRef, _ inboxItem) { g.pump.kick(ref.key) }
 		g.intake.shared = &degraded{reply: g.replier.reply, now: time.Now}
+		if g.pump.store != nil {
+			g.intake.admit = g.pump.admit
+		}
 	}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {

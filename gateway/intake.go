@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/internal/otlp"
 )
@@ -48,6 +49,10 @@ type intake struct {
 	// shared is set in cluster mode: a failing dedupe or inbox is the
 	// shared store (Redis) down, not the disk (degraded.go).
 	shared *degraded
+	// admit is set in cluster mode when the dedupe admits in one round
+	// trip (admit.go): it enqueues in place of the inbox, and hands what
+	// it enqueued on in place of accepted.
+	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
 }
 
 // wireIntake builds the intake of g.
@@ -110,6 +115,13 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	case access.Pair, access.Deny:
 		i.respond(ctx, in, d.Reply, true)
 		return nil
+	}
+	if i.admit != nil {
+		// Cluster mode: an item known as it came is admitted in one round
+		// trip (admit.go).
+		if item, ok := i.direct(in, span.Traceparent()); ok {
+			return i.admitDirect(ctx, in, item, span)
+		}
 	}
 	var budgetWait *time.Duration // the sender's budget, when asked with the dedupe
 	if in.DedupKey != "" {
@@ -186,17 +198,25 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		return fmt.Errorf("gateway: encode inbound: %w", err)
 	}
 	key := in.Conv.Key()
-	id, durable, err := i.inbox.Enqueue(ctx, key, data)
-	ref := inboxRef{key: key, id: id}
-	if err == nil {
-		// The run may start while the inbox fsync is in flight; the
-		// platform hears "received" only once the message is durable.
-		if i.accepted != nil {
-			i.accepted(ref, item)
-		} else {
-			i.post(ref, item, false)
+	id, err := "", error(nil)
+	if i.admit != nil {
+		// Enqueued, and taken at once if this replica holds the session.
+		var res cluster.Admitted
+		res, err = i.admit(ctx, cluster.Admission{Key: key, Data: data})
+		id = res.ID
+	} else {
+		var durable func() error
+		id, durable, err = i.inbox.Enqueue(ctx, key, data)
+		if err == nil {
+			// The run may start while the inbox fsync is in flight; the
+			// platform hears "received" only once the message is durable.
+			if i.accepted != nil {
+				i.accepted(inboxRef{key: key, id: id}, item)
+			} else {
+				i.post(inboxRef{key: key, id: id}, item, false)
+			}
+			err = durable()
 		}
-		err = durable()
 	}
 	if err != nil && item.Kind != itemMessage {
 		// A command or press works without the inbox, as it always did

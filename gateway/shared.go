@@ -41,6 +41,13 @@ type watcher interface {
 	Watch(ctx context.Context, kick func(key string)) error
 }
 
+// leaseProbe is a Locker that tells whether a lease is held, by anyone,
+// without trying to take it (rediscluster.Locker): one round trip where
+// a takeover attempt costs five and a read of the session file.
+type leaseProbe interface {
+	Taken(ctx context.Context, key string) (bool, error)
+}
+
 // claimEvery is how many polls pass between two claims of the items of
 // sessions a replica holds: a replica that lost a session's lease right
 // after taking an item leaves it held, and the holder takes it over.
@@ -88,6 +95,15 @@ type pump struct {
 	// session file's highest fence; a kick asks at once.
 	elsewhere map[string]time.Time
 	failing   bool // the last poll could not list the keys (run's goroutine only)
+	// store admits an event in one round trip (admit.go; nil: the intake
+	// asks the dedupe, the budget and the inbox one by one).
+	store admitEnqueuer
+	// gate keeps the pump's takes of a key and the intake's (admit) in
+	// the inbox's order.
+	gate keyGate
+	// probe tells whether a session's lease is held (nil: the pump tries
+	// to take it over to find out).
+	probe leaseProbe
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -107,9 +123,11 @@ func newPump(g *Gateway) *pump {
 		poll = 200 * time.Millisecond
 	}
 	w, _ := g.inbox.(watcher)
+	a, _ := g.dedupe.(admitEnqueuer)
+	probe, _ := g.locker.(leaseProbe)
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
-		watch: w, pushes: make(chan string, 1024)}
+		watch: w, pushes: make(chan string, 1024), store: a, probe: probe}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).
@@ -239,13 +257,16 @@ func (p *pump) down(err error) bool {
 
 // key takes what is there for key, if this replica is the one to. A key
 // whose session another replica held a moment ago costs no round trip.
+// It holds key's gate throughout, so what the intake takes for key
+// (admit) is posted after what this takes, or before it.
 func (p *pump) key(ctx context.Context, key string, reclaim bool) {
-	held := p.sessions.cached(key) != nil
+	defer p.gate.lock(key)()
+	held, path := p.sessions.cached(key) != nil, ""
 	if !held {
 		if until, ok := p.elsewhere[key]; ok && time.Now().Before(until) {
 			return
 		}
-		held = p.held(ctx, key)
+		held, path = p.held(ctx, key)
 	}
 	if held {
 		take := p.consume.Consume
@@ -261,6 +282,9 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		return
 	}
 	delete(p.elsewhere, key)
+	if p.elsewhereNow(ctx, key, path) {
+		return
+	}
 	pending, err := p.inbox.Pending(ctx, key)
 	if err != nil || len(pending) == 0 {
 		return
@@ -282,24 +306,43 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 	p.hand(ctx, items, true)
 }
 
-// held reports whether this replica holds the session of location key;
-// it asks the index only about a location it has not found bound to a
-// session it holds (located.go).
-func (p *pump) held(ctx context.Context, key string) bool {
+// held reports whether this replica holds the session of location key,
+// and the session file the index binds key to ("" when it was not asked
+// or binds none); it asks the index only about a location it has not
+// found bound to a session it holds (located.go).
+func (p *pump) held(ctx context.Context, key string) (bool, string) {
 	if p.sessions.cached(key) != nil {
-		return true
+		return true, ""
 	}
 	path, ok, err := p.index.Get(ctx, key)
 	if err != nil || !ok {
-		return false
+		return false, ""
 	}
 	p.sessions.mu.Lock()
 	o := p.sessions.owners[path]
 	p.sessions.mu.Unlock()
 	if o == nil || leaseEnded(o) {
-		return false
+		return false, path
 	}
 	p.sessions.remember(key, o)
+	return true, path
+}
+
+// elsewhereNow reports whether the session file at path, which this
+// replica does not hold, is held by another replica's lease, and then
+// leaves key to that replica for elsewhereWait, as a failed takeover
+// does: the holder takes the items (told by the inbox's notice, or at
+// its poll). One round trip instead of a takeover attempt's five; a
+// session nobody holds, or a probe that fails, goes on to the takeover.
+func (p *pump) elsewhereNow(ctx context.Context, key, path string) bool {
+	if path == "" || p.probe == nil {
+		return false
+	}
+	taken, err := p.probe.Taken(ctx, path)
+	if err != nil || !taken {
+		return false
+	}
+	p.elsewhere[key] = time.Now().Add(elsewhereWait)
 	return true
 }
 
@@ -332,6 +375,8 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 // hand posts items to their mailboxes. Claimed items are replayed as at a
 // restart: a twice-crashed one is set aside, replies cut off by the
 // previous holder are marked, and redeliveries of them are duplicates.
+// The pump's goroutine and the intake (admit) both call it, each under
+// the gate of the items' key; it touches none of the pump's own state.
 func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool) {
 	if len(items) == 0 {
 		return

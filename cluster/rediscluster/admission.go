@@ -10,23 +10,24 @@ import (
 )
 
 // Admission asks the dedupe and the per-sender budget about one inbound
-// event in one round trip: a pipeline of the two scripts, so their keys
-// keep slots of their own. It is the Dedupe it was given, plus
-// SeenReserve.
+// event in one round trip: SeenReserve (a pipeline of the two scripts),
+// or Admit, which enqueues the event's item in the same round trip. It is
+// the Dedupe it was given, plus SeenReserve and Admit.
 type Admission struct {
 	*Dedupe
 	budget *Budget
+	inbox  *Inbox
 	log    *slog.Logger
 }
 
 // NewAdmission pairs the replica's dedupe and sender budget (the one the
-// gateway is given as its Budget); both must be on one Redis client,
-// which the pipeline uses. log may be nil.
-func NewAdmission(d *Dedupe, b *Budget, log *slog.Logger) *Admission {
+// gateway is given as its Budget) with its inbox; all must be on one
+// Redis client and key prefix. log may be nil.
+func NewAdmission(d *Dedupe, b *Budget, ib *Inbox, log *slog.Logger) *Admission {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Admission{Dedupe: d, budget: b, log: log}
+	return &Admission{Dedupe: d, budget: b, inbox: ib, log: log}
 }
 
 // SeenReserve records key as Seen does and takes a token of budgetKey's

@@ -20,7 +20,11 @@ func TestAdmissionSeenReserve(t *testing.T) {
 			opts := rediscluster.Options{Prefix: prefix}
 			budget := rediscluster.NewBudget(rdb, opts, 0.001, 2) // a burst of 2, no refill to speak of
 			budget.SetClock(clustertest.NewClock().Now)
-			a := rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, nil)
+			ib, err := rediscluster.OpenInbox(ctx, rdb, opts, "replica")
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, ib, nil)
 			rts := &redistest.RoundTrips{}
 			rdb.AddHook(rts)
 			if b.Name == "miniredis" {

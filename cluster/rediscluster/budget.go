@@ -11,60 +11,68 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// bucketScript is a token bucket in the hash KEYS[1] (fields t: tokens,
-// l: last refill in µs), refilling at ARGV[1] tokens a second up to
-// ARGV[2]. ARGV[3] is the time in µs, or "" for the Redis server's clock
-// (shared by every replica). ARGV[4] is the mode: "reserve" always takes
-// a token, going into debt; "take" takes one only when there is one;
-// "refund" gives one back (up to burst).
-// KEYS[2] is a pause window: while it lives, "take" takes nothing and
-// waits for it. It returns the wait in µs (0: the token is granted).
-// The key expires once the bucket would be full again, which a new
-// bucket is. ARGV[5] is a token of the call: the same call run again
-// (the client retried after losing the answer) gets the same answer and
-// takes nothing more.
-var bucketScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'c') == ARGV[5] then
-  return tonumber(redis.call('HGET', KEYS[1], 'r'))
+// bucketLua defines bucket(key, pause, rate, burst, now, mode, call), a
+// token bucket in the hash key (fields t: tokens, l: last refill in µs),
+// refilling at rate tokens a second up to burst. now is the time in µs,
+// or "" for the Redis server's clock (shared by every replica). mode
+// "reserve" always takes a token, going into debt; "take" takes one only
+// when there is one; "refund" gives one back (up to burst). pause is a
+// pause window: while it lives, "take" takes nothing and waits for it.
+// It returns the wait in µs (0: the token is granted). The key expires
+// once the bucket would be full again, which a new bucket is. call is a
+// token of the call: the same call run again (the client retried after
+// losing the answer) gets the same answer and takes nothing more. It is
+// Lua source, so that the admission script (admit.go) shares it.
+const bucketLua = `
+local function bucket(key, pause, rate, burst, nowArg, mode, call)
+  if redis.call('HGET', key, 'c') == call then
+    return tonumber(redis.call('HGET', key, 'r'))
+  end
+  rate = tonumber(rate)
+  burst = tonumber(burst)
+  local now
+  if nowArg == '' then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  else
+    now = tonumber(nowArg)
+  end
+  if mode == 'take' then
+    local p = redis.call('PTTL', pause)
+    if p > 0 then return p * 1000 end
+  end
+  local v = redis.call('HMGET', key, 't', 'l')
+  local tokens = tonumber(v[1])
+  local last = tonumber(v[2])
+  if tokens == nil or last == nil then
+    tokens = burst
+    last = now
+  end
+  if now > last then
+    tokens = math.min(burst, tokens + (now - last) / 1000000 * rate)
+    last = now
+  end
+  local wait = 0
+  if mode == 'reserve' then
+    tokens = tokens - 1
+    if tokens < 0 then wait = math.ceil(-tokens / rate * 1000000) end
+  elseif mode == 'refund' then
+    tokens = math.min(burst, tokens + 1)
+  elseif tokens >= 1 then
+    tokens = tokens - 1
+  else
+    wait = math.ceil((1.1 - tokens) / rate * 1000000)
+  end
+  redis.call('HSET', key, 't', string.format('%.17g', tokens), 'l', string.format('%d', last), 'c', call, 'r', string.format('%d', wait))
+  redis.call('PEXPIRE', key, math.ceil((burst - tokens) / rate * 1000) + 1000)
+  return wait
 end
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
-local now
-if ARGV[3] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  now = tonumber(ARGV[3])
-end
-if ARGV[4] == 'take' then
-  local p = redis.call('PTTL', KEYS[2])
-  if p > 0 then return p * 1000 end
-end
-local v = redis.call('HMGET', KEYS[1], 't', 'l')
-local tokens = tonumber(v[1])
-local last = tonumber(v[2])
-if tokens == nil or last == nil then
-  tokens = burst
-  last = now
-end
-if now > last then
-  tokens = math.min(burst, tokens + (now - last) / 1000000 * rate)
-  last = now
-end
-local wait = 0
-if ARGV[4] == 'reserve' then
-  tokens = tokens - 1
-  if tokens < 0 then wait = math.ceil(-tokens / rate * 1000000) end
-elseif ARGV[4] == 'refund' then
-  tokens = math.min(burst, tokens + 1)
-elseif tokens >= 1 then
-  tokens = tokens - 1
-else
-  wait = math.ceil((1.1 - tokens) / rate * 1000000)
-end
-redis.call('HSET', KEYS[1], 't', string.format('%.17g', tokens), 'l', string.format('%d', last), 'c', ARGV[5], 'r', string.format('%d', wait))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
-return wait
+`
+
+// bucketScript runs bucket on KEYS[1] (the bucket) and KEYS[2] (its
+// pause window) with ARGV rate, burst, now, mode and call token.
+var bucketScript = redis.NewScript(bucketLua + `
+return bucket(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 `)
 
 // pauseScript sets the pause window KEYS[1] to ARGV[1] ms unless it
@@ -101,6 +109,10 @@ func (c clock) arg() string {
 // bucket per key, all with one rate and burst. Reserve takes a token even
 // when the bucket is empty, so a sender who keeps sending keeps waiting
 // longer.
+//
+// Its keys (P{inbox}:b:K) share the inbox's hash tag, as the dedupe's do
+// and for the same reason: the admission script takes the sender's token
+// in the round trip that enqueues the message (admit.go).
 type Budget struct {
 	rdb    redis.UniversalClient
 	prefix string
@@ -111,7 +123,7 @@ type Budget struct {
 
 // NewBudget allows rate events per second with the given burst, per key.
 func NewBudget(rdb redis.UniversalClient, opts Options, rate float64, burst int) *Budget {
-	return &Budget{rdb: rdb, prefix: opts.KeyPrefix() + "budget:", rate: rate, burst: max(burst, 1)}
+	return &Budget{rdb: rdb, prefix: opts.KeyPrefix() + "{inbox}:b:", rate: rate, burst: max(burst, 1)}
 }
 
 // Reserve takes one token for key and returns how long the caller must
@@ -131,9 +143,10 @@ func (b *Budget) Reserve(ctx context.Context, key string) (time.Duration, error)
 	return time.Duration(us) * time.Microsecond, nil
 }
 
-// keys returns the bucket and pause keys of key's bucket.
+// keys returns the bucket and pause keys of key's bucket, in the inbox's
+// slot.
 func (b *Budget) keys(key string) []string {
-	base := b.prefix + "{" + key + "}"
+	base := b.prefix + key
 	return []string{base, base + ":pause"}
 }
 

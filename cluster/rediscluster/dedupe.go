@@ -25,6 +25,12 @@ return 1
 // Dedupe drops redelivered platform events for every replica at once: a
 // key is remembered (set if absent, with a TTL) for its TTL. Redis
 // expires the keys, so the set is bounded by the traffic of one TTL.
+//
+// Its keys (P{inbox}:d:K) share the inbox's hash tag: the admission script
+// (admit.go) answers the dedupe, the sender's budget and the enqueue in
+// one round trip, and a Redis Cluster runs a script only over keys of one
+// slot. The slot held every inbox key already, so every inbound event
+// already wrote to it; the dedupe adds no new hot slot.
 type Dedupe struct {
 	rdb    redis.UniversalClient
 	prefix string
@@ -33,7 +39,7 @@ type Dedupe struct {
 
 // NewDedupe remembers keys for ttl (at least a millisecond).
 func NewDedupe(rdb redis.UniversalClient, opts Options, ttl time.Duration) *Dedupe {
-	return &Dedupe{rdb: rdb, prefix: opts.KeyPrefix() + "dedupe:", ttl: max(ttl, time.Millisecond)}
+	return &Dedupe{rdb: rdb, prefix: opts.KeyPrefix() + "{inbox}:d:", ttl: max(ttl, time.Millisecond)}
 }
 
 // Seen records key and reports whether it was already recorded within the

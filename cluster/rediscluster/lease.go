@@ -146,6 +146,18 @@ func (l *Locker) keys(key string) (lease, fence string) {
 	return base + ":lock", base + ":fence"
 }
 
+// Taken reports whether key's lease is held now, by any holder, in one
+// round trip and without trying to take it: a replica asks it before it
+// tries to take over a session that is likely held elsewhere.
+func (l *Locker) Taken(ctx context.Context, key string) (bool, error) {
+	lock, _ := l.keys(key)
+	n, err := l.rdb.Exists(ctx, lock).Result()
+	if err != nil {
+		return false, fmt.Errorf("rediscluster: lease taken: %w", err)
+	}
+	return n > 0, nil
+}
+
 // Acquire grants key's lease or returns an error wrapping
 // cluster.ErrLeaseHeld. minFence is the highest fence already seen in the
 // session file; the grant's fence is above it.

@@ -88,6 +88,43 @@ func TestHeld(t *testing.T) {
 	}
 }
 
+// TestLeaseTaken: Taken tells whether anyone holds a lease, without
+// taking it, whoever asks.
+func TestLeaseTaken(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			rdb, prefix, _ := b.Open(t, "taken")
+			r1 := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix, Holder: "r1"}, nil)
+			r2 := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix, Holder: "r2"}, nil)
+			taken := func(key string) bool {
+				t.Helper()
+				ok, err := r2.Taken(t.Context(), key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ok
+			}
+			if taken("sessions/a.jsonl") {
+				t.Fatal("a lease nobody took is taken")
+			}
+			le := mustAcquire(t, r1, "sessions/a.jsonl", 0)
+			if !taken("sessions/a.jsonl") || taken("sessions/b.jsonl") {
+				t.Fatal("Taken does not tell r1's lease from a free one")
+			}
+			// Asking took nothing: r2 is refused while r1 holds it.
+			if _, err := r2.Acquire(t.Context(), "sessions/a.jsonl", 0); err == nil {
+				t.Fatal("r2 acquired a lease r1 holds")
+			}
+			if err := le.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if taken("sessions/a.jsonl") {
+				t.Fatal("a released lease is taken")
+			}
+		})
+	}
+}
+
 // A lease whose key another holder overwrote is lost at the next renewal,
 // with ErrLeaseLost, and its Release leaves the other holder's key alone.
 func TestLeaseTakenByAnotherIsLost(t *testing.T) {

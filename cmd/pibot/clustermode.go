@@ -187,8 +187,9 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 		spend: redisspend.New(r.rdb, r.opts),
 		deps: gateway.Deps{
 			Inbox: ib,
-			// The dedupe asks the sender's budget in the same round trip.
-			Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL), budget, log),
+			// The dedupe asks the sender's budget, and enqueues, in the same
+			// round trip (rediscluster.Admission.Admit).
+			Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(r.rdb, r.opts, dedupeTTL), budget, ib, log),
 			Locker: locker,
 			Budget: budget,
 			Index:  index,

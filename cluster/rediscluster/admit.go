@@ -1,0 +1,175 @@
+package rediscluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/cluster"
+)
+
+// admitScript admits one inbound event in one round trip: the dedupe, the
+// sender's budget, the inbox item and, for the session's holder, the
+// taking of the items nobody took yet. Every key is in the inbox's slot
+// (dedupe.go, budget.go), so it runs on a Redis Cluster too.
+//
+// KEYS: dedupe key, budget bucket, budget pause window, stream, keys,
+// seq, touched set of this consumer, crash counts of the stream.
+// ARGV: dedupe token ("" when not deduplicated), dedupe TTL in ms, budget
+// rate ("" when not budgeted), burst, now, call token, data, location
+// key, consumer, notice channel, "take" or "".
+//
+// It returns {"dup"}, {"wait", µs} or {"ok", id, then id, data, n,
+// crashes for each item taken}. The dedupe key records the call's token
+// and, once enqueued, the item's id, so this call run again (go-redis
+// retries after a lost answer) neither counts as its own duplicate nor
+// enqueues a second item: it answers the same id, and with "take" the
+// item again (the lost answer never handed it on) and anything new. A
+// duplicate takes no budget token; an event over budget is not enqueued
+// (its token is taken and its dedupe key stays, as SeenReserve leaves
+// them).
+var admitScript = redis.NewScript(bucketLua + `
+local out = {}
+local function add(e)
+  local f = {}
+  for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i+1] end
+  table.insert(out, e[1]); table.insert(out, f['d']); table.insert(out, f['n'])
+  table.insert(out, redis.call('HGET', KEYS[8], e[1]) or '0')
+  redis.call('SADD', KEYS[7], e[1] .. ' ' .. ARGV[8])
+end
+local again
+if ARGV[1] ~= '' then
+  local v = redis.call('GET', KEYS[1])
+  if not v then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  else
+    local sp = string.find(v, ' ', 1, true)
+    if sp and string.sub(v, 1, sp - 1) == ARGV[1] then
+      again = string.sub(v, sp + 1)
+    elseif v ~= ARGV[1] then
+      return {'dup'}
+    end
+  end
+end
+if again then
+  out = {'ok', again}
+  if ARGV[11] == 'take' then
+    local e = redis.call('XRANGE', KEYS[4], again, again)
+    if #e > 0 then add(e[1]) end
+  end
+else
+  if ARGV[3] ~= '' then
+    local wait = bucket(KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], 'reserve', ARGV[6])
+    if wait > 0 then return {'wait', wait} end
+  end
+  if redis.call('EXISTS', KEYS[4]) == 0 then
+    redis.call('XGROUP', 'CREATE', KEYS[4], 'pibot', '0', 'MKSTREAM')
+  end
+  local n = redis.call('INCR', KEYS[6])
+  local id = redis.call('XADD', KEYS[4], '*', 'd', ARGV[7], 'n', n, 'by', ARGV[9])
+  redis.call('ZADD', KEYS[5], 'NX', n, ARGV[8])
+  redis.call('SADD', KEYS[7], id .. ' ' .. ARGV[8])
+  if ARGV[1] ~= '' then
+    redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'KEEPTTL')
+  end
+  out = {'ok', id}
+  if ARGV[11] ~= 'take' then
+    redis.call('PUBLISH', ARGV[10], ARGV[9] .. ' ' .. ARGV[8])
+    return out
+  end
+end
+if ARGV[11] == 'take' then
+  local r = redis.call('XREADGROUP', 'GROUP', 'pibot', ARGV[9], 'COUNT', 100000, 'STREAMS', KEYS[4], '>')
+  if r and r[1] then
+    for _, e in ipairs(r[1][2]) do add(e) end
+  end
+end
+return out
+`)
+
+// Admit admits one inbound event in one round trip (admitScript): the
+// dedupe (a.Dedupe), the sender's budget (a.Budget), and, unless the event
+// is a duplicate or over budget, its item enqueued under a.Key. With
+// a.Take, the items of a.Key nobody took yet, the new one included, are
+// taken for this process as Inbox.Consume takes them, so the holder of the
+// session needs no Consume for them; without it, the other replicas are
+// told of the item (Inbox.Watch), as Inbox.Enqueue tells them.
+//
+// An error leaves it unknown whether the item was enqueued (the answer may
+// be lost after the script ran); the dedupe key may be recorded.
+func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error) {
+	ib := a.inbox
+	dedupeKey, token := ib.base+"d:", ""
+	if ad.Dedupe != "" {
+		t, err := newToken()
+		if err != nil {
+			return cluster.Admitted{}, err
+		}
+		dedupeKey, token = a.prefix+ad.Dedupe, t
+	}
+	// Placeholders in the inbox's slot when there is no budget: a Redis
+	// Cluster checks every key a script names, used or not.
+	budgetKeys, rate := []string{ib.base + "b:", ib.base + "b::pause"}, ""
+	call, err := callToken()
+	if err != nil {
+		return cluster.Admitted{}, err
+	}
+	if ad.Budget != "" && a.budget.rate > 0 {
+		budgetKeys, rate = a.budget.keys(ad.Budget), strconv.FormatFloat(a.budget.rate, 'g', -1, 64)
+	}
+	take := ""
+	if ad.Take {
+		take = "take"
+	}
+	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.stream(ad.Key), ib.base + "keys", ib.base + "seq",
+		ib.touched(), ib.base + "c:" + ad.Key}
+	res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
+		call, ad.Data, ad.Key, ib.consumer, ib.channel(), take).Slice()
+	if err != nil {
+		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
+	}
+	out, err := admitted(ad.Key, res)
+	if err != nil {
+		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
+	}
+	return out, nil
+}
+
+// admitted reads admitScript's answer.
+func admitted(key string, res []any) (cluster.Admitted, error) {
+	if len(res) == 0 {
+		return cluster.Admitted{}, fmt.Errorf("empty reply")
+	}
+	switch res[0] {
+	case "dup":
+		return cluster.Admitted{Dup: true}, nil
+	case "wait":
+		us, ok := res[1].(int64)
+		if len(res) != 2 || !ok || us <= 0 {
+			return cluster.Admitted{}, fmt.Errorf("malformed wait %v", res)
+		}
+		return cluster.Admitted{Wait: time.Duration(us) * time.Microsecond}, nil
+	case "ok":
+	default:
+		return cluster.Admitted{}, fmt.Errorf("unknown reply %v", res[0])
+	}
+	if len(res) < 2 || (len(res)-2)%4 != 0 {
+		return cluster.Admitted{}, fmt.Errorf("malformed reply of %d values", len(res))
+	}
+	str := func(v any) string { s, _ := v.(string); return s }
+	out := cluster.Admitted{ID: str(res[1])}
+	order := make([]int64, 0, (len(res)-2)/4)
+	for i := 2; i < len(res); i += 4 {
+		it := cluster.InboxItem{ID: str(res[i]), Key: key, Data: json.RawMessage(str(res[i+1]))}
+		it.Crashes, _ = strconv.Atoi(str(res[i+3]))
+		n, _ := strconv.ParseInt(str(res[i+2]), 10, 64)
+		out.Taken = append(out.Taken, it)
+		order = append(order, n)
+	}
+	sortItems(out.Taken, order)
+	return out, nil
+}
