@@ -275,7 +275,7 @@ func TestClusterOrderAcrossReplicas(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got = append(got, userTexts(s.Entries())...)
+				got = append(got, userTexts(s.Tree().Entries())...)
 				s.Close()
 			}
 			return nil
