@@ -118,19 +118,16 @@ func (r *run) deliver() {
 	for i, ref := range refs {
 		keys[i] = ref.Key()
 	}
-	// Recorded only after the platform confirmed the reply, written to
-	// the file at once (a crash of pibot right after the platform's
-	// answer must not cost a second copy of the answer), and durable
-	// before the run's messages leave the inbox (afterRun flushes the
-	// session first). Only a crash inside the few microseconds between
-	// the platform's answer and this write, or of the machine before the
-	// flush, sends the answer twice; never is a delivery recorded that
-	// did not happen.
-	//
-	// The run's final flush (afterRun) follows at once and puts the entry
-	// into the file with the run's other lines, in one write. Only when
-	// agent_end hooks run in between (they may take long) is it written
-	// on its own first.
+	// Recorded only after the platform confirmed the reply: never is a
+	// delivery recorded that did not happen. The entry reaches the file
+	// with the run's other lines in the run's end write (afterRun), which
+	// follows at once, or on its own first when agent_end hooks run in
+	// between (they may take long); the run's messages leave the inbox
+	// only once the session's next fsync made it durable (OnDurable).
+	// A crash of pibot between the platform's answer and that write (from
+	// microseconds to milliseconds on a loaded machine), or of the machine
+	// before the fsync, leaves the messages in the inbox, and the next
+	// owner answers them again: at least once, never lost.
 	sync := session.SyncGrouped
 	if o.cfg.Extensions != nil {
 		sync = session.SyncWritten
