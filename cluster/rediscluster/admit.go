@@ -32,7 +32,7 @@ import (
 // duplicate takes no budget token; an event over budget is not enqueued
 // (its token is taken and its dedupe key stays, as SeenReserve leaves
 // them).
-var admitScript = redis.NewScript(bucketLua + `
+var admitScript = redis.NewScript(bucketLua + enqueueLua + `
 local out = {}
 local function add(e)
   local f = {}
@@ -66,13 +66,7 @@ else
     local wait = bucket(KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], 'reserve', ARGV[6])
     if wait > 0 then return {'wait', wait} end
   end
-  if redis.call('EXISTS', KEYS[4]) == 0 then
-    redis.call('XGROUP', 'CREATE', KEYS[4], 'pibot', '0', 'MKSTREAM')
-  end
-  local n = redis.call('INCR', KEYS[6])
-  local id = redis.call('XADD', KEYS[4], '*', 'd', ARGV[7], 'n', n, 'by', ARGV[9])
-  redis.call('ZADD', KEYS[5], 'NX', n, ARGV[8])
-  redis.call('SADD', KEYS[7], id .. ' ' .. ARGV[8])
+  local id = enqueue(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], ARGV[8], ARGV[9])
   if ARGV[1] ~= '' then
     redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'KEEPTTL')
   end

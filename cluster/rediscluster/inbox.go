@@ -33,17 +33,29 @@ import (
 
 // The consumer group of every inbox stream is "pibot" (in the scripts).
 
+// enqueueLua defines enqueue(stream, keys, seq, touched, data, key,
+// consumer), which appends one item to a stream (made with its consumer
+// group if new), orders it, lists its key as pending and records it as
+// the consumer's, and returns its id; enqueueScript and admitScript share
+// it.
+const enqueueLua = `
+local function enqueue(stream, keys, seq, touched, data, key, consumer)
+  if redis.call('EXISTS', stream) == 0 then
+    redis.call('XGROUP', 'CREATE', stream, 'pibot', '0', 'MKSTREAM')
+  end
+  local n = redis.call('INCR', seq)
+  local id = redis.call('XADD', stream, '*', 'd', data, 'n', n, 'by', consumer)
+  redis.call('ZADD', keys, 'NX', n, key)
+  redis.call('SADD', touched, id .. ' ' .. key)
+  return id
+end
+`
+
 // enqueueScript: KEYS stream, keys, seq, touched; ARGV data, key,
 // consumer, notice channel. It tells the replicas on the channel
 // ("consumer key") in the same round trip.
-var enqueueScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('XGROUP', 'CREATE', KEYS[1], 'pibot', '0', 'MKSTREAM')
-end
-local n = redis.call('INCR', KEYS[3])
-local id = redis.call('XADD', KEYS[1], '*', 'd', ARGV[1], 'n', n, 'by', ARGV[3])
-redis.call('ZADD', KEYS[2], 'NX', n, ARGV[2])
-redis.call('SADD', KEYS[4], id .. ' ' .. ARGV[2])
+var enqueueScript = redis.NewScript(enqueueLua + `
+local id = enqueue(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[3] .. ' ' .. ARGV[2])
 return id
 `)
