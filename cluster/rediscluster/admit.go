@@ -32,15 +32,8 @@ import (
 // duplicate takes no budget token; an event over budget is not enqueued
 // (its token is taken and its dedupe key stays, as SeenReserve leaves
 // them).
-var admitScript = redis.NewScript(bucketLua + enqueueLua + `
+var admitScript = redis.NewScript(bucketLua + enqueueLua + takeLua + `
 local out = {}
-local function add(e)
-  local f = {}
-  for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i+1] end
-  table.insert(out, e[1]); table.insert(out, f['d']); table.insert(out, f['n'])
-  table.insert(out, redis.call('HGET', KEYS[8], e[1]) or '0')
-  redis.call('SADD', KEYS[7], e[1] .. ' ' .. ARGV[8])
-end
 local again
 if ARGV[1] ~= '' then
   local v = redis.call('GET', KEYS[1])
@@ -59,7 +52,7 @@ if again then
   out = {'ok', again}
   if ARGV[11] == 'take' then
     local e = redis.call('XRANGE', KEYS[4], again, again)
-    if #e > 0 then add(e[1]) end
+    if #e > 0 then took(out, e[1], KEYS[8], KEYS[7], ARGV[8]) end
   end
 else
   if ARGV[3] ~= '' then
@@ -77,10 +70,7 @@ else
   end
 end
 if ARGV[11] == 'take' then
-  local r = redis.call('XREADGROUP', 'GROUP', 'pibot', ARGV[9], 'COUNT', 100000, 'STREAMS', KEYS[4], '>')
-  if r and r[1] then
-    for _, e in ipairs(r[1][2]) do add(e) end
-  end
+  takeNew(out, KEYS[4], ARGV[9], KEYS[8], KEYS[7], ARGV[8])
 end
 return out
 `)

@@ -60,32 +60,46 @@ redis.call('PUBLISH', ARGV[4], ARGV[3] .. ' ' .. ARGV[2])
 return id
 `)
 
-// takeScript hands consumer ARGV[1] the items of stream KEYS[1] nobody
-// took yet and, when ARGV[3] is "claim", those other consumers hold too;
-// it records them in the touched set KEYS[2] (members "id ARGV[2]") and
-// returns id, data, n, crashes quadruples (crashes from the hash KEYS[3]).
-var takeScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local out = {}
-local function add(e)
+// takeLua defines took(out, e, crashes, touched, key), which appends
+// stream entry e's id, data, order and crash count (from the hash
+// crashes) to out and records it in the touched set as "id key", and
+// takeNew(out, stream, consumer, crashes, touched, key), which does so for
+// every item of stream nobody took yet, now taken by consumer (none when
+// the stream is gone: its last item ended); takeScript and admitScript
+// share them.
+const takeLua = `
+local function took(out, e, crashes, touched, key)
   if e and e[2] then
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i+1] end
     table.insert(out, e[1]); table.insert(out, f['d']); table.insert(out, f['n'])
-    table.insert(out, redis.call('HGET', KEYS[3], e[1]) or '0')
-    redis.call('SADD', KEYS[2], e[1] .. ' ' .. ARGV[2])
+    table.insert(out, redis.call('HGET', crashes, e[1]) or '0')
+    redis.call('SADD', touched, e[1] .. ' ' .. key)
   end
 end
-local r = redis.call('XREADGROUP', 'GROUP', 'pibot', ARGV[1], 'COUNT', 100000, 'STREAMS', KEYS[1], '>')
-if r and r[1] then
-  for _, e in ipairs(r[1][2]) do add(e) end
+local function takeNew(out, stream, consumer, crashes, touched, key)
+  if redis.call('EXISTS', stream) == 0 then return end
+  local r = redis.call('XREADGROUP', 'GROUP', 'pibot', consumer, 'COUNT', 100000, 'STREAMS', stream, '>')
+  if r and r[1] then
+    for _, e in ipairs(r[1][2]) do took(out, e, crashes, touched, key) end
+  end
 end
+`
+
+// takeScript hands consumer ARGV[1] the items of stream KEYS[1] nobody
+// took yet and, when ARGV[3] is "claim", those other consumers hold too;
+// it records them in the touched set KEYS[2] (members "id ARGV[2]") and
+// returns id, data, n, crashes quadruples (crashes from the hash KEYS[3]).
+var takeScript = redis.NewScript(takeLua + `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local out = {}
+takeNew(out, KEYS[1], ARGV[1], KEYS[3], KEYS[2], ARGV[2])
 if ARGV[3] == 'claim' then
   local p = redis.call('XPENDING', KEYS[1], 'pibot', '-', '+', 100000)
   for _, x in ipairs(p) do
     if x[2] ~= ARGV[1] then
       local c = redis.call('XCLAIM', KEYS[1], 'pibot', ARGV[1], 0, x[1])
-      for _, e in ipairs(c) do add(e) end
+      for _, e in ipairs(c) do took(out, e, KEYS[3], KEYS[2], ARGV[2]) end
     end
   end
 end
