@@ -28,17 +28,7 @@ func TestTokensCoalesceBetweenEdits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ad := chattest.New(chattest.WithCaps(tc.caps, tc.caps))
-				conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
-				c := New(ad, conv, Options{})
-				var turns atomic.Int64
-				c.mu.Lock()
-				c.started = true
-				c.mu.Unlock()
-				go c.loop.run(t.Context(), c.now, func(ctx context.Context) time.Duration {
-					turns.Add(1)
-					return c.step(ctx)
-				})
+				c, ad, conv, turns := countedController(t, tc.caps)
 				const tokens = 1000
 				var b strings.Builder
 				for i := range tokens {
@@ -69,18 +59,7 @@ func TestTokensCoalesceBetweenEdits(t *testing.T) {
 // posts at once.
 func TestTokensBeforeFirstPostCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		caps := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second}
-		ad := chattest.New(chattest.WithCaps(caps, caps))
-		conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
-		c := New(ad, conv, Options{})
-		var turns atomic.Int64
-		c.mu.Lock()
-		c.started = true
-		c.mu.Unlock()
-		go c.loop.run(t.Context(), c.now, func(ctx context.Context) time.Duration {
-			turns.Add(1)
-			return c.step(ctx)
-		})
+		c, ad, conv, turns := countedController(t, chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second})
 		start := time.Now()
 		var b strings.Builder
 		for range firstPostChars - 1 {
@@ -110,4 +89,23 @@ func TestTokensBeforeFirstPostCoalesce(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// countedController starts a Controller on a chattest adapter with caps,
+// counting the turns of its loop. It runs inside the caller's synctest
+// bubble, so its goroutine is the bubble's.
+func countedController(t *testing.T, caps chat.Caps) (*Controller, *chattest.Adapter, chat.ConvRef, *atomic.Int64) {
+	t.Helper()
+	ad := chattest.New(chattest.WithCaps(caps, caps))
+	conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
+	c := New(ad, conv, Options{})
+	turns := new(atomic.Int64)
+	c.mu.Lock()
+	c.started = true
+	c.mu.Unlock()
+	go c.loop.run(t.Context(), c.now, func(ctx context.Context) time.Duration {
+		turns.Add(1)
+		return c.step(ctx)
+	})
+	return c, ad, conv, turns
 }

@@ -90,7 +90,7 @@ func (c *Controller) Start(ctx context.Context) {
 
 // SetText replaces the markdown of the current assistant message.
 func (c *Controller) SetText(markdown string) {
-	c.changeText(func(d *document) bool {
+	c.change(func(d *document) bool {
 		d.setText(markdown)
 		return markdown != ""
 	}, true)
@@ -102,7 +102,7 @@ func (c *Controller) EndMessage() {
 	c.change(func(d *document) bool {
 		d.endMessage()
 		return false
-	})
+	}, false)
 }
 
 // SetThinking replaces the thinking text of the current assistant message;
@@ -111,7 +111,7 @@ func (c *Controller) SetThinking(text string) {
 	c.change(func(d *document) bool {
 		d.setThinking(text)
 		return text != "" && c.opts.Verbosity == Verbose
-	})
+	}, false)
 }
 
 // ToolStart records that a tool call began; args are its JSON arguments,
@@ -121,7 +121,7 @@ func (c *Controller) ToolStart(id, name string, args json.RawMessage) {
 	c.change(func(d *document) bool {
 		d.toolStart(id, name, summary, now)
 		return true
-	})
+	}, false)
 }
 
 // ToolResumed restarts the clock of the running tool call id: it runs
@@ -136,7 +136,7 @@ func (c *Controller) ToolResumed(id string) {
 		}
 		t.start = now
 		return true
-	})
+	}, false)
 }
 
 // ToolEnd records that the tool call id ended with output, the text of
@@ -146,7 +146,7 @@ func (c *Controller) ToolEnd(id string, isError bool, output string) {
 	now, detail := c.now(), toolDetail(output, isError, c.opts.Verbosity)
 	c.change(func(d *document) bool {
 		return d.toolEnd(id, isError, detail, now)
-	})
+	}, false)
 }
 
 // Status sets the transient status line ("retrying (1/3) in 2s",
@@ -155,16 +155,14 @@ func (c *Controller) Status(s string) {
 	c.change(func(d *document) bool {
 		d.status = s
 		return s != ""
-	})
+	}, false)
 }
 
 // change applies f to the document, unless the reply is finished, and
-// wakes the loop. f reports whether it added visible content.
-func (c *Controller) change(f func(*document) bool) { c.changeText(f, false) }
-
-// changeText is change; text tells that f changes only the text of the
-// open message, which matters to the loop only when it can be shown.
-func (c *Controller) changeText(f func(*document) bool, text bool) {
+// wakes the loop. f reports whether it added visible content; textOnly
+// tells that f changes only the text of the open message, which matters
+// to the loop only once it can be shown.
+func (c *Controller) change(f func(*document) bool, textOnly bool) {
 	c.mu.Lock()
 	if c.finished {
 		c.mu.Unlock()
@@ -182,7 +180,7 @@ func (c *Controller) changeText(f func(*document) bool, text bool) {
 	// Before the first post the loop sleeps until the post is due by
 	// time (firstPostDelay); the first tokens, too short to post it
 	// earlier (firstPostChars), need not wake it one by one.
-	if !skip && text && sleeping && c.waitsFirst && !c.msgs.shown() {
+	if !skip && textOnly && sleeping && c.waitsFirst && !c.msgs.shown() {
 		now := c.now()
 		skip = now.Before(c.firstAt.Add(firstPostDelay)) &&
 			utf8.RuneCountInString(c.surf.view(&c.doc, c.opts.Verbosity, now)) < firstPostChars
