@@ -140,13 +140,7 @@ func clusterSay(t *testing.T, ad *chattest.Adapter, model *stampModel, n int, te
 // inbox's notice; the replicas' polls are an hour apart, so without the
 // notice it would wait that long.
 func TestClusterPushReachesTheHolder(t *testing.T) {
-	_, prefix := redistest.LocalPrefix(t, "gateway")
-	model := newStampModel(faux.Text("ok"))
-	dir := t.TempDir()
-	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
-	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	model, adA, adB, _ := twoReplicas(t, redisReplica{}, redisReplica{})
 	clusterSay(t, adA, model, 0, "first, to A") // A takes the session
 	for n := 1; n <= 3; n++ {
 		clusterSay(t, adB, model, n, fmt.Sprintf("message %d, to B", n))
@@ -196,13 +190,7 @@ func TestClusterNewStartsANewSession(t *testing.T) {
 // session's holder and to another replica at once (a platform's
 // redelivery racing its original) reaches the model once.
 func TestClusterDuplicateAtTwoReplicasRunsOnce(t *testing.T) {
-	_, prefix := redistest.LocalPrefix(t, "gateway")
-	model := newStampModel(faux.Text("ok"))
-	dir := t.TempDir()
-	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
-	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	model, adA, adB, _ := twoReplicas(t, redisReplica{}, redisReplica{})
 	clusterSay(t, adA, model, 0, "first") // A holds the session
 	for n := 1; n <= 5; n++ {
 		text := fmt.Sprintf("twice %d", n)
@@ -241,13 +229,7 @@ func TestClusterDuplicateAtTwoReplicasRunsOnce(t *testing.T) {
 // replica's item (told by its notice) or the holder's own admission took
 // it along with the next message.
 func TestClusterOrderAcrossReplicas(t *testing.T) {
-	_, prefix := redistest.LocalPrefix(t, "gateway")
-	model := newStampModel(faux.Text("ok"))
-	dir := t.TempDir()
-	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
-	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour})
+	model, adA, adB, dir := twoReplicas(t, redisReplica{}, redisReplica{})
 	clusterSay(t, adA, model, 0, "first") // A holds the session
 	want := []string{"first"}
 	for n := 1; n <= 4; n++ {
@@ -301,14 +283,8 @@ func TestClusterOrderAcrossReplicas(t *testing.T) {
 // crash counts, a guard lease, the index again, the session's lease, the
 // guard's release (8).
 func TestClusterElsewhereRoundTrips(t *testing.T) {
-	_, prefix := redistest.LocalPrefix(t, "gateway")
-	model := newStampModel(faux.Text("ok"))
-	dir := t.TempDir()
-	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
 	rts := &redistest.RoundTrips{}
-	startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour, leaseTTL: time.Minute})
-	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: time.Hour, leaseTTL: time.Minute, hook: rts})
+	model, adA, adB, _ := twoReplicas(t, redisReplica{leaseTTL: time.Minute}, redisReplica{leaseTTL: time.Minute, hook: rts})
 	clusterSay(t, adA, model, 0, "first") // A holds the session
 	n0 := rts.Count()
 	clusterSay(t, adB, model, 1, "to B") // run by A, told by the notice
@@ -338,4 +314,21 @@ func TestClusterElsewhereRoundTrips(t *testing.T) {
 	if len(adB.Messages(benchMessage(adB.Platform(), 1, 0, "").Conv)) != 0 {
 		t.Error("replica B answered: the session is A's")
 	}
+}
+
+// twoReplicas starts replicas A and B (settings a and b, whose prefix, id
+// and poll it sets) on one key prefix and one data directory, dir, with
+// one model that answers "ok"; their polls are an hour apart, so what
+// moves a message between them is the inbox's notice.
+func twoReplicas(t *testing.T, a, b redisReplica) (model *stampModel, adA, adB *chattest.Adapter, dir string) {
+	t.Helper()
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model, dir = newStampModel(faux.Text("ok")), t.TempDir()
+	adA = chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	adB = chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	a.prefix, a.id, a.poll = prefix, "replica-a", time.Hour
+	b.prefix, b.id, b.poll = prefix, "replica-b", time.Hour
+	startRedisReplica(t, adA, model, dir, a)
+	startRedisReplica(t, adB, model, dir, b)
+	return model, adA, adB, dir
 }
