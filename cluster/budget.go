@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Budget is a set of token buckets keyed by string (a sender, a chat),
@@ -99,29 +101,59 @@ func NewRates() *Rates {
 // lengthened by a tenth of the refill interval so that jitter between
 // two calls cannot bring them closer together than the budget allows.
 // The in-process budget never fails.
-func (r *Rates) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
-	if perSec <= 0 {
-		return 0, nil // no limit
-	}
+func (r *Rates) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	d, _, err := r.TakeAll(ctx, "", []tokenbucket.Bucket{{Key: key, PerSec: perSec, Burst: burst}})
+	return d, err
+}
+
+// TakeAll takes one token from each of buckets (distinct keys), all or
+// none: when one of them has no token it takes nothing and returns the
+// longest wait and the index of the bucket that asked for it. pause names
+// a pause window, which the in-process store does not keep (the adapters
+// pause their own process): it is ignored.
+func (r *Rates) TakeAll(_ context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	full := float64(max(burst, 1))
-	bk, ok := r.buckets[key]
+	var wait time.Duration
+	which := -1
+	for i, b := range buckets {
+		if b.PerSec <= 0 {
+			continue // no limit
+		}
+		bk := r.bucket(now, b)
+		if bk.tokens < 1 {
+			if d := time.Duration((1.1 - bk.tokens) / b.PerSec * float64(time.Second)); d > wait {
+				wait, which = d, i
+			}
+		}
+	}
+	if wait > 0 {
+		return wait, which, nil
+	}
+	for _, b := range buckets {
+		if b.PerSec > 0 {
+			r.buckets[b.Key].tokens--
+		}
+	}
+	return 0, -1, nil
+}
+
+// bucket returns b's bucket refilled to now (full when new), at the pace
+// b names.
+func (r *Rates) bucket(now time.Time, b tokenbucket.Bucket) *bucket {
+	full := float64(max(b.Burst, 1))
+	bk, ok := r.buckets[b.Key]
 	if !ok {
 		if len(r.buckets) >= maxRateBuckets {
 			r.dropFull(now)
 		}
 		bk = &bucket{tokens: full, last: now}
-		r.buckets[key] = bk
+		r.buckets[b.Key] = bk
 	}
-	bk.rate, bk.burst = perSec, full
-	bk.refill(now, perSec, full)
-	if bk.tokens >= 1 {
-		bk.tokens--
-		return 0, nil
-	}
-	return time.Duration((1.1 - bk.tokens) / perSec * float64(time.Second)), nil
+	bk.rate, bk.burst = b.PerSec, full
+	bk.refill(now, b.PerSec, full)
+	return bk
 }
 
 // dropFull forgets the buckets that have refilled completely: a new

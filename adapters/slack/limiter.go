@@ -25,10 +25,13 @@ const liveMaxWait = 1500 * time.Millisecond
 // the replicas share one, so a workspace's pace is not spent once per
 // replica. cluster.Rates is the in-process implementation.
 type Rates interface {
-	// Take takes one token from key's bucket, which refills at perSec
-	// tokens a second up to burst, and returns 0; when the bucket has none
-	// it takes nothing and returns how long until it will have one.
-	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
+	// TakeAll takes one token from each of buckets (each refilling at its
+	// PerSec up to its Burst), all or none, and returns 0; when one has
+	// none, or pause ("" for none) is paused in a store the replicas share,
+	// it takes nothing and returns how long until it may, and the index of
+	// the bucket that asked for the wait (-1: the pause). One call of a
+	// shared store is one round trip.
+	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
 }
 
 // SharedPause is a Rates whose pause windows every replica sees (cluster
@@ -37,10 +40,8 @@ type Rates interface {
 // only this process.
 type SharedPause interface {
 	// Pause makes key wait d on every replica, unless it already waits
-	// longer.
+	// longer: the store's TakeAll with key as its pause waits it out.
 	Pause(ctx context.Context, key string, d time.Duration) error
-	// PausedFor returns how long key still waits (0: not paused).
-	PausedFor(ctx context.Context, key string) (time.Duration, error)
 }
 
 // defaultTiers are the per-minute paces per method and workspace, a
@@ -117,50 +118,64 @@ func (l *limiter) pause(ctx context.Context, team, method string, d time.Duratio
 	return nil
 }
 
-// pausedFor is how long method is still paused in team: the longer of
-// this process's pause and the shared one (unknown while the shared store
-// fails: this process's holds).
-func (l *limiter) pausedFor(ctx context.Context, team, method string) time.Duration {
+// pausedFor is how long method is still paused in team in this process
+// (a shared pause is asked with the tokens: acquire).
+func (l *limiter) pausedFor(team, method string) time.Duration {
 	l.mu.Lock()
-	d := time.Until(l.paused[team+"/"+method])
-	l.mu.Unlock()
-	if l.shared != nil {
-		if sd, err := l.shared.PausedFor(ctx, pauseKey(team, method)); err == nil {
-			d = max(d, sd)
-		}
-	}
-	return d
+	defer l.mu.Unlock()
+	return time.Until(l.paused[team+"/"+method])
 }
 
 // acquire waits until the call o may go out, or returns a
-// *chat.RateLimitError where a live call must not wait.
+// *chat.RateLimitError where a live call must not wait. The call takes a
+// token of each bucket that paces it (its method in the workspace, its
+// channel, its message), together, and waits out its method's pause (the
+// replicas' shared one in the same step).
 func (l *limiter) acquire(ctx context.Context, o op, live bool) error {
 	team, channel, method := o.team, o.channel, o.method
 	if err := l.waitPause(ctx, team, method, live); err != nil {
 		return err
 	}
-	if perMin := l.tiers[method]; perMin > 0 {
-		if err := l.take(ctx, live, "slack/"+team+"/"+method, perMin, "workspace"); err != nil {
-			return err
+	var (
+		buckets []tokenbucket.Bucket
+		scopes  []string
+	)
+	add := func(key string, perMin float64, scope string) {
+		burst := int(math.Max(1, math.Min(5, perMin/10)))
+		if scope == "message" {
+			burst = 1
 		}
+		buckets = append(buckets, tokenbucket.Bucket{Key: key, PerSec: perMin / 60, Burst: burst})
+		scopes = append(scopes, scope)
+	}
+	if perMin := l.tiers[method]; perMin > 0 {
+		add("slack/"+team+"/"+method, perMin, "workspace")
 	}
 	if perMin := l.tiers[method+"/channel"]; perMin > 0 && channel != "" {
-		if err := l.take(ctx, live, "slack/"+team+"/"+method+"/"+channel, perMin, "chat"); err != nil {
-			return err
-		}
+		add("slack/"+team+"/"+method+"/"+channel, perMin, "chat")
 	}
 	if o.msg != "" {
-		if err := l.take(ctx, live, "slack/"+team+"/msg/"+channel+"/"+o.msg, perMessagePerMin, "message"); err != nil {
+		add("slack/"+team+"/msg/"+channel+"/"+o.msg, perMessagePerMin, "message")
+	}
+	pause := ""
+	if l.shared != nil {
+		pause = pauseKey(team, method)
+	}
+	if len(buckets) > 0 || pause != "" {
+		if err := l.take(ctx, live, pause, buckets, scopes); err != nil {
 			return err
 		}
 	}
-	// A 429 may have paused the method while this call waited for tokens.
+	// A 429 in this process may have paused the method while this call
+	// waited for tokens.
 	return l.waitPause(ctx, team, method, live)
 }
 
+// waitPause waits out this process's pause of method in team, or returns
+// it as a RateLimitError for a live call.
 func (l *limiter) waitPause(ctx context.Context, team, method string, live bool) error {
 	for {
-		d := l.pausedFor(ctx, team, method)
+		d := l.pausedFor(team, method)
 		if d <= 0 {
 			return nil
 		}
@@ -173,21 +188,24 @@ func (l *limiter) waitPause(ctx context.Context, team, method string, live bool)
 	}
 }
 
-func (l *limiter) take(ctx context.Context, live bool, key string, perMin float64, scope string) error {
-	perSec := perMin / 60
-	burst := int(math.Max(1, math.Min(5, perMin/10)))
-	if scope == "message" {
-		burst = 1
-	}
+// take waits for a token of each of buckets and for the shared pause, or
+// returns the wait as a RateLimitError (of the scope of the bucket that
+// asked for it) where a live call must not wait that long; a live call
+// never waits out a pause.
+func (l *limiter) take(ctx context.Context, live bool, pause string, buckets []tokenbucket.Bucket, scopes []string) error {
 	for {
-		d, err := l.rates.Take(ctx, key, perSec, burst)
+		d, which, err := l.rates.TakeAll(ctx, pause, buckets)
 		if err != nil {
 			return fmt.Errorf("rates: %w", err)
 		}
 		if d <= 0 {
 			return nil
 		}
-		if live && d > liveMaxWait {
+		scope := "bot" // the pause
+		if which >= 0 && which < len(scopes) {
+			scope = scopes[which]
+		}
+		if live && (which < 0 || d > liveMaxWait) {
 			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
 		}
 		if err := tokenbucket.Wait(ctx, d); err != nil {

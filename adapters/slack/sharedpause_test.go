@@ -31,10 +31,16 @@ func (r *sharedRates) Pause(_ context.Context, key string, d time.Duration) erro
 	return nil
 }
 
-func (r *sharedRates) PausedFor(_ context.Context, key string) (time.Duration, error) {
+// TakeAll waits out pause, as the Redis rates' script does, before
+// taking the buckets' tokens.
+func (r *sharedRates) TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return max(0, time.Until(r.paused[key])), nil
+	d := time.Until(r.paused[pause])
+	r.mu.Unlock()
+	if pause != "" && d > 0 {
+		return d, -1, nil
+	}
+	return r.Local.TakeAll(ctx, pause, buckets)
 }
 
 // TestRetryAfterIsSharedByReplicas: a 429 answered to one replica pauses

@@ -21,10 +21,13 @@ const liveMaxWait = 1500 * time.Millisecond
 // share one (cluster's Redis rates), so a bot's pace is not spent once
 // per replica. cluster.Rates is the in-process implementation.
 type Rates interface {
-	// Take takes one token from key's bucket, which refills at perSec
-	// tokens a second up to burst, and returns 0; when the bucket has none
-	// it takes nothing and returns how long until it will have one.
-	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
+	// TakeAll takes one token from each of buckets (each refilling at its
+	// PerSec up to its Burst), all or none, and returns 0; when one has
+	// none, or pause ("" for none) is paused in a store the replicas share,
+	// it takes nothing and returns how long until it may, and the index of
+	// the bucket that asked for the wait (-1: the pause). One call of a
+	// shared store is one round trip.
+	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
 }
 
 // SharedPause is a Rates whose pause windows every replica sees (cluster
@@ -33,10 +36,8 @@ type Rates interface {
 // only this process.
 type SharedPause interface {
 	// Pause makes key wait d on every replica, unless it already waits
-	// longer.
+	// longer: the store's TakeAll with key as its pause waits it out.
 	Pause(ctx context.Context, key string, d time.Duration) error
-	// PausedFor returns how long key still waits (0: not paused).
-	PausedFor(ctx context.Context, key string) (time.Duration, error)
 }
 
 // pauseKey is the key of the bot-wide pause in a SharedPause, under the
@@ -83,55 +84,52 @@ func (l *limiter) pause(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-// pausedFor is how long the bot still waits: the longer of this process's
-// pause and, when ask is set, the shared one.
-func (l *limiter) pausedFor(ctx context.Context, ask bool) (time.Duration, error) {
+// pausedFor is how long the bot still waits in this process (a shared
+// pause is asked with the tokens: acquire).
+func (l *limiter) pausedFor() time.Duration {
 	l.mu.Lock()
-	d := time.Until(l.pausedUntil)
-	l.mu.Unlock()
-	if !ask || l.shared == nil {
-		return d, nil
-	}
-	sd, err := l.shared.PausedFor(ctx, l.prefix+pauseKey)
-	if err != nil {
-		return d, fmt.Errorf("shared pause: %w", err)
-	}
-	return max(d, sd), nil
+	defer l.mu.Unlock()
+	return time.Until(l.pausedUntil)
 }
 
 // acquire waits until a call of mode m to chatID may go out, or returns a
-// *chat.RateLimitError where m must not wait. A paced call takes a
-// token of its chat, then one of the bot.
+// *chat.RateLimitError where m must not wait. A paced call takes a token
+// of its chat and one of the bot, together; every call first waits out
+// the bot's pause (the replicas' shared one in the same step).
 func (l *limiter) acquire(ctx context.Context, chatID int64, m mode) error {
-	if err := l.waitPause(ctx, m, true); err != nil {
+	if err := l.waitPause(ctx, m); err != nil {
 		return err
 	}
-	if !m.paced() {
-		return nil
+	var buckets []tokenbucket.Bucket
+	if m.paced() {
+		perSec, burst := l.pacing.PrivatePerSec, l.pacing.PrivateBurst
+		if chatID <= 0 {
+			perSec, burst = l.pacing.GroupPerMin/60, l.pacing.GroupBurst
+		}
+		buckets = []tokenbucket.Bucket{
+			{Key: l.prefix + "chat/" + strconv.FormatInt(chatID, 10), PerSec: perSec, Burst: burst},
+			{Key: l.prefix + "global", PerSec: l.pacing.GlobalPerSec, Burst: int(math.Max(1, l.pacing.GlobalPerSec))},
+		}
 	}
-	perSec, burst := l.pacing.PrivatePerSec, l.pacing.PrivateBurst
-	if chatID <= 0 {
-		perSec, burst = l.pacing.GroupPerMin/60, l.pacing.GroupBurst
+	pause := ""
+	if l.shared != nil {
+		pause = l.prefix + pauseKey
 	}
-	if err := l.take(ctx, m, "chat/"+strconv.FormatInt(chatID, 10), perSec, burst, "chat"); err != nil {
-		return err
-	}
-	if err := l.take(ctx, m, "global", l.pacing.GlobalPerSec, int(math.Max(1, l.pacing.GlobalPerSec)), "global"); err != nil {
-		return err
-	}
-	// A 429 may have paused the bot while this call waited for tokens
-	// (one on another replica shows in the shared pause asked above).
-	return l.waitPause(ctx, m, false)
-}
-
-// waitPause waits out a bot-wide pause, or returns it as a RateLimitError
-// where m must not wait. shared asks the replicas' shared pause too.
-func (l *limiter) waitPause(ctx context.Context, m mode, shared bool) error {
-	for {
-		d, err := l.pausedFor(ctx, shared)
-		if err != nil {
+	if len(buckets) > 0 || pause != "" {
+		if err := l.take(ctx, m, pause, buckets); err != nil {
 			return err
 		}
+	}
+	// A 429 in this process may have paused the bot while this call
+	// waited for tokens.
+	return l.waitPause(ctx, m)
+}
+
+// waitPause waits out this process's bot-wide pause, or returns it as a
+// RateLimitError where m must not wait.
+func (l *limiter) waitPause(ctx context.Context, m mode) error {
+	for {
+		d := l.pausedFor()
 		if d <= 0 {
 			return nil
 		}
@@ -144,18 +142,26 @@ func (l *limiter) waitPause(ctx context.Context, m mode, shared bool) error {
 	}
 }
 
-// take waits for a token of the bucket key, or returns the wait as a
-// RateLimitError of scope where m must not wait that long.
-func (l *limiter) take(ctx context.Context, m mode, key string, perSec float64, burst int, scope string) error {
+// take waits for a token of each of buckets and for the shared pause,
+// or returns the wait as a RateLimitError where m must not wait that
+// long (a live call never waits out a pause).
+func (l *limiter) take(ctx context.Context, m mode, pause string, buckets []tokenbucket.Bucket) error {
 	for {
-		d, err := l.rates.Take(ctx, l.prefix+key, perSec, burst)
+		d, which, err := l.rates.TakeAll(ctx, pause, buckets)
 		if err != nil {
 			return fmt.Errorf("pacing: %w", err)
 		}
 		if d <= 0 {
 			return nil
 		}
-		if m.live() && d > liveMaxWait {
+		scope := "bot" // the pause
+		switch which { // acquire's order of the buckets
+		case 0:
+			scope = "chat"
+		case 1:
+			scope = "global"
+		}
+		if m.live() && (which < 0 || d > liveMaxWait) {
 			return &chat.RateLimitError{RetryAfter: d, Scope: scope}
 		}
 		if err := tokenbucket.Wait(ctx, d); err != nil {

@@ -20,11 +20,13 @@ type sharedRates struct {
 	keys map[string]bool
 }
 
-func (s *sharedRates) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+func (s *sharedRates) TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error) {
 	s.mu.Lock()
-	s.keys[key] = true
+	for _, b := range buckets {
+		s.keys[b.Key] = true
+	}
 	s.mu.Unlock()
-	return s.Rates.Take(ctx, key, perSec, burst)
+	return s.Rates.TakeAll(ctx, pause, buckets)
 }
 
 // TestInjectedBudgetIsSharedByReplicas replays two replicas of one bot

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Clock is a manual clock for harnesses of in-process implementations:
@@ -175,6 +177,7 @@ func RunBudgetTests(t *testing.T, h BudgetHarness) {
 // chat adapters (telegram.Rates).
 type Rates interface {
 	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
+	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
 }
 
 // RatesHarness opens outbound pacing stores for RunRatesTests.
@@ -234,6 +237,50 @@ func RunRatesTests(t *testing.T, h RatesHarness) {
 		}
 		if take(t, r, "g", 20.0/60, 2) == 0 {
 			t.Fatal("a long pause refilled beyond the burst")
+		}
+	})
+	takeAll := func(t *testing.T, r Rates, buckets ...tokenbucket.Bucket) (time.Duration, int) {
+		t.Helper()
+		d, which, err := r.TakeAll(t.Context(), "", buckets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d, which
+	}
+	t.Run("TakeAllIsAllOrNothing", func(t *testing.T) {
+		r, advance := h.Open(t)
+		chat := tokenbucket.Bucket{Key: "bot/chat/1", PerSec: 1, Burst: 1}
+		global := tokenbucket.Bucket{Key: "bot/global", PerSec: 1, Burst: 3}
+		if d, _ := takeAll(t, r, chat, global); d != 0 {
+			t.Fatalf("first call of both buckets waits %v", d)
+		}
+		d, which := takeAll(t, r, chat, global)
+		if d <= 0 || which != 0 {
+			t.Fatalf("second call with the chat bucket empty: wait %v, bucket %d; want a wait asked by bucket 0", d, which)
+		}
+		// The refused call took nothing from the global bucket: two of
+		// its three tokens are left.
+		for i := range 2 {
+			if d := take(t, r, global.Key, global.PerSec, global.Burst); d != 0 {
+				t.Fatalf("global take %d after a refused call waits %v: the refused call took a token", i, d)
+			}
+		}
+		if take(t, r, global.Key, global.PerSec, global.Burst) == 0 {
+			t.Fatal("the global bucket granted a fourth token of a burst of 3")
+		}
+		advance(2 * time.Second)
+		if d, which := takeAll(t, r, chat, global, tokenbucket.Bucket{Key: "bot/free", PerSec: 0}); d != 0 {
+			t.Fatalf("after both refilled, with an unlimited bucket: wait %v (bucket %d)", d, which)
+		}
+	})
+	t.Run("TakeAllNamesTheLongestWait", func(t *testing.T) {
+		r, _ := h.Open(t)
+		fast := tokenbucket.Bucket{Key: "bot/fast", PerSec: 10, Burst: 1}
+		slow := tokenbucket.Bucket{Key: "bot/slow", PerSec: 0.1, Burst: 1}
+		takeAll(t, r, fast, slow)
+		d, which := takeAll(t, r, fast, slow)
+		if which != 1 || d < 9*time.Second {
+			t.Fatalf("both empty: wait %v asked by bucket %d; want the slow one's (~11 s, bucket 1)", d, which)
 		}
 	})
 	t.Run("ConcurrentTakesStayInBudget", func(t *testing.T) {

@@ -1,14 +1,19 @@
 package rediscluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // bucketLua defines bucket(key, pause, rate, burst, now, mode, call), a
@@ -170,9 +175,18 @@ func NewRates(rdb redis.UniversalClient, opts Options) *Rates {
 	return &Rates{rdb: rdb, prefix: opts.KeyPrefix() + "rate:"}
 }
 
-// keys returns the bucket and pause keys of key, in one hash slot.
+// keys returns the bucket and pause keys of key. Their hash tag is the
+// key's first two parts ("telegram/<bot id>", "slack/<team>"), so the
+// buckets and pauses of one bot or workspace share a slot and one call's
+// take names them in one script (TakeAll).
 func (r *Rates) keys(key string) []string {
-	base := r.prefix + "{" + key + "}"
+	tag, rest := key, ""
+	if i := strings.IndexByte(key, '/'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '/'); j >= 0 {
+			tag, rest = key[:i+1+j], key[i+1+j:]
+		}
+	}
+	base := r.prefix + "{" + tag + "}" + rest
 	return []string{base, base + ":pause"}
 }
 
@@ -185,16 +199,98 @@ func (r *Rates) Take(ctx context.Context, key string, perSec float64, burst int)
 	if perSec <= 0 {
 		return 0, nil // no limit
 	}
+	d, _, err := r.TakeAll(ctx, key, []tokenbucket.Bucket{{Key: key, PerSec: perSec, Burst: burst}})
+	return d, err
+}
+
+// TakeAll takes one token from each of buckets (distinct keys of one bot
+// or workspace, see keys), all or none, in one round trip: while pause
+// ("" for none) is paused, or when a bucket has no token, it takes
+// nothing and returns how long to wait, with the index of the bucket that
+// asked for it (-1: the pause).
+func (r *Rates) TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error) {
+	keys := make([]string, 0, len(buckets)+1)
+	args := make([]any, 0, 4+2*len(buckets))
+	index := make([]int, 0, len(buckets)) // of the limited buckets in buckets
+	for i, b := range buckets {
+		if b.PerSec > 0 {
+			keys = append(keys, r.keys(b.Key)[0])
+			index = append(index, i)
+		}
+	}
+	hasPause := "0"
+	if pause != "" {
+		keys = append(keys, r.keys(pause)[1])
+		hasPause = "1"
+	}
+	if len(keys) == 0 {
+		return 0, -1, nil // no limit
+	}
 	token, err := callToken()
 	if err != nil {
-		return 0, err
+		return 0, -1, err
 	}
-	us, err := bucketScript.Run(ctx, r.rdb, r.keys(key), perSec, max(burst, 1), r.now.arg(), "take", token).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("rediscluster: rates: %w", err)
+	args = append(args, r.now.arg(), token, len(index), hasPause)
+	for _, i := range index {
+		args = append(args, buckets[i].PerSec, max(buckets[i].Burst, 1))
 	}
-	return time.Duration(us) * time.Microsecond, nil
+	res, err := takeAllScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
+	if err != nil || len(res) != 2 {
+		return 0, -1, fmt.Errorf("rediscluster: rates: %w", cmp.Or(err, errors.New("unexpected answer")))
+	}
+	which := -1
+	if res[1] > 0 {
+		which = index[res[1]-1]
+	}
+	return time.Duration(res[0]) * time.Microsecond, which, nil
 }
+
+// takeAllScript takes a token from each bucket KEYS[1..n] or from none:
+// ARGV now (µs, or "" for the server's clock), call token, n, "1" when
+// KEYS[n+1] is a pause window to wait out, then each bucket's rate and
+// burst. It returns {wait in µs, 1-based bucket that waits (0: none, or
+// the pause)}. A call whose grant was recorded (the client retried after
+// losing the answer) is granted again without taking more. The buckets
+// are those of bucketLua (fields t, l, c, r).
+var takeAllScript = redis.NewScript(`
+local n = tonumber(ARGV[3])
+if n > 0 and redis.call('HGET', KEYS[1], 'c') == ARGV[2] then return {0, 0} end
+if ARGV[4] == '1' then
+  local p = redis.call('PTTL', KEYS[n+1])
+  if p > 0 then return {p * 1000, 0} end
+end
+local now
+if ARGV[1] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[1])
+end
+local tokens, lasts, wait, which = {}, {}, 0, 0
+for i = 1, n do
+  local rate, burst = tonumber(ARGV[3 + 2*i]), tonumber(ARGV[4 + 2*i])
+  local v = redis.call('HMGET', KEYS[i], 't', 'l')
+  local t, last = tonumber(v[1]), tonumber(v[2])
+  if t == nil or last == nil then t = burst; last = now end
+  if now > last then
+    t = math.min(burst, t + (now - last) / 1000000 * rate)
+    last = now
+  end
+  tokens[i], lasts[i] = t, last
+  if t < 1 then
+    local w = math.ceil((1.1 - t) / rate * 1000000)
+    if w > wait then wait = w; which = i end
+  end
+end
+if wait > 0 then return {wait, which} end
+for i = 1, n do
+  local rate, burst = tonumber(ARGV[3 + 2*i]), tonumber(ARGV[4 + 2*i])
+  local t = tokens[i] - 1
+  redis.call('HSET', KEYS[i], 't', string.format('%.17g', t), 'l', string.format('%d', lasts[i]), 'c', ARGV[2], 'r', '0')
+  redis.call('PEXPIRE', KEYS[i], math.ceil((burst - t) / rate * 1000) + 1000)
+end
+return {0, 0}
+`)
 
 // Pause makes every replica's Take of key wait d (a platform's
 // Retry-After), unless key is already paused for longer.
@@ -207,14 +303,4 @@ func (r *Rates) Pause(ctx context.Context, key string, d time.Duration) error {
 		return fmt.Errorf("rediscluster: rates pause: %w", err)
 	}
 	return nil
-}
-
-// PausedFor returns how long key is still paused on every replica (0:
-// not paused).
-func (r *Rates) PausedFor(ctx context.Context, key string) (time.Duration, error) {
-	ms, err := r.rdb.PTTL(ctx, r.keys(key)[1]).Result()
-	if err != nil {
-		return 0, fmt.Errorf("rediscluster: rates paused: %w", err)
-	}
-	return max(ms, 0), nil
 }

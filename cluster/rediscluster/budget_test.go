@@ -10,6 +10,7 @@ import (
 	"github.com/pibot/pibot/cluster/clustertest"
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redistest"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Two replicas' Rates on one Redis spend one bucket: a bot's budget is
@@ -70,21 +71,21 @@ func TestRatesPause(t *testing.T) {
 	if d := take(r2, "bot"); d <= 9*time.Second || d > 10*time.Second {
 		t.Fatalf("Take during a 10s pause on another replica waits %v", d)
 	}
-	if d, err := r2.PausedFor(t.Context(), "bot"); err != nil || d <= 9*time.Second || d > 10*time.Second {
-		t.Fatalf("PausedFor during a 10s pause on another replica = %v, %v", d, err)
+	if d, which, err := r2.TakeAll(t.Context(), "bot", []tokenbucket.Bucket{{Key: "bot/chat", PerSec: 30, Burst: 30}}); err != nil || which != -1 || d <= 9*time.Second || d > 10*time.Second {
+		t.Fatalf("TakeAll during a 10s pause on another replica = %v (bucket %d), %v; want the pause's wait", d, which, err)
 	}
 	if d := take(r2, "other"); d != 0 {
 		t.Fatalf("an unpaused key waits %v", d)
 	}
-	if d, err := r2.PausedFor(t.Context(), "other"); err != nil || d != 0 {
-		t.Fatalf("PausedFor of an unpaused key = %v, %v", d, err)
+	if d, _, err := r2.TakeAll(t.Context(), "other", nil); err != nil || d != 0 {
+		t.Fatalf("TakeAll with an unpaused pause = %v, %v", d, err)
 	}
 	mr.FastForward(10 * time.Second)
 	if d := take(r2, "bot"); d != 0 {
 		t.Fatalf("after the pause Take waits %v", d)
 	}
-	if d, err := r2.PausedFor(t.Context(), "bot"); err != nil || d != 0 {
-		t.Fatalf("PausedFor after the pause = %v, %v", d, err)
+	if d, _, err := r2.TakeAll(t.Context(), "bot", nil); err != nil || d != 0 {
+		t.Fatalf("TakeAll after the pause = %v, %v", d, err)
 	}
 	if err := r1.Pause(t.Context(), "bot", 0); err != nil {
 		t.Fatalf("a zero pause: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
 	"github.com/pibot/pibot/gateway/spend"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // The Redis implementations are what cluster mode passes as the gateway's
@@ -41,7 +42,7 @@ var (
 // outboundRates paces the calls of the Telegram and Slack adapters: in
 // the process (cluster.Rates), or shared by the replicas.
 type outboundRates interface {
-	Take(ctx context.Context, key string, perSec float64, burst int) (wait time.Duration, err error)
+	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (wait time.Duration, which int, err error)
 }
 
 // replicaState is the Redis side of cluster mode: one client, the key
@@ -104,30 +105,21 @@ var (
 	_ outboundRates        = (*fallbackRates)(nil)
 )
 
-// Take takes from the shared bucket, or from the local one when Redis
-// fails.
-func (f *fallbackRates) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
-	d, err := f.shared.Take(ctx, key, perSec, burst)
+// TakeAll takes a call's tokens from the shared buckets, or from the
+// local ones when Redis fails (the shared pause is then unknown: the
+// adapter's own pause still holds).
+func (f *fallbackRates) TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error) {
+	d, which, err := f.shared.TakeAll(ctx, pause, buckets)
 	if err != nil && ctx.Err() == nil {
-		return f.local.Take(ctx, key, perSec, burst)
+		return f.local.TakeAll(ctx, pause, buckets)
 	}
-	return d, err
+	return d, which, err
 }
 
 // Pause pauses key on every replica (the caller pauses its own process
 // whatever the answer).
 func (f *fallbackRates) Pause(ctx context.Context, key string, d time.Duration) error {
 	return f.shared.Pause(ctx, key, d)
-}
-
-// PausedFor is the shared pause of key; none is known while Redis fails
-// (the caller's own pause still holds).
-func (f *fallbackRates) PausedFor(ctx context.Context, key string) (time.Duration, error) {
-	d, err := f.shared.PausedFor(ctx, key)
-	if err != nil && ctx.Err() == nil {
-		return 0, nil
-	}
-	return d, err
 }
 
 // ping checks that Redis answers within a second (for /readyz); nil when

@@ -9,6 +9,7 @@ import (
 	"github.com/pibot/pibot/adapters/telegram/telegramtest"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 	"github.com/pibot/pibot/internal/secret"
 )
 
@@ -53,7 +54,7 @@ func TestTelegram429PausesEveryReplica(t *testing.T) {
 	})
 	// The pause is set in Redis right after the 429 is read.
 	waitUntil(t, func() bool {
-		n, err := rdb.Exists(t.Context(), prefix+"rate:{telegram/123456789/bot}:pause").Result()
+		n, err := rdb.Exists(t.Context(), prefix+"rate:{telegram/123456789}/bot:pause").Result()
 		return err == nil && n == 1
 	})
 	var wg sync.WaitGroup
@@ -76,6 +77,44 @@ func TestTelegram429PausesEveryReplica(t *testing.T) {
 	}
 	if len(srv.Messages(42)) != 1 || len(srv.Messages(43)) != 1 {
 		t.Errorf("messages: chat 42 %d, chat 43 %d; want one each", len(srv.Messages(42)), len(srv.Messages(43)))
+	}
+}
+
+// TestTelegramCallCostsOneRoundTrip: in cluster mode a paced Telegram
+// call (a send) takes its chat's token and the bot's and checks the
+// replicas' shared pause in one Redis round trip, and an unpaced one (a
+// typing indicator) checks the pause in one. Before, a send cost three:
+// the pause, then each bucket.
+func TestTelegramCallCostsOneRoundTrip(t *testing.T) {
+	rdb, prefix := realRedis(t)
+	rt := &redistest.RoundTrips{}
+	rdb.AddHook(rt)
+	const token = "123456789:AAtest-token-of-the-trips"
+	srv := telegramtest.New(token)
+	t.Cleanup(srv.Close)
+	rep := &replicaState{rdb: rdb, opts: rediscluster.Options{Prefix: prefix}}
+	a, err := telegram.New(telegram.Config{Token: secret.New(token), APIURL: srv.URL, Rates: rep.rates()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := chat.ConvRef{Platform: "telegram", Channel: "42", DM: true}
+	// The first call loads the script into Redis (EVALSHA, then EVAL).
+	if _, err := a.Send(t.Context(), conv, chat.Out{Markdown: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	n := rt.Count()
+	if _, err := a.Send(t.Context(), conv, chat.Out{Markdown: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Since(n); len(got) != 1 {
+		t.Errorf("a send made %d Redis round trips (%v), want 1", len(got), got)
+	}
+	n = rt.Count()
+	if err := a.SetStatus(t.Context(), conv, "thinking"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.Since(n); len(got) != 1 {
+		t.Errorf("a typing indicator made %d Redis round trips (%v), want 1", len(got), got)
 	}
 }
 

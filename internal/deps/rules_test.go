@@ -157,10 +157,10 @@ var rules = []rule{
 	{pkg: "gateway/stream", may: []string{"chat", "internal/tokenbucket"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the stream controller drives a chat.Adapter and knows nothing of runs or sessions"},
-	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/groupsync", xsys}, test: []string{"cluster/clustertest"},
+	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/groupsync", "internal/tokenbucket", xsys}, test: []string{"cluster/clustertest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "cluster primitives are generic (keys, bytes, leases): no chat, session or agent type"},
-	{pkg: "cluster/rediscluster", may: []string{"cluster", redis}, test: []string{"cluster/clustertest", "cluster/rediscluster/redistest", miniredis},
+	{pkg: "cluster/rediscluster", may: []string{"cluster", "internal/tokenbucket", redis}, test: []string{"cluster/clustertest", "cluster/rediscluster/redistest", miniredis},
 		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the Redis implementations of the cluster seams are as generic as cluster itself: keys, bytes and leases on go-redis"},
 	{pkg: "cluster/rediscluster/redispairing", may: []string{"cluster/rediscluster", "gateway/access", redis},
@@ -174,9 +174,9 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview", "internal/tokenbucket",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
-		test: []string{"adapters/telegram/telegramtest", mcpSDK, telegramSDK},
+		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
 	// Internal helpers.
@@ -213,7 +213,7 @@ var rules = []rule{
 		why: "the pairing store conformance suite drives a store through access's types alone"},
 	{pkg: "gateway/spend/spendtest", may: []string{"gateway/spend"}, testOnly: true,
 		why: "the spend store conformance suite drives a store through spend's types alone"},
-	{pkg: "cluster/clustertest", may: []string{"cluster"}, testOnly: true,
+	{pkg: "cluster/clustertest", may: []string{"cluster", "internal/tokenbucket"}, testOnly: true,
 		why: "the cluster conformance suite drives any locker, inbox, dedupe or budget through the cluster types alone"},
 	{pkg: "cluster/rediscluster/redistest", may: []string{redis, miniredis}, testOnly: true,
 		why: "the Redis servers of the tests: miniredis, the real redis-server, private ones to kill"},

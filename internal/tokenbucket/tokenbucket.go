@@ -30,18 +30,59 @@ func NewLocal(margin float64) *Local {
 	return &Local{margin: margin, buckets: map[string]*bucket{}}
 }
 
+// Bucket names a token bucket and its pace: one of the buckets a call
+// takes a token from (TakeAll).
+type Bucket struct {
+	Key    string
+	PerSec float64 // tokens a second; <= 0: no limit
+	Burst  int
+}
+
 // Take takes one token from key's bucket, which refills at perSec tokens a
 // second up to burst, and returns 0; when the bucket has no token it takes
 // nothing and returns how long until it will have one. perSec <= 0 means
 // no limit. It never fails.
-func (r *Local) Take(_ context.Context, key string, perSec float64, burst int) (time.Duration, error) {
-	if perSec <= 0 {
-		return 0, nil
-	}
+func (r *Local) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
+	d, _, err := r.TakeAll(ctx, "", []Bucket{{Key: key, PerSec: perSec, Burst: burst}})
+	return d, err
+}
+
+// TakeAll takes one token from each of buckets, all or none: when one of
+// them has no token it takes nothing and returns the longest wait and the
+// index of the bucket that asked for it. pause names a pause window, which
+// only stores shared by replicas keep (a Local has none: it is ignored).
+// It never fails.
+func (r *Local) TakeAll(_ context.Context, pause string, buckets []Bucket) (time.Duration, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	b := r.buckets[key]
+	var wait time.Duration
+	which := -1
+	for i, bs := range buckets {
+		if bs.PerSec <= 0 {
+			continue
+		}
+		b := r.bucket(now, bs)
+		if b.tokens < 1 {
+			if d := time.Duration((1 + r.margin - b.tokens) / b.rate * float64(time.Second)); d > wait {
+				wait, which = d, i
+			}
+		}
+	}
+	if wait > 0 {
+		return wait, which, nil
+	}
+	for _, bs := range buckets {
+		if bs.PerSec > 0 {
+			r.buckets[bs.Key].tokens--
+		}
+	}
+	return 0, -1, nil
+}
+
+// bucket returns bs's bucket refilled to now, made full when new.
+func (r *Local) bucket(now time.Time, bs Bucket) *bucket {
+	b := r.buckets[bs.Key]
 	if b == nil {
 		if len(r.buckets) >= maxBuckets {
 			for k, old := range r.buckets {
@@ -50,15 +91,11 @@ func (r *Local) Take(_ context.Context, key string, perSec float64, burst int) (
 				}
 			}
 		}
-		b = &bucket{rate: perSec, burst: float64(burst), tokens: float64(burst), last: now}
-		r.buckets[key] = b
+		b = &bucket{rate: bs.PerSec, burst: float64(bs.Burst), tokens: float64(bs.Burst), last: now}
+		r.buckets[bs.Key] = b
 	}
 	b.refill(now)
-	if b.tokens < 1 {
-		return time.Duration((1 + r.margin - b.tokens) / b.rate * float64(time.Second)), nil
-	}
-	b.tokens--
-	return 0, nil
+	return b
 }
 
 // bucket refills rate tokens per second up to burst.
