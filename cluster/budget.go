@@ -24,8 +24,6 @@ type Budget struct {
 type bucket struct {
 	tokens float64
 	last   time.Time
-	// rate and burst are the limits a Rates bucket was last used with.
-	rate, burst float64
 }
 
 // refill adds the tokens earned since the bucket was last used, up to
@@ -76,92 +74,23 @@ func (b *Budget) Wait(ctx context.Context, key string) error {
 	}
 }
 
-// maxRateBuckets bounds the buckets Rates keeps: beyond it, full buckets
-// (which would grant the same as a new one) are dropped.
-const maxRateBuckets = 4096
-
-// Rates is the in-process outbound pacing store of the chat adapters: token
-// buckets keyed by string, each with the rate and burst its caller names
-// (a Telegram chat, a whole bot). It implements the adapters' Rates (telegram.Rates);
-// a Redis-backed one shares the same buckets between replicas.
+// Rates is the in-process outbound pacing store of the chat adapters:
+// token buckets keyed by string, each with the rate and burst its caller
+// names (a Telegram chat, a whole bot). It implements the adapters' Rates
+// (telegram.Rates); a Redis-backed one shares the same buckets between
+// replicas. A wait it returns is lengthened by a tenth of the refill
+// interval, so that jitter between two calls cannot bring them closer
+// together than the budget allows. It keeps no pause windows (TakeAll
+// ignores its pause: the adapters pause their own process) and never
+// fails.
 type Rates struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	buckets map[string]*bucket
+	*tokenbucket.Local
 }
 
 // NewRates returns an empty in-process outbound pacing store.
 func NewRates() *Rates {
-	return &Rates{now: time.Now, buckets: map[string]*bucket{}}
+	return &Rates{Local: tokenbucket.NewLocal(rateMargin)}
 }
 
-// Take takes one token from key's bucket, which refills at perSec tokens
-// a second up to burst, and returns 0; when the bucket has no token it
-// takes nothing and returns how long until it will have one. A wait is
-// lengthened by a tenth of the refill interval so that jitter between
-// two calls cannot bring them closer together than the budget allows.
-// The in-process budget never fails.
-func (r *Rates) Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error) {
-	d, _, err := r.TakeAll(ctx, "", []tokenbucket.Bucket{{Key: key, PerSec: perSec, Burst: burst}})
-	return d, err
-}
-
-// TakeAll takes one token from each of buckets (distinct keys), all or
-// none: when one of them has no token it takes nothing and returns the
-// longest wait and the index of the bucket that asked for it. pause names
-// a pause window, which the in-process store does not keep (the adapters
-// pause their own process): it is ignored.
-func (r *Rates) TakeAll(_ context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	var wait time.Duration
-	which := -1
-	for i, b := range buckets {
-		if b.PerSec <= 0 {
-			continue // no limit
-		}
-		bk := r.bucket(now, b)
-		if bk.tokens < 1 {
-			if d := time.Duration((1.1 - bk.tokens) / b.PerSec * float64(time.Second)); d > wait {
-				wait, which = d, i
-			}
-		}
-	}
-	if wait > 0 {
-		return wait, which, nil
-	}
-	for _, b := range buckets {
-		if b.PerSec > 0 {
-			r.buckets[b.Key].tokens--
-		}
-	}
-	return 0, -1, nil
-}
-
-// bucket returns b's bucket refilled to now (full when new), at the pace
-// b names.
-func (r *Rates) bucket(now time.Time, b tokenbucket.Bucket) *bucket {
-	full := float64(max(b.Burst, 1))
-	bk, ok := r.buckets[b.Key]
-	if !ok {
-		if len(r.buckets) >= maxRateBuckets {
-			r.dropFull(now)
-		}
-		bk = &bucket{tokens: full, last: now}
-		r.buckets[b.Key] = bk
-	}
-	bk.rate, bk.burst = b.PerSec, full
-	bk.refill(now, b.PerSec, full)
-	return bk
-}
-
-// dropFull forgets the buckets that have refilled completely: a new
-// bucket would grant exactly the same.
-func (r *Rates) dropFull(now time.Time) {
-	for k, bk := range r.buckets {
-		if bk.tokens+now.Sub(bk.last).Seconds()*bk.rate >= bk.burst {
-			delete(r.buckets, k)
-		}
-	}
-}
+// rateMargin lengthens a wait by a tenth of the refill interval.
+const rateMargin = 0.1

@@ -1,6 +1,10 @@
 package cluster
 
-import "time"
+import (
+	"time"
+
+	"github.com/pibot/pibot/internal/tokenbucket"
+)
 
 // SetClock makes d read the time from now (tests).
 func (d *Dedupe) SetClock(now func() time.Time) { d.now = now }
@@ -9,4 +13,6 @@ func (d *Dedupe) SetClock(now func() time.Time) { d.now = now }
 func (b *Budget) SetClock(now func() time.Time) { b.now = now }
 
 // SetClock makes r read the time from now (tests).
-func (r *Rates) SetClock(now func() time.Time) { r.now = now }
+func (r *Rates) SetClock(now func() time.Time) {
+	r.Local = tokenbucket.NewLocalClock(rateMargin, now)
+}

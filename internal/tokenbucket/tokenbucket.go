@@ -18,6 +18,7 @@ const maxBuckets = 4096
 // Local is a set of token buckets by key. It is safe for concurrent use.
 type Local struct {
 	margin  float64
+	now     func() time.Time
 	mu      sync.Mutex
 	buckets map[string]*bucket
 }
@@ -26,8 +27,12 @@ type Local struct {
 // times the refill interval, so that network jitter between two calls
 // cannot bring them to the platform closer together than the pacing
 // allows (0.1: a tenth).
-func NewLocal(margin float64) *Local {
-	return &Local{margin: margin, buckets: map[string]*bucket{}}
+func NewLocal(margin float64) *Local { return NewLocalClock(margin, time.Now) }
+
+// NewLocalClock is NewLocal with its time read from now (tests pass a
+// clock they move).
+func NewLocalClock(margin float64, now func() time.Time) *Local {
+	return &Local{margin: margin, now: now, buckets: map[string]*bucket{}}
 }
 
 // Bucket names a token bucket and its pace: one of the buckets a call
@@ -55,7 +60,7 @@ func (r *Local) Take(ctx context.Context, key string, perSec float64, burst int)
 func (r *Local) TakeAll(_ context.Context, pause string, buckets []Bucket) (time.Duration, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := time.Now()
+	now := r.now()
 	var wait time.Duration
 	which := -1
 	for i, bs := range buckets {
@@ -80,8 +85,10 @@ func (r *Local) TakeAll(_ context.Context, pause string, buckets []Bucket) (time
 	return 0, -1, nil
 }
 
-// bucket returns bs's bucket refilled to now, made full when new.
+// bucket returns bs's bucket refilled to now (full when new), at the pace
+// bs names.
 func (r *Local) bucket(now time.Time, bs Bucket) *bucket {
+	full := float64(max(bs.Burst, 1))
 	b := r.buckets[bs.Key]
 	if b == nil {
 		if len(r.buckets) >= maxBuckets {
@@ -91,9 +98,10 @@ func (r *Local) bucket(now time.Time, bs Bucket) *bucket {
 				}
 			}
 		}
-		b = &bucket{rate: bs.PerSec, burst: float64(bs.Burst), tokens: float64(bs.Burst), last: now}
+		b = &bucket{tokens: full, last: now}
 		r.buckets[bs.Key] = b
 	}
+	b.rate, b.burst = bs.PerSec, full
 	b.refill(now)
 	return b
 }
