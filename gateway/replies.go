@@ -58,32 +58,28 @@ type replySite struct{ r *run }
 // session's reply journal, so a pibot.reply entry is written only when the
 // reply posted another one.
 type replyJournal struct {
-	mu        sync.Mutex
+	mu        sync.Mutex // held while an entry is written: entries keep the order of the posts
 	journaled int
 }
 
-// update records the reply's messages through write once one more of them
-// is posted. It is called on every event: the count is cheap, the refs
-// are copied only when a message was posted.
+// update records the reply's messages through w once one more of them is
+// posted. The stream calls it after each post (stream.Options.OnPost), on
+// the goroutine that posted, before its next platform call.
 func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
 	if ctl == nil || w.frozen() {
 		return
 	}
-	n := ctl.Posted()
 	j.mu.Lock()
-	changed := n != j.journaled
-	j.mu.Unlock()
-	if !changed {
+	defer j.mu.Unlock()
+	refs := ctl.Refs()
+	if len(refs) == j.journaled {
 		return
 	}
-	refs := ctl.Refs()
-	j.mu.Lock()
 	j.journaled = len(refs)
-	j.mu.Unlock()
 	// Written to the file at once (SyncWritten: a crash of pibot cannot
-	// lose it, so a restart finds the reply to mark), without an fsync of
-	// its own (at 1,000 busy conversations an fsync per reply cost a
-	// quarter more CPU per token and ten times the p99).
+	// lose it, so a restart finds the reply to mark or finish), without
+	// an fsync of its own (at 1,000 busy conversations an fsync per reply
+	// cost a quarter more CPU per token and ten times the p99).
 	w.recordReply(refs, replyStreaming)
 }
 
@@ -147,6 +143,13 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 		for key, head := range heads {
 			rr, open := o.openReply(key, head)
 			if !open {
+				continue
+			}
+			if o.answerStored(head) {
+				// The run's answer is in the file: the replay of its
+				// message finishes this reply (redeliver) rather than
+				// marking it and answering again.
+				rc.log.Info("leaving a reply cut off by a restart to be finished with its stored answer", "loc", key, "messages", len(rr.Refs))
 				continue
 			}
 			rc.log.Info("marking a reply cut off by a restart interrupted", "loc", key, "messages", len(rr.Refs))
