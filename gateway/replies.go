@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/pibot/pibot/chat"
@@ -54,12 +55,12 @@ type replyWriter interface {
 // replySite is a run as its reply journal writes it.
 type replySite struct{ r *run }
 
-// replyJournal counts the chat messages of a reply already named in the
+// replyJournal keeps the chat messages of a reply last named in the
 // session's reply journal, so a pibot.reply entry is written only when the
-// reply posted another one.
+// reply's messages changed.
 type replyJournal struct {
 	mu        sync.Mutex // held while an entry is written: entries keep the order of the posts
-	journaled int
+	journaled []chat.MsgRef
 }
 
 // update records the reply's messages through w once one more of them is
@@ -72,10 +73,10 @@ func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	refs := ctl.Refs()
-	if len(refs) == j.journaled {
+	if slices.Equal(refs, j.journaled) {
 		return
 	}
-	j.journaled = len(refs)
+	j.journaled = refs
 	// Written to the file at once (SyncWritten: a crash of pibot cannot
 	// lose it, so a restart finds the reply to mark or finish), without
 	// an fsync of its own (at 1,000 busy conversations an fsync per reply
@@ -87,7 +88,7 @@ func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
 // recorded no delivery: state says why (replyNoted, replyEnded).
 func (j *replyJournal) close(refs []chat.MsgRef, state string, w replyWriter) {
 	j.mu.Lock()
-	journaled := j.journaled > 0
+	journaled := len(j.journaled) > 0
 	j.mu.Unlock()
 	if journaled {
 		w.recordReply(refs, state)
