@@ -191,8 +191,5 @@ func (c *Controller) change(f func(*document) bool, textOnly bool) {
 	}
 }
 
-// Posted returns how many messages of the reply are posted so far.
-func (c *Controller) Posted() int { return c.msgs.count() }
-
 // Refs returns the messages of the reply posted so far, in order.
 func (c *Controller) Refs() []chat.MsgRef { return c.msgs.list() }
