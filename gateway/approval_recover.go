@@ -138,5 +138,5 @@ func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval
 			return false
 		}
 		return true
-	})
+	}, nil)
 }

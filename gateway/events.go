@@ -28,13 +28,10 @@ func (r *run) emit(e agent.Event) {
 				r.ctl.SetThinking(th)
 			}
 		}
-		r.journal.update(r.ctl, replySite{r}) // the first post of the reply may have happened
 	case agent.EventMessageEnd:
 		r.record(e)
-		r.journal.update(r.ctl, replySite{r})
 	case agent.EventToolExecutionStart:
 		r.ctl.ToolStart(e.ToolCallID, e.ToolName, e.Args)
-		r.journal.update(r.ctl, replySite{r})
 	case agent.EventToolExecutionEnd:
 		r.ctl.ToolEnd(e.ToolCallID, e.IsError, toolText(e.Result))
 	case agent.EventAutoRetryStart:
@@ -92,6 +89,15 @@ func (r *run) deliver() {
 		r.ctl.SetText("⚠️ " + failure)
 		r.ctl.EndMessage()
 	}
+	// The run's lines (its answer above all) go into the file before the
+	// final edit: a crash of pibot after the platform took the edit then
+	// finds the answer after the message and the reply's journaled
+	// messages, and finishes that reply instead of answering again
+	// (redeliver). write(2) only: the end write and the group commit's
+	// fsync follow as before.
+	if err := errors.Join(o.sess.Write(), o.index.Sync(fctx)); err != nil {
+		o.log.Warn("write the run's lines before its final edit", "loc", r.loc.key, "err", err)
+	}
 	var refs []chat.MsgRef
 	var err error
 	if note != "" {
@@ -120,14 +126,17 @@ func (r *run) deliver() {
 	}
 	// Recorded only after the platform confirmed the reply: never is a
 	// delivery recorded that did not happen. The entry reaches the file
-	// with the run's other lines in the run's end write (afterRun), which
-	// follows at once, or on its own first when agent_end hooks run in
-	// between (they may take long); the run's messages leave the inbox
-	// only once the session's next fsync made it durable (OnDurable).
-	// A crash of pibot between the platform's answer and that write (from
-	// microseconds to milliseconds on a loaded machine), or of the machine
-	// before the fsync, leaves the messages in the inbox, and the next
-	// owner answers them again: at least once, never lost.
+	// with the run's end write (afterRun), which follows at once, or on
+	// its own first when agent_end hooks run in between (they may take
+	// long); the run's messages leave the inbox only once the session's
+	// next fsync made it durable (OnDurable). A crash of pibot before
+	// that write leaves the messages in the inbox with the answer in the
+	// file (written above) and every message of the reply journaled (as
+	// the platform posted it): the next owner edits those messages to the
+	// answer and records the delivery, without a second answer or model
+	// call (queue.accept, redeliver). A crash of the machine before the
+	// fsync may lose those lines too: the next owner then answers again,
+	// at least once, never lost.
 	sync := session.SyncGrouped
 	if o.cfg.Extensions != nil {
 		sync = session.SyncWritten

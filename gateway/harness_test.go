@@ -94,7 +94,9 @@ func newHarness(t *testing.T, script []faux.Turn, opts ...option) *harness {
 	if h.caps != nil {
 		h.caps(&fast)
 	}
-	h.ad = chattest.New(chattest.WithCaps(fast, fast))
+	if h.ad == nil {
+		h.ad = chattest.New(chattest.WithCaps(fast, fast))
+	}
 	h.start()
 	t.Cleanup(h.stop)
 	return h

@@ -146,11 +146,19 @@ func deliveryOf(e session.Entry) (delivery, bool) {
 	return d, json.Unmarshal(e.Data, &d) == nil
 }
 
-// redeliver sends an answer that is in the session but never reached the
-// chat (a crash between the two), as a run of its own, and records its
-// delivery.
+// redeliver sends an answer that is in the session but whose delivery is
+// not recorded (a crash between the two), as a run of its own, and records
+// its delivery. When the reply journal names chat messages of the cut-off
+// reply, the run edits them to the answer (posting what they cannot hold,
+// removing extra ones): the platform may well have shown the whole answer
+// already, and the user sees it once. Without journaled messages nothing
+// of the reply was posted, and the answer is posted.
 func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
-	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey())
+	rr, open := o.openReply(loc.key, o.head(loc))
+	if !open {
+		rr.Refs = nil
+	}
+	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "finishing_messages", len(rr.Refs))
 	p.applied = true
 	text := answer.Message.Text()
 	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
@@ -162,7 +170,7 @@ func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
 		r.mu.Unlock()
 		r.ctl.SetText(text)
 		return false
-	})
+	}, rr.Refs)
 }
 
 // unknownOutcome is the result recorded for a tool call that was running

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/pibot/pibot/chat"
@@ -54,36 +55,32 @@ type replyWriter interface {
 // replySite is a run as its reply journal writes it.
 type replySite struct{ r *run }
 
-// replyJournal counts the chat messages of a reply already named in the
+// replyJournal keeps the chat messages of a reply last named in the
 // session's reply journal, so a pibot.reply entry is written only when the
-// reply posted another one.
+// reply's messages changed.
 type replyJournal struct {
-	mu        sync.Mutex
-	journaled int
+	mu        sync.Mutex // held while an entry is written: entries keep the order of the posts
+	journaled []chat.MsgRef
 }
 
-// update records the reply's messages through write once one more of them
-// is posted. It is called on every event: the count is cheap, the refs
-// are copied only when a message was posted.
+// update records the reply's messages through w once one more of them is
+// posted. The stream calls it after each post (stream.Options.OnPost), on
+// the goroutine that posted, before its next platform call.
 func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
 	if ctl == nil || w.frozen() {
 		return
 	}
-	n := ctl.Posted()
 	j.mu.Lock()
-	changed := n != j.journaled
-	j.mu.Unlock()
-	if !changed {
+	defer j.mu.Unlock()
+	refs := ctl.Refs()
+	if slices.Equal(refs, j.journaled) {
 		return
 	}
-	refs := ctl.Refs()
-	j.mu.Lock()
-	j.journaled = len(refs)
-	j.mu.Unlock()
+	j.journaled = refs
 	// Written to the file at once (SyncWritten: a crash of pibot cannot
-	// lose it, so a restart finds the reply to mark), without an fsync of
-	// its own (at 1,000 busy conversations an fsync per reply cost a
-	// quarter more CPU per token and ten times the p99).
+	// lose it, so a restart finds the reply to mark or finish), without
+	// an fsync of its own (at 1,000 busy conversations an fsync per reply
+	// cost a quarter more CPU per token and ten times the p99).
 	w.recordReply(refs, replyStreaming)
 }
 
@@ -91,7 +88,7 @@ func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
 // recorded no delivery: state says why (replyNoted, replyEnded).
 func (j *replyJournal) close(refs []chat.MsgRef, state string, w replyWriter) {
 	j.mu.Lock()
-	journaled := j.journaled > 0
+	journaled := len(j.journaled) > 0
 	j.mu.Unlock()
 	if journaled {
 		w.recordReply(refs, state)
@@ -147,6 +144,13 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 		for key, head := range heads {
 			rr, open := o.openReply(key, head)
 			if !open {
+				continue
+			}
+			if o.answerStored(head) {
+				// The run's answer is in the file: the replay of its
+				// message finishes this reply (redeliver) rather than
+				// marking it and answering again.
+				rc.log.Info("leaving a reply cut off by a restart to be finished with its stored answer", "loc", key, "messages", len(rr.Refs))
 				continue
 			}
 			rc.log.Info("marking a reply cut off by a restart interrupted", "loc", key, "messages", len(rr.Refs))

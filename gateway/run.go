@@ -34,6 +34,9 @@ type run struct {
 	msgs runMessages
 	// journal records the chat messages of the reply (replies.go).
 	journal replyJournal
+	// resumes names the chat messages of a reply posted before a crash
+	// that this run finishes instead of posting a new one (redeliver).
+	resumes []chat.MsgRef
 	// gate closes the agent's queues once the run has answered
 	// (runmsgs.go).
 	gate queueGate
@@ -78,13 +81,16 @@ func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
 
 // startRun starts an agent run for loc with the given prompts (none:
 // continue from the session).
-func (o *owner) startRun(loc *location, ps []*pending) { o.startRunWith(loc, ps, nil) }
+func (o *owner) startRun(loc *location, ps []*pending) { o.startRunWith(loc, ps, nil, nil) }
 
 // startRunWith starts a run; prelude, if set, runs first inside the run
-// (with the reply started) and may end it by returning false.
-func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.Context, *run) bool) {
+// (with the reply started) and may end it by returning false. resumes,
+// if set, are the chat messages of a reply the run takes over (see
+// stream.Options.Continue).
+func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.Context, *run) bool, resumes []chat.MsgRef) {
 	parent := o.runContext()
 	r := o.newRun(parent, loc, prelude)
+	r.resumes = resumes
 	o.mu.Lock()
 	if o.closed {
 		// Evicted since routing: route the messages again.
@@ -189,8 +195,13 @@ func (r *run) execute(ps []*pending) {
 		r.setHandles(agent.New(agent.Config{}, nil), nil)
 		return
 	}
-	ctl := stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: r.recipient(ps),
-		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters})
+	var ctl *stream.Controller
+	ctl = stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: r.recipient(ps),
+		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters,
+		Continue: r.resumes,
+		// Each message of the reply is journaled as soon as the platform
+		// posted it, before the next platform call (replies.go).
+		OnPost: func() { r.journal.update(ctl, replySite{r}) }})
 
 	if ref := replyBranch(loc, ps); ref != nil {
 		o.branchTo(loc, *ref)

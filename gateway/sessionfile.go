@@ -324,6 +324,23 @@ func (f *sessionFile) resumable(loc *location) (ok bool, unknown []string) {
 	return len(calls) > 0, unknown
 }
 
+// answerStored reports whether the branch at head ends, custom entries
+// aside, with a final answer of the model (an assistant message that
+// calls no tools): the last run there answered, whether or not its reply
+// reached the chat.
+func (f *sessionFile) answerStored(head string) bool {
+	branch, err := f.sess.Tree().Branch(head)
+	if err != nil {
+		return false
+	}
+	for i := len(branch) - 1; i >= 0; i-- {
+		if m := branch[i].Message; branch[i].Type == session.TypeMessage && m != nil {
+			return m.Role == llm.RoleAssistant && m.StopReason != llm.StopToolUse
+		}
+	}
+	return false
+}
+
 // openReply returns the reply of loc's last run when it is still marked
 // streaming: the last pibot.reply or pibot.delivery entry of the location
 // on its branch is a streaming pibot.reply.

@@ -60,14 +60,14 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 		opts: opts,
 		now:  opts.Now,
 		pace: newPacer(log, opts.Now, caps.EditInterval),
-		msgs: &messages{},
+		msgs: &messages{onAdd: opts.OnPost},
 		loop: newLoop(),
 	}
 	c.surf = newSurface(outlet{
 		ad: ad, conv: conv, replyTo: opts.ReplyTo, recipient: opts.Recipient, team: opts.RecipientTeam, log: log,
 		pace: c.pace, msgs: c.msgs, loop: c.loop,
 		chunks: newChunker(caps, opts.Splitters),
-	}, caps)
+	}, caps, opts.Continue)
 	_, appendOnly := c.surf.(*appendSurface)
 	typer, _ := ad.(chat.Typer)
 	c.typing = indicator{typer: typer, conv: conv, refresh: caps.TypingRefresh, pace: c.pace, log: log,
@@ -190,9 +190,6 @@ func (c *Controller) change(f func(*document) bool, textOnly bool) {
 		c.loop.poke()
 	}
 }
-
-// Posted returns how many messages of the reply are posted so far.
-func (c *Controller) Posted() int { return c.msgs.count() }
 
 // Refs returns the messages of the reply posted so far, in order.
 func (c *Controller) Refs() []chat.MsgRef { return c.msgs.list() }

@@ -94,6 +94,17 @@ type Options struct {
 	// Splitters, when set, lends the splitter for the adapter's dialect,
 	// shared by many replies; nil makes one per reply.
 	Splitters *chat.Splitters
+	// Continue names the messages of a reply posted earlier (by a process
+	// that crashed before recording its delivery) that this reply takes
+	// over: they are edited to show it, further messages are posted for
+	// what they cannot hold and extra ones are removed, instead of a new
+	// copy being posted. The reply is shown by editing messages then.
+	Continue []chat.MsgRef
+	// OnPost, when set, is called after each message of the reply is
+	// posted (Refs includes it), before the next call to the platform, on
+	// the goroutine that posted it: the caller can record the message
+	// before anything else happens.
+	OnPost func()
 }
 
 // Tuning defaults (platforms.md §9.2–9.3).

@@ -73,6 +73,20 @@ func (e *editSurface) adopt(ref chat.MsgRef, text string) {
 	e.msgs.add(ref)
 }
 
+// resume takes over refs, the messages of a reply posted earlier, as the
+// slots of this one. What they show is not known: the final delivery
+// edits each of them (an edit to the text a message already has is
+// harmless on every adapter).
+func (e *editSurface) resume(refs []chat.MsgRef) {
+	for _, ref := range refs {
+		e.slots = append(e.slots, &slot{ref: ref})
+	}
+	e.msgs.mu.Lock()
+	e.msgs.refs = append(e.msgs.refs, refs...)
+	e.msgs.visible = true
+	e.msgs.mu.Unlock()
+}
+
 // edited records the result of editing slot i to text and reports whether
 // it went through.
 func (e *editSurface) edited(i int, text string, err error) bool {

@@ -53,9 +53,14 @@ type outlet struct {
 }
 
 // newSurface picks how the reply is shown: natively where the adapter
-// streams (append-only or not), else by editing messages.
-func newSurface(o outlet, caps chat.Caps) surface {
+// streams (append-only or not), else by editing messages; by editing the
+// messages of cont when the reply continues them.
+func newSurface(o outlet, caps chat.Caps, cont []chat.MsgRef) surface {
 	edit := &editSurface{outlet: o}
+	if len(cont) > 0 {
+		edit.resume(cont)
+		return edit
+	}
 	if s, ok := o.ad.(chat.Streamer); ok && caps.NativeStream {
 		if caps.AppendOnly {
 			return &appendSurface{outlet: o, streamer: s, edit: edit}
@@ -85,14 +90,18 @@ type messages struct {
 	mu      sync.Mutex
 	refs    []chat.MsgRef
 	visible bool
+	onAdd   func() // Options.OnPost
 }
 
-// add records a posted message.
+// add records a posted message and reports it to onAdd.
 func (m *messages) add(ref chat.MsgRef) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.refs = append(m.refs, ref)
 	m.visible = true
+	m.mu.Unlock()
+	if m.onAdd != nil {
+		m.onAdd()
+	}
 }
 
 // drop forgets a message that no longer exists.
