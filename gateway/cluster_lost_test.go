@@ -123,7 +123,6 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 				in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "lost:"+text
 				return ad.Inject(t.Context(), in)
 			}
-			toB, toA := model.expect("to B"), model.expect("to A")
 			h.mu.Lock()
 			h.failTakes = true
 			h.mu.Unlock()
@@ -168,21 +167,16 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 				t.Fatalf("inject through a run again: %v", err)
 			}
 			// Well under the lease TTL: the items do not wait for it.
-			for _, w := range []*streamWait{toB, toA} {
-				select {
-				case <-w.started:
-				case <-ctx.Done():
-					t.Fatalf("the messages taken by the lost answer were not run within 10s (the session has %q)",
-						waitSessionTexts(t, dir, 0, time.Second))
-				}
-				<-w.ended
+			// (The two may share a run: the second joins the first's.)
+			if got := waitSessionTexts(t, dir, 3, 10*time.Second); !slices.Equal(got, []string{"first", "to B", "to A"}) {
+				t.Fatalf("the session has %q, want first, to B, to A", got)
 			}
 			clusterSay(t, adA, model, 3, "last")
 			want := []string{"first", "to B", "to A", "last"}
 			if got := waitSessionTexts(t, dir, len(want), 10*time.Second); !slices.Equal(got, want) {
-				t.Fatalf("the session has %q, want %q", got, want)
+				t.Fatalf("the session has %q, want %q: a message ran twice or out of order", got, want)
 			}
-			if n := model.calls.Load(); n != int64(len(want)) {
+			if n := model.calls.Load(); n > int64(len(want)) {
 				t.Fatalf("%d provider requests for %q: something ran twice", n, want)
 			}
 		})

@@ -27,10 +27,24 @@ const (
 	resyncMax   = 5 * time.Second
 )
 
-func newResyncs() resyncs {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return resyncs{asks: make(chan string, 256), due: map[string]time.Time{}, wait: map[string]time.Duration{}, timer: t}
+// newResyncs returns resyncs whose requests queue up (the zero value
+// drops them, leaving the keys to the poll).
+func newResyncs() resyncs { return resyncs{asks: make(chan string, 256)} }
+
+// fire is the timer's channel (nil, never ready, before the first
+// schedule).
+func (r *resyncs) fire() <-chan time.Time {
+	if r.timer == nil {
+		return nil
+	}
+	return r.timer.C
+}
+
+// stop stops the timer, once the run loop ends.
+func (r *resyncs) stop() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 }
 
 // request asks for key to be taken again soon: a take of it failed.
@@ -45,6 +59,9 @@ func (r *resyncs) request(key string) {
 func (r *resyncs) schedule(key string, now time.Time) {
 	if _, ok := r.due[key]; ok {
 		return
+	}
+	if r.due == nil {
+		r.due, r.wait = map[string]time.Time{}, map[string]time.Duration{}
 	}
 	w := r.wait[key]
 	switch {
@@ -82,6 +99,9 @@ func (r *resyncs) settle(key string) {
 
 // arm sets the timer to the earliest due key.
 func (r *resyncs) arm(now time.Time) {
+	if r.timer == nil {
+		r.timer = time.NewTimer(time.Hour)
+	}
 	r.timer.Stop()
 	var next time.Time
 	for _, at := range r.due {

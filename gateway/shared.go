@@ -146,7 +146,7 @@ func (p *pump) kick(key string) {
 func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.poll)
 	defer t.Stop()
-	defer p.resync.timer.Stop()
+	defer p.resync.stop()
 	if p.watch != nil {
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -171,7 +171,7 @@ func (p *pump) run(ctx context.Context) {
 			p.pushed(ctx, key)
 		case key := <-p.resync.asks:
 			p.resync.schedule(key, time.Now())
-		case <-p.resync.timer.C:
+		case <-p.resync.fire():
 			for _, key := range p.resync.fired(time.Now()) {
 				p.key(ctx, key, false)
 				p.resync.settle(key)
