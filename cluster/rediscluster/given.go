@@ -16,7 +16,9 @@ import (
 // then ran the script again (its answer has only what was new by then)
 // or gave up. The next take of the key hands those over too (retake, in
 // the same script), so they do not wait for the session's lease to end;
-// the ids at or below since are in hand, so nothing is handed twice.
+// the ids at or below since are in hand, so nothing is handed twice. A
+// claim, which may take other consumers' items older than since, reads
+// everything the consumer holds instead and keeps what is not in hand.
 //
 // A key whose items in hand all ended is forgotten (since is then "0":
 // everything the consumer still holds of it came with a lost answer), so
@@ -41,6 +43,18 @@ func (g *given) since(key string) string {
 		return k.since
 	}
 	return "0"
+}
+
+// has reports whether item id of key is in hand.
+func (g *given) has(key, id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := g.keys[key]
+	if k == nil {
+		return false
+	}
+	_, ok := k.ids[id]
+	return ok
 }
 
 // add records items, handed for key by an answer that arrived.

@@ -98,12 +98,14 @@ end
 // takeScript hands consumer ARGV[1] the items of stream KEYS[1] it took
 // with ids above ARGV[4] (retake), those nobody took yet and, when
 // ARGV[3] is "claim", those other consumers hold too; it records them in
-// the touched set KEYS[2] (members "id ARGV[2]") and returns id, data, n,
-// crashes quadruples (crashes from the hash KEYS[3]).
+// the touched set KEYS[2] (members "id ARGV[2]") and returns how many
+// quadruples the retake gave, then id, data, n, crashes quadruples
+// (crashes from the hash KEYS[3]).
 var takeScript = redis.NewScript(takeLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local out = {}
 retake(out, KEYS[1], ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[2])
+table.insert(out, 1, tostring(#out / 4))
 takeNew(out, KEYS[1], ARGV[1], KEYS[3], KEYS[2], ARGV[2])
 if ARGV[3] == 'claim' then
   local p = redis.call('XPENDING', KEYS[1], 'pibot', '-', '+', 100000)
@@ -248,19 +250,34 @@ func (ib *Inbox) Claim(ctx context.Context, key string) ([]cluster.InboxItem, er
 	return ib.take(ctx, key, "claim")
 }
 
-// take runs the take script: one round trip, crash counts included.
+// take runs the take script: one round trip, crash counts included. A
+// claim (rare: a takeover, every tenth poll of a held key) asks for every
+// item this consumer holds and keeps those not in hand, so a lost answer
+// of a claim, whose items may be older than since, is made up for too.
 func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxItem, error) {
+	since := "0"
+	if mode != "claim" {
+		since = ib.given.since(key)
+	}
 	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key},
-		ib.consumer, key, mode, ib.given.since(key)).StringSlice()
+		ib.consumer, key, mode, since).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
 	}
-	if len(res)%4 != 0 {
+	if len(res) == 0 {
+		return nil, nil
+	}
+	retaken, _ := strconv.Atoi(res[0])
+	res = res[1:]
+	if len(res)%4 != 0 || retaken < 0 || 4*retaken > len(res) {
 		return nil, fmt.Errorf("rediscluster: inbox %s: malformed reply", mode)
 	}
 	items := make([]cluster.InboxItem, 0, len(res)/4)
 	order := make([]int64, 0, len(res)/4)
 	for i := 0; i < len(res); i += 4 {
+		if i < 4*retaken && ib.given.has(key, res[i]) {
+			continue // in hand
+		}
 		it := cluster.InboxItem{ID: res[i], Key: key, Data: json.RawMessage(res[i+1])}
 		it.Crashes, _ = strconv.Atoi(res[i+3])
 		n, _ := strconv.ParseInt(res[i+2], 10, 64)

@@ -134,3 +134,63 @@ func TestTakeAfterEverythingEnded(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimAfterALostAnswer: a claim whose answer was lost took over
+// another consumer's item older than what this one holds; the next claim
+// (or the client's run again) hands it over, and nothing in hand again.
+func TestClaimAfterALostAnswer(t *testing.T) {
+	for name, addr := range retryTargets(t) {
+		for i, retries := range []int{2, -1} {
+			t.Run(fmt.Sprintf("%s/retries=%d", name, retries), func(t *testing.T) {
+				ctx := t.Context()
+				opts := rediscluster.Options{Prefix: fmt.Sprintf("lostclaim%d:", i)}
+				px := newProxy(t, addr)
+				rdb := redis.NewClient(&redis.Options{Addr: px.addr, ReadTimeout: 200 * time.Millisecond, MaxRetries: retries})
+				t.Cleanup(func() { _ = rdb.Close() })
+				a, err := rediscluster.OpenInbox(ctx, rdb, opts, "a")
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := rediscluster.OpenInbox(ctx, client(t, addr), opts, "d")
+				if err != nil {
+					t.Fatal(err)
+				}
+				take := func(ib *rediscluster.Inbox, claim bool) ([]string, error) {
+					f := ib.Consume
+					if claim {
+						f = ib.Claim
+					}
+					got, err := f(ctx, "loc")
+					return itemData(got), err
+				}
+				for _, s := range []struct {
+					ib   *rediscluster.Inbox
+					data string
+				}{{d, `"x"`}, {a, `"y"`}} {
+					if _, _, err := s.ib.Enqueue(ctx, "loc", []byte(s.data)); err != nil {
+						t.Fatal(err)
+					}
+					if got, err := take(s.ib, false); err != nil || len(got) != 1 {
+						t.Fatalf("consume = %q, %v", got, err)
+					}
+				}
+				px.dropAnswers(1)
+				got, err := take(a, true)
+				if retries < 0 {
+					if err == nil {
+						t.Fatalf("claim through a lost answer with no retries = %q, want an error", got)
+					}
+					got, err = take(a, true)
+				}
+				if err != nil || !slices.Equal(got, []string{`"x"`}) {
+					t.Fatalf("the claim after a lost answer = %q, %v; want x (y is in hand)", got, err)
+				}
+				for _, claim := range []bool{false, true} {
+					if got, err := take(a, claim); err != nil || len(got) != 0 {
+						t.Fatalf("a take after that (claim %v) = %q, %v; want nothing", claim, got, err)
+					}
+				}
+			})
+		}
+	}
+}
