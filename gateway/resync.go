@@ -10,15 +10,24 @@ import "time"
 // items, rediscluster/given.go). A conversation may go quiet after the
 // lost answer, and the poll of a held key may be far off, so the pump
 // takes the key again after a short wait, waiting twice as long after
-// each failure (Redis down) up to resyncMax.
+// each failure (Redis down) up to resyncMax. A failed claim is retried
+// as a claim: what it may have taken from other consumers is older than
+// what a consume reads again.
 //
 // request may be called from any goroutine; the rest belongs to the
 // pump's run goroutine, whose failed takes schedule directly.
 type resyncs struct {
-	asks  chan string
-	due   map[string]time.Time
-	wait  map[string]time.Duration
-	timer *time.Timer
+	asks   chan string
+	due    map[string]time.Time
+	claims map[string]bool // due keys to claim, not consume
+	wait   map[string]time.Duration
+	timer  *time.Timer
+}
+
+// resync is a key due to be taken again, and whether by a claim.
+type resync struct {
+	key   string
+	claim bool
 }
 
 // resyncFirst and resyncMax bound the wait before a key is taken again.
@@ -55,13 +64,16 @@ func (r *resyncs) request(key string) {
 	}
 }
 
-// schedule sets key's next take (run's goroutine).
-func (r *resyncs) schedule(key string, now time.Time) {
+// schedule sets key's next take, a claim if claim (run's goroutine).
+func (r *resyncs) schedule(key string, now time.Time, claim bool) {
+	if r.due == nil {
+		r.due, r.claims, r.wait = map[string]time.Time{}, map[string]bool{}, map[string]time.Duration{}
+	}
+	if claim {
+		r.claims[key] = true
+	}
 	if _, ok := r.due[key]; ok {
 		return
-	}
-	if r.due == nil {
-		r.due, r.wait = map[string]time.Time{}, map[string]time.Duration{}
 	}
 	w := r.wait[key]
 	switch {
@@ -77,12 +89,13 @@ func (r *resyncs) schedule(key string, now time.Time) {
 
 // fired returns the keys due at now and rearms the timer for the rest
 // (run's goroutine).
-func (r *resyncs) fired(now time.Time) []string {
-	var keys []string
+func (r *resyncs) fired(now time.Time) []resync {
+	var keys []resync
 	for key, at := range r.due {
 		if !at.After(now) {
-			keys = append(keys, key)
+			keys = append(keys, resync{key: key, claim: r.claims[key]})
 			delete(r.due, key)
+			delete(r.claims, key)
 		}
 	}
 	r.arm(now)

@@ -170,11 +170,11 @@ func (p *pump) run(ctx context.Context) {
 		case key := <-p.pushes:
 			p.pushed(ctx, key)
 		case key := <-p.resync.asks:
-			p.resync.schedule(key, time.Now())
+			p.resync.schedule(key, time.Now(), false)
 		case <-p.resync.fire():
-			for _, key := range p.resync.fired(time.Now()) {
-				p.key(ctx, key, false)
-				p.resync.settle(key)
+			for _, r := range p.resync.fired(time.Now()) {
+				p.key(ctx, r.key, r.claim)
+				p.resync.settle(r.key)
 			}
 		case <-t.C:
 			n++
@@ -287,7 +287,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		items, err := take(ctx, key)
 		if err != nil {
 			p.log.Warn("inbox: take the items of a held session", "key", key, "err", err)
-			p.resync.schedule(key, time.Now())
+			p.resync.schedule(key, time.Now(), reclaim)
 			return
 		}
 		p.hand(ctx, items, reclaim)
@@ -313,7 +313,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 	items, err := p.inbox.Claim(ctx, key)
 	if err != nil {
 		p.log.Warn("inbox: claim", "key", key, "err", err)
-		p.resync.schedule(key, time.Now())
+		p.resync.schedule(key, time.Now(), true)
 		return
 	}
 	p.hand(ctx, items, true)
