@@ -81,9 +81,11 @@ func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxIte
 
 // admit admits ad through the shared store (store) and hands on what it
 // enqueued: when this replica holds the session of ad.Key, the same round
-// trip takes the key's new items, which go to their mailbox at once
-// under the key's gate, as the pump's own takes do, so they keep the
-// inbox's order; otherwise the pump is kicked, as for an Enqueue.
+// trip takes the key's new items (and those earlier takes whose answers
+// were lost took), which go to their mailbox at once under the key's
+// gate, as the pump's own takes do, so they keep the inbox's order;
+// otherwise the pump is kicked, as for an Enqueue. A failed take has the
+// pump take the key again soon (resyncs).
 func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error) {
 	if p.sessions.cached(ad.Key) != nil {
 		defer p.gate.lock(ad.Key)()
@@ -92,6 +94,12 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		ad.Take = p.sessions.cached(ad.Key) != nil
 	}
 	res, err := p.store.Admit(ctx, ad)
+	if err != nil && ad.Take {
+		// The script may have run, its answer lost: it then took the
+		// key's items, other replicas' too, which only a take of the
+		// key hands over; the conversation may go quiet meanwhile.
+		p.resync.request(ad.Key)
+	}
 	if err != nil || res.ID == "" {
 		return res, err
 	}

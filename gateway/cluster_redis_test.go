@@ -246,11 +246,20 @@ func TestClusterOrderAcrossReplicas(t *testing.T) {
 			want = append(want, text)
 		}
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	if got := waitSessionTexts(t, dir, len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q in the order sent", got, want)
+	}
+}
+
+// waitSessionTexts returns the user messages of the session files in dir
+// once there are at least n, failing the test if that takes longer than
+// within.
+func waitSessionTexts(t *testing.T, dir string, n int, within time.Duration) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
 	defer cancel()
-	var got []string
 	for {
-		got = nil
+		var got []string
 		filepath.Walk(filepath.Join(dir, "sessions"), func(p string, info os.FileInfo, err error) error {
 			if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && info.Size() > 0 {
 				s, err := session.OpenFile(p, session.Options{ReadOnly: true})
@@ -262,16 +271,13 @@ func TestClusterOrderAcrossReplicas(t *testing.T) {
 			}
 			return nil
 		})
-		if len(got) >= len(want) {
-			break
+		if len(got) >= n {
+			return got
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("the session has %q, want %q", got, want)
+			t.Fatalf("the session has %q, want %d messages", got, n)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("the session has %q, want %q in the order sent", got, want)
 	}
 }
 

@@ -104,6 +104,9 @@ type pump struct {
 	// probe tells whether a session's lease is held (nil: the pump tries
 	// to take it over to find out).
 	probe leaseProbe
+	// resync takes a key again soon after a take of it failed: the take
+	// may have run, its answer lost (resync.go).
+	resync resyncs
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -127,7 +130,7 @@ func newPump(g *Gateway) *pump {
 	probe, _ := g.locker.(leaseProbe)
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
-		watch: w, pushes: make(chan string, 1024), store: a, probe: probe}
+		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs()}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).
@@ -143,6 +146,7 @@ func (p *pump) kick(key string) {
 func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.poll)
 	defer t.Stop()
+	defer p.resync.stop()
 	if p.watch != nil {
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -165,6 +169,13 @@ func (p *pump) run(ctx context.Context) {
 			p.kicked(ctx, key)
 		case key := <-p.pushes:
 			p.pushed(ctx, key)
+		case key := <-p.resync.asks:
+			p.resync.schedule(key, time.Now(), false)
+		case <-p.resync.fire():
+			for _, r := range p.resync.fired(time.Now()) {
+				p.key(ctx, r.key, r.claim)
+				p.resync.settle(r.key)
+			}
 		case <-t.C:
 			n++
 			keys, err := p.inbox.Keys(ctx)
@@ -276,6 +287,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		items, err := take(ctx, key)
 		if err != nil {
 			p.log.Warn("inbox: take the items of a held session", "key", key, "err", err)
+			p.resync.schedule(key, time.Now(), reclaim)
 			return
 		}
 		p.hand(ctx, items, reclaim)
@@ -301,6 +313,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 	items, err := p.inbox.Claim(ctx, key)
 	if err != nil {
 		p.log.Warn("inbox: claim", "key", key, "err", err)
+		p.resync.schedule(key, time.Now(), true)
 		return
 	}
 	p.hand(ctx, items, true)
@@ -385,6 +398,7 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		p.rc.markInterrupted(ctx, items)
 	}
 	now := time.Now()
+	var events map[string]bool // the dedupe keys handed so far, when there are several items
 	for _, it := range items {
 		if at, ok := enqueuedAt(it.ID); ok {
 			p.metrics.inboxTaken(now.Sub(at))
@@ -400,6 +414,22 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 				p.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
 			}
 			continue
+		}
+		if k := item.In.DedupKey; k != "" && len(items) > 1 {
+			// Two items of one event: a refused admission whose answer
+			// was lost enqueued it after all, and its redelivery came
+			// with it (a take hands over what lost answers took).
+			if events[k] {
+				p.log.Info("inbox: a second item of one event dropped", "id", it.ID, "key", k)
+				if err := p.inbox.Ack(ctx, it.Key, it.ID); err != nil {
+					p.log.Warn("inbox: drop a second item of one event", "id", it.ID, "err", err)
+				}
+				continue
+			}
+			if events == nil {
+				events = map[string]bool{}
+			}
+			events[k] = true
 		}
 		if claimed {
 			p.rc.markSeen(ctx, item.In.DedupKey)

@@ -47,6 +47,7 @@ func RunInboxTests(t *testing.T, h InboxHarness) {
 		{"ConcurrentEnqueuesAllDurable", testInboxConcurrent},
 		{"KeysKeepItemsApart", testInboxKeys},
 		{"ConsumeHandsOutOnce", testInboxConsume},
+		{"TakesHandOutNothingTwice", testInboxTakesOnce},
 		{"ClaimTakesOverADeadHolder", testInboxClaim},
 		{"CrashesOfItemsInFlightCounted", testInboxCrashCount},
 		{"QuarantineSetsAsideForGood", testInboxQuarantine},
@@ -265,6 +266,41 @@ func testInboxConsume(t *testing.T, h InboxHarness, store string) {
 	ack(t, ib, "k", c)
 	if got := datas(pending(t, ib, "k")); !slices.Equal(got, []string{`"a"`, `"b"`}) {
 		t.Fatalf("pending = %v, want a, b (consumed is not acknowledged)", got)
+	}
+}
+
+// testInboxTakesOnce: however a process's items in hand end (some, all,
+// out of order), its takes never hand one of them out again, nor one
+// that ended: a take hands over only items it has not handed to this
+// process yet.
+func testInboxTakesOnce(t *testing.T, h InboxHarness, store string) {
+	ib := h.Open(t, store)
+	defer closeInbox(t, ib)
+	a := add(t, ib, "k", `"a"`)
+	b := add(t, ib, "k", `"b"`)
+	if got := consume(t, ib, "k"); !slices.Equal(got, []string{`"a"`, `"b"`}) {
+		t.Fatalf("first consume = %v", got)
+	}
+	ack(t, ib, "k", b)
+	if got := consume(t, ib, "k"); len(got) != 0 {
+		t.Fatalf("consume after the newer item ended = %v, want nothing (a is in hand)", got)
+	}
+	if got := claim(t, ib, "k"); len(got) != 0 {
+		t.Fatalf("claim of this process's own items = %v, want nothing", got)
+	}
+	ack(t, ib, "k", a)
+	for round := range 3 {
+		c := add(t, ib, "k", fmt.Sprintf(`"c%d"`, round))
+		if got := consume(t, ib, "k"); !slices.Equal(got, []string{fmt.Sprintf(`"c%d"`, round)}) {
+			t.Fatalf("round %d: consume = %v", round, got)
+		}
+		if got := consume(t, ib, "k"); len(got) != 0 {
+			t.Fatalf("round %d: consume again = %v, want nothing", round, got)
+		}
+		ack(t, ib, "k", c)
+		if got := consume(t, ib, "k"); len(got) != 0 {
+			t.Fatalf("round %d: consume after everything ended = %v, want nothing", round, got)
+		}
 	}
 }
 

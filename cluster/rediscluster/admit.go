@@ -21,14 +21,17 @@ import (
 // seq, touched set of this consumer, crash counts of the stream.
 // ARGV: dedupe token ("" when not deduplicated), dedupe TTL in ms, budget
 // rate ("" when not budgeted), burst, now, call token, data, location
-// key, consumer, notice channel, "take" or "".
+// key, consumer, notice channel, "take" or "", and the id above which
+// the items this consumer holds came with lost answers (Inbox.given).
 //
 // It returns {"dup"}, {"wait", µs} or {"ok", id, then id, data, n,
 // crashes for each item taken}. The dedupe key records the call's token
 // and, once enqueued, the item's id, so this call run again (go-redis
 // retries after a lost answer) neither counts as its own duplicate nor
-// enqueues a second item: it answers the same id, and with "take" the
-// item again (the lost answer never handed it on) and anything new. A
+// enqueues a second item: it answers the same id. With "take" it also
+// hands over again what the consumer took with lost answers (retake: the
+// item itself, when this is a run again, and what the lost answer took
+// along with it), then anything new. A
 // duplicate takes no budget token; an event over budget is not enqueued
 // (its token is taken and its dedupe key stays, as SeenReserve leaves
 // them).
@@ -50,10 +53,6 @@ if ARGV[1] ~= '' then
 end
 if again then
   out = {'ok', again}
-  if ARGV[11] == 'take' then
-    local e = redis.call('XRANGE', KEYS[4], again, again)
-    if #e > 0 then took(out, e[1], KEYS[8], KEYS[7], ARGV[8]) end
-  end
 else
   if ARGV[3] ~= '' then
     local wait = bucket(KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], 'reserve', ARGV[6])
@@ -70,6 +69,7 @@ else
   end
 end
 if ARGV[11] == 'take' then
+  retake(out, KEYS[4], ARGV[9], ARGV[12], KEYS[8], KEYS[7], ARGV[8])
   takeNew(out, KEYS[4], ARGV[9], KEYS[8], KEYS[7], ARGV[8])
 end
 return out
@@ -84,7 +84,9 @@ return out
 // told of the item (Inbox.Watch), as Inbox.Enqueue tells them.
 //
 // An error leaves it unknown whether the item was enqueued (the answer may
-// be lost after the script ran); the dedupe key may be recorded.
+// be lost after the script ran); the dedupe key may be recorded. With
+// a.Take, what the lost answer took comes with the next take of a.Key
+// (Inbox.Consume, Inbox.Claim, or Admit with Take): see given.
 func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error) {
 	ib := a.inbox
 	dedupeKey, token := ib.base+"d:", ""
@@ -105,14 +107,14 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	if ad.Budget != "" && a.budget.rate > 0 {
 		budgetKeys, rate = a.budget.keys(ad.Budget), strconv.FormatFloat(a.budget.rate, 'g', -1, 64)
 	}
-	take := ""
+	take, since := "", "0"
 	if ad.Take {
-		take = "take"
+		take, since = "take", ib.given.since(ad.Key)
 	}
 	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.stream(ad.Key), ib.base + "keys", ib.base + "seq",
 		ib.touched(), ib.base + "c:" + ad.Key}
 	res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
-		call, ad.Data, ad.Key, ib.consumer, ib.channel(), take).Slice()
+		call, ad.Data, ad.Key, ib.consumer, ib.channel(), take, since).Slice()
 	if err != nil {
 		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
 	}
@@ -120,6 +122,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	if err != nil {
 		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
 	}
+	ib.given.add(ad.Key, out.Taken)
 	return out, nil
 }
 

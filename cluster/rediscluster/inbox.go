@@ -62,11 +62,13 @@ return id
 
 // takeLua defines took(out, e, crashes, touched, key), which appends
 // stream entry e's id, data, order and crash count (from the hash
-// crashes) to out and records it in the touched set as "id key", and
+// crashes) to out and records it in the touched set as "id key";
 // takeNew(out, stream, consumer, crashes, touched, key), which does so for
 // every item of stream nobody took yet, now taken by consumer (none when
-// the stream is gone: its last item ended); takeScript and admitScript
-// share them.
+// the stream is gone: its last item ended); and retake(out, stream,
+// consumer, since, crashes, touched, key), which does so for the items
+// consumer took with ids above since (Inbox.since: the items earlier takes
+// took whose answers were lost). takeScript and admitScript share them.
 const takeLua = `
 local function took(out, e, crashes, touched, key)
   if e and e[2] then
@@ -84,15 +86,26 @@ local function takeNew(out, stream, consumer, crashes, touched, key)
     for _, e in ipairs(r[1][2]) do took(out, e, crashes, touched, key) end
   end
 end
+local function retake(out, stream, consumer, since, crashes, touched, key)
+  if redis.call('EXISTS', stream) == 0 then return end
+  local r = redis.call('XREADGROUP', 'GROUP', 'pibot', consumer, 'COUNT', 100000, 'STREAMS', stream, since)
+  if r and r[1] then
+    for _, e in ipairs(r[1][2]) do took(out, e, crashes, touched, key) end
+  end
+end
 `
 
-// takeScript hands consumer ARGV[1] the items of stream KEYS[1] nobody
-// took yet and, when ARGV[3] is "claim", those other consumers hold too;
-// it records them in the touched set KEYS[2] (members "id ARGV[2]") and
-// returns id, data, n, crashes quadruples (crashes from the hash KEYS[3]).
+// takeScript hands consumer ARGV[1] the items of stream KEYS[1] it took
+// with ids above ARGV[4] (retake), those nobody took yet and, when
+// ARGV[3] is "claim", those other consumers hold too; it records them in
+// the touched set KEYS[2] (members "id ARGV[2]") and returns how many
+// quadruples the retake gave, then id, data, n, crashes quadruples
+// (crashes from the hash KEYS[3]).
 var takeScript = redis.NewScript(takeLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local out = {}
+retake(out, KEYS[1], ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[2])
+table.insert(out, 1, tostring(#out / 4))
 takeNew(out, KEYS[1], ARGV[1], KEYS[3], KEYS[2], ARGV[2])
 if ARGV[3] == 'claim' then
   local p = redis.call('XPENDING', KEYS[1], 'pibot', '-', '+', 100000)
@@ -182,6 +195,9 @@ type Inbox struct {
 	base     string // P{inbox}:
 	replica  string
 	consumer string
+	// given is what this process's takes brought it, to find the items
+	// of takes whose answers were lost.
+	given given
 }
 
 // OpenInbox starts this process's consumer of the inbox for replica (the
@@ -220,30 +236,48 @@ func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, 
 }
 
 // Consume hands this process the items of key nobody took yet, oldest
-// first. The caller holds the session's lease.
+// first, and those an earlier take of key took for it whose answer was
+// lost (given). The caller holds the session's lease; a failed take is
+// worth trying again soon, since it may have taken items.
 func (ib *Inbox) Consume(ctx context.Context, key string) ([]cluster.InboxItem, error) {
 	return ib.take(ctx, key, "consume")
 }
 
 // Claim takes the items of key nobody took yet and those other processes
-// hold, oldest first. The caller holds the session's lease, so whoever
+// hold, oldest first (with those of lost answers, as Consume). The caller holds the session's lease, so whoever
 // held them before is gone (crashed, stopped, or lost the lease).
 func (ib *Inbox) Claim(ctx context.Context, key string) ([]cluster.InboxItem, error) {
 	return ib.take(ctx, key, "claim")
 }
 
-// take runs the take script: one round trip, crash counts included.
+// take runs the take script: one round trip, crash counts included. A
+// claim (rare: a takeover, every tenth poll of a held key) asks for every
+// item this consumer holds and keeps those not in hand, so a lost answer
+// of a claim, whose items may be older than since, is made up for too.
 func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxItem, error) {
-	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key}, ib.consumer, key, mode).StringSlice()
+	since := "0"
+	if mode != "claim" {
+		since = ib.given.since(key)
+	}
+	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key},
+		ib.consumer, key, mode, since).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
 	}
-	if len(res)%4 != 0 {
+	if len(res) == 0 {
+		return nil, nil
+	}
+	retaken, _ := strconv.Atoi(res[0])
+	res = res[1:]
+	if len(res)%4 != 0 || retaken < 0 || 4*retaken > len(res) {
 		return nil, fmt.Errorf("rediscluster: inbox %s: malformed reply", mode)
 	}
 	items := make([]cluster.InboxItem, 0, len(res)/4)
 	order := make([]int64, 0, len(res)/4)
 	for i := 0; i < len(res); i += 4 {
+		if i < 4*retaken && ib.given.has(key, res[i]) {
+			continue // in hand
+		}
 		it := cluster.InboxItem{ID: res[i], Key: key, Data: json.RawMessage(res[i+1])}
 		it.Crashes, _ = strconv.Atoi(res[i+3])
 		n, _ := strconv.ParseInt(res[i+2], 10, 64)
@@ -254,6 +288,7 @@ func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxIte
 		return nil, nil
 	}
 	sortItems(items, order)
+	ib.given.add(key, items)
 	return items, nil
 }
 
@@ -358,9 +393,13 @@ func (ib *Inbox) end(ctx context.Context, key, id, mode string) error {
 	if !streamID.MatchString(id) {
 		return nil // never an item of a stream
 	}
-	return endScript.Run(ctx, ib.rdb,
+	err := endScript.Run(ctx, ib.rdb,
 		[]string{ib.stream(key), ib.base + "c:" + key, ib.base + "keys", ib.touched(), ib.base + "q"},
 		id, key, ib.consumer, mode, ib.base+"t:").Err()
+	if err == nil {
+		ib.given.ended(key, id)
+	}
+	return err
 }
 
 // Quarantined returns the items set aside, oldest first.
