@@ -54,6 +54,13 @@ type Options struct {
 	// the file durable there, so no entry of the file is on disk before
 	// the binding.
 	BeforeCreate func() error
+	// EagerCreate, with DeferCreate, starts the group commit that creates
+	// the file at once, on its own goroutine, instead of GroupWindow
+	// later. Create still does no I/O on the caller's goroutine, and the
+	// file (with its fsyncs, and BeforeCreate's) is usually there before
+	// the caller's first Write or Flush, which would otherwise create it
+	// and wait for them.
+	EagerCreate bool
 }
 
 func (o Options) now() time.Time {
@@ -145,7 +152,10 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 		w.waits.advance(w.synced)
 	}
 	w.start()
-	if opts.DeferCreate {
+	switch {
+	case opts.DeferCreate && opts.EagerCreate:
+		w.group.scheduleIn(0)
+	case opts.DeferCreate:
 		w.group.schedule()
 	}
 	return s, nil
