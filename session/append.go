@@ -98,7 +98,7 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := s.tree.add(line[:len(line)-1], 0, knownEntry(&e))
+		n := s.tree.add(line[:len(line)-1], 0, &e, knownEntry(&e))
 		if n != nil && e.Type == TypeMessage && e.Message != nil {
 			// The message as appended is the message as decoded (pi, too,
 			// keeps the objects it appended): Context need not decode it.
@@ -238,8 +238,18 @@ func (s *sink) writeLocked(durable bool) error {
 	}
 	s.written = upTo
 	if !durable {
+		// Written out (File.Write keeps no reference to it): the next
+		// append fills it again instead of growing a new one.
+		if cap(buf) <= keptPending && len(buf) > 0 {
+			s.wmu.Lock()
+			s.spare = buf[:0]
+			s.wmu.Unlock()
+		}
 		return nil
 	}
+	s.wmu.Lock()
+	s.spare = nil
+	s.wmu.Unlock()
 	if err := f.Sync(); err != nil {
 		// Never retry fsync on the same descriptor (fsyncgate).
 		return fail(fmt.Errorf("sync: %w", err))

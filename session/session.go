@@ -143,7 +143,7 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	w := s.w // not shared yet
 	w.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
 	w.writes = 1
-	s.tree.add(line[:len(line)-1], 2, knownEntry(&first))
+	s.tree.add(line[:len(line)-1], 2, &first, knownEntry(&first))
 	if !opts.DeferCreate {
 		if err := w.create(w.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)

@@ -23,6 +23,10 @@ type sink struct {
 	writes  uint64     // appends made
 	fenced  error
 	closed  bool
+	// spare is a pending buffer a Write wrote out, for the next append
+	// (keptPending); guarded by wmu. A durable flush drops it: an idle
+	// session keeps none.
+	spare []byte
 
 	syncMu  sync.Mutex // one Flush at a time (taken before wmu)
 	synced  uint64     // appends known durable; guarded by syncMu
@@ -49,11 +53,18 @@ func (s *sink) queue(line func() ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
+	if s.pending == nil {
+		s.pending, s.spare = s.spare, nil
+	}
 	s.pending = append(s.pending, b...)
 	s.writes++
 	s.group.schedule()
 	return nil
 }
+
+// keptPending is the largest pending buffer kept for reuse (sink.spare):
+// a run's lines between two writes fit, a long tool output need not stay.
+const keptPending = 16 << 10
 
 // setFenced is Session.SetFenced.
 func (s *sink) setFenced(cause error) {
