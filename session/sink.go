@@ -28,10 +28,11 @@ type sink struct {
 	// session keeps none.
 	spare []byte
 
-	syncMu  sync.Mutex // one Flush at a time (taken before wmu)
+	syncMu  sync.Mutex // one Flush at a time (taken before fileMu)
 	synced  uint64     // appends known durable; guarded by syncMu
-	written uint64     // appends in the file, durable or not; guarded by syncMu
-	size    int64      // bytes in the file; guarded by syncMu
+	fileMu  sync.Mutex // one write to the file at a time, not held by an fsync (taken before wmu)
+	written uint64     // appends in the file, durable or not; guarded by fileMu
+	size    int64      // bytes in the file; guarded by fileMu
 
 	group groupFlush
 	// waits are the callbacks of OnDurable.
