@@ -221,10 +221,9 @@ func knownString(v []byte, s string) string {
 	return d
 }
 
-func decodeMeta(raw []byte) *Meta { return decodeKnownMeta(raw, nil) }
-
-// decodeKnownMeta is decodeMeta for a Meta just encoded from enc (nil:
-// not known), whose equal strings it takes (knownString).
+// decodeKnownMeta decodes the pibot meta of a line, taking the strings
+// equal to those of enc, the Meta it was just encoded from (nil: not
+// known), from enc (knownString).
 func decodeKnownMeta(raw []byte, enc *Meta) *Meta {
 	var known Meta
 	if enc != nil {
