@@ -479,18 +479,6 @@ func (g *Gateway) runContext() context.Context {
 	return g.runCtx
 }
 
-// trackHere is ownerDeps.trackHere. The gateway counts f before take
-// lets the mailbox's count go, so a drain never sees neither.
-func (g *Gateway) trackHere(take func() bool, f func(ctx context.Context)) bool {
-	g.wg.Add(1)
-	defer g.wg.Done()
-	if !take() {
-		return false
-	}
-	f(g.runContext())
-	return true
-}
-
 // track runs f on a goroutine the gateway owns: shutdown waits for it, and
 // its context ends when the gateway's runs are cancelled.
 func (g *Gateway) track(f func(ctx context.Context)) {

@@ -100,6 +100,19 @@ func (m *mailboxes) work(key string) {
 	}
 }
 
+// trackHere is ownerDeps.trackHere: a run taking its mailbox item's
+// goroutine over. The gateway counts f before take lets the mailbox's
+// count go, so a drain (mailboxes, then runs) never misses it.
+func (g *Gateway) trackHere(take func() bool, f func(ctx context.Context)) bool {
+	g.wg.Add(1)
+	defer g.wg.Done()
+	if !take() {
+		return false
+	}
+	f(g.runContext())
+	return true
+}
+
 // takeOverKey is the context key of a mailbox item's takeOver.
 type takeOverKey struct{}
 
