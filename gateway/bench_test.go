@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -244,6 +245,17 @@ func cpuTime(tb testing.TB) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// goroutinesCreated is how many goroutines the process has started: each
+// one handed work waits its turn to run, behind every runnable goroutine.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
 func percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -446,7 +458,7 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 
 	var next atomic.Int64
 	b.ResetTimer()
-	t0, cpu0, tok0 := time.Now(), cpuTime(b), model.tokens.Load()
+	t0, cpu0, tok0, gor0 := time.Now(), cpuTime(b), model.tokens.Load(), goroutinesCreated()
 	rt0 := 0
 	if fleet.roundTrips != nil {
 		rt0 = fleet.roundTrips()
@@ -468,7 +480,7 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 			c.pause(think.min, think.span)
 		}
 	})
-	wall, cpu, tokens := time.Since(t0), cpuTime(b)-cpu0, model.tokens.Load()-tok0
+	wall, cpu, tokens, gors := time.Since(t0), cpuTime(b)-cpu0, model.tokens.Load()-tok0, goroutinesCreated()-gor0
 	b.StopTimer()
 	if fleet.roundTrips != nil && len(lat) > 0 {
 		// Every call of the timed part, background ones (polls, lease
@@ -484,6 +496,11 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 	b.ReportMetric(ms(percentile(cold, 0.50)), "cold-p50-ms")
 	b.ReportMetric(ms(percentile(cold, 0.99)), "cold-p99-ms")
 	b.ReportMetric(float64(len(lat))/wall.Seconds(), "msgs/s")
+	if len(lat) > 0 {
+		// The benchmark's own (a timer per message) included: compare
+		// builds, not absolute values.
+		b.ReportMetric(float64(gors)/float64(len(lat)), "goroutines/msg")
+	}
 	if tokens > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(tokens), "cpu-ns/token")
 	}

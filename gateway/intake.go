@@ -311,7 +311,9 @@ func (i *intake) withinBudget(ctx context.Context, in chat.Inbound, asked *time.
 // executed after everything that came before it there. replay marks an
 // item taken from the inbox at start.
 func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
-	i.mail.post(item.In.Conv.Key(), func() { i.execute(i.runContext(), ref, item, replay) })
+	i.mail.postTakeOver(item.In.Conv.Key(), func(takeOver func() bool) {
+		i.execute(withTakeOver(i.runContext(), takeOver), ref, item, replay)
+	})
 }
 
 // execute does the work of one inbox item; it runs in the mailbox of the

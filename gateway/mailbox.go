@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -18,19 +19,37 @@ import (
 //
 // The gateway owns the goroutines: close refuses new work and wait
 // returns once every queued item has run.
+//
+// An item may take its goroutine over (postTakeOver): a message whose run
+// starts at once runs on the goroutine that routed it. Handed to a new
+// goroutine, the run would wait behind every goroutine already waiting to
+// run (at 1,000 busy conversations, the streams' token wake-ups), once
+// more on the way from the message to the model.
 type mailboxes struct {
 	mu     sync.Mutex
-	queues map[string][]func()
+	queues map[string][]func(takeOver func() bool)
 	closed bool
 	wg     sync.WaitGroup
 }
 
-func newMailboxes() *mailboxes { return &mailboxes{queues: map[string][]func(){}} }
+func newMailboxes() *mailboxes {
+	return &mailboxes{queues: map[string][]func(takeOver func() bool){}}
+}
 
 // post queues f on the mailbox of location key and reports whether it was
 // taken; after close nothing is (the caller's inbox item stays pending and
 // is replayed by the next start).
 func (m *mailboxes) post(key string, f func()) bool {
+	return m.postTakeOver(key, func(func() bool) { f() })
+}
+
+// postTakeOver is post for an item that may take its goroutine over: f
+// may call takeOver, which, if nothing else waits at the location, ends
+// the mailbox's hold on the goroutine and reports true; the location then
+// takes new work on a goroutine of its own, and f may run on as long as
+// it needs (the gateway waits for it: f hands itself to Gateway.wg before
+// it takes over). takeOver reports false when work waits behind f.
+func (m *mailboxes) postTakeOver(key string, f func(takeOver func() bool)) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -45,23 +64,68 @@ func (m *mailboxes) post(key string, f func()) bool {
 	return true
 }
 
-// work runs the queue of key until it is empty, then ends.
+// work runs the queue of key until it is empty, or an item took the
+// goroutine over, then ends.
 func (m *mailboxes) work(key string) {
-	defer m.wg.Done()
 	for {
 		m.mu.Lock()
 		q := m.queues[key]
 		if len(q) == 0 {
 			delete(m.queues, key)
 			m.mu.Unlock()
+			m.wg.Done()
 			return
 		}
 		f := q[0]
 		q[0] = nil
 		m.queues[key] = q[1:]
 		m.mu.Unlock()
-		f()
+		taken, done := false, false // guarded by m.mu
+		f(func() bool {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			if !taken && !done && len(m.queues[key]) == 0 {
+				delete(m.queues, key)
+				taken = true
+				m.wg.Done()
+			}
+			return taken
+		})
+		m.mu.Lock()
+		done = true // a late call takes nothing over
+		m.mu.Unlock()
+		if taken {
+			return
+		}
 	}
+}
+
+// trackHere is ownerDeps.trackHere: a run taking its mailbox item's
+// goroutine over. The gateway counts f before take lets the mailbox's
+// count go, so a drain (mailboxes, then runs) never misses it.
+func (g *Gateway) trackHere(take func() bool, f func(ctx context.Context)) bool {
+	g.wg.Add(1)
+	defer g.wg.Done()
+	if !take() {
+		return false
+	}
+	f(g.runContext())
+	return true
+}
+
+// takeOverKey is the context key of a mailbox item's takeOver.
+type takeOverKey struct{}
+
+// withTakeOver gives the work of a mailbox item the item's takeOver.
+func withTakeOver(ctx context.Context, takeOver func() bool) context.Context {
+	return context.WithValue(ctx, takeOverKey{}, takeOver)
+}
+
+// takeOverOf returns the takeOver of the mailbox item whose work ctx is
+// for, nil outside one.
+func takeOverOf(ctx context.Context) func() bool {
+	f, _ := ctx.Value(takeOverKey{}).(func() bool)
+	return f
 }
 
 // busy reports whether location key has work queued or running.

@@ -60,7 +60,11 @@ type ownerDeps struct {
 	forget func(o *owner) bool
 	// track runs a run on a goroutine the gateway waits for; runContext
 	// is the parent of every run (both from the gateway).
-	track      func(f func(context.Context))
+	track func(f func(context.Context))
+	// trackHere runs f on the calling goroutine, the gateway waiting for
+	// it as for track's, once take (a mailbox item's takeOver) gave the
+	// goroutine over; it reports whether it did.
+	trackHere  func(take func() bool, f func(context.Context)) bool
 	runContext func() context.Context
 }
 

@@ -62,7 +62,7 @@ func (q queue) flushCollect(loc *location) {
 		q.enqueue(r, merged, false)
 		return
 	}
-	o.startRun(loc, []*pending{merged})
+	o.startRun(context.Background(), loc, []*pending{merged})
 }
 
 // mergePending joins messages into one, keeping the last one's identity
@@ -181,7 +181,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 					o.replier.reply(ctx, p.item.In, unknownOutcomeNotice(unknown))
 				}
 				p.applied = true
-				o.startRun(loc, []*pending{p})
+				o.startRun(ctx, loc, []*pending{p})
 				return
 			}
 		}
@@ -214,7 +214,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 	}
 	if r == nil {
 		o.mu.Unlock()
-		o.startRun(loc, []*pending{p})
+		o.startRun(ctx, loc, []*pending{p})
 		return
 	}
 	switch mode {

@@ -164,7 +164,7 @@ func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
 	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
 		text = strings.TrimSpace(text + "\n\n⚠️ " + answer.Message.ErrorMessage)
 	}
-	o.startRunWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
+	o.startRunWith(context.Background(), loc, []*pending{p}, func(_ context.Context, r *run) bool {
 		r.mu.Lock()
 		r.lastEntry = answer.ID
 		r.mu.Unlock()

@@ -178,8 +178,13 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 	}
 	// The file is created by the session's first flush, off the message's
 	// path: until the run has ended and the session is fsynced, the
-	// inbox holds the message.
-	s, err := session.Create(reg.files, dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow, DeferCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
+	// inbox holds the message. That flush starts at once, on the group
+	// commit's goroutine (EagerCreate): left to the run, the first reply
+	// entry's write would create the file on the provider's stream and
+	// hold up the reply's tokens for its fsyncs (the index's, the
+	// file's, its directory's).
+	s, err := session.Create(reg.files, dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow,
+		DeferCreate: true, EagerCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
 	if err != nil {
 		release(ctx, reg.log, lease)
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)

@@ -80,14 +80,17 @@ func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
 }
 
 // startRun starts an agent run for loc with the given prompts (none:
-// continue from the session).
-func (o *owner) startRun(loc *location, ps []*pending) { o.startRunWith(loc, ps, nil, nil) }
+// continue from the session). ctx is the caller's: in a mailbox item's
+// work, the run may take the item's goroutine over (launch).
+func (o *owner) startRun(ctx context.Context, loc *location, ps []*pending) {
+	o.startRunWith(ctx, loc, ps, nil, nil)
+}
 
 // startRunWith starts a run; prelude, if set, runs first inside the run
 // (with the reply started) and may end it by returning false. resumes,
 // if set, are the chat messages of a reply the run takes over (see
 // stream.Options.Continue).
-func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.Context, *run) bool, resumes []chat.MsgRef) {
+func (o *owner) startRunWith(ctx context.Context, loc *location, ps []*pending, prelude func(context.Context, *run) bool, resumes []chat.MsgRef) {
 	parent := o.runContext()
 	r := o.newRun(parent, loc, prelude)
 	r.resumes = resumes
@@ -109,7 +112,7 @@ func (o *owner) startRunWith(loc *location, ps []*pending, prelude func(context.
 	}
 	loc.run = r
 	o.mu.Unlock()
-	o.launch(r, ps)
+	o.launch(ctx, r, ps)
 }
 
 // newRun makes a run for loc that is not started yet; parent is the
@@ -121,14 +124,20 @@ func (o *owner) newRun(parent context.Context, loc *location, prelude func(conte
 }
 
 // launch starts r, already installed as its location's run, on a
-// goroutine the gateway waits for.
-func (o *owner) launch(r *run, ps []*pending) {
-	o.track(func(context.Context) {
+// goroutine the gateway waits for: the caller's, when ctx is a mailbox
+// item's work and nothing else waits at the location (mailboxes), else a
+// new one.
+func (o *owner) launch(ctx context.Context, r *run, ps []*pending) {
+	run := func(context.Context) {
 		growRunStack()
 		defer r.cancel()
 		r.execute(ps)
 		o.afterRun(r.loc, r)
-	})
+	}
+	if take := takeOverOf(ctx); take != nil && o.trackHere(take, run) {
+		return
+	}
+	o.track(run)
 }
 
 // afterRun clears the run and starts the next one if messages wait.
@@ -160,9 +169,9 @@ func (o *owner) afterRun(loc *location, r *run) {
 	// Waiting messages do not wait for the disk.
 	switch {
 	case nr != nil:
-		o.launch(nr, next)
+		o.launch(parent, nr, next)
 	case len(next) > 0:
-		o.startRun(loc, next) // the owner closed: routed again
+		o.startRun(parent, loc, next) // the owner closed: routed again
 	}
 	// The run is over: its lines go into the file now (a crash of pibot
 	// keeps them), and its messages leave the inbox once the session's

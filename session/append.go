@@ -98,7 +98,7 @@ func (s *Session) appendEntry(e Entry) (Entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		n := s.tree.add(line[:len(line)-1], 0, knownEntry(&e))
+		n := s.tree.add(line[:len(line)-1], 0, &e, knownEntry(&e))
 		if n != nil && e.Type == TypeMessage && e.Message != nil {
 			// The message as appended is the message as decoded (pi, too,
 			// keeps the objects it appended): Context need not decode it.
@@ -175,31 +175,75 @@ func (s *sink) flush() error {
 	return err
 }
 
-// write is Session.Write.
+// write is Session.Write. It waits for no fsync: a flush holds only
+// syncMu while the disk works, so the lines go into the file meanwhile (a
+// process crash keeps them; the next fsync makes them durable). A
+// deferred file is created by a flush, which makes it durable.
 func (s *sink) write() error {
-	s.syncMu.Lock()
-	err := s.writeLocked(false)
-	s.syncMu.Unlock()
-	s.waits.settle() // a created file is durable; a failure fences
+	s.fileMu.Lock()
+	_, _, err := s.writeOutLocked(false)
+	s.fileMu.Unlock()
+	if errors.Is(err, errNoFile) {
+		return s.flush()
+	}
+	s.waits.settle() // a failure fences
 	return err
 }
 
-// flushLocked is Flush; the caller holds syncMu. Any failure fences the
-// writer.
-func (s *sink) flushLocked() error { return s.writeLocked(true) }
+// errNoFile: the file is not created yet (Options.DeferCreate).
+var errNoFile = errors.New("session: no file yet")
 
-// writeLocked writes the pending lines to the file and, when durable,
-// fsyncs it. The caller holds syncMu. Any failure fences the writer.
-func (s *sink) writeLocked(durable bool) error {
+// flushLocked is Flush; the caller holds syncMu. It writes the pending
+// lines out under fileMu, then fsyncs without it. Any failure fences the
+// writer.
+func (s *sink) flushLocked() error {
+	s.wmu.Lock()
+	upTo, fenced := s.writes, s.fenced
+	s.wmu.Unlock()
+	switch {
+	case upTo <= s.synced:
+		return nil
+	case fenced != nil:
+		return &FencedError{Path: s.path, Cause: fenced}
+	}
+	s.fileMu.Lock()
+	upTo, f, err := s.writeOutLocked(true)
+	s.fileMu.Unlock()
+	switch {
+	case err != nil, upTo <= s.synced: // failed, or created (durable)
+		return err
+	case f == nil:
+		return fmt.Errorf("session: %s: closed", s.path)
+	}
+	if err := f.Sync(); err != nil {
+		// Never retry fsync on the same descriptor (fsyncgate).
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.fence(fmt.Errorf("sync: %w", err))
+	}
+	s.synced = upTo
+	s.waits.advance(upTo)
+	return nil
+}
+
+// writeOutLocked writes the pending lines to the file and returns how many
+// appends the file then holds, and the file. The caller holds fileMu; for
+// a flush (durable) also syncMu, and then a deferred file is created
+// (durably: synced is advanced), else errNoFile is returned for it. Any
+// failure fences the writer.
+func (s *sink) writeOutLocked(durable bool) (uint64, File, error) {
 	s.wmu.Lock()
 	upTo, f, fenced, buf := s.writes, s.file, s.fenced, s.pending
 	switch {
-	case upTo <= s.synced, !durable && upTo <= s.written:
+	case upTo <= s.written:
 		s.wmu.Unlock()
-		return nil
+		return upTo, f, nil
 	case fenced != nil:
 		s.wmu.Unlock()
-		return &FencedError{Path: s.path, Cause: fenced}
+		return 0, nil, &FencedError{Path: s.path, Cause: fenced}
+	case f == nil && !durable:
+		s.wmu.Unlock()
+		return 0, nil, errNoFile
 	}
 	s.pending = nil
 	s.wmu.Unlock()
@@ -210,19 +254,19 @@ func (s *sink) writeLocked(durable bool) error {
 	}
 	if f == nil {
 		if err := s.create(buf); err != nil {
-			return fail(fmt.Errorf("create: %w", err))
+			return 0, nil, fail(fmt.Errorf("create: %w", err))
 		}
 		s.synced, s.written = upTo, upTo
 		s.waits.advance(upTo)
-		return nil
+		return upTo, nil, nil
 	}
 	if len(buf) > 0 {
 		size, err := f.Size()
 		if err != nil {
-			return fail(fmt.Errorf("stat: %w", err))
+			return 0, nil, fail(fmt.Errorf("stat: %w", err))
 		}
 		if size != s.size {
-			return fail(fmt.Errorf("file size %d, expected %d: %w", size, s.size, ErrOtherWriter))
+			return 0, nil, fail(fmt.Errorf("file size %d, expected %d: %w", size, s.size, ErrOtherWriter))
 		}
 		n, err := f.Write(buf)
 		if err != nil || n != len(buf) {
@@ -232,25 +276,26 @@ func (s *sink) writeLocked(durable bool) error {
 			if terr := f.Truncate(s.size); terr != nil {
 				err = errors.Join(err, terr)
 			}
-			return fail(fmt.Errorf("write: %w", err))
+			return 0, nil, fail(fmt.Errorf("write: %w", err))
 		}
 		s.size += int64(n)
 	}
 	s.written = upTo
-	if !durable {
-		return nil
+	// Written out (File.Write keeps no reference to it): until a flush
+	// (an idle session keeps none), the next append fills it again
+	// instead of growing a new one.
+	var spare []byte
+	if !durable && cap(buf) <= keptPending && len(buf) > 0 {
+		spare = buf[:0]
 	}
-	if err := f.Sync(); err != nil {
-		// Never retry fsync on the same descriptor (fsyncgate).
-		return fail(fmt.Errorf("sync: %w", err))
-	}
-	s.synced = upTo
-	s.waits.advance(upTo)
-	return nil
+	s.wmu.Lock()
+	s.spare = spare
+	s.wmu.Unlock()
+	return upTo, f, nil
 }
 
 // create makes the deferred file holding buf, durably (see
-// Storage.Create). The caller holds syncMu or owns s alone.
+// Storage.Create). The caller holds syncMu and fileMu, or owns s alone.
 func (s *sink) create(buf []byte) error {
 	if s.opts.BeforeCreate != nil {
 		if err := s.opts.BeforeCreate(); err != nil {
@@ -298,6 +343,8 @@ func (s *sink) closeFile() error {
 	if fenced == nil {
 		err = s.flushLocked()
 	}
+	s.fileMu.Lock() // no write is using the file
+	defer s.fileMu.Unlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.file == nil {

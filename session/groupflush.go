@@ -17,14 +17,18 @@ type groupFlush struct {
 }
 
 // schedule arms the timer, unless it is armed already or stopped.
-func (g *groupFlush) schedule() {
+func (g *groupFlush) schedule() { g.scheduleIn(g.window) }
+
+// scheduleIn arms the timer to fire after d, unless it is armed already
+// or stopped.
+func (g *groupFlush) scheduleIn(d time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stopped || g.timer != nil || g.flush == nil {
 		return
 	}
 	g.running.Add(1)
-	g.timer = time.AfterFunc(g.window, func() {
+	g.timer = time.AfterFunc(d, func() {
 		defer g.running.Done()
 		g.mu.Lock()
 		g.timer = nil

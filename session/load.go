@@ -124,8 +124,22 @@ func scanLine(line []byte) (*node, error) {
 }
 
 // scanLineInto is scanLine filling n, which must be zero.
-func scanLineInto(n *node, line []byte) error {
+func scanLineInto(n *node, line []byte) error { return scanKnownInto(n, line, nil) }
+
+// scanKnownInto is scanLineInto for a line just encoded from enc (nil:
+// not known): a string of the line equal to enc's is taken from enc, not
+// copied out of the line, so indexing an appended line allocates no
+// strings but the Meta's.
+func scanKnownInto(n *node, line []byte, enc *Entry) error {
 	n.raw = line
+	var known Entry
+	var msg llm.Message
+	if enc != nil {
+		known = *enc
+		if enc.Message != nil {
+			msg = *enc.Message
+		}
+	}
 	var typeRaw, idRaw, parentRaw, tsRaw, metaRaw, fenceRaw, fkRaw []byte
 	end, err := scanObject(line, 0, func(depth int, m member) bool {
 		if depth == -1 { // asked whether to descend into an object value
@@ -134,11 +148,11 @@ func scanLineInto(n *node, line []byte) error {
 		if depth == 1 {
 			switch string(m.key) {
 			case "role":
-				n.role, _ = rawString(line[m.start:m.end])
+				n.role = knownString(line[m.start:m.end], string(msg.Role))
 			case "provider":
-				n.provider, _ = rawString(line[m.start:m.end])
+				n.provider = knownString(line[m.start:m.end], msg.Provider)
 			case "model":
-				n.model, _ = rawString(line[m.start:m.end])
+				n.model = knownString(line[m.start:m.end], msg.Model)
 			}
 			return false
 		}
@@ -178,11 +192,11 @@ func scanLineInto(n *node, line []byte) error {
 			n.typ = internType([]byte(s))
 		}
 	}
-	n.id, _ = rawString(idRaw)
-	n.parentID, _ = rawString(parentRaw)
-	n.ts, _ = rawString(tsRaw)
+	n.id = knownString(idRaw, known.ID)
+	n.parentID = knownString(parentRaw, known.ParentID)
+	n.ts = knownString(tsRaw, known.Timestamp)
 	if len(metaRaw) > 0 && metaRaw[0] == '{' {
-		n.meta = decodeMeta(metaRaw)
+		n.meta = decodeKnownMeta(metaRaw, known.Pibot)
 	}
 	if len(fenceRaw) > 0 {
 		n.fence, _ = rawInt(fenceRaw)
@@ -196,20 +210,38 @@ func scanLineInto(n *node, line []byte) error {
 	return nil
 }
 
-func decodeMeta(raw []byte) *Meta {
+// knownString is the string JSON value v, taken from s when v is s
+// quoted without escapes (then the two are equal), else decoded from v
+// ("" when v is not a string).
+func knownString(v []byte, s string) string {
+	if len(v) == len(s)+2 && v[0] == '"' && string(v[1:len(v)-1]) == s {
+		return s
+	}
+	d, _ := rawString(v)
+	return d
+}
+
+// decodeKnownMeta decodes the pibot meta of a line, taking the strings
+// equal to those of enc, the Meta it was just encoded from (nil: not
+// known), from enc (knownString).
+func decodeKnownMeta(raw []byte, enc *Meta) *Meta {
+	var known Meta
+	if enc != nil {
+		known = *enc
+	}
 	m := &Meta{}
 	_, err := scanObject(raw, 0, func(depth int, mb member) bool {
 		if depth != 0 {
 			return false
 		}
-		s, _ := rawString(raw[mb.start:mb.end])
+		v := raw[mb.start:mb.end]
 		switch mb.keyString() {
 		case "loc":
-			m.Loc = s
+			m.Loc = knownString(v, known.Loc)
 		case "msg":
-			m.Msg = s
+			m.Msg = knownString(v, known.Msg)
 		case "from":
-			m.From = s
+			m.From = knownString(v, known.From)
 		}
 		return false
 	})

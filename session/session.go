@@ -54,6 +54,13 @@ type Options struct {
 	// the file durable there, so no entry of the file is on disk before
 	// the binding.
 	BeforeCreate func() error
+	// EagerCreate, with DeferCreate, starts the group commit that creates
+	// the file at once, on its own goroutine, instead of GroupWindow
+	// later. Create still does no I/O on the caller's goroutine, and the
+	// file (with its fsyncs, and BeforeCreate's) is usually there before
+	// the caller's first Write or Flush, which would otherwise create it
+	// and wait for them.
+	EagerCreate bool
 }
 
 func (o Options) now() time.Time {
@@ -136,7 +143,7 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 	w := s.w // not shared yet
 	w.pending = append(append(append([]byte(nil), hb...), '\n'), line...)
 	w.writes = 1
-	s.tree.add(line[:len(line)-1], 2, knownEntry(&first))
+	s.tree.add(line[:len(line)-1], 2, &first, knownEntry(&first))
 	if !opts.DeferCreate {
 		if err := w.create(w.pending); err != nil {
 			return nil, fmt.Errorf("session: create %s: %w", path, err)
@@ -145,7 +152,10 @@ func Create(storage Storage, dir string, h Header, first Entry, opts Options) (*
 		w.waits.advance(w.synced)
 	}
 	w.start()
-	if opts.DeferCreate {
+	switch {
+	case opts.DeferCreate && opts.EagerCreate:
+		w.group.scheduleIn(0)
+	case opts.DeferCreate:
 		w.group.schedule()
 	}
 	return s, nil

@@ -23,11 +23,16 @@ type sink struct {
 	writes  uint64     // appends made
 	fenced  error
 	closed  bool
+	// spare is a pending buffer a Write wrote out, for the next append
+	// (keptPending); guarded by wmu. A durable flush drops it: an idle
+	// session keeps none.
+	spare []byte
 
-	syncMu  sync.Mutex // one Flush at a time (taken before wmu)
+	syncMu  sync.Mutex // one Flush at a time (taken before fileMu)
 	synced  uint64     // appends known durable; guarded by syncMu
-	written uint64     // appends in the file, durable or not; guarded by syncMu
-	size    int64      // bytes in the file; guarded by syncMu
+	fileMu  sync.Mutex // one write to the file at a time, not held by an fsync (taken before wmu)
+	written uint64     // appends in the file, durable or not; guarded by fileMu
+	size    int64      // bytes in the file; guarded by fileMu
 
 	group groupFlush
 	// waits are the callbacks of OnDurable.
@@ -49,11 +54,18 @@ func (s *sink) queue(line func() ([]byte, error)) error {
 	if err != nil {
 		return err
 	}
+	if s.pending == nil {
+		s.pending, s.spare = s.spare, nil
+	}
 	s.pending = append(s.pending, b...)
 	s.writes++
 	s.group.schedule()
 	return nil
 }
+
+// keptPending is the largest pending buffer kept for reuse (sink.spare):
+// a run's lines between two writes fit, a long tool output need not stay.
+const keptPending = 16 << 10
 
 // setFenced is Session.SetFenced.
 func (s *sink) setFenced(cause error) {

@@ -13,7 +13,8 @@ import (
 
 // File is an open session file in append mode.
 type File interface {
-	// Write appends p with a single write.
+	// Write appends p with a single write; it keeps no reference to p
+	// (the session reuses the buffer).
 	Write(p []byte) (int, error)
 	// Sync makes the written data durable (fdatasync).
 	Sync() error

@@ -112,10 +112,10 @@ func (st *replayState) apply(n *node) {
 }
 
 // add indexes a line the owning Session has just appended (line 0: the
-// one after the last) and returns its node.
-func (t *Tree) add(raw []byte, line int, known *Entry) *node {
-	n, err := scanLine(raw)
-	if err != nil {
+// one after the last), encoded from enc, and returns its node.
+func (t *Tree) add(raw []byte, line int, enc, known *Entry) *node {
+	n := &node{}
+	if err := scanKnownInto(n, raw, enc); err != nil {
 		return nil // cannot happen: we encoded it
 	}
 	if known != nil {

@@ -142,14 +142,19 @@ type Adapter struct {
 	blocked    map[string]time.Time
 	violations []Violation
 	changed    chan struct{} // closed on the next recorded call; nil until WaitFor waits
-	sink       chat.Sink
-	active     chan struct{} // closed while Run is active
 	files      map[string][]byte
 	commands   []chat.CommandSpec
 	drafts     map[string]string
 	status     map[string]string
 	nextIx     int
 	answered   map[string]bool // interaction ids
+
+	// runMu guards sink and active, apart from mu: a platform hands
+	// events over without waiting for the calls it is answering (at 1,000
+	// streaming replies, Inject waited behind their edits' log).
+	runMu  sync.Mutex
+	sink   chat.Sink
+	active chan struct{} // closed while Run is active
 }
 
 var (
@@ -209,19 +214,19 @@ func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
 
 // Run makes the adapter deliver injected events to sink until ctx ends.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
-	a.mu.Lock()
+	a.runMu.Lock()
 	if a.sink != nil {
-		a.mu.Unlock()
+		a.runMu.Unlock()
 		return errors.New("chattest: run: already running")
 	}
 	a.sink = sink
 	close(a.active)
-	a.mu.Unlock()
+	a.runMu.Unlock()
 	<-ctx.Done()
-	a.mu.Lock()
+	a.runMu.Lock()
 	a.sink = nil
 	a.active = make(chan struct{})
-	a.mu.Unlock()
+	a.runMu.Unlock()
 	return nil
 }
 
@@ -233,9 +238,9 @@ func (a *Adapter) Inject(ctx context.Context, in chat.Inbound) error {
 		in.Interaction = a.interaction(in)
 	}
 	for {
-		a.mu.Lock()
+		a.runMu.Lock()
 		sink, active := a.sink, a.active
-		a.mu.Unlock()
+		a.runMu.Unlock()
 		if sink != nil {
 			return sink(ctx, in)
 		}
