@@ -117,7 +117,7 @@ func (ar *adapterRunner) runLeased(ctx context.Context, a chat.Adapter, lease cl
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx, ar.sink) }()
+	go func() { done <- ar.runUnder(runCtx, a, lease) }()
 	select {
 	case err := <-done:
 		return false, err
@@ -128,6 +128,31 @@ func (ar *adapterRunner) runLeased(ctx context.Context, a chat.Adapter, lease cl
 		}
 		return true, nil
 	}
+}
+
+// leaseBounded is an adapter that can bound what it does by the lease it
+// runs under (telegram.Adapter: each long poll ends, on Telegram's side,
+// before the lease may pass on). held returns how long the lease is sure
+// to stay held from now on.
+type leaseBounded interface {
+	RunBounded(ctx context.Context, sink chat.Sink, held func() time.Duration) error
+}
+
+// deadlined is a lease that knows when it may pass to another holder at
+// the earliest (rediscluster's local deadline, moved by each renewal).
+type deadlined interface {
+	Deadline() time.Time
+}
+
+// runUnder runs a under lease: bounded by the lease's deadline when both
+// can (a local lease has none: it is never lost).
+func (ar *adapterRunner) runUnder(ctx context.Context, a chat.Adapter, lease cluster.Lease) error {
+	b, ok := a.(leaseBounded)
+	d, dok := lease.(deadlined)
+	if !ok || !dok {
+		return a.Run(ctx, ar.sink)
+	}
+	return b.RunBounded(ctx, ar.sink, func() time.Duration { return time.Until(d.Deadline()) })
 }
 
 // sleepCtx sleeps d; false when ctx ended first.

@@ -335,3 +335,72 @@ func TestOtherWriterStopsTheRunSilently(t *testing.T) {
 		t.Errorf("the stale writer appended after another replica's entry:\n%s", after[len(before):])
 	}
 }
+
+// deadlineLocker grants leases that know their deadline, as Redis leases
+// do (rediscluster.Lease.Deadline).
+type deadlineLocker struct {
+	revocable
+	deadline time.Time
+}
+
+type deadlineLease struct {
+	cluster.Lease
+	deadline time.Time
+}
+
+func (l deadlineLease) Deadline() time.Time { return l.deadline }
+
+func (d *deadlineLocker) Acquire(ctx context.Context, key string, fence int64) (cluster.Lease, error) {
+	l, err := d.revocable.Acquire(ctx, key, fence)
+	if err != nil {
+		return nil, err
+	}
+	return deadlineLease{Lease: l, deadline: d.deadline}, nil
+}
+
+// bounded is a singleton adapter that can bound its work by its lease
+// (as Telegram's poller does): it records how long its lease was said to
+// be held.
+type bounded struct {
+	polling
+	held atomic.Int64 // ns; 0: RunBounded was not called
+}
+
+func (b *bounded) RunBounded(ctx context.Context, sink chat.Sink, held func() time.Duration) error {
+	b.held.Store(int64(held()))
+	return b.polling.Run(ctx, sink)
+}
+
+// TestSingletonAdapterIsBoundedByItsLease: an adapter that can bound its
+// work by its lease (Telegram's long polls) is run with how long the
+// lease is held (its deadline from now), when the lease knows it; with a
+// lease that does not (the local one, never lost), it is simply run.
+func TestSingletonAdapterIsBoundedByItsLease(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		locker  gateway.Locker
+		bounded bool
+	}{
+		{"a lease with a deadline", &deadlineLocker{deadline: time.Now().Add(time.Hour)}, true},
+		{"a lease without one", &revocable{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b *bounded
+			h := newHarness(t, []faux.Turn{faux.Text("answer")}, withLocker(tc.locker),
+				withAdapter(func(ad *chattest.Adapter) chat.Adapter { b = &bounded{polling: polling{Adapter: ad}}; return b }))
+			h.waitFor("the adapter running under its lease", func() bool { return b.active.Load() == 1 })
+			held := time.Duration(b.held.Load())
+			if !tc.bounded {
+				if held != 0 {
+					t.Fatalf("RunBounded called (held %v) with a lease that has no deadline", held)
+				}
+				return
+			}
+			if held < 59*time.Minute || held > time.Hour {
+				t.Fatalf("RunBounded told the lease is held %v; want its deadline from now (~1h)", held)
+			}
+			h.send("hello")
+			h.waitText(dmConv, "answer")
+		})
+	}
+}

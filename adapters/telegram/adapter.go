@@ -165,6 +165,16 @@ func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
 // nil for it; in webhook mode it registers the webhook and serves
 // deliveries through WebhookHandler. A wrong token ends Run with an error.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
+	return a.RunBounded(ctx, sink, nil)
+}
+
+// RunBounded is Run under the polling lease (SingletonKey): held, if not
+// nil, returns how long the lease is sure to stay held from now on (it
+// grows with each renewal). Each long poll is then cut to end, on
+// Telegram's side, before the lease may pass to another replica, so two
+// replicas never poll at once, even when this process is frozen or cut
+// off from the lease store with a poll open. Webhook mode ignores held.
+func (a *Adapter) RunBounded(ctx context.Context, sink chat.Sink, held func() time.Duration) error {
 	me, err := a.calls.getMe(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -178,7 +188,7 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	if a.mode == ModeWebhook {
 		return a.webhook.run(ctx, sink)
 	}
-	if err := a.poller.run(ctx, sink); err != nil {
+	if err := a.poller.run(ctx, sink, held); err != nil {
 		a.refused.Store(&err)
 		return err
 	}

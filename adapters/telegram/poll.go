@@ -40,11 +40,41 @@ type poller struct {
 	conflictBase time.Duration
 }
 
+// pollTransit is what a poll's window leaves for the request to reach
+// Telegram and for the clocks to drift apart: a poll bounded by a lease
+// ends on Telegram's side this long before the lease may pass on.
+const pollTransit = 500 * time.Millisecond
+
+// pollShortGap spaces polls that cannot wait on Telegram's side (a lease
+// too short for a long poll, in tests), so they do not run hot.
+const pollShortGap = 200 * time.Millisecond
+
+// window returns the long-poll timeout of the next getUpdates: the
+// configured one, cut, when held says how long this replica's polling
+// lease is sure to be held, so that the poll ends on Telegram's side
+// before the lease may pass to another replica (Telegram counts whole
+// seconds; 0 asks without waiting). Then the next leader never polls
+// while this one's poll is open, even if this process froze or lost the
+// lease store after sending it. ok is false when the lease is too close
+// to its end for any poll: the caller waits for its renewal (or for the
+// lease's end, which cancels the run).
+func (p *poller) window(held func() time.Duration) (timeout time.Duration, ok bool) {
+	if held == nil {
+		return p.timeout, true
+	}
+	left := held() - pollTransit
+	if left <= 0 {
+		return 0, false
+	}
+	return min(p.timeout, left.Truncate(time.Second)), true
+}
+
 // run is the long-polling loop; it returns nil when ctx ends, and an
 // error only when Telegram revoked the token. The offset moves past an
 // update only once sink has returned nil for it, so an update whose sink
-// call failed is fetched and fed again.
-func (p *poller) run(ctx context.Context, sink chat.Sink) error {
+// call failed is fetched and fed again. held, if not nil, bounds each
+// poll by the lease the loop runs under (window).
+func (p *poller) run(ctx context.Context, sink chat.Sink, held func() time.Duration) error {
 	if err := p.calls.do(ctx, modeAdmin, 0, "deleteWebhook", func(ctx context.Context) error {
 		_, err := p.calls.bot.DeleteWebhook(ctx, &bot.DeleteWebhookParams{})
 		return err
@@ -56,11 +86,27 @@ func (p *poller) run(ctx context.Context, sink chat.Sink) error {
 	}
 	var offset int64
 	var failures, conflicts int
-	timeout := int(p.timeout / time.Second)
+	var lastShort time.Time
 	for ctx.Err() == nil {
+		timeout, ok := p.window(held)
+		if !ok {
+			if tokenbucket.Wait(ctx, pollShortGap) != nil {
+				return nil
+			}
+			continue
+		}
+		if timeout == 0 {
+			if gap := pollShortGap - time.Since(lastShort); gap > 0 {
+				if tokenbucket.Wait(ctx, gap) != nil {
+					return nil
+				}
+				continue // the lease may have moved meanwhile: ask again
+			}
+			lastShort = time.Now()
+		}
 		var updates []models.Update
-		pctx, cancel := context.WithTimeout(ctx, p.timeout+15*time.Second)
-		err := p.calls.raw(pctx, "getUpdates", getUpdatesParams{Offset: offset, Timeout: timeout, AllowedUpdates: p.allowed}, &updates)
+		pctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
+		err := p.calls.raw(pctx, "getUpdates", getUpdatesParams{Offset: offset, Timeout: int(timeout / time.Second), AllowedUpdates: p.allowed}, &updates)
 		cancel()
 		if ctx.Err() != nil {
 			return nil
