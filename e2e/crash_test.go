@@ -210,7 +210,8 @@ func (p *crashPibot) watch(ctx context.Context) *crashChat {
 	// /readyz answers 200 before the gateway has started the web adapter,
 	// which answers 503 until then: retry for a while.
 	var resp *http.Response
-	for try := 0; ; try++ {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/events?conv="+crashConv, nil)
 		r, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -221,7 +222,7 @@ func (p *crashPibot) watch(ctx context.Context) *crashChat {
 			break
 		}
 		r.Body.Close()
-		if r.StatusCode != http.StatusServiceUnavailable || try == 500 {
+		if r.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			p.t.Fatalf("events: %s", r.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
