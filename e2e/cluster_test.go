@@ -586,6 +586,7 @@ func TestClusterRedisDownThenEmpty(t *testing.T) {
 func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.start(), w.start()
+	w.logOnFailure(a, b)
 	path, owner, other := w.warmOwner(a, b)
 	long := "frozen one:" + strings.Repeat(" please keep streaming", 13)
 	w.say(other, long)
@@ -606,6 +607,7 @@ func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("calls counted at %s; the stale owner is %s, the new one %s", time.Now().Format("15:04:05.000"), replicaID(owner), replicaID(other))
 	if err := owner.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +620,7 @@ func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	w.waitRunsEnded(owner)
 	for _, c := range w.srv.Calls()[calls:] {
 		if c.Params["chat_id"] == strconv.Itoa(clusterChat) {
-			t.Errorf("a Bot API call for the chat after the stale owner resumed: %s %v", c.Method, c.Params)
+			t.Errorf("a Bot API call for the chat after the stale owner resumed: %s at %s %v", c.Method, c.Time.Format("15:04:05.000"), c.Params)
 		}
 	}
 	after, err := os.ReadFile(path)
