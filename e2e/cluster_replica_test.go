@@ -191,8 +191,11 @@ func (w *clusterWorld) logOnFailure(all ...*crashPibot) {
 		for _, d := range w.srv.Deliveries() {
 			w.t.Logf("delivery of update %d: %d %s", d.UpdateID, d.Code, d.Err)
 		}
-		for _, c := range w.srv.Calls("getUpdates") {
-			w.t.Logf("getUpdates at %s: %d offset=%s", c.Time.Format("15:04:05.000"), c.Code, c.Params["offset"])
+		for _, c := range w.srv.Calls() {
+			w.t.Logf("%s at %s: %d offset=%s", c.Method, c.Time.Format("15:04:05.000"), c.Code, c.Params["offset"])
+		}
+		for _, v := range w.srv.Violations() {
+			w.t.Logf("rate violation: %s", v)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -310,6 +311,81 @@ func (w *clusterWorld) checkFile(want []string) (leaseMarkers int) {
 	return leaseMarkers
 }
 
+// lastTaker returns the holder named by the last pibot.lease marker of
+// the session file at path: the replica that took the session over last
+// ("" if none did). Unlike the lease in Redis, a fact that stays: under
+// load a lease of one second may lapse, and nobody holds it until the
+// session's next message.
+func (w *clusterWorld) lastTaker(path string) string {
+	w.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	taker := ""
+	for line := range strings.SplitSeq(string(b), "\n") {
+		var e struct {
+			CustomType string              `json:"customType"`
+			Data       session.LeaseMarker `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.CustomType == session.CustomLease {
+			taker = e.Data.Holder
+		}
+	}
+	return taker
+}
+
+// markerHolder is how replica p names itself in pibot.lease markers.
+func markerHolder(p *crashPibot) string {
+	host, _ := os.Hostname()
+	return host + "/" + strconv.Itoa(p.cmd.Process.Pid)
+}
+
+// waitHolder waits until the holder of the lease key satisfies ok and
+// returns it. Under load a lease of one second may expire before it is
+// renewed (rediscluster logs "lease expired without renewal"): until a
+// replica asks for it again, a moment later, nobody holds it.
+func (w *clusterWorld) waitHolder(key string, ok func(holder string) bool) string {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		h := w.holder(key)
+		if ok(h) {
+			return h
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("lease %s held by %q after 30s", key, h)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// checkPolls checks that the fake Bot API never held two polls at once
+// and answered none with 409, unless a replica's polling lease expired
+// without renewal (its process stalled past the lease's local deadline):
+// the poll it had sent was then still held when the next holder polled,
+// and Telegram, as the fake, ends the older poll with 409.
+func (w *clusterWorld) checkPolls(all ...*crashPibot) {
+	w.t.Helper()
+	conflicts := 0
+	for _, c := range w.srv.Calls("getUpdates") {
+		if c.Code == http.StatusConflict {
+			conflicts++
+		}
+	}
+	most := w.srv.MaxConcurrentPolls()
+	if conflicts == 0 && most <= 1 {
+		return
+	}
+	for _, p := range all {
+		if strings.Contains(p.stderr.String(), `msg="lease expired without renewal" key=adapter:telegram/poll/`) {
+			w.t.Logf("after a polling lease expired without renewal: %d getUpdates calls got 409, at most %d polls held at once", conflicts, most)
+			return
+		}
+	}
+	w.t.Errorf("two replicas polled at once: %d getUpdates calls got 409, at most %d polls held at once", conflicts, most)
+}
+
 // holder returns the replica holding the session's lease, "" if none.
 func (w *clusterWorld) holder(path string) string {
 	v, err := w.rdb.Get(w.t.Context(), w.prefix+"{lease:"+path+"}:lock").Result()
@@ -359,8 +435,8 @@ func TestClusterKillOwnerMidRun(t *testing.T) {
 	w.waitAnswered([]string{long}, 30*time.Second)
 	time.Sleep(500 * time.Millisecond) // a duplicate would show up meanwhile
 	w.checkAnswered([]string{"warm up", long})
-	if h := w.holder(path); h != replicaID(other) {
-		t.Fatalf("lease held by %q after the takeover, want %q", h, replicaID(other))
+	if h := w.lastTaker(path); h != markerHolder(other) {
+		t.Fatalf("session taken over by %q, want %q", h, markerHolder(other))
 	}
 	if n := w.checkFile([]string{"warm up", long}); n < 1 {
 		t.Fatal("no pibot.lease marker after the takeover")
@@ -384,10 +460,7 @@ func TestClusterPollingLeader(t *testing.T) {
 	w.srv.AddText(clusterChat, clusterUser, "poll one")
 	w.waitAnswered([]string{"poll one"}, 30*time.Second)
 	w.waitRecorded(1)
-	leader := byID[w.holder(pollKey)]
-	if leader == nil {
-		t.Fatalf("poll lease held by %q, not a replica", w.holder(pollKey))
-	}
+	leader := byID[w.waitHolder(pollKey, func(h string) bool { return byID[h] != nil })]
 	leader.kill()
 	w.srv.AddText(clusterChat, clusterUser, "poll two")
 	w.waitAnswered([]string{"poll two"}, 30*time.Second)
@@ -397,25 +470,48 @@ func TestClusterPollingLeader(t *testing.T) {
 	if leader == a {
 		other = b
 	}
-	if h := w.holder(pollKey); h != replicaID(other) {
-		t.Fatalf("poll lease held by %q after the leader died, want %q", h, replicaID(other))
-	}
-	for _, c := range w.srv.Calls("getUpdates") {
-		if c.Code == http.StatusConflict {
-			t.Fatalf("a getUpdates call got 409: two replicas polled at once")
-		}
-	}
+	w.checkPolls(a, b)
 	w.checkFile([]string{"poll one", "poll two"})
-	status := w.status()
-	for _, want := range []string{replicaID(other) + "  leader   telegram/poll/4242", replicaID(other) + "  session  " + w.sessionFile()} {
-		if !strings.Contains(status, want) {
-			t.Errorf("pibot cluster status lacks %q:\n%s", want, status)
+	// Under load a lease of one second may expire before it is renewed:
+	// the survivor asks for the polling lease again a second later, and
+	// until then nobody holds it; a session's lease is taken again only
+	// with the session's next message.
+	session := w.sessionFile()
+	status := w.waitStatus(30*time.Second, func() []string {
+		wants := []string{replicaID(other) + "  leader   telegram/poll/4242"}
+		if !strings.Contains(other.stderr.String(), "session lease lost") {
+			wants = append(wants, replicaID(other)+"  session  "+session)
 		}
-	}
+		return wants
+	})
 	if strings.Contains(status, replicaID(leader)) {
 		t.Errorf("pibot cluster status lists the dead leader:\n%s", status)
 	}
 	other.stop()
+}
+
+// waitStatus waits until `pibot cluster status` shows every line wants
+// returns, and returns it; a lease it shows may be between an expiry and
+// its holder's next grant.
+func (w *clusterWorld) waitStatus(within time.Duration, wants func() []string) string {
+	w.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		status := w.status()
+		var missing []string
+		for _, want := range wants() {
+			if !strings.Contains(status, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			return status
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("pibot cluster status lacks %q after %v:\n%s", missing, within, status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // status runs `pibot cluster status` against the world's Redis.
@@ -490,6 +586,7 @@ func TestClusterRedisDownThenEmpty(t *testing.T) {
 func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	w := newClusterWorld(t)
 	a, b := w.start(), w.start()
+	w.logOnFailure(a, b)
 	path, owner, other := w.warmOwner(a, b)
 	long := "frozen one:" + strings.Repeat(" please keep streaming", 13)
 	w.say(other, long)
@@ -498,23 +595,32 @@ func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitAnswered([]string{long}, 30*time.Second)
-	if h := w.holder(path); h != replicaID(other) {
-		t.Fatalf("lease held by %q after the takeover, want %q", h, replicaID(other))
+	if h := w.lastTaker(path); h != markerHolder(other) {
+		t.Fatalf("session taken over by %q, want %q", h, markerHolder(other))
 	}
-	time.Sleep(500 * time.Millisecond) // the new owner's last calls land
+	// The new owner's last calls and writes are done once its run has
+	// ended (it delivers, records the delivery, then ends).
+	w.waitRecorded(2)
+	w.waitRunsEnded(other)
 	calls := len(w.srv.Calls())
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("calls counted at %s; the stale owner is %s, the new one %s", time.Now().Format("15:04:05.000"), replicaID(owner), replicaID(other))
 	if err := owner.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	// Nothing may happen now; give the resumed process time to try.
-	time.Sleep(3 * clusterLeaseMs * time.Millisecond)
+	// Nothing may happen now: the resumed process finds its lease lost
+	// and ends the run it had; anything it would do for the chat, it does
+	// before that.
+	crashWait(t, "the resumed owner to find its lease lost", 30*time.Second, func() bool {
+		return strings.Contains(owner.stderr.String(), "session lease lost; stopping its runs")
+	})
+	w.waitRunsEnded(owner)
 	for _, c := range w.srv.Calls()[calls:] {
 		if c.Params["chat_id"] == strconv.Itoa(clusterChat) {
-			t.Errorf("a Bot API call for the chat after the stale owner resumed: %s %v", c.Method, c.Params)
+			t.Errorf("a Bot API call for the chat after the stale owner resumed: %s at %s %v", c.Method, c.Time.Format("15:04:05.000"), c.Params)
 		}
 	}
 	after, err := os.ReadFile(path)
@@ -570,6 +676,49 @@ func (w *clusterWorld) warmOwner(a, b *crashPibot) (path string, owner, other *c
 	}
 	w.t.Fatalf("lease of %s held by %q, not a replica", path, w.holder(path))
 	return "", nil, nil
+}
+
+// waitRunsEnded waits until replica p has ended every run it started
+// (pibot_runs_total counts the runs started, pibot_run_seconds_count the
+// runs ended, after their reply was delivered) and started one.
+func (w *clusterWorld) waitRunsEnded(p *crashPibot) {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := p.metrics()
+		if started := m["pibot_runs_total"]; started > 0 && m["pibot_run_seconds_count"] == started {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("replica %s: runs started %v, ended %v after 30s", replicaID(p), m["pibot_runs_total"], m["pibot_run_seconds_count"])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// metrics returns the unlabelled samples of p's /metrics by name.
+func (p *crashPibot) metrics() map[string]float64 {
+	p.t.Helper()
+	resp, err := http.Get(p.base + "/metrics")
+	if err != nil {
+		p.t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		p.t.Fatalf("metrics: %v", err)
+	}
+	m := map[string]float64{}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m
 }
 
 // waitStreaming waits until a reply holding marker streams, not finished

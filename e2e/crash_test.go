@@ -71,6 +71,9 @@ func crashBuild(t testing.TB) string {
 	return bin
 }
 
+// crashFreeAddr returns a loopback address that was free a moment ago.
+// Another process may take it before pibot listens on it: crashStart then
+// starts pibot again on another one.
 func crashFreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -81,14 +84,41 @@ func crashFreeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// crashStart starts pibot serve -c cfg in dir and waits for /readyz.
+// crashStartTries is how many addresses crashStart tries.
+const crashStartTries = 5
+
+// crashStart starts pibot serve -c cfg in dir, listening on addr, and
+// waits for /readyz. addr overrides the file's http.listen (--listen):
+// when another process took addr since crashFreeAddr found it free,
+// pibot exits at once, and crashStart starts it again on another free
+// address (the returned process's base has the one it listens on).
 func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "-c", cfg)
+	for try := 1; ; try++ {
+		p, taken := crashStartOn(t, bin, cfg, dir, addr)
+		if !taken {
+			return p
+		}
+		if try == crashStartTries {
+			t.Fatalf("pibot found %d free addresses taken before it listened:\n%s", try, p.stderr)
+		}
+		t.Logf("%s was taken before pibot listened on it; trying another address", addr)
+		addr = crashFreeAddr(t)
+	}
+}
+
+// crashStartOn starts pibot on addr and waits for /readyz; taken reports
+// that pibot exited because another process listens on addr. /readyz is
+// asked only once pibot said it listens: until then another process may
+// hold addr and answer, or never answer.
+func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, taken bool) {
+	t.Helper()
+	cmd := exec.Command(bin, "serve", "-c", cfg, "--listen", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	p := &crashPibot{t: t, cmd: cmd, base: "http://" + addr, stderr: &crashLog{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
+	p = &crashPibot{t: t, cmd: cmd, base: "http://" + addr, stderr: &crashLog{}, exited: make(chan struct{})}
+	stdout := &crashLog{}
+	cmd.Stdout, cmd.Stderr = stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,16 +128,22 @@ func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 	}()
 	t.Cleanup(func() { p.kill() })
 	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(p.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
+	for listening := false; ; {
+		listening = listening || strings.Contains(stdout.String(), "pibot ready on "+p.base)
+		if listening {
+			resp, err := http.Get(p.base + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return p, false
+				}
 			}
 		}
 		select {
 		case <-p.exited:
+			if strings.Contains(p.stderr.String(), syscall.EADDRINUSE.Error()) {
+				return p, true
+			}
 			t.Fatalf("pibot exited before it was ready:\n%s", p.stderr)
 		default:
 		}
@@ -174,7 +210,8 @@ func (p *crashPibot) watch(ctx context.Context) *crashChat {
 	// /readyz answers 200 before the gateway has started the web adapter,
 	// which answers 503 until then: retry for a while.
 	var resp *http.Response
-	for try := 0; ; try++ {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/api/events?conv="+crashConv, nil)
 		r, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -185,7 +222,7 @@ func (p *crashPibot) watch(ctx context.Context) *crashChat {
 			break
 		}
 		r.Body.Close()
-		if r.StatusCode != http.StatusServiceUnavailable || try == 500 {
+		if r.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			p.t.Fatalf("events: %s", r.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -492,4 +529,33 @@ agent:
 	if n := crashInboxPending(t, data); n != 0 {
 		t.Errorf("%d accepted messages pending in the inbox after a clean stop", n)
 	}
+}
+
+// TestCrashStartOnATakenAddress: another process listens on the address
+// crashFreeAddr gave before pibot does; crashStart starts pibot on
+// another one instead of failing the test.
+func TestCrashStartOnATakenAddress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the real binary")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	bin := crashBuild(t)
+	dir := t.TempDir()
+	addr := taken.Addr().String()
+	cfg := filepath.Join(dir, "pibot.yaml")
+	yaml := fmt.Sprintf("data_dir: %s\nhttp:\n  listen: %s\nproviders:\n  f:\n    api: faux\n    models:\n      - id: m\nagent:\n  model: f/m\n",
+		filepath.Join(dir, "data"), addr)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := crashStart(t, bin, cfg, dir, addr)
+	if p.base == "http://"+addr {
+		t.Fatalf("pibot reported ready on %s, which another process holds", addr)
+	}
+	p.send("m0", "hello")
+	p.stop()
 }

@@ -80,8 +80,9 @@ func TestSlackSteerFromThread(t *testing.T) {
 // visibly and stops the run, whose stream is closed.
 func TestSlackStop(t *testing.T) {
 	t.Parallel()
-	var cancelled atomic.Int32
+	var started, cancelled atomic.Int32
 	slow := &agenttest.Tool{Name: "slow", Fn: func(ctx context.Context, _ string, _ json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		started.Add(1)
 		<-ctx.Done()
 		cancelled.Add(1)
 		return llm.ToolOutput{}, ctx.Err()
@@ -92,15 +93,13 @@ func TestSlackStop(t *testing.T) {
 		faux.ToolCalls(faux.Call("c3", "slow", `{}`)),
 	}, slackTools(slow))
 	w.say(slacktest.Say{Channel: slackOwnerDM, Text: "work"})
-	w.waitFor("the tool to run", func() bool { return w.model.Calls() >= 1 })
-	time.Sleep(100 * time.Millisecond)
+	w.waitFor("the tool to run", func() bool { return started.Load() >= 1 })
 	w.command(slackOwnerDM, slackOwner, "stop")
 	w.waitFor("the run to stop", func() bool { return cancelled.Load() == 1 })
 	w.waitFor("a visible acknowledgement", func() bool { return len(w.slack.Ephemerals())+len(w.botMessages(slackOwnerDM, "")) > 0 })
 
 	q := w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: slackMention + " work too"})
-	w.waitFor("the second tool to run", func() bool { return w.model.Calls() >= 2 })
-	time.Sleep(100 * time.Millisecond)
+	w.waitFor("the second tool to run", func() bool { return started.Load() >= 2 })
 	before := len(w.botMessages(slackChannel, q)) + len(w.slack.Ephemerals())
 	w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: "!stop", ThreadTS: q})
 	w.waitFor("the second run to stop", func() bool { return cancelled.Load() == 2 })
@@ -111,8 +110,7 @@ func TestSlackStop(t *testing.T) {
 	// threads) stops the channel's most recent conversation.
 	w.waitSlack(slackChannel, q, "stopped by")
 	w.say(slacktest.Say{Channel: slackChannel, User: slackBob, Text: "go on", ThreadTS: q})
-	w.waitFor("the third tool to run", func() bool { return w.model.Calls() >= 3 })
-	time.Sleep(100 * time.Millisecond)
+	w.waitFor("the third tool to run", func() bool { return started.Load() >= 3 })
 	w.command(slackChannel, slackBob, "stop")
 	w.waitFor("the third run to stop", func() bool { return cancelled.Load() == 3 })
 	for _, m := range w.slack.Messages(slackChannel) {

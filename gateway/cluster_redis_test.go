@@ -338,3 +338,49 @@ func twoReplicas(t *testing.T, a, b redisReplica) (model *stampModel, adA, adB *
 	startRedisReplica(t, adB, model, dir, b)
 	return model, adA, adB, dir
 }
+
+// TestClusterRetakenSessionAnswersWhatTheLostLeaseCut: a replica loses a
+// session's lease while its run streams (the lease is gone from Redis),
+// and takes the session again itself, the only replica: the message the
+// cut run held is answered, without a restart or another message. (Claim
+// hands over only what other replicas hold; the replica's own item stayed
+// pending until a restart.)
+func TestClusterRetakenSessionAnswersWhatTheLostLeaseCut(t *testing.T) {
+	probe, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok").WithDelay(time.Second))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, leaseTTL: 2 * time.Second})
+	clusterSay(t, ad, model, 0, "first")
+	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
+	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
+	if err != nil || path == "" {
+		t.Fatalf("index: %q, %v", path, err)
+	}
+
+	w := model.expect("second")
+	in := benchMessage(ad.Platform(), 1, 1, "second")
+	in.User = chat.User{ID: "u1", Name: "User"}
+	in.DedupKey = "say:1"
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := ad.Inject(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.started:
+	case <-ctx.Done():
+		t.Fatal("no provider request for the second message")
+	}
+	again := model.expect("second")
+	if n, err := probe.Del(ctx, prefix+"{lease:"+path+"}:lock").Result(); err != nil || n != 1 {
+		t.Fatalf("delete the session's lease: %d, %v", n, err)
+	}
+	select {
+	case <-again.started:
+	case <-ctx.Done():
+		t.Fatalf("the message the lost lease cut was not run again; chat: %q", ad.Messages(conv))
+	}
+	if err := ad.WaitFor(ctx, func([]chattest.Call) bool { return len(ad.Messages(conv)) >= 2 }); err != nil {
+		t.Fatalf("the second message was not answered; chat: %q", ad.Messages(conv))
+	}
+}

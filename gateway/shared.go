@@ -316,7 +316,44 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		p.resync.schedule(key, time.Now(), true)
 		return
 	}
-	p.hand(ctx, items, true)
+	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true)
+}
+
+// withOwnHeld adds to claimed, the items of key a takeover claimed, those
+// this replica took under a lease of the session it lost since (their
+// runs were stopped unrecorded), in the inbox's order: Claim hands over
+// only what other replicas hold, so without this they waited for a
+// restart. They are the items pending before the takeover (before) and
+// still pending after the claim, which did not return them.
+func (p *pump) withOwnHeld(ctx context.Context, key string, before, claimed []cluster.InboxItem) []cluster.InboxItem {
+	after, err := p.inbox.Pending(ctx, key)
+	if err != nil {
+		p.log.Warn("inbox: items held under a lost lease", "key", key, "err", err)
+		return claimed
+	}
+	ours := map[string]bool{}
+	for _, it := range before {
+		ours[it.ID] = true
+	}
+	byID := map[string]cluster.InboxItem{}
+	for _, it := range claimed {
+		byID[it.ID] = it
+	}
+	all := make([]cluster.InboxItem, 0, len(claimed))
+	for _, it := range after { // oldest first
+		if c, ok := byID[it.ID]; ok {
+			all = append(all, c)
+			delete(byID, it.ID)
+		} else if ours[it.ID] {
+			all = append(all, it)
+		}
+	}
+	for _, it := range claimed { // no longer pending: as Claim gave them
+		if _, ok := byID[it.ID]; ok {
+			all = append(all, it)
+		}
+	}
+	return all
 }
 
 // held reports whether this replica holds the session of location key,
