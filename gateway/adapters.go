@@ -138,12 +138,6 @@ type leaseBounded interface {
 	RunBounded(ctx context.Context, sink chat.Sink, held func() time.Duration) error
 }
 
-// deadlined is a lease that knows when it may pass to another holder at
-// the earliest (rediscluster's local deadline, moved by each renewal).
-type deadlined interface {
-	Deadline() time.Time
-}
-
 // runUnder runs a under lease: bounded by the lease's deadline when both
 // can (a local lease has none: it is never lost).
 func (ar *adapterRunner) runUnder(ctx context.Context, a chat.Adapter, lease cluster.Lease) error {

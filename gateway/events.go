@@ -181,6 +181,9 @@ type attacher struct{ r *run }
 
 func (a *attacher) Attach(ctx context.Context, name, mimeType string, rd io.Reader, size int64) error {
 	o := a.r.o
+	if a.r.silent.Load() || !leaseLive(o.lease) {
+		return errors.New("attach: the session's lease is lost; another replica answers")
+	}
 	up, ok := o.adapters[a.r.loc.conv.Platform].(chat.Uploader)
 	if !ok {
 		return fmt.Errorf("attach: %s cannot receive files", a.r.loc.conv.Platform)

@@ -73,3 +73,20 @@ func release(ctx context.Context, log *slog.Logger, lease cluster.Lease) {
 		log.Warn("release lease", "err", err)
 	}
 }
+
+// deadlined is a lease that knows when it may pass to another holder at
+// the earliest (rediscluster's local deadline, moved by each renewal).
+type deadlined interface {
+	Deadline() time.Time
+}
+
+// leaseLive reports whether lease may still be held. One that knows its
+// deadline is as good as lost once the deadline has passed, even before
+// its own timer ends it (a process that was frozen, say, wakes up with
+// both due): a platform call, which no fence guards, checks this at the
+// moment it goes out. A lease without a deadline (nil, or the local one)
+// is live.
+func leaseLive(lease cluster.Lease) bool {
+	d, ok := lease.(deadlined)
+	return !ok || time.Now().Before(d.Deadline())
+}

@@ -338,24 +338,32 @@ func TestOtherWriterStopsTheRunSilently(t *testing.T) {
 
 // deadlineLocker grants leases that know their deadline, as Redis leases
 // do (rediscluster.Lease.Deadline).
+// Its leases' deadline is one for all, which a test may move (to the
+// past: leases whose timers have not fired yet).
 type deadlineLocker struct {
 	revocable
-	deadline time.Time
+	deadline atomic.Int64 // unix ns
+}
+
+func newDeadlineLocker(deadline time.Time) *deadlineLocker {
+	d := &deadlineLocker{}
+	d.deadline.Store(deadline.UnixNano())
+	return d
 }
 
 type deadlineLease struct {
 	cluster.Lease
-	deadline time.Time
+	l *deadlineLocker
 }
 
-func (l deadlineLease) Deadline() time.Time { return l.deadline }
+func (l deadlineLease) Deadline() time.Time { return time.Unix(0, l.l.deadline.Load()) }
 
 func (d *deadlineLocker) Acquire(ctx context.Context, key string, fence int64) (cluster.Lease, error) {
 	l, err := d.revocable.Acquire(ctx, key, fence)
 	if err != nil {
 		return nil, err
 	}
-	return deadlineLease{Lease: l, deadline: d.deadline}, nil
+	return deadlineLease{Lease: l, l: d}, nil
 }
 
 // bounded is a singleton adapter that can bound its work by its lease
@@ -381,7 +389,7 @@ func TestSingletonAdapterIsBoundedByItsLease(t *testing.T) {
 		locker  gateway.Locker
 		bounded bool
 	}{
-		{"a lease with a deadline", &deadlineLocker{deadline: time.Now().Add(time.Hour)}, true},
+		{"a lease with a deadline", newDeadlineLocker(time.Now().Add(time.Hour)), true},
 		{"a lease without one", &revocable{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -402,5 +410,41 @@ func TestSingletonAdapterIsBoundedByItsLease(t *testing.T) {
 			h.send("hello")
 			h.waitText(dmConv, "answer")
 		})
+	}
+}
+
+// TestNoChatCallPastTheLeaseDeadline: a replica that wakes up (SIGCONT)
+// past its session lease's deadline, before the lease's own timer has
+// ended it, makes no further chat call for that session: not the edit of
+// a reply a timer tick had due, not the final answer. The new owner
+// answers.
+func TestNoChatCallPastTheLeaseDeadline(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	work := &agenttest.Tool{Name: "work", Fn: func(ctx context.Context, _ string, _ json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+		close(started)
+		<-release
+		return llm.ToolOutput{Content: []llm.Content{llm.TextBlock("done")}}, nil
+	}}
+	locker := newDeadlineLocker(time.Now().Add(time.Hour))
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "work", `{}`)), faux.Text("must not reach the chat")},
+		withTools(work), withLocker(locker))
+	h.send("long job")
+	<-started
+	h.waitFor("the reply on screen", func() bool { return len(h.ad.Calls()) > 0 })
+	locker.deadline.Store(time.Now().Add(-time.Second).UnixNano())
+	before := len(h.ad.Calls())
+	close(release)
+	h.waitFor("the run's answer in its session", func() bool {
+		for _, path := range h.sessions() {
+			for _, e := range h.entries(path) {
+				if e.Message != nil && strings.Contains(e.Message.Text(), "must not reach the chat") {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if calls := h.ad.Calls(); len(calls) != before {
+		t.Fatalf("%d chat calls past the lease's deadline: %v", len(calls)-before, calls[before:])
 	}
 }

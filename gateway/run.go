@@ -210,7 +210,10 @@ func (r *run) execute(ps []*pending) {
 		Continue: r.resumes,
 		// Each message of the reply is journaled as soon as the platform
 		// posted it, before the next platform call (replies.go).
-		OnPost: func() { r.journal.update(ctl, replySite{r}) }})
+		OnPost: func() { r.journal.update(ctl, replySite{r}) },
+		// Not a word more once the session's lease is lost, checked at
+		// each call: another replica answers.
+		Allowed: func() bool { return !r.silent.Load() && leaseLive(o.lease) }})
 
 	if ref := replyBranch(loc, ps); ref != nil {
 		o.branchTo(loc, *ref)

@@ -56,6 +56,7 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 	}
 	log = log.With("conv", conv.Key())
 	caps := ad.Caps(conv)
+	plat := gated(ad, &gate{allowed: opts.Allowed})
 	c := &Controller{
 		opts: opts,
 		now:  opts.Now,
@@ -64,13 +65,12 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 		loop: newLoop(),
 	}
 	c.surf = newSurface(outlet{
-		ad: ad, conv: conv, replyTo: opts.ReplyTo, recipient: opts.Recipient, team: opts.RecipientTeam, log: log,
+		platform: plat, conv: conv, replyTo: opts.ReplyTo, recipient: opts.Recipient, team: opts.RecipientTeam, log: log,
 		pace: c.pace, msgs: c.msgs, loop: c.loop,
 		chunks: newChunker(caps, opts.Splitters),
 	}, caps, opts.Continue)
 	_, appendOnly := c.surf.(*appendSurface)
-	typer, _ := ad.(chat.Typer)
-	c.typing = indicator{typer: typer, conv: conv, refresh: caps.TypingRefresh, pace: c.pace, log: log,
+	c.typing = indicator{typer: plat.typer, conv: conv, refresh: caps.TypingRefresh, pace: c.pace, log: log,
 		prompt: appendOnly || caps.StatusLine, always: caps.StatusLine}
 	return c
 }

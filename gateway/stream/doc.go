@@ -105,6 +105,11 @@ type Options struct {
 	// the goroutine that posted it: the caller can record the message
 	// before anything else happens.
 	OnPost func()
+	// Allowed, when set, is asked at every call the reply makes to the
+	// platform; once it returns false no call goes out again (posts,
+	// edits, deletes, drafts, status lines): the caller has lost the
+	// conversation, to another replica that now answers.
+	Allowed func() bool
 }
 
 // Tuning defaults (platforms.md §9.2–9.3).

@@ -221,10 +221,9 @@ func (e *editSurface) trim(ctx context.Context, deadline time.Time, n int) {
 	}
 	extra := e.slots[n:]
 	e.slots = e.slots[:n]
-	deleter, _ := e.ad.(chat.Deleter)
 	for _, s := range extra {
-		if deleter != nil {
-			err := e.pace.retry(ctx, deadline, editAttempts, editAttempts, func() error { return deleter.Delete(ctx, s.ref) })
+		if e.deleter != nil {
+			err := e.pace.retry(ctx, deadline, editAttempts, editAttempts, func() error { return e.deleter.Delete(ctx, s.ref) })
 			if err == nil || errors.Is(err, chat.ErrNotFound) {
 				e.msgs.drop(s.ref)
 				continue

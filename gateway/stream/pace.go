@@ -136,7 +136,7 @@ func (p *pacer) retry(ctx context.Context, deadline time.Time, attempts, limits 
 			p.ok()
 			return nil
 		}
-		if errors.Is(err, chat.ErrNotFound) || ctx.Err() != nil {
+		if errors.Is(err, chat.ErrNotFound) || errors.Is(err, errSilenced) || ctx.Err() != nil {
 			return err
 		}
 		if p.limited(err) {

@@ -40,7 +40,7 @@ type final struct {
 // outlet is what every surface shares: where the reply goes, its pacing
 // and its record of posted messages.
 type outlet struct {
-	ad        chat.Adapter
+	platform  // every call behind the reply's gate
 	conv      chat.ConvRef
 	replyTo   *chat.MsgRef
 	recipient string // the user a native stream is for
@@ -61,7 +61,7 @@ func newSurface(o outlet, caps chat.Caps, cont []chat.MsgRef) surface {
 		edit.resume(cont)
 		return edit
 	}
-	if s, ok := o.ad.(chat.Streamer); ok && caps.NativeStream {
+	if s := o.streamer; s != nil && caps.NativeStream {
 		if caps.AppendOnly {
 			return &appendSurface{outlet: o, streamer: s, edit: edit}
 		}
