@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
@@ -132,7 +131,7 @@ func redisFleet(n int, route func(conv, n int) int) func(*testing.B, llm.Model) 
 // poll (0: the defaults).
 type redisReplica struct {
 	prefix, id string
-	hook       redis.Hook
+	hook       redistest.Hook
 	leaseTTL   time.Duration
 	poll       time.Duration
 }

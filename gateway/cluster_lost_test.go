@@ -2,94 +2,14 @@ package gateway_test
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 )
-
-// lostAnswers is a go-redis hook of one replica: while failTakes is set,
-// its inbox takes (Consume, Claim) fail before they reach Redis; the next
-// admission that takes items (Admit with Take) after loseAdmit runs in
-// Redis and its answer is lost: the client runs it again (rerun, as
-// go-redis does after a read timeout) or the caller gets an error.
-type lostAnswers struct {
-	rerun bool
-
-	mu         sync.Mutex
-	failTakes  bool
-	takesError int // takes failed so far
-	loseAdmit  bool
-	admitsLost int
-}
-
-func (h *lostAnswers) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *lostAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (h *lostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.mu.Lock()
-		kind := scriptKind(cmd)
-		failTake := kind == "take" && h.failTakes
-		if failTake {
-			h.takesError++
-		}
-		lose := kind == "admit" && h.loseAdmit
-		if lose {
-			h.loseAdmit = false
-		}
-		h.mu.Unlock()
-		switch {
-		case failTake:
-			err := errors.New("lostAnswers: not sent")
-			cmd.SetErr(err)
-			return err
-		case lose:
-			err := next(ctx, cmd) // it ran; its answer is lost
-			h.mu.Lock()
-			h.admitsLost++
-			h.mu.Unlock()
-			if h.rerun {
-				return next(ctx, cmd)
-			}
-			if err == nil {
-				err = errors.New("lostAnswers: answer lost")
-			}
-			cmd.SetErr(err)
-			return err
-		}
-		return next(ctx, cmd)
-	}
-}
-
-// scriptKind tells the inbox's take script ("take": 3 keys, the first a
-// stream) and the admission script run with Take ("admit": 8 keys, its
-// eleventh argument "take") from any other command.
-func scriptKind(cmd redis.Cmder) string {
-	args := cmd.Args()
-	if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 3 {
-		return ""
-	}
-	switch fmt.Sprint(args[2]) {
-	case "3":
-		return "take"
-	case "8":
-		if len(args) > 3+8+10 && fmt.Sprint(args[3+8+10]) == "take" {
-			return "admit"
-		}
-	}
-	return ""
-}
 
 // TestClusterLostAnswerTakesAgain: replica A holds the session; replica
 // B accepts a message (A's pump cannot take it: its takes fail), then
@@ -115,7 +35,7 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rerun := tc.rerun
-			h := &lostAnswers{rerun: rerun}
+			h := &redistest.LostAnswers{Rerun: rerun}
 			model, adA, adB, dir := twoReplicas(t, redisReplica{leaseTTL: time.Minute, hook: h}, redisReplica{leaseTTL: time.Minute})
 			clusterSay(t, adA, model, 0, "first") // A holds the session
 			inject := func(ad *chattest.Adapter, n int, text string) error {
@@ -123,9 +43,7 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 				in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "lost:"+text
 				return ad.Inject(t.Context(), in)
 			}
-			h.mu.Lock()
-			h.failTakes = true
-			h.mu.Unlock()
+			h.FailTakes(true)
 			if err := inject(adB, 1, "to B"); err != nil {
 				t.Fatal(err)
 			}
@@ -133,9 +51,7 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
 			for {
-				h.mu.Lock()
-				n := h.takesError
-				h.mu.Unlock()
+				n, _ := h.Counts()
 				if n > 0 {
 					break
 				}
@@ -144,9 +60,7 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			h.mu.Lock()
-			h.loseAdmit = true
-			h.mu.Unlock()
+			h.LoseNextAdmit()
 			err := inject(adA, 2, "to A")
 			if tc.redeliver {
 				if err == nil {
@@ -156,10 +70,8 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 					t.Fatalf("redelivery: %v", err)
 				}
 			}
-			h.mu.Lock()
-			h.failTakes = false
-			lost := h.admitsLost
-			h.mu.Unlock()
+			h.FailTakes(false)
+			_, lost := h.Counts()
 			if lost != 1 {
 				t.Fatalf("%d admissions lost their answers, want 1", lost)
 			}
