@@ -220,7 +220,7 @@ func TestBrowserHistoryStatusAndPhone(t *testing.T) {
 	// rebuilt from its session.
 	do(chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
 	wait("the conversation list", convList, has("c1:compare the planets"))
-	if l := eval(convList); !strings.Contains(l, "c0:an older chat") || strings.Index(l, "c1:") > strings.Index(l, "c0:") {
+	if l := eval(convList); !strings.Contains(l, "c0:an older chat") || strings.Index(l, "c1:compare the planets") > strings.Index(l, "c0:an older chat") {
 		t.Errorf("conversations, most recent first: %q", l)
 	}
 	do(chromedp.Click(chromedp.CSS(`#convs li[data-conv="c1"]`)))
