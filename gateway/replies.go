@@ -138,6 +138,12 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 		o.mu.Lock()
 		heads := make(map[string]string, len(o.heads))
 		for k, h := range o.heads {
+			if l := o.locs[k]; l != nil && l.run != nil {
+				// A run of this process streams there: its reply is
+				// live, not cut off (a holder's reclaim may hand items
+				// of another consumer while its own run goes on).
+				continue
+			}
 			heads[k] = h
 		}
 		o.mu.Unlock()
