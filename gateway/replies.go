@@ -152,7 +152,7 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 			if !open {
 				continue
 			}
-			if o.answerStored(head) {
+			if answerStored(o.sess.Tree(), head) {
 				// The run's answer is in the file: the replay of its
 				// message finishes this reply (redeliver) rather than
 				// marking it and answering again.

@@ -324,12 +324,12 @@ func (f *sessionFile) resumable(loc *location) (ok bool, unknown []string) {
 	return len(calls) > 0, unknown
 }
 
-// answerStored reports whether the branch at head ends, custom entries
-// aside, with a final answer of the model (an assistant message that
-// calls no tools): the last run there answered, whether or not its reply
-// reached the chat.
-func (f *sessionFile) answerStored(head string) bool {
-	branch, err := f.sess.Tree().Branch(head)
+// answerStored reports whether the branch of tree at head ends, custom
+// entries aside, with a final answer of the model (an assistant message
+// that calls no tools): the last run there answered, whether or not its
+// reply reached the chat.
+func answerStored(tree *session.Tree, head string) bool {
+	branch, err := tree.Branch(head)
 	if err != nil {
 		return false
 	}
