@@ -100,7 +100,7 @@ func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Con
 // result, showing it like any tool call, then continues with the model.
 // The run is owned like every other: shutdown freezes it.
 func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval, call llm.Content, allow bool) {
-	o.startRunWith(context.Background(), loc, []*pending{token}, func(ctx context.Context, r *run) bool {
+	o.runs.startWith(loc, []*pending{token}, func(ctx context.Context, r *run) bool {
 		var out llm.ToolOutput
 		failure := ""
 		if !allow {
@@ -138,5 +138,5 @@ func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval
 			return false
 		}
 		return true
-	}, nil)
+	}, nil, nil)
 }

@@ -298,7 +298,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 			}
 		},
 		reroute: func(p *pending) {
-			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.runContext(), p) })
+			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.runContext(), p, nil) })
 		},
 	}
 	return g, nil
@@ -460,11 +460,12 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
 		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, ack: g.ackAll,
-		receiveFile: g.receiveFile, forget: g.sessions.forget, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
+		receiveFile: g.receiveFile, forget: g.sessions.forget}
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
 		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
 	o.queue = queue{o}
+	o.runs = runStarter{o: o, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
 	return o
 }
 

@@ -31,8 +31,10 @@ type inboxItem struct {
 	Trace string `json:"trace,omitempty"`
 }
 
-// route finds p's owner and location and hands p over.
-func (g *Gateway) route(ctx context.Context, p *pending) {
+// route finds p's owner and location and hands p over. take, if not nil,
+// is the offer of the mailbox goroutine p's item is executed on: a run p
+// starts at once runs there (queue.accept).
+func (g *Gateway) route(ctx context.Context, p *pending, take takeOver) {
 	o, loc, err := g.sessions.locate(ctx, p.item.In)
 	if err != nil && g.cfg.Cluster.Enabled && errors.Is(err, cluster.ErrLeaseHeld) {
 		// Another replica took the session meanwhile: the item stays in
@@ -46,7 +48,7 @@ func (g *Gateway) route(ctx context.Context, p *pending) {
 		return
 	}
 	g.threads.touch(p.item.In.Conv)
-	o.queue.accept(ctx, loc, p)
+	o.queue.accept(ctx, loc, p, take)
 }
 
 // ackAll tells the inbox the messages are done with: their run finished,

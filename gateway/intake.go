@@ -32,13 +32,14 @@ type intake struct {
 	threads *threads
 	// reply answers in in's conversation; respond answers in, through its
 	// interaction if it has one; moved handles a platform's "conversation
-	// moved" event; route hands a message to its owner; refused reports
+	// moved" event; route hands a message to its owner (with the
+	// mailbox item's offer of its goroutine, if any); refused reports
 	// an inbox that refused an event (health.go); runContext is the parent
 	// of the mailboxes' work.
 	reply      func(ctx context.Context, in chat.Inbound, md string)
 	respond    func(ctx context.Context, in chat.Inbound, md string, private bool)
 	moved      func(ctx context.Context, in chat.Inbound)
-	route      func(ctx context.Context, p *pending)
+	route      func(ctx context.Context, p *pending, take takeOver)
 	refused    func(ctx context.Context, in chat.Inbound, err error)
 	runContext func() context.Context
 	// ext expands messages and runs the input hooks (nil: none).
@@ -311,19 +312,21 @@ func (i *intake) withinBudget(ctx context.Context, in chat.Inbound, asked *time.
 // executed after everything that came before it there. replay marks an
 // item taken from the inbox at start.
 func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
-	i.mail.postTakeOver(item.In.Conv.Key(), func(takeOver func() bool) {
-		i.execute(withTakeOver(i.runContext(), takeOver), ref, item, replay)
+	i.mail.postTakeOver(item.In.Conv.Key(), func(take takeOver) {
+		i.execute(i.runContext(), ref, item, replay, take)
 	})
 }
 
 // execute does the work of one inbox item; it runs in the mailbox of the
-// item's location.
-func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool) {
+// item's location. take is the item's offer of its goroutine: a message
+// whose run starts at once runs on it (runStarter.launch); commands and
+// presses do not take it.
+func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool, take takeOver) {
 	switch item.Kind {
 	case itemMessage:
 		switch applyInput(ctx, i.ext, i.log, &item, func(md string) { i.reply(ctx, item.In, md) }) {
 		case inputRun:
-			i.route(ctx, &pending{item: item, inbox: ref})
+			i.route(ctx, &pending{item: item, inbox: ref}, take)
 			return
 		case inputLater: // stopping: replayed at the next start
 			return

@@ -27,29 +27,41 @@ import (
 // more on the way from the message to the model.
 type mailboxes struct {
 	mu     sync.Mutex
-	queues map[string][]func(takeOver func() bool)
+	queues map[string][]func(take takeOver)
 	closed bool
 	wg     sync.WaitGroup
 }
 
+// takeOver is a mailbox item's offer of its goroutine to the work the item
+// does: called, it ends the mailbox's hold on the goroutine if nothing
+// waits behind the item, and reports whether it did (then the caller may
+// run on as long as it needs, and the location takes new work on a
+// goroutine of its own). Once it reported true it keeps doing so; if it
+// had not by the time its item returned, it reports false. The work of an item passes it on
+// explicitly, from intake.execute through Gateway.route and queue.accept
+// to runStarter.launch, which alone calls it. nil offers nothing: work
+// that is no mailbox item's (a timer, a run's end) starts its runs on
+// goroutines of their own.
+type takeOver func() bool
+
 func newMailboxes() *mailboxes {
-	return &mailboxes{queues: map[string][]func(takeOver func() bool){}}
+	return &mailboxes{queues: map[string][]func(take takeOver){}}
 }
 
 // post queues f on the mailbox of location key and reports whether it was
 // taken; after close nothing is (the caller's inbox item stays pending and
 // is replayed by the next start).
 func (m *mailboxes) post(key string, f func()) bool {
-	return m.postTakeOver(key, func(func() bool) { f() })
+	return m.postTakeOver(key, func(takeOver) { f() })
 }
 
 // postTakeOver is post for an item that may take its goroutine over: f
-// may call takeOver, which, if nothing else waits at the location, ends
-// the mailbox's hold on the goroutine and reports true; the location then
+// may call take, which, if nothing else waits at the location, ends the
+// mailbox's hold on the goroutine and reports true; the location then
 // takes new work on a goroutine of its own, and f may run on as long as
 // it needs (the gateway waits for it: f hands itself to Gateway.wg before
-// it takes over). takeOver reports false when work waits behind f.
-func (m *mailboxes) postTakeOver(key string, f func(takeOver func() bool)) bool {
+// it takes over). take reports false when work waits behind f.
+func (m *mailboxes) postTakeOver(key string, f func(take takeOver)) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -100,10 +112,10 @@ func (m *mailboxes) work(key string) {
 	}
 }
 
-// trackHere is ownerDeps.trackHere: a run taking its mailbox item's
+// trackHere is runStarter.trackHere: a run taking its mailbox item's
 // goroutine over. The gateway counts f before take lets the mailbox's
 // count go, so a drain (mailboxes, then runs) never misses it.
-func (g *Gateway) trackHere(take func() bool, f func(ctx context.Context)) bool {
+func (g *Gateway) trackHere(take takeOver, f func(ctx context.Context)) bool {
 	g.wg.Add(1)
 	defer g.wg.Done()
 	if !take() {
@@ -111,21 +123,6 @@ func (g *Gateway) trackHere(take func() bool, f func(ctx context.Context)) bool 
 	}
 	f(g.runContext())
 	return true
-}
-
-// takeOverKey is the context key of a mailbox item's takeOver.
-type takeOverKey struct{}
-
-// withTakeOver gives the work of a mailbox item the item's takeOver.
-func withTakeOver(ctx context.Context, takeOver func() bool) context.Context {
-	return context.WithValue(ctx, takeOverKey{}, takeOver)
-}
-
-// takeOverOf returns the takeOver of the mailbox item whose work ctx is
-// for, nil outside one.
-func takeOverOf(ctx context.Context) func() bool {
-	f, _ := ctx.Value(takeOverKey{}).(func() bool)
-	return f
 }
 
 // busy reports whether location key has work queued or running.

@@ -17,10 +17,10 @@ func TestMailboxTakeOver(t *testing.T) {
 		release := make(chan struct{})
 		took := make(chan bool, 1)
 		var late func() bool
-		m.postTakeOver("a", func(takeOver func() bool) {
-			ok := takeOver()
+		m.postTakeOver("a", func(take takeOver) {
+			ok := take()
 			took <- ok
-			late = takeOver
+			late = take
 			<-release // runs on, like a run
 		})
 		if !<-took {
@@ -46,17 +46,17 @@ func TestMailboxTakeOver(t *testing.T) {
 		m = newMailboxes()
 		gate := make(chan struct{})
 		var order []string
-		m.postTakeOver("b", func(takeOver func() bool) {
+		m.postTakeOver("b", func(take takeOver) {
 			<-gate
-			if takeOver() {
+			if take() {
 				t.Error("takeOver took the goroutine over with work waiting behind it")
 			}
 			order = append(order, "first")
 		})
 		var after func() bool
-		m.postTakeOver("b", func(takeOver func() bool) {
+		m.postTakeOver("b", func(take takeOver) {
 			order = append(order, "second")
-			after = takeOver
+			after = take
 		})
 		close(gate)
 		m.close()

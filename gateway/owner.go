@@ -14,15 +14,18 @@ import (
 
 // owner is the one writer of a session file. Its sessionFile (embedded:
 // the file's lock is the owner's) holds the lease, the head of every
-// location and the appends; the owner keeps the locations and runs the
-// agent per location, and its queue (queue.go) decides what happens to a
-// message that arrives while a run works. Runs in different locations
-// proceed concurrently; appends are serialised by mu.
+// location and the appends; the owner keeps the locations, its queue
+// (queue.go) decides what happens to a message that arrives while a run
+// works, and its runs (start.go) start and hand over the agent runs of
+// its locations. Runs in different locations proceed concurrently;
+// appends are serialised by mu.
 type owner struct {
 	ownerDeps
 	*sessionFile
 	// queue applies the queue modes to arriving messages.
 	queue queue
+	// runs starts the runs of the owner's locations.
+	runs runStarter
 
 	locs map[string]*location // guarded by mu
 	// stopWatch ends watchLease when the owner closes.
@@ -50,7 +53,7 @@ type ownerDeps struct {
 	// post queues work on the mailbox of a location (mailboxes.post).
 	post func(loc string, f func()) bool
 	// route hands a message to its owner and location again (Gateway.route).
-	route func(ctx context.Context, p *pending)
+	route func(ctx context.Context, p *pending, take takeOver)
 	// ack tells the inbox messages are done with (Gateway.ackAll).
 	ack func(ctx context.Context, ps []*pending)
 	// receiveFile saves a file of a message into the workspace.
@@ -58,14 +61,6 @@ type ownerDeps struct {
 	// forget removes o from the loaded owners if it is still there
 	// (registry.forget).
 	forget func(o *owner) bool
-	// track runs a run on a goroutine the gateway waits for; runContext
-	// is the parent of every run (both from the gateway).
-	track func(f func(context.Context))
-	// trackHere runs f on the calling goroutine, the gateway waiting for
-	// it as for track's, once take (a mailbox item's takeOver) gave the
-	// goroutine over; it reports whether it did.
-	trackHere  func(take func() bool, f func(context.Context)) bool
-	runContext func() context.Context
 }
 
 // sessionGroupWindow is the default of Config.SessionGroupWindow: how

@@ -62,7 +62,7 @@ func (q queue) flushCollect(loc *location) {
 		q.enqueue(r, merged, false)
 		return
 	}
-	o.startRun(context.Background(), loc, []*pending{merged})
+	o.runs.start(loc, []*pending{merged}, nil)
 }
 
 // mergePending joins messages into one, keeping the last one's identity
@@ -145,7 +145,9 @@ func runAgent(r *run) *agent.Agent {
 }
 
 // accept takes a durable message for loc and applies the queue mode.
-func (q queue) accept(ctx context.Context, loc *location, p *pending) {
+// take, if not nil, is the offer of the mailbox goroutine p's item is
+// executed on: a run p starts at once runs there (runStarter.launch).
+func (q queue) accept(ctx context.Context, loc *location, p *pending, take takeOver) {
 	o := q.o
 	// Insert-if-absent: a redelivered message already in the session (the
 	// platform retried after a crash, or an inbox replay) is not applied
@@ -181,7 +183,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 					o.replier.reply(ctx, p.item.In, unknownOutcomeNotice(unknown))
 				}
 				p.applied = true
-				o.startRun(ctx, loc, []*pending{p})
+				o.runs.start(loc, []*pending{p}, take)
 				return
 			}
 		}
@@ -195,7 +197,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 	if o.closed {
 		// Evicted between routing and now: route again.
 		o.mu.Unlock()
-		o.route(ctx, p)
+		o.route(ctx, p, take)
 		return
 	}
 	mode := p.item.Mode
@@ -214,7 +216,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending) {
 	}
 	if r == nil {
 		o.mu.Unlock()
-		o.startRun(ctx, loc, []*pending{p})
+		o.runs.start(loc, []*pending{p}, take)
 		return
 	}
 	switch mode {
@@ -249,7 +251,7 @@ func (q queue) park(r *run, p *pending) {
 		return
 	}
 	o.mu.Unlock()
-	q.accept(context.WithoutCancel(r.ctx), r.loc, p)
+	q.accept(context.WithoutCancel(r.ctx), r.loc, p, nil)
 }
 
 // enqueue adds a message to the active run's steering or follow-up queue

@@ -164,13 +164,13 @@ func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
 	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
 		text = strings.TrimSpace(text + "\n\n⚠️ " + answer.Message.ErrorMessage)
 	}
-	o.startRunWith(context.Background(), loc, []*pending{p}, func(_ context.Context, r *run) bool {
+	o.runs.startWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
 		r.mu.Lock()
 		r.lastEntry = answer.ID
 		r.mu.Unlock()
 		r.ctl.SetText(text)
 		return false
-	}, rr.Refs)
+	}, rr.Refs, nil)
 }
 
 // unknownOutcome is the result recorded for a tool call that was running
