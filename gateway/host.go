@@ -107,7 +107,7 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 }
 
 func (h gatewayHost) unbind(ctx context.Context, convKey string) error {
-	h.g.sessions.unbound(convKey)
+	h.g.sessions.located.forget(convKey)
 	return h.g.index.Set(ctx, convKey, "")
 }
 

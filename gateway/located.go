@@ -1,60 +1,81 @@
 package gateway
 
-import "github.com/pibot/pibot/chat"
+import (
+	"sync"
 
-// In cluster mode the index lives in Redis, and asking it which session
-// holds a location is a round trip. The registry remembers the answers
-// about the sessions this replica holds: a location bound to a loaded
-// owner whose lease is alive stays bound to it, because only the holder
-// of a session's lease changes its locations' bindings (a new session
-// after /new, a moved conversation: both run under that lease), and the
-// holder forgets what it unbinds (unbound). An answer is dropped when its
-// owner is unloaded or its lease ends.
+	"github.com/pibot/pibot/chat"
+)
 
-// cached returns the loaded owner that location key was last found bound
-// to, if it is still loaded and its lease alive; nil otherwise. Like
-// owner, it touches the owner it returns, so it is not unloaded as idle
-// before the caller uses it.
-func (reg *registry) cached(key string) *owner {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	o, ok := reg.bound[key]
+// locatedCache remembers, in cluster mode, which loaded owner each
+// location was found bound to. There the index lives in Redis, and asking
+// it which session holds a location is a round trip; the answers about
+// the sessions this replica holds stay true while their owner is loaded
+// and its lease alive, because only the holder of a session's lease
+// changes its locations' bindings (a new session after /new, a moved
+// conversation: both run under that lease), and the holder forgets what
+// it unbinds (forget). An entry is dropped when its owner's lease ended
+// (lookup) or the registry unloads its owner (forgetOwners); the
+// registry still checks that what lookup returns is its loaded owner
+// (registry.cached), as an owner may be unloaded between the two.
+type locatedCache struct {
+	mu    sync.Mutex
+	bound map[string]*owner // by location key
+}
+
+// lookup returns the owner location key was last found bound to, if its
+// lease is alive; an entry whose lease ended is dropped.
+func (c *locatedCache) lookup(key string) *owner {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.bound[key]
 	if !ok {
 		return nil
 	}
-	if reg.owners[o.path] != o || leaseEnded(o) {
-		delete(reg.bound, key)
+	if leaseEnded(o) {
+		delete(c.bound, key)
 		return nil
 	}
-	o.touch()
 	return o
 }
 
 // remember records that location key is bound to the loaded owner o.
-func (reg *registry) remember(key string, o *owner) {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if reg.bound == nil {
-		reg.bound = map[string]*owner{}
+func (c *locatedCache) remember(key string, o *owner) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bound == nil {
+		c.bound = map[string]*owner{}
 	}
-	reg.bound[key] = o
+	c.bound[key] = o
 }
 
-// unbound forgets location key (its binding is being removed).
-func (reg *registry) unbound(key string) {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	delete(reg.bound, key)
+// forget drops location key (its binding is being removed).
+func (c *locatedCache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.bound, key)
 }
 
-// dropUnloaded forgets the locations of owners no longer loaded; the
-// caller holds reg.mu.
-func (reg *registry) dropUnloaded() {
-	for k, o := range reg.bound {
-		if reg.owners[o.path] != o {
-			delete(reg.bound, k)
+// forgetOwners drops every location bound to one of gone (owners the
+// registry unloaded).
+func (c *locatedCache) forgetOwners(gone ...*owner) {
+	set := make(map[*owner]bool, len(gone))
+	for _, o := range gone {
+		set[o] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, o := range c.bound {
+		if set[o] {
+			delete(c.bound, k)
 		}
 	}
+}
+
+// reset drops every location (the registry unloads every owner).
+func (c *locatedCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bound = nil
 }
 
 // leaseEnded reports whether o's lease is lost or released.

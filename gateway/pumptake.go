@@ -122,7 +122,7 @@ func (p *pump) held(ctx context.Context, key string) (bool, string) {
 	if o == nil || leaseEnded(o) {
 		return false, path
 	}
-	p.sessions.remember(key, o)
+	p.sessions.located.remember(key, o)
 	return true, path
 }
 

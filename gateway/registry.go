@@ -32,9 +32,9 @@ type registry struct {
 
 	mu     sync.Mutex
 	owners map[string]*owner // by session path
-	// bound: in cluster mode, the loaded owner each location was found
+	// located: in cluster mode, the loaded owner each location was found
 	// bound to (located.go).
-	bound    map[string]*owner
+	located  locatedCache
 	watchers sync.WaitGroup // lease watchers, one per loaded owner
 }
 
@@ -42,12 +42,38 @@ type registry struct {
 // path, and says whether it was.
 func (reg *registry) forget(o *owner) bool {
 	reg.mu.Lock()
-	defer reg.mu.Unlock()
 	mine := reg.owners[o.path] == o
 	if mine {
 		delete(reg.owners, o.path)
 	}
+	reg.mu.Unlock()
+	if mine {
+		reg.located.forgetOwners(o)
+	}
 	return mine
+}
+
+// cached returns the loaded owner that location key was last found bound
+// to (located), if it is still loaded and its lease alive; nil otherwise.
+// Like owner, it touches the owner it returns, under reg.mu, so it is not
+// unloaded as idle before the caller uses it.
+func (reg *registry) cached(key string) *owner {
+	o := reg.located.lookup(key)
+	if o == nil {
+		return nil
+	}
+	reg.mu.Lock()
+	loaded := reg.owners[o.path] == o
+	if loaded {
+		o.touch()
+	}
+	reg.mu.Unlock()
+	if !loaded {
+		// Unloaded since (or remembered while it was being unloaded).
+		reg.located.forgetOwners(o)
+		return nil
+	}
+	return o
 }
 
 // freezeAll freezes every loaded owner's runs with note.
@@ -65,8 +91,8 @@ func (reg *registry) closeAll() {
 	reg.mu.Lock()
 	owners := reg.owners
 	reg.owners = map[string]*owner{}
-	reg.bound = nil
 	reg.mu.Unlock()
+	reg.located.reset()
 	for _, o := range owners {
 		o.close()
 	}
@@ -93,7 +119,7 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		o, err := reg.owner(ctx, path)
 		if err == nil {
 			if shared {
-				reg.remember(key, o)
+				reg.located.remember(key, o)
 			}
 			return o, o.place(key, in), nil
 		}
@@ -144,7 +170,7 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 			return nil, nil, err
 		}
 		if shared {
-			reg.remember(key, o)
+			reg.located.remember(key, o)
 		}
 		return o, loc, nil
 	}
@@ -191,7 +217,7 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 	}
 	o := reg.installOwner(path, s, lease)
 	if reg.cfg.Cluster.Enabled {
-		reg.remember(key, o)
+		reg.located.remember(key, o)
 	}
 	loc := o.location(key, conv)
 	if first.Type == session.TypeModelChange {
@@ -300,10 +326,10 @@ func (reg *registry) evictIdle(before time.Time) int {
 			idle = append(idle, o)
 		}
 	}
-	if len(idle) > 0 {
-		reg.dropUnloaded()
-	}
 	reg.mu.Unlock()
+	if len(idle) > 0 {
+		reg.located.forgetOwners(idle...)
+	}
 	for _, o := range idle {
 		o.close()
 	}
