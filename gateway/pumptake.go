@@ -151,7 +151,13 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 	if path, ok, gerr := p.index.Get(ctx, key); gerr != nil {
 		err = gerr
 	} else if ok {
-		_, err = p.sessions.owner(ctx, path)
+		var o *owner
+		if o, err = p.sessions.owner(ctx, path); err == nil && leaseEnded(o) {
+			// Its lease was lost a moment ago and its watcher has not
+			// unloaded it yet: claiming now would race the watcher's
+			// leave of its items (leave.go).
+			return false
+		}
 	} else {
 		var item inboxItem
 		if json.Unmarshal(first.Data, &item) != nil {
