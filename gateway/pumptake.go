@@ -207,8 +207,10 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 			continue
 		}
 		if k := item.In.DedupKey; k != "" && len(items) > 1 {
-			// Two items of one event: a refused admission whose answer
-			// was lost enqueued it after all, and its redelivery came
+			// Two items of one event: an admission without a token of
+			// its own run again after a lost answer, or a refused one
+			// whose dedupe key could not be kept (Forget keeps a key
+			// that names its enqueued item), and its redelivery came
 			// with it (a take hands over what lost answers took).
 			if events[k] {
 				p.log.Info("inbox: a second item of one event dropped", "id", it.ID, "key", k)
