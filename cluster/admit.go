@@ -8,6 +8,11 @@ import "time"
 type Admission struct {
 	// Dedupe is the event's dedupe key ("": not deduplicated).
 	Dedupe string
+	// Seen is, when Dedupe is "", the dedupe key an earlier step recorded
+	// for the event (Seen): the enqueued item's id is noted in it, so
+	// forgetting it after a refusal whose answer was lost keeps the key
+	// (the item is in the inbox) and the redelivery is a duplicate.
+	Seen string
 	// Budget is the sender budget's key ("": not budgeted).
 	Budget string
 	// Key and Data are the inbox item: its location and its contents.

@@ -31,9 +31,10 @@ type InboxItem struct {
 // inboxRecord is one line of the inbox file.
 type inboxRecord struct {
 	// Op is add (accepted by this process), keep (carried over by the
-	// compaction at open), try (a replay begins), ack, quarantine, held (a
-	// quarantined item carried over) or clean (the process closed the
-	// inbox: nothing it handled crashed it).
+	// compaction at open), try (a replay begins), cut (its handling was
+	// cut: one crash more, and no longer this process's; Leave), ack,
+	// quarantine, held (a quarantined item carried over) or clean (the
+	// process closed the inbox: nothing it handled crashed it).
 	Op      string          `json:"op"`
 	ID      string          `json:"id,omitempty"`
 	Key     string          `json:"key,omitempty"`
@@ -149,6 +150,11 @@ func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 		handled[rec.ID] = rec.Op == "add"
 	case "try":
 		handled[rec.ID] = true
+	case "cut":
+		if it, ok := ib.pending[rec.ID]; ok {
+			it.Crashes++
+			handled[rec.ID] = false
+		}
 	case "ack":
 		delete(ib.pending, rec.ID)
 	case "quarantine":

@@ -51,12 +51,56 @@ func (ib *Inbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
 }
 
 // Claim takes over the items of key that a process which ended (crashed,
-// or stopped before it acknowledged them) was handling, oldest first, and
-// records durably that this process handles them now, so a crash of this
-// one counts against them too. In the embedded inbox every item carried
-// over from an earlier process is such an item.
+// or stopped before it acknowledged them) was handling, or that this one
+// left (Leave), oldest first, and records durably that this process
+// handles them now, so a crash of this one counts against them too. In
+// the embedded inbox every item carried over from an earlier process is
+// such an item.
 func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
 	return ib.take(ctx, key, heldByDead)
+}
+
+// Leave tells the inbox that this process no longer handles the items of
+// key it took (Consume, Claim): the lease of their session was lost or
+// released. The next Claim hands them over again. With cut (the lease was
+// lost: their runs were stopped unrecorded) each counts one crash, durably,
+// as if this process had crashed while it handled them, and a later crash
+// of this process does not count them again.
+func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
+	ib.mu.Lock()
+	var ids []string
+	for _, id := range ib.order {
+		if it, ok := ib.pending[id]; ok && it.Key == key && ib.holders[id] == heldBySelf {
+			ids = append(ids, id)
+		}
+	}
+	ib.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	if cut {
+		var buf []byte
+		for _, id := range ids {
+			line, _ := json.Marshal(inboxRecord{Op: "cut", ID: id, Key: key})
+			buf = append(append(buf, line...), '\n')
+		}
+		if err := ib.f.WriteSync(buf); err != nil {
+			return fmt.Errorf("cluster: inbox leave: %w", err)
+		}
+	}
+	ib.mu.Lock()
+	defer ib.mu.Unlock()
+	for _, id := range ids {
+		it, ok := ib.pending[id]
+		if !ok || ib.holders[id] != heldBySelf {
+			continue // acknowledged meanwhile
+		}
+		ib.holders[id] = heldByDead
+		if cut {
+			it.Crashes++
+		}
+	}
+	return nil
 }
 
 // take moves the items of key held by from to this process.

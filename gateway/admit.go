@@ -60,9 +60,10 @@ func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxIte
 	switch {
 	case err != nil:
 		// Refused: the platform delivers it again. The answer may have
-		// been lost after the item was enqueued; the dedupe key is
-		// forgotten all the same, since a message lost is worse than a
-		// copy, which its session recognises.
+		// been lost after the item was enqueued: then the dedupe key
+		// records the item's id and Forget keeps it (rediscluster), so
+		// the redelivery is a duplicate and the item is answered; else
+		// it is forgotten and the redelivery taken.
 		if in.DedupKey != "" {
 			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
 				i.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)

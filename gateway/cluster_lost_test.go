@@ -24,8 +24,9 @@ func TestClusterLostAnswerTakesAgain(t *testing.T) {
 		name string
 		// rerun: the client runs the admission again; else A refuses the
 		// message, which the platform may deliver again (redeliver)
-		// before A takes the key again: the copy comes with the lost
-		// answer's items and is dropped.
+		// before A takes the key again: the refusal kept the dedupe key,
+		// which names the item the lost answer enqueued, so the copy is
+		// a duplicate.
 		rerun, redeliver bool
 	}{
 		{"run again", true, false},

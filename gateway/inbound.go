@@ -52,13 +52,20 @@ func (g *Gateway) route(ctx context.Context, p *pending, take takeOver) {
 }
 
 // ackAll tells the inbox the messages are done with: their run finished,
-// or they were dropped on purpose.
-func (g *Gateway) ackAll(ctx context.Context, ps []*pending) {
+// or they were dropped on purpose. In cluster mode a failed Ack is tried
+// again while lease, their session's, lives (ackretry.go).
+func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending) {
 	for _, p := range ps {
 		for _, ref := range p.inboxRefs() {
-			if err := g.inbox.Ack(ctx, ref.key, ref.id); err != nil {
-				g.log.Warn("inbox ack", "err", err)
+			err := g.inbox.Ack(ctx, ref.key, ref.id)
+			if err == nil {
+				continue
 			}
+			if g.pump != nil && g.pump.acks.add(ref, lease) {
+				g.log.Warn("inbox ack; trying again", "key", ref.key, "id", ref.id, "err", err)
+				continue
+			}
+			g.log.Warn("inbox ack", "key", ref.key, "id", ref.id, "err", err)
 		}
 	}
 }

@@ -203,7 +203,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	if i.admit != nil {
 		// Enqueued, and taken at once if this replica holds the session.
 		var res cluster.Admitted
-		res, err = i.admit(ctx, cluster.Admission{Key: key, Data: data})
+		res, err = i.admit(ctx, cluster.Admission{Key: key, Data: data, Seen: in.DedupKey})
 		id = res.ID
 	} else {
 		var durable func() error
@@ -230,7 +230,9 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	}
 	if err != nil {
 		// Not acknowledged: the platform sends it again, and a copy
-		// that already reached its session is recognised there.
+		// that already reached its session is recognised there. (A
+		// shared dedupe keeps a key whose item the admission enqueued
+		// before its answer was lost: the redelivery is a duplicate.)
 		if in.DedupKey != "" {
 			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
 				// The redelivery will be dropped as a duplicate.

@@ -71,6 +71,19 @@ func (c *locatedCache) forgetOwners(gone ...*owner) {
 	}
 }
 
+// keysOf lists the locations bound to o that are not in skip.
+func (c *locatedCache) keysOf(o *owner, skip map[string]bool) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var keys []string
+	for k, b := range c.bound {
+		if b == o && !skip[k] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // reset drops every location (the registry unloads every owner).
 func (c *locatedCache) reset() {
 	c.mu.Lock()

@@ -56,6 +56,9 @@ type ownerDeps struct {
 	route func(ctx context.Context, p *pending, take takeOver)
 	// ack tells the inbox messages are done with (Gateway.ackAll).
 	ack func(ctx context.Context, ps []*pending)
+	// leave tells the inbox the owner no longer handles the items it
+	// took, its lease lost (cut) or released (Gateway.leaveInbox).
+	leave func(o *owner, cut bool)
 	// receiveFile saves a file of a message into the workspace.
 	receiveFile func(ctx context.Context, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
 	// forget removes o from the loaded owners if it is still there
@@ -146,6 +149,9 @@ func (o *owner) watchLease() {
 	// Not a word more to the chat: the replica that takes the session
 	// over tells the user (shared.go).
 	o.silenceAll()
+	if o.leave != nil {
+		o.leave(o, true) // cut, before close leaves them as released
+	}
 	o.forget(o)
 	o.close()
 }
@@ -226,5 +232,8 @@ func (o *owner) close() {
 	}
 	if o.lease != nil {
 		release(context.Background(), o.log, o.lease)
+	}
+	if o.leave != nil {
+		o.leave(o, false)
 	}
 }

@@ -151,7 +151,13 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 	if path, ok, gerr := p.index.Get(ctx, key); gerr != nil {
 		err = gerr
 	} else if ok {
-		_, err = p.sessions.owner(ctx, path)
+		var o *owner
+		if o, err = p.sessions.owner(ctx, path); err == nil && leaseEnded(o) {
+			// Its lease was lost a moment ago and its watcher has not
+			// unloaded it yet: claiming now would race the watcher's
+			// leave of its items (leave.go).
+			return false
+		}
 	} else {
 		var item inboxItem
 		if json.Unmarshal(first.Data, &item) != nil {
@@ -201,8 +207,10 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 			continue
 		}
 		if k := item.In.DedupKey; k != "" && len(items) > 1 {
-			// Two items of one event: a refused admission whose answer
-			// was lost enqueued it after all, and its redelivery came
+			// Two items of one event: an admission without a token of
+			// its own run again after a lost answer, or a refused one
+			// whose dedupe key could not be kept (Forget keeps a key
+			// that names its enqueued item), and its redelivery came
 			// with it (a take hands over what lost answers took).
 			if events[k] {
 				p.log.Info("inbox: a second item of one event dropped", "id", it.ID, "key", k)

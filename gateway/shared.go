@@ -103,6 +103,9 @@ type pump struct {
 	// resync takes a key again soon after a take of it failed: the take
 	// may have run, its answer lost (resync.go).
 	resync resyncs
+	// acks retries failed acknowledgements (ackretry.go) on a goroutine
+	// run owns.
+	acks *ackRetries
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -126,7 +129,8 @@ func newPump(g *Gateway) *pump {
 	probe, _ := g.locker.(leaseProbe)
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
-		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs()}
+		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs(),
+		acks: newAckRetries(g.inbox, g.log)}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).
@@ -137,12 +141,21 @@ func (p *pump) kick(key string) {
 	}
 }
 
-// run pumps until ctx ends. It owns the inbox's watch, which it stops
-// and waits for before it returns.
+// run pumps until ctx ends. It owns the inbox's watch and the retries of
+// failed acknowledgements, which it stops and waits for before it
+// returns.
 func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.poll)
 	defer t.Stop()
 	defer p.resync.stop()
+	if p.acks != nil {
+		acked := make(chan struct{})
+		go func() {
+			defer close(acked)
+			p.acks.run(ctx)
+		}()
+		defer func() { <-acked }()
+	}
 	if p.watch != nil {
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})

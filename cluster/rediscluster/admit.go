@@ -21,8 +21,10 @@ import (
 // seq, touched set of this consumer, crash counts of the stream.
 // ARGV: dedupe token ("" when not deduplicated), dedupe TTL in ms, budget
 // rate ("" when not budgeted), burst, now, call token, data, location
-// key, consumer, notice channel, "take" or "", and the id above which
-// the items this consumer holds came with lost answers (Inbox.given).
+// key, consumer, notice channel, "take" or "", the id above which
+// the items this consumer holds came with lost answers (Inbox.given), and
+// "mark" when KEYS[1] is a dedupe key an earlier step set (Admission.Seen)
+// that is to record the item's id, as a deduplicated admission's does.
 //
 // It returns {"dup"}, {"wait", µs} or {"ok", id, then id, data, n,
 // crashes for each item taken}. The dedupe key records the call's token
@@ -61,6 +63,11 @@ else
   local id = enqueue(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], ARGV[8], ARGV[9])
   if ARGV[1] ~= '' then
     redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'KEEPTTL')
+  elseif ARGV[13] == 'mark' then
+    local v = redis.call('GET', KEYS[1])
+    if v and not string.find(v, ' ', 1, true) then
+      redis.call('SET', KEYS[1], v .. ' ' .. id, 'KEEPTTL')
+    end
   end
   out = {'ok', id}
   if ARGV[11] ~= 'take' then
@@ -97,6 +104,10 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 		}
 		dedupeKey, token = a.prefix+ad.Dedupe, t
 	}
+	mark := ""
+	if ad.Dedupe == "" && ad.Seen != "" {
+		dedupeKey, mark = a.prefix+ad.Seen, "mark"
+	}
 	// Placeholders in the inbox's slot when there is no budget: a Redis
 	// Cluster checks every key a script names, used or not.
 	budgetKeys, rate := []string{ib.base + "b:", ib.base + "b::pause"}, ""
@@ -114,7 +125,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.stream(ad.Key), ib.base + "keys", ib.base + "seq",
 		ib.touched(), ib.base + "c:" + ad.Key}
 	res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
-		call, ad.Data, ad.Key, ib.consumer, ib.channel(), take, since).Slice()
+		call, ad.Data, ad.Key, ib.consumer, ib.channel(), take, since, mark).Slice()
 	if err != nil {
 		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
 	}

@@ -235,3 +235,88 @@ func TestAdmitRunAgainAfterALostAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestForgetKeepsAnEnqueuedEvent: a refused admission forgets its dedupe
+// key so the platform's redelivery is taken, but when the refusal's
+// answer was lost after the script enqueued the item (the key records the
+// item's id), the key stays: the redelivery is a duplicate, not a second
+// item of one event. The same holds for an event deduplicated by an
+// earlier step (Seen, SeenReserve) and enqueued with Admission.Seen. A key
+// whose event was not enqueued (over budget, or seen only) is forgotten.
+func TestForgetKeepsAnEnqueuedEvent(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := t.Context()
+			a, ib, _ := admitReplica(t, b, "replica-a")
+			admit := func(ad cluster.Admission) cluster.Admitted {
+				t.Helper()
+				res, err := a.Admit(ctx, ad)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			forget := func(key string) {
+				t.Helper()
+				if err := a.Forget(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seen := func(key string) bool {
+				t.Helper()
+				dup, err := a.Seen(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return dup
+			}
+
+			// Admitted, its answer lost: the intake forgets the key.
+			admit(cluster.Admission{Dedupe: "e1", Key: "loc", Data: []byte(`"one"`)})
+			forget("e1")
+			if res := admit(cluster.Admission{Dedupe: "e1", Key: "loc", Data: []byte(`"one"`)}); !res.Dup {
+				t.Fatalf("the redelivery of an enqueued event: %+v, want a duplicate", res)
+			}
+
+			// Seen first, then enqueued (a message that opens a thread).
+			if seen("e2") {
+				t.Fatal("e2 seen before")
+			}
+			admit(cluster.Admission{Seen: "e2", Key: "loc", Data: []byte(`"two"`)})
+			forget("e2")
+			if !seen("e2") {
+				t.Fatal("the redelivery of an event enqueued after Seen was taken again")
+			}
+			if got := itemData(pendingItems(t, ib, "loc")); !slices.Equal(got, []string{`"one"`, `"two"`}) {
+				t.Fatalf("pending %q, want one item of each event", got)
+			}
+
+			// Not enqueued: forgotten, so the redelivery is taken.
+			if seen("e3") {
+				t.Fatal("e3 seen before")
+			}
+			forget("e3")
+			if seen("e3") {
+				t.Fatal("an event refused before its item was enqueued stays a duplicate")
+			}
+			admit(cluster.Admission{Dedupe: "e4", Budget: "u", Key: "loc", Data: []byte(`"four"`)})
+			admit(cluster.Admission{Dedupe: "e5", Budget: "u", Key: "loc", Data: []byte(`"five"`)})
+			if res := admit(cluster.Admission{Dedupe: "e6", Budget: "u", Key: "loc", Data: []byte(`"six"`)}); res.Wait <= 0 {
+				t.Fatalf("third event of a burst of 2: %+v, want over budget", res)
+			}
+			forget("e6")
+			if seen("e6") {
+				t.Fatal("an event refused over budget stays a duplicate")
+			}
+		})
+	}
+}
+
+func pendingItems(t *testing.T, ib *rediscluster.Inbox, key string) []cluster.InboxItem {
+	t.Helper()
+	items, err := ib.Pending(t.Context(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
+}

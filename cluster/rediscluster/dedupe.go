@@ -56,9 +56,24 @@ func (d *Dedupe) Seen(ctx context.Context, key string) (bool, error) {
 	return n == 1, nil
 }
 
-// Forget removes key, so a redelivery is accepted again.
+// forgetScript deletes the dedupe key KEYS[1] unless it records an
+// inbox item's id ("token id", written by the admission that enqueued
+// the event's item): it returns 1 when it deleted it.
+var forgetScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.find(v, ' ', 1, true) then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// Forget removes key, so a redelivery is accepted again: the caller
+// refused its event (a failed enqueue, an admission whose answer never
+// came). A key an admission recorded its event's item in (Admit) stays:
+// the item is in the inbox and will be answered (a refusal whose answer
+// was lost after the script ran), so the redelivery is a duplicate
+// rather than a second item.
 func (d *Dedupe) Forget(ctx context.Context, key string) error {
-	if err := d.rdb.Del(ctx, d.prefix+key).Err(); err != nil {
+	if err := forgetScript.Run(ctx, d.rdb, []string{d.prefix + key}).Err(); err != nil {
 		return fmt.Errorf("rediscluster: dedupe forget: %w", err)
 	}
 	return nil

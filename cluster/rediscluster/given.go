@@ -22,8 +22,10 @@ import (
 //
 // A key whose items in hand all ended is forgotten (since is then "0":
 // everything the consumer still holds of it came with a lost answer), so
-// it costs memory only while its items are being handled. Takes of one
-// key must not overlap (the gateway takes a key's items under its gate).
+// it costs memory only while its items are being handled; so is a key
+// this process left (Inbox.Leave: its session's lease was lost or
+// released), whose items another replica may end. Takes of one key must
+// not overlap (the gateway takes a key's items under its gate).
 type given struct {
 	mu   sync.Mutex
 	keys map[string]*givenKey
@@ -93,6 +95,23 @@ func (g *given) ended(key, id string) {
 	if len(k.ids) == 0 {
 		delete(g.keys, key)
 	}
+}
+
+// forget drops what is remembered of key and returns the ids that were
+// in hand.
+func (g *given) forget(key string) []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := g.keys[key]
+	if k == nil {
+		return nil
+	}
+	delete(g.keys, key)
+	ids := make([]string, 0, len(k.ids))
+	for id := range k.ids {
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // idAfter reports whether stream id a comes after b ("ms-seq"; "0" is

@@ -17,7 +17,8 @@ type Hook interface {
 
 // LostAnswers is a go-redis hook that loses the inbox's answers: while
 // FailTakes is set, the inbox's takes (Consume, Claim) fail before they
-// reach Redis; the first admission that takes items (Admit with Take)
+// reach Redis, and while FailAcks is set, so do its acknowledgements
+// (Ack); the first admission that takes items (Admit with Take)
 // after LoseNextAdmit runs in Redis and its answer is lost, and the
 // client then runs it again (Rerun, as go-redis does after a read
 // timeout) or the caller gets an error.
@@ -29,6 +30,8 @@ type LostAnswers struct {
 	takesError int
 	loseAdmit  bool
 	admitsLost int
+	failAcks   bool
+	acksError  int
 }
 
 var _ Hook = (*LostAnswers)(nil)
@@ -38,6 +41,20 @@ func (h *LostAnswers) FailTakes(on bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.failTakes = on
+}
+
+// FailAcks makes the inbox's acknowledgements fail (on) or pass again.
+func (h *LostAnswers) FailAcks(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failAcks = on
+}
+
+// AcksFailed returns how many acknowledgements failed so far.
+func (h *LostAnswers) AcksFailed() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.acksError
 }
 
 // LoseNextAdmit loses the answer of the next admission that takes.
@@ -72,6 +89,10 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if failTake {
 			h.takesError++
 		}
+		failAck := kind == "ack" && h.failAcks
+		if failAck {
+			h.acksError++
+		}
 		lose := kind == "admit" && h.loseAdmit
 		if lose {
 			h.loseAdmit = false
@@ -80,6 +101,10 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		switch {
 		case failTake:
 			err := errors.New("redistest: take not sent")
+			cmd.SetErr(err)
+			return err
+		case failAck:
+			err := errors.New("redistest: ack not sent")
 			cmd.SetErr(err)
 			return err
 		case lose:
@@ -100,9 +125,10 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// scriptKind tells the inbox's take script ("take": 3 keys, the first a
-// stream) and the admission script run with Take ("admit": 8 keys, its
-// eleventh argument "take") from any other command.
+// scriptKind tells the inbox's take script ("take": 3 keys, its third
+// argument "consume" or "claim"), its end script acknowledging an item ("ack": 5 keys, its
+// fourth argument "ack") and the admission script run with Take ("admit":
+// 8 keys, its eleventh argument "take") from any other command.
 func scriptKind(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 3 {
@@ -110,7 +136,15 @@ func scriptKind(cmd redis.Cmder) string {
 	}
 	switch fmt.Sprint(args[2]) {
 	case "3":
-		return "take"
+		if len(args) > 3+3+2 {
+			if m := fmt.Sprint(args[3+3+2]); m == "consume" || m == "claim" {
+				return "take"
+			}
+		}
+	case "5":
+		if len(args) > 3+5+3 && fmt.Sprint(args[3+5+3]) == "ack" {
+			return "ack"
+		}
 	case "8":
 		if len(args) > 3+8+10 && fmt.Sprint(args[3+8+10]) == "take" {
 			return "admit"

@@ -1,0 +1,124 @@
+package gateway_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
+	"github.com/pibot/pibot/cluster/rediscluster"
+	"github.com/pibot/pibot/cluster/rediscluster/redistest"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+// TestClusterLeaseLostTwiceQuarantines: a message whose run keeps losing
+// its session's lease (the lease is gone from Redis while the run
+// streams, as when its handling stalls the replica past the TTL) is
+// replayed once, then quarantined, as a message that crashed pibot twice
+// is: its sender is told, and the model is not asked a third time.
+// Before, a replay after a lost lease counted nothing, and the message
+// looped.
+func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
+	probe, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok").WithDelay(time.Second))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, leaseTTL: 2 * time.Second})
+	clusterSay(t, ad, model, 0, "first")
+	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
+	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
+	if err != nil || path == "" {
+		t.Fatalf("index: %q, %v", path, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cutLease := func(try int) {
+		t.Helper()
+		n, err := probe.Del(ctx, prefix+"{lease:"+path+"}:lock").Result()
+		if err != nil || n != 1 {
+			t.Fatalf("run %d: delete the session's lease: %d, %v", try, n, err)
+		}
+	}
+
+	w := model.expect("stall")
+	in := benchMessage(ad.Platform(), 1, 1, "stall")
+	in.User = chat.User{ID: "u1", Name: "User"}
+	in.DedupKey = "say:1"
+	if err := ad.Inject(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; try <= 2; try++ {
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			t.Fatalf("run %d of the message never started; chat: %q", try, ad.Messages(conv))
+		}
+		w = model.expect("stall")
+		cutLease(try)
+	}
+	quarantined := func([]chattest.Call) bool {
+		for _, m := range ad.Messages(conv) {
+			if strings.Contains(m, "set aside") {
+				return true
+			}
+		}
+		return false
+	}
+	if err := ad.WaitFor(ctx, quarantined); err != nil {
+		t.Fatalf("the message two lost leases cut was not quarantined; chat: %q", ad.Messages(conv))
+	}
+	select {
+	case <-w.started:
+		t.Fatal("the quarantined message was run a third time")
+	default:
+	}
+	// The conversation goes on.
+	clusterSay(t, ad, model, 2, "after")
+}
+
+// TestClusterFailedAckIsRetried: the acknowledgement of a message whose
+// run ended fails (Redis does not answer it); once Redis answers again,
+// the item leaves the inbox, well before the session's lease (a minute)
+// would end. Before, it stayed pending until the lease ended.
+func TestClusterFailedAckIsRetried(t *testing.T) {
+	probe, prefix := redistest.LocalPrefix(t, "gateway")
+	h := &redistest.LostAnswers{}
+	model := newStampModel(faux.Text("ok"))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour, leaseTTL: time.Minute, hook: h})
+	clusterSay(t, ad, model, 0, "first") // the replica holds the session
+	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
+	inbox, err := rediscluster.OpenInbox(t.Context(), probe, rediscluster.Options{Prefix: prefix}, "observer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	waitPending := func(what string, want int) {
+		t.Helper()
+		for {
+			items, err := inbox.Pending(ctx, conv.Key())
+			if err == nil && len(items) == want {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: %d items pending (%v), want %d", what, len(items), err, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitPending("after the first message", 0)
+
+	h.FailAcks(true)
+	clusterSay(t, ad, model, 1, "second")
+	for h.AcksFailed() < 2 { // the ack, and a retry
+		if ctx.Err() != nil {
+			t.Fatalf("%d acknowledgements failed, want the ack and a retry", h.AcksFailed())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitPending("while acks fail", 1)
+	h.FailAcks(false)
+	waitPending("once Redis answers acks again", 0)
+}
