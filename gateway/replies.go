@@ -77,6 +77,7 @@ func (j *replyJournal) update(ctl *stream.Controller, w replyWriter) {
 		return
 	}
 	j.journaled = refs
+	growJournalStack()
 	// Written to the file at once (SyncWritten: a crash of pibot cannot
 	// lose it, so a restart finds the reply to mark or finish), without
 	// an fsync of its own (at 1,000 busy conversations an fsync per reply

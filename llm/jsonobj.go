@@ -159,6 +159,20 @@ func (w *objWriter) contents(k string, cs []Content) {
 	w.buf.WriteByte(']')
 }
 
+// usage writes key:u as val does, without encoding/json when it can
+// (usagejson.go).
+func (w *objWriter) usage(k string, u *Usage) {
+	if w.err != nil {
+		return
+	}
+	if !u.plainJSON() {
+		w.val(k, *u)
+		return
+	}
+	w.key(k)
+	w.buf.Write(u.appendJSON(w.buf.AvailableBuffer()))
+}
+
 func (w *objWriter) extra(fs []Field) {
 	for _, f := range fs {
 		w.val(f.Key, f.Value)

@@ -58,6 +58,9 @@ type Usage struct {
 
 // MarshalJSON writes usage in pi's key order.
 func (u Usage) MarshalJSON() ([]byte, error) {
+	if u.plainJSON() {
+		return u.appendJSON(make([]byte, 0, 160)), nil
+	}
 	w := newObjWriter()
 	w.val("input", u.Input)
 	w.val("output", u.Output)
@@ -237,7 +240,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		if m.ResponseModel != "" {
 			w.val("responseModel", m.ResponseModel)
 		}
-		w.val("usage", m.Usage)
+		w.usage("usage", &m.Usage)
 		w.val("stopReason", string(m.StopReason))
 		if m.ErrorMessage != "" {
 			w.val("errorMessage", m.ErrorMessage)

@@ -20,11 +20,12 @@ const AbortedMessage = "Request was aborted"
 // Builder accumulates one assistant message. It is not safe for concurrent
 // use; one Stream call owns one Builder.
 type Builder struct {
-	info    llm.ModelInfo
-	yield   func(llm.Event) bool
-	msg     llm.Message
-	args    map[int]*strings.Builder // raw tool-call JSON or growing text per block
-	open    map[int]bool
+	info  llm.ModelInfo
+	yield func(llm.Event) bool
+	msg   llm.Message
+	// blocks is the state of each content block, by index (a slice, not
+	// maps: every streamed token looks its block up).
+	blocks  []block
 	stopped bool
 	ended   bool
 }
@@ -38,8 +39,6 @@ func New(info llm.ModelInfo, yield func(llm.Event) bool, now func() time.Time) *
 	return &Builder{
 		info:  info,
 		yield: yield,
-		args:  map[int]*strings.Builder{},
-		open:  map[int]bool{},
 		msg: llm.Message{
 			Role:       llm.RoleAssistant,
 			Content:    []llm.Content{},
@@ -84,27 +83,51 @@ func (b *Builder) Start() bool {
 	return b.emit(llm.Event{Type: llm.EventStart, Partial: &b.msg})
 }
 
-func (b *Builder) add(c llm.Content, typ llm.EventType) (int, bool) {
+// block is the state of one content block.
+type block struct {
+	open bool
+	// raw is a tool call's raw JSON, or the growing text of a text or
+	// thinking block; nil until its first delta for text.
+	raw *strings.Builder
+}
+
+// block returns the state of block i, nil for an index out of range.
+func (b *Builder) block(i int) *block {
+	if i < 0 || i >= len(b.blocks) {
+		return nil
+	}
+	return &b.blocks[i]
+}
+
+// isOpen reports whether block i has started and not ended.
+func (b *Builder) isOpen(i int) bool {
+	st := b.block(i)
+	return st != nil && st.open
+}
+
+func (b *Builder) add(c llm.Content, typ llm.EventType, raw *strings.Builder) (int, bool) {
 	b.msg.Content = append(b.msg.Content, c)
 	i := len(b.msg.Content) - 1
-	b.open[i] = true
+	for len(b.blocks) <= i {
+		b.blocks = append(b.blocks, block{})
+	}
+	b.blocks[i] = block{open: true, raw: raw}
 	return i, b.emit(llm.Event{Type: typ, ContentIndex: i, Partial: &b.msg})
 }
 
 // TextStart opens a text block and returns its index.
 func (b *Builder) TextStart() (int, bool) {
-	return b.add(llm.Content{Type: llm.ContentText}, llm.EventTextStart)
+	return b.add(llm.Content{Type: llm.ContentText}, llm.EventTextStart, nil)
 }
 
 // ThinkingStart opens a thinking block and returns its index.
 func (b *Builder) ThinkingStart() (int, bool) {
-	return b.add(llm.Content{Type: llm.ContentThinking}, llm.EventThinkingStart)
+	return b.add(llm.Content{Type: llm.ContentThinking}, llm.EventThinkingStart, nil)
 }
 
 // ToolCallStart opens a tool-call block and returns its index.
 func (b *Builder) ToolCallStart(id, name string) (int, bool) {
-	b.args[len(b.msg.Content)] = &strings.Builder{}
-	return b.add(llm.Content{Type: llm.ContentToolCall, ID: id, Name: name, Arguments: json.RawMessage("{}")}, llm.EventToolCallStart)
+	return b.add(llm.Content{Type: llm.ContentToolCall, ID: id, Name: name, Arguments: json.RawMessage("{}")}, llm.EventToolCallStart, &strings.Builder{})
 }
 
 // Block returns block i for provider-specific updates (signatures, ids).
@@ -117,7 +140,7 @@ func (b *Builder) Delta(i int, s string) bool {
 	if b.Stopped() {
 		return false
 	}
-	if !b.open[i] {
+	if !b.isOpen(i) {
 		return true
 	}
 	c := &b.msg.Content[i]
@@ -130,7 +153,7 @@ func (b *Builder) Delta(i int, s string) bool {
 		c.Thinking = b.grow(i, c.Thinking, s)
 		typ = llm.EventThinkingDelta
 	case llm.ContentToolCall:
-		ab := b.args[i]
+		ab := b.blocks[i].raw
 		ab.WriteString(s)
 		if out, ok := partialjson.Repair(ab.String()); ok && strings.HasPrefix(out, "{") {
 			c.Arguments = json.RawMessage(out)
@@ -143,15 +166,16 @@ func (b *Builder) Delta(i int, s string) bool {
 }
 
 // IsOpen reports whether block i has started and not ended.
-func (b *Builder) IsOpen(i int) bool { return b.open[i] }
+func (b *Builder) IsOpen(i int) bool { return b.isOpen(i) }
 
 // grow appends s to the text of block i in amortised constant time.
 func (b *Builder) grow(i int, cur, s string) string {
-	sb := b.args[i]
+	st := &b.blocks[i]
+	sb := st.raw
 	if sb == nil {
 		sb = &strings.Builder{}
 		sb.WriteString(cur)
-		b.args[i] = sb
+		st.raw = sb
 	}
 	sb.WriteString(s)
 	return sb.String()
@@ -160,27 +184,28 @@ func (b *Builder) grow(i int, cur, s string) string {
 // End closes block i and emits its end event. Ending a closed block does
 // nothing.
 func (b *Builder) End(i int) bool {
-	if !b.open[i] {
+	if !b.isOpen(i) {
 		return !b.Stopped()
 	}
-	delete(b.open, i)
+	st := &b.blocks[i]
+	st.open = false
 	c := &b.msg.Content[i]
 	switch c.Type {
 	case llm.ContentText:
-		delete(b.args, i)
+		st.raw = nil
 		return b.emit(llm.Event{Type: llm.EventTextEnd, ContentIndex: i, Content: c.Text, Partial: &b.msg})
 	case llm.ContentThinking:
-		delete(b.args, i)
+		st.raw = nil
 		return b.emit(llm.Event{Type: llm.EventThinkingEnd, ContentIndex: i, Content: c.Thinking, Partial: &b.msg})
 	case llm.ContentToolCall:
-		if ab := b.args[i]; ab != nil {
+		if ab := st.raw; ab != nil {
 			raw := ab.String()
 			if json.Valid([]byte(raw)) && strings.HasPrefix(strings.TrimSpace(raw), "{") {
 				c.Arguments = json.RawMessage(strings.TrimSpace(raw))
 			} else {
 				c.Arguments = partialjson.Object(raw)
 			}
-			delete(b.args, i)
+			st.raw = nil
 		}
 		tc := *c
 		return b.emit(llm.Event{Type: llm.EventToolCallEnd, ContentIndex: i, ToolCall: &tc, Partial: &b.msg})
@@ -212,7 +237,7 @@ func (b *Builder) HasToolCalls() bool {
 
 func (b *Builder) closeOpen() bool {
 	for i := range b.msg.Content {
-		if b.open[i] && !b.End(i) {
+		if b.isOpen(i) && !b.End(i) {
 			return false
 		}
 	}
@@ -241,14 +266,12 @@ func (b *Builder) Done(reason llm.StopReason) *llm.Message {
 // Fail emits the terminal error event with reason error or aborted and the
 // partial content kept. Open blocks are left without end events, like pi.
 func (b *Builder) Fail(reason llm.StopReason, text string) *llm.Message {
-	for i := range b.open {
-		delete(b.open, i)
-	}
-	for i, ab := range b.args {
-		if b.msg.Content[i].Type == llm.ContentToolCall {
-			b.msg.Content[i].Arguments = partialjson.Object(ab.String())
+	for i := range b.blocks {
+		st := &b.blocks[i]
+		if st.raw != nil && b.msg.Content[i].Type == llm.ContentToolCall {
+			b.msg.Content[i].Arguments = partialjson.Object(st.raw.String())
 		}
-		delete(b.args, i)
+		*st = block{}
 	}
 	b.msg.StopReason = reason
 	b.msg.ErrorMessage = text
