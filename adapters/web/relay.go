@@ -71,8 +71,7 @@ func newRelay(bus Bus, store *convStore, log *slog.Logger) *relay {
 // bus carries one adapter's events in the order of its logs.
 func (r *relay) messageLocked(conv string, m *message) {
 	if r.bus != nil {
-		c := *m
-		r.enqueue(relayed{From: r.store.epoch, Conv: conv, Msg: &c})
+		r.enqueue(relayed{From: r.store.epoch, Conv: conv, Msg: m})
 	}
 }
 
@@ -83,6 +82,8 @@ func (r *relay) noticeLocked(conv string, n notice) {
 	}
 }
 
+// enqueue encodes ev at once (its message may change after store.mu is
+// released) and queues it for the publisher.
 func (r *relay) enqueue(ev relayed) {
 	data, err := json.Marshal(ev)
 	if err != nil {
