@@ -7,9 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // The web chat in cluster mode: two real replicas with the web chat on,
@@ -223,6 +228,101 @@ func TestClusterWebChatAcrossReplicas(t *testing.T) {
 	if ev := otherConv.until(t, "an event", func(webEvent) bool { return true }); ev.ID != "u-n1" {
 		t.Fatalf("wc2's browser got %+v first", ev)
 	}
+	a.stop()
+	b.stop()
+}
+
+// clusterChromium returns the path of a Chromium binary, skipping the
+// test when there is none.
+func clusterChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium binary found (apt-get install -y chromium)")
+	return ""
+}
+
+// tabWait polls js in tab until it yields a string containing sub.
+func tabWait(t *testing.T, tab context.Context, what, js, sub string) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, err := chromedp.Run(tab, chromedp.Evaluate[string](js))
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if strings.Contains(s, sub) {
+			return
+		}
+		last = s
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 60s; page shows %q", what, last)
+		}
+	}
+}
+
+// TestClusterWebChatInBrowser: two tabs of headless Chromium, one on
+// each replica, show one conversation. Whichever replica holds its
+// session, both tabs show every message and reply live, whichever tab
+// sent it; a reload rebuilds the conversation from the session.
+func TestClusterWebChatInBrowser(t *testing.T) {
+	execPath := clusterChromium(t)
+	w := newClusterWorld(t)
+	a, b := w.startWith(replicaOpts{web: true}), w.startWith(replicaOpts{web: true})
+	w.logOnFailure(a, b)
+	w.waitWebSubscribers(2)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(execPath),
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Headless, chromedp.WindowSize(1000, 800))
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	tabA, cancelA := chromedp.NewContext(actx)
+	defer cancelA()
+	const jsConnected = `document.querySelector('#conn.ok') ? "ok" : ""`
+	if _, err := chromedp.Run(tabA, chromedp.Navigate(a.base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	tabWait(t, tabA, "connection on A", jsConnected, "ok")
+	conv, err := chromedp.Run(tabA, chromedp.Evaluate[string](`localStorage.getItem("pibot.conv") || ""`))
+	if err != nil || conv == "" {
+		t.Fatalf("conversation id %q: %v", conv, err)
+	}
+	// The second tab opens the same conversation on replica B.
+	tabB, cancelB := chromedp.NewContext(tabA)
+	defer cancelB()
+	if _, err := chromedp.Run(tabB, chromedp.Navigate(b.base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	tabWait(t, tabB, "connection on B", jsConnected, "ok")
+	if _, err := chromedp.Run(tabB, chromedp.Evaluate[string](`localStorage.setItem("pibot.conv", `+strconv.Quote(conv)+`), ""`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(tabB, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	tabWait(t, tabB, "connection on B", jsConnected, "ok")
+
+	const jsBodies = `Array.from(document.querySelectorAll('.msg .body')).map(b => b.textContent).join("\n")`
+	for i, from := range []context.Context{tabA, tabB, tabA} {
+		text := fmt.Sprintf("message %d from tab %c", i, "ABA"[i])
+		if err := chromedp.Do(from, chromedp.SendKeys(chromedp.CSS("#input"), text+kb.Enter)); err != nil {
+			t.Fatal(err)
+		}
+		for name, tab := range map[string]context.Context{"A": tabA, "B": tabB} {
+			tabWait(t, tab, "the reply to "+text+" in tab "+name, jsBodies, "You said: "+text)
+		}
+	}
+	// A reload on either replica shows the whole conversation.
+	if err := chromedp.Do(tabB, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	tabWait(t, tabB, "the rebuilt conversation", jsBodies, "You said: message 2 from tab A")
+	tabWait(t, tabB, "the rebuilt conversation", jsBodies, "message 0 from tab A")
 	a.stop()
 	b.stop()
 }

@@ -140,18 +140,12 @@ func (r *relay) publish(ctx context.Context) {
 		select {
 		case data := <-r.queue:
 			send(ctx, data)
-			continue
 		case <-ctx.Done():
-		}
-		break
-	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
-	defer cancel()
-	for fctx.Err() == nil {
-		select {
-		case data := <-r.queue:
-			send(fctx, data)
-		default:
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+			defer cancel()
+			for fctx.Err() == nil && len(r.queue) > 0 {
+				send(fctx, <-r.queue)
+			}
 			return
 		}
 	}
