@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +224,82 @@ func TestRelayPublishesWhatRunDidNotSee(t *testing.T) {
 		if ev.ID == ref.ID && ev.Text == "early, edited" {
 			return
 		}
+	}
+}
+
+// TestRelayHealsALostEvent: events lost on the bus (a subscription
+// reconnecting) leave the other replica's browsers behind only until the
+// message changes again: each event carries the message's whole state.
+func TestRelayHealsALostEvent(t *testing.T) {
+	ctx := t.Context()
+	hub := webtest.NewHub()
+	as, _ := replicas(t, hub, 2)
+	a, b := as[0], as[1]
+	onA := openEvents(t, serve(t, a), "conv=c1", "")
+	onA.untilReady(t)
+	c := conv("c1", "")
+
+	hub.Cut(true)
+	before := hub.Published()
+	ref, err := b.Send(ctx, c, chat.Out{Markdown: "lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetStatus(ctx, c, "lost too"); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until B's publisher has handed both to the hub, which drops them.
+	for hub.Published() < before+2 {
+		waitABit()
+	}
+	hub.Cut(false)
+	if err := b.Edit(ctx, ref, chat.Out{Markdown: "found again"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := onA.next(t); ev.Type != "msg" || ev.ID != ref.ID || ev.Text != "found again" || ev.From != fromBot {
+		t.Fatalf("A's browser after the loss: %+v", ev)
+	}
+}
+
+// blockedBus is a bus whose publishes hang until their context ends, as
+// towards a Redis that does not answer.
+type blockedBus struct{}
+
+func (blockedBus) Publish(ctx context.Context, _ []byte) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (blockedBus) Subscribe(ctx context.Context, _ func([]byte)) error {
+	<-ctx.Done()
+	return nil
+}
+
+// TestRelayNeverHoldsUpTheChat: while the bus does not answer, the chat
+// goes on (the events beyond the queue are dropped) and Run still ends.
+func TestRelayNeverHoldsUpTheChat(t *testing.T) {
+	a := newAdapter(t, Config{Bus: blockedBus{}})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, (&recorder{}).sink) }()
+	for a.feeder.running() == nil {
+		waitABit()
+	}
+	srv := serve(t, a)
+	s := openEvents(t, srv, "conv=c1", "")
+	s.untilReady(t)
+	var last chat.MsgRef
+	for i := range relayQueue + 10 {
+		ref, err := a.Send(t.Context(), conv("c1", ""), chat.Out{Markdown: fmt.Sprint("m", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ref
+	}
+	for ev := s.next(t); ev.ID != last.ID; ev = s.next(t) {
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ type Hub struct {
 	mu   sync.Mutex
 	subs map[chan []byte]struct{}
 	cut  bool
-	// published counts payloads published, lost ones included.
+	// published counts the payloads published, lost ones included.
 	published int
 }
 
