@@ -26,6 +26,8 @@ type replicaOpts struct {
 	script string
 	// workspace is the tools' directory; empty: the default.
 	workspace string
+	// web turns the web chat on (it is off by default).
+	web bool
 }
 
 // startWith runs a replica with o, listening on a free port.
@@ -61,7 +63,7 @@ access:
   owners: ["telegram:%d"]
 adapters:
   web:
-    enabled: false
+    enabled: %t
   telegram:
     token: %q
     api_url: %s
@@ -75,7 +77,7 @@ agent:
   model: f/m%s
   queue:
     mode: followup
-`, w.data, addr, w.redis, w.prefix, w.leaseMs, clusterUser.ID, clusterToken, w.srv.URL, o.mode, hook, script, agent)
+`, w.data, addr, w.redis, w.prefix, w.leaseMs, clusterUser.ID, o.web, clusterToken, w.srv.URL, o.mode, hook, script, agent)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +47,10 @@ type Config struct {
 	Token secret.Secret
 	// Logger receives diagnostics; nil discards them.
 	Logger *slog.Logger
+	// Bus, when set, carries the chat's events between the replicas of a
+	// cluster, so that every replica's browsers see every reply; nil: the
+	// chat shows what this process writes.
+	Bus Bus
 }
 
 // RequireToken reports whether a web chat served on listenAddr
@@ -77,8 +83,10 @@ func isLoopbackHost(host string) bool {
 // The bot side (Send, Edit, SetStatus, Answer) writes to the conversation
 // logs (store); the browser side is the HTTP API (api), which hands
 // inbound events to the active Run (feeder) and serves history (history).
+// With a Bus the logs are shared with the other replicas (relay).
 type Adapter struct {
 	store   *convStore
+	relay   *relay
 	feeder  *feeder
 	history *historyAPI
 	api     *api
@@ -94,14 +102,16 @@ func New(cfg Config) (*Adapter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: assets: %w", err)
 	}
-	store := &convStore{epoch: strconv.FormatInt(time.Now().UnixNano(), 36), convs: make(map[string]*convLog)}
+	store := &convStore{epoch: newEpoch(), convs: make(map[string]*convLog)}
+	rl := newRelay(cfg.Bus, store, log)
 	fd := &feeder{log: log, started: make(chan struct{})}
 	hist := &historyAPI{log: log}
 	return &Adapter{
 		store:   store,
+		relay:   rl,
 		feeder:  fd,
 		history: hist,
-		api:     &api{static: static, token: cfg.Token, log: log, store: store, feeder: fd, history: hist},
+		api:     &api{static: static, token: cfg.Token, log: log, store: store, relay: rl, feeder: fd, history: hist},
 	}, nil
 }
 
@@ -125,9 +135,20 @@ func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 
 // Run hands browser events to sink until ctx ends, then waits for the
 // events being fed and returns nil. The HTTP API answers 503 while
-// Run is not active.
+// Run is not active. With a Bus, Run also publishes this adapter's events
+// to the other replicas and applies theirs; what is written while Run is
+// not active is published when it runs (up to a bounded queue).
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
-	return a.feeder.run(ctx, sink)
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.relay.run(rctx)
+	}()
+	err := a.feeder.run(ctx, sink)
+	cancel()
+	<-done
+	return err
 }
 
 // Handler returns the web chat's HTTP handler, to be mounted at "/". It
@@ -182,6 +203,7 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 	}
 	a.store.mu.Lock()
 	a.store.conv(conv.Channel).add(msg)
+	a.relay.messageLocked(conv.Channel, msg)
 	a.store.mu.Unlock()
 	return chat.MsgRef{Conv: conv, ID: msg.ID}, nil
 }
@@ -210,6 +232,7 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	msg.Text = m.Markdown
 	msg.Buttons = buttons
 	l.update(msg)
+	a.relay.messageLocked(ref.Conv.Channel, msg)
 	return nil
 }
 
@@ -220,7 +243,8 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 		return fmt.Errorf("web: status: %w", err)
 	}
 	a.store.mu.Lock()
-	a.store.conv(conv.Channel).status(conv.Thread, status, time.Now())
+	n := a.store.conv(conv.Channel).status(conv.Thread, status, time.Now())
+	a.relay.noticeLocked(conv.Channel, n)
 	a.store.mu.Unlock()
 	return nil
 }
@@ -252,13 +276,23 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 	}
 	if r.Toast != "" {
 		a.store.mu.Lock()
-		a.store.conv(ix.Conv.Channel).toast(ix.Conv.Thread, r.Toast)
+		n := a.store.conv(ix.Conv.Channel).toast(ix.Conv.Thread, r.Toast)
+		a.relay.noticeLocked(ix.Conv.Channel, n)
 		a.store.mu.Unlock()
 	}
 	if r.Reply == nil {
 		return chat.MsgRef{}, nil
 	}
 	return a.Send(ctx, ix.Conv, *r.Reply)
+}
+
+// newEpoch returns this adapter's epoch: its start time and a random
+// part, so that replicas started at the same moment never share message
+// or event ids.
+func newEpoch() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + hex.EncodeToString(b[:])
 }
 
 // validID reports whether s is a usable conversation, thread or client

@@ -233,25 +233,37 @@ func (l *convLog) update(m *message) {
 	l.push(entry{key: "u:" + m.ID, msgID: m.ID})
 }
 
-func (l *convLog) status(thread, text string, now time.Time) {
+// status sets thread's status line to text ("" clears it) and returns the
+// notice pushed; a line whose text does not change keeps its start.
+func (l *convLog) status(thread, text string, now time.Time) notice {
+	since := now.UTC()
+	if line, ok := l.lines[thread]; ok && line.text == text {
+		since = line.since
+	}
+	return l.showStatus(thread, text, since)
+}
+
+// showStatus sets thread's status line to text, begun at since ("" clears
+// it), and returns the notice pushed.
+func (l *convLog) showStatus(thread, text string, since time.Time) notice {
 	n := notice{Type: "status", Thread: thread, Text: text}
 	if text == "" {
 		delete(l.lines, thread)
 	} else {
-		line := l.lines[thread]
-		if line.text != text {
-			line = statusLine{text: text, since: now.UTC()}
-			l.lines[thread] = line
-		}
-		n.Since = &line.since
+		l.lines[thread] = statusLine{text: text, since: since}
+		n.Since = &since
 	}
 	data, _ := json.Marshal(n)
 	l.push(entry{key: "s:" + thread, data: data})
+	return n
 }
 
-func (l *convLog) toast(thread, text string) {
-	data, _ := json.Marshal(notice{Type: "toast", Thread: thread, Text: text})
+// toast shows a toast and returns the notice pushed.
+func (l *convLog) toast(thread, text string) notice {
+	n := notice{Type: "toast", Thread: thread, Text: text}
+	data, _ := json.Marshal(n)
 	l.push(entry{key: "t", data: data})
+	return n
 }
 
 // since returns the entries after seq, messages in their current state.

@@ -19,6 +19,11 @@
 // refreshed every second; each status event carries when its text began,
 // so the page shows how long the agent has been at it.
 //
+// In cluster mode (Config.Bus) every change to a conversation log is
+// published to the other replicas' web chats, which apply it to their own
+// logs: a browser connected to any replica sees the replies of whichever
+// replica runs its conversation.
+//
 // The chat is meant for loopback. On any other address a token is
 // required (see RequireToken); it is checked on every request, either as
 // a bearer token or as the cookie set by visiting /?token=…. Cross-origin

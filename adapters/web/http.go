@@ -34,6 +34,7 @@ type api struct {
 	token   secret.Secret
 	log     *slog.Logger
 	store   *convStore
+	relay   *relay
 	feeder  *feeder
 	history *historyAPI
 }
@@ -221,6 +222,7 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	if msg == nil {
 		msg = &message{ID: in.Msg.ID, Thread: req.Thread, From: fromUser, Text: req.Text, ReplyTo: req.ReplyTo, Time: in.Time}
 		l.add(msg)
+		a.relay.messageLocked(req.Conv, msg)
 	}
 	if req.ReplyTo != nil {
 		if to := l.msgs[req.ReplyTo.ID]; to != nil {
@@ -239,6 +241,7 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	if msg.Error != errText {
 		msg.Error = errText
 		l.update(msg)
+		a.relay.messageLocked(req.Conv, msg)
 	}
 	a.store.mu.Unlock()
 	if err != nil {

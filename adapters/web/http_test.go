@@ -260,10 +260,15 @@ type sse struct {
 }
 
 type sseEvent struct {
-	id   string
-	Type string `json:"type"`
-	ID   string `json:"id"`
-	Text string `json:"text"`
+	id      string
+	Type    string         `json:"type"`
+	ID      string         `json:"id"`
+	Text    string         `json:"text"`
+	Thread  string         `json:"thread"`
+	From    string         `json:"from"`
+	Error   string         `json:"error"`
+	Since   *time.Time     `json:"since"`
+	Buttons [][]wireButton `json:"buttons"`
 }
 
 func openEvents(t *testing.T, srv *httptest.Server, query, lastID string) *sse {

@@ -2,9 +2,10 @@
 // so that several pibot replicas can share the work: session leases with
 // fencing tokens (Locker), inbound dedupe (Dedupe), the inbound per-sender
 // budget (Budget), the outbound platform budget (Rates), the location index
-// (Index) and the keyed inbox (Inbox: a stream per key with a consumer
-// group). Each passes the conformance suite (cluster/clustertest) its
-// embedded counterpart in package cluster passes. The shared pairing store
+// (Index), the keyed inbox (Inbox: a stream per key with a consumer
+// group), and a pub/sub channel the replicas share (Topic). Each seam passes
+// the conformance suite (cluster/clustertest) its embedded counterpart in
+// package cluster passes. The shared pairing store
 // lives in the subpackage redispairing, which knows access's types.
 //
 // Redis is the coordination layer, not the truth: a Redis that loses its

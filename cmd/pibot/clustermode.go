@@ -12,6 +12,7 @@ import (
 
 	"github.com/pibot/pibot/adapters/slack"
 	"github.com/pibot/pibot/adapters/telegram"
+	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redispairing"
@@ -37,6 +38,7 @@ var (
 	_ telegram.Rates  = (*rediscluster.Rates)(nil)
 	_ slack.Rates     = (*rediscluster.Rates)(nil)
 	_ outboundRates   = (*cluster.Rates)(nil)
+	_ web.Bus         = (*rediscluster.Topic)(nil)
 )
 
 // outboundRates paces the calls of the Telegram and Slack adapters: in
@@ -88,6 +90,19 @@ func (r *replicaState) rates() outboundRates {
 		return cluster.NewRates()
 	}
 	return &fallbackRates{shared: rediscluster.NewRates(r.rdb, r.opts), local: cluster.NewRates()}
+}
+
+// webTopic is the pub/sub channel, under the key prefix, on which the
+// replicas' web chats share their events.
+const webTopic = "web:events"
+
+// webBus returns the web chat's bus between the replicas; nil when
+// cluster mode is off (the web chat shows what its process writes).
+func (r *replicaState) webBus() web.Bus {
+	if r == nil {
+		return nil
+	}
+	return rediscluster.NewTopic(r.rdb, r.opts, webTopic)
 }
 
 // fallbackRates paces through the replicas' shared buckets and, while

@@ -70,7 +70,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	}
 	defer rep.close()
 	mux := http.NewServeMux()
-	adapters, err := c.adapters(cfg, log, mux, rep.rates())
+	adapters, err := c.adapters(cfg, log, mux, rep.rates(), rep.webBus())
 	if err != nil {
 		return err
 	}
@@ -214,8 +214,9 @@ func (c serveCmd) exitOnSecondSignal(done <-chan struct{}) {
 }
 
 // adapters builds the configured adapters and mounts their HTTP
-// handlers on mux.
-func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates) ([]chat.Adapter, error) {
+// handlers on mux. bus carries the web chat's events between replicas
+// (nil: one process).
+func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates, bus web.Bus) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.WebEnabled() {
 		tok, err := config.ReadSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)
@@ -225,7 +226,7 @@ func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeM
 		if err := strongToken("adapters.web.token", tok, cfg.HTTP.Listen, " (or set adapters.web.enabled: false)"); err != nil {
 			return nil, err
 		}
-		w, err := web.New(web.Config{Token: secret.New(tok), Logger: log.With("adapter", "web")})
+		w, err := web.New(web.Config{Token: secret.New(tok), Logger: log.With("adapter", "web"), Bus: bus})
 		if err != nil {
 			return nil, err
 		}
