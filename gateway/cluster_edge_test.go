@@ -78,47 +78,52 @@ func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
 }
 
 // TestClusterFailedAckIsRetried: the acknowledgement of a message whose
-// run ended fails (Redis does not answer it); once Redis answers again,
-// the item leaves the inbox, well before the session's lease (a minute)
-// would end. Before, it stayed pending until the lease ended.
+// run ended, or of a command the session's holder executed, fails (Redis
+// does not answer it); once Redis answers again, the item leaves the
+// inbox, well before the session's lease (a minute) would end. Before, it
+// stayed pending until the lease ended.
 func TestClusterFailedAckIsRetried(t *testing.T) {
-	probe, prefix := redistest.LocalPrefix(t, "gateway")
-	h := &redistest.LostAnswers{}
-	model := newStampModel(faux.Text("ok"))
-	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour, leaseTTL: time.Minute, hook: h})
-	clusterSay(t, ad, model, 0, "first") // the replica holds the session
-	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
-	inbox, err := rediscluster.OpenInbox(t.Context(), probe, rediscluster.Options{Prefix: prefix}, "observer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	waitPending := func(what string, want int) {
-		t.Helper()
-		for {
-			items, err := inbox.Pending(ctx, conv.Key())
-			if err == nil && len(items) == want {
-				return
+	for _, text := range []string{"second", "/status"} {
+		t.Run(text, func(t *testing.T) {
+			probe, prefix := redistest.LocalPrefix(t, "gateway")
+			h := &redistest.LostAnswers{}
+			model := newStampModel(faux.Text("ok"))
+			ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+			startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour, leaseTTL: time.Minute, hook: h})
+			clusterSay(t, ad, model, 0, "first") // the replica holds the session
+			conv := benchMessage(ad.Platform(), 1, 0, "").Conv
+			inbox, err := rediscluster.OpenInbox(t.Context(), probe, rediscluster.Options{Prefix: prefix}, "observer")
+			if err != nil {
+				t.Fatal(err)
 			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: %d items pending (%v), want %d", what, len(items), err, want)
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			waitPending := func(what string, want int) {
+				t.Helper()
+				for {
+					items, err := inbox.Pending(ctx, conv.Key())
+					if err == nil && len(items) == want {
+						return
+					}
+					if ctx.Err() != nil {
+						t.Fatalf("%s: %d items pending (%v), want %d", what, len(items), err, want)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	waitPending("after the first message", 0)
+			waitPending("after the first message", 0)
 
-	h.FailAcks(true)
-	clusterSay(t, ad, model, 1, "second")
-	for h.AcksFailed() < 2 { // the ack, and a retry
-		if ctx.Err() != nil {
-			t.Fatalf("%d acknowledgements failed, want the ack and a retry", h.AcksFailed())
-		}
-		time.Sleep(10 * time.Millisecond)
+			h.FailAcks(true)
+			clusterSay(t, ad, model, 1, text)
+			for h.AcksFailed() < 2 { // the ack, and a retry
+				if ctx.Err() != nil {
+					t.Fatalf("%d acknowledgements failed, want the ack and a retry", h.AcksFailed())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			waitPending("while acks fail", 1)
+			h.FailAcks(false)
+			waitPending("once Redis answers acks again", 0)
+		})
 	}
-	waitPending("while acks fail", 1)
-	h.FailAcks(false)
-	waitPending("once Redis answers acks again", 0)
 }

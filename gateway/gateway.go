@@ -289,6 +289,12 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		if g.pump.store != nil {
 			g.intake.admit = g.pump.admit
 		}
+		g.intake.ackLater = func(ref inboxRef) bool {
+			// A command or press: retried while the session it acted on
+			// is held here.
+			o := g.sessions.cached(ref.key)
+			return o != nil && g.pump.acks.add(ref, o.lease)
+		}
 	}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {

@@ -54,6 +54,9 @@ type intake struct {
 	// trip (admit.go): it enqueues in place of the inbox, and hands what
 	// it enqueued on in place of accepted.
 	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
+	// ackLater queues a failed acknowledgement for a retry (cluster mode:
+	// ackretry.go); false when it is not queued.
+	ackLater func(ref inboxRef) bool
 }
 
 // wireIntake builds the intake of g.
@@ -344,6 +347,10 @@ func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, repl
 	// time it returns (they are appended with SyncAlways).
 	if ref.id != "" {
 		if err := i.inbox.Ack(ctx, ref.key, ref.id); err != nil {
+			if i.ackLater != nil && i.ackLater(ref) {
+				i.log.Warn("inbox ack; trying again", "key", ref.key, "id", ref.id, "err", err)
+				return
+			}
 			i.log.Warn("inbox ack", "err", err)
 		}
 	}
