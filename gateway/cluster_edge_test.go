@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/cluster/rediscluster/redistest"
+	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
 )
 
@@ -22,9 +24,11 @@ import (
 // looped.
 func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
-	model := newStampModel(faux.Text("ok").WithDelay(time.Second))
+	model := newStampModel(faux.Text("ok"))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
-	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, leaseTTL: 2 * time.Second})
+	// A run of "stall" streams until its context ends, so only the lost
+	// lease ends it, however slow the machine.
+	startRedisReplica(t, ad, stallModel{model, "stall"}, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, leaseTTL: 2 * time.Second})
 	clusterSay(t, ad, model, 0, "first")
 	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
 	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
@@ -125,5 +129,25 @@ func TestClusterFailedAckIsRetried(t *testing.T) {
 			h.FailAcks(false)
 			waitPending("once Redis answers acks again", 0)
 		})
+	}
+}
+
+// stallModel is a stampModel whose requests ending in the user text stall
+// yield nothing after the request arrived until their context ends.
+type stallModel struct {
+	*stampModel
+	stall string
+}
+
+func (m stallModel) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Event] {
+	seq := m.stampModel.Stream(ctx, req)
+	if lastUserText(req.Messages) != m.stall {
+		return seq
+	}
+	return func(yield func(llm.Event) bool) {
+		for range seq {
+			<-ctx.Done()
+			return
+		}
 	}
 }
