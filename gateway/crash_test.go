@@ -372,7 +372,7 @@ func TestMessageThatCrashesTwiceIsQuarantined(t *testing.T) {
 	crash2 := crashCopy(t, h2.dir)
 
 	h3 := newHarness(t, []faux.Turn{model}, withDir(crash2), withConfig(fastDrain))
-	h3.waitText(dmConv, "crashed pibot twice and was set aside")
+	h3.waitText(dmConv, "stopped pibot twice (a crash or a stall) before it was answered, so it was set aside")
 	h3.waitFor("an empty inbox", func() bool { return h3.inbox.Len() == 0 })
 	if q, err := h3.inbox.Quarantined(t.Context()); err != nil || len(q) != 1 || !strings.Contains(string(q[0].Data), "bomb") {
 		t.Fatalf("quarantined = %+v, want the bomb", q)

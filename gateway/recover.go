@@ -106,7 +106,9 @@ type crashCounter interface {
 	Quarantine(ctx context.Context, key, id string) error
 }
 
-const quarantineNotice = "⚠️ This message crashed pibot twice and was set aside; it will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log and in the inbox file.)"
+// quarantineNotice tells the sender of an item set aside. Its handling
+// was cut twice: pibot crashed, or (cluster mode) stalled past its lease.
+const quarantineNotice = "⚠️ Handling this message stopped pibot twice (a crash or a stall) before it was answered, so it was set aside and will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log.)"
 
 // quarantine sets aside an item that was being handled during
 // quarantineAfter crashes, tells its sender and logs it for the operator.
