@@ -57,8 +57,11 @@ type Usage struct {
 }
 
 // MarshalJSON writes usage in pi's key order.
-func (u Usage) MarshalJSON() ([]byte, error) {
-	w := newObjWriter()
+func (u Usage) MarshalJSON() ([]byte, error) { return u.appendJSON(make([]byte, 0, 192)) }
+
+// appendJSON appends usage as MarshalJSON writes it.
+func (u *Usage) appendJSON(dst []byte) ([]byte, error) {
+	w := newObjWriter(dst)
 	w.val("input", u.Input)
 	w.val("output", u.Output)
 	w.val("cacheRead", u.CacheRead)
@@ -66,9 +69,16 @@ func (u Usage) MarshalJSON() ([]byte, error) {
 	if !u.NoTotal || u.TotalTokens != 0 {
 		w.val("totalTokens", u.TotalTokens)
 	}
-	w.val("cost", u.Cost)
+	w.key("cost")
+	c := newObjWriter(w.b)
+	c.val("input", u.Cost.Input)
+	c.val("output", u.Cost.Output)
+	c.val("cacheRead", u.Cost.CacheRead)
+	c.val("cacheWrite", u.Cost.CacheWrite)
+	c.val("total", u.Cost.Total)
+	w.b, w.err = c.close()
 	w.extra(u.Extra)
-	return w.bytes()
+	return w.close()
 }
 
 // UnmarshalJSON reads usage, keeping unknown keys.
@@ -223,7 +233,27 @@ func (m Message) content() any {
 
 // MarshalJSON writes the message in pi's key order for its role.
 func (m Message) MarshalJSON() ([]byte, error) {
-	w := newObjWriter()
+	return m.AppendJSON(make([]byte, 0, m.JSONSizeHint()))
+}
+
+// JSONSizeHint is about the length of m's JSON, enough for most messages
+// (escapes may make it longer).
+func (m *Message) JSONSizeHint() int {
+	n := 256 + len(m.Details) + len(m.Diagnostics) + len(m.Output) + len(m.Summary) + len(m.ErrorMessage)
+	for i := range m.Content {
+		c := &m.Content[i]
+		n += 48 + len(c.Text) + len(c.TextSignature) + len(c.Thinking) + len(c.ThinkingSignature) + len(c.Data) + len(c.Arguments)
+	}
+	return n + n/16
+}
+
+// AppendJSON appends m as MarshalJSON writes it to dst: a caller that
+// writes m into a bigger document (a session line) needs no buffer of
+// its own for it. The message's own raw values (Details, Diagnostics,
+// unknown keys) are written as they are, as MarshalJSON always wrote
+// them (json.Marshal compacts them); its blocks are compacted.
+func (m *Message) AppendJSON(dst []byte) ([]byte, error) {
+	w := newObjWriter(dst)
 	w.val("role", string(m.Role))
 	switch m.Role {
 	case RoleUser:
@@ -296,7 +326,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		w.val("timestamp", m.Timestamp)
 	}
 	w.extra(m.Extra)
-	return w.bytes()
+	return w.close()
 }
 
 // UnmarshalJSON reads a message of any role; keys that do not belong to the
