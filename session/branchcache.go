@@ -93,6 +93,19 @@ func (c *BranchCache) since(t *Tree, leaf *node) ([]*node, bool) {
 // its branch. On an error the cache is left as it was before.
 func (c *BranchCache) extend(added []*node) error {
 	msgs, thinking, model := c.msgs, c.thinking, c.model
+	more := 0 // at most this many messages are appended
+	for _, n := range added {
+		switch n.typ {
+		case TypeMessage, TypeCustomMessage, TypeBranchSummary:
+			more++
+		}
+	}
+	if len(msgs)+more+branchHeadroom > cap(msgs) {
+		// Grown once, doubled: a conversation adds a few messages a
+		// run, and each growth copies the whole history.
+		msgs = make([]llm.Message, len(c.msgs), 2*len(c.msgs)+more+branchHeadroom)
+		copy(msgs, c.msgs)
+	}
 	var err error
 	for _, n := range added {
 		thinking, model = settings(n, thinking, model)
@@ -145,11 +158,11 @@ func appendDecoded(msgs []llm.Message, n *node, k int, derived []byte) ([]llm.Me
 	} else {
 		n = nil
 	}
-	var m llm.Message
-	if err := decodeMessage(&m, n, raw); err != nil {
-		return msgs, fmt.Errorf("session: context message %d: %w", len(msgs), err)
+	msgs = append(msgs, llm.Message{}) // decoded in place: no copy on the heap
+	if err := decodeMessage(&msgs[len(msgs)-1], n, raw); err != nil {
+		return msgs[:len(msgs)-1], fmt.Errorf("session: context message %d: %w", len(msgs)-1, err)
 	}
-	return append(msgs, m), nil
+	return msgs, nil
 }
 
 // withHeadroom returns msgs with at least branchHeadroom spare capacity.
