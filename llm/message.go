@@ -236,15 +236,31 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	return m.AppendJSON(make([]byte, 0, m.JSONSizeHint()))
 }
 
-// JSONSizeHint is about the length of m's JSON, enough for most messages
-// (escapes may make it longer).
+// JSONSizeHint is about the length of m's JSON, a little more for most
+// messages (escapes may make it longer).
 func (m *Message) JSONSizeHint() int {
-	n := 256 + len(m.Details) + len(m.Diagnostics) + len(m.Output) + len(m.Summary) + len(m.ErrorMessage)
+	n := 64 + len(m.API) + len(m.Provider) + len(m.Model) + len(m.ResponseModel) + len(m.ResponseID) +
+		len(m.Diagnostics) + len(m.ErrorMessage) + len(m.ToolCallID) + len(m.ToolName) + len(m.Details) +
+		len(m.Command) + len(m.Output) + len(m.FullOutputPath) + len(m.CustomType) + len(m.Summary) + len(m.FromID)
+	if m.Role == RoleAssistant {
+		n += 300 // its keys and usage with costs
+	}
 	for i := range m.Content {
 		c := &m.Content[i]
-		n += 48 + len(c.Text) + len(c.TextSignature) + len(c.Thinking) + len(c.ThinkingSignature) + len(c.Data) + len(c.Arguments)
+		n += 32 + len(c.Text) + len(c.TextSignature) + len(c.Thinking) + len(c.ThinkingSignature) + len(c.Data) +
+			len(c.MimeType) + len(c.ID) + len(c.Name) + len(c.Arguments) + len(c.ThoughtSignature) + fieldsSize(c.Extra)
 	}
+	n += fieldsSize(m.Extra) + fieldsSize(m.Usage.Extra)
 	return n + n/16
+}
+
+// fieldsSize is about the length of fs as JSON members.
+func fieldsSize(fs []Field) int {
+	n := 0
+	for _, f := range fs {
+		n += 4 + len(f.Key) + len(f.Value)
+	}
+	return n
 }
 
 // AppendJSON appends m as MarshalJSON writes it to dst: a caller that

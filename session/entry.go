@@ -95,9 +95,10 @@ type Entry struct {
 	Raw json.RawMessage
 }
 
-// entryEnvelopeRoom is room enough for an entry's fields other than its
-// message and raw parts (type, ids, timestamp, pibot, fence).
-const entryEnvelopeRoom = 320
+// entryEnvelopeRoom is room enough for the keys and punctuation of an
+// entry's fields other than its message and raw parts (type, ids,
+// timestamp, pibot, fence, and the newline), and a few short values.
+const entryEnvelopeRoom = 160
 
 // objWriter appends a JSON object to b, keys in the order written.
 type objWriter struct{ b []byte }
@@ -223,7 +224,11 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	// The line's buffer is made once, big enough for the message too,
 	// which is appended in place: it does not grow (and copy) on its way
 	// to a message's size.
-	size := entryEnvelopeRoom + len(e.Data) + len(e.Content) + len(e.Details) + len(e.Summary)
+	size := entryEnvelopeRoom + len(e.Type) + len(e.ID) + len(e.ParentID) + len(e.Timestamp) + len(e.CustomType) +
+		len(e.Data) + len(e.Content) + len(e.Details) + len(e.Summary)
+	if e.Pibot != nil {
+		size += len(e.Pibot.Loc) + len(e.Pibot.Msg) + len(e.Pibot.From)
+	}
 	if e.Type == TypeMessage && e.Message != nil {
 		size += e.Message.JSONSizeHint()
 	}
