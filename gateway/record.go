@@ -51,10 +51,8 @@ func (r *run) record(e agent.Event) {
 		}
 		r.msgs.done(p)
 	case llm.RoleAssistant:
-		final := new(llm.Message) // kept as the run's final message
-		*final = *m
 		r.mu.Lock()
-		r.lastEntry, r.final = rec.Entry.ID, final
+		r.lastEntry = rec.Entry.ID
 		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
 		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m.Usage)

@@ -43,7 +43,6 @@ type run struct {
 
 	mu        sync.Mutex
 	lastEntry string // last assistant entry
-	final     *llm.Message
 	// failure is the error of the last failed model call, shown when the
 	// reply is delivered unless the agent retried the call (run.emit):
 	// the chat shows a failure once, not once per attempt.
