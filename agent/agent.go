@@ -105,10 +105,12 @@ func New(cfg Config, history []llm.Message) *Agent {
 }
 
 // Adopt returns an agent with cfg whose conversation is history itself,
-// not a copy: the caller hands the slice over and must not use it (or
-// its backing array) afterwards. It saves New's copy of a history built
-// for the agent alone; spare capacity (see [Headroom]) lets a run append
-// without copying it.
+// not a copy. It saves New's copy of a history built for the agent;
+// spare capacity (see [Headroom]) lets a run append without copying it.
+// The agent only appends: it never writes over history's elements, so
+// the caller may keep reading them, but it must not change them, and
+// what lies beyond len(history) in the backing array is the agent's
+// until its last run is over.
 func Adopt(cfg Config, history []llm.Message) *Agent {
 	if cfg.SteeringMode == "" {
 		cfg.SteeringMode = QueueOneAtATime
@@ -318,7 +320,10 @@ func (a *Agent) removeLastAssistant() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if n := len(a.messages); n > 0 && a.messages[n-1].Role == llm.RoleAssistant {
-		a.messages = a.messages[:n-1]
+		// Clipped: the next message must not overwrite the dropped one,
+		// which may be an adopted history's (see Adopt) or in a request
+		// a provider was given.
+		a.messages = slices.Clip(a.messages[:n-1])
 	}
 }
 

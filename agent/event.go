@@ -41,7 +41,9 @@ type Event struct {
 	// are the run's live partial, valid only during the emit call: the
 	// next update rewrites them instead of copying the message for
 	// every token (pi, too, shares a partial's content array between
-	// updates). A listener that keeps one copies it.
+	// updates). A listener that keeps one copies it. Any other event's
+	// Message is a copy of its own, which listeners (and the run) may
+	// keep but do not change.
 	Message *llm.Message
 	// Tag is the caller's tag of a prompt or queued message (Tagged), on
 	// its message_start and message_end. It is never written out.

@@ -36,9 +36,10 @@ func (r *run) send(e Event) {
 	r.wd.kick()
 	r.emit(e)
 	if e.Type == EventMessageEnd && e.Message != nil && e.Message.Role == llm.RoleAssistant {
-		m := *e.Message
-		r.lastAssistant = &m
-		if m.StopReason != llm.StopError && r.retryAttempt > 0 {
+		// The event's message is the event's own copy (finish), which
+		// listeners only read.
+		r.lastAssistant = e.Message
+		if e.Message.StopReason != llm.StopError && r.retryAttempt > 0 {
 			r.emit(Event{Type: EventAutoRetryEnd, Success: true, Attempt: r.retryAttempt})
 			r.retryAttempt = 0
 		}

@@ -42,6 +42,17 @@ type inboxRecord struct {
 	Crashes int             `json:"crashes,omitempty"`
 }
 
+// line is r's JSON line (json.Marshal's bytes and a newline), encoded
+// into a buffer sized for it: json.Marshal's result has no room for the
+// newline, and appending one copied every accepted message once more.
+func (r inboxRecord) line() ([]byte, error) {
+	b := bytes.NewBuffer(make([]byte, 0, len(r.Data)+len(r.Key)+len(r.ID)+64))
+	if err := json.NewEncoder(b).Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
 // Inbox is the embedded durable inbox: an fsynced JSONL log of accepted
 // events and their acknowledgements, queued under a key each (the chat
 // location; inbox_keys.go). An item is durable once Enqueue's durable
@@ -201,7 +212,7 @@ func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
 // not fsynced, and it waits for no fsync: while the inbox's group commit
 // runs, its caller writes the ack out as soon as the fsync returns. Acknowledging an item that is not pending does nothing.
 func (ib *Inbox) Ack(_ context.Context, key, id string) error {
-	line, _ := json.Marshal(inboxRecord{Op: "ack", ID: id, Key: key})
+	line, _ := inboxRecord{Op: "ack", ID: id, Key: key}.line()
 	ib.mu.Lock()
 	it, ok := ib.pending[id]
 	ib.mu.Unlock()
@@ -210,7 +221,7 @@ func (ib *Inbox) Ack(_ context.Context, key, id string) error {
 	}
 	// Written outside ib.mu: the write may wait behind an fsync, and
 	// Begin must not.
-	if err := ib.f.Write(append(line, '\n')); err != nil {
+	if err := ib.f.Write(line); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
 	if err := ib.f.Flush(); err != nil {

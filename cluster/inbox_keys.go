@@ -22,11 +22,11 @@ func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string,
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	id = hex.EncodeToString(rnd[:])
-	line, err := json.Marshal(inboxRecord{Op: "add", ID: id, Key: key, Data: data})
+	line, err := inboxRecord{Op: "add", ID: id, Key: key, Data: data}.line()
 	if err != nil {
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
 	}
-	wait, err := ib.f.WriteAsync(append(line, '\n'))
+	wait, err := ib.f.WriteAsync(line)
 	if err != nil {
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
 	}

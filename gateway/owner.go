@@ -86,6 +86,9 @@ type location struct {
 	// allowed tools for the rest of the session ("Allow for this session").
 	allowed map[string]bool
 	model   string
+	// branch keeps the head's context between runs; only the location's
+	// run (one at a time) uses it.
+	branch session.BranchCache
 }
 
 // pending is an accepted message on its way into the session.

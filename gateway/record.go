@@ -40,9 +40,7 @@ func (r *run) record(e agent.Event) {
 		r.fail(err)
 		return
 	}
-	m := new(llm.Message) // kept as the run's final message
-	*m = *e.Message
-	switch m.Role {
+	switch m := e.Message; m.Role {
 	case llm.RoleUser:
 		// Acknowledged after the run ended, with the session's next fsync.
 		if p == nil {
@@ -54,7 +52,7 @@ func (r *run) record(e agent.Event) {
 		r.msgs.done(p)
 	case llm.RoleAssistant:
 		r.mu.Lock()
-		r.lastEntry, r.final = rec.Entry.ID, m
+		r.lastEntry = rec.Entry.ID
 		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
 		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m.Usage)

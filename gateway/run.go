@@ -43,7 +43,6 @@ type run struct {
 
 	mu        sync.Mutex
 	lastEntry string // last assistant entry
-	final     *llm.Message
 	// failure is the error of the last failed model call, shown when the
 	// reply is delivered unless the agent retried the call (run.emit):
 	// the chat shows a failure once, not once per attempt.
@@ -196,7 +195,7 @@ func (r *run) prompts(ctx context.Context, ps []*pending) []agent.Tagged {
 // the goroutine's stack.)
 func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, ctl *stream.Controller, span *otlp.Span) error {
 	o, loc := r.o, r.loc
-	history, thinking, modelRef, err := o.contextFor(loc)
+	history, thinking, modelRef, err := o.branchContext(loc)
 	if err == nil {
 		r.model, err = resolveModel(o.cfg, o.models, modelRef)
 	}
@@ -220,7 +219,7 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 	}
 	span.Set("pibot.model", modelRef)
 	span.Fail(err)
-	// history was built for this run: the agent takes it without a copy.
+	// The agent takes history without a copy; it only appends to it.
 	r.setHandles(agent.Adopt(cfg, history), ctl)
 	return err
 }

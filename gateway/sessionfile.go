@@ -186,12 +186,31 @@ func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLeve
 		msgs, err = c.LLMMessages()
 	}
 	if err != nil {
-		// The error names server paths: the log gets it, the chat does not.
-		f.env.log.Error("read session context", "path", f.path, "loc", loc.key, "err", err)
-		return nil, "", "", errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
+		return nil, "", "", f.contextError(loc, err)
 	}
 	ref, thinking := sessionview.Resolve(c, loc.model, f.env.cfg.Model, f.env.cfg.Thinking)
 	return msgs, thinking, ref, nil
+}
+
+// branchContext is contextFor for the run at loc, from loc's BranchCache: a
+// head that only grew since the last run's costs the new entries, not the
+// whole history. The messages are shared with the cache (the agent adopts
+// them: see agent.Adopt).
+func (f *sessionFile) branchContext(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
+	c, err := loc.branch.Context(f.sess.Tree(), f.head(loc))
+	if err != nil {
+		return nil, "", "", f.contextError(loc, err)
+	}
+	ref, thinking := sessionview.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, loc.model, f.env.cfg.Model, f.env.cfg.Thinking)
+	return c.Messages, thinking, ref, nil
+}
+
+// contextError logs why loc's context could not be read and returns what
+// the chat is told. The error names server paths: the log gets it, the
+// chat does not.
+func (f *sessionFile) contextError(loc *location, err error) error {
+	f.env.log.Error("read session context", "path", f.path, "loc", loc.key, "err", err)
+	return errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
 }
 
 // recorder returns the session runner of a run at loc: chat messages are

@@ -61,7 +61,12 @@ func ImageBlock(data, mimeType string) Content {
 
 // MarshalJSON writes the block in pi's key order.
 func (c Content) MarshalJSON() ([]byte, error) {
-	w := newObjWriter()
+	return c.appendJSON(make([]byte, 0, 64+len(c.Text)+len(c.Thinking)+len(c.Data)+len(c.Arguments)))
+}
+
+// appendJSON appends the block as MarshalJSON writes it.
+func (c *Content) appendJSON(dst []byte) ([]byte, error) {
+	w := newObjWriter(dst)
 	w.val("type", string(c.Type))
 	switch c.Type {
 	case ContentText:
@@ -93,7 +98,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		}
 	}
 	w.extra(c.Extra)
-	return w.bytes()
+	return w.close()
 }
 
 // UnmarshalJSON reads a block, keeping unknown keys in Extra.

@@ -47,40 +47,29 @@ func decodeObject(data []byte) ([]Field, error) {
 	return out, nil
 }
 
-// objWriter builds a JSON object with keys in the order they are written.
+// objWriter appends a JSON object to b, with keys in the order they are
+// written. Values pibot encodes itself (strings, numbers, messages, their
+// blocks and usage) are appended in place; others go through
+// encoding/json. Raw values are appended as they are (see contents for
+// blocks).
 type objWriter struct {
-	buf   bytes.Buffer
+	b     []byte
 	first bool
 	err   error
 }
 
-func newObjWriter() *objWriter {
-	w := &objWriter{first: true}
-	w.buf.Grow(256) // most objects fit; fewer regrowths
-	w.buf.WriteByte('{')
-	return w
+// newObjWriter starts an object at the end of dst.
+func newObjWriter(dst []byte) objWriter {
+	return objWriter{b: append(dst, '{'), first: true}
 }
 
 func (w *objWriter) key(k string) {
 	if !w.first {
-		w.buf.WriteByte(',')
+		w.b = append(w.b, ',')
 	}
 	w.first = false
-	w.quoted(k)
-	w.buf.WriteByte(':')
-}
-
-// quoted writes s as a JSON string: directly when it needs no escaping
-// (the common case: ids, roles, most text), else with encoding/json.
-func (w *objWriter) quoted(s string) {
-	if PlainJSONString(s) {
-		w.buf.WriteByte('"')
-		w.buf.WriteString(s)
-		w.buf.WriteByte('"')
-		return
-	}
-	b, _ := MarshalJSONNoEscape(s)
-	w.buf.Write(b)
+	w.b = AppendJSONString(w.b, k)
+	w.b = append(w.b, ':')
 }
 
 // PlainJSONString reports whether s encodes in JSON as itself between
@@ -95,33 +84,60 @@ func PlainJSONString(s string) bool {
 }
 
 // val writes key:value with encoding/json semantics (no HTML escaping).
+// intVal writes key:v.
+func (w *objWriter) intVal(k string, v int64) {
+	if w.err != nil {
+		return
+	}
+	w.key(k)
+	w.b = strconv.AppendInt(w.b, v, 10)
+}
+
+// floatVal writes key:v as encoding/json does (an error for NaN and
+// infinities).
+func (w *objWriter) floatVal(k string, v float64) {
+	if w.err != nil {
+		return
+	}
+	w.key(k)
+	w.b, w.err = appendJSONFloat(w.b, v)
+}
+
 func (w *objWriter) val(k string, v any) {
 	if w.err != nil {
 		return
 	}
-	var b []byte
 	switch x := v.(type) {
 	case json.RawMessage:
-		b = x
+		w.key(k)
+		w.b = append(w.b, x...)
 	case string:
 		w.key(k)
-		w.quoted(x)
-		return
+		w.b = AppendJSONString(w.b, x)
 	case int64:
 		w.key(k)
-		w.buf.Write(strconv.AppendInt(w.buf.AvailableBuffer(), x, 10))
-		return
+		w.b = strconv.AppendInt(w.b, x, 10)
 	case int:
 		w.key(k)
-		w.buf.Write(strconv.AppendInt(w.buf.AvailableBuffer(), int64(x), 10))
-		return
+		w.b = strconv.AppendInt(w.b, int64(x), 10)
 	case bool:
 		w.key(k)
-		w.buf.WriteString(strconv.FormatBool(x))
-		return
+		w.b = strconv.AppendBool(w.b, x)
+	case float64:
+		w.key(k)
+		w.b, w.err = appendJSONFloat(w.b, x)
 	case []Content:
 		w.contents(k, x)
-		return
+	case Usage:
+		w.key(k)
+		w.b, w.err = x.appendJSON(w.b)
+	case *Message:
+		w.key(k)
+		if x == nil {
+			w.b = append(w.b, "null"...)
+			return
+		}
+		w.b, w.err = x.AppendJSON(w.b)
 	default:
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
@@ -130,47 +146,64 @@ func (w *objWriter) val(k string, v any) {
 			w.err = err
 			return
 		}
-		b = bytes.TrimRight(buf.Bytes(), "\n")
+		w.key(k)
+		w.b = append(w.b, bytes.TrimRight(buf.Bytes(), "\n")...)
 	}
-	w.key(k)
-	w.buf.Write(b)
 }
 
-// contents writes key:[blocks] as encoding/json does (each block's
-// MarshalJSON compacted, no HTML escaping) without its encoder: a message
-// is encoded for every session line, and the encoder's reflection and
-// buffers cost more than the blocks.
+// contents writes key:[blocks] in place, each block as its MarshalJSON
+// writes it: a message is encoded for every session line, and an
+// encoder's reflection and buffers would cost more than the blocks.
 func (w *objWriter) contents(k string, cs []Content) {
 	w.key(k)
-	w.buf.WriteByte('[')
-	for i, c := range cs {
+	w.b = append(w.b, '[')
+	for i := range cs {
 		if i > 0 {
-			w.buf.WriteByte(',')
+			w.b = append(w.b, ',')
 		}
-		b, err := c.MarshalJSON()
-		if err == nil {
-			err = json.Compact(&w.buf, b)
+		start := len(w.b)
+		w.b, w.err = cs[i].appendJSON(w.b)
+		if w.err == nil && (len(cs[i].Arguments) > 0 || len(cs[i].Extra) > 0) {
+			// Raw values: checked and compacted, as the encoder does.
+			if json.Valid(w.b[start:]) {
+				w.b = w.b[:start+len(compactValid(w.b[start:]))]
+			} else {
+				w.err = json.Compact(new(bytes.Buffer), w.b[start:]) // says what is wrong
+			}
 		}
-		if err != nil {
-			w.err = fmt.Errorf("json: error calling MarshalJSON for type llm.Content: %w", err)
+		if w.err != nil {
+			w.err = fmt.Errorf("json: error calling MarshalJSON for type llm.Content: %w", w.err)
 			return
 		}
 	}
-	w.buf.WriteByte(']')
+	w.b = append(w.b, ']')
 }
 
-// usage writes key:u as val does, without encoding/json when it can
-// (usagejson.go).
-func (w *objWriter) usage(k string, u *Usage) {
-	if w.err != nil {
-		return
+// compactValid elides the insignificant spaces of the valid JSON text b in
+// place, as json.Compact does, and returns the shortened b.
+func compactValid(b []byte) []byte {
+	w := 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ', c == '\t', c == '\n', c == '\r':
+			continue
+		}
+		b[w] = c
+		w++
 	}
-	if !u.plainJSON() {
-		w.val(k, *u)
-		return
-	}
-	w.key(k)
-	w.buf.Write(u.appendJSON(w.buf.AvailableBuffer()))
+	return b[:w]
 }
 
 func (w *objWriter) extra(fs []Field) {
@@ -179,12 +212,12 @@ func (w *objWriter) extra(fs []Field) {
 	}
 }
 
-func (w *objWriter) bytes() ([]byte, error) {
+// close ends the object and returns the bytes.
+func (w *objWriter) close() ([]byte, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	w.buf.WriteByte('}')
-	return w.buf.Bytes(), nil
+	return append(w.b, '}'), nil
 }
 
 // MarshalJSONNoEscape encodes v like json.Marshal but without escaping <, >

@@ -57,21 +57,30 @@ type Usage struct {
 }
 
 // MarshalJSON writes usage in pi's key order.
-func (u Usage) MarshalJSON() ([]byte, error) {
-	if u.plainJSON() {
-		return u.appendJSON(make([]byte, 0, 160)), nil
-	}
-	w := newObjWriter()
-	w.val("input", u.Input)
-	w.val("output", u.Output)
-	w.val("cacheRead", u.CacheRead)
-	w.val("cacheWrite", u.CacheWrite)
+func (u Usage) MarshalJSON() ([]byte, error) { return u.appendJSON(make([]byte, 0, 192)) }
+
+// appendJSON appends usage as MarshalJSON writes it.
+func (u *Usage) appendJSON(dst []byte) ([]byte, error) {
+	// Typed writes: val would box every number into an interface (an
+	// allocation per non-zero cost).
+	w := newObjWriter(dst)
+	w.intVal("input", u.Input)
+	w.intVal("output", u.Output)
+	w.intVal("cacheRead", u.CacheRead)
+	w.intVal("cacheWrite", u.CacheWrite)
 	if !u.NoTotal || u.TotalTokens != 0 {
-		w.val("totalTokens", u.TotalTokens)
+		w.intVal("totalTokens", u.TotalTokens)
 	}
-	w.val("cost", u.Cost)
+	w.key("cost")
+	c := newObjWriter(w.b)
+	c.floatVal("input", u.Cost.Input)
+	c.floatVal("output", u.Cost.Output)
+	c.floatVal("cacheRead", u.Cost.CacheRead)
+	c.floatVal("cacheWrite", u.Cost.CacheWrite)
+	c.floatVal("total", u.Cost.Total)
+	w.b, w.err = c.close()
 	w.extra(u.Extra)
-	return w.bytes()
+	return w.close()
 }
 
 // UnmarshalJSON reads usage, keeping unknown keys.
@@ -226,7 +235,43 @@ func (m Message) content() any {
 
 // MarshalJSON writes the message in pi's key order for its role.
 func (m Message) MarshalJSON() ([]byte, error) {
-	w := newObjWriter()
+	return m.AppendJSON(make([]byte, 0, m.JSONSizeHint()))
+}
+
+// JSONSizeHint is about the length of m's JSON, a little more for most
+// messages (escapes may make it longer).
+func (m *Message) JSONSizeHint() int {
+	n := 64 + len(m.API) + len(m.Provider) + len(m.Model) + len(m.ResponseModel) + len(m.ResponseID) +
+		len(m.Diagnostics) + len(m.ErrorMessage) + len(m.ToolCallID) + len(m.ToolName) + len(m.Details) +
+		len(m.Command) + len(m.Output) + len(m.FullOutputPath) + len(m.CustomType) + len(m.Summary) + len(m.FromID)
+	if m.Role == RoleAssistant {
+		n += 300 // its keys and usage with costs
+	}
+	for i := range m.Content {
+		c := &m.Content[i]
+		n += 32 + len(c.Text) + len(c.TextSignature) + len(c.Thinking) + len(c.ThinkingSignature) + len(c.Data) +
+			len(c.MimeType) + len(c.ID) + len(c.Name) + len(c.Arguments) + len(c.ThoughtSignature) + fieldsSize(c.Extra)
+	}
+	n += fieldsSize(m.Extra) + fieldsSize(m.Usage.Extra)
+	return n + n/16
+}
+
+// fieldsSize is about the length of fs as JSON members.
+func fieldsSize(fs []Field) int {
+	n := 0
+	for _, f := range fs {
+		n += 4 + len(f.Key) + len(f.Value)
+	}
+	return n
+}
+
+// AppendJSON appends m as MarshalJSON writes it to dst: a caller that
+// writes m into a bigger document (a session line) needs no buffer of
+// its own for it. The message's own raw values (Details, Diagnostics,
+// unknown keys) are written as they are, as MarshalJSON always wrote
+// them (json.Marshal compacts them); its blocks are compacted.
+func (m *Message) AppendJSON(dst []byte) ([]byte, error) {
+	w := newObjWriter(dst)
 	w.val("role", string(m.Role))
 	switch m.Role {
 	case RoleUser:
@@ -240,7 +285,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		if m.ResponseModel != "" {
 			w.val("responseModel", m.ResponseModel)
 		}
-		w.usage("usage", &m.Usage)
+		w.val("usage", m.Usage)
 		w.val("stopReason", string(m.StopReason))
 		if m.ErrorMessage != "" {
 			w.val("errorMessage", m.ErrorMessage)
@@ -299,7 +344,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		w.val("timestamp", m.Timestamp)
 	}
 	w.extra(m.Extra)
-	return w.bytes()
+	return w.close()
 }
 
 // UnmarshalJSON reads a message of any role; keys that do not belong to the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -229,25 +230,31 @@ func FuzzMessageRoundTrip(f *testing.F) {
 	})
 }
 
-// TestPlainStringsEncodeLikeEncodingJSON: the fast path for strings writes
-// exactly what encoding/json (without HTML escaping) writes.
-func TestPlainStringsEncodeLikeEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "abc", "toolResult", "2026-12-01T08:00:00.000Z", "a<b>&c", "tab\there", "quote\"", `back\slash`, "new\nline", "ünïcode", "\u2028", "\x7f", "\x00"} {
-		var w objWriter
-		w.first = true
-		w.quoted(s)
+// TestStringsAndNumbersEncodeLikeEncodingJSON: what pibot encodes itself
+// is exactly what encoding/json (without HTML escaping) writes.
+func TestStringsAndNumbersEncodeLikeEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "abc", "toolResult", "2026-12-01T08:00:00.000Z", "a<b>&c", "tab\there", "quote\"", `back\slash`,
+		"new\nline", "ünïcode", "\u2028", "a\u2029b", "\x7f", "\x00", "\b\f\r\x1f", "bad \xff utf8 \xc3", "emoji 🙂 and — dash", "\U0010ffff"} {
 		want, _ := MarshalJSONNoEscape(s)
-		if got := w.buf.String(); got != string(want) {
-			t.Errorf("%q: wrote %s, encoding/json %s", s, got, want)
+		if got := AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("%q: wrote %s, encoding/json %s", s, got[1:], want)
 		}
 	}
-	for _, v := range []any{int64(0), int64(-42), int64(1700000000000), 7, true, false} {
-		w := newObjWriter()
+	for _, v := range []any{int64(0), int64(-42), int64(1700000000000), 7, true, false,
+		0.0, 1.5, -0.25, 0.000001, 0.0000001, 1e20, 1e21, 123456789.125, 3e-12, math.SmallestNonzeroFloat64, math.MaxFloat64} {
+		w := newObjWriter(nil)
 		w.val("k", v)
-		got, _ := w.bytes()
+		got, _ := w.close()
 		want, _ := MarshalJSONNoEscape(map[string]any{"k": v})
 		if string(got) != string(want) {
 			t.Errorf("%v: wrote %s, encoding/json %s", v, got, want)
+		}
+	}
+	for _, f := range []float64{math.Inf(1), math.NaN()} {
+		w := newObjWriter(nil)
+		w.val("k", f)
+		if _, err := w.close(); err == nil {
+			t.Errorf("%v: no error", f)
 		}
 	}
 }

@@ -198,7 +198,7 @@ type Event struct {
 
 // MarshalJSON writes the event in pi's JSON shape.
 func (e Event) MarshalJSON() ([]byte, error) {
-	w := newObjWriter()
+	w := newObjWriter(nil)
 	w.val("type", string(e.Type))
 	switch e.Type {
 	case EventStart:
@@ -221,7 +221,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		}
 		w.val("partial", e.Partial)
 	}
-	return w.bytes()
+	return w.close()
 }
 
 // Model is a configured model that can stream a response.

@@ -118,23 +118,32 @@ func (c Context) LLMMessages() ([]llm.Message, error) {
 		if i < len(c.from) {
 			n = c.from[i]
 		}
-		if n != nil {
-			if d := n.decoded.Load(); d != nil {
-				out[i] = *d
-				out[i].Content = slices.Clone(d.Content)
-				continue
-			}
-		}
-		if err := json.Unmarshal(m, &out[i]); err != nil {
+		if err := decodeMessage(&out[i], n, m); err != nil {
 			return nil, fmt.Errorf("session: context message %d: %w", i, err)
 		}
-		if n != nil {
-			d := out[i]
-			d.Content = slices.Clone(d.Content)
-			n.decoded.Store(&d)
-		}
+		out[i].Content = slices.Clone(out[i].Content)
 	}
 	return out, nil
+}
+
+// decodeMessage sets *dst to the message raw, which is n's stored message
+// or (n == nil) a derived one. A stored message is decoded once and kept
+// by n; *dst then shares its Content, which nobody may change.
+func decodeMessage(dst *llm.Message, n *node, raw []byte) error {
+	if n != nil {
+		if d := n.decoded.Load(); d != nil {
+			*dst = *d
+			return nil
+		}
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return err
+	}
+	if n != nil {
+		d := *dst
+		n.decoded.Store(&d)
+	}
+	return nil
 }
 
 // Context builds the context for leafID ("" = pi's default leaf, the last
@@ -176,16 +185,8 @@ func buildContext(path []*node, emit func(k int, derived []byte)) (string, *Mode
 	var model *ModelRef
 	compaction := -1
 	for i, n := range path {
-		switch n.typ {
-		case TypeThinkingLevelChange:
-			thinking = n.ent.ThinkingLevel
-		case TypeModelChange:
-			model = &ModelRef{Provider: n.ent.Provider, ModelID: n.ent.ModelID}
-		case TypeMessage:
-			if n.role == string(llm.RoleAssistant) {
-				model = &ModelRef{Provider: n.provider, ModelID: n.model}
-			}
-		case TypeCompaction:
+		thinking, model = settings(n, thinking, model)
+		if n.typ == TypeCompaction {
 			compaction = i
 		}
 	}
@@ -220,6 +221,22 @@ func buildContext(path []*node, emit func(k int, derived []byte)) (string, *Mode
 	}
 	for k, n := range path[compaction+1:] {
 		appendMessage(compaction+1+k, n, emit)
+	}
+	return thinking, model
+}
+
+// settings returns the thinking level and model in effect after n on a
+// branch, given those before it.
+func settings(n *node, thinking string, model *ModelRef) (string, *ModelRef) {
+	switch n.typ {
+	case TypeThinkingLevelChange:
+		thinking = n.ent.ThinkingLevel
+	case TypeModelChange:
+		model = &ModelRef{Provider: n.ent.Provider, ModelID: n.ent.ModelID}
+	case TypeMessage:
+		if n.role == string(llm.RoleAssistant) {
+			model = &ModelRef{Provider: n.provider, ModelID: n.model}
+		}
 	}
 	return thinking, model
 }

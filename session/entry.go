@@ -95,28 +95,50 @@ type Entry struct {
 	Raw json.RawMessage
 }
 
-// entryEnvelopeRoom is room enough for an entry's fields other than its
-// message and raw parts (type, ids, timestamp, pibot, fence).
-const entryEnvelopeRoom = 320
+// entryEnvelopeRoom is room enough for the keys and punctuation of an
+// entry's fields other than its message and raw parts (type, ids,
+// timestamp, pibot, fence, and the newline), and a few short values.
+const entryEnvelopeRoom = 160
 
-type objWriter struct{ buf bytes.Buffer }
+// objWriter appends a JSON object to b, keys in the order written.
+type objWriter struct{ b []byte }
 
 func (w *objWriter) key(k string) {
-	if w.buf.Len() == 0 {
-		w.buf.WriteByte('{')
+	if len(w.b) == 0 {
+		w.b = append(w.b, '{')
 	} else {
-		w.buf.WriteByte(',')
+		w.b = append(w.b, ',')
 	}
-	w.buf.WriteString(strconv.Quote(k)) // keys are ASCII identifiers
-	w.buf.WriteByte(':')
+	w.b = llm.AppendJSONString(w.b, k)
+	w.b = append(w.b, ':')
 }
 
 func (w *objWriter) raw(k string, v []byte) {
 	w.key(k)
-	w.buf.Write(v)
+	w.b = append(w.b, v...)
 }
 
 func (w *objWriter) val(k string, v any) error {
+	switch x := v.(type) {
+	case bool:
+		w.key(k)
+		w.b = strconv.AppendBool(w.b, x)
+		return nil
+	case int64:
+		w.key(k)
+		w.b = strconv.AppendInt(w.b, x, 10)
+		return nil
+	case int:
+		w.key(k)
+		w.b = strconv.AppendInt(w.b, int64(x), 10)
+		return nil
+	case *Meta:
+		if x != nil {
+			w.key(k)
+			w.meta(x)
+			return nil
+		}
+	}
 	b, err := marshalNoEscape(v)
 	if err != nil {
 		return fmt.Errorf("field %s: %w", k, err)
@@ -125,15 +147,28 @@ func (w *objWriter) val(k string, v any) error {
 	return nil
 }
 
-func (w *objWriter) str(k, v string) {
-	if !llm.PlainJSONString(v) {
-		_ = w.val(k, v)
-		return
+// meta writes m as encoding/json does (its fields omitted when empty).
+func (w *objWriter) meta(m *Meta) {
+	w.b = append(w.b, '{')
+	sep := false
+	for _, f := range [...]struct{ k, v string }{{"loc", m.Loc}, {"msg", m.Msg}, {"from", m.From}} {
+		if f.v == "" {
+			continue
+		}
+		if sep {
+			w.b = append(w.b, ',')
+		}
+		sep = true
+		w.b = llm.AppendJSONString(w.b, f.k)
+		w.b = append(w.b, ':')
+		w.b = llm.AppendJSONString(w.b, f.v)
 	}
+	w.b = append(w.b, '}')
+}
+
+func (w *objWriter) str(k, v string) {
 	w.key(k)
-	w.buf.WriteByte('"')
-	w.buf.WriteString(v)
-	w.buf.WriteByte('"')
+	w.b = llm.AppendJSONString(w.b, v)
 }
 
 func (w *objWriter) parent(id string) {
@@ -145,11 +180,10 @@ func (w *objWriter) parent(id string) {
 }
 
 func (w *objWriter) close() []byte {
-	if w.buf.Len() == 0 {
+	if len(w.b) == 0 {
 		return []byte("{}")
 	}
-	w.buf.WriteByte('}')
-	return w.buf.Bytes()
+	return append(w.b, '}')
 }
 
 // marshalNoEscape encodes like JSON.stringify: no HTML escaping.
@@ -187,19 +221,18 @@ func (h Header) MarshalJSON() ([]byte, error) {
 // details, custom data) are written as given: encoding/json, which calls
 // MarshalJSON, checks and compacts the whole entry into one line.
 func (e Entry) MarshalJSON() ([]byte, error) {
-	// The message is encoded first so that the line's buffer is made
-	// once, big enough, instead of growing (and copying) five or six
-	// times on its way to a message's size.
-	var msg []byte
-	if e.Type == TypeMessage && e.Message != nil {
-		b, err := e.Message.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("field message: %w", err)
-		}
-		msg = b
+	// The line's buffer is made once, big enough for the message too,
+	// which is appended in place: it does not grow (and copy) on its way
+	// to a message's size.
+	size := entryEnvelopeRoom + len(e.Type) + len(e.ID) + len(e.ParentID) + len(e.Timestamp) + len(e.CustomType) +
+		len(e.Data) + len(e.Content) + len(e.Details) + len(e.Summary)
+	if e.Pibot != nil {
+		size += len(e.Pibot.Loc) + len(e.Pibot.Msg) + len(e.Pibot.From)
 	}
-	var w objWriter
-	w.buf.Grow(entryEnvelopeRoom + len(msg) + len(e.Data) + len(e.Content) + len(e.Details) + len(e.Summary))
+	if e.Type == TypeMessage && e.Message != nil {
+		size += e.Message.JSONSizeHint()
+	}
+	w := objWriter{b: make([]byte, 0, size)}
 	base := func() {
 		w.str("id", e.ID)
 		w.parent(e.ParentID)
@@ -240,9 +273,14 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 		if e.Message == nil {
 			return nil, fmt.Errorf("session: message entry %s without message", e.ID)
 		}
-		// Raw: whoever encodes the entry (prepare, json.Marshal) checks
-		// and compacts the whole line once.
-		w.raw("message", msg)
+		// Whoever encodes the entry (prepare, json.Marshal) checks and
+		// compacts the whole line once.
+		w.key("message")
+		b, err := e.Message.AppendJSON(w.b)
+		if err != nil {
+			return nil, fmt.Errorf("field message: %w", err)
+		}
+		w.b = b
 	case TypeThinkingLevelChange:
 		w.str("thinkingLevel", e.ThinkingLevel)
 	case TypeModelChange:

@@ -3,6 +3,9 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/pibot/pibot/llm"
@@ -54,4 +57,66 @@ func TestPrepareEncodesLikeTheEncoder(t *testing.T) {
 	if _, err := s.prepare(&bad); err == nil {
 		t.Error("an entry with invalid data was encoded")
 	}
+}
+
+// TestPiMessagesEncodeAsPiWroteThem: every message pi wrote in the
+// vectors, decoded and encoded again by pibot, has the keys pi wrote with
+// the same bytes as values (text with escapes and non-ASCII, usage with
+// float costs, tool calls, unknown keys).
+func TestPiMessagesEncodeAsPiWroteThem(t *testing.T) {
+	dir, m := loadVectors(t)
+	n := 0
+	for _, v := range m.Vectors {
+		data, err := os.ReadFile(filepath.Join(dir, v.Name+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			var e struct {
+				Type    string
+				Message json.RawMessage
+			}
+			if json.Unmarshal(line, &e) != nil || e.Type != TypeMessage || e.Message == nil {
+				continue
+			}
+			if bytes.Contains(e.Message, []byte(`\ud`)) {
+				continue // a lone surrogate, which Go decodes as U+FFFD
+			}
+			var msg llm.Message
+			if err := json.Unmarshal(e.Message, &msg); err != nil {
+				t.Fatalf("%s:%d: %v", v.Name, i+1, err)
+			}
+			got, err := msg.MarshalJSON()
+			if err != nil {
+				t.Fatalf("%s:%d: %v", v.Name, i+1, err)
+			}
+			// pibot's key order is its own for a few keys (responseId),
+			// and it escapes U+2028 and U+2029 as encoding/json does:
+			// otherwise each value must be pi's bytes.
+			got = bytes.ReplaceAll(bytes.ReplaceAll(compactValid(got), []byte(`\u2028`), []byte("\u2028")), []byte(`\u2029`), []byte("\u2029"))
+			gotKeys, wantKeys := topLevel(t, got), topLevel(t, e.Message)
+			if !reflect.DeepEqual(gotKeys, wantKeys) {
+				t.Errorf("%s:%d:\n got %s\nwant %s", v.Name, i+1, got, e.Message)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no message lines in the vectors")
+	}
+	t.Logf("%d messages", n)
+}
+
+// topLevel splits a JSON object into its keys and their values' bytes.
+func topLevel(t *testing.T, obj []byte) map[string]string {
+	t.Helper()
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &fields); err != nil {
+		t.Fatalf("%s: %v", obj, err)
+	}
+	out := make(map[string]string, len(fields))
+	for k, v := range fields {
+		out[k] = string(v)
+	}
+	return out
 }

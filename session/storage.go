@@ -154,13 +154,7 @@ func (o osFile) Write(p []byte) (int, error) { return o.f.Write(p) }
 func (o osFile) Sync() error                 { return datasync(o.f) }
 func (o osFile) Truncate(n int64) error      { return o.f.Truncate(n) }
 func (o osFile) Close() error                { return o.f.Close() }
-func (o osFile) Size() (int64, error) {
-	st, err := o.f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	return st.Size(), nil
-}
+func (o osFile) Size() (int64, error)        { return fileSize(o.f) }
 
 // MemStorage keeps files in memory. It is safe for concurrent use.
 type MemStorage struct {

@@ -242,21 +242,37 @@ func (t *Tree) Children(id string) []Entry {
 // pi's default leaf; none when the tree is empty). Cycles end the walk.
 // Callers hold mu.
 func (t *Tree) branchLocked(id string) ([]*node, error) {
-	var leaf *node
+	leaf, err := t.leafLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	return t.pathLocked(leaf), nil
+}
+
+// leafLocked is the node of entry id ("" = the default leaf; nil when
+// the tree has no entries). The caller holds mu.
+func (t *Tree) leafLocked(id string) (*node, error) {
 	switch {
 	case id != "":
-		if leaf = t.byID[id]; leaf == nil {
+		leaf := t.byID[id]
+		if leaf == nil {
 			return nil, fmt.Errorf("session: %s: entry %s not found", t.path, id)
 		}
+		return leaf, nil
 	case len(t.nodes) > 0:
-		leaf = t.nodes[len(t.nodes)-1]
+		return t.nodes[len(t.nodes)-1], nil
 	}
+	return nil, nil
+}
+
+// pathLocked is the branch from the root to leaf. The caller holds mu.
+func (t *Tree) pathLocked(leaf *node) []*node {
 	var path []*node
 	for n := leaf; n != nil && len(path) <= len(t.nodes); n = n.parent {
 		path = append(path, n)
 	}
 	slices.Reverse(path)
-	return path, nil
+	return path
 }
 
 // Branch returns the entries from the root to leafID ("" = default leaf).

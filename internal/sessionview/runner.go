@@ -76,7 +76,8 @@ func NewRunner(head Head, o Options) *Runner {
 // Recorded is what Record wrote for one message_end.
 type Recorded struct {
 	// Entry is the appended entry; its ID is empty when the message is
-	// not recorded (a role pi does not persist on message_end).
+	// not recorded (a role pi does not persist on message_end). Its
+	// Message is the event's.
 	Entry session.Entry
 	// Tag is the tag the message was prompted or queued with.
 	Tag any
@@ -94,12 +95,12 @@ func (r *Runner) Record(ev agent.Event) (Recorded, error) {
 	return rec, err
 }
 
-// record appends the entry of message src for rec. It works through
+// record appends the entry of message m for rec. It works through
 // pointers: it runs deep in the run goroutine's stack (under the agent
 // and the gateway), where every copy of a message on the stack counts.
-func (r *Runner) record(rec *Recorded, src *llm.Message) error {
-	m := new(llm.Message) // the entry's own copy
-	*m = *src
+// The entry takes m itself: the session keeps a copy of its own, and a
+// message_end's message is the event's alone.
+func (r *Runner) record(rec *Recorded, m *llm.Message) error {
 	if !persisted(m.Role) {
 		return r.recordOther(rec, m)
 	}
