@@ -166,7 +166,7 @@ func (w *objWriter) contents(k string, cs []Content) {
 		if w.err == nil && (len(cs[i].Arguments) > 0 || len(cs[i].Extra) > 0) {
 			// Raw values: checked and compacted, as the encoder does.
 			if json.Valid(w.b[start:]) {
-				w.b = w.b[:start+len(compactValid(w.b[start:]))]
+				w.b = w.b[:start+len(CompactValid(w.b[start:]))]
 			} else {
 				w.err = json.Compact(new(bytes.Buffer), w.b[start:]) // says what is wrong
 			}
@@ -179,9 +179,9 @@ func (w *objWriter) contents(k string, cs []Content) {
 	w.b = append(w.b, ']')
 }
 
-// compactValid elides the insignificant spaces of the valid JSON text b in
+// CompactValid elides the insignificant spaces of the valid JSON text b in
 // place, as json.Compact does, and returns the shortened b.
-func compactValid(b []byte) []byte {
+func CompactValid(b []byte) []byte {
 	w := 0
 	inString, escaped := false, false
 	for _, c := range b {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+
+	"github.com/pibot/pibot/llm"
 )
 
 // prepare fills id, timestamp and fence of e and returns its line with the
@@ -35,36 +37,9 @@ func (s *Session) prepare(e *Entry) ([]byte, error) {
 		err := json.Compact(new(bytes.Buffer), b) // says what is wrong
 		return nil, fmt.Errorf("session: %s: encode entry: %w", s.path, err)
 	}
-	line := append(compactValid(b), '\n')
+	line := append(llm.CompactValid(b), '\n')
 	e.Raw = line[: len(line)-1 : len(line)-1]
 	return line, nil
-}
-
-// compactValid elides the insignificant spaces of the valid JSON text b in
-// place, as json.Compact does, and returns the shortened b.
-func compactValid(b []byte) []byte {
-	w := 0
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == ' ', c == '\t', c == '\n', c == '\r':
-			continue
-		}
-		b[w] = c
-		w++
-	}
-	return b[:w]
 }
 
 // Append adds e as one line. The caller sets ParentID ("" for a new

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/pibot/pibot/llm"
 )
 
 // An appended custom entry is indexed from the entry itself (knownEntry)
@@ -76,8 +78,8 @@ func TestCompactValidLikeCompact(t *testing.T) {
 		if err := json.Compact(&want, []byte(in)); err != nil {
 			t.Fatalf("%q: %v", in, err)
 		}
-		if got := compactValid([]byte(in)); string(got) != want.String() {
-			t.Errorf("compactValid(%q) = %q, want %q", in, got, want.String())
+		if got := llm.CompactValid([]byte(in)); string(got) != want.String() {
+			t.Errorf("llm.CompactValid(%q) = %q, want %q", in, got, want.String())
 		}
 	}
 }

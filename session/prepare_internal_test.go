@@ -93,7 +93,7 @@ func TestPiMessagesEncodeAsPiWroteThem(t *testing.T) {
 			// pibot's key order is its own for a few keys (responseId),
 			// and it escapes U+2028 and U+2029 as encoding/json does:
 			// otherwise each value must be pi's bytes.
-			got = bytes.ReplaceAll(bytes.ReplaceAll(compactValid(got), []byte(`\u2028`), []byte("\u2028")), []byte(`\u2029`), []byte("\u2029"))
+			got = bytes.ReplaceAll(bytes.ReplaceAll(llm.CompactValid(got), []byte(`\u2028`), []byte("\u2028")), []byte(`\u2029`), []byte("\u2029"))
 			gotKeys, wantKeys := topLevel(t, got), topLevel(t, e.Message)
 			if !reflect.DeepEqual(gotKeys, wantKeys) {
 				t.Errorf("%s:%d:\n got %s\nwant %s", v.Name, i+1, got, e.Message)
