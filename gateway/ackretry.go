@@ -146,16 +146,3 @@ func (a *ackRetries) retry(ctx context.Context) (left int, failed bool) {
 	a.due = append(keep, a.due...)
 	return len(a.due), failed
 }
-
-// leaseDone reports whether lease was lost or released (nil: never).
-func leaseDone(lease cluster.Lease) bool {
-	if lease == nil {
-		return false
-	}
-	select {
-	case <-lease.Done():
-		return true
-	default:
-		return false
-	}
-}

@@ -90,3 +90,16 @@ func leaseLive(lease cluster.Lease) bool {
 	d, ok := lease.(deadlined)
 	return !ok || time.Now().Before(d.Deadline())
 }
+
+// leaseDone reports whether lease was lost or released (nil: never).
+func leaseDone(lease cluster.Lease) bool {
+	if lease == nil {
+		return false
+	}
+	select {
+	case <-lease.Done():
+		return true
+	default:
+		return false
+	}
+}

@@ -31,7 +31,7 @@ func (c *locatedCache) lookup(key string) *owner {
 	if !ok {
 		return nil
 	}
-	if leaseEnded(o) {
+	if leaseDone(o.lease) {
 		delete(c.bound, key)
 		return nil
 	}
@@ -89,19 +89,6 @@ func (c *locatedCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.bound = nil
-}
-
-// leaseEnded reports whether o's lease is lost or released.
-func leaseEnded(o *owner) bool {
-	if o.lease == nil {
-		return false
-	}
-	select {
-	case <-o.lease.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 // place returns o's location key for in, created if needed; a reply to

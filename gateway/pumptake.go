@@ -119,7 +119,7 @@ func (p *pump) held(ctx context.Context, key string) (bool, string) {
 	p.sessions.mu.Lock()
 	o := p.sessions.owners[path]
 	p.sessions.mu.Unlock()
-	if o == nil || leaseEnded(o) {
+	if o == nil || leaseDone(o.lease) {
 		return false, path
 	}
 	p.sessions.located.remember(key, o)
@@ -152,7 +152,7 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 		err = gerr
 	} else if ok {
 		var o *owner
-		if o, err = p.sessions.owner(ctx, path); err == nil && leaseEnded(o) {
+		if o, err = p.sessions.owner(ctx, path); err == nil && leaseDone(o.lease) {
 			// Its lease was lost a moment ago and its watcher has not
 			// unloaded it yet: claiming now would race the watcher's
 			// leave of its items (leave.go).
