@@ -99,12 +99,6 @@ func (b *Builder) block(i int) *block {
 	return &b.blocks[i]
 }
 
-// isOpen reports whether block i has started and not ended.
-func (b *Builder) isOpen(i int) bool {
-	st := b.block(i)
-	return st != nil && st.open
-}
-
 func (b *Builder) add(c llm.Content, typ llm.EventType, raw *strings.Builder) (int, bool) {
 	b.msg.Content = append(b.msg.Content, c)
 	i := len(b.msg.Content) - 1
@@ -140,7 +134,7 @@ func (b *Builder) Delta(i int, s string) bool {
 	if b.Stopped() {
 		return false
 	}
-	if !b.isOpen(i) {
+	if !b.IsOpen(i) {
 		return true
 	}
 	c := &b.msg.Content[i]
@@ -166,7 +160,10 @@ func (b *Builder) Delta(i int, s string) bool {
 }
 
 // IsOpen reports whether block i has started and not ended.
-func (b *Builder) IsOpen(i int) bool { return b.isOpen(i) }
+func (b *Builder) IsOpen(i int) bool {
+	st := b.block(i)
+	return st != nil && st.open
+}
 
 // grow appends s to the text of block i in amortised constant time.
 func (b *Builder) grow(i int, cur, s string) string {
@@ -184,7 +181,7 @@ func (b *Builder) grow(i int, cur, s string) string {
 // End closes block i and emits its end event. Ending a closed block does
 // nothing.
 func (b *Builder) End(i int) bool {
-	if !b.isOpen(i) {
+	if !b.IsOpen(i) {
 		return !b.Stopped()
 	}
 	st := &b.blocks[i]
@@ -237,7 +234,7 @@ func (b *Builder) HasToolCalls() bool {
 
 func (b *Builder) closeOpen() bool {
 	for i := range b.msg.Content {
-		if b.isOpen(i) && !b.End(i) {
+		if b.IsOpen(i) && !b.End(i) {
 			return false
 		}
 	}
