@@ -30,8 +30,8 @@ func TestPlainText(t *testing.T) {
 	}
 }
 
-// Messages map to conversations as DESIGN.md says: a DM's top level is the
-// main line, a DM thread and every channel thread are threads; bots, the
+// Messages map to conversations as the README's Slack section says: a DM's
+// top level is the main line, a DM thread and every channel thread are threads; bots, the
 // bot itself and edits are skipped; "!" commands work anywhere.
 func TestEventMapping(t *testing.T) {
 	h := newHarness(t, "")

@@ -19,16 +19,31 @@ import (
 // over 2 s with edits 1 s apart take a handful of loop turns, not 1,000
 // goroutine hand-offs.
 func TestTokensCoalesceBetweenEdits(t *testing.T) {
+	edit := chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second}
+	native := edit
+	native.NativeStream = true
 	for _, tc := range []struct {
 		name string
 		caps chat.Caps
+		// ticks: every reading of the clock is 1 µs later than the one
+		// before, as on a real machine, where the loop sets its timer a
+		// moment after the pacer notes the edit (in a synctest bubble
+		// the two instants are equal).
+		ticks bool
 	}{
-		{"edit", chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second}},
-		{"native", chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second, NativeStream: true}},
+		{"edit", edit, false},
+		{"native", native, false},
+		{"edit,ticking clock", edit, true},
+		{"native,ticking clock", native, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				c, ad, conv, turns := countedController(t, tc.caps)
+				var opts Options
+				if tc.ticks {
+					var n atomic.Int64
+					opts.Now = func() time.Time { return time.Now().Add(time.Duration(n.Add(1)) * time.Microsecond) }
+				}
+				c, ad, conv, turns := countedController(t, tc.caps, opts)
 				const tokens = 1000
 				var b strings.Builder
 				for i := range tokens {
@@ -59,7 +74,7 @@ func TestTokensCoalesceBetweenEdits(t *testing.T) {
 // posts at once.
 func TestTokensBeforeFirstPostCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, ad, conv, turns := countedController(t, chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second})
+		c, ad, conv, turns := countedController(t, chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditInterval: time.Second}, Options{})
 		start := time.Now()
 		var b strings.Builder
 		for range firstPostChars - 1 {
@@ -91,14 +106,14 @@ func TestTokensBeforeFirstPostCoalesce(t *testing.T) {
 	})
 }
 
-// countedController starts a Controller on a chattest adapter with caps,
-// counting the turns of its loop. It runs inside the caller's synctest
+// countedController starts a Controller with opts on a chattest adapter
+// with caps, counting the turns of its loop. It runs inside the caller's synctest
 // bubble, so its goroutine is the bubble's.
-func countedController(t *testing.T, caps chat.Caps) (*Controller, *chattest.Adapter, chat.ConvRef, *atomic.Int64) {
+func countedController(t *testing.T, caps chat.Caps, opts Options) (*Controller, *chattest.Adapter, chat.ConvRef, *atomic.Int64) {
 	t.Helper()
 	ad := chattest.New(chattest.WithCaps(caps, caps))
 	conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
-	c := New(ad, conv, Options{})
+	c := New(ad, conv, opts)
 	turns := new(atomic.Int64)
 	c.mu.Lock()
 	c.started = true

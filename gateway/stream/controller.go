@@ -175,8 +175,10 @@ func (c *Controller) change(f func(*document) bool, textOnly bool) {
 	// While the reply shows itself, most changes come between two edits:
 	// the loop's timer fires at the next edit anyway. (On an append-only
 	// surface the status line shows progress: every change may matter.)
+	// The loop set its timer a moment after the pacer noted the last
+	// edit, so the two instants differ by that moment (wakeSlack).
 	wakeAt, sleeping := c.loop.sleepsUntil()
-	skip := sleeping && c.surf.showsProgress() && !wakeAt.After(c.pace.nextOut())
+	skip := sleeping && c.surf.showsProgress() && !wakeAt.After(c.pace.nextOut().Add(wakeSlack))
 	// Before the first post the loop sleeps until the post is due by
 	// time (firstPostDelay); the first tokens, too short to post it
 	// earlier (firstPostChars), need not wake it one by one.

@@ -112,7 +112,7 @@ type Options struct {
 	Allowed func() bool
 }
 
-// Tuning defaults (platforms.md §9.2–9.3).
+// Tuning defaults: the edit pace and limits the platforms tolerate.
 const (
 	firstPostChars  = 24
 	firstPostDelay  = 800 * time.Millisecond
@@ -128,3 +128,8 @@ const (
 	editAttempts    = 3
 	sendAttempts    = 5
 )
+
+// wakeSlack: a change does not wake a publishing loop whose timer fires at
+// most this long after the next edit is allowed. The edit comes that much
+// later instead of costing a goroutine hand-off per token.
+const wakeSlack = 10 * time.Millisecond
