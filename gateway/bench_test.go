@@ -339,7 +339,7 @@ var benchFastCaps = chat.Caps{Dialect: chat.DialectMarkdown, MaxLen: 4000, EditI
 // localFleet is one gateway on the process's own inbox, locks and
 // dedupe, as `pibot serve` without cluster mode; the owner talks.
 func localFleet(b *testing.B, m llm.Model) benchFleet {
-	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps), chattest.WithoutCallLog())
 	return benchFleet{gws: []*benchGateway{startBenchGateway(b, ad, m, nil)}, ads: []*chattest.Adapter{ad}}
 }
 

@@ -92,7 +92,7 @@ func localSendersFleet(b *testing.B, m llm.Model) benchFleet {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps), chattest.WithoutCallLog())
 	deps := gateway.Deps{
 		Inbox:  inbox,
 		Dedupe: cluster.NewDedupe(time.Hour, 100_000),
@@ -117,7 +117,7 @@ func redisFleet(n int, route func(conv, n int) int) func(*testing.B, llm.Model) 
 		f := benchFleet{route: route, user: benchSender, dedupe: true}
 		rts := &redistest.RoundTrips{}
 		for i := range n {
-			ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+			ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps), chattest.WithoutCallLog())
 			f.gws = append(f.gws, startRedisReplica(b, ad, m, dir, redisReplica{prefix: prefix, id: fmt.Sprintf("bench-replica-%d", i), hook: rts}))
 			f.ads = append(f.ads, ad)
 		}

@@ -152,17 +152,30 @@ func (c *BranchCache) rebuild(t *Tree, leaf *node) error {
 // appendDecoded appends the message buildContext emitted: n's stored
 // message (k >= 0) or the derived one.
 func appendDecoded(msgs []llm.Message, n *node, k int, derived []byte) ([]llm.Message, error) {
-	raw := json.RawMessage(derived)
-	if k >= 0 {
-		raw = n.raw[n.msg[0]:n.msg[1]]
-	} else {
-		n = nil
-	}
 	msgs = append(msgs, llm.Message{}) // decoded in place: no copy on the heap
-	if err := decodeMessage(&msgs[len(msgs)-1], n, raw); err != nil {
+	dst := &msgs[len(msgs)-1]
+	var err error
+	if k < 0 {
+		err = json.Unmarshal(derived, dst)
+	} else {
+		err = takeDecoded(dst, n)
+	}
+	if err != nil {
 		return msgs[:len(msgs)-1], fmt.Errorf("session: context message %d: %w", len(msgs)-1, err)
 	}
 	return msgs, nil
+}
+
+// takeDecoded sets *dst to n's message. The decoded copy its append left
+// on n moves to the cache, which holds it from now on: a live session
+// keeps one decoded copy of each message, not two. Without one, the
+// message is decoded from n's line and n is left without a copy.
+func takeDecoded(dst *llm.Message, n *node) error {
+	if d := n.decoded.Swap(nil); d != nil {
+		*dst = *d
+		return nil
+	}
+	return json.Unmarshal(n.raw[n.msg[0]:n.msg[1]], dst)
 }
 
 // withHeadroom returns msgs with at least branchHeadroom spare capacity.

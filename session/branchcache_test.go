@@ -138,3 +138,39 @@ func TestBranchCacheMatchesRebuild(t *testing.T) {
 		t.Error("unknown leaf: no error")
 	}
 }
+
+// A live session keeps one decoded copy of a message: the one a
+// BranchCache took from the append, not another on the tree's node. A
+// context built afterwards decodes the lines and equals the cache's.
+func TestBranchCacheTakesTheAppendedCopy(t *testing.T) {
+	s, err := CreateFile(t.TempDir(), Header{}, Entry{Type: TypeModelChange, Provider: "p", ModelID: "m"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := &branchFixture{t: t, s: s}
+	leaf := s.Tree().Leaf()
+	var cache BranchCache
+	for i, text := range []string{"one", "two", "three"} {
+		u := llm.UserText(text, int64(i))
+		leaf = f.add(Entry{Type: TypeMessage, Message: &u}, leaf)
+		a := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.TextBlock("re: " + text)}, StopReason: llm.StopStop}
+		leaf = f.add(Entry{Type: TypeMessage, Message: &a}, leaf)
+		got, err := cache.Context(s.Tree(), leaf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Messages) != 2*(i+1) {
+			t.Fatalf("run %d: %d messages", i, len(got.Messages))
+		}
+		s.Tree().mu.RLock()
+		for _, n := range s.Tree().nodes {
+			if n.decoded.Load() != nil {
+				t.Errorf("run %d: entry %s keeps a decoded copy beside the cache's", i, n.id)
+			}
+		}
+		s.Tree().mu.RUnlock()
+	}
+	f.cache = cache
+	f.check("after the takes", leaf)
+}

@@ -66,7 +66,7 @@ type node struct {
 	model    string                      // assistant model
 	msg      [2]int                      // span of the message object in raw
 	ent      *Entry                      // decoded non-message entry
-	decoded  atomic.Pointer[llm.Message] // decoded message, cached by Context.LLMMessages
+	decoded  atomic.Pointer[llm.Message] // decoded message: kept by Context.LLMMessages, or left by Append for a BranchCache to take
 	parent   *node                       // resolved parent (nil = root)
 	children []*node
 	// v1 migration

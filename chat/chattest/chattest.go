@@ -121,6 +121,12 @@ func WithCaps(dm, group chat.Caps) Option {
 // WithClock replaces time.Now for call times and the rate model.
 func WithClock(now func() time.Time) Option { return func(a *Adapter) { a.now = now } }
 
+// WithoutCallLog keeps no record of calls, as a real platform keeps none
+// in pibot's memory: for benchmarks, whose fake should not grow the heap
+// the gateway's collector scans. Calls returns nothing, and WaitFor's
+// condition sees no calls (it is still checked after each one).
+func WithoutCallLog() Option { return func(a *Adapter) { a.unlogged = true } }
+
 // WithRateLimit adds a rate model; see RateLimit.
 func WithRateLimit(l RateLimit) Option { return func(a *Adapter) { a.limits = append(a.limits, l) } }
 
@@ -131,6 +137,8 @@ type Adapter struct {
 	dmCaps, groupCaps chat.Caps
 	now               func() time.Time
 	limits            []RateLimit
+
+	unlogged bool // WithoutCallLog
 
 	mu         sync.Mutex
 	calls      callLog
@@ -463,7 +471,9 @@ func (a *Adapter) liveLocked(c *Call, ref chat.MsgRef) (*Message, error) {
 
 // recordLocked appends c and wakes WaitFor.
 func (a *Adapter) recordLocked(c Call) {
-	a.calls.add(c)
+	if !a.unlogged {
+		a.calls.add(c)
+	}
 	if a.changed != nil {
 		close(a.changed)
 		a.changed = nil

@@ -51,6 +51,28 @@ func TestMessagesAfterEditsAndDeletes(t *testing.T) {
 	}
 }
 
+// Without a call log the fake still keeps its messages: edits find them.
+func TestWithoutCallLog(t *testing.T) {
+	ctx := t.Context()
+	ad := chattest.New(chattest.WithoutCallLog())
+	a, err := ad.Send(ctx, dm, chat.Out{Markdown: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.Edit(ctx, a, chat.Out{Markdown: "one, edited"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ad.Edit(ctx, chat.MsgRef{Conv: dm, ID: "nope"}, chat.Out{Markdown: "x"}); !errors.Is(err, chat.ErrNotFound) {
+		t.Errorf("edit of an unknown message: %v, want ErrNotFound", err)
+	}
+	if got := ad.Messages(dm); !slices.Equal(got, []string{"one, edited"}) {
+		t.Errorf("Messages = %q", got)
+	}
+	if calls := ad.Calls(); len(calls) != 0 {
+		t.Errorf("calls = %+v, want none recorded", calls)
+	}
+}
+
 func TestCapsPerConversation(t *testing.T) {
 	d := chat.Caps{Dialect: chat.DialectTelegram, MaxLen: 4096}
 	g := chat.Caps{Dialect: chat.DialectTelegram, MaxLen: 100}
