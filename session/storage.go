@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pibot/pibot/internal/fsync"
 )
 
 // File is an open session file in append mode.
@@ -76,7 +78,7 @@ func (s FileStorage) Create(path string, data []byte) (File, error) {
 	}
 	_, err = f.Write(data)
 	if err == nil {
-		err = datasync(f)
+		err = fsync.Data(f)
 	}
 	if err == nil {
 		err = s.SyncDir(filepath.Dir(path))
@@ -97,7 +99,7 @@ func (s FileStorage) WriteFile(path string, data []byte) error {
 	name := tmp.Name()
 	_, werr := tmp.Write(data)
 	if werr == nil {
-		werr = datasync(tmp)
+		werr = fsync.Data(tmp)
 	}
 	if cerr := tmp.Close(); werr == nil {
 		werr = cerr
@@ -151,7 +153,7 @@ func (FileStorage) List(dir string) ([]FileInfo, error) {
 type osFile struct{ f *os.File }
 
 func (o osFile) Write(p []byte) (int, error) { return o.f.Write(p) }
-func (o osFile) Sync() error                 { return datasync(o.f) }
+func (o osFile) Sync() error                 { return fsync.Data(o.f) }
 func (o osFile) Truncate(n int64) error      { return o.f.Truncate(n) }
 func (o osFile) Close() error                { return o.f.Close() }
 func (o osFile) Size() (int64, error)        { return fileSize(o.f) }

@@ -84,7 +84,7 @@ var rules = []rule{
 	{pkg: "agent/hooks", may: []string{"agent", "llm"},
 		never: join(sdks, []string{"gateway/...", "session/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
 		why:   "hooks speak JSON lines to an operator's process and plug into the agent loop's hooks; no chat, no session"},
-	{pkg: "session", may: []string{"llm", xsys},
+	{pkg: "session", may: []string{"llm", "internal/fsync", xsys},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
 		why:   "the session store is pure storage: no chat, no agent, no Redis"},
 	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox"},
@@ -181,6 +181,7 @@ var rules = []rule{
 
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
+	{pkg: "internal/fsync", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/tokenbucket", never: sdks, why: whyStdlib},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
 	{pkg: "internal/otlp", never: sdks, why: whyStdlib + " (a hand-written OTLP/HTTP JSON exporter instead of the OpenTelemetry SDK)"},
@@ -189,7 +190,7 @@ var rules = []rule{
 	{pkg: "internal/extensions", may: []string{"agent", "agent/hooks", "agent/skills", "chat", "llm"},
 		never: join(sdks, []string{"gateway/...", "session/...", "adapters/...", "providers/...", "tools/...", "cluster"}),
 		why:   "extensions join skills, templates and hooks for the gateway and pibot chat, which consume them through their own interfaces"},
-	{pkg: "internal/groupsync", may: []string{xsys}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
+	{pkg: "internal/groupsync", may: []string{"internal/fsync"}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
 	{pkg: "internal/secret", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/sessionview", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},
 		never: join(sdks, []string{"gateway/...", "chat/...", "adapters/...", "providers/...", "tools/...", "cluster"}),

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pibot/pibot/internal/fsync"
 )
 
 // RetryInterval is the least time between two attempts to recover a
@@ -193,7 +195,7 @@ func (g *File) flushLocked() error {
 	}
 	// fdatasync: an append-only log needs its data and size on disk, not
 	// its timestamps.
-	if err := datasync(g.f); err != nil {
+	if err := fsync.Data(g.f); err != nil {
 		return g.fail(fmt.Errorf("fdatasync %s: %w", g.path, err))
 	}
 	g.synced.Store(upTo)
@@ -299,7 +301,7 @@ func (g *File) recoverLocked() error {
 		_, werr = f.Write(data)
 	}
 	if werr == nil {
-		werr = datasync(f)
+		werr = fsync.Data(f)
 	}
 	if werr != nil {
 		_ = f.Close()

@@ -1,4 +1,4 @@
-package groupsync
+package fsync
 
 import (
 	"os"
