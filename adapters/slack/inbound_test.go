@@ -30,9 +30,10 @@ func TestPlainText(t *testing.T) {
 	}
 }
 
-// Messages map to conversations as the README's Slack section says: a DM's
-// top level is the main line, a DM thread and every channel thread are threads; bots, the
-// bot itself and edits are skipped; "!" commands work anywhere.
+// Messages map to conversations as the README's Slack section says: a
+// DM's top level is the main line, a DM thread and every channel thread
+// are threads; bots, the bot itself and edits are skipped; "!" commands
+// work anywhere.
 func TestEventMapping(t *testing.T) {
 	h := newHarness(t, "")
 	h.a.rd.setIdentity(identity{userID: "UBOT", botID: "BBOT", teamID: "T0001"})
