@@ -195,6 +195,7 @@ type Gateway struct {
 	runner   *adapterRunner // runs the adapters (adapters.go)
 	sched    *schedules     // scheduled prompts (schedules.go)
 	pump     *pump          // cluster mode: the shared inbox to the sessions (shared.go)
+	leaver   *inboxLeaver   // cluster mode: tells the shared inbox what an owner gave up (leave.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -296,6 +297,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 			return o != nil && g.pump.acks.add(ref, o.lease)
 		}
 	}
+	g.leaver = newInboxLeaver(g)
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {
 			if g.sessions.forget(o) {
@@ -465,7 +467,7 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 // newOwner builds the owner of a session the registry loaded.
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
-		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaveInbox,
+		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaver.leave,
 		receiveFile: g.receiveFile, forget: g.sessions.forget}
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}}

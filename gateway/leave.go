@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -20,37 +21,55 @@ type leaver interface {
 // leaveTimeout bounds the inbox's round trip of a Leave.
 const leaveTimeout = 5 * time.Second
 
-// leaveInbox tells the inbox, in cluster mode, that o no longer handles
-// the items it took for its locations: its lease was lost (cut) or it
-// released it. The owner calls it once its runs are stopped (watchLease)
-// or it is closed; a second call finds nothing left to leave. Each key is
-// left under its gate, so a take of the key in flight (the pump's, or an
-// admission's) is not half forgotten.
-func (g *Gateway) leaveInbox(o *owner, cut bool) {
+// inboxLeaver tells the shared inbox, in cluster mode, that an owner no
+// longer handles the items it took for its locations.
+type inboxLeaver struct {
+	inbox   leaver
+	pump    *pump // its gate keeps a take of a key in flight whole (nil: none)
+	located *locatedCache
+	log     *slog.Logger
+}
+
+// newInboxLeaver returns the leaver of g's inbox, or nil when there is
+// nothing to tell (not cluster mode, or an inbox that does not forget).
+func newInboxLeaver(g *Gateway) *inboxLeaver {
 	l, ok := g.inbox.(leaver)
 	if !ok || !g.cfg.Cluster.Enabled {
+		return nil
+	}
+	return &inboxLeaver{inbox: l, pump: g.pump, located: &g.sessions.located, log: g.log}
+}
+
+// leave tells the inbox that o no longer handles the items it took for
+// its locations: its lease was lost (cut) or it released it. The owner
+// calls it once its runs are stopped (watchLease) or it is closed; a
+// second call finds nothing left to leave. Each key is left under its
+// gate, so a take of the key in flight (the pump's, or an admission's) is
+// not half forgotten. A nil leaver does nothing.
+func (il *inboxLeaver) leave(o *owner, cut bool) {
+	if il == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
 	defer cancel()
-	for _, key := range g.ownerKeys(o) {
+	for _, key := range il.keys(o) {
 		unlock := func() {}
-		if g.pump != nil {
-			unlock = g.pump.gate.lock(key)
+		if il.pump != nil {
+			unlock = il.pump.gate.lock(key)
 		}
-		err := l.Leave(ctx, key, cut)
+		err := il.inbox.Leave(ctx, key, cut)
 		unlock()
 		if err != nil {
 			// Only the count of a cut is lost (Redis down, which is
 			// likely why the lease was lost): the items are forgotten.
-			g.log.Warn("inbox: leave the items of a session given up", "key", key, "cut", cut, "err", err)
+			il.log.Warn("inbox: leave the items of a session given up", "key", key, "cut", cut, "err", err)
 		}
 	}
 }
 
-// ownerKeys lists the locations of o and those the registry found bound
-// to it (an item taken for a location its owner has not placed yet).
-func (g *Gateway) ownerKeys(o *owner) []string {
+// keys lists the locations of o and those the registry found bound to it
+// (an item taken for a location its owner has not placed yet).
+func (il *inboxLeaver) keys(o *owner) []string {
 	seen := map[string]bool{}
 	var keys []string
 	o.mu.Lock()
@@ -59,5 +78,5 @@ func (g *Gateway) ownerKeys(o *owner) []string {
 		keys = append(keys, k)
 	}
 	o.mu.Unlock()
-	return append(keys, g.sessions.located.keysOf(o, seen)...)
+	return append(keys, il.located.keysOf(o, seen)...)
 }

@@ -57,7 +57,7 @@ type ownerDeps struct {
 	// ack tells the inbox messages are done with (Gateway.ackAll).
 	ack func(ctx context.Context, ps []*pending)
 	// leave tells the inbox the owner no longer handles the items it
-	// took, its lease lost (cut) or released (Gateway.leaveInbox).
+	// took, its lease lost (cut) or released (inboxLeaver.leave).
 	leave func(o *owner, cut bool)
 	// receiveFile saves a file of a message into the workspace.
 	receiveFile func(ctx context.Context, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
