@@ -37,11 +37,11 @@ type mailboxes struct {
 // waits behind the item, and reports whether it did (then the caller may
 // run on as long as it needs, and the location takes new work on a
 // goroutine of its own). Once it reported true it keeps doing so; if it
-// had not by the time its item returned, it reports false. The work of an item passes it on
-// explicitly, from intake.execute through Gateway.route and queue.accept
-// to runStarter.launch, which alone calls it. nil offers nothing: work
-// that is no mailbox item's (a timer, a run's end) starts its runs on
-// goroutines of their own.
+// had not by the time its item returned, it reports false. The work of an
+// item passes it on explicitly, from intake.execute through Gateway.route
+// and queue.accept to runStarter.launch, which alone calls it. nil offers
+// nothing: work that is no mailbox item's (a timer, a run's end) starts
+// its runs on goroutines of their own.
 type takeOver func() bool
 
 func newMailboxes() *mailboxes {

@@ -83,7 +83,6 @@ func PlainJSONString(s string) bool {
 	return true
 }
 
-// val writes key:value with encoding/json semantics (no HTML escaping).
 // intVal writes key:v.
 func (w *objWriter) intVal(k string, v int64) {
 	if w.err != nil {
@@ -103,6 +102,7 @@ func (w *objWriter) floatVal(k string, v float64) {
 	w.b, w.err = appendJSONFloat(w.b, v)
 }
 
+// val writes key:value with encoding/json semantics (no HTML escaping).
 func (w *objWriter) val(k string, v any) {
 	if w.err != nil {
 		return

@@ -245,8 +245,8 @@ func (ib *Inbox) Consume(ctx context.Context, key string) ([]cluster.InboxItem, 
 
 // Claim takes the items of key nobody took yet and those other processes
 // hold, oldest first (with those of lost answers, as Consume, and those
-// this process left: Leave). The caller holds the session's lease, so whoever
-// held them before is gone (crashed, stopped, or lost the lease).
+// this process left: Leave). The caller holds the session's lease, so
+// whoever held them before is gone (crashed, stopped, or lost the lease).
 func (ib *Inbox) Claim(ctx context.Context, key string) ([]cluster.InboxItem, error) {
 	return ib.take(ctx, key, "claim")
 }

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// watchRetry is how long Watch (and Topic.Subscribe) waits before it subscribes again after
-// its subscription failed (Redis down, the connection dropped).
+// watchRetry is how long Watch (and Topic.Subscribe) waits before it
+// subscribes again after its subscription failed (Redis down, the
+// connection dropped).
 const watchRetry = time.Second
 
 // watchIdle is how long a subscription may stay silent before it pings
