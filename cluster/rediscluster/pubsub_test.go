@@ -35,26 +35,10 @@ func following(t *testing.T, top *rediscluster.Topic) <-chan string {
 // payloads delivered meanwhile are skipped.
 func heard(t *testing.T, from *rediscluster.Topic, got <-chan string, payload string, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if err := from.Publish(t.Context(), []byte(payload)); err != nil {
-			time.Sleep(50 * time.Millisecond)
-			continue
-		}
-		wait := time.After(100 * time.Millisecond)
-	drain:
-		for {
-			select {
-			case p := <-got:
-				if p == payload {
-					return
-				}
-			case <-wait:
-				break drain
-			}
-		}
+	send := func() error { return from.Publish(t.Context(), []byte(payload)) }
+	if !sendUntil(send, got, payload, within) {
+		t.Fatalf("%q not delivered within %v", payload, within)
 	}
-	t.Fatalf("%q not delivered within %v", payload, within)
 }
 
 // TestTopicDeliversInOrder: what one replica publishes reaches another's

@@ -36,9 +36,22 @@ func watching(t *testing.T, ib *rediscluster.Inbox) <-chan string {
 // passes; other keys kicked meanwhile are skipped.
 func noticed(t *testing.T, from *rediscluster.Inbox, kicks <-chan string, key string, within time.Duration) {
 	t.Helper()
+	send := func() error {
+		_, _, err := from.Enqueue(t.Context(), key, []byte(`"x"`))
+		return err
+	}
+	if !sendUntil(send, kicks, key, within) {
+		t.Fatalf("no notice of an item enqueued for %q within %v", key, within)
+	}
+}
+
+// sendUntil calls send until got yields want or within passes (a send that
+// fails, Redis restarting, is tried again after a pause), and reports
+// whether want came. Other values got yields meanwhile are skipped.
+func sendUntil(send func() error, got <-chan string, want string, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if _, _, err := from.Enqueue(t.Context(), key, []byte(`"x"`)); err != nil {
+		if err := send(); err != nil {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
@@ -46,16 +59,16 @@ func noticed(t *testing.T, from *rediscluster.Inbox, kicks <-chan string, key st
 	drain:
 		for {
 			select {
-			case k := <-kicks:
-				if k == key {
-					return
+			case v := <-got:
+				if v == want {
+					return true
 				}
 			case <-wait:
 				break drain
 			}
 		}
 	}
-	t.Fatalf("no notice of an item enqueued for %q within %v", key, within)
+	return false
 }
 
 // TestInboxWatchTellsOtherReplicas: a replica watching the inbox hears
