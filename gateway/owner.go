@@ -66,6 +66,20 @@ type ownerDeps struct {
 	forget func(o *owner) bool
 }
 
+// newOwner builds the owner of a session the registry loaded.
+func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
+	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
+		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaver.leave,
+		receiveFile: g.receiveFile, forget: g.sessions.forget}
+	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
+	o := &owner{ownerDeps: deps, locs: map[string]*location{}}
+	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
+		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
+	o.queue = queue{o}
+	o.runs = runStarter{o: o, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
+	return o
+}
+
 // sessionGroupWindow is the default of Config.SessionGroupWindow: how
 // long a grouped session append may wait for its fsync. It can be long:
 // what must be durable at once is appended with SyncAlways (tool calls and
