@@ -91,14 +91,6 @@ type block struct {
 	raw *strings.Builder
 }
 
-// block returns the state of block i, nil for an index out of range.
-func (b *Builder) block(i int) *block {
-	if i < 0 || i >= len(b.blocks) {
-		return nil
-	}
-	return &b.blocks[i]
-}
-
 func (b *Builder) add(c llm.Content, typ llm.EventType, raw *strings.Builder) (int, bool) {
 	b.msg.Content = append(b.msg.Content, c)
 	i := len(b.msg.Content) - 1
@@ -161,8 +153,7 @@ func (b *Builder) Delta(i int, s string) bool {
 
 // IsOpen reports whether block i has started and not ended.
 func (b *Builder) IsOpen(i int) bool {
-	st := b.block(i)
-	return st != nil && st.open
+	return i >= 0 && i < len(b.blocks) && b.blocks[i].open
 }
 
 // grow appends s to the text of block i in amortised constant time.
