@@ -44,6 +44,23 @@ func run(t *testing.T, a *Adapter, sink chat.Sink) {
 	}
 }
 
+// runStoppable starts a.Run with a sink that records, waits until it has
+// installed the sink, and returns stop, which ends Run and returns its
+// error.
+func runStoppable(t *testing.T, a *Adapter) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, (&recorder{}).sink) }()
+	for a.feeder.running() == nil {
+		waitABit()
+	}
+	return func() error {
+		cancel()
+		return <-done
+	}
+}
+
 func conv(id, thread string) chat.ConvRef {
 	return chat.ConvRef{Platform: Platform, Channel: id, Thread: thread, DM: true}
 }

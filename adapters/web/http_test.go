@@ -390,17 +390,11 @@ func TestEventsReplay(t *testing.T) {
 
 func TestEventsEndWithRun(t *testing.T) {
 	a := newAdapter(t, Config{})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, (&recorder{}).sink) }()
-	for a.feeder.running() == nil {
-		waitABit()
-	}
+	stop := runStoppable(t, a)
 	srv := serve(t, a)
 	s := openEvents(t, srv, "conv=c1", "")
 	s.untilReady(t)
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	if _, err := s.r.ReadString('\n'); !errors.Is(err, io.EOF) {

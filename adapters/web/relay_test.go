@@ -279,12 +279,7 @@ func (blockedBus) Subscribe(ctx context.Context, _ func([]byte)) error {
 // goes on (the events beyond the queue are dropped) and Run still ends.
 func TestRelayNeverHoldsUpTheChat(t *testing.T) {
 	a := newAdapter(t, Config{Bus: blockedBus{}})
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, (&recorder{}).sink) }()
-	for a.feeder.running() == nil {
-		waitABit()
-	}
+	stop := runStoppable(t, a)
 	srv := serve(t, a)
 	s := openEvents(t, srv, "conv=c1", "")
 	s.untilReady(t)
@@ -298,8 +293,7 @@ func TestRelayNeverHoldsUpTheChat(t *testing.T) {
 	}
 	for ev := s.next(t); ev.ID != last.ID; ev = s.next(t) {
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
