@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,8 +36,11 @@ import (
 const (
 	benchConversations = 1000
 	benchTokenDelay    = 20 * time.Millisecond
-	// benchReply is the scripted answer: 16 tokens, 320 ms at 20 ms/token.
+	// benchReply is the scripted answer: faux streams it word by word, 13
+	// tokens in 260 ms at 20 ms/token. (It says sixteen: it once did.)
 	benchReply = "Sure, here is a short answer that streams sixteen tokens to the chat."
+	// benchReplyTokens is how many tokens benchReply streams.
+	benchReplyTokens = 13
 )
 
 // stampModel is a faux model for benchmarks. Every Stream call plays turn
@@ -235,13 +239,14 @@ func benchMessage(platform chat.Platform, conv, n int, text string) chat.Inbound
 	}
 }
 
-// cpuTime is the CPU time (user + system) this process has used.
-func cpuTime(tb testing.TB) time.Duration {
+// cpuTime is the CPU time this process has used: in user space and in
+// the kernel (system calls, page faults) on its behalf.
+func cpuTime(tb testing.TB) (user, system time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		tb.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // goroutinesCreated is how many goroutines the process has started: each
@@ -266,42 +271,50 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BenchmarkConcurrentConversations keeps up to 1, 100 or 1,000 DM
-// conversations busy on a chattest adapter with a faux model streaming 16
+// conversations busy on a chattest adapter with a faux model streaming
 // tokens 20 ms apart. One op is one user message.
 //
 // First every conversation starts: its first message, at a random point
 // of 500 ms, creates its session (the cold start, not part of the timed
 // ops). Then the conversations go on concurrently: each starts again at a
 // random point of the first 500 ms (or 10 s, see below), and after each
-// reply has streamed its user
-// thinks before the next message, so the arrivals are spread the way many
-// concurrent users spread them.
+// reply has streamed its user thinks before the next message, so the
+// arrivals are spread the way many concurrent users spread them.
 //
 // Reported: p50-ms, p99-ms and max-ms of the ongoing conversations, from
 // the inbound message (before the adapter hands it to the gateway, which
 // makes it durable) to the provider request; cold-p50-ms and cold-p99-ms
 // of the first messages; cpu-ns/token, the process CPU time (gateway, faux
-// and the fake adapter together) per token streamed in the timed part.
-// The goal is the convs=1000 case.
+// and the fake adapter together) per token streamed in the timed part,
+// and the same time per message split into user-us/msg and sys-us/msg
+// (the kernel's work for the process: system calls, fsyncs among them,
+// and page faults). The goal is the convs=1000 case.
+//
+// Each reply streams 13 tokens in 260 ms, unless the name says otherwise:
+// tokens=52 streams four times the tokens in the same 260 ms, so the
+// messages come at the same pace. What a message costs and what a token
+// costs are told apart by the two (bench/gateway/cpusplit.sh).
 //
 // The think time is 100–500 ms unless the name says otherwise: a stress
 // pace (1,000 conversations then send about 1,600 messages and stream
-// about 26,000 tokens a second), with every conversation going on within
+// about 21,000 tokens a second), with every conversation going on within
 // the first 500 ms. think=2-10s is closer to people typing: the
 // conversations go on at random points of the first 10 s, as people who
 // are already chatting do.
 func BenchmarkConcurrentConversations(b *testing.B) {
 	for _, tc := range []struct {
-		name  string
-		convs int
-		pace  benchPace
+		name   string
+		convs  int
+		pace   benchPace
+		tokens int
 	}{
-		{"convs=1", 1, stressPace},
-		{"convs=100", 100, stressPace},
-		{"convs=1000", benchConversations, stressPace},
-		{"convs=1000,think=2-10s", benchConversations, benchPace{start: 10 * time.Second, min: 2 * time.Second, span: 8 * time.Second}},
+		{"convs=1", 1, stressPace, benchReplyTokens},
+		{"convs=100", 100, stressPace, benchReplyTokens},
+		{"convs=1000", benchConversations, stressPace, benchReplyTokens},
+		{"convs=1000,tokens=52", benchConversations, stressPace, 4 * benchReplyTokens},
+		{"convs=1000,think=2-10s", benchConversations, benchPace{start: 10 * time.Second, min: 2 * time.Second, span: 8 * time.Second}, benchReplyTokens},
 	} {
-		b.Run(tc.name, func(b *testing.B) { benchConversationsN(b, tc.convs, tc.pace, localFleet) })
+		b.Run(tc.name, func(b *testing.B) { benchConversationsN(b, tc.convs, tc.pace, tc.tokens, localFleet) })
 	}
 }
 
@@ -410,12 +423,21 @@ func (c *benchConversation) pause(min, d time.Duration) {
 }
 
 // benchConversationsN runs the conversation benchmark on the fleet start
-// builds around the faux model. Besides the latencies it reports msgs/s,
-// the messages answered per second of the timed part.
-func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func(*testing.B, llm.Model) benchFleet) {
+// builds around the faux model, whose replies stream tokens (a multiple of
+// benchReplyTokens) in the time benchReply takes. Besides the latencies it
+// reports msgs/s, the messages answered per second of the timed part.
+func benchConversationsN(b *testing.B, maxConvs int, think benchPace, tokens int, start func(*testing.B, llm.Model) benchFleet) {
+	n := tokens / benchReplyTokens
+	if n < 1 || tokens%benchReplyTokens != 0 {
+		b.Fatalf("a reply streams a multiple of %d tokens, not %d", benchReplyTokens, tokens)
+	}
+	reply := strings.TrimSpace(strings.Repeat(benchReply+" ", n))
+	if got := len(faux.Tokens(reply)); got != tokens {
+		b.Fatalf("the reply streams %d tokens, not %d", got, tokens)
+	}
 	// Usage as a provider reports it: faux's estimate would marshal the
 	// whole request on every call, which no real provider client does.
-	turn := faux.Text(benchReply).WithDelay(benchTokenDelay).WithUsage(llm.Usage{Input: 200, Output: 16})
+	turn := faux.Text(reply).WithDelay(benchTokenDelay / time.Duration(n)).WithUsage(llm.Usage{Input: 200, Output: int64(tokens)})
 	model := newStampModel(turn)
 	fleet := start(b, model)
 
@@ -457,7 +479,8 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 
 	var next atomic.Int64
 	b.ResetTimer()
-	t0, cpu0, tok0, gor0 := time.Now(), cpuTime(b), model.tokens.Load(), goroutinesCreated()
+	user0, sys0 := cpuTime(b)
+	t0, tok0, gor0 := time.Now(), model.tokens.Load(), goroutinesCreated()
 	rt0 := 0
 	if fleet.roundTrips != nil {
 		rt0 = fleet.roundTrips()
@@ -479,7 +502,9 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 			c.pause(think.min, think.span)
 		}
 	})
-	wall, cpu, tokens, gors := time.Since(t0), cpuTime(b)-cpu0, model.tokens.Load()-tok0, goroutinesCreated()-gor0
+	user, sys := cpuTime(b)
+	user, sys = user-user0, sys-sys0
+	wall, streamed, gors := time.Since(t0), model.tokens.Load()-tok0, goroutinesCreated()-gor0
 	b.StopTimer()
 	if fleet.roundTrips != nil && len(lat) > 0 {
 		// Every call of the timed part, background ones (polls, lease
@@ -500,7 +525,11 @@ func benchConversationsN(b *testing.B, maxConvs int, think benchPace, start func
 		// builds, not absolute values.
 		b.ReportMetric(float64(gors)/float64(len(lat)), "goroutines/msg")
 	}
-	if tokens > 0 {
-		b.ReportMetric(float64(cpu.Nanoseconds())/float64(tokens), "cpu-ns/token")
+	if streamed > 0 {
+		b.ReportMetric(float64((user+sys).Nanoseconds())/float64(streamed), "cpu-ns/token")
+	}
+	if len(lat) > 0 {
+		b.ReportMetric(float64(user.Microseconds())/float64(len(lat)), "user-us/msg")
+		b.ReportMetric(float64(sys.Microseconds())/float64(len(lat)), "sys-us/msg")
 	}
 }

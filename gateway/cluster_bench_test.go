@@ -71,7 +71,7 @@ func BenchmarkClusterConversations(b *testing.B) {
 	} {
 		for _, convs := range []int{100, benchConversations} {
 			b.Run(fmt.Sprintf("%s/convs=%d", tc.name, convs), func(b *testing.B) {
-				benchConversationsN(b, convs, stressPace, tc.start)
+				benchConversationsN(b, convs, stressPace, benchReplyTokens, tc.start)
 			})
 		}
 	}

@@ -8,7 +8,8 @@
 # memory per idle evicted session < 10 KB (BenchmarkIdleSessionMemory/
 # evicted: B/session). Issue #15 adds heap allocated per message (B/op,
 # allocs/op of the conversation benchmarks, fakes included) and per
-# streamed token in the agent (BenchmarkStreamedTokens), idle RSS <= 20
+# streamed token in the agent (BenchmarkStreamedTokens), CPU per message
+# and per streamed token apart (cpusplit.sh), idle RSS <= 20
 # MiB and ready < 100 ms (rss.sh), and what each SDK costs (sdkrss.sh).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,5 +20,6 @@ go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000$' -benchme
 go test -run '^$' -bench 'BenchmarkConcurrentConversations/convs=1000,think=2-10s$' -benchmem -benchtime 3000x ./gateway/
 go test -run '^$' -bench 'BenchmarkStreamedTokens' -benchtime 200x ./agent/
 go test -run '^$' -bench 'BenchmarkIdleSessionMemory' -benchtime 2000x ./gateway/
+"$ROOT/bench/gateway/cpusplit.sh" 1
 "$ROOT/bench/gateway/rss.sh"
 "$ROOT/bench/gateway/sdkrss.sh"
