@@ -37,7 +37,7 @@ const (
 	benchConversations = 1000
 	benchTokenDelay    = 20 * time.Millisecond
 	// benchReply is the scripted answer: faux streams it word by word, 13
-	// tokens in 260 ms at 20 ms/token. (It says sixteen: it once did.)
+	// tokens in 260 ms at 20 ms/token (whatever its text says).
 	benchReply = "Sure, here is a short answer that streams sixteen tokens to the chat."
 	// benchReplyTokens is how many tokens benchReply streams.
 	benchReplyTokens = 13
