@@ -119,11 +119,12 @@ func lastUserText(msgs []llm.Message) string {
 
 // benchGateway is a running gateway for benchmarks.
 type benchGateway struct {
-	reg    *prometheus.Registry
-	cancel context.CancelFunc
-	done   chan error
+	reg *prometheus.Registry
 	// pending counts the accepted messages the inbox still holds.
 	pending func() int
+	// stop shuts the gateway down, as SIGTERM does, and closes what it
+	// ran on; the test's cleanup calls it too.
+	stop func() error
 }
 
 // startBenchGateway runs a gateway over ad and m in a temporary data
@@ -175,18 +176,23 @@ func benchConfig(dir string, reg *prometheus.Registry) gateway.Config {
 	}
 }
 
-// runBenchGateway runs g until the benchmark ends, then calls closeAll.
-// reg holds g's metrics; pending counts the messages its inbox holds.
+// runBenchGateway runs g until it is stopped (benchGateway.stop) or the
+// benchmark ends, then calls closeAll. reg holds g's metrics; pending
+// counts the messages its inbox holds.
 func runBenchGateway(tb testing.TB, g *gateway.Gateway, reg *prometheus.Registry, pending func() int, closeAll func()) *benchGateway {
 	ctx, cancel := context.WithCancel(context.Background())
-	bg := &benchGateway{reg: reg, cancel: cancel, done: make(chan error, 1), pending: pending}
-	go func() { bg.done <- g.Run(ctx) }()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	bg := &benchGateway{reg: reg, pending: pending, stop: sync.OnceValue(func() error {
+		cancel()
+		err := <-done
+		closeAll()
+		return err
+	})}
 	tb.Cleanup(func() {
-		bg.cancel()
-		if err := <-bg.done; err != nil {
+		if err := bg.stop(); err != nil {
 			tb.Errorf("gateway.Run: %v", err)
 		}
-		closeAll()
 	})
 	return bg
 }

@@ -99,7 +99,7 @@ func localSendersFleet(b *testing.B, m llm.Model) benchFleet {
 		Locker: locker,
 		Budget: cluster.NewBudget(benchSenderRate, benchSenderRate),
 	}
-	bg := startSharedGateway(b, ad, m, dir, deps, gateway.ClusterConfig{}, inbox.Len, func() { inbox.Close() })
+	bg := startSharedGateway(b, ad, m, dir, deps, nil, inbox.Len, func() { inbox.Close() })
 	return benchFleet{gws: []*benchGateway{bg}, ads: []*chattest.Adapter{ad}, user: benchSender, dedupe: true}
 }
 
@@ -127,13 +127,14 @@ func redisFleet(n int, route func(conv, n int) int) func(*testing.B, llm.Model) 
 }
 
 // redisReplica names a replica of startRedisReplica: its key prefix and
-// identity, the hook its client gets (nil: none), its lease TTL and inbox
-// poll (0: the defaults).
+// identity, the hook its client gets (nil: none), its lease TTL, inbox
+// poll and drain timeout at shutdown (0: the defaults).
 type redisReplica struct {
 	prefix, id string
 	hook       redistest.Hook
 	leaseTTL   time.Duration
 	poll       time.Duration
+	drain      time.Duration
 }
 
 // startRedisReplica runs a gateway in cluster mode whose seams are those
@@ -171,23 +172,30 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 		}
 		return len(keys)
 	}
-	return startSharedGateway(b, ad, m, dir, deps, gateway.ClusterConfig{Enabled: true, Poll: r.poll}, pending, func() {
+	cfg := func(c *gateway.Config) {
+		c.Cluster = gateway.ClusterConfig{Enabled: true, Poll: r.poll}
+		c.DrainTimeout = r.drain
+	}
+	return startSharedGateway(b, ad, m, dir, deps, cfg, pending, func() {
 		_ = inbox.Close()
 		_ = rdb.Close()
 	})
 }
 
 // startSharedGateway runs a gateway over ad, m and deps in dir, open to
-// every DM sender, until the benchmark ends.
+// every DM sender, until the benchmark ends; mod (if not nil) changes its
+// configuration.
 func startSharedGateway(b testing.TB, ad chat.Adapter, m llm.Model, dir string, deps gateway.Deps,
-	cl gateway.ClusterConfig, pending func() int, closeAll func()) *benchGateway {
+	mod func(*gateway.Config), pending func() int, closeAll func()) *benchGateway {
 	store, err := access.OpenStore(filepath.Join(dir, "pairing.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
 	cfg := benchConfig(dir, reg)
-	cfg.Cluster = cl
+	if mod != nil {
+		mod(&cfg)
+	}
 	deps.Adapters = []chat.Adapter{ad}
 	deps.Models = models{m}
 	deps.Access = access.NewChecker(access.Policy{DMPolicy: "open"}, store)

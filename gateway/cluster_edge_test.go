@@ -151,3 +151,69 @@ func (m stallModel) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Ev
 		}
 	}
 }
+
+// TestClusterStoppedReplicaReleasesItsMessages: a replica stopped while a
+// message's run streams (a rolling restart) freezes the run and releases
+// the session without counting the stop against the message: the next
+// replica resumes it. Two such stops in a row do not set it aside, as two
+// crashes or two lost leases would (TestClusterLeaseLostTwiceQuarantines);
+// the third replica runs it. (With the owner's close leaving its items as
+// cut, the third replica sets the message aside.)
+func TestClusterStoppedReplicaReleasesItsMessages(t *testing.T) {
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	start := func(id string) (*chattest.Adapter, *benchGateway) {
+		ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+		// A run of "stall" streams until its context ends: only the
+		// stop's drain timeout ends it.
+		bg := startRedisReplica(t, ad, stallModel{model, "stall"}, dir,
+			redisReplica{prefix: prefix, id: id, poll: 50 * time.Millisecond, drain: 100 * time.Millisecond})
+		return ad, bg
+	}
+	ad, replica := start("replica-a")
+	clusterSay(t, ad, model, 0, "first")
+	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
+
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	w := model.expect("stall")
+	in := benchMessage(ad.Platform(), 1, 1, "stall")
+	in.User = chat.User{ID: "u1", Name: "User"}
+	in.DedupKey = "say:1"
+	if err := ad.Inject(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	for _, next := range []string{"replica-b", "replica-c"} {
+		select {
+		case <-w.started:
+		case <-ctx.Done():
+			t.Fatalf("the message's run never started before %s; chat: %q", next, ad.Messages(conv))
+		}
+		w = model.expect("stall")
+		if err := replica.stop(); err != nil {
+			t.Fatalf("stop before %s: %v", next, err)
+		}
+		ad, replica = start(next)
+	}
+	setAside := func() bool {
+		for _, m := range ad.Messages(conv) {
+			if strings.Contains(m, "set aside") {
+				return true
+			}
+		}
+		return false
+	}
+	for resumed := false; !resumed; {
+		select {
+		case <-w.started:
+			resumed = true
+		case <-ctx.Done():
+			t.Fatalf("replica-c never ran the message two stops left; chat: %q", ad.Messages(conv))
+		case <-time.After(20 * time.Millisecond):
+		}
+		if setAside() {
+			t.Fatalf("a message two stops left was set aside; chat: %q", ad.Messages(conv))
+		}
+	}
+}
