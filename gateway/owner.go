@@ -30,6 +30,9 @@ type owner struct {
 	locs map[string]*location // guarded by mu
 	// stopWatch ends watchLease when the owner closes.
 	stopWatch chan struct{}
+	// done is closed when close has ended: the session is closed and the
+	// lease released.
+	done chan struct{}
 }
 
 // ownerDeps are the collaborators of every owner; the gateway wires them
@@ -64,15 +67,18 @@ type ownerDeps struct {
 	// forget removes o from the loaded owners if it is still there
 	// (registry.forget).
 	forget func(o *owner) bool
+	// unloaded tells the registry o's close has ended
+	// (registry.unloaded).
+	unloaded func(o *owner)
 }
 
 // newOwner builds the owner of a session the registry loaded.
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
 		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaver.leave,
-		receiveFile: g.receiveFile, forget: g.sessions.forget}
+		receiveFile: g.receiveFile, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
-	o := &owner{ownerDeps: deps, locs: map[string]*location{}}
+	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
 		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
 	o.queue = queue{o}
@@ -229,7 +235,8 @@ func (o *owner) freezeAll(note string) {
 	}
 }
 
-// close flushes and closes the session and releases the lease.
+// close flushes and closes the session and releases the lease. A second
+// call returns at once.
 func (o *owner) close() {
 	o.mu.Lock()
 	if o.closed {
@@ -253,4 +260,8 @@ func (o *owner) close() {
 	if o.leave != nil {
 		o.leave(o, false)
 	}
+	if o.unloaded != nil {
+		o.unloaded(o)
+	}
+	close(o.done)
 }

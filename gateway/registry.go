@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -32,6 +34,9 @@ type registry struct {
 
 	mu     sync.Mutex
 	owners map[string]*owner // by session path
+	// closing: the owners unloaded whose close has not ended, by session
+	// path (their lease is still held; see owner).
+	closing map[string]*owner
 	// located: in cluster mode, the loaded owner each location was found
 	// bound to (located.go).
 	located  locatedCache
@@ -44,7 +49,7 @@ func (reg *registry) forget(o *owner) bool {
 	reg.mu.Lock()
 	mine := reg.owners[o.path] == o
 	if mine {
-		delete(reg.owners, o.path)
+		reg.unloadLocked(o)
 	}
 	reg.mu.Unlock()
 	if mine {
@@ -89,8 +94,13 @@ func (reg *registry) freezeAll(note string) {
 // watchers.
 func (reg *registry) closeAll() {
 	reg.mu.Lock()
-	owners := reg.owners
-	reg.owners = map[string]*owner{}
+	owners := make([]*owner, 0, len(reg.owners))
+	for _, o := range reg.owners {
+		owners = append(owners, o)
+	}
+	for _, o := range owners {
+		reg.unloadLocked(o)
+	}
 	reg.mu.Unlock()
 	reg.located.reset()
 	for _, o := range owners {
@@ -123,12 +133,13 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 			}
 			return o, o.place(key, in), nil
 		}
-		if reg.cfg.Cluster.Enabled {
-			// Another replica holds it, or Redis cannot say: a second
-			// session file would fork the conversation.
+		if reg.cfg.Cluster.Enabled || !fileLost(err) {
+			// Another replica holds it, Redis cannot say, or the file
+			// cannot be read now: a second session file would fork the
+			// conversation. The message stays in the inbox.
 			return nil, nil, err
 		}
-		reg.log.Warn("session of location unavailable; starting a new one", "loc", key, "path", path, "err", err)
+		reg.log.Warn("session file of location gone or not a session; starting a new one", "loc", key, "path", path, "err", err)
 	}
 	// A new location: branch from the message it hangs off, if we know it.
 	var parents []chat.MsgRef
@@ -236,15 +247,33 @@ func absWorkspace(dir string) string {
 	return dir
 }
 
-// owner returns the loaded owner of path, loading it if needed.
+// owner returns the loaded owner of path, loading it if needed. Outside
+// cluster mode it first waits for an unloaded owner of path to finish
+// closing: only such an owner can hold the lease there, and failing to
+// take it would make locate start a second session file for the
+// conversation (a full disk unloads a failed owner while the next message
+// arrives; an idle one can be evicted as it does). In cluster mode a held
+// lease is answered at once (the item stays in the inbox): waiting there
+// could wait for a close that waits for the caller's take of the key.
 func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
-	reg.mu.Lock()
-	if o, ok := reg.owners[path]; ok {
-		o.touch()
+	for {
+		reg.mu.Lock()
+		if o, ok := reg.owners[path]; ok {
+			o.touch()
+			reg.mu.Unlock()
+			return o, nil
+		}
+		c := reg.closing[path]
 		reg.mu.Unlock()
-		return o, nil
+		if c == nil || reg.cfg.Cluster.Enabled {
+			break
+		}
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("gateway: wait for %s to close: %w", path, ctx.Err())
+		}
 	}
-	reg.mu.Unlock()
 	lease, seen, err := reg.acquireSession(ctx, path)
 	if err != nil {
 		// Another goroutine may be loading it right now.
@@ -320,9 +349,9 @@ func (reg *registry) evictLoop(ctx context.Context) {
 func (reg *registry) evictIdle(before time.Time) int {
 	reg.mu.Lock()
 	var idle []*owner
-	for k, o := range reg.owners {
+	for _, o := range reg.owners {
 		if o.idleSince(before) {
-			delete(reg.owners, k)
+			reg.unloadLocked(o)
 			idle = append(idle, o)
 		}
 	}
@@ -342,4 +371,32 @@ func (reg *registry) ownerCount() int {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	return len(reg.owners)
+}
+
+// unloadLocked removes o from the loaded owners and counts it closing
+// until its close has ended (unloaded). The caller holds mu, and closes o.
+func (reg *registry) unloadLocked(o *owner) {
+	delete(reg.owners, o.path)
+	if reg.closing == nil {
+		reg.closing = map[string]*owner{}
+	}
+	reg.closing[o.path] = o
+}
+
+// unloaded drops o from the closing owners: its close has ended, its
+// lease is released.
+func (reg *registry) unloaded(o *owner) {
+	reg.mu.Lock()
+	if reg.closing[o.path] == o {
+		delete(reg.closing, o.path)
+	}
+	reg.mu.Unlock()
+}
+
+// fileLost reports whether err, from loading a session, says its file is
+// gone or is not a session file (an empty one whose creation failed): the
+// only failures after which a new session file does not fork a
+// conversation whose file still holds it.
+func fileLost(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, session.ErrNotSession)
 }
