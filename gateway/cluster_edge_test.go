@@ -45,13 +45,7 @@ func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
 		}
 	}
 
-	w := model.expect("stall")
-	in := benchMessage(ad.Platform(), 1, 1, "stall")
-	in.User = chat.User{ID: "u1", Name: "User"}
-	in.DedupKey = "say:1"
-	if err := ad.Inject(ctx, in); err != nil {
-		t.Fatal(err)
-	}
+	w := sayStall(ctx, t, ad, model)
 	for try := 1; try <= 2; try++ {
 		select {
 		case <-w.started:
@@ -134,6 +128,20 @@ func TestClusterFailedAckIsRetried(t *testing.T) {
 
 // stallModel is a stampModel whose requests ending in the user text stall
 // yield nothing after the request arrived until their context ends.
+// sayStall sends the message "stall" in conversation 1 and returns the
+// wait of its provider request.
+func sayStall(ctx context.Context, t *testing.T, ad *chattest.Adapter, model *stampModel) *streamWait {
+	t.Helper()
+	w := model.expect("stall")
+	in := benchMessage(ad.Platform(), 1, 1, "stall")
+	in.User = chat.User{ID: "u1", Name: "User"}
+	in.DedupKey = "say:1"
+	if err := ad.Inject(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 type stallModel struct {
 	*stampModel
 	stall string
@@ -177,13 +185,7 @@ func TestClusterStoppedReplicaReleasesItsMessages(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	w := model.expect("stall")
-	in := benchMessage(ad.Platform(), 1, 1, "stall")
-	in.User = chat.User{ID: "u1", Name: "User"}
-	in.DedupKey = "say:1"
-	if err := ad.Inject(ctx, in); err != nil {
-		t.Fatal(err)
-	}
+	w := sayStall(ctx, t, ad, model)
 	for _, next := range []string{"replica-b", "replica-c"} {
 		select {
 		case <-w.started:

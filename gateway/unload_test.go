@@ -35,14 +35,7 @@ func TestMessageDuringAnUnloadKeepsItsSession(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	close(files.release)
 	h.waitText(dmConv, "You said: two")
-	h.waitFor("the second run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
-	s := h.sessions()
-	if len(s) != 1 {
-		t.Fatalf("%d session files, want 1: %q", len(s), s)
-	}
-	if got := userTexts(h.entries(s[0])); !slices.Equal(got, []string{"one", "two"}) {
-		t.Fatalf("user messages of the session: %q, want one, two", got)
-	}
+	oneSessionSays(t, h, "one", "two")
 }
 
 // TestUnreadableSessionIsNotReplaced: a conversation's session file
@@ -74,13 +67,20 @@ func TestUnreadableSessionIsNotReplaced(t *testing.T) {
 	}
 	h.restart()
 	h.waitText(dmConv, "You said: two")
-	h.waitFor("the second run's delivery in the file", func() bool { return len(deliveries(h)) == 2 })
+	oneSessionSays(t, h, "one", "two")
+}
+
+// oneSessionSays waits until the runs of the user messages want are
+// delivered, and checks that they are all in one session file.
+func oneSessionSays(t *testing.T, h *harness, want ...string) {
+	t.Helper()
+	h.waitFor("the runs' deliveries in the file", func() bool { return len(deliveries(h)) == len(want) })
 	s := h.sessions()
 	if len(s) != 1 {
 		t.Fatalf("%d session files, want 1: %q", len(s), s)
 	}
-	if got := userTexts(h.entries(s[0])); !slices.Equal(got, []string{"one", "two"}) {
-		t.Fatalf("user messages of the session: %q, want one, two", got)
+	if got := userTexts(h.entries(s[0])); !slices.Equal(got, want) {
+		t.Fatalf("user messages of the session: %q, want %q", got, want)
 	}
 }
 
