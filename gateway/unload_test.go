@@ -19,16 +19,8 @@ import (
 // the same session file. Before, taking the lease failed, and a second
 // session file was started: the conversation lost its history.
 func TestMessageDuringAnUnloadKeepsItsSession(t *testing.T) {
-	files := &slowClose{Storage: session.FileStorage{}, closing: make(chan struct{}, 1), release: make(chan struct{})}
-	files.armed.Store(true) // the first close of a session file is the eviction's
-	h := newHarness(t, nil, withSessionFiles(files), withConfig(func(c *gateway.Config) { c.IdleEvict = 200 * time.Millisecond }))
-	h.send("one")
-	h.waitText(dmConv, "You said: one")
-	select {
-	case <-files.closing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle session was not evicted")
-	}
+	files := newSlowClose()
+	h := answerThenEvict(t, files)
 	h.send("two")
 	// Long enough for the message to start a second session meanwhile,
 	// as it did.
@@ -45,17 +37,9 @@ func TestMessageDuringAnUnloadKeepsItsSession(t *testing.T) {
 // message is answered in the conversation's file. Before, the message
 // started a new session file, and the conversation lost its history.
 func TestUnreadableSessionIsNotReplaced(t *testing.T) {
-	files := &slowClose{Storage: session.FileStorage{}, closing: make(chan struct{}, 1), release: make(chan struct{})}
+	files := newSlowClose()
 	close(files.release)
-	files.armed.Store(true)
-	h := newHarness(t, nil, withSessionFiles(files), withConfig(func(c *gateway.Config) { c.IdleEvict = 200 * time.Millisecond }))
-	h.send("one")
-	h.waitText(dmConv, "You said: one")
-	select {
-	case <-files.closing:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the idle session was not evicted")
-	}
+	h := answerThenEvict(t, files)
 	files.failReads.Store(1)
 	h.send("two")
 	h.waitFor("the sender told", func() bool { return h.countIn("could not open this conversation") == 1 })
@@ -70,6 +54,22 @@ func TestUnreadableSessionIsNotReplaced(t *testing.T) {
 	oneSessionSays(t, h, "one", "two")
 }
 
+// answerThenEvict runs a gateway whose idle sessions are evicted after
+// 200 ms on files, answers "one", and returns once the session's
+// eviction closes its file (files.closing).
+func answerThenEvict(t *testing.T, files *slowClose) *harness {
+	t.Helper()
+	h := newHarness(t, nil, withSessionFiles(files), withConfig(func(c *gateway.Config) { c.IdleEvict = 200 * time.Millisecond }))
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	select {
+	case <-files.closing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the idle session was not evicted")
+	}
+	return h
+}
+
 // oneSessionSays waits until the runs of the user messages want are
 // delivered, and checks that they are all in one session file.
 func oneSessionSays(t *testing.T, h *harness, want ...string) {
@@ -82,6 +82,14 @@ func oneSessionSays(t *testing.T, h *harness, want ...string) {
 	if got := userTexts(h.entries(s[0])); !slices.Equal(got, want) {
 		t.Fatalf("user messages of the session: %q, want %q", got, want)
 	}
+}
+
+// newSlowClose returns session storage on the file system whose first
+// file Close (the eviction's) waits for release.
+func newSlowClose() *slowClose {
+	s := &slowClose{Storage: session.FileStorage{}, closing: make(chan struct{}, 1), release: make(chan struct{})}
+	s.armed.Store(true)
+	return s
 }
 
 // slowClose is session storage whose files' Close, once armed, says it
