@@ -25,6 +25,13 @@ const trafficToken = "7000002:CrashTrafficSecret"
 // acknowledged) has exactly one complete answer visible in its chat:
 // answers recorded but not delivered before a crash are delivered after
 // it, delivered ones are neither sent again nor marked interrupted.
+//
+// One window is allowed for: a reply posted whole in one message (its run
+// had ended before its first post went out) just before the kill, before
+// pibot noted the message it got back. The restart finds the answer
+// recorded and no message of it, and posts it (a Bot API send cannot be
+// made exactly once). A second answer is accepted only in a chat where the
+// log shows that redelivery.
 func TestKillDuringTrafficAnswersEveryMessageOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
@@ -94,10 +101,21 @@ agent:
 	p.stop()
 	logs = append(logs, p.stderr.String())
 	joined := strings.Join(logs, "\n")
+	// The redeliveries that found no message of their reply, by chat.
+	reposts := map[int64]int{}
+	for line := range strings.SplitSeq(grepLines(joined, "delivering an answer recorded before a restart"), "\n") {
+		_, loc, ok := strings.Cut(line, " loc=telegram::")
+		if ok && strings.Contains(line, " finishing_messages=0") {
+			id, _, _ := strings.Cut(loc, " ")
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+				reposts[n]++
+			}
+		}
+	}
 	if strings.Contains(joined, "quarantined") {
 		t.Errorf("a message was quarantined during ordinary crashes:\n%s", grepLines(joined, "quarantin", "replay", "resum", "delivering", "nothing"))
 	}
-	missing, doubled := 0, 0
+	missing, doubled, reposted := 0, 0, 0
 	for _, s := range all {
 		complete, partial := 0, 0
 		for _, m := range srv.Messages(s.chat) {
@@ -114,13 +132,16 @@ agent:
 		case complete == 0:
 			missing++
 			t.Errorf("%q has no complete answer in its chat (%d partial)", s.text[:18], partial)
+		case complete == 2 && reposts[s.chat] > 0:
+			reposts[s.chat]--
+			reposted++
 		case complete > 1:
 			doubled++
 			t.Errorf("%q is answered %d times in its chat", s.text[:18], complete)
 		}
 	}
-	t.Logf("%d messages over %d kills: %d without an answer, %d answered twice; stored answers delivered after a restart: %d",
-		len(all), cycles, missing, doubled, strings.Count(joined, "delivering an answer recorded before a restart"))
+	t.Logf("%d messages over %d kills: %d without an answer, %d answered twice (and %d reposted in the window); stored answers delivered after a restart: %d",
+		len(all), cycles, missing, doubled, reposted, strings.Count(joined, "delivering an answer recorded before a restart"))
 }
 
 // grepLines returns the lines of s containing any of subs.
