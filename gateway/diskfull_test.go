@@ -101,17 +101,16 @@ func TestFullDiskRefusesThenRecovers(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for len(missing()) > 0 {
-		if time.Now().After(deadline) {
+	defer func() {
+		if t.Failed() {
+			t.Logf("acknowledged messages not in the session: %q; inbox: %d pending", missing(), h.inbox.Len())
 			for _, f := range h.sessions() {
 				b, _ := os.ReadFile(f)
 				t.Logf("%s:\n%s", f, b)
 			}
-			t.Fatalf("acknowledged messages not in the session: %q; inbox: %d pending", missing(), h.inbox.Len())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	}()
+	h.waitFor("every acknowledged message on disk", func() bool { return len(missing()) == 0 })
 	users := userTexts(h.entries(h.sessions()[0]))
 	for _, want := range all {
 		n := 0
