@@ -55,14 +55,7 @@ func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
 		w = model.expect("stall")
 		cutLease(try)
 	}
-	quarantined := func([]chattest.Call) bool {
-		for _, m := range ad.Messages(conv) {
-			if strings.Contains(m, "set aside") {
-				return true
-			}
-		}
-		return false
-	}
+	quarantined := func([]chattest.Call) bool { return setAside(ad, conv) }
 	if err := ad.WaitFor(ctx, quarantined); err != nil {
 		t.Fatalf("the message two lost leases cut was not quarantined; chat: %q", ad.Messages(conv))
 	}
@@ -126,8 +119,6 @@ func TestClusterFailedAckIsRetried(t *testing.T) {
 	}
 }
 
-// stallModel is a stampModel whose requests ending in the user text stall
-// yield nothing after the request arrived until their context ends.
 // sayStall sends the message "stall" in conversation 1 and returns the
 // wait of its provider request.
 func sayStall(ctx context.Context, t *testing.T, ad *chattest.Adapter, model *stampModel) *streamWait {
@@ -142,6 +133,19 @@ func sayStall(ctx context.Context, t *testing.T, ad *chattest.Adapter, model *st
 	return w
 }
 
+// setAside reports whether the chat of conv was told a message of it was
+// set aside (quarantined).
+func setAside(ad *chattest.Adapter, conv chat.ConvRef) bool {
+	for _, m := range ad.Messages(conv) {
+		if strings.Contains(m, "set aside") {
+			return true
+		}
+	}
+	return false
+}
+
+// stallModel is a stampModel whose requests ending in the user text stall
+// yield nothing after the request arrived until their context ends.
 type stallModel struct {
 	*stampModel
 	stall string
@@ -198,14 +202,6 @@ func TestClusterStoppedReplicaReleasesItsMessages(t *testing.T) {
 		}
 		ad, replica = start(next)
 	}
-	setAside := func() bool {
-		for _, m := range ad.Messages(conv) {
-			if strings.Contains(m, "set aside") {
-				return true
-			}
-		}
-		return false
-	}
 	for resumed := false; !resumed; {
 		select {
 		case <-w.started:
@@ -214,7 +210,7 @@ func TestClusterStoppedReplicaReleasesItsMessages(t *testing.T) {
 			t.Fatalf("replica-c never ran the message two stops left; chat: %q", ad.Messages(conv))
 		case <-time.After(20 * time.Millisecond):
 		}
-		if setAside() {
+		if setAside(ad, conv) {
 			t.Fatalf("a message two stops left was set aside; chat: %q", ad.Messages(conv))
 		}
 	}
