@@ -67,6 +67,52 @@ func newExtensions(cfg config.Config, ws string, log *slog.Logger) (*extensions.
 		WorkspacePi: cfg.Agent.WorkspacePi, Approvals: dataPath(cfg, approvalsFile), Hooks: hs, Log: log}), nil
 }
 
+// runExtensions is `pibot extensions [approve HASH]`: what /extensions
+// shows an owner in chat (the workspace's AGENTS.md, skills and templates,
+// and those waiting for approval), and the operator's approval of exactly
+// the files listed with HASH. A running pibot reads the approvals at every
+// run.
+func runExtensions(c *cli, args []string) error {
+	fs := c.newFlags("extensions")
+	file := configFlag(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 && (len(pos) != 2 || pos[0] != "approve") {
+		return usageErr("extensions: want no arguments, or approve HASH; got %s", strings.Join(pos, " "))
+	}
+	cfg, err := c.loadOfflineConfig(*file)
+	if err != nil {
+		return err
+	}
+	if err := haveDataDir(cfg); err != nil {
+		return fmt.Errorf("extensions: %w", err)
+	}
+	ws, _, err := prepareWorkspace(cfg)
+	if err != nil {
+		return err
+	}
+	ext, err := newExtensions(cfg, ws, nil)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		md, _ := ext.Review()
+		fmt.Fprintln(c.stdout, md)
+		return nil
+	}
+	answer, err := ext.Approve(pos[1], "the operator (pibot extensions approve)")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.stdout, answer)
+	if _, hash := ext.Review(); hash != "" {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
 // operatorPaths makes the folders of key absolute ("~" is the home
 // directory) and refuses one that does not exist or is inside the
 // workspace ws. One that pibot's user can write is logged: a tool that

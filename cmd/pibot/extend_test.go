@@ -171,3 +171,27 @@ func TestHookInsideWorkspaceRefused(t *testing.T) {
 		})
 	}
 }
+
+// `pibot extensions` shows the operator what /extensions shows an owner,
+// and `pibot extensions approve HASH` approves exactly that list; a hash
+// of another list approves nothing (exit 1).
+func TestExtensionsCommand(t *testing.T) {
+	dir := t.TempDir()
+	mkdirs(t, filepath.Join(dir, "data"), filepath.Join(dir, "ws"))
+	writeFile(t, filepath.Join(dir, "ws"), "AGENTS.md", "Use tabs.\n")
+	writeFile(t, dir, "pibot.yaml", "data_dir: ./data\nagent:\n  workspace: ./ws\n")
+	out := ok(t, dir, "extensions", "-c", "pibot.yaml")
+	m := approveRE.FindStringSubmatch(out)
+	if m == nil || !strings.Contains(out, "new context file `AGENTS.md`") || !strings.Contains(out, "Use tabs.") {
+		t.Fatalf("review:\n%s", out)
+	}
+	if r := pibot(t, dir, "", nil, "extensions", "-c", "pibot.yaml", "approve", "0123456789ab"); r.code != 1 || !strings.Contains(r.stdout, "not the list") {
+		t.Errorf("a wrong hash: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if out := ok(t, dir, "extensions", "-c", "pibot.yaml", "approve", m[1]); !strings.Contains(out, "Approved 1") {
+		t.Errorf("approve:\n%s", out)
+	}
+	if out := ok(t, dir, "extensions", "-c", "pibot.yaml"); !strings.Contains(out, "Nothing waits") {
+		t.Errorf("after the approval:\n%s", out)
+	}
+}

@@ -59,7 +59,7 @@ func (s *Set) Review() (md, hash string) {
 		return b.String(), ""
 	}
 	hash = shortHash(setHash(v.files))
-	fmt.Fprintf(&b, "\nTo use exactly these files, an owner sends `/extensions approve %s`. A file changed after that waits again.", hash)
+	fmt.Fprintf(&b, "\nTo use exactly these files, an owner sends `/extensions approve %s` (or runs `pibot extensions approve %s` on the host). A file changed after that waits again.", hash, hash)
 	return b.String(), hash
 }
 
