@@ -92,7 +92,8 @@ func TestPromptListsSkillsWhenReadIsOn(t *testing.T) {
 // What the operator chooses for the system prompt must not be where the
 // model can change it: a skill or prompt folder inside the workspace (or
 // holding it), or agent.system_prompt_file there, is refused naming its
-// key; so is a folder that does not exist.
+// key; so is a folder that does not exist. One that pibot's user can
+// write is logged.
 func TestOperatorFilesOutsideTheWorkspace(t *testing.T) {
 	root := t.TempDir()
 	ws, ops := filepath.Join(root, "ws"), filepath.Join(root, "ops")
@@ -117,13 +118,17 @@ func TestOperatorFilesOutsideTheWorkspace(t *testing.T) {
 			cfg := config.Default()
 			cfg.DataDir = t.TempDir()
 			tt.set(&cfg.Agent)
-			_, err := newExtensions(cfg, ws, nil)
+			var logs strings.Builder
+			_, err := newExtensions(cfg, ws, newTestLogger(&logs))
 			var cerr *config.Error
 			switch {
 			case tt.key == "" && err != nil:
 				t.Errorf("refused: %v", err)
 			case tt.key != "" && (!errors.As(err, &cerr) || cerr.Key != tt.key):
 				t.Errorf("error %v, want one naming %s", err, tt.key)
+			case tt.key == "" && (!strings.Contains(logs.String(), "writable by pibot's user") || !strings.Contains(logs.String(), "key=agent.prompts[0]")):
+				// The test's folders are the test user's, who runs pibot here.
+				t.Errorf("a folder pibot's user can write is not logged:\n%s", logs.String())
 			}
 		})
 	}
