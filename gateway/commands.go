@@ -97,7 +97,7 @@ func commandTable() []command {
 		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
 		{name: "schedule", args: "[every …|in …|list|cancel ID]", help: "schedule a prompt here (every weekday 09:00 …, in 2h …)",
 			group: rightOwnersToChange, looks: []string{"", "list"}, echoArg: true, handle: cmdSchedule},
-		{name: "extensions", args: "[approve HASH]", help: "show the workspace's AGENTS.md, skills and templates and those waiting for approval (owners: approve them)",
+		{name: "extensions", args: "[approve HASH]", help: "show the workspace files for the system prompt, and those waiting for an owner's approval",
 			group: rightOwnersToChange, looks: []string{""}, echoArg: true, intake: true, handle: cmdExtensions},
 		{name: "whoami", help: "show your user id and rights", intake: true, handle: cmdWhoami},
 		{name: "start", help: "show this help", hidden: true, intake: true, handle: cmdHelp},

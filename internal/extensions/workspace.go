@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,7 +134,7 @@ func (s *Set) view() wsView {
 	if s.opts.WorkspacePi {
 		v.loadPi()
 	}
-	v.rec = s.readRecord()
+	v.rec = readRecord(s.opts.Approvals, s.log)
 	if v.rec.Workspace == ws {
 		for _, f := range v.rec.Files {
 			v.ok[f.key()] = true
@@ -222,14 +223,14 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// readRecord reads the approvals file; a missing or unreadable one
+// readRecord reads the approvals file at path; a missing or unreadable one
 // approves nothing (an unreadable one is logged).
-func (s *Set) readRecord() record {
+func readRecord(path string, log *slog.Logger) record {
 	var rec record
-	if s.opts.Approvals == "" {
+	if path == "" {
 		return rec
 	}
-	data, err := os.ReadFile(s.opts.Approvals)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec
 	}
@@ -237,7 +238,7 @@ func (s *Set) readRecord() record {
 		err = json.Unmarshal(data, &rec)
 	}
 	if err != nil {
-		s.log.Error("workspace approvals cannot be read: nothing of the workspace is used", "file", s.opts.Approvals, "err", err)
+		log.Error("workspace approvals cannot be read: nothing of the workspace is used", "file", path, "err", err)
 		return record{}
 	}
 	return rec
