@@ -97,9 +97,15 @@ type Agent struct {
 	Fallbacks []string `yaml:"fallbacks"`
 	// Limits are the resource limits of every bash call.
 	Limits Limits `yaml:"limits"`
-	// SkillsDirs are skill folders besides <workspace>/.pi/skills and
-	// ~/.pi/agent/skills (config/extend.go).
-	SkillsDirs []string `yaml:"skills_dirs"`
+	// Skills are the operator's skill folders (or SKILL.md files) and
+	// Prompts its prompt template folders, used as they are
+	// (config/extend.go).
+	Skills  []string `yaml:"skills"`
+	Prompts []string `yaml:"prompts"`
+	// WorkspacePi also reads the workspace's .pi/skills and .pi/prompts;
+	// like its AGENTS.md, each file is used once an owner approved its
+	// content.
+	WorkspacePi bool `yaml:"workspace_pi"`
 }
 
 // Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.

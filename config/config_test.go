@@ -283,7 +283,8 @@ func TestValidateExtend(t *testing.T) {
 			c.Hooks = map[string]Hook{"g": {Command: "x", Events: []string{"input"}, Timeout: -1}}
 		}, "hooks.g.timeout"},
 		{"bad name", func(c *Config) { c.Hooks = map[string]Hook{"a b": {Command: "x", Events: []string{"input"}}} }, "hooks.a b"},
-		{"empty skills dir", func(c *Config) { c.Agent.SkillsDirs = []string{""} }, "agent.skills_dirs[0]"},
+		{"empty skills dir", func(c *Config) { c.Agent.Skills = []string{""} }, "agent.skills[0]"},
+		{"empty prompts dir", func(c *Config) { c.Agent.Prompts = []string{"ok", " "} }, "agent.prompts[1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -38,12 +38,17 @@ func (c Config) HookNames() []string {
 	return names
 }
 
-// validateExtend checks agent.skills_dirs and hooks.*; every problem
-// names its key.
+// validateExtend checks agent.skills, agent.prompts and hooks.*; every
+// problem names its key.
 func (c Config) validateExtend(bad func(key, format string, args ...any)) {
-	for i, d := range c.Agent.SkillsDirs {
-		if d == "" {
-			bad(fmt.Sprintf("agent.skills_dirs[%d]", i), "must not be empty")
+	for _, f := range []struct {
+		key  string
+		dirs []string
+	}{{"agent.skills", c.Agent.Skills}, {"agent.prompts", c.Agent.Prompts}} {
+		for i, d := range f.dirs {
+			if strings.TrimSpace(d) == "" {
+				bad(fmt.Sprintf("%s[%d]", f.key, i), "must not be empty")
+			}
 		}
 	}
 	for _, name := range c.HookNames() {

@@ -135,6 +135,9 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 			ft, ok := fields[k.Value]
 			if !ok {
 				msg := "unknown key"
+				if to, ok := renamed[trimDot(path+"."+k.Value)]; ok {
+					return &Error{Key: trimDot(path + "." + k.Value), Line: k.Line, Msg: msg + "; " + to}
+				}
 				known := make([]string, 0, len(fields))
 				for f := range fields {
 					known = append(known, f)
@@ -172,6 +175,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) error {
 		return checkLeaf(n, t, path)
 	}
 	return nil
+}
+
+// renamed says what became of keys that were renamed or replaced.
+var renamed = map[string]string{
+	"agent.skills_dirs": "it is agent.skills now (the operator's skill folders); the workspace's .pi/skills is read only with agent.workspace_pi: true",
 }
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()

@@ -157,6 +157,7 @@ func TestUnknownKeySuggestsTheNearest(t *testing.T) {
 		{"agnet:\n  model: a/b\n", "agnet", "did you mean agent?"},
 		{"agent:\n  tool_timeout: [1, 2]\n", "agent.tool_timeout", "expected a duration like 30s, got a list"},
 		{"agent:\n  zzzzzz: 1\n", "agent.zzzzzz", "unknown key"},
+		{"agent:\n  skills_dirs: [x]\n", "agent.skills_dirs", "it is agent.skills now"},
 	}
 	for _, tt := range tests {
 		_, err := Parse(strings.NewReader(tt.yaml), env(nil))

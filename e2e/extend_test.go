@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pibot/pibot/adapters/slack/slacktest"
-	"github.com/pibot/pibot/agent/skills"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/internal/extensions"
 	"github.com/pibot/pibot/llm"
@@ -32,7 +31,7 @@ func extensionsIn(t *testing.T) *extensions.Set {
 			t.Fatal(err)
 		}
 	}
-	return extensions.New(skills.Sources{Workspace: ws}, nil, nil)
+	return extensions.New(extensions.Options{Skills: []string{filepath.Join(ws, ".pi", "skills")}, Prompts: []string{filepath.Join(ws, ".pi", "prompts")}})
 }
 
 // lastPrompt is the last user message of the model's latest request.

@@ -243,6 +243,10 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 		}
 		return agent.Decision{Block: true, Reason: reason}
 	}
+	if a.policy(conv, c.Name) == "deny" {
+		// A reload disabled the tool while the call waited.
+		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}
+	}
 	if d == decideSession {
 		r.grant(key)
 	}

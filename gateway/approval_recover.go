@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/pibot/pibot/agent"
@@ -101,34 +102,17 @@ func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Con
 // The run is owned like every other: shutdown freezes it.
 func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval, call llm.Content, allow bool) {
 	o.runs.startWith(loc, []*pending{token}, func(ctx context.Context, r *run) bool {
-		var out llm.ToolOutput
-		failure := ""
-		if !allow {
-			failure = "The user denied this tool call."
+		var res agent.ToolResult
+		if allow {
+			res = a.runApproved(ctx, r, ap, call)
 		} else {
-			var tool agent.Tool
-			for _, t := range a.deps.tools(&attacher{r: r}) {
-				if t.Spec().Name == ap.Tool {
-					tool = t
-				}
-			}
-			if tool == nil {
-				failure = "Tool " + ap.Tool + " not found"
-			} else {
-				r.ctl.ToolStart(call.ID, call.Name, call.Arguments)
-				var err error
-				if out, err = tool.Execute(ctx, call.ID, call.Arguments, func(llm.ToolOutput) {}); err != nil {
-					failure = err.Error()
-				}
-			}
+			res = errorResult("The user denied this tool call.")
 		}
-		if failure != "" {
-			out = llm.ToolOutput{Content: []llm.Content{llm.TextBlock(failure)}}
-		}
-		r.ctl.ToolEnd(call.ID, failure != "", toolText(&out))
-		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: out.Content, IsError: failure != "", Timestamp: time.Now().UnixMilli()}
-		if out.Details != nil {
-			msg.Details, _ = json.Marshal(out.Details)
+		out := llm.ToolOutput{Content: res.Content, Details: res.Details}
+		r.ctl.ToolEnd(call.ID, res.IsError, toolText(&out))
+		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: res.Content, IsError: res.IsError, Timestamp: time.Now().UnixMilli()}
+		if res.Details != nil {
+			msg.Details, _ = json.Marshal(res.Details)
 		}
 		if r.frozen.Load() {
 			return false
@@ -139,4 +123,47 @@ func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval
 		}
 		return true
 	}, nil, nil)
+}
+
+// runApproved runs the call ap allowed as a run would have: with the
+// arguments the approval showed (what the tool_call hooks made of the
+// model's, recorded in ap), unless its tool is denied here by now (a
+// reload or restart changed the policy), and with its result passed
+// through the tool_result hooks.
+func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call llm.Content) agent.ToolResult {
+	if a.policy(r.loc.conv, ap.Tool) == "deny" {
+		return errorResult(fmt.Sprintf("The %s tool is disabled in this chat.", ap.Tool))
+	}
+	if len(ap.Args) == 0 || ap.Tool != call.Name {
+		return errorResult("The approval does not record the call it allowed, so nothing was run.")
+	}
+	var tool agent.Tool
+	for _, t := range a.deps.tools(&attacher{r: r}) {
+		if t.Spec().Name == ap.Tool {
+			tool = t
+		}
+	}
+	if tool == nil {
+		return errorResult("Tool " + ap.Tool + " not found")
+	}
+	r.ctl.ToolStart(call.ID, call.Name, ap.Args)
+	var res agent.ToolResult
+	if out, err := tool.Execute(ctx, call.ID, ap.Args, func(llm.ToolOutput) {}); err != nil {
+		res = errorResult(err.Error())
+	} else {
+		res = agent.ToolResult{Content: out.Content, Details: out.Details}
+	}
+	if after := r.hooks().AfterToolCall; after != nil {
+		tc := agent.ToolCall{ID: call.ID, Name: call.Name, Args: ap.Args}
+		if err := after(ctx, tc, &res); err != nil {
+			res = errorResult(err.Error())
+		}
+	}
+	return res
+}
+
+// errorResult is a tool result that is an error with text, as the agent
+// loop makes them.
+func errorResult(text string) agent.ToolResult {
+	return agent.ToolResult{Content: []llm.Content{llm.TextBlock(text)}, Details: map[string]any{}, IsError: true}
 }

@@ -144,3 +144,24 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	want := []string{"user:deploy", "toolResult:ran c1", "assistant:deployed after restart"}
 	h.waitFor("branch", func() bool { return slices.Equal(headBranch(h), want) })
 }
+
+// A call waiting for approval whose tool a reload denies meanwhile does
+// not run when it is allowed: the policy in force decides, as it would
+// after a restart.
+func TestApprovalOfAToolDeniedMeanwhile(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "bash", `{"command":"make deploy"}`)), faux.Text("after")},
+		withTools(countingTool("bash", &n)),
+		withConfig(func(c *gateway.Config) { c.DMApprovals = map[string]string{"bash": "ask"} }))
+	h.send("deploy")
+	ids := h.approvalButtons(dmConv)
+	h.g.SetApprovals(map[string]string{"bash": "deny"}, nil)
+	h.press(dmConv, "owner", ids[0])
+	h.waitText(dmConv, "after")
+	if n.Load() != 0 {
+		t.Fatal("a tool denied while its call waited ran once allowed")
+	}
+	if got := h.lastRequestTexts(); !slices.Contains(got, "The bash tool is disabled in this chat.") {
+		t.Errorf("the model's last request %q lacks the refusal", got)
+	}
+}

@@ -31,6 +31,8 @@ func (*endGate) Input(_ context.Context, in chat.Inbound) (string, string, bool,
 }
 func (*endGate) BeforeStart(context.Context, string) (string, error) { return "", nil }
 func (*endGate) Hooks(h agent.Hooks) agent.Hooks                     { return h }
+func (*endGate) Review() (string, string)                            { return "", "" }
+func (*endGate) Approve(string, string) (string, error)              { return "", nil }
 func (g *endGate) End(context.Context, []llm.Message) {
 	if g.runs.Add(1) == g.holdRun {
 		close(g.holding)

@@ -247,9 +247,15 @@ func cmdStatus(ctx context.Context, c *invocation) {
 	if ref == "" {
 		model = "none configured (" + noModelHint(o.cfg.NoModelHelp) + ")"
 	}
+	waiting := ""
+	if ext := c.cmds.ext; ext != nil && c.cmds.rights.IsOwner(c.in.Conv.Platform, c.in.User.ID) {
+		if _, hash := ext.Review(); hash != "" {
+			waiting = "\n- ⏳ workspace files wait for an owner's approval and are not used: `/extensions`"
+		}
+	}
 	// No server paths: the session is named by its name or id.
-	c.tell(ctx, "**Session** %s\n- head: `%s`, %s in context\n- model: %s, thinking %s\n- queue mode: %s, %s",
-		name, o.head(loc), plural(len(msgs), "message"), model, thinking, mode, state)
+	c.tell(ctx, "**Session** %s\n- head: `%s`, %s in context\n- model: %s, thinking %s\n- queue mode: %s, %s%s",
+		name, o.head(loc), plural(len(msgs), "message"), model, thinking, mode, state, waiting)
 }
 
 // noModelHint is how to configure a model: the deployment's help text, or

@@ -97,6 +97,8 @@ func commandTable() []command {
 		{name: "deny", args: "[id]", help: "deny the pending tool call", handle: cmdDecide},
 		{name: "schedule", args: "[every …|in …|list|cancel ID]", help: "schedule a prompt here (every weekday 09:00 …, in 2h …)",
 			group: rightOwnersToChange, looks: []string{"", "list"}, echoArg: true, handle: cmdSchedule},
+		{name: "extensions", args: "[approve HASH]", help: "show the workspace files for the system prompt, and those waiting for an owner's approval",
+			group: rightOwnersToChange, looks: []string{""}, echoArg: true, intake: true, handle: cmdExtensions},
 		{name: "whoami", help: "show your user id and rights", intake: true, handle: cmdWhoami},
 		{name: "start", help: "show this help", hidden: true, intake: true, handle: cmdHelp},
 	}
@@ -104,7 +106,7 @@ func commandTable() []command {
 
 // groupRightsNote ends /help. It says in words what the group column of
 // the table holds (a test checks that they agree).
-const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking`, `/queue`, `/schedule` or `/limits` are for owners; `/stop` is for owners and the person whose request is running."
+const groupRightsNote = "In a group, `/new`, `/compact`, `/fork`, the branch buttons of `/tree` and changing `/model`, `/thinking`, `/queue`, `/schedule` or `/limits` or approving with `/extensions` are for owners; `/stop` is for owners and the person whose request is running."
 
 // commands answers chat commands and button presses. It holds no gateway:
 // what the handlers use comes in through its fields.
@@ -122,6 +124,7 @@ type commands struct {
 	chat      commandChat
 	sessions  commandSessions
 	schedules *schedules // nil: /schedule says it is unavailable
+	ext       Extensions // nil: /extensions says there are none
 }
 
 // senderRights says what a sender is (gateway/access.Checker).

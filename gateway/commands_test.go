@@ -14,7 +14,7 @@ import (
 // changing holds, per command whose group right is "owners to change", an
 // argument that changes something (the test fails for a command missing
 // here, so a new one gets its rights tested).
-var changing = map[string]string{"queue": "interrupt", "model": "faux/m", "thinking": "high", "schedule": "in 2h check", "limits": "lift global"}
+var changing = map[string]string{"queue": "interrupt", "model": "faux/m", "thinking": "high", "schedule": "in 2h check", "limits": "lift global", "extensions": "approve 0123456789ab"}
 
 // answer sends text as user in conv and returns what the bot answered.
 func (h *harness) answer(conv chat.ConvRef, user, text string) string {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"strings"
@@ -33,6 +34,15 @@ type Extensions interface {
 	Hooks(h agent.Hooks) agent.Hooks
 	// End tells the hooks a run ended, with the messages it added.
 	End(ctx context.Context, msgs []llm.Message)
+	// Review describes (in Markdown) the workspace files that go into
+	// the system prompt or become commands, those that wait for an
+	// owner's approval first; hash approves exactly those (Approve), ""
+	// when none waits.
+	Review() (md, hash string)
+	// Approve approves the workspace files Review gave hash for, on
+	// behalf of by; the answer says what happened. An error means the
+	// approval could not be recorded.
+	Approve(hash, by string) (string, error)
 }
 
 // templateNameRE matches a template name every platform takes as a
@@ -152,4 +162,36 @@ func beforeStart(ctx context.Context, ext Extensions, prompts []agent.Tagged) (s
 		add = "\n\n" + add
 	}
 	return add, nil
+}
+
+// cmdExtensions shows the workspace files that go into the system prompt
+// or become commands and those waiting for approval; "/extensions approve
+// HASH" approves exactly the files shown with that hash (owners).
+func cmdExtensions(ctx context.Context, c *invocation) {
+	ext := c.cmds.ext
+	if ext == nil {
+		c.tell(ctx, "No skills, prompt templates or project context are configured.")
+		return
+	}
+	if c.arg == "" {
+		md, _ := ext.Review()
+		c.tell(ctx, "%s", md)
+		return
+	}
+	verb, hash, _ := strings.Cut(c.arg, " ")
+	if verb != "approve" || strings.TrimSpace(hash) == "" {
+		c.tell(ctx, "Usage: `/extensions` to look, `/extensions approve HASH` to approve the files it lists.")
+		return
+	}
+	if !c.cmds.rights.IsOwner(c.in.Conv.Platform, c.in.User.ID) {
+		c.tell(ctx, "Only an owner of this bot can approve workspace files.")
+		return
+	}
+	by := fmt.Sprintf("%s:%s (%s)", c.in.Conv.Platform, c.in.User.ID, displayName(c.in.User))
+	answer, err := ext.Approve(strings.TrimSpace(hash), by)
+	if err != nil {
+		c.failed(ctx, "recording the approval", err)
+		return
+	}
+	c.tell(ctx, "%s", answer)
 }

@@ -23,6 +23,8 @@ func (specsOnly) Input(_ context.Context, in chat.Inbound) (string, string, bool
 func (specsOnly) BeforeStart(context.Context, string) (string, error) { return "", nil }
 func (specsOnly) Hooks(h agent.Hooks) agent.Hooks                     { return h }
 func (specsOnly) End(context.Context, []llm.Message)                  {}
+func (specsOnly) Review() (string, string)                            { return "", "" }
+func (specsOnly) Approve(string, string) (string, error)              { return "", nil }
 
 func TestTemplateCommands(t *testing.T) {
 	long := strings.Repeat("é", 150)

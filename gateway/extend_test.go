@@ -13,7 +13,6 @@ import (
 
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/agent/hooks"
-	"github.com/pibot/pibot/agent/skills"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/internal/extensions"
@@ -54,7 +53,8 @@ esac`,
 	}
 	hk := hooks.Hook{Name: "guard", Command: filepath.Join(ws, "hook.sh"), Timeout: 5 * time.Second, FailClosed: true,
 		Events: []string{hooks.EventInput, hooks.EventBeforeAgentStart, hooks.EventToolCall, hooks.EventAgentEnd}}
-	return extensions.New(skills.Sources{Workspace: ws}, []hooks.Hook{hk}, nil), ws
+	return extensions.New(extensions.Options{Skills: []string{filepath.Join(ws, ".pi", "skills")}, Prompts: []string{filepath.Join(ws, ".pi", "prompts")},
+		Hooks: []hooks.Hook{hk}}), ws
 }
 
 // Prompt templates are commands (in /help and the platform's list) whose
@@ -181,8 +181,8 @@ echo '{}'`
 	if err := os.WriteFile(hookPath, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	set := extensions.New(skills.Sources{Workspace: dir},
-		[]hooks.Hook{{Name: "slow", Command: hookPath, Events: []string{hooks.EventInput}, Timeout: time.Minute}}, nil)
+	set := extensions.New(extensions.Options{
+		Hooks: []hooks.Hook{{Name: "slow", Command: hookPath, Events: []string{hooks.EventInput}, Timeout: time.Minute}}})
 	h := newHarness(t, []faux.Turn{faux.Text("answered after the restart")}, withConfig(func(c *gateway.Config) {
 		c.Extensions = set
 		c.DrainTimeout = 200 * time.Millisecond

@@ -35,6 +35,7 @@ func wireCommands(g *Gateway) {
 	g.commands = &commands{
 		table:     append(commandTable(), templateCommands(g.cfg.Extensions, commandTable(), g.log)...),
 		skills:    g.cfg.Extensions != nil,
+		ext:       g.cfg.Extensions,
 		log:       g.log,
 		rights:    g.access,
 		models:    g.models,

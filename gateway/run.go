@@ -288,6 +288,16 @@ func resolveModel(cfg *Config, models Models, ref string) (llm.Model, error) {
 	return m, nil
 }
 
+// hooks are the agent hooks of r: the approvals, with the extensions'
+// tool hooks around them.
+func (r *run) hooks() agent.Hooks {
+	h := agent.Hooks{BeforeToolCall: r.beforeToolCall}
+	if ext := r.o.cfg.Extensions; ext != nil {
+		h = ext.Hooks(h)
+	}
+	return h
+}
+
 func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 	o := r.o
 	cfg := agent.Config{
@@ -298,10 +308,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,
 		SessionID:    r.o.sess.Tree().Header().ID,
-		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
-	}
-	if o.cfg.Extensions != nil {
-		cfg.Hooks = o.cfg.Extensions.Hooks(cfg.Hooks)
+		Hooks:        r.hooks(),
 	}
 	if r.model != nil {
 		cfg.Thinking = r.model.Info().ClampThinking(thinking)

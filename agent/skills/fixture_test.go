@@ -54,7 +54,10 @@ func newFixture(t *testing.T) fixture {
 }
 
 func (f fixture) sources() Sources {
-	return Sources{Workspace: f.ws, AgentDir: f.agentDir, SkillDirs: []string{f.extra}}
+	return Sources{
+		Skills:  []string{filepath.Join(f.agentDir, "skills"), filepath.Join(f.ws, ".pi", "skills"), f.extra},
+		Prompts: []string{filepath.Join(f.agentDir, "prompts"), filepath.Join(f.ws, ".pi", "prompts")},
+	}
 }
 
 // inputs are the prompts whose expansion is compared with pi's.

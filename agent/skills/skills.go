@@ -1,6 +1,8 @@
 package skills
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +30,10 @@ type Skill struct {
 	// Hidden skills (disable-model-invocation: true) are not listed in
 	// the system prompt; /skill:NAME still expands them.
 	Hidden bool
+	// Body is the text after the front matter; SHA256 the hex SHA-256 of
+	// the whole file as it was read.
+	Body   string
+	SHA256 string
 }
 
 // Diagnostic is a problem with one file. Skipped tells whether the file
@@ -41,33 +47,24 @@ type Diagnostic struct {
 // String formats d for a log line.
 func (d Diagnostic) String() string { return d.Path + ": " + d.Message }
 
-// Sources are where skills and prompt templates are found.
+// Sources are where skills and prompt templates are found, in order.
 type Sources struct {
-	// Workspace is the agent's working directory; its .pi/skills and
-	// .pi/prompts are read.
-	Workspace string
-	// AgentDir is pi's agent directory (~/.pi/agent); its skills and
-	// prompts folders are read. "" skips them.
-	AgentDir string
-	// SkillDirs are further skill folders or SKILL.md files
-	// (agent.skills_dirs), relative to Workspace unless absolute; "~"
-	// is the home directory.
-	SkillDirs []string
+	// Skills are skill folders or SKILL.md files; "~" is the home
+	// directory. pi's order is ~/.pi/agent/skills, <workspace>/.pi/skills,
+	// then its skill paths.
+	Skills []string
+	// Prompts are prompt template folders (pi's order:
+	// ~/.pi/agent/prompts, then <workspace>/.pi/prompts).
+	Prompts []string
 }
 
-// Load returns the skills of src in pi's order: the agent directory's,
-// the workspace's, then SkillDirs. A name found twice keeps the first
-// skill; the same file reached twice (through a symlink) counts once.
+// Load returns the skills of src.Skills in order. A name found twice
+// keeps the first skill; the same file reached twice (through a symlink)
+// counts once.
 func Load(src Sources) ([]Skill, []Diagnostic) {
 	var l loader
-	if src.AgentDir != "" {
-		l.add(loadDir(filepath.Join(src.AgentDir, "skills"), true))
-	}
-	if src.Workspace != "" {
-		l.add(loadDir(filepath.Join(src.Workspace, ".pi", "skills"), true))
-	}
-	for _, raw := range src.SkillDirs {
-		p := resolvePath(raw, src.Workspace)
+	for _, raw := range src.Skills {
+		p := resolvePath(raw)
 		st, err := os.Stat(p)
 		switch {
 		case err != nil:
@@ -191,7 +188,7 @@ func loadSkill(path string) (*Skill, []Diagnostic) {
 	if err != nil {
 		return skip(err.Error())
 	}
-	fm, _, err := parseFrontmatter(string(data))
+	fm, body, err := parseFrontmatter(string(data))
 	if err != nil {
 		return skip(err.Error())
 	}
@@ -221,7 +218,7 @@ func loadSkill(path string) (*Skill, []Diagnostic) {
 		diags = []Diagnostic{{Path: path, Message: strings.Join(warn, "; ")}}
 	}
 	hidden, _ := fm["disable-model-invocation"].(bool)
-	return &Skill{Name: name, Description: desc, FilePath: path, BaseDir: dir, Hidden: hidden}, diags
+	return &Skill{Name: name, Description: desc, FilePath: path, BaseDir: dir, Hidden: hidden, Body: body, SHA256: hexSHA256(data)}, diags
 }
 
 // nameProblems checks a name against the Agent Skills convention.
@@ -245,18 +242,21 @@ func nameProblems(name, parent string) []string {
 	return errs
 }
 
-// resolvePath expands "~" and makes p absolute against base.
-func resolvePath(p, base string) string {
+// resolvePath expands a leading "~" to the home directory.
+func resolvePath(p string) string {
 	p = strings.TrimSpace(p)
-	if p == "~" || strings.HasPrefix(p, "~") {
+	if p == "~" || strings.HasPrefix(p, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, strings.TrimPrefix(strings.TrimPrefix(p, "~"), "/"))
+			p = filepath.Join(home, p[1:])
 		}
 	}
-	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
-	}
-	return filepath.Join(base, p)
+	return filepath.Clean(p)
+}
+
+// hexSHA256 is the hex SHA-256 of data.
+func hexSHA256(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // Block returns the system prompt's skills section exactly as pi writes
@@ -296,7 +296,8 @@ func escapeXML(s string) string { return xmlEscaper.Replace(s) }
 // a <skill> element, then the arguments after a blank line. Text that is
 // no skill command, or names an unknown skill, comes back unchanged;
 // ok tells whether it was expanded. A skill file that cannot be read any
-// more is an error.
+// more, or whose content is no longer the one loaded (SHA256), is an
+// error.
 func ExpandSkill(text string, skills []Skill) (out string, ok bool, err error) {
 	const prefix = "/skill:"
 	if !strings.HasPrefix(text, prefix) {
@@ -317,6 +318,9 @@ func ExpandSkill(text string, skills []Skill) (out string, ok bool, err error) {
 	data, err := os.ReadFile(s.FilePath)
 	if err != nil {
 		return text, false, fmt.Errorf("skills: expand %s: %w", name, err)
+	}
+	if s.SHA256 != "" && hexSHA256(data) != s.SHA256 {
+		return text, false, fmt.Errorf("skills: expand %s: %s changed since it was loaded", name, s.FilePath)
 	}
 	_, body, err := parseFrontmatter(string(data))
 	if err != nil {

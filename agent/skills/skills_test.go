@@ -85,6 +85,26 @@ func TestExpandSkillFileGone(t *testing.T) {
 	}
 }
 
+// A skill whose file changed since it was loaded is not expanded: what
+// was loaded (and checked) is what expands.
+func TestExpandSkillChangedSinceLoaded(t *testing.T) {
+	f := newFixture(t)
+	skills, _ := Load(f.sources())
+	write(t, filepath.Join(f.ws, ".pi", "skills", "crlf", "SKILL.md"), "---\ndescription: swapped\n---\nSwapped body.\n")
+	if out, ok, err := ExpandSkill("/skill:crlf", skills); err == nil || ok || out != "/skill:crlf" {
+		t.Errorf("ExpandSkill = %q, %v, %v: a changed file must be an error", out, ok, err)
+	}
+}
+
+// A prompt folder that cannot be read is reported.
+func TestTemplatesMissingFolder(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	_, diags := LoadTemplates(Sources{Prompts: []string{missing}})
+	if len(diags) != 1 || diags[0].Path != missing || !diags[0].Skipped {
+		t.Errorf("diagnostics %v", diags)
+	}
+}
+
 func TestTemplates(t *testing.T) {
 	f := newFixture(t)
 	ts, _ := LoadTemplates(f.sources())

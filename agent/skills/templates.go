@@ -21,25 +21,22 @@ type Template struct {
 	// Content is the body after the front matter.
 	Content  string
 	FilePath string
+	// SHA256 is the hex SHA-256 of the whole file as it was read.
+	SHA256 string
 }
 
-// LoadTemplates returns the prompt templates of src in pi's order: the
-// agent directory's prompts, then the workspace's .pi/prompts (only the
-// *.md files directly in each folder). When two have the same name the
-// first is used (pi's expansion finds the first).
+// LoadTemplates returns the prompt templates of src.Prompts in order
+// (only the *.md files directly in each folder; a folder that does not
+// exist is reported). When two have the same name the first is used (pi's
+// expansion finds the first).
 func LoadTemplates(src Sources) ([]Template, []Diagnostic) {
 	var out []Template
 	var diags []Diagnostic
-	var dirs []string
-	if src.AgentDir != "" {
-		dirs = append(dirs, filepath.Join(src.AgentDir, "prompts"))
-	}
-	if src.Workspace != "" {
-		dirs = append(dirs, filepath.Join(src.Workspace, ".pi", "prompts"))
-	}
-	for _, dir := range dirs {
+	for _, raw := range src.Prompts {
+		dir := resolvePath(raw)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
+			diags = append(diags, Diagnostic{Path: dir, Message: "prompt folder cannot be read: " + err.Error(), Skipped: true})
 			continue
 		}
 		for _, e := range entries {
@@ -68,7 +65,7 @@ func loadTemplate(path string) (Template, error) {
 	if err != nil {
 		return Template{}, err
 	}
-	t := Template{Name: strings.TrimSuffix(filepath.Base(path), ".md"), Content: body, FilePath: path}
+	t := Template{Name: strings.TrimSuffix(filepath.Base(path), ".md"), Content: body, FilePath: path, SHA256: hexSHA256(data)}
 	t.Description, _ = fm["description"].(string)
 	t.ArgumentHint, _ = fm["argument-hint"].(string)
 	if t.Description == "" {

@@ -145,7 +145,7 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 		closeResumed()
 		return nil, err
 	}
-	prompt, err := tb.prompt(cfg, false, ext.SkillsBlock).build()
+	prompt, err := tb.prompt(cfg, false, ext).build()
 	if err != nil {
 		closeResumed()
 		return nil, err

@@ -53,6 +53,7 @@ Usage:
   pibot pairing list [-c FILE]              list pairing requests and paired users
   pibot pairing approve PLATFORM CODE       approve a pairing code
   pibot pairing revoke PLATFORM USER        revoke a paired user
+  pibot extensions [-c FILE] [approve HASH] show the workspace files for the system prompt; approve them
   pibot discord invite [-c FILE] [--application-id ID]
                                             print the URL that adds the Discord bot to a server
   pibot doctor [-c FILE]                    check config, credentials, Redis, data dir and sandbox
@@ -166,6 +167,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return runModels(c, rest)
 	case "pairing":
 		return pairingCmd{c}.run(ctx, rest)
+	case "extensions":
+		return runExtensions(c, rest)
 	case "discord":
 		return runDiscord(ctx, c, rest)
 	case "healthcheck":

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -24,13 +23,9 @@ var guidelines = []string{
 	"Show file paths clearly when working with files.",
 }
 
-// contextFiles are the project instruction files looked for in the
-// workspace, in order of preference (pi reads the first one found).
-var contextFiles = []string{"AGENTS.md", "CLAUDE.md"}
-
 // promptBuilder builds the system prompt of a run. It rereads the custom
-// prompt and the project context files every time, so edits apply to the
-// next run without a restart.
+// prompt, the project context and the skills every time, so edits apply
+// to the next run without a restart.
 type promptBuilder struct {
 	// workspace is the absolute working directory of the tools.
 	workspace string
@@ -38,6 +33,9 @@ type promptBuilder struct {
 	tools []llm.ToolSpec
 	// customFile replaces the default body when set (agent.system_prompt_file).
 	customFile string
+	// context returns the project context (the workspace's AGENTS.md, as
+	// far as an owner approved it: extensions.Set.Context); nil: none.
+	context func() string
 	// skills returns pi's skills block ("" without skills); nil: none.
 	skills func() string
 	now    func() time.Time
@@ -87,18 +85,12 @@ func (p promptBuilder) writeDefault(b *strings.Builder) {
 	}
 }
 
-// projectContext returns the workspace's instruction file under a heading
-// naming its path, or "".
+// projectContext returns the project context, or "".
 func (p promptBuilder) projectContext() string {
-	for _, name := range contextFiles {
-		path := filepath.Join(p.workspace, name)
-		data, err := os.ReadFile(path)
-		if err != nil {
-			continue // a missing or unreadable file is simply not used
-		}
-		return "## " + path + "\n\n" + strings.TrimSpace(string(data)) + "\n"
+	if p.context == nil {
+		return ""
 	}
-	return ""
+	return p.context()
 }
 
 // firstSentence returns the first sentence of a tool description.

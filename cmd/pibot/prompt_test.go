@@ -50,25 +50,18 @@ func TestPromptBuilder(t *testing.T) {
 		t.Errorf("prompt has unwanted text:\n%s", got)
 	}
 
-	if err := os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("claude rules\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	project := ""
+	p.context = func() string { return project }
+	project = "## " + filepath.Join(ws, "AGENTS.md") + "\n\nagent rules\n"
 	got, _ = p.build()
-	if !strings.Contains(got, "# Project Context") || !strings.Contains(got, "## "+filepath.Join(ws, "CLAUDE.md")+"\n\nclaude rules") {
-		t.Errorf("CLAUDE.md not included:\n%s", got)
-	}
-	if err := os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("agent rules"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	got, _ = p.build()
-	if !strings.Contains(got, "agent rules") || strings.Contains(got, "claude rules") {
-		t.Errorf("AGENTS.md must be preferred:\n%s", got)
+	if !strings.Contains(got, "# Project Context\n\nProject-specific instructions and guidelines:\n\n"+project) {
+		t.Errorf("project context not included:\n%s", got)
 	}
 	if i, j := strings.Index(got, "agent rules"), strings.Index(got, "Current date"); i > j {
 		t.Errorf("project context must come before the date:\n%s", got)
 	}
 
-	custom := filepath.Join(ws, "system.md")
+	custom := filepath.Join(t.TempDir(), "system.md")
 	if err := os.WriteFile(custom, []byte("Custom body.\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

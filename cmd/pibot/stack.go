@@ -159,7 +159,7 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 	if err != nil {
 		return err
 	}
-	prompt := tb.prompt(cfg, true, ext.SkillsBlock)
+	prompt := tb.prompt(cfg, true, ext)
 	scheds, err := scheduleSpecs(cfg)
 	if err != nil {
 		return err

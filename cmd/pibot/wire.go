@@ -11,6 +11,7 @@ import (
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/internal/extensions"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/tools"
 	"github.com/pibot/pibot/tools/mcp"
@@ -117,10 +118,11 @@ func (t *toolbox) specs(withAttach bool) []llm.ToolSpec {
 	return out
 }
 
-// prompt returns the system prompt builder for these tools.
-// skills, if set, gives the skills block (listed when read is on).
-func (t *toolbox) prompt(cfg config.Config, withAttach bool, skills func() string) promptBuilder {
-	return promptBuilder{workspace: t.ws, tools: t.specs(withAttach), customFile: cfg.Agent.SystemPromptFile, skills: skills}
+// prompt returns the system prompt builder for these tools, with the
+// project context and skills block of ext (skills listed when read is on).
+func (t *toolbox) prompt(cfg config.Config, withAttach bool, ext *extensions.Set) promptBuilder {
+	return promptBuilder{workspace: t.ws, tools: t.specs(withAttach), customFile: cfg.Agent.SystemPromptFile,
+		context: ext.Context, skills: ext.SkillsBlock}
 }
 
 // compactionSettings maps agent.compaction.

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/agent/hooks"
-	"github.com/pibot/pibot/agent/skills"
 	"github.com/pibot/pibot/chat"
 )
 
@@ -34,9 +33,9 @@ read -r req
 printf '%s\n' "$req" > "$(dirname "$0")/req.json"
 echo '{"action":"transform","text":"/greet Ann"}'`, 0o755)
 	var logs bytes.Buffer
-	s := New(skills.Sources{Workspace: ws},
-		[]hooks.Hook{{Name: "h", Command: filepath.Join(ws, "hook.sh"), Events: []string{hooks.EventInput}, Timeout: 5 * time.Second}},
-		slog.New(slog.NewTextHandler(&logs, nil)))
+	s := New(Options{Skills: []string{filepath.Join(ws, ".pi/skills")}, Prompts: []string{filepath.Join(ws, ".pi/prompts")},
+		Hooks: []hooks.Hook{{Name: "h", Command: filepath.Join(ws, "hook.sh"), Events: []string{hooks.EventInput}, Timeout: 5 * time.Second}},
+		Log:   slog.New(slog.NewTextHandler(&logs, nil))})
 	if !strings.Contains(logs.String(), filepath.Join(ws, ".pi/skills/broken/SKILL.md")) {
 		t.Errorf("the malformed skill is not named in the log:\n%s", logs.String())
 	}
