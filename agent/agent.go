@@ -327,6 +327,13 @@ func (a *Agent) removeLastAssistant() {
 	}
 }
 
+// hooks returns the configured hooks.
+func (a *Agent) hooks() Hooks {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.Hooks
+}
+
 func (a *Agent) now() int64 {
 	a.mu.Lock()
 	now := a.cfg.Now

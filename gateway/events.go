@@ -85,8 +85,11 @@ func (r *run) deliver() {
 	r.failure = ""
 	r.mu.Unlock()
 	if failure != "" {
+		if !strings.HasPrefix(failure, "⛔") { // a spend cap's refusal has its own sign
+			failure = "⚠️ " + failure
+		}
 		r.ctl.EndMessage()
-		r.ctl.SetText("⚠️ " + failure)
+		r.ctl.SetText(failure)
 		r.ctl.EndMessage()
 	}
 	// The run's lines (its answer above all) go into the file before the

@@ -55,7 +55,6 @@ func (r *run) record(e agent.Event) {
 		r.lastEntry = rec.Entry.ID
 		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
-		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m.Usage)
 		r.ctl.SetText(m.Text())
 		r.ctl.EndMessage()
 		r.mu.Lock()

@@ -298,7 +298,8 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,
 		SessionID:    r.o.sess.Tree().Header().ID,
-		Hooks:        agent.Hooks{BeforeToolCall: r.beforeToolCall},
+		// Spend caps: every model call is reserved and counted (spend.go).
+		Hooks: agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: o.spend.beforeCall(r.loc.conv, r.payer)},
 	}
 	if o.cfg.Extensions != nil {
 		cfg.Hooks = o.cfg.Extensions.Hooks(cfg.Hooks)
