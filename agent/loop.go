@@ -388,13 +388,20 @@ func (r *run) retry(ctx context.Context) {
 			return
 		}
 		r.retryAttempt++
-		if r.retryAttempt > rc.MaxRetries {
+		limit := rc.MaxRetries
+		switch {
+		case llm.IsSilence(*msg):
+			limit = 0
+		case llm.IsStall(*msg):
+			limit = min(limit, StallRetries)
+		}
+		if r.retryAttempt > limit {
 			r.send(Event{Type: EventAutoRetryEnd, Success: false, Attempt: r.retryAttempt - 1, FinalError: msg.ErrorMessage})
 			r.retryAttempt = 0
 			return
 		}
 		delay := rc.BaseDelay << (r.retryAttempt - 1)
-		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: rc.MaxRetries,
+		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: limit,
 			DelayMs: delay.Milliseconds(), ErrorMessage: msg.ErrorMessage})
 		a.removeLastAssistant()
 		if err := rc.Sleep(ctx, delay); err != nil {

@@ -56,7 +56,12 @@ func (r *run) record(e agent.Event) {
 		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
 		r.ctl.SetText(m.Text())
-		r.ctl.EndMessage()
+		if m.StopReason != llm.StopError {
+			r.ctl.EndMessage()
+		}
+		// A failed call's partial answer stays open: a retry's answer
+		// replaces it, so the reply shows one partial answer however
+		// often the call was retried (the failure follows it at delivery).
 		r.mu.Lock()
 		r.failure = ""
 		if m.StopReason == llm.StopError {
