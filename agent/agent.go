@@ -27,7 +27,8 @@ const (
 // RetryConfig configures pi's automatic retry of retryable provider errors.
 type RetryConfig struct {
 	Enabled bool
-	// MaxRetries is the number of retries; 0 means 3.
+	// MaxRetries is the number of retries; 0 means 3. A call the provider
+	// stopped answering is retried less (StallRetries).
 	MaxRetries int
 	// BaseDelay is the first delay, doubled on each attempt; 0 means 2s.
 	BaseDelay time.Duration
@@ -35,6 +36,15 @@ type RetryConfig struct {
 	// inject a fake.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
+
+// StallRetries is how often a call the provider stopped answering in the
+// middle (an idle timeout, llm.IsStall) is retried, whatever MaxRetries
+// says: each attempt may cost the whole timeout again, and a provider that
+// stalled once mostly stalls again. A call that got nothing at all within
+// the first-byte timeout (llm.IsSilence) is not retried: that wait is the
+// longest already. So a hung provider holds a conversation for about two
+// idle timeouts, or one first-byte timeout, not for four of them.
+const StallRetries = 1
 
 // DefaultRetry returns pi's defaults: enabled, 3 retries, 2 s base delay.
 func DefaultRetry() RetryConfig {
@@ -325,6 +335,13 @@ func (a *Agent) removeLastAssistant() {
 		// a provider was given.
 		a.messages = slices.Clip(a.messages[:n-1])
 	}
+}
+
+// hooks returns the configured hooks.
+func (a *Agent) hooks() Hooks {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg.Hooks
 }
 
 func (a *Agent) now() int64 {

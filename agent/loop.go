@@ -18,6 +18,9 @@ type run struct {
 	// lastAssistant is the last assistant message that ended in this run.
 	lastAssistant *llm.Message
 	retryAttempt  int
+	// refused: a BeforeModelCall hook refused a call; the run is over and
+	// is not retried.
+	refused bool
 }
 
 func (a *Agent) newRun(emit func(Event)) *run {
@@ -207,6 +210,31 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 	if err != nil {
 		return llm.Message{}, err
 	}
+	var after func(llm.Message)
+	if before := r.a.hooks().BeforeModelCall; before != nil {
+		if after, err = before(ctx, model.Info(), req); err != nil {
+			return r.refuse(model, err), nil
+		}
+	}
+	msg := r.callModel(ctx, model, req, after)
+	return msg, nil
+}
+
+// refuse ends the run with an error message instead of a model call a
+// BeforeModelCall hook refused.
+func (r *run) refuse(model llm.Model, err error) llm.Message {
+	r.refused = true
+	info := model.Info()
+	m := llm.Message{
+		Role: llm.RoleAssistant, Content: []llm.Content{}, StopReason: llm.StopError, ErrorMessage: err.Error(),
+		API: info.API, Provider: info.Provider, Model: info.ID, Timestamp: r.a.now(),
+	}
+	return r.finish(m, false)
+}
+
+// callModel streams one model call; after (if set) sees the final message
+// before its message_end.
+func (r *run) callModel(ctx context.Context, model llm.Model, req llm.Request, after func(llm.Message)) llm.Message {
 	started := false
 	// partial is the message so far. From the first update on it is the
 	// live partial: its blocks are in live, an array the run rewrites
@@ -254,15 +282,18 @@ stream:
 			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &update, Message: &partial})
 		}
 	}
-	if final != nil {
-		return r.finish(*final, started), nil
+	if final == nil {
+		final = r.unfinished(ctx, model, partial)
 	}
-	return r.unfinished(ctx, model, partial, started), nil
+	if after != nil {
+		after(*final)
+	}
+	return r.finish(*final, started)
 }
 
-// unfinished records a stream that ended without a terminal event as pi
-// records a provider failure.
-func (r *run) unfinished(ctx context.Context, model llm.Model, partial llm.Message, started bool) llm.Message {
+// unfinished is the final message of a stream that ended without a
+// terminal event, as pi records a provider failure.
+func (r *run) unfinished(ctx context.Context, model llm.Model, partial llm.Message) *llm.Message {
 	final := copyMessage(partial)
 	final.Role = llm.RoleAssistant
 	if final.Content == nil {
@@ -281,7 +312,7 @@ func (r *run) unfinished(ctx context.Context, model llm.Model, partial llm.Messa
 	if final.Provider == "" {
 		final.API, final.Provider, final.Model = info.API, info.Provider, info.ID
 	}
-	return r.finish(final, started)
+	return &final
 }
 
 func (r *run) finish(final llm.Message, started bool) llm.Message {
@@ -349,20 +380,28 @@ func (r *run) retry(ctx context.Context) {
 	a.mu.Lock()
 	rc := a.cfg.Retry
 	a.mu.Unlock()
-	// A run its watchdog stopped is over: it is not retried.
-	for rc.Enabled && r.wd.tripped() == nil {
+	// A run its watchdog stopped, or whose call a hook refused, is over:
+	// it is not retried.
+	for rc.Enabled && r.wd.tripped() == nil && !r.refused {
 		msg := r.lastAssistant
 		if msg == nil || !llm.IsRetryable(*msg, a.contextWindow()) {
 			return
 		}
 		r.retryAttempt++
-		if r.retryAttempt > rc.MaxRetries {
+		limit := rc.MaxRetries
+		switch {
+		case llm.IsSilence(*msg):
+			limit = 0
+		case llm.IsStall(*msg):
+			limit = min(limit, StallRetries)
+		}
+		if r.retryAttempt > limit {
 			r.send(Event{Type: EventAutoRetryEnd, Success: false, Attempt: r.retryAttempt - 1, FinalError: msg.ErrorMessage})
 			r.retryAttempt = 0
 			return
 		}
 		delay := rc.BaseDelay << (r.retryAttempt - 1)
-		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: rc.MaxRetries,
+		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: limit,
 			DelayMs: delay.Milliseconds(), ErrorMessage: msg.ErrorMessage})
 		a.removeLastAssistant()
 		if err := rc.Sleep(ctx, delay); err != nil {

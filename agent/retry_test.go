@@ -126,3 +126,41 @@ func TestRetryAbortDuringSleep(t *testing.T) {
 		t.Errorf("last = %+v", last)
 	}
 }
+
+// TestStallRetriedOnce: a call the provider stopped answering in the
+// middle is retried once, whatever MaxRetries says, and one that got
+// nothing at all within the first-byte timeout is not retried: a hung
+// provider would hold the run for every attempt's full timeout.
+func TestStallRetriedOnce(t *testing.T) {
+	stall := "openai: read stream: " + llm.StallText + " for 2m0s in the middle of the answer (providers.x.timeouts.idle)"
+	silence := "openai: " + llm.SilenceText + " for 10m0s after the request (providers.x.timeouts.first_byte)"
+	for _, tc := range []struct {
+		name    string
+		err     string
+		retries int
+	}{
+		{"stall", stall, 1},
+		{"silence", silence, 0},
+		{"other retryable", "503 service unavailable", 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail(tc.err), agenttest.Fail(tc.err), agenttest.Fail(tc.err), agenttest.Fail(tc.err))
+			s := &fakeSleep{}
+			a := retryAgent(m, s)
+			r := &recorder{}
+			prompt(t, a, r, "hi")
+			if len(s.delays) != tc.retries || len(m.Requests()) != tc.retries+1 {
+				t.Errorf("retries = %d (%d calls), want %d", len(s.delays), len(m.Requests()), tc.retries)
+			}
+			last := r.events[len(r.events)-1]
+			if last.Type != agent.EventAutoRetryEnd || last.Success || last.Attempt != tc.retries || last.FinalError != tc.err {
+				t.Errorf("last event = %+v, want a failed auto_retry_end after %d retries", last, tc.retries)
+			}
+			for _, e := range r.events {
+				if e.Type == agent.EventAutoRetryStart && e.MaxAttempts != tc.retries {
+					t.Errorf("auto_retry_start announces %d attempts, want %d", e.MaxAttempts, tc.retries)
+				}
+			}
+		})
+	}
+}

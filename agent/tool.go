@@ -68,4 +68,13 @@ type Hooks struct {
 	// TransformContext rewrites the messages before each model call (before
 	// conversion to model messages). An error fails the run.
 	TransformContext func(ctx context.Context, msgs []llm.Message) ([]llm.Message, error)
+	// BeforeModelCall runs before every model call of a run (retries
+	// included) with the model and the request about to be sent; req is
+	// the agent's and must not be changed. An error refuses the call: the
+	// run ends with an assistant error message carrying the error's text
+	// (message_start and message_end as for a failed call), and it is not
+	// retried. Otherwise after, when not nil, is called with the call's
+	// final message (its usage) once the model's stream has ended, before
+	// that message's message_end. Spend caps reserve and settle here.
+	BeforeModelCall func(ctx context.Context, model llm.ModelInfo, req llm.Request) (after func(llm.Message), err error)
 }

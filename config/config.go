@@ -237,7 +237,7 @@ type Provider struct {
 }
 
 // ProviderTimeouts bound the phases of a model call; zero means the
-// default (connect 30s, first_byte 10m, idle 5m).
+// default (connect 30s, first_byte 10m, idle 2m).
 type ProviderTimeouts struct {
 	// Connect bounds DNS, TCP and TLS until a connection is ready.
 	Connect Duration `yaml:"connect"`

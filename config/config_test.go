@@ -159,6 +159,30 @@ func TestValidateNamesKeys(t *testing.T) {
 		{"slack command", func(c *Config) {
 			c.Adapter.Slack = Slack{BotToken: "xoxb-1", AppToken: "xapp-1", Command: "pi"}
 		}, "adapters.slack.command"},
+		// Values that were taken silently for something else (issue 30.6).
+		{"negative idle_evict", func(c *Config) { c.Agent.IdleEvict = -1 }, "agent.idle_evict"},
+		{"negative tool_timeout", func(c *Config) { c.Agent.ToolTimeout = -1 }, "agent.tool_timeout"},
+		{"negative approval timeout", func(c *Config) { c.Agent.Approvals.Timeout = -1 }, "agent.approvals.timeout"},
+		{"negative debounce", func(c *Config) { c.Agent.Queue.Collect.Debounce = -1 }, "agent.queue.collect.debounce"},
+		{"negative retry delay", func(c *Config) { c.Agent.Retry.BaseDelay = -1 }, "agent.retry.base_delay"},
+		{"negative faux delay", func(c *Config) {
+			c.Providers = map[string]Provider{"f": {API: "faux", Script: []FauxTurn{{Text: "x", Delay: -1}}}}
+		}, "providers.f.script[0].delay"},
+		{"negative price", func(c *Config) {
+			c.Providers = map[string]Provider{"f": {API: "faux", Models: []Model{{ID: "m", Cost: ModelCost{Output: -2}}}}}
+		}, "providers.f.models[0].cost"},
+		{"thinking map level", func(c *Config) {
+			c.Providers = map[string]Provider{"f": {API: "faux", Models: []Model{{ID: "m", ThinkingMap: map[string]*string{"max": nil}}}}}
+		}, "providers.f.models[0].thinking_map.max"},
+		{"owner platform", func(c *Config) { c.Access.Owners = []string{"telegarm:1"} }, "access.owners[0]"},
+		{"user entry", func(c *Config) { c.Access.Users = []string{"web:local", "nocolon"} }, "access.users[1]"},
+		{"group platform", func(c *Config) { c.Access.Groups = []string{"slak:C1"} }, "access.groups[0]"},
+		{"schedule platform", func(c *Config) {
+			c.Schedules = []Schedule{{Name: "s", Cron: "@daily", Location: "telgram::1", From: "1", Prompt: "hi"}}
+		}, "schedules[0].location"},
+		{"webhook url without webhook mode", func(c *Config) {
+			c.Adapter.Telegram = Telegram{Token: "1:x", WebhookURL: "https://bot.example/tg"}
+		}, "adapters.telegram.webhook_url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

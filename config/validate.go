@@ -33,7 +33,7 @@ func (c Config) Validate() error {
 	if a.Model != "" && !strings.Contains(a.Model, "/") {
 		bad("agent.model", "%q must be provider/model", a.Model)
 	}
-	oneOf("agent.thinking", a.Thinking, "off", "minimal", "low", "medium", "high", "xhigh")
+	oneOf("agent.thinking", a.Thinking, thinkingLevels...)
 	oneOf("agent.sandbox", a.Sandbox, "auto", "bwrap", "off")
 	oneOf("agent.verbosity", a.Verbosity, "quiet", "tools", "verbose")
 	oneOf("agent.queue.mode", a.Queue.Mode, "steer", "followup", "collect", "interrupt")
@@ -79,9 +79,14 @@ func (c Config) Validate() error {
 		}
 	}
 	oneOf("access.dm_policy", c.Access.DMPolicy, "pairing", "allowlist", "open", "disabled")
-	for i, o := range append(append([]string{}, c.Access.Owners...), c.Access.Users...) {
-		if p, id, ok := strings.Cut(o, ":"); !ok || p == "" || id == "" {
-			bad(fmt.Sprintf("access.owners/users[%d]", i), "%q must be platform:user id (e.g. telegram:12345)", o)
+	for _, l := range []struct {
+		key     string
+		entries []string
+	}{{"access.owners", c.Access.Owners}, {"access.users", c.Access.Users}} {
+		for i, o := range l.entries {
+			if p, id, ok := strings.Cut(o, ":"); !ok || p == "" || id == "" {
+				bad(fmt.Sprintf("%s[%d]", l.key, i), "%q must be platform:user id (e.g. telegram:12345)", o)
+			}
 		}
 	}
 	for i, g := range c.Access.Groups {
@@ -103,6 +108,7 @@ func (c Config) Validate() error {
 	validateSchedules(c.Schedules, bad)
 	c.Limits.validate(bad)
 	c.OTel.validate(bad)
+	c.validateQuiet(bad)
 	for name, p := range c.Providers {
 		key := "providers." + name
 		if strings.Contains(name, "/") || name == "" {

@@ -39,7 +39,16 @@ func (r *run) emit(e agent.Event) {
 		r.failure = "" // retried: the status line says why
 		r.mu.Unlock()
 		r.ctl.Status(fmt.Sprintf("retrying (%d/%d) in %s: %s", e.Attempt, e.MaxAttempts, time.Duration(e.DelayMs)*time.Millisecond, e.ErrorMessage))
-	case agent.EventAutoRetryEnd, agent.EventCompactionEnd:
+	case agent.EventAutoRetryEnd:
+		if !e.Success && e.Attempt > 0 {
+			r.mu.Lock()
+			if r.failure != "" { // the reply says why it stopped, and how hard pibot tried
+				r.failure += " (retried " + times(e.Attempt) + ")"
+			}
+			r.mu.Unlock()
+		}
+		r.ctl.Status("")
+	case agent.EventCompactionEnd:
 		r.ctl.Status("")
 	case agent.EventCompactionStart:
 		r.ctl.Status("compacting the conversation…")
@@ -85,8 +94,11 @@ func (r *run) deliver() {
 	r.failure = ""
 	r.mu.Unlock()
 	if failure != "" {
+		if !strings.HasPrefix(failure, "⛔") { // a spend cap's refusal has its own sign
+			failure = "⚠️ " + failure
+		}
 		r.ctl.EndMessage()
-		r.ctl.SetText("⚠️ " + failure)
+		r.ctl.SetText(failure)
 		r.ctl.EndMessage()
 	}
 	// The run's lines (its answer above all) go into the file before the
@@ -148,6 +160,17 @@ func (r *run) deliver() {
 }
 
 const customDelivery = "pibot.delivery"
+
+// times says how often: "once", "twice", "3 times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return fmt.Sprintf("%d times", n)
+}
 
 func thinkingText(m *llm.Message) string {
 	var b strings.Builder

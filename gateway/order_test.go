@@ -31,6 +31,10 @@ func (g *gatedSpend) Check(ctx context.Context, _ spend.Who) error {
 	return nil
 }
 func (g *gatedSpend) Record(context.Context, spend.Who, spend.Amount) error { return nil }
+func (g *gatedSpend) Reserve(context.Context, spend.Who, spend.Amount) (spend.Hold, error) {
+	return spend.Hold{}, nil
+}
+func (g *gatedSpend) Settle(context.Context, spend.Hold, spend.Amount) error { return nil }
 func (g *gatedSpend) Override(context.Context, spend.Who, spend.Scope, spend.Override) error {
 	return nil
 }

@@ -55,9 +55,13 @@ func (r *run) record(e agent.Event) {
 		r.lastEntry = rec.Entry.ID
 		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
-		r.o.spend.record(r.ctx, r.loc.conv, r.payer, m.Usage)
 		r.ctl.SetText(m.Text())
-		r.ctl.EndMessage()
+		if m.StopReason != llm.StopError {
+			r.ctl.EndMessage()
+		}
+		// A failed call's partial answer stays open: a retry's answer
+		// replaces it, so the reply shows one partial answer however
+		// often the call was retried (the failure follows it at delivery).
 		r.mu.Lock()
 		r.failure = ""
 		if m.StopReason == llm.StopError {

@@ -291,7 +291,8 @@ func resolveModel(cfg *Config, models Models, ref string) (llm.Model, error) {
 // hooks are the agent hooks of r: the approvals, with the extensions'
 // tool hooks around them.
 func (r *run) hooks() agent.Hooks {
-	h := agent.Hooks{BeforeToolCall: r.beforeToolCall}
+	// Spend caps: every model call is reserved and counted (spend.go).
+	h := agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer)}
 	if ext := r.o.cfg.Extensions; ext != nil {
 		h = ext.Hooks(h)
 	}

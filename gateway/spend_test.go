@@ -22,8 +22,8 @@ func TestSpendCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 5, 6, 22, 15, 0, 0, time.UTC)
-	lim := spend.NewLimiter(store, spend.Caps{PerUser: spend.Cap{Tokens: 100}}, func() time.Time { return now })
-	big := llm.Usage{Input: 80, Output: 30}
+	lim := spend.NewLimiter(store, spend.Caps{PerUser: spend.Cap{Tokens: 1500}}, func() time.Time { return now })
+	big := llm.Usage{Input: 1400, Output: 200}
 	h := newHarness(t, []faux.Turn{faux.Text("first answer").WithUsage(big), faux.Text("owner answer"), faux.Text("lifted answer")}, withSpend(lim))
 	conv := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "spend"}
 
@@ -34,7 +34,7 @@ func TestSpendCaps(t *testing.T) {
 	h.waitFor("the first run's end", func() bool { return len(pendingOf(h)) == 0 })
 
 	h.send("again", inConv(conv), from("bob"), mentioned())
-	h.waitText(conv, "limits.per_user.daily_tokens", "110 of 100 tokens", "00:00 UTC", "1h45m")
+	h.waitText(conv, "limits.per_user.daily_tokens", "1600 of 1500 tokens", "00:00 UTC", "1h45m")
 	if n := h.model.Calls(); n != 1 {
 		t.Fatalf("model calls = %d after the refusal, want 1", n)
 	}
@@ -58,7 +58,7 @@ func TestSpendCaps(t *testing.T) {
 	if got := h.answer(conv, "bob", "/limits lift user bob"); !strings.HasPrefix(got, "Only an owner") {
 		t.Fatalf("member lifted a cap: %q", got)
 	}
-	if got := h.answer(conv, "bob", "/limits"); !strings.Contains(got, "per_user (for you): $0.0000, 110 tokens; cap 100 tokens") {
+	if got := h.answer(conv, "bob", "/limits"); !strings.Contains(got, "per_user (for you): $0.0000, 1600 tokens; cap 1500 tokens") {
 		t.Fatalf("/limits for a member: %q", got)
 	}
 	if got := h.answer(conv, "owner", "/limits raise user bob lots"); !strings.Contains(got, "is not an amount") {

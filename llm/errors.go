@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -126,6 +127,33 @@ func IsContextOverflow(m Message, contextWindow int64) bool {
 		return true
 	}
 	return false
+}
+
+// The error texts of a model call cut because the provider stopped
+// sending: the providers' transport writes them, IsStall and IsSilence
+// find them (wrapped or not).
+const (
+	// StallText: the answer began, then nothing came for the idle
+	// timeout.
+	StallText = "timed out: the provider stopped sending"
+	// SilenceText: nothing came after the request for the first-byte
+	// timeout.
+	SilenceText = "timed out: the provider sent nothing"
+)
+
+// IsStall reports whether an assistant message failed because the
+// provider stopped sending in the middle of the answer. It is retryable,
+// but each attempt may cost the whole timeout again, so the agent retries
+// it less (agent.StallRetries).
+func IsStall(m Message) bool {
+	return m.StopReason == StopError && strings.Contains(m.ErrorMessage, StallText)
+}
+
+// IsSilence reports whether an assistant message failed because the
+// provider sent nothing at all within the first-byte timeout (the agent
+// does not retry it: the wait was the longest timeout already).
+func IsSilence(m Message) bool {
+	return m.StopReason == StopError && strings.Contains(m.ErrorMessage, SilenceText)
 }
 
 // IsRetryable reports whether an assistant message failed with an error pi

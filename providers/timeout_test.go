@@ -154,7 +154,7 @@ func TestProviderTimeouts(t *testing.T) {
 // gets the documented defaults.
 func TestProviderTimeoutsDefault(t *testing.T) {
 	d := DefaultTimeouts()
-	if d.Connect != 30*time.Second || d.FirstByte != 10*time.Minute || d.Idle != 5*time.Minute {
+	if d.Connect != 30*time.Second || d.FirstByte != 10*time.Minute || d.Idle != 2*time.Minute {
 		t.Fatalf("DefaultTimeouts = %+v", d)
 	}
 	if got := (Timeouts{Idle: time.Hour}).WithDefaults(); got.Idle != time.Hour || got.FirstByte != 10*time.Minute {

@@ -9,9 +9,12 @@ import (
 )
 
 // MinTokenLen is the shortest token accepted on a listener that is not
-// loopback (cmd/pibot enforces it): 16 characters, which
-// `openssl rand -hex 16` (32) comfortably exceeds.
-const MinTokenLen = 16
+// loopback (cmd/pibot enforces it, for the metrics token too): 32
+// characters, what `openssl rand -hex 16` prints (128 random bits). The
+// token gives an owner's rights (bash on the host) to anyone on the
+// network who has it, and the per-address back-off slows one guesser,
+// not many addresses: 16 hex characters (64 bits) was too little.
+const MinTokenLen = 32
 
 // Back-off on wrong tokens, per client address.
 const (

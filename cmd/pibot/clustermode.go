@@ -61,11 +61,8 @@ func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*rep
 	if cfg.Cluster.RedisURL == "" {
 		return nil, nil
 	}
-	tg := cfg.Adapter.Telegram
-	if cfg.TelegramEnabled() && tg.Mode == "webhook" && tg.WebhookSecret == "" && tg.WebhookSecretFile == "" {
-		// The webhook path derives from the secret: every replica must
-		// serve the same one.
-		return nil, &config.Error{Key: "adapters.telegram.webhook_secret", Msg: "must be set in cluster mode (every replica serves the webhook path derived from it)"}
+	if err := clusterWebhookSecret(cfg); err != nil {
+		return nil, err
 	}
 	redis.SetLogger(redisLog{log: log.With("component", "redis")})
 	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)

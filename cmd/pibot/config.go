@@ -30,16 +30,22 @@ func (c *cli) loadConfig(path string) (config.Config, string, error) {
 		cfg.File = path
 	}
 	if err := cfg.Validate(); err != nil {
-		name := path
-		if name == "" {
-			name = "default configuration"
-		}
-		return config.Config{}, path, fmt.Errorf("%s:\n%w", name, err)
+		return config.Config{}, path, configErrors(path, err)
 	}
 	if c.scrub != nil {
 		c.scrub(cfg)
 	}
 	return cfg, path, nil
+}
+
+// configErrors names the configuration at path ("": the defaults) in
+// front of its problems, one per line when err joins several.
+func configErrors(path string, err error) error {
+	name := path
+	if name == "" {
+		name = "default configuration"
+	}
+	return fmt.Errorf("%s:\n%w", name, err)
 }
 
 // runConfig runs `pibot config check|example`.
@@ -74,6 +80,11 @@ func runConfig(c *cli, args []string) error {
 		cfg, path, err := c.loadConfig(*file)
 		if err != nil {
 			c.printConfigErrors(err)
+			return &exitError{code: 1}
+		}
+		// Everything serve would refuse at start, in serve's words.
+		if err := startChecks(c, cfg); err != nil {
+			c.printConfigErrors(configErrors(path, err))
 			return &exitError{code: 1}
 		}
 		if path == "" {

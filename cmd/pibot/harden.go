@@ -79,11 +79,23 @@ func scrubSecrets(cfg config.Config, log *slog.Logger) {
 
 // newJail maps agent.limits to the jail every bash call runs in.
 func newJail(cfg config.Config, log *slog.Logger) (*jail.Jail, error) {
+	return jailFor(cfg, log, true)
+}
+
+// jailUser makes newJail's checks (agent.limits.user) without probing
+// cgroups (startChecks).
+func jailUser(cfg config.Config) error {
+	_, err := jailFor(cfg, slog.New(slog.DiscardHandler), false)
+	return err
+}
+
+func jailFor(cfg config.Config, log *slog.Logger, cgroups bool) (*jail.Jail, error) {
 	l := cfg.Agent.Limits
 	j, err := jail.New(jail.Config{
-		Limits: jail.Limits{Processes: l.Processes, Memory: int64(l.Memory), CPUTime: l.CPUTime.D(), FileSize: int64(l.FileSize)},
-		User:   l.User,
-		Logger: log,
+		Limits:   jail.Limits{Processes: l.Processes, Memory: int64(l.Memory), CPUTime: l.CPUTime.D(), FileSize: int64(l.FileSize)},
+		User:     l.User,
+		Logger:   log,
+		NoCgroup: !cgroups,
 	})
 	if err != nil {
 		return nil, &config.Error{Key: "agent.limits.user", Msg: err.Error()}

@@ -48,7 +48,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	if err := wantArgs("serve", pos, 0, "no arguments"); err != nil {
 		return err
 	}
-	cfg, _, err := c.loadConfig(*file)
+	cfg, path, err := c.loadConfig(*file)
 	if err != nil {
 		c.printConfigErrors(err)
 		return &exitError{code: 1}
@@ -56,8 +56,11 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	if *listen != "" {
 		cfg.HTTP.Listen = *listen
 	}
-	if cfg.HTTP.Listen == "" {
-		return &config.Error{Key: "http.listen", Msg: "must be set for serve (host:port)"}
+	// What the configuration and the file system alone make impossible is
+	// refused before anything opens, as `pibot config check` refuses it.
+	if err := startChecks(c.cli, cfg); err != nil {
+		c.printConfigErrors(configErrors(path, err))
+		return &exitError{code: 1}
 	}
 	log := newLogger(c.stderr, cfg.Log)
 
@@ -290,7 +293,7 @@ func strongToken(key, tok, listen, alt string) error {
 	if !web.RequireToken(listen) {
 		return nil
 	}
-	gen := fmt.Sprintf("generate one with `openssl rand -hex %d`", web.MinTokenLen)
+	gen := fmt.Sprintf("generate one with `openssl rand -hex %d`", web.MinTokenLen/2)
 	if tok == "" {
 		return &config.Error{Key: key, Msg: fmt.Sprintf("required because http.listen %q is not a loopback address; %s%s", listen, gen, alt)}
 	}

@@ -19,14 +19,15 @@ func TestServeRefusesWeakTokens(t *testing.T) {
 	}{
 		{"one-character web token", "http:\n  listen: 0.0.0.0:0\nadapters:\n  web:\n    token: x\n", "adapters.web.token"},
 		{"short web token file", "http:\n  listen: 0.0.0.0:0\nadapters:\n  web:\n    token_file: short.tok\n", "adapters.web.token"},
-		{"short metrics token", "http:\n  listen: 0.0.0.0:0\n  metrics_token: tiny\nadapters:\n  web:\n    token: 0123456789abcdef\n", "http.metrics_token"},
+		{"short metrics token", "http:\n  listen: 0.0.0.0:0\n  metrics_token: tiny\nadapters:\n  web:\n    token: 0123456789abcdef0123456789abcdef\n", "http.metrics_token"},
+		{"web token of the old 16-character minimum", "http:\n  listen: 0.0.0.0:0\nadapters:\n  web:\n    token: 0123456789abcdef\n", "adapters.web.token"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\n"+tt.config)
 			r := pibot(t, dir, "", nil, "serve", "-c", cfg)
 			if r.code != 1 || !strings.Contains(r.stderr, tt.key) || !strings.Contains(r.stderr, "openssl rand -hex 16") ||
-				!strings.Contains(r.stderr, "at least 16") {
+				!strings.Contains(r.stderr, "at least 32") {
 				t.Fatalf("exit %d, stderr %q; want exit 1 naming %s and how to generate a token", r.code, r.stderr, tt.key)
 			}
 		})
@@ -61,13 +62,13 @@ func getWith(t *testing.T, url, bearer string) (int, string) {
 // is off without http.metrics_token and asks for it when set; the web
 // chat's token does not open it.
 func TestServeMetricsNeedTokenOffLoopback(t *testing.T) {
-	const webTok, metricsTok = "web-0123456789abcdef", "metrics-0123456789abcdef"
+	const webTok, metricsTok = "web-0123456789abcdef0123456789abcdef", "metrics-0123456789abcdef0123456789abcdef"
 	for _, tt := range []struct {
 		name, extra string
 		tries       map[string]int // bearer -> status
 	}{
 		{"no metrics token", "", map[string]int{"": 403, webTok: 403}},
-		{"metrics token", "  metrics_token: " + metricsTok + "\n", map[string]int{"": 401, webTok: 401, "wrong-0123456789abcdef": 401, metricsTok: 200}},
+		{"metrics token", "  metrics_token: " + metricsTok + "\n", map[string]int{"": 401, webTok: 401, "wrong-0123456789abcdef0123456789abcdef": 401, metricsTok: 200}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -58,25 +58,35 @@ func protectedPaths(cfg config.Config) ([]protected, error) {
 // or that lies inside the data directory, is refused: tools would read and
 // rewrite who is allowed, sessions and secrets.
 func prepareWorkspace(cfg config.Config) (ws string, deny []string, err error) {
+	return checkWorkspace(cfg, true)
+}
+
+// checkWorkspace is prepareWorkspace; without create a missing default
+// workspace is taken as it would be once created (startChecks).
+func checkWorkspace(cfg config.Config, create bool) (ws string, deny []string, err error) {
 	ws, err = filepath.Abs(cfg.Agent.Workspace)
 	if err != nil {
 		return "", nil, &config.Error{Key: "agent.workspace", Msg: err.Error()}
 	}
-	if cfg.Agent.Workspace == config.Default().Agent.Workspace {
+	isDefault := cfg.Agent.Workspace == config.Default().Agent.Workspace
+	if isDefault && create {
 		if err := os.MkdirAll(ws, 0o700); err != nil {
 			return "", nil, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf("cannot create the default workspace %s: %v", ws, err)}
 		}
 	}
+	wsReal := realPrefix(ws)
 	st, err := os.Stat(ws)
-	if err != nil {
+	switch {
+	case err != nil && isDefault && !create && errors.Is(err, fs.ErrNotExist):
+		// serve creates it
+	case err != nil:
 		return "", nil, &config.Error{Key: "agent.workspace", Msg: fmt.Sprintf("%s: %v (create the directory or set agent.workspace to one that exists)", ws, unwrapPathError(err))}
-	}
-	if !st.IsDir() {
+	case !st.IsDir():
 		return "", nil, &config.Error{Key: "agent.workspace", Msg: ws + " is not a directory"}
-	}
-	wsReal, err := filepath.EvalSymlinks(ws)
-	if err != nil {
-		return "", nil, &config.Error{Key: "agent.workspace", Msg: err.Error()}
+	default:
+		if wsReal, err = filepath.EvalSymlinks(ws); err != nil {
+			return "", nil, &config.Error{Key: "agent.workspace", Msg: err.Error()}
+		}
 	}
 	prot, err := protectedPaths(cfg)
 	if err != nil {

@@ -124,6 +124,11 @@ func (s *FileStore) Close() error {
 func (s *FileStore) Add(_ context.Context, day string, keys []string, a Amount) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.addLocked(day, keys, a)
+}
+
+// addLocked is Add under the store's lock.
+func (s *FileStore) addLocked(day string, keys []string, a Amount) error {
 	s.startLocked(day)
 	for _, k := range keys {
 		s.data.Used[k] = s.data.Used[k].Add(a)
@@ -138,6 +143,28 @@ func (s *FileStore) Add(_ context.Context, day string, keys []string, a Amount) 
 	err := s.err
 	s.err = nil
 	return err
+}
+
+// Reserve implements Store: the comparison and the addition happen under
+// the store's lock. The counts reach the file as Add's do.
+func (s *FileStore) Reserve(_ context.Context, day string, keys []string, caps []Cap, a Amount) (bool, []Amount, error) {
+	if len(caps) != len(keys) {
+		return false, nil, fmt.Errorf("spend: reserve: %d caps for %d keys", len(caps), len(keys))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	used := make([]Amount, len(keys))
+	if d := s.dayLocked(day); d != nil {
+		for i, k := range keys {
+			used[i] = d.Used[k]
+		}
+	}
+	for i, c := range caps {
+		if !c.Fits(used[i], a) {
+			return false, used, nil
+		}
+	}
+	return true, used, s.addLocked(day, keys, a)
 }
 
 // Usage implements Store.

@@ -82,6 +82,70 @@ func (l *Limiter) Check(ctx context.Context, w Who) error {
 	return nil
 }
 
+// Hold is usage reserved for one model call (Limiter.Reserve) until
+// Settle replaces it with what the call used.
+type Hold struct {
+	day  string
+	keys []string
+	a    Amount
+}
+
+// Amount is what the hold reserved.
+func (h Hold) Amount() Amount { return h.a }
+
+// Reserve holds a, the estimate of w's next model call, against the caps
+// in force today, in one atomic step of the store: when the call would
+// pass a cap it returns a *Refusal (with Next set) and holds nothing. With
+// no cap in force it holds nothing and lets the call go. Errors reading
+// the store are returned as is, as Check's.
+func (l *Limiter) Reserve(ctx context.Context, w Who, a Amount) (Hold, error) {
+	now := l.now()
+	today := day(now)
+	h := Hold{day: today, keys: w.keys()}
+	caps, err := l.effective(ctx, today, w)
+	if err != nil {
+		return h, err
+	}
+	if caps[0] == (Cap{}) && caps[1] == (Cap{}) && caps[2] == (Cap{}) {
+		return h, nil
+	}
+	ok, used, err := l.store.Reserve(ctx, today, h.keys, caps, a)
+	if err != nil {
+		return h, fmt.Errorf("spend: reserve: %w", err)
+	}
+	if ok {
+		h.a = a
+		return h, nil
+	}
+	for i, s := range scopes {
+		c, u := caps[i], used[i]
+		if c.Fits(u, a) {
+			continue
+		}
+		reset := nextReset(now)
+		usd := !Cap{USD: c.USD}.Fits(u, a)
+		return h, &Refusal{Scope: s, USD: usd, Cap: c, Used: u, Next: a, ResetsAt: reset, ResetsIn: reset.Sub(now)}
+	}
+	// The store refused, yet every cap fits what it read: the usage
+	// changed in between (another replica). Refused all the same.
+	reset := nextReset(now)
+	return h, &Refusal{Scope: PerUser, Cap: caps[0], Used: used[0], Next: a, ResetsAt: reset, ResetsIn: reset.Sub(now)}
+}
+
+// Settle counts a call's actual usage in place of what h held, on the
+// hold's day (a call that ends after midnight counts for the day it
+// started).
+func (l *Limiter) Settle(ctx context.Context, h Hold, actual Amount) error {
+	d := actual.Sub(h.a)
+	if d == (Amount{}) || len(h.keys) == 0 {
+		return nil
+	}
+	if err := l.store.Add(ctx, h.day, h.keys, d); err != nil {
+		return fmt.Errorf("spend: settle: %w", err)
+	}
+	return nil
+}
+
 // Record counts a on w's user, conversation and the global total today.
 func (l *Limiter) Record(ctx context.Context, w Who, a Amount) error {
 	if a == (Amount{}) {

@@ -37,6 +37,19 @@ type Amount struct {
 // Add returns a + b.
 func (a Amount) Add(b Amount) Amount { return Amount{USD: a.USD + b.USD, Tokens: a.Tokens + b.Tokens} }
 
+// Sub returns a - b.
+func (a Amount) Sub(b Amount) Amount { return Amount{USD: a.USD - b.USD, Tokens: a.Tokens - b.Tokens} }
+
+// Fits reports whether used + a stays within c (a zero field of c is no
+// limit). Dollars are compared with a tolerance of a millionth of a cent
+// against the rounding of float sums.
+func (c Cap) Fits(used, a Amount) bool {
+	if c.USD > 0 && used.USD+a.USD > c.USD+1e-8 {
+		return false
+	}
+	return c.Tokens <= 0 || used.Tokens+a.Tokens <= c.Tokens
+}
+
 // Cap is one day's cap. Zero fields are no cap.
 type Cap struct {
 	USD    float64 `json:"usd"`
@@ -74,8 +87,17 @@ type Override struct {
 // Every method takes a context and returns an error, as a network store
 // needs.
 type Store interface {
-	// Add adds a to the usage of every key on day.
+	// Add adds a to the usage of every key on day. a may be negative:
+	// settling a reservation gives back what it held beyond the actual
+	// usage.
 	Add(ctx context.Context, day string, keys []string, a Amount) error
+	// Reserve adds a to the usage of every key on day, atomically, only
+	// if no key would pass its cap: for each i, usage[i] + a stays within
+	// caps[i] (a zero field of a cap is no limit; len(caps) ==
+	// len(keys)). It reports whether it added, and the usage of each key
+	// it compared (without a). Callers that reserve at once, in one
+	// process or on several replicas, never pass a cap together.
+	Reserve(ctx context.Context, day string, keys []string, caps []Cap, a Amount) (ok bool, used []Amount, err error)
 	// Usage returns the usage of each key on day (zero when none).
 	Usage(ctx context.Context, day string, keys []string) ([]Amount, error)
 	// SetOverride records an override of key for day.
@@ -111,9 +133,13 @@ func nextReset(t time.Time) time.Time {
 type Refusal struct {
 	Scope Scope
 	// USD: the dollar cap (else the token cap).
-	USD  bool
-	Cap  Cap
+	USD bool
+	Cap Cap
+	// Used is the usage counted (and held for calls in flight).
 	Used Amount
+	// Next is the estimate of the model call refused (Limiter.Reserve);
+	// zero when a run is refused before it starts (Limiter.Check).
+	Next Amount
 	// ResetsAt is the next UTC midnight; ResetsIn the time until then.
 	ResetsAt time.Time
 	ResetsIn time.Duration
@@ -127,8 +153,17 @@ func (r *Refusal) Error() string {
 		what = fmt.Sprintf("%d of %d tokens", r.Used.Tokens, r.Cap.Tokens)
 	}
 	in := r.ResetsIn.Round(time.Minute)
-	return fmt.Sprintf("⛔ The daily spend cap %s (limits.%s.%s) is reached: %s used today. It resets at 00:00 UTC (in %dh%02dm). An owner can lift it for today with /limits.",
-		words(r.Scope), r.Scope, map[bool]string{true: "daily_usd", false: "daily_tokens"}[r.USD], what, int(in.Hours()), int(in.Minutes())%60)
+	key := map[bool]string{true: "daily_usd", false: "daily_tokens"}[r.USD]
+	state := fmt.Sprintf("is reached: %s used today", what)
+	if r.Next != (Amount{}) {
+		next := fmt.Sprintf("%d tokens", r.Next.Tokens)
+		if r.USD {
+			next = fmt.Sprintf("$%.2f", r.Next.USD)
+		}
+		state = fmt.Sprintf("leaves no room for the next model call: %s used today (calls in flight included), and the call needs about %s", what, next)
+	}
+	return fmt.Sprintf("⛔ The daily spend cap %s (limits.%s.%s) %s. It resets at 00:00 UTC (in %dh%02dm). An owner can lift it for today with /limits.",
+		words(r.Scope), r.Scope, key, state, int(in.Hours()), int(in.Minutes())%60)
 }
 
 // words describes a scope in a sentence.

@@ -288,3 +288,78 @@ func TestFileStoreWritesCountsInTheBackground(t *testing.T) {
 		}
 	})
 }
+
+// TestLimiterReserveAndSettle: a model call's estimate is held against the
+// caps before the call and replaced by what it used after; a call whose
+// estimate would pass a cap is refused with a message that says so, and
+// holds nothing.
+func TestLimiterReserveAndSettle(t *testing.T) {
+	ctx := context.Background()
+	w := spend.Who{User: "telegram:1", Conv: "telegram:c1"}
+	other := spend.Who{User: "telegram:2", Conv: "telegram:c1"}
+	c := &clock{t: time.Date(2026, 3, 4, 14, 30, 0, 0, time.UTC)}
+	l, _ := newLimiter(t, spend.Caps{PerUser: spend.Cap{Tokens: 1000}, PerConversation: spend.Cap{USD: 1}}, c)
+	usage := func(who spend.Who) string {
+		rep, err := l.Report(ctx, who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	h1, err := l.Reserve(ctx, w, spend.Amount{Tokens: 600, USD: 0.1})
+	if err != nil {
+		t.Fatalf("first reservation: %v", err)
+	}
+	// Held: a second call of 600 does not fit while the first is in flight.
+	r := refusal(t, func() error { _, err := l.Reserve(ctx, w, spend.Amount{Tokens: 600}); return err }())
+	if r.Scope != spend.PerUser || r.USD || r.Next.Tokens != 600 || r.Used.Tokens != 600 {
+		t.Errorf("refusal %+v, want the user's token cap with 600 used and 600 asked", r)
+	}
+	for _, want := range []string{"limits.per_user.daily_tokens", "leaves no room for the next model call", "600 of 1000 tokens", "about 600 tokens", "in 9h30m"} {
+		if !strings.Contains(r.Error(), want) {
+			t.Errorf("message %q lacks %q", r.Error(), want)
+		}
+	}
+	// The first call used less than held: the rest is given back.
+	if err := l.Settle(ctx, h1, spend.Amount{Tokens: 350, USD: 0.05}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(usage(w), "per_user (for you): $0.0500, 350 tokens") {
+		t.Errorf("after settling: %s", usage(w))
+	}
+	h2, err := l.Reserve(ctx, w, spend.Amount{Tokens: 600})
+	if err != nil {
+		t.Fatalf("a call that fits after settling: %v", err)
+	}
+	// The dollar cap of the conversation binds another user too.
+	r = refusal(t, func() error { _, err := l.Reserve(ctx, other, spend.Amount{USD: 0.96}); return err }())
+	if r.Scope != spend.PerConversation || !r.USD || !strings.Contains(r.Error(), "about $0.96") {
+		t.Errorf("refusal %+v (%s), want the conversation's dollar cap", r, r.Error())
+	}
+	// A call that used more than held counts in full.
+	if err := l.Settle(ctx, h2, spend.Amount{Tokens: 900}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(usage(w), "per_user (for you): $0.0500, 1250 tokens") {
+		t.Errorf("after the second call: %s", usage(w))
+	}
+	if err := l.Check(ctx, w); err == nil {
+		t.Error("Check lets a run start past the cap")
+	}
+	// Lifted caps: none in force, nothing held, the usage is counted after.
+	for _, s := range []spend.Scope{spend.PerUser, spend.PerConversation} {
+		if err := l.Override(ctx, w, s, spend.Override{Lifted: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h3, err := l.Reserve(ctx, w, spend.Amount{Tokens: 5000})
+	if err != nil || h3.Amount() != (spend.Amount{}) {
+		t.Fatalf("reservation under a lifted cap = %+v, %v; want nothing held", h3.Amount(), err)
+	}
+	if err := l.Settle(ctx, h3, spend.Amount{Tokens: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(usage(w), "per_user (for you): $0.0500, 1260 tokens") {
+		t.Errorf("after a call under a lifted cap: %s", usage(w))
+	}
+}

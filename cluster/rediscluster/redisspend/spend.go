@@ -25,9 +25,9 @@ const keepDays = 2 * 24 * time.Hour
 // Store keeps each UTC day's usage and overrides in one Redis hash,
 // P{spend}:<day>: the field "$:<key>" holds the dollars (HINCRBYFLOAT),
 // "t:<key>" the tokens (HINCRBY) and "o:<key>" the override (JSON). Adds
-// are atomic increments, so replicas counting at once lose nothing, and
-// every write is in Redis before it returns (no write-behind as in the
-// file store).
+// are atomic increments, so replicas counting at once lose nothing; a
+// reservation compares and adds in one script; every write is in Redis
+// before it returns (no write-behind as in the file store).
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
@@ -62,6 +62,71 @@ func (s *Store) Add(ctx context.Context, day string, keys []string, a spend.Amou
 		return fmt.Errorf("redisspend: add: %w", err)
 	}
 	return nil
+}
+
+// reserveScript compares and adds in one step (see Store.Reserve).
+// KEYS[1] is the day's hash; ARGV holds the dollars and tokens to add,
+// the hash's TTL in seconds, then per key its name, dollar cap and token
+// cap (0: none). It returns 1 or 0 (added or not), then each key's
+// dollars and tokens as compared.
+var reserveScript = redis.NewScript(`
+local h = KEYS[1]
+local usd, tok = tonumber(ARGV[1]), tonumber(ARGV[2])
+local out = {0}
+local ok = 1
+for i = 4, #ARGV, 3 do
+  local u = redis.call('HGET', h, '$:' .. ARGV[i]) or '0'
+  local t = redis.call('HGET', h, 't:' .. ARGV[i]) or '0'
+  local cu, ct = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  if cu > 0 and tonumber(u) + usd > cu + 1e-8 then ok = 0 end
+  if ct > 0 and tonumber(t) + tok > ct then ok = 0 end
+  out[#out + 1] = u
+  out[#out + 1] = t
+end
+out[1] = ok
+if ok == 1 then
+  for i = 4, #ARGV, 3 do
+    if usd ~= 0 then redis.call('HINCRBYFLOAT', h, '$:' .. ARGV[i], ARGV[1]) end
+    if tok ~= 0 then redis.call('HINCRBY', h, 't:' .. ARGV[i], ARGV[2]) end
+  end
+  redis.call('EXPIRE', h, ARGV[3])
+end
+return out
+`)
+
+// Reserve adds a to every key on day only if no key would pass its cap,
+// in one Lua script: replicas reserving at once never pass a cap
+// together.
+func (s *Store) Reserve(ctx context.Context, day string, keys []string, caps []spend.Cap, a spend.Amount) (bool, []spend.Amount, error) {
+	if len(caps) != len(keys) {
+		return false, nil, fmt.Errorf("redisspend: reserve: %d caps for %d keys", len(caps), len(keys))
+	}
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	args := []any{num(a.USD), strconv.FormatInt(a.Tokens, 10), int64(keepDays / time.Second)}
+	for i, k := range keys {
+		args = append(args, k, num(caps[i].USD), strconv.FormatInt(caps[i].Tokens, 10))
+	}
+	res, err := reserveScript.Run(ctx, s.rdb, []string{s.DayKey(day)}, args...).Slice()
+	if err != nil {
+		return false, nil, fmt.Errorf("redisspend: reserve: %w", err)
+	}
+	if len(res) != 1+2*len(keys) {
+		return false, nil, fmt.Errorf("redisspend: reserve: %d values in the reply, want %d", len(res), 1+2*len(keys))
+	}
+	used := make([]spend.Amount, len(keys))
+	for i := range keys {
+		usd, err := number(res[1+2*i], 64)
+		if err != nil {
+			return false, nil, fmt.Errorf("redisspend: usage of %s: %w", keys[i], err)
+		}
+		tok, err := number(res[2+2*i], 0)
+		if err != nil {
+			return false, nil, fmt.Errorf("redisspend: usage of %s: %w", keys[i], err)
+		}
+		used[i] = spend.Amount{USD: usd, Tokens: int64(tok)}
+	}
+	ok, _ := res[0].(int64)
+	return ok == 1, used, nil
 }
 
 // Usage returns the usage of each key on day (zero when none).

@@ -69,6 +69,34 @@ func TestStoreSharedByReplicas(t *testing.T) {
 			if err != nil || ttl <= 0 || ttl > 48*time.Hour {
 				t.Errorf("day key TTL = %v, %v; want at most two days", ttl, err)
 			}
+			// Replicas reserving at once, each through its own client, share
+			// one cap: room for 25 reservations, 25 granted.
+			var granted sync.WaitGroup
+			var mu sync.Mutex
+			n := 0
+			capped := []string{"user:telegram:9", "conv:e", "global:reserve"}
+			for range replicas {
+				rdb, prefix, _ := b.Open(t, "shared")
+				s := redisspend.New(rdb, rediscluster.Options{Prefix: prefix})
+				granted.Go(func() {
+					for range 20 {
+						ok, _, err := s.Reserve(t.Context(), day, capped, []spend.Cap{{Tokens: 250}, {}, {}}, spend.Amount{Tokens: 10})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if ok {
+							mu.Lock()
+							n++
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			granted.Wait()
+			if n != 25 {
+				t.Errorf("%d reservations of 10 tokens granted by %d replicas under a 250-token cap, want 25", n, replicas)
+			}
 			// A limiter on another replica refuses once the cap is passed.
 			lim := spend.NewLimiter(s, spend.Caps{Global: spend.Cap{USD: 10}}, func() time.Time { return noon })
 			if err := lim.Check(t.Context(), spend.Who{User: "telegram:2", Conv: "d"}); err == nil {

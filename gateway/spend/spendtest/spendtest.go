@@ -4,6 +4,8 @@ package spendtest
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pibot/pibot/gateway/spend"
@@ -77,6 +79,81 @@ func RunStoreTests(t *testing.T, open func(t *testing.T) (s spend.Store, reopen 
 			}
 		}
 	})
+	t.Run("Reserve", func(t *testing.T) {
+		s, _ := open(t)
+		day := "2026-01-01"
+		if err := s.Add(ctx, day, keys, spend.Amount{USD: 0.5, Tokens: 900}); err != nil {
+			t.Fatal(err)
+		}
+		caps := []spend.Cap{{Tokens: 1000}, {}, {USD: 1}}
+		// 900 + 100 fits exactly.
+		ok, used, err := s.Reserve(ctx, day, keys, caps, spend.Amount{USD: 0.25, Tokens: 100})
+		if err != nil || !ok {
+			t.Fatalf("reserve within the caps = %v, %v", ok, err)
+		}
+		if len(used) != 3 || used[0] != (spend.Amount{USD: 0.5, Tokens: 900}) {
+			t.Errorf("usage compared = %+v, want the usage before the reservation", used)
+		}
+		// One more token passes the user's cap: nothing is added to any key.
+		ok, used, err = s.Reserve(ctx, day, keys, caps, spend.Amount{Tokens: 1})
+		if err != nil || ok {
+			t.Fatalf("reserve past a token cap = %v, %v; want refused", ok, err)
+		}
+		if used[0].Tokens != 1000 {
+			t.Errorf("refusal's usage = %+v, want the user's 1000 tokens", used)
+		}
+		// A dollar cap: 0.75 + 0.5 passes $1.
+		if ok, _, err := s.Reserve(ctx, day, []string{"user:b", "conv:x", "global"}, caps, spend.Amount{USD: 0.5}); err != nil || ok {
+			t.Fatalf("reserve past the global dollar cap = %v, %v; want refused", ok, err)
+		}
+		u, err := s.Usage(ctx, day, []string{"user:a", "conv:x", "global", "user:b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []spend.Amount{{USD: 0.75, Tokens: 1000}, {USD: 0.75, Tokens: 1000}, {USD: 0.75, Tokens: 1000}, {}}
+		for i := range want {
+			if !near(u[i], want[i]) {
+				t.Errorf("usage %d after the refusals = %+v, want %+v (a refused reservation adds nothing)", i, u[i], want[i])
+			}
+		}
+		// Zero caps are no limit; a negative Add settles a reservation.
+		if ok, _, err := s.Reserve(ctx, day, keys, make([]spend.Cap, 3), spend.Amount{USD: 5, Tokens: 5000}); err != nil || !ok {
+			t.Fatalf("reserve without caps = %v, %v", ok, err)
+		}
+		if err := s.Add(ctx, day, keys, spend.Amount{USD: -5, Tokens: -4990}); err != nil {
+			t.Fatal(err)
+		}
+		u, err = s.Usage(ctx, day, keys)
+		if err != nil || !near(u[0], spend.Amount{USD: 0.75, Tokens: 1010}) {
+			t.Errorf("usage after settling = %+v, %v; want $0.75 and 1010 tokens", u, err)
+		}
+	})
+	t.Run("ReserveIsAtomic", func(t *testing.T) {
+		s, _ := open(t)
+		// 40 callers at once, room for 10 of them: exactly 10 get it.
+		caps := []spend.Cap{{Tokens: 105}, {}, {}}
+		var granted atomic.Int64
+		var wg sync.WaitGroup
+		for range 40 {
+			wg.Go(func() {
+				ok, _, err := s.Reserve(ctx, "2026-01-01", keys, caps, spend.Amount{Tokens: 10})
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					granted.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if n := granted.Load(); n != 10 {
+			t.Errorf("%d of 40 concurrent reservations of 10 tokens got a 105-token cap, want 10", n)
+		}
+		u, err := s.Usage(ctx, "2026-01-01", keys)
+		if err != nil || u[0].Tokens != 100 {
+			t.Errorf("usage = %+v, %v; want 100 tokens", u, err)
+		}
+	})
 	t.Run("SurvivesRestart", func(t *testing.T) {
 		s, reopen := open(t)
 		if reopen == nil {
@@ -98,4 +175,10 @@ func RunStoreTests(t *testing.T, open func(t *testing.T) (s spend.Store, reopen 
 			t.Errorf("after restart overrides = %+v, %v", o, err)
 		}
 	})
+}
+
+// near compares amounts, dollars up to float rounding.
+func near(a, b spend.Amount) bool {
+	d := a.USD - b.USD
+	return a.Tokens == b.Tokens && d < 1e-9 && d > -1e-9
 }

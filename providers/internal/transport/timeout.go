@@ -10,6 +10,8 @@ import (
 	"net/http/httptrace"
 	"sync"
 	"time"
+
+	"github.com/pibot/pibot/llm"
 )
 
 // Default timeouts. Slow reasoning models decide them: OpenAI's Chat
@@ -24,8 +26,14 @@ const (
 	// DefaultFirstByte bounds the wait from sending the request to the
 	// first stream event (or to the headers, for a non-stream reply).
 	DefaultFirstByte = 10 * time.Minute
-	// DefaultIdle bounds the silence between two stream events.
-	DefaultIdle = 5 * time.Minute
+	// DefaultIdle bounds the silence between two stream events. Once a
+	// stream has begun, every API pibot speaks keeps sending while the
+	// model works (tokens, Anthropic's pings, the Responses API's
+	// reasoning summaries, which pibot asks for, keep-alive comments):
+	// two minutes of nothing is a provider that stopped. (It was five
+	// minutes, and with every stall retried a hung provider held a
+	// conversation for twenty.)
+	DefaultIdle = 2 * time.Minute
 )
 
 // Timeouts bound the phases of one model call; a zero field means its
@@ -74,9 +82,9 @@ func (e *TimeoutError) Error() string {
 	case PhaseConnect:
 		return fmt.Sprintf("timed out: no connection to the provider after %s (%s); check base_url and the network, or raise %s", e.After, key, key)
 	case PhaseFirstByte:
-		return fmt.Sprintf("timed out: the provider sent nothing for %s after the request (%s); raise %s if this model thinks for long", e.After, key, key)
+		return fmt.Sprintf("%s for %s after the request (%s); raise %s if this model thinks for long", llm.SilenceText, e.After, key, key)
 	default:
-		return fmt.Sprintf("timed out: the provider stopped sending for %s in the middle of the answer (%s); raise %s if this model thinks for long", e.After, key, key)
+		return fmt.Sprintf("%s for %s in the middle of the answer (%s); raise %s if this model thinks for long", llm.StallText, e.After, key, key)
 	}
 }
 
