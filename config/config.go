@@ -154,6 +154,19 @@ type Access struct {
 	Groups []string `yaml:"groups"`
 	// MentionRequired gates group messages on a mention or reply.
 	MentionRequired *bool `yaml:"mention_required"`
+	// Budget is the per-sender message budget (owners are exempt).
+	Budget Budget `yaml:"budget"`
+	// SchedulesPerUser caps the schedules one user keeps, made with
+	// /schedule over all conversations (owners are exempt); 0: no cap.
+	SchedulesPerUser int `yaml:"schedules_per_user"`
+}
+
+// Budget is the per-sender message budget: a token bucket per sender
+// that refills PerMinute tokens a minute up to Burst. A message over it
+// is not processed and its sender is told; PerMinute 0 turns it off.
+type Budget struct {
+	PerMinute float64 `yaml:"per_minute"`
+	Burst     int     `yaml:"burst"`
 }
 
 // Adapters configures each chat platform.
@@ -327,7 +340,7 @@ func Default() Config {
 			MaxIdle:    Duration(15 * time.Minute),
 			Limits:     DefaultLimits(),
 		},
-		Access:  Access{DMPolicy: "pairing"},
+		Access:  Access{DMPolicy: "pairing", Budget: Budget{PerMinute: 20, Burst: 10}, SchedulesPerUser: 10},
 		Cluster: Cluster{LeaseTTL: Duration(15 * time.Second), KeyPrefix: "pibot:"},
 	}
 }

@@ -134,6 +134,9 @@ func TestValidateNamesKeys(t *testing.T) {
 	}{
 		{"queue mode", func(c *Config) { c.Agent.Queue.Mode = "shout" }, "agent.queue.mode"},
 		{"dm policy", func(c *Config) { c.Access.DMPolicy = "everyone" }, "access.dm_policy"},
+		{"negative budget", func(c *Config) { c.Access.Budget.PerMinute = -1 }, "access.budget.per_minute"},
+		{"budget without burst", func(c *Config) { c.Access.Budget.Burst = 0 }, "access.budget.burst"},
+		{"negative schedule cap", func(c *Config) { c.Access.SchedulesPerUser = -1 }, "access.schedules_per_user"},
 		{"model ref", func(c *Config) { c.Agent.Model = "gpt" }, "agent.model"},
 		{"tool", func(c *Config) { c.Agent.Tools = []string{"rm"} }, "agent.tools[0]"},
 		{"approval", func(c *Config) { c.Agent.Approvals.Group["bash"] = "maybe" }, "agent.approvals.group.bash"},

@@ -94,6 +94,14 @@ func (c Config) Validate() error {
 			bad(fmt.Sprintf("access.groups[%d]", i), "%q must be platform:chat id or *", g)
 		}
 	}
+	if b := c.Access.Budget; b.PerMinute < 0 {
+		bad("access.budget.per_minute", "must not be negative (0: no budget)")
+	} else if b.PerMinute > 0 && b.Burst < 1 {
+		bad("access.budget.burst", "%d: must be at least 1 while access.budget.per_minute is set (every message would be refused)", b.Burst)
+	}
+	if c.Access.SchedulesPerUser < 0 {
+		bad("access.schedules_per_user", "must not be negative (0: no cap)")
+	}
 	tg := c.Adapter.Telegram
 	if tg.Mode != "" {
 		oneOf("adapters.telegram.mode", tg.Mode, "polling", "webhook")

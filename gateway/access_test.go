@@ -41,6 +41,45 @@ func TestPairingGatesStrangers(t *testing.T) {
 	h.waitText(stranger, "welcome aboard")
 }
 
+// Asking again while the code is valid shows the same code, as the README
+// says (issue #30.13), within the re-show limit; no second code is made.
+func TestPairingCodeShownAgain(t *testing.T) {
+	h := newHarness(t, nil)
+	stranger := chat.ConvRef{Platform: "test", Channel: "dm-again", DM: true}
+	codeRE := regexp.MustCompile(`\*\*([A-Z2-9]{8})\*\*`)
+	var codes []string
+	for i := range access.ReshowBurst + 2 {
+		h.send(fmt.Sprint("hello ", i), inConv(stranger), from("stranger"))
+		if i > access.ReshowBurst {
+			break // over the limit: no answer (checked below)
+		}
+		h.waitFor(fmt.Sprint("answer ", i+1), func() bool { return len(h.ad.Messages(stranger)) == i+1 })
+		m := codeRE.FindStringSubmatch(h.ad.LastText(stranger))
+		if m == nil {
+			t.Fatalf("answer %d has no code: %q", i+1, h.ad.LastText(stranger))
+		}
+		codes = append(codes, m[1])
+	}
+	for i, c := range codes {
+		if c != codes[0] {
+			t.Fatalf("answer %d shows code %s, the first showed %s", i+1, c, codes[0])
+		}
+	}
+	// The message over the limit got no answer; the flow still works.
+	h.send("are you there", inConv(stranger), from("stranger"), dedup("last"))
+	time.Sleep(100 * time.Millisecond)
+	if n := len(h.ad.Messages(stranger)); n != access.ReshowBurst+1 {
+		t.Fatalf("%d answers, want %d (the first code and %d re-shows)", n, access.ReshowBurst+1, access.ReshowBurst)
+	}
+	cli, err := access.OpenStore(filepath.Join(h.dir, "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs, _, _ := cli.List(t.Context()); len(reqs) != 1 || reqs[0].Code != codes[0] {
+		t.Fatalf("pending requests %+v, want the one code %s", reqs, codes[0])
+	}
+}
+
 func TestGroupMentionGatingAndBots(t *testing.T) {
 	h := newHarness(t, []faux.Turn{faux.Text("group answer")})
 	h.send("chatter among humans", inConv(groupConv), from("alice"))

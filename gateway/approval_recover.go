@@ -19,10 +19,16 @@ import (
 func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d string) (string, func()) {
 	o, loc := a.deps.existing(ctx, in)
 	if o == nil {
+		if in.Kind != chat.KindAction {
+			return unknownApproval, nil // typed: no session here, so nothing was asked here
+		}
 		return "This approval is no longer pending.", nil
 	}
-	ap, call, ok := findPendingApproval(o, loc, id)
-	if !ok {
+	ap, call, state := findPendingApproval(o, loc, id)
+	switch state {
+	case approvalUnknown:
+		return unknownApproval, nil
+	case approvalDone:
 		return "Already decided.", nil
 	}
 	if refusal := a.mayDecide(in, ap, d); refusal != "" {
@@ -60,13 +66,27 @@ func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d 
 	}
 }
 
+// unknownApproval answers /approve or /deny with an id that was never
+// asked where it is typed. The id is not repeated (it is the user's text).
+const unknownApproval = "No approval with that id was asked here. Without an id, the command decides the one waiting here."
+
+// approvalState is what a location's branch says about an approval id.
+type approvalState int
+
+const (
+	approvalUnknown approvalState = iota // never asked on the branch
+	approvalDone                         // decided, or its call has a result
+	approvalWaiting                      // asked, not decided, its call without a result
+)
+
 // findPendingApproval looks on loc's branch for approval id without a
 // decision whose tool call still has no result.
-func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, bool) {
+func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, approvalState) {
 	branch, err := o.sess.Tree().Branch(o.head(loc))
 	if err != nil {
-		return nil, llm.Content{}, false
+		return nil, llm.Content{}, approvalUnknown
 	}
+	seen := false
 	var ap *approval
 	results := map[string]bool{}
 	calls := map[string]llm.Content{}
@@ -75,6 +95,7 @@ func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Con
 		case e.Type == session.TypeCustom && e.CustomType == customApproval:
 			var a approval
 			if json.Unmarshal(e.Data, &a) == nil && a.ID == id {
+				seen = true
 				if a.State == "pending" {
 					ap = &a
 				} else {
@@ -90,11 +111,17 @@ func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Con
 			}
 		}
 	}
+	if !seen {
+		return nil, llm.Content{}, approvalUnknown
+	}
 	if ap == nil || results[ap.ToolCall] {
-		return nil, llm.Content{}, false
+		return nil, llm.Content{}, approvalDone
 	}
 	call, ok := calls[ap.ToolCall]
-	return ap, call, ok
+	if !ok {
+		return nil, llm.Content{}, approvalDone
+	}
+	return ap, call, approvalWaiting
 }
 
 // resume starts a run that first gives the approved (or denied) call its

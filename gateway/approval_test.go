@@ -165,3 +165,31 @@ func TestApprovalOfAToolDeniedMeanwhile(t *testing.T) {
 		t.Errorf("the model's last request %q lacks the refusal", got)
 	}
 }
+
+// /approve with an id that was never asked says so, in a conversation
+// with a session and in one without; a decided id is "Already decided"
+// (issue #30.12).
+func TestApproveUnknownID(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "bash", `{"command":"ls"}`)), faux.Text("listed"),
+	}, withTools(countingTool("bash", &n)), withConfig(func(c *gateway.Config) { c.DMApprovals = map[string]string{"bash": "ask"} }))
+	fresh := chat.ConvRef{Platform: "test", Channel: "dm-fresh", DM: true}
+	if got := h.answer(fresh, "owner", "/approve deadbeef"); !strings.Contains(got, "No approval with that id") {
+		t.Errorf("/approve of an unknown id, no session: %q", got)
+	}
+	h.send("list")
+	ids := h.approvalButtons(dmConv)
+	h.press(dmConv, "owner", ids[0])
+	h.waitText(dmConv, "listed")
+	if got := h.answer(dmConv, "owner", "/approve deadbeef"); !strings.Contains(got, "No approval with that id") || strings.Contains(got, "Already decided") {
+		t.Errorf("/approve of an unknown id: %q", got)
+	}
+	id := strings.Split(ids[0], ":")[1] // ap:<id>:<decision>
+	if got := h.answer(dmConv, "owner", "/deny "+id); !strings.Contains(got, "Already decided") {
+		t.Errorf("/deny of a decided id: %q", got)
+	}
+	if n.Load() != 1 {
+		t.Fatalf("the tool ran %d times, want 1", n.Load())
+	}
+}

@@ -68,9 +68,12 @@ func cmdDecide(ctx context.Context, c *invocation) {
 		return
 	}
 	toast, then := c.cmds.approvals.decide(ctx, c.in, id, d)
-	if then != nil {
-		then()
+	if then == nil {
+		// Nothing was decided: only the sender needs to know why.
+		c.tell(ctx, "%s", toast)
+		return
 	}
+	then()
 	c.say(ctx, "%s", toast)
 }
 

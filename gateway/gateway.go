@@ -147,6 +147,10 @@ type Config struct {
 	ScheduleTZ string
 	Logger     *slog.Logger
 	Metrics    *Metrics
+	// SchedulesPerUser caps the schedules a non-owner keeps, made with
+	// /schedule over all conversations of a platform (default 10; < 0: no
+	// cap). The configured Schedules do not count.
+	SchedulesPerUser int
 	// Tracer records a span per message at intake and per run, joined by
 	// the traceparent kept in the inbox item (otel.endpoint); nil: off.
 	Tracer *otlp.Tracer

@@ -299,7 +299,7 @@ func (i *intake) withinBudget(ctx context.Context, in chat.Inbound, asked *time.
 	if wait <= 0 {
 		return true
 	}
-	i.metrics.dropped()
+	i.metrics.overBudget()
 	notice, err := i.budget.Reserve(ctx, key+":notice")
 	md := ""
 	switch {

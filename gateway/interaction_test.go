@@ -93,9 +93,9 @@ func TestInteractionCommandsAnswered(t *testing.T) {
 }
 
 // TestInteractionCommandNeverLeftHanging: an interaction is answered on
-// every path: a refusal, "no session", an ignored sender (an empty answer
-// that only ends the spinner, and nothing posted), and /steer, whose words
-// are the run's.
+// every path: a refusal, "no session", a sender in a group that is not
+// listed (told so alone, nothing posted), and /steer, whose words are the
+// run's.
 func TestInteractionCommandNeverLeftHanging(t *testing.T) {
 	h := newHarness(t, []faux.Turn{faux.Text("steered answer")}, withCaps(ephemeralCaps))
 
@@ -111,12 +111,13 @@ func TestInteractionCommandNeverLeftHanging(t *testing.T) {
 	if calls[1].Ephemeral != "bob" {
 		t.Errorf("no session: answer %+v, want one for bob only", calls[1])
 	}
-	// A stranger in a group that is not listed: ignored, but answered.
+	// A stranger in a group that is not listed: told, alone, that the bot
+	// is not enabled there (issue #30.12: an empty answer showed nothing).
 	other := chat.ConvRef{Platform: "test", Channel: "unlisted-group"}
 	h.send("/status", inConv(other), from("mallory"), viaInteraction("ix-ignored"))
 	calls = h.waitResponds(3)
-	if c := calls[2]; c.Err != nil || c.Ephemeral != "" || c.Text != "" {
-		t.Errorf("ignored: answer %+v, want an empty one", c)
+	if eph := h.ad.Ephemerals(other, "mallory"); calls[2].Err != nil || calls[2].Ephemeral != "mallory" || len(eph) != 1 || !strings.Contains(eph[0], "not enabled in this channel") {
+		t.Errorf("unlisted group: answer %+v, mallory sees %q; want \"not enabled\" for mallory only", calls[2], eph)
 	}
 	if got := h.ad.Messages(other); len(got) != 0 {
 		t.Errorf("an ignored command got %q in the unlisted group", got)

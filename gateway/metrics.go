@@ -25,6 +25,8 @@ type Metrics struct {
 	takeovers prometheus.Counter
 	fenced    prometheus.Counter
 	inboxLag  prometheus.Histogram
+	// The per-sender budget.
+	overBudgetN prometheus.Counter
 }
 
 // NewMetrics registers the gateway metrics on reg.
@@ -45,9 +47,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Session writers refused from then on because their lease was lost or another writer wrote the file."}),
 		inboxLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "pibot_inbox_lag_seconds",
 			Help: "Time from an item's enqueue in the shared inbox to its take by the replica that runs it.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}),
+		overBudgetN: prometheus.NewCounter(prometheus.CounterOpts{Name: "pibot_sender_budget_dropped_total",
+			Help: "Messages and commands not processed because their sender was over the per-sender budget (the sender is told)."}),
 	}
 	reg.MustRegister(m.messages, m.runs, m.runSecs, m.queuedN, m.droppedN, m.owners, m.tokens, m.cost, m.quarant,
-		m.takeovers, m.fenced, m.inboxLag)
+		m.takeovers, m.fenced, m.inboxLag, m.overBudgetN)
 	return m
 }
 
@@ -78,6 +82,12 @@ func (m *Metrics) queued() {
 func (m *Metrics) dropped() {
 	if m != nil {
 		m.droppedN.Inc()
+	}
+}
+
+func (m *Metrics) overBudget() {
+	if m != nil {
+		m.overBudgetN.Inc()
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,15 +32,25 @@ type ScheduleSpec struct {
 // schedules joins the scheduler to the gateway: /schedule creates and
 // lists schedules, and a firing becomes a message from the schedule's
 // creator fed through intake (access rules, dedupe, queue modes) with
-// chat.Inbound.Schedule set, a typed origin no chat user can type.
+// chat.Inbound.Schedule set, a typed origin no chat user can type. A
+// firing whose creator lost access is skipped before anything is posted.
 type schedules struct {
 	s      *schedule.Scheduler
 	log    *slog.Logger
 	locker Locker
 	tz     string
-	send   func(ctx context.Context, conv chat.ConvRef, out chat.Out) (chat.MsgRef, error)
-	sink   func(ctx context.Context, in chat.Inbound) error
+	// perUser caps the schedules a non-owner keeps (0: no cap).
+	perUser int
+	// allows is the access check without its side effects
+	// (access.Checker.Allows); isOwner tells owners.
+	allows  func(ctx context.Context, in chat.Inbound) (bool, error)
+	isOwner func(p chat.Platform, user string) bool
+	send    func(ctx context.Context, conv chat.ConvRef, out chat.Out) (chat.MsgRef, error)
+	sink    func(ctx context.Context, in chat.Inbound) error
 }
+
+// defaultSchedulesPerUser is Config.SchedulesPerUser's default.
+const defaultSchedulesPerUser = 10
 
 // schedulesLease is the lease under which one replica fires schedules.
 const schedulesLease = "schedules"
@@ -47,7 +58,8 @@ const schedulesLease = "schedules"
 // wireSchedules opens DataDir/schedules.json and installs the configured
 // schedules.
 func wireSchedules(g *Gateway) (*schedules, error) {
-	x := &schedules{log: g.log, locker: g.locker, tz: g.cfg.ScheduleTZ, send: gatewayHost{g}.send}
+	x := &schedules{log: g.log, locker: g.locker, tz: g.cfg.ScheduleTZ, send: gatewayHost{g}.send,
+		perUser: max(cmp.Or(g.cfg.SchedulesPerUser, defaultSchedulesPerUser), 0), allows: g.access.Allows, isOwner: g.access.IsOwner}
 	s, err := schedule.Open(schedule.Options{Path: filepath.Join(g.cfg.DataDir, "schedules.json"), Fire: x.fire, Logger: g.log})
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -72,26 +84,79 @@ func locationKey(c chat.ConvRef) string {
 
 // fire posts a visible notice of the firing, then feeds the prompt to
 // intake as a message from the creator (replying to the notice). The
-// firing's key dedupes a repeat after a crash.
+// firing's key dedupes a repeat after a crash. A creator who lost access
+// (revoked, or the group no longer listed) is told nothing and sent no
+// pairing code: the firing is skipped and logged.
 func (x *schedules) fire(ctx context.Context, f schedule.Firing) error {
-	var conv chat.ConvRef
-	if err := json.Unmarshal([]byte(f.Schedule.Location), &conv); err != nil {
-		return fmt.Errorf("schedule %s: location: %w", f.Schedule.ID, err)
-	}
-	name := f.Schedule.CreatorName
-	if name == "" {
-		name = f.Schedule.Creator
-	}
-	ref, err := x.send(ctx, conv, chat.Out{Markdown: fmt.Sprintf("⏰ Scheduled prompt `%s` from %s: %s", f.Schedule.ID, name, f.Schedule.Prompt), Silent: true})
+	sc := f.Schedule
+	conv, err := scheduleConv(sc)
 	if err != nil {
-		x.log.Warn("schedule: notice not sent; the prompt runs anyway", "id", f.Schedule.ID, "err", err)
+		return err
 	}
-	in := chat.Inbound{Kind: chat.KindMessage, Conv: conv, Msg: ref, User: chat.User{ID: f.Schedule.Creator, Name: name},
-		Text: f.Schedule.Prompt, Mentioned: true, Schedule: f.Schedule.ID, DedupKey: f.Key(), Time: time.Now()}
-	if ref.ID == "" {
-		in.Msg = chat.MsgRef{Conv: conv, ID: "schedule-" + f.Schedule.ID + "-" + fmt.Sprint(f.Due.Unix())}
+	in := firingInbound(sc, conv, f.Due)
+	if ok, err := x.allows(ctx, in); !ok {
+		x.log.Warn("schedule: its creator may not talk to the bot here; firing skipped", "id", sc.ID, "creator", sc.Creator,
+			"conv", conv.Key(), "err", err)
+		return nil
+	}
+	ref, err := x.send(ctx, conv, chat.Out{Markdown: fmt.Sprintf("⏰ Scheduled prompt `%s` from %s: %s", sc.ID, in.User.Name, sc.Prompt), Silent: true})
+	if err != nil {
+		x.log.Warn("schedule: notice not sent; the prompt runs anyway", "id", sc.ID, "err", err)
+	}
+	if ref.ID != "" {
+		in.Msg = ref
 	}
 	return x.sink(ctx, in)
+}
+
+// scheduleConv is the conversation sc fires in.
+func scheduleConv(sc schedule.Schedule) (chat.ConvRef, error) {
+	var conv chat.ConvRef
+	if err := json.Unmarshal([]byte(sc.Location), &conv); err != nil {
+		return conv, fmt.Errorf("schedule %s: location: %w", sc.ID, err)
+	}
+	return conv, nil
+}
+
+// firingInbound is the message a firing of sc due at due sends in conv
+// (its Msg is a stand-in until the notice is posted).
+func firingInbound(sc schedule.Schedule, conv chat.ConvRef, due time.Time) chat.Inbound {
+	name := cmp.Or(sc.CreatorName, sc.Creator)
+	f := schedule.Firing{Schedule: sc, Due: due}
+	return chat.Inbound{Kind: chat.KindMessage, Conv: conv, User: chat.User{ID: sc.Creator, Name: name},
+		Msg:  chat.MsgRef{Conv: conv, ID: "schedule-" + sc.ID + "-" + fmt.Sprint(due.Unix())},
+		Text: sc.Prompt, Mentioned: true, Schedule: sc.ID, DedupKey: f.Key(), Time: time.Now()}
+}
+
+// creatorAllowed reports whether sc's creator may still talk to the bot
+// where it fires.
+func (x *schedules) creatorAllowed(ctx context.Context, sc schedule.Schedule) bool {
+	conv, err := scheduleConv(sc)
+	if err != nil {
+		return false
+	}
+	ok, _ := x.allows(ctx, firingInbound(sc, conv, sc.Next))
+	return ok
+}
+
+// add stores a schedule made in chat by in's sender, within the cap of
+// schedules a non-owner keeps (over all conversations of the platform).
+func (x *schedules) add(in chat.Inbound, sc schedule.Schedule) (schedule.Schedule, error) {
+	if x.perUser == 0 || x.isOwner(in.Conv.Platform, in.User.ID) {
+		return x.s.Add(sc)
+	}
+	return x.s.AddIf(sc, func(all []schedule.Schedule) error {
+		n := 0
+		for _, o := range all {
+			if c, err := scheduleConv(o); err == nil && !o.Config && o.Creator == in.User.ID && c.Platform == in.Conv.Platform {
+				n++
+			}
+		}
+		if n >= x.perUser {
+			return fmt.Errorf("you keep %d schedules already, the most one person may; cancel one first", n)
+		}
+		return nil
+	})
 }
 
 // run fires schedules while this replica holds the schedules lease (the
@@ -139,16 +204,19 @@ func cmdSchedule(ctx context.Context, c *invocation) {
 	verb, rest, _ := strings.Cut(c.arg, " ")
 	switch strings.ToLower(verb) {
 	case "", "list":
-		c.tell(ctx, "%s", x.listText(c.conv))
+		c.tell(ctx, "%s", x.listText(ctx, c.conv, c.cmds.rights.IsOwner(c.in.Conv.Platform, c.in.User.ID)))
 	case "cancel":
 		id := strings.TrimSpace(rest)
+		owner := c.cmds.rights.IsOwner(c.in.Conv.Platform, c.in.User.ID)
 		err := x.s.Cancel(id, func(sc schedule.Schedule) error {
 			switch {
-			case sc.Location != locationKey(c.conv):
-				return schedule.ErrNotFound // not visible from here
+			case sc.Location != locationKey(c.conv) && !(owner && c.conv.DM && !x.creatorAllowed(ctx, sc)):
+				// Not visible from here (an owner's DM lists the
+				// stopped ones of everywhere).
+				return schedule.ErrNotFound
 			case sc.Config:
 				return errors.New("it comes from the configuration file; remove it there")
-			case sc.Creator != c.in.User.ID && !c.cmds.rights.IsOwner(c.in.Conv.Platform, c.in.User.ID):
+			case sc.Creator != c.in.User.ID && !owner:
 				return errors.New("only its creator or an owner may cancel it")
 			}
 			return nil
@@ -167,7 +235,7 @@ func cmdSchedule(ctx context.Context, c *invocation) {
 			c.tell(ctx, "%s\nUsage: %s", strings.TrimPrefix(err.Error(), "schedule: "), schedule.Usage)
 			return
 		}
-		sc, err := x.s.Add(schedule.Schedule{Cron: req.Cron, At: req.At, TZ: x.tz, Location: locationKey(c.conv),
+		sc, err := x.add(c.in, schedule.Schedule{Cron: req.Cron, At: req.At, TZ: x.tz, Location: locationKey(c.conv),
 			Creator: c.in.User.ID, CreatorName: c.in.User.Name, Prompt: req.Prompt})
 		if err != nil {
 			c.tell(ctx, "Cannot schedule that: %v", err)
@@ -185,22 +253,51 @@ func describe(sc schedule.Schedule) string {
 	return "cron `" + sc.Cron + "`"
 }
 
-// listText lists the schedules of conv.
-func (x *schedules) listText(conv chat.ConvRef) string {
-	list := x.s.List(locationKey(conv))
-	// The key is what a schedule in the configuration file names.
-	here := fmt.Sprintf("location `%s`, dm: %v", conv.Key(), conv.DM)
-	if len(list) == 0 {
-		return "No schedules here (" + here + "). " + schedule.Usage
-	}
+// listText lists the schedules of conv. For an owner it marks those whose
+// creator lost access (their firings are skipped), and in an owner's DM
+// it adds such stopped schedules of every other location.
+func (x *schedules) listText(ctx context.Context, conv chat.ConvRef, owner bool) string {
+	here := locationKey(conv)
 	var b strings.Builder
-	b.WriteString("Schedules here (" + here + "):")
+	// The key is what a schedule in the configuration file names.
+	where := fmt.Sprintf("location `%s`, dm: %v", conv.Key(), conv.DM)
+	list := x.s.List(here)
+	if len(list) == 0 {
+		b.WriteString("No schedules here (" + where + "). " + schedule.Usage)
+	} else {
+		b.WriteString("Schedules here (" + where + "):")
+	}
 	for _, sc := range list {
-		who := sc.CreatorName
-		if who == "" {
-			who = sc.Creator
+		b.WriteString("\n" + scheduleLine(sc))
+		if owner && !x.creatorAllowed(ctx, sc) {
+			b.WriteString(" " + stoppedMark)
 		}
-		fmt.Fprintf(&b, "\n• `%s` %s, next %s, by %s: %s", sc.ID, describe(sc), sc.Next.Format("Mon 2 Jan 15:04 MST"), who, sc.Prompt)
+	}
+	if !owner || !conv.DM {
+		return b.String()
+	}
+	first := true
+	for _, sc := range x.s.List("") {
+		if sc.Location == here || x.creatorAllowed(ctx, sc) {
+			continue
+		}
+		if first {
+			b.WriteString("\n\nStopped schedules elsewhere (their creators may no longer talk to the bot there, so they do not fire; `/schedule cancel ID` here removes one):")
+			first = false
+		}
+		at := sc.Location
+		if c, err := scheduleConv(sc); err == nil {
+			at = c.Key()
+		}
+		fmt.Fprintf(&b, "\n%s, at `%s`", scheduleLine(sc), at)
 	}
 	return b.String()
+}
+
+// stoppedMark follows a schedule whose creator lost access, for owners.
+const stoppedMark = "⛔ stopped: its creator may no longer talk to the bot here, so it does not fire"
+
+// scheduleLine is one schedule in a listing.
+func scheduleLine(sc schedule.Schedule) string {
+	return fmt.Sprintf("• `%s` %s, next %s, by %s: %s", sc.ID, describe(sc), sc.Next.Format("Mon 2 Jan 15:04 MST"), cmp.Or(sc.CreatorName, sc.Creator), sc.Prompt)
 }

@@ -31,11 +31,13 @@ type reader struct {
 	cmds map[string]bool // the gateway's command names, for "!name" (nil: any)
 }
 
-// identity is the bot's own user and workspace, from auth.test.
+// identity is the bot's own user and workspace, from auth.test, and its
+// app, from Socket Mode's hello ("" in http mode: auth.test does not say).
 type identity struct {
 	userID string
 	botID  string
 	teamID string
+	appID  string
 }
 
 func (a *reader) identity() identity {
@@ -47,7 +49,37 @@ func (a *reader) identity() identity {
 func (a *reader) setIdentity(me identity) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	me.appID = a.me.appID
 	a.me = me
+}
+
+// setApp records the app's id (Socket Mode's hello names it).
+func (a *reader) setApp(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.me.appID = id
+}
+
+// foreignError is a delivery of another workspace or app than the bot's
+// own: an org-wide app's event from another workspace of the org, or one
+// for another app. It is acknowledged and dropped.
+type foreignError struct {
+	team, app string
+}
+
+func (e *foreignError) Error() string {
+	return "slack: a delivery for workspace " + e.team + ", app " + e.app + ", not this bot's"
+}
+
+// foreign returns a *foreignError when team or app (as a delivery names
+// them; "" when it does not) differ from the bot's own (auth.test's team,
+// the app Socket Mode connected as), nil otherwise.
+func (a *reader) foreign(team, app string) error {
+	me := a.identity()
+	if (team != "" && me.teamID != "" && team != me.teamID) || (app != "" && me.appID != "" && app != me.appID) {
+		return &foreignError{team: team, app: app}
+	}
+	return nil
 }
 
 // setCommands records the gateway's command names.
@@ -66,6 +98,7 @@ type outerEvent struct {
 	Type      string          `json:"type"`
 	Challenge string          `json:"challenge"`
 	TeamID    string          `json:"team_id"`
+	APIAppID  string          `json:"api_app_id"`
 	EventID   string          `json:"event_id"`
 	Event     json.RawMessage `json:"event"`
 }
@@ -244,6 +277,9 @@ func (a *reader) slashCommand(sc slackapi.SlashCommand) (chat.Inbound, error) {
 	if sc.ChannelID == "" || sc.UserID == "" || sc.TriggerID == "" {
 		return chat.Inbound{}, errors.New("slack: slash command without channel, user or trigger id")
 	}
+	if err := a.foreign(sc.TeamID, sc.APIAppID); err != nil {
+		return chat.Inbound{}, err
+	}
 	team := sc.TeamID
 	if team == "" {
 		team = a.identity().teamID
@@ -304,6 +340,9 @@ func namedThread(args, channel string) (string, string, bool) {
 // buttons. Interaction.Data keeps the message's text, so that an answer
 // may replace only the buttons.
 func (a *reader) interaction(cb slackapi.InteractionCallback) (chat.Inbound, error) {
+	if err := a.foreign(cb.Team.ID, cb.APIAppID); err != nil {
+		return chat.Inbound{}, err
+	}
 	if cb.Type != slackapi.InteractionTypeBlockActions || len(cb.ActionCallback.BlockActions) == 0 {
 		return chat.Inbound{}, errSkip
 	}
@@ -360,6 +399,9 @@ func (a *reader) eventBody(body []byte) (chat.Inbound, error) {
 			a.log.Warn("slack: Slack dropped events: the app passed 30,000 events an hour in the workspace")
 		}
 		return chat.Inbound{}, errSkip
+	}
+	if err := a.foreign(o.TeamID, o.APIAppID); err != nil {
+		return chat.Inbound{}, err
 	}
 	return a.event(o)
 }

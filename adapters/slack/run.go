@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	slackapi "github.com/slack-go/slack"
@@ -38,8 +39,12 @@ type receiver struct {
 	ready     chan struct{} // closed when run first has a sink (http mode)
 	readyOnce sync.Once
 
-	mu   sync.Mutex
-	sink chat.Sink
+	// foreignN counts deliveries of another workspace or app, dropped.
+	foreignN atomic.Uint64
+
+	mu      sync.Mutex
+	sink    chat.Sink
+	foreign map[string]bool // "team/app" of dropped deliveries, logged once each
 }
 
 func (a *receiver) run(ctx context.Context, sink chat.Sink) error {
@@ -156,6 +161,13 @@ func (a *receiver) socketEvent(ctx context.Context, sm *socketmode.Client, sink 
 	case socketmode.EventTypeConnected:
 		a.log.Info("slack: Socket Mode connected")
 		return
+	case socketmode.EventTypeHello:
+		// It comes first on every connection, so the app is known before
+		// the connection's first event.
+		if evt.Request != nil && evt.Request.ConnectionInfo.AppID != "" {
+			a.rd.setApp(evt.Request.ConnectionInfo.AppID)
+		}
+		return
 	case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError:
 		a.log.Warn("slack: Socket Mode connection trouble", "type", evt.Type, "err", a.calls.redact(asError(evt.Data)))
 		return
@@ -240,12 +252,42 @@ func (a *receiver) deliver(ctx context.Context, sink chat.Sink, kindName string,
 	if errors.Is(err, errSkip) {
 		return nil
 	}
+	if fe, ok := errors.AsType[*foreignError](err); ok {
+		a.dropForeign(kindName, fe)
+		return nil
+	}
 	if err != nil {
 		a.log.Warn("slack: delivery skipped", "kind", kindName, "err", err)
 		return nil
 	}
 	return sink(ctx, in)
 }
+
+// dropForeign counts a delivery of another workspace or app, and logs
+// the first one of each.
+func (a *receiver) dropForeign(kindName string, fe *foreignError) {
+	a.foreignN.Add(1)
+	k := fe.team + "/" + fe.app
+	a.mu.Lock()
+	seen := a.foreign[k]
+	if !seen {
+		if a.foreign == nil {
+			a.foreign = map[string]bool{}
+		}
+		a.foreign[k] = true
+	}
+	a.mu.Unlock()
+	if !seen {
+		me := a.rd.identity()
+		a.log.Warn("slack: deliveries of another workspace or app are dropped (logged once per workspace and app); "+
+			"pibot serves the workspace of its bot token only", "kind", kindName, "team", fe.team, "app", fe.app,
+			"own_team", me.teamID, "own_app", me.appID)
+	}
+}
+
+// ForeignDropped counts the deliveries dropped because they came for
+// another workspace (team_id) or app (api_app_id) than the bot's own.
+func (a *Adapter) ForeignDropped() uint64 { return a.recv.foreignN.Load() }
 
 // discard drops slack-go's own log lines (they may quote payloads).
 type discard struct{}

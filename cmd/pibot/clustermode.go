@@ -185,8 +185,8 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 		Seed: func() (map[string]string, error) { return gateway.RebuildIndex(cfg.DataDir, log) },
 	})
 	log.Info("cluster mode", "replica", r.id, "key_prefix", r.opts.KeyPrefix(), "lease_ttl", locker.TTL())
-	// 20 messages a minute per sender, bursts of 10, across replicas.
-	budget := rediscluster.NewBudget(r.rdb, r.opts, 20.0/60, 10)
+	// access.budget per sender, across replicas (per_minute 0: none).
+	budget := rediscluster.NewBudget(r.rdb, r.opts, cfg.Access.Budget.PerMinute/60, cfg.Access.Budget.Burst)
 	return &clusterParts{lock: lock, inbox: ib, locker: locker, pairing: redispairing.NewPairings(r.rdb, r.opts),
 		spend: redisspend.New(r.rdb, r.opts),
 		deps: gateway.Deps{

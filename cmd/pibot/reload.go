@@ -15,8 +15,10 @@ import (
 	"github.com/pibot/pibot/gateway/spend"
 )
 
-// reloadable names the keys a SIGHUP applies to the running gateway.
-var reloadable = []string{"access", "agent.approvals.dm", "agent.approvals.group", "limits"}
+// reloadable names the keys a SIGHUP applies to the running gateway:
+// access but its budget and schedule cap, which are read at start.
+var reloadable = []string{"access.owners", "access.users", "access.dm_policy", "access.groups", "access.mention_required",
+	"agent.approvals.dm", "agent.approvals.group", "limits"}
 
 // accessPolicy is the access policy of cfg (the local adapters' users are
 // owners).
@@ -81,6 +83,7 @@ func (r *reloader) reload() {
 	// What runs now: the reloaded keys of cfg, the rest as before.
 	next := r.running
 	next.Access, next.Agent.Approvals.DM, next.Agent.Approvals.Group, next.Limits = cfg.Access, cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group, cfg.Limits
+	next.Access.Budget, next.Access.SchedulesPerUser = r.running.Access.Budget, r.running.Access.SchedulesPerUser
 	r.running = next
 	if len(stale) > 0 {
 		r.log.Warn("configuration reloaded; changed keys that need a restart were NOT applied",

@@ -116,8 +116,9 @@ func TestChangedKeys(t *testing.T) {
 	b.Agent.Approvals.Timeout = config.Duration(time.Minute)
 	b.Adapter.Telegram.Token = "123:secret-token"
 	b.HTTP.Listen = "0.0.0.0:1"
+	b.Access.Budget.Burst = 3 // read at start only
 	got := changedKeys(a, b, reloadable)
-	want := []string{"http.listen", "agent.approvals.timeout", "adapters.telegram.token"}
+	want := []string{"http.listen", "agent.approvals.timeout", "adapters.telegram.token", "access.budget.burst"}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

@@ -79,6 +79,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerAdapterMetrics(reg, adapters)
 	metrics, err := metricsHandler(cfg, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,8 +103,8 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 		Inbox:    st.inbox,
 		Dedupe:   cluster.NewDedupe(dedupeTTL, dedupeMax),
 		Locker:   locker,
-		// 20 messages a minute per sender, bursts of 10; owners are exempt.
-		Budget:  cluster.NewBudget(20.0/60, 10),
+		// access.budget per sender; owners are exempt.
+		Budget:  senderBudget(cfg),
 		Notices: store,
 	}, gateway.ClusterConfig{})
 }
@@ -198,6 +199,8 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		Extensions:      ext,
 		Cluster:         cl,
 	}
+	// access.schedules_per_user: 0 is no cap (the gateway's 0 is its default).
+	gcfg.SchedulesPerUser = cmp.Or(cfg.Access.SchedulesPerUser, -1)
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)
 	}
@@ -230,6 +233,16 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		log.Info("agent", "model", model, "workspace", tb.ws)
 	}
 	return nil
+}
+
+// senderBudget is access.budget as the in-process per-sender budget; nil
+// when it is off (per_minute 0).
+func senderBudget(cfg config.Config) gateway.Budget {
+	b := cfg.Access.Budget
+	if b.PerMinute <= 0 {
+		return nil
+	}
+	return cluster.NewBudget(b.PerMinute/60, b.Burst)
 }
 
 // close releases the inbox and the data directory.

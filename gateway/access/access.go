@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pibot/pibot/chat"
 )
@@ -69,14 +70,31 @@ var _ ConvPairings = (*Store)(nil)
 type Checker struct {
 	current atomic.Pointer[Policy]
 	store   Pairings
+	now     func() time.Time
 
 	mu      sync.Mutex
 	aliases map[string]string // new "platform:chat" -> the listed one
+	reshown map[string]reshow // "platform:user" -> their re-shows of a pending code
 }
+
+// reshow is one stranger's bucket of re-shows of their pending code.
+type reshow struct {
+	tokens float64
+	last   time.Time
+}
+
+// A stranger who asks again while their code is valid is shown the same
+// code: ReshowBurst times at once, then once per ReshowEvery (per process).
+// Messages beyond that get no answer, so a stranger cannot make the bot
+// post without end.
+const (
+	ReshowBurst = 3
+	ReshowEvery = time.Minute
+)
 
 // NewChecker returns a checker; store may be nil (no pairing).
 func NewChecker(p Policy, store Pairings) *Checker {
-	c := &Checker{store: store}
+	c := &Checker{store: store, now: time.Now}
 	c.SetPolicy(p)
 	return c
 }
@@ -122,6 +140,24 @@ func (c *Checker) Known(ctx context.Context, platform chat.Platform, user string
 // Check decides about one inbound event, by its own sender. When the
 // pairing store fails the event is ignored and Decision.Err says why.
 func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
+	return c.decide(ctx, in, true)
+}
+
+// Allows reports whether Check would let in through, without its side
+// effects: a stranger is not given a pairing code. A scheduled prompt's
+// firing asks it before anything is posted.
+func (c *Checker) Allows(ctx context.Context, in chat.Inbound) (bool, error) {
+	d := c.decide(ctx, in, false)
+	return d.Verdict == Allow, d.Err
+}
+
+// notEnabled answers a command invoked through the platform (a slash
+// command, which waits for an answer) in a group the bot may not serve.
+// It names nothing of the configuration.
+const notEnabled = "I'm not enabled in this channel."
+
+// decide is Check; pairing false never asks the pairing store for a code.
+func (c *Checker) decide(ctx context.Context, in chat.Inbound, pairing bool) Decision {
 	if in.User.IsBot || in.User.ID == "" {
 		return Decision{Verdict: Ignore}
 	}
@@ -138,6 +174,11 @@ func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 		case "open":
 			return Decision{Verdict: Allow}
 		case "pairing":
+			// A scheduled prompt's creator who lost access is not
+			// sent a code: nobody asked for one.
+			if !pairing || in.Schedule != "" {
+				return Decision{Verdict: Ignore}
+			}
 			return c.pair(ctx, in)
 		default: // allowlist, disabled
 			return Decision{Verdict: Ignore}
@@ -149,6 +190,11 @@ func (c *Checker) Check(ctx context.Context, in chat.Inbound) Decision {
 	// channels.
 	listed := c.GroupAllowed(p, in.Conv.Channel) || (in.Conv.Workspace != "" && c.GroupAllowed(p, in.Conv.Workspace))
 	if !listed && !c.IsOwner(p, in.User.ID) {
+		if in.Command != nil && in.Interaction != nil {
+			// A slash command waits for an answer; silence would show
+			// the user nothing at all.
+			return Decision{Verdict: Deny, Reply: notEnabled}
+		}
 		return Decision{Verdict: Ignore}
 	}
 	// Inside a thread the bot already takes part in (chat.Inbound.Bound),
@@ -210,10 +256,44 @@ func (c *Checker) pair(ctx context.Context, in chat.Inbound) Decision {
 	if err != nil {
 		return Decision{Verdict: Ignore, Err: fmt.Errorf("access: pairing store: %w", err)}
 	}
-	if !created {
+	if !created && !c.mayReshow(key(in.Conv.Platform, in.User.ID)) {
 		return Decision{Verdict: Ignore}
 	}
+	validity := "valid for 1 hour"
+	if !created {
+		validity = "the same code as before, valid 1 hour from when you first got it"
+	}
 	return Decision{Verdict: Pair, Reply: fmt.Sprintf(
-		"I don't know you yet. Your pairing code is **%s** (valid for 1 hour).\n\nAsk the owner of this bot to run:\n\n`pibot pairing approve %s %s`",
-		code, in.Conv.Platform, code)}
+		"I don't know you yet. Your pairing code is **%s** (%s).\n\nAsk the owner of this bot to run:\n\n`pibot pairing approve %s %s`",
+		code, validity, in.Conv.Platform, code)}
+}
+
+// mayReshow takes a re-show of user k's pending code from their bucket
+// (ReshowBurst, one more per ReshowEvery); false when it is empty.
+// Buckets untouched for CodeTTL are dropped: their codes have expired.
+func (c *Checker) mayReshow(k string) bool {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reshown == nil {
+		c.reshown = map[string]reshow{}
+	}
+	for u, r := range c.reshown {
+		if now.Sub(r.last) >= CodeTTL {
+			delete(c.reshown, u)
+		}
+	}
+	r, ok := c.reshown[k]
+	if !ok {
+		r = reshow{tokens: ReshowBurst, last: now}
+	}
+	r.tokens = min(ReshowBurst, r.tokens+now.Sub(r.last).Seconds()/ReshowEvery.Seconds())
+	r.last = now
+	if r.tokens < 1 {
+		c.reshown[k] = r
+		return false
+	}
+	r.tokens--
+	c.reshown[k] = r
+	return true
 }

@@ -34,6 +34,11 @@ func TestCheck(t *testing.T) {
 	cmd.Command = &chat.Command{Name: "help"}
 	unlistedCmd := group("-200", "2", false)
 	unlistedCmd.Command = &chat.Command{Name: "new"}
+	unlistedSlash := group("-200", "5", false)
+	unlistedSlash.Command = &chat.Command{Name: "status"}
+	unlistedSlash.Interaction = &chat.Interaction{Platform: "telegram", ID: "i1"}
+	scheduled := dm("4")
+	scheduled.Schedule = "abc123"
 	pair(t, store, "8")
 	boundThread := group("-100", "5", false)
 	boundThread.Conv.Thread, boundThread.Bound = "77", true
@@ -51,7 +56,8 @@ func TestCheck(t *testing.T) {
 		{"owner DM", dm("1"), Allow},
 		{"allowed user DM", dm("2"), Allow},
 		{"stranger DM gets a code", dm("3"), Pair},
-		{"stranger again: no second code", dm("3"), Ignore},
+		{"stranger again: the same code", dm("3"), Pair},
+		{"a stranger's schedule gets no code", scheduled, Ignore},
 		{"bot ignored", bot, Ignore},
 		{"allowed group, mentioned", group("-100", "5", true), Allow},
 		{"allowed group, not mentioned", group("-100", "5", false), Ignore},
@@ -61,6 +67,7 @@ func TestCheck(t *testing.T) {
 		{"unknown group, owner", group("-200", "1", true), Allow},
 		{"unknown group, listed user", group("-200", "2", true), Ignore},
 		{"unknown group, listed user's command", unlistedCmd, Ignore},
+		{"unknown group, a slash command is answered", unlistedSlash, Deny},
 		{"unknown group, paired user", group("-200", "8", true), Ignore},
 		{"paired user in their DM", dm("8"), Allow},
 		{"bound thread needs no mention", boundThread, Allow},
@@ -278,5 +285,89 @@ func TestSetPolicy(t *testing.T) {
 	}
 	if d := c.Check(ctx, dm("o")); d.Verdict != Ignore {
 		t.Errorf("dropped owner still let in: %v", d.Verdict)
+	}
+}
+
+// Asking again while the code is valid shows the same code (issue #30.13),
+// ReshowBurst times at once, then once per ReshowEvery; no new code is
+// made and the code's expiry does not move.
+func TestPairingCodeShownAgain(t *testing.T) {
+	s, _ := OpenStore(filepath.Join(t.TempDir(), "p.json"))
+	now := time.Unix(1_800_000_000, 0)
+	s.now = func() time.Time { return now }
+	c := NewChecker(Policy{DMPolicy: "pairing"}, s)
+	c.now = s.now
+	first := c.Check(t.Context(), dm("42"))
+	if first.Verdict != Pair {
+		t.Fatalf("first ask: %v", first.Verdict)
+	}
+	reqs, _, _ := s.List(t.Context())
+	code, issued := reqs[0].Code, reqs[0].Created
+	for i := range ReshowBurst {
+		d := c.Check(t.Context(), dm("42"))
+		if d.Verdict != Pair || !strings.Contains(d.Reply, code) || !strings.Contains(d.Reply, "same code") {
+			t.Fatalf("ask %d again: %v %q, want the code %s again", i+1, d.Verdict, d.Reply, code)
+		}
+	}
+	if d := c.Check(t.Context(), dm("42")); d.Verdict != Ignore {
+		t.Fatalf("ask beyond the burst: %v %q, want silence", d.Verdict, d.Reply)
+	}
+	// Another stranger has a bucket of their own.
+	if d := c.Check(t.Context(), dm("43")); d.Verdict != Pair {
+		t.Fatalf("another stranger: %v", d.Verdict)
+	}
+	now = now.Add(ReshowEvery)
+	if d := c.Check(t.Context(), dm("42")); d.Verdict != Pair || !strings.Contains(d.Reply, code) {
+		t.Fatalf("a minute later: %v %q", d.Verdict, d.Reply)
+	}
+	if d := c.Check(t.Context(), dm("42")); d.Verdict != Ignore {
+		t.Fatalf("twice in that minute: %v", d.Verdict)
+	}
+	if r := pendingOf(t, s, "42"); r.Code != code || !r.Created.Equal(issued) {
+		t.Fatalf("pending after re-asking: %+v, want %s issued %s", r, code, issued)
+	}
+	// Once the code expired, the cool-down applies: nothing is shown.
+	now = now.Add(CodeTTL)
+	if d := c.Check(t.Context(), dm("42")); d.Verdict != Ignore {
+		t.Fatalf("after expiry: %v %q", d.Verdict, d.Reply)
+	}
+}
+
+// pendingOf returns user's pending request.
+func pendingOf(t *testing.T, s *Store, user string) Request {
+	t.Helper()
+	reqs, _, err := s.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.User == user {
+			return r
+		}
+	}
+	t.Fatalf("no pending request of %s in %+v", user, reqs)
+	return Request{}
+}
+
+// Allows is Check without side effects: a stranger gets no code from it.
+func TestAllowsMakesNoCode(t *testing.T) {
+	s, _ := OpenStore(filepath.Join(t.TempDir(), "p.json"))
+	c := NewChecker(Policy{Owners: []string{"telegram:1"}, DMPolicy: "pairing", Groups: []string{"telegram:-100"}}, s)
+	for _, tt := range []struct {
+		name string
+		in   chat.Inbound
+		want bool
+	}{
+		{"owner DM", dm("1"), true},
+		{"stranger DM", dm("3"), false},
+		{"listed group", group("-100", "5", true), true},
+		{"unlisted group", group("-200", "5", true), false},
+	} {
+		if got, err := c.Allows(t.Context(), tt.in); got != tt.want || err != nil {
+			t.Errorf("%s: Allows = %v, %v; want %v", tt.name, got, err, tt.want)
+		}
+	}
+	if reqs, _, _ := s.List(t.Context()); len(reqs) != 0 {
+		t.Fatalf("Allows made pairing codes: %+v", reqs)
 	}
 }

@@ -155,7 +155,11 @@ func next(sc *Schedule, t time.Time) (time.Time, error) {
 }
 
 // Add stores a new schedule (its ID and Next are set here) and returns it.
-func (s *Scheduler) Add(sc Schedule) (Schedule, error) {
+func (s *Scheduler) Add(sc Schedule) (Schedule, error) { return s.AddIf(sc, nil) }
+
+// AddIf is Add if may allows it: may sees every stored schedule, under
+// the lock that the addition takes, and returns why not, or nil.
+func (s *Scheduler) AddIf(sc Schedule, may func(all []Schedule) error) (Schedule, error) {
 	if sc.Prompt == "" || sc.Location == "" {
 		return Schedule{}, errors.New("schedule: a prompt and a location are required")
 	}
@@ -174,6 +178,15 @@ func (s *Scheduler) Add(sc Schedule) (Schedule, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if may != nil {
+		var all []Schedule
+		for _, o := range s.items {
+			all = append(all, *o)
+		}
+		if err := may(all); err != nil {
+			return Schedule{}, err
+		}
+	}
 	if sc.ID == "" {
 		sc.ID = s.newIDLocked()
 	}

@@ -2,6 +2,8 @@ package schedule_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,4 +300,29 @@ func TestFiringRecordedBeforeFire(t *testing.T) {
 			t.Fatalf("stored at firing time: %+v, want the next occurrence already recorded", stored)
 		}
 	})
+}
+
+// AddIf stores a schedule only when its check, which sees every stored
+// schedule, allows it; a refusal stores nothing.
+func TestAddIf(t *testing.T) {
+	s, err := schedule.Open(schedule.Options{Path: filepath.Join(t.TempDir(), "schedules.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	atMostTwo := func(all []schedule.Schedule) error {
+		if len(all) >= 2 {
+			return errors.New("two already")
+		}
+		return nil
+	}
+	at := time.Now().Add(time.Hour)
+	for i := range 3 {
+		_, err := s.AddIf(schedule.Schedule{At: at, Location: "loc1", Creator: "alice", Prompt: fmt.Sprint("p", i)}, atMostTwo)
+		if (err != nil) != (i == 2) {
+			t.Fatalf("add %d: %v", i, err)
+		}
+	}
+	if n := len(s.List("")); n != 2 {
+		t.Fatalf("%d schedules stored, want 2", n)
+	}
 }
