@@ -110,6 +110,44 @@ func (k *kept) prune(pending []string, since time.Time) {
 	}
 }
 
+// maxWatched bounds the streams one Keys asks about the copies of.
+const maxWatched = 64
+
+// untakenKeys returns up to n keys with copies not in hand.
+func (k *kept) untakenKeys(n int) []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []string
+	for key, m := range k.keys {
+		for _, it := range m {
+			if !it.taken {
+				out = append(out, key)
+				break
+			}
+		}
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+// delivered drops the copies not in hand of key's items up to last, the
+// last one the consumer group handed out: whoever took them keeps a copy.
+func (k *kept) delivered(key, last string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m := k.keys[key]
+	for id, it := range m {
+		if !it.taken && !idAfter(id, last) {
+			delete(m, id)
+		}
+	}
+	if m != nil && len(m) == 0 {
+		delete(k.keys, key)
+	}
+}
+
 // keptRef names one copy.
 type keptRef struct {
 	key, id string
@@ -171,19 +209,35 @@ func (ib *Inbox) keysChecked(ctx context.Context) ([]string, error) {
 	since := time.Now()
 	var mark *redis.StringCmd
 	var keys *redis.StringSliceCmd
+	watched := ib.kept.untakenKeys(maxWatched)
+	groups := make([]*redis.XInfoGroupsCmd, len(watched))
 	err := ib.fixing(ctx, "", func() error {
 		_, err := ib.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			mark = p.Get(ctx, ib.epochKey())
 			keys = p.ZRange(ctx, ib.base+"keys", 0, -1)
+			for i, k := range watched {
+				groups[i] = p.XInfoGroups(ctx, ib.stream(k))
+			}
 			return nil
 		})
-		if errors.Is(err, redis.Nil) {
-			return keys.Err() // no mark: Redis lost its data
+		if err == nil {
+			return nil
 		}
-		return err
+		// A stream that is gone or not one is no error of Keys.
+		if err := mark.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		return keys.Err()
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i, k := range watched {
+		for _, g := range groups[i].Val() {
+			if g.Name == "pibot" {
+				ib.kept.delivered(k, g.LastDeliveredID)
+			}
+		}
 	}
 	if m, _ := mark.Result(); m != ib.knownEpoch() {
 		if err := ib.recoverLost(ctx); err != nil {
