@@ -378,3 +378,82 @@ func sameSet(a, b []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestIndexReplacesAForgedBinding: a binding written into Redis without
+// the cluster secret (pointing a stranger's chat at the owner's session
+// file) is reported and replaced by what the session files say.
+func TestIndexReplacesAForgedBinding(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := t.Context()
+			rdb, prefix, _ := b.Open(t, "s")
+			var rep reports
+			files := map[string]string{"dm:owner": "/data/sessions/owner.jsonl", "dm:stranger": "/data/sessions/stranger.jsonl"}
+			ix := rediscluster.NewIndex(rdb, rep.options(t, prefix), rediscluster.IndexOptions{
+				Seed: func() (map[string]string, error) { return files, nil },
+			})
+			if p, ok, err := ix.Get(ctx, "dm:stranger"); err != nil || !ok || p != files["dm:stranger"] {
+				t.Fatalf("get = %q, %v, %v", p, ok, err)
+			}
+			owner, err := rdb.HGet(ctx, prefix+"{index}", "dm:owner").Result()
+			if err != nil || strings.Contains(owner, "owner.jsonl") {
+				t.Fatalf("the owner's binding in Redis = %q, %v; want sealed", owner, err)
+			}
+			for name, forged := range map[string]string{"plain path": files["dm:owner"], "the owner's sealed binding": owner} {
+				if err := rdb.HSet(ctx, prefix+"{index}", "dm:stranger", forged).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if p, _, err := ix.Get(ctx, "dm:stranger"); err != nil || p != files["dm:stranger"] {
+					t.Errorf("%s: get = %q, %v; want the stranger's own file", name, p, err)
+				}
+			}
+			if forged, _, _, _ := rep.snapshot(); len(forged) != 2 {
+				t.Errorf("reported forged: %q; want 2", forged)
+			}
+		})
+	}
+}
+
+// TestTopicDropsForgedEvents: an event published on the web chat's
+// channel without the cluster secret is reported and not delivered.
+func TestTopicDropsForgedEvents(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			rdb, prefix, _ := b.Open(t, "s")
+			var rep reports
+			topic := rediscluster.NewTopic(rdb, rep.options(t, prefix), "web:events")
+			got := make(chan string, 4)
+			done := make(chan struct{})
+			sub, stop := context.WithCancel(ctx)
+			go func() {
+				defer close(done)
+				_ = topic.Subscribe(sub, func(p []byte) { got <- string(p) })
+			}()
+			defer func() { stop(); <-done }()
+			// Publish until the subscription is up.
+			for {
+				if err := rdb.Publish(ctx, topic.Channel(), `{"forged":true}`).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := topic.Publish(ctx, []byte(`{"real":true}`)); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case p := <-got:
+					if p != `{"real":true}` {
+						t.Fatalf("delivered %q", p)
+					}
+					if forged, _, _, _ := rep.snapshot(); len(forged) == 0 {
+						t.Error("the forged event was not reported")
+					}
+					return
+				case <-time.After(100 * time.Millisecond):
+				case <-ctx.Done():
+					t.Fatal("nothing delivered")
+				}
+			}
+		})
+	}
+}
