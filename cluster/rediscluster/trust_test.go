@@ -457,3 +457,28 @@ func TestTopicDropsForgedEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestEvictionPolicy reads maxmemory-policy through CONFIG GET and, on a
+// Redis that renamed CONFIG away (as managed ones do), through INFO.
+func TestEvictionPolicy(t *testing.T) {
+	for name, args := range map[string][]string{
+		"config":    {"--maxmemory-policy", "allkeys-lru"},
+		"info only": {"--maxmemory-policy", "volatile-ttl", "--rename-command", "CONFIG", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.PrivateServer(t, args...)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+			defer rdb.Close()
+			got, err := rediscluster.EvictionPolicy(t.Context(), rdb)
+			if err != nil || got != args[1] {
+				t.Fatalf("policy = %q, %v; want %q", got, err, args[1])
+			}
+		})
+	}
+	srv := redistest.PrivateServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	if got, err := rediscluster.EvictionPolicy(t.Context(), rdb); err != nil || got != "noeviction" {
+		t.Fatalf("default policy = %q, %v; want noeviction", got, err)
+	}
+}
