@@ -518,7 +518,7 @@ func (w *clusterWorld) waitStatus(within time.Duration, wants func() []string) s
 func (w *clusterWorld) status() string {
 	w.t.Helper()
 	cfg := filepath.Join(w.dir, "status.yaml")
-	yaml := fmt.Sprintf("data_dir: %s\ncluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n", w.data, w.redis, w.prefix)
+	yaml := fmt.Sprintf("data_dir: %s\ncluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n  secret: \"test cluster secret, 32 bytes at least\"\n", w.data, w.redis, w.prefix)
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ func TestPairingInClusterMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://127.0.0.1:6379/0\n  key_prefix: \""+prefix+"\"\n")
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://127.0.0.1:6379/0\n  key_prefix: \""+prefix+"\"\n"+testClusterSecret)
 	if r := pibot(t, dir, "", nil, "pairing", "approve", "telegram", code, "-c", cfg); r.code != 0 {
 		t.Fatalf("pairing approve: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -64,3 +64,7 @@ func TestPairingInClusterMode(t *testing.T) {
 		t.Fatalf("cluster status: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// testClusterSecret is the cluster.secret line of the tests' cluster
+// configurations.
+const testClusterSecret = "  secret: \"test cluster secret, 32 bytes at least\"\n"
