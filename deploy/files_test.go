@@ -398,7 +398,7 @@ func TestComposeCluster(t *testing.T) {
 	cfg := load(t, "deploy/docker/config.yaml", map[string]string{
 		"TELEGRAM_BOT_TOKEN": "1:x", "PIBOT_WEB": "false", "PIBOT_REDIS_URL": "redis://:pw@redis:6379/0",
 		"PIBOT_CLUSTER_SECRET": "0123456789abcdef0123456789abcdef",
-		"TELEGRAM_MODE": "webhook", "TELEGRAM_WEBHOOK_URL": "https://" + domain, "TELEGRAM_WEBHOOK_SECRET": "s3cret",
+		"TELEGRAM_MODE":        "webhook", "TELEGRAM_WEBHOOK_URL": "https://" + domain, "TELEGRAM_WEBHOOK_SECRET": "s3cret",
 	})
 	tg := cfg.Adapter.Telegram
 	if tg.Mode != "webhook" || tg.WebhookURL != "https://"+domain || tg.WebhookSecret != "s3cret" {
