@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 	"github.com/pibot/pibot/providers/faux"
@@ -42,10 +40,11 @@ func TestClusterForgedItemIsNotRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	key := in.Conv.Key()
-	if err := probe.XAdd(ctx, &redis.XAddArgs{Stream: prefix + "{inbox}:s:" + key, Values: []any{"d", string(data), "n", 1 << 40, "by", "attacker"}}).Err(); err != nil {
+	// What the attacker types into redis-cli.
+	if err := probe.Do(ctx, "XADD", prefix+"{inbox}:s:"+key, "*", "d", string(data), "n", 1<<40, "by", "attacker").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := probe.ZAdd(ctx, prefix+"{inbox}:keys", redis.Z{Score: 1 << 40, Member: key}).Err(); err != nil {
+	if err := probe.Do(ctx, "ZADD", prefix+"{inbox}:keys", 1<<40, key).Err(); err != nil {
 		t.Fatal(err)
 	}
 	clusterSay(t, ad, model, 1, "after")
@@ -117,9 +116,7 @@ func TestClusterFlushAllLosesNoMessage(t *testing.T) {
 	send(adB, 2, 1, "c2 m1")
 	send(adB, 2, 2, "c2 m2")
 
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rdb.Close()
-	if err := rdb.FlushAll(ctx).Err(); err != nil {
+	if err := srv.Client(t).FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -207,7 +204,7 @@ func TestClusterStreamWithoutGroupKeepsIntake(t *testing.T) {
 	if err := probe.Del(ctx, stream).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := probe.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{"x", "y"}}).Err(); err != nil {
+	if err := probe.Do(ctx, "XADD", stream, "*", "x", "y").Err(); err != nil {
 		t.Fatal(err)
 	}
 	clusterSay(t, ad, model, 1, "after the attack")

@@ -58,9 +58,9 @@ func TestPairingsRefuseARewrittenRecord(t *testing.T) {
 				{Platform: "telegram", User: "friend", Approved: time.Now()},
 				{Platform: "telegram", User: "stranger", Approved: time.Now()},
 			}})
-			other := rediscluster.Options{Prefix: "other:", Keys: testKeys(t)}
-			rdbOther, _, _ := b.Open(t, "other")
-			po := redispairing.NewPairings(rdbOther, other)
+			rdbOther, otherPrefix, _ := b.Open(t, "other")
+			otherPrefix += "other:" // another deployment
+			po := redispairing.NewPairings(rdbOther, rediscluster.Options{Prefix: otherPrefix, Keys: testKeys(t)})
 			c2, _, err := po.RequestCode(ctx, "telegram", "stranger", "S")
 			if err != nil {
 				t.Fatal(err)
@@ -68,7 +68,7 @@ func TestPairingsRefuseARewrittenRecord(t *testing.T) {
 			if _, err := po.Approve(ctx, "telegram", c2); err != nil {
 				t.Fatal(err)
 			}
-			copied, err := rdbOther.Get(ctx, "other:pairing").Result()
+			copied, err := rdbOther.Get(ctx, otherPrefix+"pairing").Result()
 			if err != nil {
 				t.Fatal(err)
 			}

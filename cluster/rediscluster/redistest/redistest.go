@@ -266,6 +266,14 @@ func PrivateServer(t testing.TB, args ...string) *Server {
 	return s
 }
 
+// Client returns a client of the test's own to the server, closed when
+// the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // Restart kills the server and starts an empty one on the same port.
 func (s *Server) Restart(t *testing.T) {
 	t.Helper()
