@@ -247,6 +247,13 @@ func (ib *Inbox) keysChecked(ctx context.Context) ([]string, error) {
 	}
 	ks := keys.Val()
 	ib.kept.prune(ks, since)
+	// Copies a recovery could not enqueue again (Redis failed meanwhile).
+	if retry := ib.kept.lost("", ib.knownEpoch(), false); len(retry) > 0 {
+		if err := ib.requeue(ctx, retry); err != nil {
+			return nil, err
+		}
+		return ib.rdb.ZRange(ctx, ib.base+"keys", 0, -1).Result()
+	}
 	return ks, nil
 }
 
