@@ -147,6 +147,15 @@ type redisReplica struct {
 // replica seals what it writes to Redis, as `pibot serve` does.
 const testClusterSecret = "gateway test cluster secret, 32 bytes"
 
+// testKeys returns the sealing keys of testClusterSecret.
+func testKeys(tb testing.TB) *rediscluster.Keys {
+	k, err := rediscluster.NewKeys([]byte(testClusterSecret))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
 // redisEvents collects what a replica's Redis implementations report.
 type redisEvents struct {
 	mu       sync.Mutex
@@ -187,11 +196,7 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 		rdb.AddHook(r.hook)
 	}
 	id := r.id
-	keys, err := rediscluster.NewKeys([]byte(testClusterSecret))
-	if err != nil {
-		b.Fatal(err)
-	}
-	opts := rediscluster.Options{Prefix: r.prefix, Holder: id, LeaseTTL: r.leaseTTL, Keys: keys}
+	opts := rediscluster.Options{Prefix: r.prefix, Holder: id, LeaseTTL: r.leaseTTL, Keys: testKeys(b)}
 	r.events.set(&opts)
 	inbox, err := rediscluster.OpenInbox(ctx, rdb, opts, id)
 	if err != nil {
