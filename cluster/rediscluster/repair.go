@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -28,8 +29,7 @@ const maxRepairs = 3
 func (ib *Inbox) fixing(ctx context.Context, key string, fn func() error) error {
 	err := fn()
 	for range maxRepairs {
-		var rerr redis.Error
-		if err == nil || !(errors.As(err, &rerr) || errors.Is(err, errMalformed)) || errors.Is(err, redis.Nil) {
+		if !misshapen(err) {
 			return err
 		}
 		fixed, ferr := ib.repair(ctx, key)
@@ -39,6 +39,26 @@ func (ib *Inbox) fixing(ctx context.Context, key string, fn func() error) error 
 		err = fn()
 	}
 	return err
+}
+
+// misshapen reports whether err is Redis refusing a call for the shape
+// of its keys, or an answer without the shape pibot writes (and not a
+// full memory, a timeout or the network, which no repair helps).
+func misshapen(err error) bool {
+	var rerr redis.Error
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	if errors.Is(err, errMalformed) {
+		return true
+	}
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	msg := err.Error()
+	// Inside a script the server's error comes wrapped in the script's.
+	return strings.Contains(msg, "WRONGTYPE") || strings.Contains(msg, "NOGROUP") ||
+		strings.Contains(msg, "must be strings or integers") || strings.Contains(msg, "not a valid float")
 }
 
 // repair checks the inbox's keys that the calls for key touch and fixes

@@ -42,7 +42,11 @@ func realRedis(t *testing.T) (*redis.Client, string) {
 // `pibot cluster status` answers on a cluster nobody runs yet.
 func TestPairingInClusterMode(t *testing.T) {
 	rdb, prefix := realRedis(t)
-	store := redispairing.NewPairings(rdb, rediscluster.Options{Prefix: prefix})
+	keys, err := rediscluster.NewKeys([]byte("test cluster secret, 32 bytes at least"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := redispairing.NewPairings(rdb, rediscluster.Options{Prefix: prefix, Keys: keys})
 	code, _, err := store.RequestCode(t.Context(), "telegram", "555", "eve")
 	if err != nil {
 		t.Fatal(err)
