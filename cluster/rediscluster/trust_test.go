@@ -218,7 +218,7 @@ func TestInboxRepairsMalformedKeys(t *testing.T) {
 					rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []string{"d", "x"}})
 				},
 				"entry with a word for order": func() {
-					rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: "1-1", Values: []string{"d", "x", "n", "first"}})
+					rdb.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []string{"d", "x", "n", "first"}})
 				},
 			}
 			for _, name := range []string{"stream without group", "stream is a string", "crash counts are a list", "keys are a string",
