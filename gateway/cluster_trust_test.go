@@ -136,12 +136,12 @@ func TestClusterFlushAllLosesNoMessage(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, conv := range []struct {
-		ad *chattest.Adapter
-		n  int
-	}{{adA, 1}, {adB, 2}} {
-		if len(conv.ad.Messages(benchMessage(conv.ad.Platform(), conv.n, 0, "").Conv)) == 0 {
-			t.Errorf("conversation %d got no reply", conv.n)
+	// Whichever replica ran a conversation replied through its adapter
+	// (both stand for one platform).
+	for _, n := range []int{1, 2} {
+		conv := benchMessage(adA.Platform(), n, 0, "").Conv
+		if len(adA.Messages(conv))+len(adB.Messages(conv)) == 0 {
+			t.Errorf("conversation %d got no reply", n)
 		}
 	}
 	_, lostA, reA := evA.snapshot()
