@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -170,6 +171,13 @@ func (k *kept) lost(key, epoch string, taken bool) []keptRef {
 			}
 		}
 	}
+	// Enqueued again in the order they came: a key's by stream id.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].key != out[j].key {
+			return out[i].key < out[j].key
+		}
+		return idAfter(out[j].id, out[i].id)
+	})
 	return out
 }
 
