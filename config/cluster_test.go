@@ -13,10 +13,16 @@ func TestClusterValidation(t *testing.T) {
 		wantKey string // "" valid
 	}{
 		{"defaults", func(*Cluster) {}, ""},
-		{"redis url", func(c *Cluster) { c.RedisURL = "redis://127.0.0.1:6379" }, ""},
-		{"tls url with password and db", func(c *Cluster) { c.RedisURL = "rediss://user:p%40ss@redis.internal:6380/3" }, ""},
-		{"url without port", func(c *Cluster) { c.RedisURL = "redis://redis" }, ""},
-		{"ipv6 host", func(c *Cluster) { c.RedisURL = "redis://[::1]:6379/0" }, ""},
+		{"redis url", func(c *Cluster) { c.RedisURL, c.Secret = "redis://127.0.0.1:6379", testSecret }, ""},
+		{"tls url with password and db", func(c *Cluster) { c.RedisURL, c.Secret = "rediss://user:p%40ss@redis.internal:6380/3", testSecret }, ""},
+		{"url without port", func(c *Cluster) { c.RedisURL, c.Secret = "redis://redis", testSecret }, ""},
+		{"ipv6 host", func(c *Cluster) { c.RedisURL, c.Secret = "redis://[::1]:6379/0", testSecret }, ""},
+		{"secret file", func(c *Cluster) { c.RedisURL, c.SecretFile = "redis://redis", "/run/secrets/pibot_cluster" }, ""},
+		{"no secret", func(c *Cluster) { c.RedisURL = "redis://127.0.0.1:6379" }, "cluster.secret"},
+		{"short secret", func(c *Cluster) { c.RedisURL, c.Secret = "redis://127.0.0.1:6379", "short" }, "cluster.secret"},
+		{"secret and file", func(c *Cluster) {
+			c.RedisURL, c.Secret, c.SecretFile = "redis://127.0.0.1:6379", testSecret, "/run/secrets/pibot_cluster"
+		}, "cluster.secret"},
 		{"http scheme", func(c *Cluster) { c.RedisURL = "http://127.0.0.1:6379" }, "cluster.redis_url"},
 		{"bare host:port", func(c *Cluster) { c.RedisURL = "127.0.0.1:6379" }, "cluster.redis_url"},
 		{"no host", func(c *Cluster) { c.RedisURL = "redis:///0" }, "cluster.redis_url"},
@@ -50,6 +56,36 @@ func TestClusterValidation(t *testing.T) {
 				t.Fatalf("Validate() = %v, want it to name %q", err, tt.wantKey)
 			}
 		})
+	}
+}
+
+// testSecret is a cluster.secret long enough.
+const testSecret = "0123456789abcdef0123456789abcdef"
+
+// TestClusterWarnings: a password-less Redis off loopback is warned
+// about; one with a password, or on loopback, is not.
+func TestClusterWarnings(t *testing.T) {
+	for url, warn := range map[string]bool{
+		"redis://redis:6379/0":              true,
+		"redis://10.0.0.5":                  true,
+		"rediss://user@redis.internal:6380": true,
+		"redis://:pw@redis:6379/0":          false,
+		"rediss://u:pw@redis.internal:6380": false,
+		"redis://127.0.0.1:6379":            false,
+		"redis://localhost":                 false,
+		"redis://[::1]:6379":                false,
+		"":                                  false,
+	} {
+		c := Cluster{RedisURL: url}
+		got := c.Warnings()
+		if (len(got) > 0) != warn {
+			t.Errorf("%q: warnings %q, want a warning: %v", url, got, warn)
+		}
+		for _, w := range got {
+			if !strings.Contains(w, "cluster.redis_url") || !strings.Contains(w, "requirepass") {
+				t.Errorf("%q: warning %q does not name the key and the fix", url, w)
+			}
+		}
 	}
 }
 

@@ -67,6 +67,11 @@ type Cluster struct {
 	// KeyPrefix starts every Redis key, so deployments can share one
 	// Redis; default "pibot:".
 	KeyPrefix string `yaml:"key_prefix"`
+	// Secret (or the file SecretFile names) is shared by every replica:
+	// what the replicas read back from Redis is sealed with a key derived
+	// from it. Required in cluster mode, at least 32 bytes.
+	Secret     string `yaml:"secret"`
+	SecretFile string `yaml:"secret_file"`
 }
 
 // Agent configures the agent every conversation runs.

@@ -287,6 +287,7 @@ type composeService struct {
 	Volumes     []string          `yaml:"volumes"`
 	Environment map[string]string `yaml:"environment"`
 	EnvFile     string            `yaml:"env_file"`
+	Command     []string          `yaml:"command"`
 }
 
 // TestComposeCluster: the cluster compose file runs Redis, three replicas
@@ -304,8 +305,16 @@ func TestComposeCluster(t *testing.T) {
 	for name, s := range c.Services {
 		if s.Build.Context == ".." {
 			replicas = append(replicas, name)
-			if !slices.Contains(s.Volumes, "pibot-data:/data") || s.Environment["PIBOT_REDIS_URL"] != "redis://redis:6379/0" || s.Hostname != name {
-				t.Errorf("replica %s: want the shared /data volume, the redis service and its own host name: %+v", name, s)
+			if !slices.Contains(s.Volumes, "pibot-data:/data") || s.Hostname != name {
+				t.Errorf("replica %s: want the shared /data volume and its own host name: %+v", name, s)
+			}
+			// Issue 30: the URL carries the password Redis asks for, and
+			// the cluster secret is required, both from deploy/.env.
+			if u := s.Environment["PIBOT_REDIS_URL"]; !strings.HasPrefix(u, "redis://:${PIBOT_REDIS_PASSWORD:?") || !strings.HasSuffix(u, "}@redis:6379/0") {
+				t.Errorf("replica %s: PIBOT_REDIS_URL %q, want redis://:${PIBOT_REDIS_PASSWORD:?...}@redis:6379/0", name, u)
+			}
+			if !strings.HasPrefix(s.Environment["PIBOT_CLUSTER_SECRET"], "${PIBOT_CLUSTER_SECRET:?") {
+				t.Errorf("replica %s: PIBOT_CLUSTER_SECRET %q, want it required from deploy/.env", name, s.Environment["PIBOT_CLUSTER_SECRET"])
 			}
 		}
 	}
@@ -313,8 +322,17 @@ func TestComposeCluster(t *testing.T) {
 	if !slices.Equal(replicas, []string{"pibot-1", "pibot-2", "pibot-3"}) {
 		t.Fatalf("replicas %q, want pibot-1..3", replicas)
 	}
-	if _, ok := c.Services["redis"]; !ok {
+	redisSvc, ok := c.Services["redis"]
+	if !ok {
 		t.Error("no redis service")
+	}
+	cmd := strings.Join(redisSvc.Command, " ")
+	if !strings.Contains(cmd, "requirepass") || !strings.Contains(cmd, "$$REDIS_PASSWORD") ||
+		!strings.Contains(cmd, "--maxmemory-policy noeviction") || !strings.HasPrefix(redisSvc.Environment["REDIS_PASSWORD"], "${PIBOT_REDIS_PASSWORD:?") {
+		t.Errorf("redis service: command %q, environment %v; want requirepass from PIBOT_REDIS_PASSWORD and noeviction", cmd, redisSvc.Environment)
+	}
+	if env := read(t, "deploy/cluster.env.example"); !strings.Contains(env, "PIBOT_REDIS_PASSWORD=") || !strings.Contains(env, "PIBOT_CLUSTER_SECRET=") {
+		t.Errorf("deploy/cluster.env.example lacks PIBOT_REDIS_PASSWORD= or PIBOT_CLUSTER_SECRET=")
 	}
 	proxy, ok := c.Services["proxy"]
 	if !ok {
@@ -378,8 +396,9 @@ func TestComposeCluster(t *testing.T) {
 	// A replica in webhook mode: the image configuration takes the mode,
 	// URL and secret from the environment and validates in cluster mode.
 	cfg := load(t, "deploy/docker/config.yaml", map[string]string{
-		"TELEGRAM_BOT_TOKEN": "1:x", "PIBOT_WEB": "false", "PIBOT_REDIS_URL": "redis://redis:6379/0",
-		"TELEGRAM_MODE": "webhook", "TELEGRAM_WEBHOOK_URL": "https://" + domain, "TELEGRAM_WEBHOOK_SECRET": "s3cret",
+		"TELEGRAM_BOT_TOKEN": "1:x", "PIBOT_WEB": "false", "PIBOT_REDIS_URL": "redis://:pw@redis:6379/0",
+		"PIBOT_CLUSTER_SECRET": "0123456789abcdef0123456789abcdef",
+		"TELEGRAM_MODE":        "webhook", "TELEGRAM_WEBHOOK_URL": "https://" + domain, "TELEGRAM_WEBHOOK_SECRET": "s3cret",
 	})
 	tg := cfg.Adapter.Telegram
 	if tg.Mode != "webhook" || tg.WebhookURL != "https://"+domain || tg.WebhookSecret != "s3cret" {

@@ -59,6 +59,7 @@ cluster:
   redis_url: redis://%s/0
   key_prefix: %q
   lease_ttl: %dms
+  secret: "test cluster secret, 32 bytes at least"
 access:
   owners: ["telegram:%d"]
 adapters:

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,6 +137,46 @@ type redisReplica struct {
 	leaseTTL   time.Duration
 	poll       time.Duration
 	drain      time.Duration
+	// url is the Redis (default benchRedisURL); events, if set, gets what
+	// the Redis implementations report.
+	url    string
+	events *redisEvents
+}
+
+// testClusterSecret is the cluster.secret of the tests' replicas: every
+// replica seals what it writes to Redis, as `pibot serve` does.
+const testClusterSecret = "gateway test cluster secret, 32 bytes"
+
+// testKeys returns the sealing keys of testClusterSecret.
+func testKeys(tb testing.TB) *rediscluster.Keys {
+	k, err := rediscluster.NewKeys([]byte(testClusterSecret))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// redisEvents collects what a replica's Redis implementations report.
+type redisEvents struct {
+	mu       sync.Mutex
+	forged   []string
+	lost     int
+	requeued int
+}
+
+func (e *redisEvents) set(o *rediscluster.Options) {
+	if e == nil {
+		return
+	}
+	o.OnForged = func(kind, at string) { e.mu.Lock(); e.forged = append(e.forged, kind+" "+at); e.mu.Unlock() }
+	o.OnDataLost = func() { e.mu.Lock(); e.lost++; e.mu.Unlock() }
+	o.OnRequeued = func(_ string, n int) { e.mu.Lock(); e.requeued += n; e.mu.Unlock() }
+}
+
+func (e *redisEvents) snapshot() (forged []string, lost, requeued int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.forged), e.lost, e.requeued
 }
 
 // startRedisReplica runs a gateway in cluster mode whose seams are those
@@ -142,7 +184,11 @@ type redisReplica struct {
 // with a client of its own.
 func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r redisReplica) *benchGateway {
 	ctx := b.Context()
-	rdb, err := rediscluster.Dial(ctx, benchRedisURL)
+	url := r.url
+	if url == "" {
+		url = benchRedisURL
+	}
+	rdb, err := rediscluster.Dial(ctx, url)
 	if err != nil {
 		b.Skipf("no redis-server: %v", err)
 	}
@@ -150,7 +196,8 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 		rdb.AddHook(r.hook)
 	}
 	id := r.id
-	opts := rediscluster.Options{Prefix: r.prefix, Holder: id, LeaseTTL: r.leaseTTL}
+	opts := rediscluster.Options{Prefix: r.prefix, Holder: id, LeaseTTL: r.leaseTTL, Keys: testKeys(b)}
+	r.events.set(&opts)
 	inbox, err := rediscluster.OpenInbox(ctx, rdb, opts, id)
 	if err != nil {
 		b.Fatal(err)

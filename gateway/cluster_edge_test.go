@@ -31,7 +31,7 @@ func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
 	startRedisReplica(t, ad, stallModel{model, "stall"}, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, leaseTTL: 2 * time.Second})
 	clusterSay(t, ad, model, 0, "first")
 	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
-	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
+	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
 	if err != nil || path == "" {
 		t.Fatalf("index: %q, %v", path, err)
 	}

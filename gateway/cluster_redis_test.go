@@ -159,7 +159,7 @@ func TestClusterNewStartsANewSession(t *testing.T) {
 	model := newStampModel(faux.Text("ok"))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
 	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: time.Hour})
-	ix := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{})
+	ix := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)}, rediscluster.IndexOptions{})
 	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
 	bound := func() string {
 		t.Helper()
@@ -352,7 +352,7 @@ func TestClusterRetakenSessionAnswersWhatTheLostLeaseCut(t *testing.T) {
 	startRedisReplica(t, ad, model, t.TempDir(), redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, leaseTTL: 2 * time.Second})
 	clusterSay(t, ad, model, 0, "first")
 	conv := benchMessage(ad.Platform(), 1, 0, "").Conv
-	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
+	path, _, err := rediscluster.NewIndex(probe, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)}, rediscluster.IndexOptions{}).Get(t.Context(), conv.Key())
 	if err != nil || path == "" {
 		t.Fatalf("index: %q, %v", path, err)
 	}

@@ -124,39 +124,51 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	}
 	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.stream(ad.Key), ib.base + "keys", ib.base + "seq",
 		ib.touched(), ib.base + "c:" + ad.Key}
-	res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
-		call, ad.Data, ad.Key, ib.consumer, ib.channel(), take, since, mark).Slice()
+	sealed := ib.seal(ad.Key, ad.Data)
+	var out cluster.Admitted
+	var order []int64
+	err = ib.fixing(ctx, ad.Key, func() error {
+		res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
+			call, sealed, ad.Key, ib.consumer, ib.channel(), take, since, mark).Slice()
+		if err != nil {
+			return err
+		}
+		out, order, err = admitted(ad.Key, res)
+		return err
+	})
 	if err != nil {
 		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
 	}
-	out, err := admitted(ad.Key, res)
-	if err != nil {
-		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
+	if out.ID != "" {
+		ib.kept.add(ad.Key, out.ID, sealed, false)
 	}
+	out.Taken, order = ib.opened(ctx, ad.Key, out.Taken, order)
+	sortItems(out.Taken, order)
 	ib.given.add(ad.Key, out.Taken)
 	return out, nil
 }
 
-// admitted reads admitScript's answer.
-func admitted(key string, res []any) (cluster.Admitted, error) {
+// admitted reads admitScript's answer: the admission, and the order
+// numbers of the items it took (still sealed, in the script's order).
+func admitted(key string, res []any) (cluster.Admitted, []int64, error) {
 	if len(res) == 0 {
-		return cluster.Admitted{}, fmt.Errorf("empty reply")
+		return cluster.Admitted{}, nil, fmt.Errorf("empty reply")
 	}
 	switch res[0] {
 	case "dup":
-		return cluster.Admitted{Dup: true}, nil
+		return cluster.Admitted{Dup: true}, nil, nil
 	case "wait":
 		us, ok := res[1].(int64)
 		if len(res) != 2 || !ok || us <= 0 {
-			return cluster.Admitted{}, fmt.Errorf("malformed wait %v", res)
+			return cluster.Admitted{}, nil, fmt.Errorf("malformed wait %v", res)
 		}
-		return cluster.Admitted{Wait: time.Duration(us) * time.Microsecond}, nil
+		return cluster.Admitted{Wait: time.Duration(us) * time.Microsecond}, nil, nil
 	case "ok":
 	default:
-		return cluster.Admitted{}, fmt.Errorf("unknown reply %v", res[0])
+		return cluster.Admitted{}, nil, fmt.Errorf("unknown reply %v", res[0])
 	}
 	if len(res) < 2 || (len(res)-2)%4 != 0 {
-		return cluster.Admitted{}, fmt.Errorf("malformed reply of %d values", len(res))
+		return cluster.Admitted{}, nil, fmt.Errorf("%w of %d values", errMalformed, len(res))
 	}
 	str := func(v any) string { s, _ := v.(string); return s }
 	out := cluster.Admitted{ID: str(res[1])}
@@ -168,6 +180,5 @@ func admitted(key string, res []any) (cluster.Admitted, error) {
 		out.Taken = append(out.Taken, it)
 		order = append(order, n)
 	}
-	sortItems(out.Taken, order)
-	return out, nil
+	return out, order, nil
 }

@@ -33,6 +33,22 @@ type Options struct {
 	// Holder names this replica in its leases, for Locker.Held (default
 	// host name and process id).
 	Holder string
+	// Keys seals the values a right rests on (see Keys); nil seals
+	// nothing.
+	Keys *Keys
+	// OnForged, if set, is told of every value that failed to open
+	// (kind: inbox, pairing, index, spend or topic; at: its Redis key or
+	// channel), which is dropped or set aside, never used.
+	OnForged func(kind, at string)
+	// OnDataLost, if set, is told when the inbox finds that Redis lost
+	// its data (its epoch mark is gone or changed), and OnRequeued of the
+	// items of key it enqueued again then (see Inbox).
+	OnDataLost func()
+	OnRequeued func(key string, n int)
+	// OnRepaired, if set, is told of a key of the wrong shape (a stream
+	// without its consumer group, a key of another type) the inbox
+	// repaired so that its intake goes on.
+	OnRepaired func(at, what string)
 }
 
 func (o Options) holder() string {

@@ -132,7 +132,7 @@ func TestIndexConformance(t *testing.T) {
 			clustertest.RunIndexTests(t, clustertest.IndexHarness{
 				Open: func(t *testing.T, store string) clustertest.Index {
 					rdb, prefix, _ := b.Open(t, store)
-					return rediscluster.NewIndex(rdb, rediscluster.Options{Prefix: prefix}, rediscluster.IndexOptions{})
+					return rediscluster.NewIndex(rdb, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)}, rediscluster.IndexOptions{})
 				},
 				// A killed replica loses nothing: every binding was
 				// written through to Redis before Bind returned.
@@ -150,7 +150,7 @@ func TestInboxConformance(t *testing.T) {
 				// next process of that replica.
 				Open: func(t *testing.T, store string) clustertest.Inbox {
 					rdb, prefix, _ := b.Open(t, store)
-					ib, err := rediscluster.OpenInbox(t.Context(), rdb, rediscluster.Options{Prefix: prefix}, "replica-1")
+					ib, err := rediscluster.OpenInbox(t.Context(), rdb, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)}, "replica-1")
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -198,6 +198,10 @@ type Inbox struct {
 	// given is what this process's takes brought it, to find the items
 	// of takes whose answers were lost.
 	given given
+	opts  Options
+	// kept holds copies of the items this process enqueued or took, to
+	// enqueue again what a Redis that lost its data lost (lost.go).
+	kept kept
 }
 
 // OpenInbox starts this process's consumer of the inbox for replica (the
@@ -210,8 +214,14 @@ func OpenInbox(ctx context.Context, rdb redis.UniversalClient, opts Options, rep
 	if err != nil {
 		return nil, err
 	}
-	ib := &Inbox{rdb: rdb, base: opts.KeyPrefix() + "{inbox}:", replica: replica, consumer: replica + "#" + token}
-	if err := openScript.Run(ctx, rdb, []string{ib.base + "r:" + replica}, ib.consumer, ib.base).Err(); err != nil {
+	ib := &Inbox{rdb: rdb, base: opts.KeyPrefix() + "{inbox}:", replica: replica, consumer: replica + "#" + token, opts: opts}
+	err = ib.fixing(ctx, "", func() error {
+		return openScript.Run(ctx, rdb, []string{ib.base + "r:" + replica}, ib.consumer, ib.base).Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rediscluster: inbox open: %w", err)
+	}
+	if err := ib.markEpoch(ctx); err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox open: %w", err)
 	}
 	return ib, nil
@@ -226,13 +236,27 @@ func (ib *Inbox) channel() string          { return ib.base + "enqueued" }
 // ends counts against it (the process that accepted an item handles it
 // when it owns the session). durable returns nil: the item is in Redis.
 func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, func() error, error) {
-	id, err := enqueueScript.Run(ctx, ib.rdb,
-		[]string{ib.stream(key), ib.base + "keys", ib.base + "seq", ib.touched()},
-		data, key, ib.consumer, ib.channel()).Text()
+	id, err := ib.enqueueSealed(ctx, key, ib.seal(key, data))
 	if err != nil {
 		return "", nil, fmt.Errorf("rediscluster: inbox enqueue: %w", err)
 	}
 	return id, func() error { return nil }, nil
+}
+
+// enqueueSealed enqueues an item sealed for key and keeps a copy of it.
+func (ib *Inbox) enqueueSealed(ctx context.Context, key, sealed string) (string, error) {
+	var id string
+	err := ib.fixing(ctx, key, func() (err error) {
+		id, err = enqueueScript.Run(ctx, ib.rdb,
+			[]string{ib.stream(key), ib.base + "keys", ib.base + "seq", ib.touched()},
+			sealed, key, ib.consumer, ib.channel()).Text()
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	ib.kept.add(key, id, sealed, false)
+	return id, nil
 }
 
 // Consume hands this process the items of key nobody took yet, oldest
@@ -260,18 +284,26 @@ func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxIte
 	if mode != "claim" {
 		since = ib.given.since(key)
 	}
-	res, err := takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key},
-		ib.consumer, key, mode, since).StringSlice()
+	var res []string
+	var retaken int
+	err := ib.fixing(ctx, key, func() (err error) {
+		res, err = takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key},
+			ib.consumer, key, mode, since).StringSlice()
+		if err != nil || len(res) == 0 {
+			return err
+		}
+		retaken, _ = strconv.Atoi(res[0])
+		res = res[1:]
+		if len(res)%4 != 0 || retaken < 0 || 4*retaken > len(res) {
+			return errMalformed
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
 	}
 	if len(res) == 0 {
 		return nil, nil
-	}
-	retaken, _ := strconv.Atoi(res[0])
-	res = res[1:]
-	if len(res)%4 != 0 || retaken < 0 || 4*retaken > len(res) {
-		return nil, fmt.Errorf("rediscluster: inbox %s: malformed reply", mode)
 	}
 	items := make([]cluster.InboxItem, 0, len(res)/4)
 	order := make([]int64, 0, len(res)/4)
@@ -285,6 +317,7 @@ func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxIte
 		items = append(items, it)
 		order = append(order, n)
 	}
+	items, order = ib.opened(ctx, key, items, order)
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -355,13 +388,13 @@ func (ib *Inbox) Pending(ctx context.Context, key string) ([]cluster.InboxItem, 
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox pending: %w", err)
 	}
-	return items, nil
+	return ib.readable(key, items), nil
 }
 
 // Keys lists the keys with pending items, each once, in the order of
 // their oldest item.
 func (ib *Inbox) Keys(ctx context.Context) ([]string, error) {
-	ks, err := ib.rdb.ZRange(ctx, ib.base+"keys", 0, -1).Result()
+	ks, err := ib.keysChecked(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox keys: %w", err)
 	}
@@ -394,11 +427,14 @@ func (ib *Inbox) end(ctx context.Context, key, id, mode string) error {
 	if !streamID.MatchString(id) {
 		return nil // never an item of a stream
 	}
-	err := endScript.Run(ctx, ib.rdb,
-		[]string{ib.stream(key), ib.base + "c:" + key, ib.base + "keys", ib.touched(), ib.base + "q"},
-		id, key, ib.consumer, mode, ib.base+"t:").Err()
+	err := ib.fixing(ctx, key, func() error {
+		return endScript.Run(ctx, ib.rdb,
+			[]string{ib.stream(key), ib.base + "c:" + key, ib.base + "keys", ib.touched(), ib.base + "q"},
+			id, key, ib.consumer, mode, ib.base+"t:").Err()
+	})
 	if err == nil {
 		ib.given.ended(key, id)
+		ib.kept.ended(key, id)
 	}
 	return err
 }
@@ -420,7 +456,7 @@ func (ib *Inbox) Quarantined(ctx context.Context) ([]cluster.InboxItem, error) {
 		if err := json.Unmarshal([]byte(r), &q); err != nil {
 			return nil, fmt.Errorf("rediscluster: inbox quarantined: %w", err)
 		}
-		out = append(out, cluster.InboxItem{ID: q.ID, Key: q.Key, Data: json.RawMessage(q.Data), Crashes: q.Crashes})
+		out = append(out, ib.readable(q.Key, []cluster.InboxItem{{ID: q.ID, Key: q.Key, Data: json.RawMessage(q.Data), Crashes: q.Crashes}})...)
 	}
 	return out, nil
 }

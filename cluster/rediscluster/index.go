@@ -60,10 +60,16 @@ type IndexOptions struct {
 // hash every replica shares, with a sorted set of the keys for prefix
 // lookups. Bindings are written through at once (Redis persistence is
 // the durability), so Sync has nothing left to do.
+//
+// Bindings are sealed with the cluster secret (Options.Keys) for their
+// location: a binding that does not open is reported (Options.OnForged)
+// and replaced by what the session files say, so write access to Redis
+// cannot point a conversation at another one's session file.
 type Index struct {
 	rdb  redis.UniversalClient
 	keys []string // hash, sorted set, seed mark
 	seed func() (map[string]string, error)
+	opts Options
 
 	seedMu sync.Mutex
 }
@@ -71,7 +77,7 @@ type Index struct {
 // NewIndex returns the index kept in rdb.
 func NewIndex(rdb redis.UniversalClient, opts Options, io IndexOptions) *Index {
 	base := opts.KeyPrefix() + "{index}"
-	return &Index{rdb: rdb, keys: []string{base, base + ":locs", base + ":seeded"}, seed: io.Seed}
+	return &Index{rdb: rdb, keys: []string{base, base + ":locs", base + ":seeded"}, seed: io.Seed, opts: opts}
 }
 
 // Get returns the session file bound to loc. After Redis lost its data it
@@ -84,6 +90,14 @@ func (ix *Index) Get(ctx context.Context, loc string) (string, bool, error) {
 		}
 		seeded, _ := r[0].(int64)
 		path, _ := r[1].(string)
+		if path != "" {
+			plain, err := ix.opts.Keys.Open(ix.at(loc), path)
+			if err != nil {
+				ix.opts.forged("index", ix.keys[0]+" "+loc)
+				return ix.rebind(ctx, loc)
+			}
+			path = string(plain)
+		}
 		if seeded == 1 || ix.seed == nil || attempt > 0 {
 			return path, path != "", nil
 		}
@@ -118,7 +132,7 @@ func (ix *Index) Reseed(ctx context.Context) error {
 		if p == "" {
 			continue
 		}
-		args = append(args, loc, p)
+		args = append(args, loc, ix.opts.Keys.Seal(ix.at(loc), []byte(p)))
 		if len(args) > 2*seedBatch {
 			if err := seedScript.Run(ctx, ix.rdb, ix.keys, args...).Err(); err != nil {
 				return fmt.Errorf("rediscluster: index seed: %w", err)
@@ -131,6 +145,26 @@ func (ix *Index) Reseed(ctx context.Context) error {
 		return fmt.Errorf("rediscluster: index seed: %w", err)
 	}
 	return nil
+}
+
+// at is what a binding of loc is sealed for.
+func (ix *Index) at(loc string) string { return ix.keys[0] + " " + loc }
+
+// rebind replaces a binding of loc that did not open with the one the
+// session files hold (none: unbound).
+func (ix *Index) rebind(ctx context.Context, loc string) (string, bool, error) {
+	path := ""
+	if ix.seed != nil {
+		binds, err := ix.seed()
+		if err != nil {
+			return "", false, fmt.Errorf("rediscluster: index get: %w", err)
+		}
+		path = binds[loc]
+	}
+	if err := ix.Bind(ctx, loc, path); err != nil {
+		return "", false, err
+	}
+	return path, path != "", nil
 }
 
 // KeysWithPrefix lists the bound locations of a conversation: keys equal
@@ -159,7 +193,11 @@ func (ix *Index) threads(ctx context.Context, prefix string) ([]string, error) {
 
 // Bind binds loc to path ("" unbinds); every replica sees it at once.
 func (ix *Index) Bind(ctx context.Context, loc, path string) error {
-	if err := bindScript.Run(ctx, ix.rdb, ix.keys[:2], loc, path).Err(); err != nil {
+	sealed := ""
+	if path != "" {
+		sealed = ix.opts.Keys.Seal(ix.at(loc), []byte(path))
+	}
+	if err := bindScript.Run(ctx, ix.rdb, ix.keys[:2], loc, sealed).Err(); err != nil {
 		return fmt.Errorf("rediscluster: index bind: %w", err)
 	}
 	return nil

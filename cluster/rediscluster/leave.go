@@ -43,7 +43,8 @@ return n
 // also why leases are lost) counts nothing: an outage is not the item's
 // doing. Items a lost answer took were never in hand: they count nothing.
 // Without cut, Leave makes no round trip.
-func (ib *Inbox) Leave(ctx context.Context, key string, cut bool) error {
+func (ib *Inbox) Leave(ctx context.Context, key string, cut bool) (err error) {
+	defer ib.afterLeave(ctx, key, &err) // lost.go
 	ids := ib.given.forget(key)
 	if !cut || len(ids) == 0 {
 		return nil
@@ -54,7 +55,7 @@ func (ib *Inbox) Leave(ctx context.Context, key string, cut bool) error {
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	err := leaveScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key, ib.touched()}, args...).Err()
+	err = leaveScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key, ib.touched()}, args...).Err()
 	if err != nil {
 		return fmt.Errorf("rediscluster: inbox leave: %w", err)
 	}

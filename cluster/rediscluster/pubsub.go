@@ -66,14 +66,18 @@ func listen(ctx context.Context, rdb redis.UniversalClient, channel string, deli
 // Delivery is at most once: what is published while a subscription is
 // down (Redis restarted, the connection dropped) is lost to that
 // subscriber.
+//
+// Payloads are sealed with the cluster secret (Options.Keys): one that
+// does not open is reported (Options.OnForged) and not delivered.
 type Topic struct {
 	rdb     redis.UniversalClient
 	channel string
+	opts    Options
 }
 
 // NewTopic returns the topic name under opts' key prefix.
 func NewTopic(rdb redis.UniversalClient, opts Options, name string) *Topic {
-	return &Topic{rdb: rdb, channel: opts.KeyPrefix() + name}
+	return &Topic{rdb: rdb, channel: opts.KeyPrefix() + name, opts: opts}
 }
 
 // Channel returns the Redis channel the topic publishes on.
@@ -81,7 +85,7 @@ func (t *Topic) Channel() string { return t.channel }
 
 // Publish sends payload to the topic's subscribers.
 func (t *Topic) Publish(ctx context.Context, payload []byte) error {
-	if err := t.rdb.Publish(ctx, t.channel, payload).Err(); err != nil {
+	if err := t.rdb.Publish(ctx, t.channel, t.opts.Keys.Seal(t.channel, payload)).Err(); err != nil {
 		return fmt.Errorf("rediscluster: publish: %w", err)
 	}
 	return nil
@@ -92,6 +96,13 @@ func (t *Topic) Publish(ctx context.Context, payload []byte) error {
 // subscribes again by itself after a failure (see Topic for what is lost
 // meanwhile). A deliver that blocks holds up the payloads after it.
 func (t *Topic) Subscribe(ctx context.Context, deliver func(payload []byte)) error {
-	follow(ctx, t.rdb, t.channel, func(p string) { deliver([]byte(p)) })
+	follow(ctx, t.rdb, t.channel, func(p string) {
+		plain, err := t.opts.Keys.Open(t.channel, p)
+		if err != nil {
+			t.opts.forged("topic", t.channel)
+			return
+		}
+		deliver(plain)
+	})
 	return nil
 }

@@ -99,6 +99,7 @@ func TestClusterRedisDownNotice(t *testing.T) {
   redis_url: redis://`+px.addr+`/0
   lease_ttl: 1s
   key_prefix: "`+prefix+`"
+  secret: "test cluster secret, 32 bytes at least"
 access:
   owners: ["telegram:77"]
 adapters:

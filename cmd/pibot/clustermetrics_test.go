@@ -87,7 +87,7 @@ func TestClusterMetrics(t *testing.T) {
 	rdb, prefix := realRedis(t)
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", fauxConfig+"limits:\n  global: {daily_usd: 0, daily_tokens: 100000000}\n"+
-		"cluster:\n  redis_url: redis://127.0.0.1:6379/0\n  lease_ttl: 1s\n  key_prefix: \""+prefix+"\"\n")
+		"cluster:\n  redis_url: redis://127.0.0.1:6379/0\n  lease_ttl: 1s\n  key_prefix: \""+prefix+"\"\n"+testClusterSecret)
 	a := startServe(t, dir, "-c", cfg, "--listen", freeListen(t))
 	a.webSay(t, "c1", "m1", "hello from a")
 	waitSession(t, dir, "You said: hello from a", a)

@@ -50,9 +50,10 @@ type outboundRates interface {
 // replicaState is the Redis side of cluster mode: one client, the key
 // options and this replica's identity.
 type replicaState struct {
-	rdb  *redis.Client
-	opts rediscluster.Options
-	id   string
+	rdb    *redis.Client
+	opts   rediscluster.Options
+	id     string
+	events *clusterEvents
 }
 
 // openReplica connects to cluster.redis_url; nil, nil when cluster mode
@@ -64,19 +65,32 @@ func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*rep
 	if err := clusterWebhookSecret(cfg); err != nil {
 		return nil, err
 	}
+	keys, err := clusterKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Cluster.Warnings() {
+		log.Warn(w)
+	}
 	redis.SetLogger(redisLog{log: log.With("component", "redis")})
 	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
 	if err != nil {
 		return nil, &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
+	}
+	if err := checkEviction(ctx, rdb, log); err != nil {
+		_ = rdb.Close()
+		return nil, err
 	}
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "unknown"
 	}
 	id := cluster.ReplicaID(host, cfg.HTTP.Listen)
-	return &replicaState{rdb: rdb, id: id, opts: rediscluster.Options{
-		Prefix: cfg.Cluster.KeyPrefix, LeaseTTL: cfg.Cluster.LeaseTTL.D(), Holder: id,
-	}}, nil
+	r := &replicaState{rdb: rdb, id: id, events: newClusterEvents(log), opts: rediscluster.Options{
+		Prefix: cfg.Cluster.KeyPrefix, LeaseTTL: cfg.Cluster.LeaseTTL.D(), Holder: id, Keys: keys,
+	}}
+	r.events.options(&r.opts)
+	return r, nil
 }
 
 // rates returns the outbound rates the adapters share: through Redis in
@@ -146,6 +160,14 @@ func (r *replicaState) ping(ctx context.Context) error {
 		return fmt.Errorf("redis: %w", err)
 	}
 	return nil
+}
+
+// readyNote is what /readyz says of a loss of Redis's data ("" if none).
+func (r *replicaState) readyNote() string {
+	if r == nil {
+		return ""
+	}
+	return r.events.readyNote()
 }
 
 // close closes the Redis client.

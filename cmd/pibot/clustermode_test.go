@@ -42,13 +42,17 @@ func realRedis(t *testing.T) (*redis.Client, string) {
 // `pibot cluster status` answers on a cluster nobody runs yet.
 func TestPairingInClusterMode(t *testing.T) {
 	rdb, prefix := realRedis(t)
-	store := redispairing.NewPairings(rdb, rediscluster.Options{Prefix: prefix})
+	keys, err := rediscluster.NewKeys([]byte("test cluster secret, 32 bytes at least"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := redispairing.NewPairings(rdb, rediscluster.Options{Prefix: prefix, Keys: keys})
 	code, _, err := store.RequestCode(t.Context(), "telegram", "555", "eve")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://127.0.0.1:6379/0\n  key_prefix: \""+prefix+"\"\n")
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://127.0.0.1:6379/0\n  key_prefix: \""+prefix+"\"\n"+testClusterSecret)
 	if r := pibot(t, dir, "", nil, "pairing", "approve", "telegram", code, "-c", cfg); r.code != 0 {
 		t.Fatalf("pairing approve: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -64,3 +68,7 @@ func TestPairingInClusterMode(t *testing.T) {
 		t.Fatalf("cluster status: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// testClusterSecret is the cluster.secret line of the tests' cluster
+// configurations.
+const testClusterSecret = "  secret: \"test cluster secret, 32 bytes at least\"\n"

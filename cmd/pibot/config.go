@@ -91,6 +91,7 @@ func runConfig(c *cli, args []string) error {
 			path = "default configuration"
 		}
 		errs, warns := modelProblems(cfg, c.getenv)
+		warns = append(warns, cfg.Cluster.Warnings()...)
 		for _, w := range warns {
 			fmt.Fprintf(c.stderr, "pibot: %s: warning: %s\n", path, w)
 		}

@@ -33,7 +33,7 @@ func (e envSnapshot) get(k string) string { return e[k] }
 func configSecrets(cfg config.Config) []string {
 	out := []string{cfg.Adapter.Telegram.Token, cfg.Adapter.Telegram.WebhookSecret, cfg.Adapter.Web.Token,
 		cfg.Adapter.Slack.BotToken, cfg.Adapter.Slack.AppToken, cfg.Adapter.Slack.SigningSecret,
-		cfg.Adapter.Discord.Token, cfg.Cluster.RedisURL}
+		cfg.Adapter.Discord.Token, cfg.Cluster.RedisURL, cfg.Cluster.Secret}
 	out = append(out, mcpSecrets(cfg)...)
 	for _, p := range cfg.Providers {
 		out = append(out, p.APIKey)

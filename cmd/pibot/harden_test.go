@@ -65,8 +65,14 @@ func TestSecretVars(t *testing.T) {
 	cfg.Providers = map[string]config.Provider{"p": {APIKey: "sk-provider", Headers: map[string]string{"Authorization": "Bearer hdr-secret-1"}}}
 	env := []string{"TG=123456:tg-token-value", "KEY=sk-provider", "HDR=hdr-secret-1", "OPENAI_API_KEY=x",
 		"ANTHROPIC_API_KEY=y", "HOME=/root", "SHORT=1", "EMPTY=", "OTHER=unrelated-value"}
+	// Cluster mode (issue 30): the Redis password, however the URL was
+	// assembled, and the cluster secret.
+	cfg.Cluster.RedisURL = "redis://:redis-pw-4711@redis:6379/0"
+	cfg.Cluster.Secret = "cluster-secret-0123456789abcdef0123"
+	env = append(env, "PIBOT_REDIS_PASSWORD=redis-pw-4711", "PIBOT_REDIS_URL=redis://:redis-pw-4711@redis:6379/0",
+		"PIBOT_CLUSTER_SECRET=cluster-secret-0123456789abcdef0123")
 	got := secretVars(cfg, env)
-	want := []string{"TG", "KEY", "HDR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+	want := []string{"TG", "KEY", "HDR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PIBOT_REDIS_PASSWORD", "PIBOT_REDIS_URL", "PIBOT_CLUSTER_SECRET"}
 	if !slices.Equal(got, want) {
 		t.Errorf("secretVars = %v, want %v", got, want)
 	}

@@ -65,12 +65,19 @@ func (c pairingCmd) run(ctx context.Context, args []string) error {
 	var store pairingAdmin
 	if cfg.Cluster.RedisURL != "" {
 		// Cluster mode: the replicas share the store in Redis.
+		keys, err := clusterKeys(cfg)
+		if err != nil {
+			return err
+		}
 		rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
 		if err != nil {
 			return &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
 		}
 		defer rdb.Close()
-		store = redispairing.NewPairings(rdb, rediscluster.Options{Prefix: cfg.Cluster.KeyPrefix})
+		store = redispairing.NewPairings(rdb, rediscluster.Options{Prefix: cfg.Cluster.KeyPrefix, Keys: keys,
+			OnForged: func(string, string) {
+				fmt.Fprintln(c.stderr, "pibot: warning: the pairing record in Redis is not sealed with cluster.secret; it is read as empty")
+			}})
 	} else {
 		if err := haveDataDir(cfg); err != nil {
 			return fmt.Errorf("pairing: %w", err)

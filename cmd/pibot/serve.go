@@ -137,6 +137,9 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 			}
 		}
 		fmt.Fprintln(w, "ok")
+		if note := rep.readyNote(); note != "" {
+			fmt.Fprintln(w, note)
+		}
 	})
 
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)

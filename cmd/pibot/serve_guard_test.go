@@ -108,7 +108,7 @@ func TestServeRefusesUnreachableRedis(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://:hunter2-secret@"+addr+"/2\n")
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\ncluster:\n  redis_url: redis://:hunter2-secret@"+addr+"/2\n"+testClusterSecret)
 	if r := pibot(t, dir, "", nil, "config", "check", "-c", cfg); r.code != 0 {
 		t.Fatalf("config check of a valid redis_url: exit %d, stderr %q", r.code, r.stderr)
 	}

@@ -117,6 +117,7 @@ func openReplicaStack(ctx context.Context, cfg config.Config, getenv func(string
 	}
 	st := &stack{cluster: parts}
 	registerClusterMetrics(metrics, rep.rdb, parts.locker)
+	rep.events.register(metrics)
 	deps := parts.deps
 	deps.Adapters = adapters
 	if err := st.build(ctx, cfg, getenv, log, metrics, parts.pairing, deps, gateway.ClusterConfig{Enabled: true}); err != nil {

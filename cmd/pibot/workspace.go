@@ -43,6 +43,7 @@ func protectedPaths(cfg config.Config) ([]protected, error) {
 		add("adapters.slack.bot_token_file", cfg.Adapter.Slack.BotTokenFile),
 		add("adapters.slack.app_token_file", cfg.Adapter.Slack.AppTokenFile),
 		add("adapters.slack.signing_secret_file", cfg.Adapter.Slack.SigningSecretFile),
+		add("cluster.secret_file", cfg.Cluster.SecretFile),
 	}
 	for name, p := range cfg.Providers {
 		errs = append(errs, add("providers."+name+".api_key_file", p.APIKeyFile))

@@ -65,6 +65,8 @@ func TestPrepareWorkspace(t *testing.T) {
 			c.Adapter.Telegram.TokenFile = filepath.Join(ws, "tg.token")
 			c.Providers = map[string]config.Provider{"openai": {APIKeyFile: filepath.Join(ws, "key")}}
 		}, []string{"adapters.telegram.token_file", "providers.openai.api_key_file"}},
+		{"cluster secret file inside", func(c *config.Config) { c.Cluster.SecretFile = filepath.Join(ws, "cluster.secret") },
+			[]string{"cluster.secret_file"}},
 		{"configured workspace missing", func(c *config.Config) { c.Agent.Workspace = filepath.Join(dir, "nope") },
 			[]string{"agent.workspace", "create the directory"}},
 	}

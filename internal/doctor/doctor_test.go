@@ -155,10 +155,31 @@ func closedPort(t *testing.T) string {
 	return addr
 }
 
+// nonLoopbackIP returns an address of this host off loopback, or skips.
+func nonLoopbackIP(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no address off loopback")
+	return ""
+}
+
 // fakeRedis answers each RESP command with the reply reply gives.
 func fakeRedis(t *testing.T, reply func(cmd string) string) string {
+	return fakeRedisOn(t, "127.0.0.1:0", reply)
+}
+
+// fakeRedisOn is fakeRedis listening on addr.
+func fakeRedisOn(t *testing.T, addr string, reply func(cmd string) string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +237,26 @@ func TestRedis(t *testing.T) {
 			want(t, run(t, Redis("redis", tt.url, "cluster.redis_url")), tt.status, tt.has, tt.secret)
 		})
 	}
+	// Issue 30: a password-less Redis off loopback is a warning; on
+	// loopback, or with a password, it is not.
+	t.Run("open off loopback", func(t *testing.T) {
+		ip := nonLoopbackIP(t)
+		open := fakeRedisOn(t, net.JoinHostPort(ip, "0"), func(string) string { return "+PONG" })
+		want(t, run(t, Redis("redis", "redis://"+open+"/0", "cluster.redis_url")), Warn, []string{"without a password", "set requirepass"})
+		withPW := fakeRedisOn(t, net.JoinHostPort(ip, "0"), func(cmd string) string {
+			if cmd == "AUTH" {
+				return "+OK"
+			}
+			return "+PONG"
+		})
+		if f := run(t, Redis("redis", "redis://:pw-123456@"+withPW+"/0", "cluster.redis_url")); f.Status != OK {
+			t.Errorf("with a password: %+v, want ok", f)
+		}
+		onLoopback := fakeRedis(t, func(string) string { return "+PONG" })
+		if f := run(t, Redis("redis", "redis://"+onLoopback+"/0", "cluster.redis_url")); f.Status != OK {
+			t.Errorf("on loopback: %+v, want ok", f)
+		}
+	})
 	t.Run("real redis", func(t *testing.T) {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:6379", time.Second)
 		if err != nil {

@@ -60,8 +60,22 @@ func Redis(name, rawURL, key string) Check {
 			}
 			return failf(name, fix, "PING answered %q", reply)
 		}
+		if _, hasPW := u.User.Password(); !hasPW && !loopback(u.Hostname()) {
+			return Finding{Check: name, Status: Warn,
+				Detail: fmt.Sprintf("%s answers without a password and is not on loopback: anyone who reaches it reads and deletes the replicas' shared state", addr),
+				Fix:    "set requirepass in Redis and put the password in " + key + " (redis://:password@host:port)"}
+		}
 		return okf(name, "PING answered by %s", addr)
 	}}
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // roundTrip sends one command as a RESP array and reads one reply line.

@@ -37,10 +37,16 @@ const maxTxRetries = 20
 // transactions (WATCH/MULTI), so the limits of the pairing flow
 // (access.CodeTTL, access.CodeCooldown, access.MaxPendingPer) hold across
 // replicas exactly as in access.Store.
+//
+// The state is sealed with the cluster secret (rediscluster.Keys): a
+// state that does not open (written by someone with access to Redis but
+// not the secret) is reported (Options.OnForged) and read as empty, so it
+// pairs nobody; the next change replaces it.
 type Pairings struct {
-	rdb redis.UniversalClient
-	key string
-	now func() time.Time
+	rdb  redis.UniversalClient
+	key  string
+	now  func() time.Time
+	opts rediscluster.Options
 }
 
 var _ access.Pairings = (*Pairings)(nil)
@@ -48,7 +54,7 @@ var _ access.Pairings = (*Pairings)(nil)
 // NewPairings returns the shared pairing store, kept under
 // opts.KeyPrefix().
 func NewPairings(rdb redis.UniversalClient, opts rediscluster.Options) *Pairings {
-	return &Pairings{rdb: rdb, key: opts.KeyPrefix() + "pairing", now: time.Now}
+	return &Pairings{rdb: rdb, key: opts.KeyPrefix() + "pairing", now: time.Now, opts: opts}
 }
 
 // read returns the state in tx's view.
@@ -60,6 +66,13 @@ func (p *Pairings) read(ctx context.Context, c redis.Cmdable) (pairingState, err
 	}
 	if err != nil {
 		return st, fmt.Errorf("redispairing: %w", err)
+	}
+	b, err = p.opts.Keys.Open(p.key, string(b))
+	if err != nil {
+		if p.opts.OnForged != nil {
+			p.opts.OnForged("pairing", p.key)
+		}
+		return st, nil
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
 		return st, fmt.Errorf("redispairing: %s holds no pairing state: %w", p.key, err)
@@ -85,7 +98,7 @@ func (p *Pairings) update(ctx context.Context, fn func(*pairingState) error) err
 				return fmt.Errorf("redispairing: %w", err)
 			}
 			_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-				return pipe.Set(ctx, p.key, b, 0).Err()
+				return pipe.Set(ctx, p.key, p.opts.Keys.Seal(p.key, b), 0).Err()
 			})
 			return err
 		}, p.key)

@@ -23,7 +23,7 @@ func TestPairingsConformance(t *testing.T) {
 			accesstest.RunPairingStoreTests(t, accesstest.Harness{
 				Open: func(t *testing.T) (accesstest.Store, func(time.Duration)) {
 					rdb, prefix, _ := b.Open(t, t.Name())
-					p := redispairing.NewPairings(rdb, rediscluster.Options{Prefix: prefix})
+					p := redispairing.NewPairings(rdb, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)})
 					var mu sync.Mutex
 					now := time.Unix(1_800_000_000, 0)
 					p.SetClock(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })

@@ -27,17 +27,22 @@ const keepDays = 2 * 24 * time.Hour
 // "t:<key>" the tokens (HINCRBY) and "o:<key>" the override (JSON). Adds
 // are atomic increments, so replicas counting at once lose nothing; a
 // reservation compares and adds in one script; every write is in Redis
-// before it returns (no write-behind as in the file store).
+// before it returns (no write-behind as in the file store). Overrides
+// raise caps, so they are sealed with the cluster secret
+// (rediscluster.Keys): one that does not open is reported
+// (Options.OnForged) and ignored. The counts are plain numbers that
+// anyone with write access to Redis can lower.
 type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
+	opts   rediscluster.Options
 }
 
 var _ spend.Store = (*Store)(nil)
 
 // New returns the shared spend store, kept under opts.KeyPrefix().
 func New(rdb redis.UniversalClient, opts rediscluster.Options) *Store {
-	return &Store{rdb: rdb, prefix: opts.KeyPrefix() + "{spend}:"}
+	return &Store{rdb: rdb, prefix: opts.KeyPrefix() + "{spend}:", opts: opts}
 }
 
 // DayKey returns the Redis key of day's hash.
@@ -181,7 +186,7 @@ func (s *Store) SetOverride(ctx context.Context, day, key string, o spend.Overri
 	}
 	h := s.DayKey(day)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, h, "o:"+key, b)
+		p.HSet(ctx, h, "o:"+key, s.opts.Keys.Seal(h+" o:"+key, b))
 		p.Expire(ctx, h, keepDays)
 		return nil
 	})
@@ -210,7 +215,15 @@ func (s *Store) Overrides(ctx context.Context, day string, keys []string) ([]spe
 		if !ok {
 			continue
 		}
-		if err := json.Unmarshal([]byte(str), &out[i]); err != nil {
+		at := s.DayKey(day) + " " + fields[i]
+		plain, err := s.opts.Keys.Open(at, str)
+		if err != nil {
+			if s.opts.OnForged != nil {
+				s.opts.OnForged("spend", at)
+			}
+			continue
+		}
+		if err := json.Unmarshal(plain, &out[i]); err != nil {
 			return nil, fmt.Errorf("redisspend: override of %s is damaged: %w", keys[i], err)
 		}
 	}

@@ -20,10 +20,10 @@ func TestStoreConformance(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			spendtest.RunStoreTests(t, func(t *testing.T) (spend.Store, func() spend.Store) {
 				rdb, prefix, _ := b.Open(t, t.Name())
-				s := redisspend.New(rdb, rediscluster.Options{Prefix: prefix})
+				s := redisspend.New(rdb, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)})
 				return s, func() spend.Store {
 					rdb, prefix, _ := b.Open(t, t.Name())
-					return redisspend.New(rdb, rediscluster.Options{Prefix: prefix})
+					return redisspend.New(rdb, rediscluster.Options{Prefix: prefix, Keys: testKeys(t)})
 				}
 			})
 		})
@@ -101,6 +101,48 @@ func TestStoreSharedByReplicas(t *testing.T) {
 			lim := spend.NewLimiter(s, spend.Caps{Global: spend.Cap{USD: 10}}, func() time.Time { return noon })
 			if err := lim.Check(t.Context(), spend.Who{User: "telegram:2", Conv: "d"}); err == nil {
 				t.Error("a run was allowed past the global cap counted by other replicas")
+			}
+		})
+	}
+}
+
+// testKeys returns the sealing keys of a test's cluster secret.
+func testKeys(t testing.TB) *rediscluster.Keys {
+	t.Helper()
+	k, err := rediscluster.NewKeys([]byte("test cluster secret, 32 bytes at least"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestStoreIgnoresAForgedOverride: an override written into Redis without
+// the cluster secret (lifting a user's cap) is reported and ignored; the
+// owner's sealed override is read.
+func TestStoreIgnoresAForgedOverride(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := t.Context()
+			rdb, prefix, _ := b.Open(t, "s")
+			var forged []string
+			s := redisspend.New(rdb, rediscluster.Options{Prefix: prefix, Keys: testKeys(t),
+				OnForged: func(kind, at string) { forged = append(forged, kind+" "+at) }})
+			const day = "2026-03-04"
+			if err := s.SetOverride(ctx, day, "user:owner-set", spend.Override{Lifted: true}); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.HSet(ctx, s.DayKey(day), "o:user:attacker", `{"lifted":true}`).Err(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Overrides(ctx, day, []string{"user:owner-set", "user:attacker"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got[0].Lifted || got[1].Lifted {
+				t.Errorf("overrides = %+v; want the owner's lifted and the forged one ignored", got)
+			}
+			if len(forged) != 1 {
+				t.Errorf("reported forged: %q; want the attacker's override", forged)
 			}
 		})
 	}

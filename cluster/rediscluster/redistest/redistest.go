@@ -209,12 +209,13 @@ type Server struct {
 	Addr string
 	dir  string
 	port int
+	args []string // extra redis-server arguments
 	cmd  *exec.Cmd
 }
 
 // startServer starts redis-server on port (0: a free one) in dir and
 // waits until it answers.
-func startServer(dir string, port int) (*Server, error) {
+func startServer(dir string, port int, extra ...string) (*Server, error) {
 	if port == 0 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -223,9 +224,10 @@ func startServer(dir string, port int) (*Server, error) {
 		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 	}
-	s := &Server{dir: dir, port: port, Addr: "127.0.0.1:" + strconv.Itoa(port)}
-	s.cmd = exec.Command("redis-server", "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	s := &Server{dir: dir, port: port, args: extra, Addr: "127.0.0.1:" + strconv.Itoa(port)}
+	args := append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, extra...)
+	s.cmd = exec.Command("redis-server", args...)
 	s.cmd.Stdout, s.cmd.Stderr = io.Discard, io.Discard
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("redis-server: %w", err)
@@ -248,14 +250,15 @@ func (s *Server) Kill() {
 	_ = s.cmd.Wait()
 }
 
-// PrivateServer starts a redis-server the test may kill and restart,
+// PrivateServer starts a redis-server the test may kill, restart and
+// flush, with args added to its command line (e.g. "--requirepass", "pw"),
 // skipping the test when no redis-server binary exists.
-func PrivateServer(t *testing.T) *Server {
+func PrivateServer(t testing.TB, args ...string) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("no redis-server binary: chaos tests need a real Redis")
 	}
-	s, err := startServer(t.TempDir(), 0)
+	s, err := startServer(t.TempDir(), 0, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,11 +266,19 @@ func PrivateServer(t *testing.T) *Server {
 	return s
 }
 
+// Client returns a client of the test's own to the server, closed when
+// the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // Restart kills the server and starts an empty one on the same port.
 func (s *Server) Restart(t *testing.T) {
 	t.Helper()
 	s.Kill()
-	ns, err := startServer(s.dir, s.port)
+	ns, err := startServer(s.dir, s.port, s.args...)
 	if err != nil {
 		t.Fatal(err)
 	}
