@@ -126,6 +126,13 @@ func crashLaunch(t testing.TB, bin, cfg, dir, addr string) (*crashPibot, *crashL
 	cmd := exec.Command(bin, "serve", "-c", cfg, "--listen", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	return crashLaunchCmd(t, cmd, addr)
+}
+
+// crashLaunchCmd starts cmd, a pibot serve listening on addr, and returns
+// at once, with the process's stdout; the test's end kills it.
+func crashLaunchCmd(t testing.TB, cmd *exec.Cmd, addr string) (*crashPibot, *crashLog) {
+	t.Helper()
 	p := &crashPibot{t: t, cmd: cmd, base: "http://" + addr, stderr: &crashLog{}, exited: make(chan struct{})}
 	stdout := &crashLog{}
 	cmd.Stdout, cmd.Stderr = stdout, p.stderr
