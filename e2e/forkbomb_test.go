@@ -210,7 +210,7 @@ func alive(t *testing.T, p *crashPibot) {
 // bomb hit: the tools' budget under pibot's cgroup.
 func namesLimit(result string) bool {
 	return strings.Contains(result, "Command timed out after 20 seconds. The process limit of ") &&
-		strings.Contains(result, " was reached: starting more processes or threads failed. It is what pibot's cgroup (pids.max 300) leaves all tool calls together")
+		strings.Contains(result, " was reached: starting more processes or threads failed. It is what pibot's cgroup, which may hold 300 tasks, leaves all tool calls together")
 }
 
 // toolResults returns the text of every tool result in the sessions.

@@ -239,7 +239,7 @@ func processNote(configured int, ev jail.Events) string {
 	b := ev.Budget
 	if b.Host > 0 && (configured == 0 || ev.Processes < configured) {
 		note := "The process limit of " + itoa(ev.Processes) + " was reached: starting more processes or threads failed. " +
-			"It is what pibot's cgroup (pids.max " + itoa(b.Host) + ") leaves all tool calls together, " + itoa(b.Reserve) + " kept free for pibot"
+			"It is what pibot's cgroup, which may hold " + itoa(b.Host) + " tasks, leaves all tool calls together, " + itoa(b.Reserve) + " kept free for pibot"
 		if configured > 0 {
 			note += "; agent.limits.processes is " + itoa(configured)
 		}

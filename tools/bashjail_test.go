@@ -205,9 +205,9 @@ func TestProcessNote(t *testing.T) {
 		{"the key, under a larger budget", 64, jail.Events{Processes: 64, Budget: budget},
 			"The process limit of 64 (agent.limits.processes) was reached: starting more processes or threads failed."},
 		{"the budget", 1024, jail.Events{Processes: 210, Budget: budget},
-			"The process limit of 210 was reached: starting more processes or threads failed. It is what pibot's cgroup (pids.max 300) leaves all tool calls together, 75 kept free for pibot; agent.limits.processes is 1024."},
+			"The process limit of 210 was reached: starting more processes or threads failed. It is what pibot's cgroup, which may hold 300 tasks, leaves all tool calls together, 75 kept free for pibot; agent.limits.processes is 1024."},
 		{"the budget, no key", 0, jail.Events{Processes: 210, Budget: budget},
-			"The process limit of 210 was reached: starting more processes or threads failed. It is what pibot's cgroup (pids.max 300) leaves all tool calls together, 75 kept free for pibot."},
+			"The process limit of 210 was reached: starting more processes or threads failed. It is what pibot's cgroup, which may hold 300 tasks, leaves all tool calls together, 75 kept free for pibot."},
 	}
 	for _, tt := range tests {
 		if got := processNote(tt.configured, tt.ev); got != tt.want {

@@ -18,8 +18,9 @@ import (
 
 // Budget is what the host leaves the tool calls.
 type Budget struct {
-	// Host is the pids.max that binds pibot's cgroup: its own or an
-	// ancestor's, whichever leaves the least room. 0 when none caps it.
+	// Host is how many tasks pibot's cgroup may hold in all: its
+	// pids.max, or less when an ancestor's leaves less room (counting
+	// what runs there beside pibot). 0 when nothing caps it.
 	Host int
 	// Reserve is kept free for pibot's own threads and processes.
 	Reserve int
@@ -28,11 +29,11 @@ type Budget struct {
 	Tools int
 }
 
-// reserveFor is how many tasks are kept free for pibot under a cap of
-// host: a quarter of it, at least 32 and at most 256. pibot itself runs
-// some 10 to 40 threads; the rest is for its hooks, MCP servers and
-// threads it starts while tools use their whole budget.
-func reserveFor(host int) int { return min(max(host/4, 32), 256) }
+// Reserve is how many tasks are kept free for pibot under a cap of host
+// tasks: a quarter of it, at least 32 and at most 256. pibot itself runs
+// some 10 to 40 threads; the rest is for its hooks, MCP servers and the
+// threads it starts while the tools use their whole budget.
+func Reserve(host int) int { return min(max(host/4, 32), 256) }
 
 // pidsCap reads the pids limits over pibot's subtree: of a cgroup and
 // its ancestors up to the hierarchy's mount point.
@@ -41,34 +42,36 @@ type pidsCap struct {
 	root string // the mount point of the hierarchy, where the walk ends
 }
 
-// room returns how many more tasks the subtree of c.dir may hold now:
-// the least pids.max - pids.current over c.dir and its ancestors that
-// have a limit, and that level's pids.max. ok is false when none has one.
-func (c pidsCap) room() (room, host int, ok bool) {
+// room returns how many more tasks the subtree of c.dir may hold now
+// (the least pids.max - pids.current over c.dir and its ancestors that
+// have a limit) and how many it may hold in all (what it holds plus
+// room). ok is false when no level has a limit.
+func (c pidsCap) room() (room, total int, ok bool) {
 	for d := c.dir; ; d = filepath.Dir(d) {
 		if m, limited := readCount(filepath.Join(d, "pids.max")); limited {
 			cur, _ := readCount(filepath.Join(d, "pids.current"))
 			if r := m - cur; !ok || r < room {
-				room, host, ok = r, m, true
+				room, ok = r, true
 			}
 		}
 		if d == c.root || !strings.HasPrefix(d, c.root+"/") {
 			break
 		}
 	}
-	return max(room, 0), host, ok
+	own, _ := readCount(filepath.Join(c.dir, "pids.current"))
+	return max(room, 0), max(own+room, 0), ok
 }
 
 // budget is what the caps leave the tools, of which inUse tasks already
 // run (pids.current of the tools' cgroup; 0 without one). ok is false
 // when nothing caps pibot.
 func (c pidsCap) budget(inUse int) (b Budget, ok bool) {
-	room, host, ok := c.room()
+	room, total, ok := c.room()
 	if !ok {
 		return Budget{}, false
 	}
-	r := reserveFor(host)
-	return Budget{Host: host, Reserve: r, Tools: max(inUse+room-r, 0)}, true
+	r := Reserve(total)
+	return Budget{Host: total, Reserve: r, Tools: max(inUse+room-r, 0)}, true
 }
 
 // hostCap finds the pids cgroup pibot runs in, to be read only: the

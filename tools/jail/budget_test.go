@@ -143,7 +143,7 @@ func TestBudgetHelper(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		room, _, _ := host.room()
-		if room <= reserveFor(hostTasks)+4 || c.cg != nil && keyed(readFile(filepath.Join(c.cg.pidsDir, "pids.events")), "max") > 0 {
+		if room <= Reserve(hostTasks)+4 || c.cg != nil && keyed(readFile(filepath.Join(c.cg.pidsDir, "pids.events")), "max") > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -168,8 +168,8 @@ func TestBudgetHelper(t *testing.T) {
 	ev := c.Close()
 	b := ev.Budget
 	t.Logf("the bomb left %d tasks free; budget %+v, call limit %d, %d forks refused", room, b, ev.Processes, ev.ForkFailures)
-	if b.Host != hostTasks || b.Reserve != reserveFor(hostTasks) || b.Tools <= 0 || b.Tools > hostTasks-b.Reserve {
-		t.Errorf("budget %+v, want %d less a reserve of %d less what pibot runs", b, hostTasks, reserveFor(hostTasks))
+	if b.Host != hostTasks || b.Reserve != Reserve(hostTasks) || b.Tools <= 0 || b.Tools > hostTasks-b.Reserve {
+		t.Errorf("budget %+v, want %d less a reserve of %d less what pibot runs", b, hostTasks, Reserve(hostTasks))
 	}
 	if ev.Processes != b.Tools {
 		t.Errorf("call limit %d, want the budget, %d", ev.Processes, b.Tools)

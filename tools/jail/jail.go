@@ -169,12 +169,12 @@ func (j *Jail) budget() (Budget, bool, error) {
 // refusal says why no call can run under budget b, or returns nil.
 func (j *Jail) refusal(b Budget) error {
 	if j.host != nil && j.root && (j.cred == nil || j.cred.uid == 0) {
-		return fmt.Errorf("jail: pibot's cgroup allows %d processes (pids.max) and pibot cannot create a pids cgroup of its own, "+
+		return fmt.Errorf("jail: pibot's cgroup allows %d processes and pibot cannot create a pids cgroup of its own, "+
 			"so nothing would cap a command running as root (RLIMIT_NPROC never binds root) and a fork bomb could take pibot's last thread: "+
 			"give pibot a cgroup it may write (systemd Delegate=yes) or set agent.limits.user to another user", b.Host)
 	}
 	if b.Tools < minProcesses {
-		return fmt.Errorf("jail: pibot's cgroup allows %d processes (pids.max) and leaves the tools %d once %d are kept free for pibot: "+
+		return fmt.Errorf("jail: pibot's cgroup allows %d processes and leaves the tools %d once %d are kept free for pibot: "+
 			"too few to run a command; raise the limit of pibot's service (TasksMax, --pids-limit)", b.Host, b.Tools, b.Reserve)
 	}
 	return nil
