@@ -203,8 +203,8 @@ var rules = []rule{
 	{pkg: "internal/tinyfs", may: []string{xsys}, testOnly: true,
 		why: "tinyfs mounts small file systems for tests and imports testing"},
 	{pkg: "internal/deps", testOnly: true, why: "this test"},
-	{pkg: "deploy", testOnly: true, test: []string{"config", yaml},
-		why: "deploy holds the Dockerfile's, the service unit's and the release script's checks: tests only, stdlib only"},
+	{pkg: "deploy", testOnly: true, test: []string{"config", "tools/jail", yaml},
+		why: "deploy holds the Dockerfile's, the service unit's and the release script's checks (task limits against the jail's reserve): tests only"},
 
 	// Test support, end-to-end tests, benchmarks and compatibility tools.
 	{pkg: "chat/chattest", may: []string{"chat"}, test: []string{"chat/adaptertest"}, testOnly: true, why: whyTestPkg},
