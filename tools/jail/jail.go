@@ -140,7 +140,7 @@ func New(cfg Config) (*Jail, error) {
 	case err != nil:
 		log.Warn("jail: tools' process budget", "err", err)
 	case known:
-		log.Info("tools' process budget", "processes", b.Tools, "pids_max", b.Host, "kept_for_pibot", b.Reserve)
+		log.Info("tools' process budget", "processes", b.Tools, "cgroup_tasks", b.Host, "kept_for_pibot", b.Reserve)
 		if err := j.refusal(b); err != nil {
 			log.Error("every bash call will be refused", "err", err)
 		}
