@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/tools/jail"
 )
 
 // read returns a file of the repository, relative to its root.
@@ -194,6 +196,7 @@ func TestSystemdUnit(t *testing.T) {
 	if one("TimeoutStopSec") != "45s" {
 		t.Errorf("TimeoutStopSec=%q: give the 20 s drain room", one("TimeoutStopSec"))
 	}
+	checkTasks(t, "TasksMax", one("TasksMax"))
 	// The configuration it ships must be writable where the unit allows.
 	dir := t.TempDir()
 	creds := map[string]string{}
@@ -244,11 +247,12 @@ func TestCompose(t *testing.T) {
 			Build struct {
 				Context string `yaml:"context"`
 			} `yaml:"build"`
-			Volumes  []string `yaml:"volumes"`
-			EnvFile  string   `yaml:"env_file"`
-			Ports    []string `yaml:"ports"`
-			CapDrop  []string `yaml:"cap_drop"`
-			ReadOnly bool     `yaml:"read_only"`
+			Volumes   []string `yaml:"volumes"`
+			EnvFile   string   `yaml:"env_file"`
+			Ports     []string `yaml:"ports"`
+			CapDrop   []string `yaml:"cap_drop"`
+			ReadOnly  bool     `yaml:"read_only"`
+			PidsLimit string   `yaml:"pids_limit"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal([]byte(read(t, "deploy/docker-compose.yml")), &c); err != nil {
@@ -261,6 +265,7 @@ func TestCompose(t *testing.T) {
 	if s.Build.Context != ".." || !slices.Contains(s.Volumes, "pibot-data:/data") || !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") {
 		t.Errorf("service %+v: want the root Dockerfile, a /data volume, a read-only root and no capabilities", s)
 	}
+	checkTasks(t, "pids_limit", s.PidsLimit)
 	for _, p := range s.Ports {
 		if !strings.HasPrefix(p, "127.0.0.1:") {
 			t.Errorf("port %q is published on every address", p)
@@ -288,6 +293,26 @@ type composeService struct {
 	Environment map[string]string `yaml:"environment"`
 	EnvFile     string            `yaml:"env_file"`
 	Command     []string          `yaml:"command"`
+	PidsLimit   string            `yaml:"pids_limit"`
+}
+
+// pibotTasks is what pibot itself may run beside its tools: its threads
+// (10 to 40) and its hooks' and MCP servers' processes.
+const pibotTasks = 64
+
+// checkTasks checks a service's task limit (TasksMax, pids_limit): set,
+// and high enough that what it leaves the tools beside pibot, less the
+// reserve the jail keeps for pibot, holds one call at the default
+// agent.limits.processes.
+func checkTasks(t *testing.T, key, value string) {
+	t.Helper()
+	n, err := strconv.Atoi(value)
+	if err != nil {
+		t.Fatalf("%s=%q: want a number of tasks (the tools' budget is what it leaves beside pibot)", key, value)
+	}
+	if tools, want := n-pibotTasks-jail.Reserve(n), config.DefaultLimits().Processes; tools < want {
+		t.Errorf("%s=%d leaves the tools %d tasks (%d kept for pibot), fewer than one call's default limit of %d", key, n, tools, jail.Reserve(n), want)
+	}
 }
 
 // TestComposeCluster: the cluster compose file runs Redis, three replicas
@@ -305,6 +330,7 @@ func TestComposeCluster(t *testing.T) {
 	for name, s := range c.Services {
 		if s.Build.Context == ".." {
 			replicas = append(replicas, name)
+			checkTasks(t, name+" pids_limit", s.PidsLimit)
 			if !slices.Contains(s.Volumes, "pibot-data:/data") || s.Hostname != name {
 				t.Errorf("replica %s: want the shared /data volume and its own host name: %+v", name, s)
 			}

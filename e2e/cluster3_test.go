@@ -24,7 +24,7 @@ import (
 // the two, is answered once each too.
 func TestClusterThreeReplicasSpreadAndKill(t *testing.T) {
 	w := newClusterWorld(t)
-	all := []*crashPibot{w.start(), w.start(), w.start()}
+	all := w.replicas(3, replicaOpts{})
 	var texts []string
 	for i := range 6 {
 		text := fmt.Sprintf("message %d", i)
@@ -79,7 +79,7 @@ func TestClusterWebhookRoundRobinKill(t *testing.T) {
 	w := newClusterWorld(t, telegramtest.WithWebhookDelivery(200*time.Millisecond))
 	proxy := newRRProxy(t)
 	o := replicaOpts{webhookURL: proxy.URL}
-	all := []*crashPibot{w.startWith(o), w.startWith(o), w.startWith(o)}
+	all := w.replicas(3, o)
 	proxy.route(t, all...)
 	w.logOnFailure(all...)
 	var texts []string
@@ -141,7 +141,7 @@ func TestClusterWebhookRoundRobinKill(t *testing.T) {
 // the leader another replica polls and answers, once.
 func TestClusterPollingThreeReplicas(t *testing.T) {
 	w := newClusterWorld(t)
-	all := []*crashPibot{w.startMode("polling"), w.startMode("polling"), w.startMode("polling")}
+	all := w.replicas(3, replicaOpts{mode: "polling"})
 	w.logOnFailure(all...)
 	pollKey := "adapter:telegram/poll/4242"
 	w.srv.AddText(clusterChat, clusterUser, "poll one")
@@ -201,7 +201,7 @@ func TestClusterKillOwnerInToolCall(t *testing.T) {
 	crashWait(t, "the tool to run", 60*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
 	const answer = "finished after the takeover"
 	o := replicaOpts{workspace: ws, script: "      - text: " + answer + "\n"}
-	rest := []*crashPibot{w.startWith(o), w.startWith(o)}
+	rest := w.replicas(2, o)
 	path := w.sessionFile()
 	if h := w.holder(path); h != replicaID(first) {
 		t.Fatalf("lease held by %q while the tool runs, want the first replica %q", h, replicaID(first))

@@ -39,7 +39,8 @@ func BenchmarkClusterTakeover(b *testing.B) {
 func benchTakeover(b *testing.B, ttl time.Duration) {
 	w := newClusterWorldAt(b, clusterRedis)
 	w.leaseMs = ttl.Milliseconds()
-	a, c := w.start(), w.start()
+	ac := w.replicas(2, replicaOpts{})
+	a, c := ac[0], ac[1]
 	path, owner, other := w.warmOwner(a, c)
 	var answers, markers []time.Duration
 	b.ResetTimer()

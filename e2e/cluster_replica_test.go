@@ -33,6 +33,60 @@ type replicaOpts struct {
 // startWith runs a replica with o, listening on a free port.
 func (w *clusterWorld) startWith(o replicaOpts) *crashPibot {
 	w.t.Helper()
+	addr := crashFreeAddr(w.t)
+	return crashStart(w.t, w.bin, w.config(o, addr), w.dir, addr)
+}
+
+// startAll starts a replica for each of opts at the same moment, as an
+// orchestrator starts a deployment's replicas, and waits until every one
+// is ready. A replica that exits instead fails the test with its log.
+func (w *clusterWorld) startAll(opts ...replicaOpts) []*crashPibot {
+	w.t.Helper()
+	addrs, cfgs := make([]string, len(opts)), make([]string, len(opts))
+	for i, o := range opts {
+		addrs[i] = crashFreeAddr(w.t)
+		cfgs[i] = w.config(o, addrs[i])
+	}
+	all := make([]*crashPibot, len(opts))
+	outs := make([]*crashLog, len(opts))
+	for i, cfg := range cfgs {
+		all[i], outs[i] = crashLaunch(w.t, w.bin, cfg, w.dir, addrs[i])
+	}
+	taken := make([]bool, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, p := range all {
+		wg.Go(func() { taken[i], errs[i] = p.waitReady(outs[i]) })
+	}
+	wg.Wait()
+	for i := range all {
+		if errs[i] != nil {
+			w.t.Fatalf("replica %d of %d started at once: %v", i+1, len(all), errs[i])
+		}
+		if taken[i] {
+			// Another process took the free address meanwhile: this one
+			// starts again, after the others.
+			addr := crashFreeAddr(w.t)
+			all[i] = crashStart(w.t, w.bin, w.config(opts[i], addr), w.dir, addr)
+		}
+	}
+	return all
+}
+
+// replicas is startAll of n replicas with o.
+func (w *clusterWorld) replicas(n int, o replicaOpts) []*crashPibot {
+	w.t.Helper()
+	opts := make([]replicaOpts, n)
+	for i := range opts {
+		opts[i] = o
+	}
+	return w.startAll(opts...)
+}
+
+// config writes the configuration file of a replica with o listening on
+// addr and returns its path.
+func (w *clusterWorld) config(o replicaOpts, addr string) string {
+	w.t.Helper()
 	if o.mode == "" {
 		o.mode = "webhook"
 	}
@@ -50,7 +104,6 @@ func (w *clusterWorld) startWith(o replicaOpts) *crashPibot {
 	if o.workspace != "" {
 		agent = "\n  workspace: " + o.workspace
 	}
-	addr := crashFreeAddr(w.t)
 	cfg := filepath.Join(w.dir, "pibot-"+strings.ReplaceAll(addr, ":", "_")+".yaml")
 	yaml := fmt.Sprintf(`data_dir: %s
 http:
@@ -82,7 +135,7 @@ agent:
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		w.t.Fatal(err)
 	}
-	return crashStart(w.t, w.bin, cfg, w.dir, addr)
+	return cfg
 }
 
 // rrProxy is a round-robin HTTP load balancer in front of the replicas, as

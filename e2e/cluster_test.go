@@ -404,7 +404,8 @@ func (w *clusterWorld) holder(path string) string {
 // one session file whose fences are in order.
 func TestClusterMessagesSpreadOverReplicas(t *testing.T) {
 	w := newClusterWorld(t)
-	a, b := w.start(), w.start()
+	ab := w.replicas(2, replicaOpts{})
+	a, b := ab[0], ab[1]
 	var texts []string
 	for i := range 6 {
 		text := fmt.Sprintf("message %d", i)
@@ -425,7 +426,8 @@ func TestClusterMessagesSpreadOverReplicas(t *testing.T) {
 // its pibot.lease marker. A clean stop then releases the lease at once.
 func TestClusterKillOwnerMidRun(t *testing.T) {
 	w := newClusterWorld(t)
-	a, b := w.start(), w.start()
+	ab := w.replicas(2, replicaOpts{})
+	a, b := ab[0], ab[1]
 	path, owner, other := w.warmOwner(a, b)
 	// About 40 words: the echo streams for about two seconds.
 	long := "long one:" + strings.Repeat(" please keep streaming", 13)
@@ -453,7 +455,8 @@ func TestClusterKillOwnerMidRun(t *testing.T) {
 // and answers, once.
 func TestClusterPollingLeader(t *testing.T) {
 	w := newClusterWorld(t)
-	a, b := w.startMode("polling"), w.startMode("polling")
+	ab := w.replicas(2, replicaOpts{mode: "polling"})
+	a, b := ab[0], ab[1]
 	w.logOnFailure(a, b)
 	byID := map[string]*crashPibot{replicaID(a): a, replicaID(b): b}
 	pollKey := "adapter:telegram/poll/4242"
@@ -540,7 +543,8 @@ func TestClusterRedisDownThenEmpty(t *testing.T) {
 	}
 	rs := redistest.PrivateServer(t)
 	w := newClusterWorldAt(t, rs.Addr)
-	a, b := w.start(), w.start()
+	ab := w.replicas(2, replicaOpts{})
+	a, b := ab[0], ab[1]
 	w.say(a, "before")
 	w.waitAnswered([]string{"before"}, 30*time.Second)
 
@@ -585,7 +589,8 @@ func TestClusterRedisDownThenEmpty(t *testing.T) {
 // further Bot API call for the chat.
 func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 	w := newClusterWorld(t)
-	a, b := w.start(), w.start()
+	ab := w.replicas(2, replicaOpts{})
+	a, b := ab[0], ab[1]
 	w.logOnFailure(a, b)
 	path, owner, other := w.warmOwner(a, b)
 	long := "frozen one:" + strings.Repeat(" please keep streaming", 13)
@@ -644,7 +649,8 @@ func TestClusterStoppedOwnerStaysSilent(t *testing.T) {
 // run the reply travels through the inbox and stops the run where it runs.
 func TestClusterStopReachesTheOwner(t *testing.T) {
 	w := newClusterWorld(t)
-	a, b := w.start(), w.start()
+	ab := w.replicas(2, replicaOpts{})
+	a, b := ab[0], ab[1]
 	_, owner, other := w.warmOwner(a, b)
 	long := "stop me:" + strings.Repeat(" please keep streaming", 40)
 	w.say(owner, long)

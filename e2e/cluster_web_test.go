@@ -170,7 +170,8 @@ func TestClusterWebChatAcrossReplicas(t *testing.T) {
 	// A lease that outlives a loaded machine's stalls: the holder must
 	// not change during the test.
 	w.leaseMs = 10000
-	a, b := w.startWith(replicaOpts{web: true}), w.startWith(replicaOpts{web: true})
+	ab := w.replicas(2, replicaOpts{web: true})
+	a, b := ab[0], ab[1]
 	w.logOnFailure(a, b)
 	w.waitWebSubscribers(2)
 
@@ -271,7 +272,8 @@ func tabWait(t *testing.T, tab context.Context, what, js, sub string) {
 func TestClusterWebChatInBrowser(t *testing.T) {
 	execPath := clusterChromium(t)
 	w := newClusterWorld(t)
-	a, b := w.startWith(replicaOpts{web: true}), w.startWith(replicaOpts{web: true})
+	ab := w.replicas(2, replicaOpts{web: true})
+	a, b := ab[0], ab[1]
 	w.logOnFailure(a, b)
 	w.waitWebSubscribers(2)
 

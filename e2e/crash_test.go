@@ -108,15 +108,32 @@ func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 }
 
 // crashStartOn starts pibot on addr and waits for /readyz; taken reports
-// that pibot exited because another process listens on addr. /readyz is
-// asked only once pibot said it listens: until then another process may
-// hold addr and answer, or never answer.
+// that pibot exited because another process listens on addr.
 func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, taken bool) {
+	t.Helper()
+	p, stdout := crashLaunch(t, bin, cfg, dir, addr)
+	taken, err := p.waitReady(stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, taken
+}
+
+// crashLaunch starts pibot serve -c cfg in dir on addr and returns at
+// once, with the process's stdout; the test's end kills it.
+func crashLaunch(t testing.TB, bin, cfg, dir, addr string) (*crashPibot, *crashLog) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "-c", cfg, "--listen", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	p = &crashPibot{t: t, cmd: cmd, base: "http://" + addr, stderr: &crashLog{}, exited: make(chan struct{})}
+	return crashLaunchCmd(t, cmd, addr)
+}
+
+// crashLaunchCmd starts cmd, a pibot serve listening on addr, and returns
+// at once, with the process's stdout; the test's end kills it.
+func crashLaunchCmd(t testing.TB, cmd *exec.Cmd, addr string) (*crashPibot, *crashLog) {
+	t.Helper()
+	p := &crashPibot{t: t, cmd: cmd, base: "http://" + addr, stderr: &crashLog{}, exited: make(chan struct{})}
 	stdout := &crashLog{}
 	cmd.Stdout, cmd.Stderr = stdout, p.stderr
 	if err := cmd.Start(); err != nil {
@@ -127,6 +144,16 @@ func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, take
 		close(p.exited)
 	}()
 	t.Cleanup(func() { p.kill() })
+	return p, stdout
+}
+
+// waitReady waits for the /readyz of a pibot crashLaunch started, whose
+// stdout is stdout; taken reports that it exited because another process
+// listens on its address, and an error that it exited otherwise or was
+// not ready within 15 s. /readyz is asked only once pibot said it
+// listens: until then another process may hold the address and answer,
+// or never answer. It may run on any goroutine.
+func (p *crashPibot) waitReady(stdout *crashLog) (taken bool, err error) {
 	deadline := time.Now().Add(15 * time.Second)
 	for listening := false; ; {
 		listening = listening || strings.Contains(stdout.String(), "pibot ready on "+p.base)
@@ -135,20 +162,20 @@ func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, take
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
-					return p, false
+					return false, nil
 				}
 			}
 		}
 		select {
 		case <-p.exited:
 			if strings.Contains(p.stderr.String(), syscall.EADDRINUSE.Error()) {
-				return p, true
+				return true, nil
 			}
-			t.Fatalf("pibot exited before it was ready:\n%s", p.stderr)
+			return false, fmt.Errorf("pibot exited before it was ready:\n%s", p.stderr)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pibot not ready after 15 s:\n%s", p.stderr)
+			return false, fmt.Errorf("pibot not ready after 15 s:\n%s", p.stderr)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

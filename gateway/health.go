@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -217,13 +216,14 @@ func (h *health) probe(ctx context.Context) {
 	}
 }
 
-// probeWrite writes, syncs and removes a probe file of probeSize bytes.
+// probeWrite writes, syncs and removes a probe file of probeSize bytes,
+// named apart from the probes of other replicas sharing dir.
 func probeWrite(dir string) error {
-	p := filepath.Join(dir, ".probe")
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	f, err := os.CreateTemp(dir, ".probe-*")
 	if err != nil {
 		return fmt.Errorf("gateway: probe: %w", err)
 	}
+	p := f.Name()
 	_, err = f.Write(make([]byte, probeSize))
 	if err == nil {
 		err = f.Sync()

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -83,5 +85,28 @@ func TestStrandedMessageIsReroutedWhateverTheProbeOrder(t *testing.T) {
 				t.Fatalf("rerouted %v, want the stranded message %s once", rerouted, id)
 			}
 		})
+	}
+}
+
+// TestProbesShareADataDirectory: replicas on one data directory probe it
+// at the same time (issue #29). With one probe name for all, a probe
+// removed the file another was writing and that one failed, keeping its
+// replica degraded.
+func TestProbesShareADataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			for i := range 25 {
+				if err := probeWrite(dir); err != nil {
+					t.Errorf("replica %d, probe %d: %v", r, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("probes left files: %v", ents)
 	}
 }

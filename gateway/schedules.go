@@ -55,12 +55,21 @@ const defaultSchedulesPerUser = 10
 // schedulesLease is the lease under which one replica fires schedules.
 const schedulesLease = "schedules"
 
+// schedulesReread is how often the replica holding the schedules lease
+// reads schedules.json again for schedules another replica added.
+const schedulesReread = 5 * time.Second
+
 // wireSchedules opens DataDir/schedules.json and installs the configured
-// schedules.
+// schedules. In cluster mode the replicas share the file (every change is
+// made under its lock) and the one firing reads it every schedulesReread.
 func wireSchedules(g *Gateway) (*schedules, error) {
 	x := &schedules{log: g.log, locker: g.locker, tz: g.cfg.ScheduleTZ, send: gatewayHost{g}.send,
 		perUser: max(cmp.Or(g.cfg.SchedulesPerUser, defaultSchedulesPerUser), 0), allows: g.access.Allows, isOwner: g.access.IsOwner}
-	s, err := schedule.Open(schedule.Options{Path: filepath.Join(g.cfg.DataDir, "schedules.json"), Fire: x.fire, Logger: g.log})
+	opts := schedule.Options{Path: filepath.Join(g.cfg.DataDir, "schedules.json"), Fire: x.fire, Logger: g.log}
+	if g.cfg.Cluster.Enabled {
+		opts.Reread = schedulesReread
+	}
+	s, err := schedule.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

@@ -222,7 +222,7 @@ func (t *Bash) limitNote(res runResult) string {
 		notes = append(notes, "The memory limit of "+jail.FormatBytes(l.Memory)+" (agent.limits.memory) was reached: the kernel killed a process of the command.")
 	}
 	if res.events.ForkFailures > 0 {
-		notes = append(notes, "The process limit of "+itoa(l.Processes)+" (agent.limits.processes) was reached: starting more processes or threads failed.")
+		notes = append(notes, processNote(l.Processes, res.events))
 	}
 	if l.FileSize > 0 && (res.code == 128+int(syscall.SIGXFSZ) || res.signal == syscall.SIGXFSZ) {
 		notes = append(notes, "The file size limit of "+jail.FormatBytes(l.FileSize)+" (agent.limits.file_size) was reached: a process writing a larger file was killed.")
@@ -231,6 +231,21 @@ func (t *Bash) limitNote(res runResult) string {
 		notes = append(notes, "The CPU time limit of "+l.CPUTime.String()+" per process (agent.limits.cpu_time) was reached: the process was killed.")
 	}
 	return strings.Join(notes, " ")
+}
+
+// processNote explains the process limit a command hit: agent.limits.processes
+// (configured), or the smaller budget pibot's cgroup leaves the tools.
+func processNote(configured int, ev jail.Events) string {
+	b := ev.Budget
+	if b.Host > 0 && (configured == 0 || ev.Processes < configured) {
+		note := "The process limit of " + itoa(ev.Processes) + " was reached: starting more processes or threads failed. " +
+			"It is what pibot's cgroup, which may hold " + itoa(b.Host) + " tasks, leaves all tool calls together, " + itoa(b.Reserve) + " kept free for pibot"
+		if configured > 0 {
+			note += "; agent.limits.processes is " + itoa(configured)
+		}
+		return note + "."
+	}
+	return "The process limit of " + itoa(configured) + " (agent.limits.processes) was reached: starting more processes or threads failed."
 }
 
 // run starts the command in its own process group, streams its merged

@@ -188,3 +188,30 @@ func TestBashJailWithSandbox(t *testing.T) {
 		t.Errorf("got (%v) %q", isErr, got)
 	}
 }
+
+// TestProcessNote: a call that hit its process limit is told which one:
+// agent.limits.processes, or the smaller budget pibot's cgroup leaves the
+// tools (issue #29), which the key cannot raise.
+func TestProcessNote(t *testing.T) {
+	budget := jail.Budget{Host: 300, Reserve: 75, Tools: 210}
+	tests := []struct {
+		name       string
+		configured int
+		ev         jail.Events
+		want       string
+	}{
+		{"the key", 1024, jail.Events{Processes: 1024},
+			"The process limit of 1024 (agent.limits.processes) was reached: starting more processes or threads failed."},
+		{"the key, under a larger budget", 64, jail.Events{Processes: 64, Budget: budget},
+			"The process limit of 64 (agent.limits.processes) was reached: starting more processes or threads failed."},
+		{"the budget", 1024, jail.Events{Processes: 210, Budget: budget},
+			"The process limit of 210 was reached: starting more processes or threads failed. It is what pibot's cgroup, which may hold 300 tasks, leaves all tool calls together, 75 kept free for pibot; agent.limits.processes is 1024."},
+		{"the budget, no key", 0, jail.Events{Processes: 210, Budget: budget},
+			"The process limit of 210 was reached: starting more processes or threads failed. It is what pibot's cgroup, which may hold 300 tasks, leaves all tool calls together, 75 kept free for pibot."},
+	}
+	for _, tt := range tests {
+		if got := processNote(tt.configured, tt.ev); got != tt.want {
+			t.Errorf("%s:\n got %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}

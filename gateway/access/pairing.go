@@ -79,7 +79,8 @@ type pairingFile struct {
 
 // Store is the pairing state in one JSON file, shared by a running pibot
 // and the `pibot pairing` command: every call rereads the file when it
-// changed and writes it atomically. It is the embedded Pairings; a store
+// changed, and a change is made under the file's lock (pairing.json.lock)
+// to what the file holds then and written atomically. It is the embedded Pairings; a store
 // shared by the replicas of a cluster implements the same methods.
 type Store struct {
 	mu    sync.Mutex
@@ -125,6 +126,26 @@ func (s *Store) reloadLocked() error {
 	}
 	s.data, s.mtime, s.size = d, st.ModTime(), st.Size()
 	return nil
+}
+
+// changeLocked takes the file's lock (atomicfile.Lock: pibot serve and
+// the pibot pairing command may change the file at the same time) and
+// reads the file as it is now. unlock releases the lock once the change
+// is saved.
+func (s *Store) changeLocked() (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return nil, fmt.Errorf("access: %w", err)
+	}
+	unlock, err = atomicfile.Lock(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("access: %w", err)
+	}
+	s.mtime = time.Time{} // read it again whatever its time stamp
+	if err := s.reloadLocked(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 func (s *Store) saveLocked() error {
@@ -186,9 +207,11 @@ func (s *Store) RequestCodeIn(_ context.Context, conv chat.ConvRef, user, name s
 func (s *Store) requestCode(platform, user, name string, conv *chat.ConvRef) (code string, created bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.reloadLocked(); err != nil {
+	unlock, err := s.changeLocked()
+	if err != nil {
 		return "", false, err
 	}
+	defer unlock()
 	s.pruneLocked()
 	n := 0
 	for _, r := range s.data.Pending {
@@ -227,9 +250,11 @@ func newCode() string {
 func (s *Store) Approve(_ context.Context, platform, code string) (Pairing, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.reloadLocked(); err != nil {
+	unlock, err := s.changeLocked()
+	if err != nil {
 		return Pairing{}, err
 	}
+	defer unlock()
 	s.pruneLocked()
 	code = strings.ToUpper(strings.TrimSpace(code))
 	for i, r := range s.data.Pending {
@@ -247,9 +272,11 @@ func (s *Store) Approve(_ context.Context, platform, code string) (Pairing, erro
 func (s *Store) Revoke(_ context.Context, platform, user string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.reloadLocked(); err != nil {
+	unlock, err := s.changeLocked()
+	if err != nil {
 		return false, err
 	}
+	defer unlock()
 	found := false
 	kept := s.data.Approved[:0]
 	for _, p := range s.data.Approved {
@@ -326,9 +353,11 @@ func (s *Store) Untold(context.Context) ([]Pairing, error) {
 func (s *Store) MarkTold(_ context.Context, platform, user string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.reloadLocked(); err != nil {
+	unlock, err := s.changeLocked()
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	for i, p := range s.data.Approved {
 		if p.Platform == platform && p.User == user && !p.Told {
 			s.data.Approved[i].Told = true

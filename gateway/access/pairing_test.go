@@ -1,8 +1,10 @@
 package access
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -35,5 +37,53 @@ func TestPairingStoreFailureIsReported(t *testing.T) {
 	}
 	if d := c.Check(t.Context(), dm("1")); d.Verdict != Allow || d.Err != nil {
 		t.Fatalf("a listed user on a damaged store: %+v", d)
+	}
+}
+
+// TestPairingStoreSharedByTwoProcesses: pibot serve hands out codes while
+// the pibot pairing command approves one, each through a store of its own
+// on one file (issue #29: every writer of a shared file checked). No
+// request and no approval is lost to the other's write.
+func TestPairingStoreSharedByTwoProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "pairing.json")
+	serve, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := serve.RequestCode(t.Context(), "telegram", "first", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range MaxPendingPer - 1 {
+			if _, _, err := serve.RequestCode(t.Context(), "telegram", fmt.Sprint("u", i), ""); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	wg.Go(func() {
+		if _, err := cli.Approve(t.Context(), "telegram", code); err != nil {
+			t.Error(err)
+		}
+		for i := range MaxPendingPer - 1 {
+			if _, _, err := cli.RequestCode(t.Context(), "slack", fmt.Sprint("u", i), ""); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	wg.Wait()
+	for _, s := range []*Store{serve, cli} {
+		pending, paired, err := s.List(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) != 2*(MaxPendingPer-1) || len(paired) != 1 {
+			t.Errorf("%d pending (want %d), %d paired (want 1)", len(pending), 2*(MaxPendingPer-1), len(paired))
+		}
 	}
 }

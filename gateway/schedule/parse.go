@@ -2,7 +2,9 @@
 // expression in a time zone) and one-shot ones ("in 2h"), stored durably
 // in one JSON file written atomically, and fired by a Scheduler through a
 // function the gateway provides (which feeds the prompt through its normal
-// intake as a typed origin, never as user-typed text).
+// intake as a typed origin, never as user-typed text). Processes may share
+// the file: each change is made under its lock to what it holds then, and
+// an occurrence is recorded, and so fired, once between them.
 //
 // A firing missed while pibot was down runs once at start, not once per
 // missed occurrence. Cron expressions are parsed with robfig/cron's parser

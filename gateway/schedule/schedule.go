@@ -64,9 +64,16 @@ type Options struct {
 	Fire Fire
 	// Logger receives firings and errors; nil discards them.
 	Logger *slog.Logger
+	// Reread is how often Run reads the file again for what other
+	// processes sharing it (replicas on one data directory) changed;
+	// 0 reads it again only before a change and a listing.
+	Reread time.Duration
 }
 
-// Scheduler keeps the schedules and fires them.
+// Scheduler keeps the schedules and fires them. Several schedulers, in
+// several processes, may share the file: each change is made under the
+// file's lock (atomicfile.Lock) to what the file holds then, and a
+// listing or a firing first reads what changed since.
 type Scheduler struct {
 	opts Options
 	log  *slog.Logger
@@ -74,6 +81,7 @@ type Scheduler struct {
 
 	mu    sync.Mutex
 	items map[string]*Schedule
+	read  os.FileInfo // the file as last read or written; nil when missing
 }
 
 // file is the stored form.
@@ -88,23 +96,76 @@ func Open(opts Options) (*Scheduler, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Scheduler{opts: opts, log: log, wake: make(chan struct{}, 1), items: map[string]*Schedule{}}
-	b, err := os.ReadFile(opts.Path)
+	if err := s.loadLocked(true); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// loadLocked reads the file into items when it changed since it was last
+// read or written (or always, with force). On error items stay as they
+// were.
+func (s *Scheduler) loadLocked(force bool) error {
+	st, err := os.Stat(s.opts.Path)
 	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
+		s.items, s.read = map[string]*Schedule{}, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
+		return fmt.Errorf("schedule: %w", err)
+	}
+	if !force && s.read != nil && os.SameFile(st, s.read) && st.ModTime().Equal(s.read.ModTime()) && st.Size() == s.read.Size() {
+		return nil
+	}
+	b, err := os.ReadFile(s.opts.Path)
+	if err != nil {
+		return fmt.Errorf("schedule: %w", err)
 	}
 	var f file
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("schedule: %s: %w", opts.Path, err)
+		return fmt.Errorf("schedule: %s: %w", s.opts.Path, err)
 	}
+	items := map[string]*Schedule{}
 	for _, sc := range f.Schedules {
 		if sc != nil && sc.ID != "" {
-			s.items[sc.ID] = sc
+			items[sc.ID] = sc
 		}
 	}
-	return s, nil
+	s.items, s.read = items, st
+	return nil
+}
+
+// refreshLocked reads what other processes changed, keeping the
+// schedules known when the file cannot be read.
+func (s *Scheduler) refreshLocked() {
+	if err := s.loadLocked(false); err != nil {
+		s.log.Error("schedule: cannot read the schedules again; keeping those known", "err", err)
+	}
+}
+
+// change applies fn to the schedules the file holds, under its lock, and
+// writes the result when fn returns true. Should that fail, the
+// schedules are read again from the file.
+func (s *Scheduler) change(fn func() (bool, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	unlock, err := atomicfile.Lock(s.opts.Path)
+	if err != nil {
+		return fmt.Errorf("schedule: %w", err)
+	}
+	defer unlock()
+	if err := s.loadLocked(true); err != nil {
+		return err
+	}
+	write, err := fn()
+	if err == nil && write {
+		err = s.saveLocked()
+	}
+	if err != nil {
+		_ = s.loadLocked(true)
+		return err
+	}
+	return nil
 }
 
 // saveLocked writes every schedule atomically.
@@ -116,6 +177,11 @@ func (s *Scheduler) saveLocked() error {
 	}
 	if err := atomicfile.Write(s.opts.Path, b); err != nil {
 		return fmt.Errorf("schedule: save: %w", err)
+	}
+	if st, err := os.Stat(s.opts.Path); err == nil {
+		s.read = st
+	} else {
+		s.read = nil
 	}
 	return nil
 }
@@ -176,24 +242,24 @@ func (s *Scheduler) AddIf(sc Schedule, may func(all []Schedule) error) (Schedule
 	} else {
 		sc.Next = sc.At
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if may != nil {
-		var all []Schedule
-		for _, o := range s.items {
-			all = append(all, *o)
+	err := s.change(func() (bool, error) {
+		if may != nil {
+			var all []Schedule
+			for _, o := range s.items {
+				all = append(all, *o)
+			}
+			if err := may(all); err != nil {
+				return false, err
+			}
 		}
-		if err := may(all); err != nil {
-			return Schedule{}, err
+		if sc.ID == "" {
+			sc.ID = s.newIDLocked()
 		}
-	}
-	if sc.ID == "" {
-		sc.ID = s.newIDLocked()
-	}
-	stored := sc
-	s.items[sc.ID] = &stored
-	if err := s.saveLocked(); err != nil {
-		delete(s.items, sc.ID)
+		stored := sc
+		s.items[sc.ID] = &stored
+		return true, nil
+	})
+	if err != nil {
 		return Schedule{}, err
 	}
 	s.poke()
@@ -215,37 +281,39 @@ func (s *Scheduler) newIDLocked() string {
 // list (IDs "cfg-NAME" chosen by the caller). A schedule that did not
 // change keeps its next firing, so a restart catches up on a missed one.
 func (s *Scheduler) SetConfig(list []Schedule) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keep := map[string]bool{}
-	for _, sc := range list {
-		sc.Config = true
-		keep[sc.ID] = true
-		if old, ok := s.items[sc.ID]; ok && old.Cron == sc.Cron && old.TZ == sc.TZ && old.Location == sc.Location {
-			old.Prompt, old.Creator, old.CreatorName = sc.Prompt, sc.Creator, sc.CreatorName
-			continue
+	err := s.change(func() (bool, error) {
+		keep := map[string]bool{}
+		for _, sc := range list {
+			sc.Config = true
+			keep[sc.ID] = true
+			if old, ok := s.items[sc.ID]; ok && old.Cron == sc.Cron && old.TZ == sc.TZ && old.Location == sc.Location {
+				old.Prompt, old.Creator, old.CreatorName, old.Config = sc.Prompt, sc.Creator, sc.CreatorName, true
+				continue
+			}
+			n, err := next(&sc, time.Now())
+			if err != nil {
+				return false, err
+			}
+			sc.Next = n
+			stored := sc
+			s.items[sc.ID] = &stored
 		}
-		n, err := next(&sc, time.Now())
-		if err != nil {
-			return err
+		for id, sc := range s.items {
+			if sc.Config && !keep[id] {
+				delete(s.items, id)
+			}
 		}
-		sc.Next = n
-		stored := sc
-		s.items[sc.ID] = &stored
-	}
-	for id, sc := range s.items {
-		if sc.Config && !keep[id] {
-			delete(s.items, id)
-		}
-	}
+		return true, nil
+	})
 	s.poke()
-	return s.saveLocked()
+	return err
 }
 
 // List returns the schedules of location ("" for all), soonest first.
 func (s *Scheduler) List(location string) []Schedule {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.refreshLocked()
 	var out []Schedule
 	for _, sc := range s.sortedLocked(location) {
 		out = append(out, *sc)
@@ -259,20 +327,20 @@ var ErrNotFound = errors.New("schedule: no such schedule")
 // Cancel removes schedule id if may allows it (may sees the schedule and
 // returns why not, or nil).
 func (s *Scheduler) Cancel(id string, may func(Schedule) error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sc, ok := s.items[id]
-	if !ok {
-		return ErrNotFound
-	}
-	if may != nil {
-		if err := may(*sc); err != nil {
-			return err
+	err := s.change(func() (bool, error) {
+		sc, ok := s.items[id]
+		if !ok {
+			return false, ErrNotFound
 		}
-	}
-	delete(s.items, id)
-	if err := s.saveLocked(); err != nil {
-		s.items[id] = sc
+		if may != nil {
+			if err := may(*sc); err != nil {
+				return false, err
+			}
+		}
+		delete(s.items, id)
+		return true, nil
+	})
+	if err != nil {
 		return err
 	}
 	s.poke()
@@ -311,6 +379,7 @@ const idle = 24 * time.Hour
 func (s *Scheduler) fireDue(ctx context.Context) time.Duration {
 	now := time.Now()
 	s.mu.Lock()
+	s.refreshLocked()
 	var due []Firing
 	for _, sc := range s.sortedLocked("") {
 		if !sc.Next.After(now) {
@@ -337,6 +406,9 @@ func (s *Scheduler) fireDue(ctx context.Context) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	wait := idle
+	if s.opts.Reread > 0 {
+		wait = s.opts.Reread
+	}
 	for _, sc := range s.items {
 		if d := time.Until(sc.Next); d < wait {
 			wait = max(d, 0)
@@ -348,27 +420,27 @@ func (s *Scheduler) fireDue(ctx context.Context) time.Duration {
 // advance records that f fires at now: a one-shot is removed, a recurring
 // schedule moves to its first occurrence after now (missed ones are not
 // fired again). It returns false when f is no longer due (cancelled or
-// changed meanwhile).
+// changed meanwhile, or fired by another process sharing the file).
 func (s *Scheduler) advance(f Firing, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sc, ok := s.items[f.Schedule.ID]
-	if !ok || !sc.Next.Equal(f.Due) {
-		return false
-	}
-	if sc.Cron == "" {
-		delete(s.items, sc.ID)
-	} else {
-		n, err := next(sc, now)
-		if err != nil {
+	due := false
+	err := s.change(func() (bool, error) {
+		sc, ok := s.items[f.Schedule.ID]
+		if !ok || !sc.Next.Equal(f.Due) {
+			return false, nil
+		}
+		due = true
+		if sc.Cron == "" {
+			delete(s.items, sc.ID)
+		} else if n, err := next(sc, now); err != nil {
 			s.log.Warn("schedule: dropped", "id", sc.ID, "err", err)
 			delete(s.items, sc.ID)
 		} else {
 			sc.Next, sc.Last = n, now
 		}
+		return true, nil
+	})
+	if err != nil {
+		s.log.Error("schedule: cannot record a firing", "id", f.Schedule.ID, "err", err)
 	}
-	if err := s.saveLocked(); err != nil {
-		s.log.Error("schedule: cannot record a firing", "id", sc.ID, "err", err)
-	}
-	return true
+	return due
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -325,4 +326,125 @@ func TestAddIf(t *testing.T) {
 	if n := len(s.List("")); n != 2 {
 		t.Fatalf("%d schedules stored, want 2", n)
 	}
+}
+
+// TestSharedFile: schedulers of several processes (replicas on one data
+// directory) share the file. They all install the configuration at the
+// same moment without an error (issue #29: one replica exited with
+// "rename schedules.json.tmp schedules.json: no such file or
+// directory"), a change made through one is seen by the others, and a
+// change through a scheduler that has not read the file since keeps
+// what the others added.
+func TestSharedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "schedules.json")
+	cfg := []schedule.Schedule{{ID: "cfg-x", Cron: "0 * * * *", TZ: "UTC", Location: "b", Creator: "u", Prompt: "hourly"}}
+	const replicas = 3
+	var all []*schedule.Scheduler
+	for range replicas {
+		s, err := schedule.Open(schedule.Options{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, s)
+	}
+	for round := range 20 {
+		var wg sync.WaitGroup
+		for i, s := range all {
+			wg.Go(func() {
+				if err := s.SetConfig(cfg); err != nil {
+					t.Errorf("round %d, replica %d: %v", round, i, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	a, b, c := all[0], all[1], all[2]
+	x, err := a.Add(schedule.Schedule{Cron: "@daily", TZ: "UTC", Location: "l", Creator: "u", Prompt: "from a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b last read the file before a's Add.
+	y, err := b.Add(schedule.Schedule{Cron: "@daily", TZ: "UTC", Location: "l", Creator: "u", Prompt: "from b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := func(s *schedule.Scheduler) string {
+		var out []string
+		for _, sc := range s.List("l") {
+			out = append(out, sc.Prompt)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	for i, s := range all {
+		if got := prompts(s); got != "from a,from b" {
+			t.Errorf("replica %d lists %q, want both schedules", i, got)
+		}
+	}
+	if err := c.Cancel(x.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := prompts(a); got != "from b" {
+		t.Errorf("after c cancelled a's schedule, a lists %q", got)
+	}
+	if err := a.Cancel(x.ID, nil); err != schedule.ErrNotFound {
+		t.Errorf("cancelling it again through a = %v, want not found", err)
+	}
+	if err := a.Cancel(y.ID, nil); err != nil {
+		t.Errorf("a cancels b's schedule: %v", err)
+	}
+	ents, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range ents {
+		if e.Name() != "schedules.json" && e.Name() != "schedules.json.lock" {
+			t.Errorf("left in the directory: %s", e.Name())
+		}
+	}
+}
+
+// TestSharedFileFiresOnce: two schedulers run on one file, as two
+// replicas might for a moment while the schedules lease changes hands. A
+// schedule added through one is fired by the other, which reads the file
+// again every Reread, and each occurrence fires once between them.
+func TestSharedFileFiresOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "schedules.json")
+		r := &recorder{}
+		open := func() *schedule.Scheduler {
+			s, err := schedule.Open(schedule.Options{Path: path, Fire: r.fire, Reread: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		a, b := open(), open()
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for _, s := range []*schedule.Scheduler{a, b} {
+			wg.Go(func() { _ = s.Run(ctx) })
+		}
+		time.Sleep(time.Hour) // both idle, each knowing no schedule
+		synctest.Wait()
+		// Added by a third process (a /schedule command on another
+		// replica): neither runner was woken.
+		other := open()
+		if _, err := other.Add(schedule.Schedule{Cron: "0 9 * * *", TZ: "UTC", Location: "l", Creator: "u", Prompt: "daily"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Add(schedule.Schedule{At: time.Now().Add(30 * time.Minute), Location: "l", Creator: "u", Prompt: "once"}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * 24 * time.Hour)
+		synctest.Wait()
+		cancel()
+		wg.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		counts := map[string]int{}
+		for _, p := range r.fired {
+			counts[p]++
+		}
+		if counts["once"] != 1 || counts["daily"] != 3 {
+			t.Errorf("fired %v, want once: 1, daily: 3 (one per day, by either scheduler)", counts)
+		}
+	})
 }

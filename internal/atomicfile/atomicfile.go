@@ -1,32 +1,39 @@
 // Package atomicfile replaces a small file so that a crash leaves either
 // the old or the new content, never a mix: write a temporary file, fsync
-// it, rename it over the target, fsync the directory.
+// it, rename it over the target, fsync the directory. Every write has a
+// temporary file of its own, so processes sharing a directory (replicas
+// on one data directory, pibot and its CLI) never rename each other's;
+// Lock serializes a read-modify-write of one file across them.
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
-// Write replaces path with data (mode 0600).
+// Write replaces path with data (mode 0600). The temporary file is
+// ".NAME.tmp" plus a random suffix, in path's directory.
 func Write(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err != nil {
+		_ = os.Remove(tmp)
 		return err
 	}
 	d, err := os.Open(filepath.Dir(path))
@@ -35,4 +42,27 @@ func Write(path string, data []byte) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// Lock waits for an exclusive lock on changing path, held by one process
+// at a time: an flock of path+".lock" (created, mode 0600, and left in
+// place). A caller that reads path, changes it and writes it back under
+// the lock loses no other process's change. unlock releases it.
+func Lock(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", filepath.Base(path), err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", filepath.Base(path), err)
+	}
+	// Closing the file releases the lock.
+	return func() { f.Close() }, nil
 }

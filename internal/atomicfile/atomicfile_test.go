@@ -1,13 +1,18 @@
 package atomicfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 )
 
 func TestWriteReplaces(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "state.json")
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state.json")
 	for _, want := range []string{"first", "second, longer than the first", "3"} {
 		if err := Write(p, []byte(want)); err != nil {
 			t.Fatal(err)
@@ -17,10 +22,83 @@ func TestWriteReplaces(t *testing.T) {
 			t.Fatalf("read %q, %v; want %q", got, err, want)
 		}
 	}
-	if _, err := os.Stat(p + ".tmp"); !os.IsNotExist(err) {
-		t.Fatalf("temporary file left behind: %v", err)
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("temporary files left behind: %v", ents)
 	}
 	if err := Write(filepath.Join(t.TempDir(), "missing", "x"), []byte("x")); err == nil {
 		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+// TestConcurrentWriters replays issue #29: writers of one file in one
+// directory (replicas on a shared data directory) each succeed, and the
+// file holds one of their contents whole. With one temporary name for
+// all, a writer renamed the file another had just renamed ("rename
+// state.json.tmp state.json: no such file or directory"), or renamed a
+// mix of two writes.
+func TestConcurrentWriters(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "state.json")
+	const writers, writes = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*writes)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range writes {
+				data := strings.Repeat(strconv.Itoa(w), 100+i)
+				if err := Write(p, []byte(data)); err != nil {
+					errs <- fmt.Errorf("writer %d, write %d: %w", w, i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(got); len(s) < 100 || strings.Trim(s, s[:1]) != "" {
+		t.Errorf("the file is not one writer's content: %q", s)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("temporary files left behind: %v", ents)
+	}
+}
+
+// TestLockSerializesChanges: read-modify-write under Lock loses no
+// increment, though each runs on a file descriptor of its own as separate
+// processes would.
+func TestLockSerializesChanges(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "counter")
+	const workers, rounds = 6, 25
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range rounds {
+				unlock, err := Lock(p)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := os.ReadFile(p)
+				n, _ := strconv.Atoi(string(b))
+				if err := Write(p, []byte(strconv.Itoa(n+1))); err != nil {
+					t.Error(err)
+				}
+				unlock()
+			}
+		})
+	}
+	wg.Wait()
+	b, _ := os.ReadFile(p)
+	if string(b) != strconv.Itoa(workers*rounds) {
+		t.Errorf("counter %s after %d increments under the lock", b, workers*rounds)
+	}
+	if _, err := Lock(filepath.Join(t.TempDir(), "missing", "x")); err == nil {
+		t.Error("lock in a missing directory succeeded")
 	}
 }

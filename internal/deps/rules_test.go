@@ -93,8 +93,10 @@ var rules = []rule{
 	{pkg: "tools/mcp", may: []string{"llm", "internal/secret", mcpSDK},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
 		why:   "MCP servers' tools implement agent.Tool structurally through the MCP SDK; they know no chat"},
-	{pkg: "tools/jail", may: []string{xsys},
+	{pkg: "tools/jail", may: []string{xsys}, test: []string{"tools/jail/jailtest"},
 		never: join(sdks, []string{"tools", "agent/...", "chat/...", "gateway/..."}), why: whyTool},
+	{pkg: "tools/jail/jailtest", testOnly: true, never: sdks,
+		why: "test support: a pids cgroup with a small budget for a test to run pibot in (stdlib only)"},
 	{pkg: "tools/sandbox",
 		never: join(sdks, []string{"tools", "agent/...", "chat/...", "gateway/..."}), why: whyTool},
 	{pkg: "providers", may: []string{"llm", "internal/secret", "providers/anthropic", "providers/openai", "providers/faux", "providers/internal/..."},
@@ -201,8 +203,8 @@ var rules = []rule{
 	{pkg: "internal/tinyfs", may: []string{xsys}, testOnly: true,
 		why: "tinyfs mounts small file systems for tests and imports testing"},
 	{pkg: "internal/deps", testOnly: true, why: "this test"},
-	{pkg: "deploy", testOnly: true, test: []string{"config", yaml},
-		why: "deploy holds the Dockerfile's, the service unit's and the release script's checks: tests only, stdlib only"},
+	{pkg: "deploy", testOnly: true, test: []string{"config", "tools/jail", yaml},
+		why: "deploy holds the Dockerfile's, the service unit's and the release script's checks (task limits against the jail's reserve): tests only"},
 
 	// Test support, end-to-end tests, benchmarks and compatibility tools.
 	{pkg: "chat/chattest", may: []string{"chat"}, test: []string{"chat/adaptertest"}, testOnly: true, why: whyTestPkg},

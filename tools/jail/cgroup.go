@@ -20,10 +20,11 @@ const toolsDir = "pibot-tools"
 // cgroup v2, or one per v1 controller (pids, memory).
 type cgroupSet struct {
 	v2      bool
-	pidsDir string // parent of call cgroups in the pids hierarchy (v2: the only one)
-	memDir  string // parent in the memory hierarchy (v1 only)
-	pids    bool   // pids.max can be set
-	memory  bool   // a memory limit can be set
+	pidsDir string  // parent of call cgroups in the pids hierarchy (v2: the only one)
+	memDir  string  // parent in the memory hierarchy (v1 only)
+	pids    bool    // pids.max can be set
+	memory  bool    // a memory limit can be set
+	cap     pidsCap // the caps over pidsDir's parent (pibot's cgroup)
 	limits  Limits
 	log     *slog.Logger
 }
@@ -33,6 +34,9 @@ type cgroup struct {
 	set     *cgroupSet
 	pidsDir string
 	memDir  string // v1 only; "" when absent or v2
+	// shared is the max count of the tools' pids.events when the call
+	// began (v2 counts a fork refused by the tools' budget there).
+	shared int
 }
 
 // probeCgroups finds pibot's own cgroup, prepares pibot-tools below it,
@@ -53,6 +57,7 @@ func probeCgroups(fs string, l Limits, log *slog.Logger) (*cgroupSet, error) {
 		if err := s.setupV2(filepath.Join(fs, p)); err != nil {
 			return nil, err
 		}
+		s.cap = pidsCap{dir: filepath.Dir(s.pidsDir), root: fs}
 	} else {
 		for _, ctl := range []string{"pids", "memory"} {
 			p, ok := own[ctl]
@@ -60,12 +65,13 @@ func probeCgroups(fs string, l Limits, log *slog.Logger) (*cgroupSet, error) {
 				continue
 			}
 			dir := filepath.Join(fs, ctl, p, toolsDir)
-			if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			if err := mkdirProbe(dir); err != nil {
 				log.Debug("jail: cgroup v1 controller unusable", "controller", ctl, "err", err)
 				continue
 			}
 			if ctl == "pids" {
 				s.pidsDir, s.pids = dir, true
+				s.cap = pidsCap{dir: filepath.Dir(dir), root: filepath.Join(fs, ctl)}
 			} else {
 				s.memDir, s.memory = dir, true
 			}
@@ -75,7 +81,15 @@ func probeCgroups(fs string, l Limits, log *slog.Logger) (*cgroupSet, error) {
 		}
 	}
 	s.sweep()
-	probe, err := s.create(fmt.Sprintf("p%d-0", os.Getpid()))
+	b, known, err := s.budget()
+	if err != nil {
+		return nil, err
+	}
+	procs := l.Processes
+	if known && (procs == 0 || b.Tools < procs) {
+		procs = max(b.Tools, 1)
+	}
+	probe, err := s.create(fmt.Sprintf("p%d-0", os.Getpid()), procs)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +97,20 @@ func probeCgroups(fs string, l Limits, log *slog.Logger) (*cgroupSet, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// mkdirProbe creates dir (or finds it) and checks that a cgroup can be
+// created in it: pibot-tools may be left by a pibot that ran as another
+// user.
+func mkdirProbe(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	probe := filepath.Join(dir, fmt.Sprintf("p%d-probe", os.Getpid()))
+	if err := os.Mkdir(probe, 0o755); err != nil {
+		return err
+	}
+	return os.Remove(probe)
 }
 
 // setupV2 prepares base/pibot-tools with the pids and memory controllers
@@ -157,9 +185,33 @@ func (s *cgroupSet) describe() string {
 	return fmt.Sprintf("cgroup %s per call (%s), every process killed when the call ends", v, strings.Join(ctl, ", "))
 }
 
-// create makes the cgroup of one call and sets its limits.
-func (s *cgroupSet) create(name string) (*cgroup, error) {
+// budget reads what the caps over pibot's cgroup leave the tools now and
+// makes it pids.max of the tools' cgroup, the parent of every call's, so
+// that calls running at once cannot add up past it ("max" when nothing
+// caps pibot). known is false then, and without a pids controller.
+func (s *cgroupSet) budget() (b Budget, known bool, err error) {
+	if !s.pids {
+		return Budget{}, false, nil
+	}
+	inUse, _ := readCount(filepath.Join(s.pidsDir, "pids.current"))
+	b, known = s.cap.budget(inUse)
+	v := "max"
+	if known {
+		v = strconv.Itoa(b.Tools)
+	}
+	if err := os.WriteFile(filepath.Join(s.pidsDir, "pids.max"), []byte(v), 0); err != nil {
+		return Budget{}, false, fmt.Errorf("set the tools' process budget: %w", err)
+	}
+	return b, known, nil
+}
+
+// create makes the cgroup of one call and sets its limits; procs is its
+// process limit (0: none of its own).
+func (s *cgroupSet) create(name string, procs int) (*cgroup, error) {
 	c := &cgroup{set: s}
+	if s.pids {
+		c.shared = keyed(readFile(filepath.Join(s.pidsDir, "pids.events")), "max")
+	}
 	if s.pidsDir != "" {
 		c.pidsDir = filepath.Join(s.pidsDir, name)
 		if err := os.Mkdir(c.pidsDir, 0o755); err != nil {
@@ -173,18 +225,18 @@ func (s *cgroupSet) create(name string) (*cgroup, error) {
 			return nil, fmt.Errorf("create cgroup: %w", err)
 		}
 	}
-	if err := c.setLimits(); err != nil {
+	if err := c.setLimits(procs); err != nil {
 		c.remove() //nolint:errcheck // the limit error matters
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *cgroup) setLimits() error {
+func (c *cgroup) setLimits(procs int) error {
 	l, s := c.set.limits, c.set
 	var writes [][2]string
-	if s.pids && l.Processes > 0 {
-		writes = append(writes, [2]string{filepath.Join(c.pidsDir, "pids.max"), strconv.Itoa(l.Processes)})
+	if s.pids && procs > 0 {
+		writes = append(writes, [2]string{filepath.Join(c.pidsDir, "pids.max"), strconv.Itoa(procs)})
 	}
 	if s.memory && l.Memory > 0 {
 		m := strconv.FormatInt(l.Memory, 10)
@@ -253,11 +305,19 @@ func (c *cgroup) waitEmpty(dir string, kill bool) {
 	c.set.log.Warn("jail: cgroup still has processes after kill", "cgroup", dir)
 }
 
-// events reads which limits were hit.
+// events reads which limits were hit. A fork the call's own limit refused
+// counts in its pids.events; one the tools' budget refused counts there
+// too in cgroup v1, and in v2 in its pids.events.local (Linux 6.13) or
+// else only in the tools' pids.events, whose count since the call began
+// is then taken.
 func (c *cgroup) events() Events {
 	var ev Events
 	if c.set.pids {
-		ev.ForkFailures = keyed(readFile(filepath.Join(c.pidsDir, "pids.events")), "max")
+		ev.ForkFailures = max(keyed(readFile(filepath.Join(c.pidsDir, "pids.events")), "max"),
+			keyed(readFile(filepath.Join(c.pidsDir, "pids.events.local")), "max"))
+		if ev.ForkFailures == 0 && c.set.v2 {
+			ev.ForkFailures = max(keyed(readFile(filepath.Join(c.set.pidsDir, "pids.events")), "max")-c.shared, 0)
+		}
 	}
 	if c.set.memory {
 		if c.set.v2 {

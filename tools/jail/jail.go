@@ -17,6 +17,12 @@
 // As root, calls also run in their own PID namespace, whose processes all
 // die with the namespace's first process. Without either, the process
 // group is killed and the rlimits still apply.
+//
+// When pibot's cgroup caps its tasks, all calls together get only what
+// the cap leaves beside pibot, less a reserve (see Budget): a tool can
+// never take pibot's last thread. Without a pids cgroup of its own that
+// holds through RLIMIT_NPROC, which never binds root: a call that would
+// run as root under such a cap is refused.
 package jail
 
 import (
@@ -41,7 +47,8 @@ type Limits struct {
 	// Processes caps the processes and threads of one call: pids.max of
 	// its cgroup, or without one RLIMIT_NPROC, set to Processes above
 	// what the user runs when the call starts (it counts per user and
-	// never binds root).
+	// never binds root). Where pibot's cgroup caps its tasks a call gets
+	// at most the tools' Budget, whatever Processes says.
 	Processes int
 	// Memory caps the memory of one call in bytes: the cgroup memory
 	// limit, or RLIMIT_DATA of every process without one.
@@ -77,6 +84,7 @@ type Jail struct {
 	cred    *credential // nil keeps pibot's user
 	root    bool        // pibot runs as root: PID namespace, capabilities
 	cg      *cgroupSet  // nil without cgroups
+	host    *pidsCap    // pibot's pids cgroup, read only; nil with cg.pids or when unknown
 	status  string
 	log     *slog.Logger
 	counter atomic.Uint64
@@ -118,8 +126,58 @@ func New(cfg Config) (*Jail, error) {
 			j.cg = cg
 		}
 	}
-	j.status = j.describe()
+	if haveCgroups && (j.cg == nil || !j.cg.pids) {
+		fs := cfg.CgroupFS
+		if fs == "" {
+			fs = "/sys/fs/cgroup"
+		}
+		if c, ok := hostCap(fs); ok {
+			j.host = &c
+		}
+	}
+	b, known, err := j.budget()
+	switch {
+	case err != nil:
+		log.Warn("jail: tools' process budget", "err", err)
+	case known:
+		log.Info("tools' process budget", "processes", b.Tools, "cgroup_tasks", b.Host, "kept_for_pibot", b.Reserve)
+		if err := j.refusal(b); err != nil {
+			log.Error("every bash call will be refused", "err", err)
+		}
+	}
+	j.status = j.describe(b, known)
 	return j, nil
+}
+
+// minProcesses is the fewest processes a call can do anything with (the
+// least agent.limits.processes allows).
+const minProcesses = 8
+
+// budget reads the tools' budget now; with a pids cgroup of its own the
+// jail also sets it as the limit of all calls together.
+func (j *Jail) budget() (Budget, bool, error) {
+	if j.cg != nil && j.cg.pids {
+		return j.cg.budget()
+	}
+	if j.host != nil {
+		b, ok := j.host.budget(0)
+		return b, ok, nil
+	}
+	return Budget{}, false, nil
+}
+
+// refusal says why no call can run under budget b, or returns nil.
+func (j *Jail) refusal(b Budget) error {
+	if j.host != nil && j.root && (j.cred == nil || j.cred.uid == 0) {
+		return fmt.Errorf("jail: pibot's cgroup allows %d processes and pibot cannot create a pids cgroup of its own, "+
+			"so nothing would cap a command running as root (RLIMIT_NPROC never binds root) and a fork bomb could take pibot's last thread: "+
+			"give pibot a cgroup it may write (systemd Delegate=yes) or set agent.limits.user to another user", b.Host)
+	}
+	if b.Tools < minProcesses {
+		return fmt.Errorf("jail: pibot's cgroup allows %d processes and leaves the tools %d once %d are kept free for pibot: "+
+			"too few to run a command; raise the limit of pibot's service (TasksMax, --pids-limit)", b.Host, b.Tools, b.Reserve)
+	}
+	return nil
 }
 
 // Status describes the limits and isolation in force, in one sentence.
@@ -142,7 +200,7 @@ func (j *Jail) ProcessesCapped() bool {
 // Limits returns the configured limits.
 func (j *Jail) Limits() Limits { return j.limits }
 
-func (j *Jail) describe() string {
+func (j *Jail) describe(b Budget, known bool) string {
 	var parts []string
 	var lim []string
 	if l := j.limits; l.Processes > 0 || l.Memory > 0 || l.CPUTime > 0 || l.FileSize > 0 {
@@ -172,6 +230,9 @@ func (j *Jail) describe() string {
 	default:
 		parts = append(parts, "no cgroup")
 	}
+	if known {
+		parts = append(parts, fmt.Sprintf("all calls together at most %d processes at start (pibot's cgroup allows %d, %d kept free for pibot)", b.Tools, b.Host, b.Reserve))
+	}
 	if j.root {
 		parts = append(parts, "own PID namespace", "dangerous capabilities dropped")
 	}
@@ -186,20 +247,38 @@ func (j *Jail) describe() string {
 // done.
 type Cmd struct {
 	*exec.Cmd
-	j   *Jail
-	cg  *cgroup // nil without cgroups
-	pid int     // launcher pid, once started
+	j      *Jail
+	cg     *cgroup // nil without cgroups
+	pid    int     // launcher pid, once started
+	procs  int     // the call's process limit in force
+	budget Budget  // the tools' budget when the call began
 }
 
 // Command prepares argv to run in a new jail. The caller must call Close.
+// Where pibot's cgroup caps its tasks the call's process limit is at most
+// the tools' budget, and when that is too small (or would not bind, see
+// the package comment) the call is refused.
 func (j *Jail) Command(argv []string) (*Cmd, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("jail: empty command")
 	}
-	s := spec{Rlimits: j.rlimits(), DropCaps: j.root}
-	c := &Cmd{j: j}
+	procs := j.limits.Processes
+	b, known, err := j.budget()
+	if err != nil {
+		return nil, fmt.Errorf("jail: %w", err)
+	}
+	if known {
+		if err := j.refusal(b); err != nil {
+			return nil, err
+		}
+		if procs == 0 || b.Tools < procs {
+			procs = b.Tools
+		}
+	}
+	s := spec{Rlimits: j.rlimits(procs), DropCaps: j.root}
+	c := &Cmd{j: j, procs: procs, budget: b}
 	if j.cg != nil {
-		cg, err := j.cg.create(fmt.Sprintf("p%d-%d", os.Getpid(), j.counter.Add(1)))
+		cg, err := j.cg.create(fmt.Sprintf("p%d-%d", os.Getpid(), j.counter.Add(1)), procs)
 		if err != nil {
 			return nil, fmt.Errorf("jail: %w", err)
 		}
@@ -219,18 +298,20 @@ func (j *Jail) Command(argv []string) (*Cmd, error) {
 	return c, nil
 }
 
-func (j *Jail) rlimits() []rlimit {
+// rlimits are the rlimits of a call whose process limit is procs.
+func (j *Jail) rlimits(procs int) []rlimit {
 	var out []rlimit
 	l := j.limits
-	if l.Processes > 0 && countsTasks && (j.cg == nil || !j.cg.pids) {
+	if procs > 0 && countsTasks && (j.cg == nil || !j.cg.pids) {
 		// RLIMIT_NPROC counts every process and thread of the user,
-		// pibot's and the user's others included: allow Processes more
-		// than the user runs now.
+		// pibot's and the user's others included: allow procs more than
+		// the user runs now. Under a budget, procs is what the cap leaves
+		// now, so calls running at once share it.
 		uid := os.Geteuid()
 		if j.cred != nil {
 			uid = j.cred.uid
 		}
-		n := uint64(userTasks(uid) + l.Processes)
+		n := uint64(userTasks(uid) + procs)
 		out = append(out, rlimit{Res: rlimitNPROC, Cur: n, Max: n})
 	}
 	if l.Memory > 0 && (j.cg == nil || !j.cg.memory) {
@@ -273,6 +354,12 @@ type Events struct {
 	OOMKills int
 	// ForkFailures counts forks refused by the process limit.
 	ForkFailures int
+	// Processes is the call's process limit in force: Limits.Processes,
+	// or the tools' budget when that was smaller (0: none).
+	Processes int
+	// Budget is the tools' budget when the call began; Host is 0 when
+	// nothing capped pibot.
+	Budget Budget
 }
 
 // Close kills whatever is left of the command, reads which limits were
@@ -280,9 +367,10 @@ type Events struct {
 func (c *Cmd) Close() Events {
 	c.Kill()
 	if c.cg == nil {
-		return Events{}
+		return Events{Processes: c.procs, Budget: c.budget}
 	}
 	ev := c.cg.events()
+	ev.Processes, ev.Budget = c.procs, c.budget
 	if err := c.cg.remove(); err != nil {
 		c.j.log.Warn("jail: remove cgroup", "err", err)
 	}

@@ -78,7 +78,7 @@ func TestStaleCgroupsSwept(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
-	stale, err := j.cg.create("p" + strconv.Itoa(dead.Process.Pid) + "-1")
+	stale, err := j.cg.create("p"+strconv.Itoa(dead.Process.Pid)+"-1", 50)
 	if err != nil {
 		t.Fatal(err)
 	}
