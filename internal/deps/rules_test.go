@@ -87,7 +87,7 @@ var rules = []rule{
 	{pkg: "session", may: []string{"llm", "internal/fsync", xsys},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
 		why:   "the session store is pure storage: no chat, no agent, no Redis"},
-	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox"},
+	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox", xsys}, test: []string{"internal/tinyfs"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
 		why:   "tools implement agent.Tool structurally (without importing agent) and know no chat"},
 	{pkg: "tools/mcp", may: []string{"llm", "internal/secret", mcpSDK},

@@ -193,10 +193,26 @@ type Cmd struct {
 
 // Command prepares argv to run in a new jail. The caller must call Close.
 func (j *Jail) Command(argv []string) (*Cmd, error) {
+	if j.limits.FileSize > 0 {
+		return j.command(argv, j.limits.FileSize)
+	}
+	return j.command(argv, -1)
+}
+
+// CommandFileSize is Command with RLIMIT_FSIZE at fileSize instead of
+// Limits.FileSize: no process of the command can make a file larger
+// (SIGXFSZ). At 0 no file can grow at all, while deleting and truncating
+// files still work. pibot lowers it to the free space above its disk
+// reserve, and to 0 when the workspace is over its quota.
+func (j *Jail) CommandFileSize(argv []string, fileSize int64) (*Cmd, error) {
+	return j.command(argv, max(fileSize, 0))
+}
+
+func (j *Jail) command(argv []string, fileSize int64) (*Cmd, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("jail: empty command")
 	}
-	s := spec{Rlimits: j.rlimits(), DropCaps: j.root}
+	s := spec{Rlimits: j.rlimits(fileSize), DropCaps: j.root}
 	c := &Cmd{j: j}
 	if j.cg != nil {
 		cg, err := j.cg.create(fmt.Sprintf("p%d-%d", os.Getpid(), j.counter.Add(1)))
@@ -219,7 +235,9 @@ func (j *Jail) Command(argv []string) (*Cmd, error) {
 	return c, nil
 }
 
-func (j *Jail) rlimits() []rlimit {
+// rlimits are the limits of one command, fileSize its RLIMIT_FSIZE
+// (negative: none).
+func (j *Jail) rlimits(fileSize int64) []rlimit {
 	var out []rlimit
 	l := j.limits
 	if l.Processes > 0 && countsTasks && (j.cg == nil || !j.cg.pids) {
@@ -241,8 +259,8 @@ func (j *Jail) rlimits() []rlimit {
 		// SIGXCPU at the soft limit, SIGKILL a little later.
 		out = append(out, rlimit{Res: rlimitCPU, Cur: s, Max: s + 5})
 	}
-	if l.FileSize > 0 {
-		out = append(out, rlimit{Res: rlimitFSIZE, Cur: uint64(l.FileSize), Max: uint64(l.FileSize)})
+	if fileSize >= 0 {
+		out = append(out, rlimit{Res: rlimitFSIZE, Cur: uint64(fileSize), Max: uint64(fileSize)})
 	}
 	return out
 }
