@@ -107,7 +107,8 @@ func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval
 			failure = "The user denied this tool call."
 		} else {
 			var tool agent.Tool
-			for _, t := range a.deps.tools(&attacher{r: r}) {
+			owner := a.deps.host.isOwner(r.loc.conv.Platform, ap.Requester)
+			for _, t := range a.deps.tools(ToolRun{Attach: &attacher{r: r}, Owner: func() bool { return owner }}) {
 				if t.Spec().Name == ap.Tool {
 					tool = t
 				}

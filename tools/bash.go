@@ -23,6 +23,9 @@ const (
 	// exitGrace is how long output from background children is still read
 	// after the shell exits, before its process group is killed.
 	exitGrace = 100 * time.Millisecond
+	// diskInterval is how often free space is checked against the disk
+	// reserve while a call runs: a statfs, so cheap enough to do often.
+	diskInterval = 10 * time.Millisecond
 )
 
 // Bash is pi's bash tool. Commands run in their own process group (and,
@@ -361,6 +364,14 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 	}
 	tick := time.NewTicker(updateInterval)
 	defer tick.Stop()
+	// Free space is watched while the call may write and a reserve is
+	// kept (a call that started blocked cannot write: it may run on).
+	var disk <-chan time.Time
+	if !noWrites && t.ws.quota.lim.DiskReserve > 0 {
+		dt := time.NewTicker(diskInterval)
+		defer dt.Stop()
+		disk = dt.C
+	}
 	res := runResult{noWrites: noWrites, roomLeft: room}
 	lastBytes := -1
 	done := ctx.Done()
@@ -376,12 +387,13 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 			res.timedOut = true
 			timer = nil
 			killAll()
-		case <-tick.C:
-			// (A call that started blocked cannot write: it may run on.)
-			if !noWrites && !res.diskLow && t.ws.quota.lowSpace() {
+		case <-disk:
+			if t.ws.quota.lowSpace() {
 				res.diskLow = true
+				disk = nil
 				killAll()
 			}
+		case <-tick.C:
 			if update == nil {
 				continue
 			}

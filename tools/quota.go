@@ -25,7 +25,7 @@ type Quota struct {
 	// and on those of Guard (pibot's data directory): write and edit
 	// refuse to take it, a bash call that starts under it runs with file
 	// writes blocked, one that brings free space under it is stopped
-	// (checked every 100 ms), and no single file of a call may grow
+	// (checked every 10 ms), and no single file of a call may grow
 	// beyond the free space above it.
 	DiskReserve int64
 	// Guard are directories whose file systems keep DiskReserve free

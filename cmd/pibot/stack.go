@@ -62,6 +62,10 @@ func localOwners() []string {
 	return []string{string(web.Platform) + ":" + web.UserID, string(term.Platform) + ":" + term.UserID}
 }
 
+// localOwner is the rights of the terminal's `pibot chat`: its user owns
+// the bot.
+func localOwner() bool { return true }
+
 // openStack locks the data directory and builds the gateway over
 // adapters. metrics may be nil. close must be called when it is not nil.
 // With rep (cluster mode) the data directory is shared with the other
@@ -150,6 +154,9 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		return err
 	}
 	st.tools = tb
+	if shared := sharedFileSystem(tb.ws, cfg.DataDir, cfg.Agent.Limits.DiskReserve); shared != "" {
+		log.Warn(shared)
+	}
 	model := defaultModel(cfg, reg)
 	errs, warns := modelProblems(cfg, getenv)
 	for _, p := range append(errs, warns...) {
@@ -177,26 +184,27 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 			}
 			return p
 		},
-		Workspace:       tb.ws,
-		Tools:           func(a gateway.Attacher) []agent.Tool { return tb.forRun(a) },
-		DMApprovals:     cfg.Agent.Approvals.DM,
-		GroupApprovals:  cfg.Agent.Approvals.Group,
-		ToolPaths:       tb.toolPaths,
-		WorkspaceOnly:   cfg.Agent.WorkspaceOnly,
-		ApprovalTimeout: cfg.Agent.Approvals.Timeout.D(),
-		QueueMode:       cfg.Agent.Queue.Mode,
-		CollectDebounce: cfg.Agent.Queue.Collect.Debounce.D(),
-		CollectCap:      cfg.Agent.Queue.Collect.Cap,
-		CollectDrop:     cfg.Agent.Queue.Collect.Drop,
-		Verbosity:       stream.Verbosity(cfg.Agent.Verbosity),
-		Compaction:      compactionSettings(cfg),
-		Retry:           retryConfig(cfg),
-		IdleEvict:       cfg.Agent.IdleEvict.D(),
-		Watchdog:        watchdog(cfg, log, metrics),
-		Schedules:       scheds,
-		Logger:          log,
-		Extensions:      ext,
-		Cluster:         cl,
+		Workspace:              tb.ws,
+		Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Attach, r.Owner) },
+		DMApprovals:            cfg.Agent.Approvals.DM,
+		GroupApprovals:         cfg.Agent.Approvals.Group,
+		ToolPaths:              tb.toolPaths,
+		WorkspaceOnly:          cfg.Agent.WorkspaceOnly.Everyone(),
+		NonOwnersWorkspaceOnly: cfg.Agent.WorkspaceOnly.NonOwners(),
+		ApprovalTimeout:        cfg.Agent.Approvals.Timeout.D(),
+		QueueMode:              cfg.Agent.Queue.Mode,
+		CollectDebounce:        cfg.Agent.Queue.Collect.Debounce.D(),
+		CollectCap:             cfg.Agent.Queue.Collect.Cap,
+		CollectDrop:            cfg.Agent.Queue.Collect.Drop,
+		Verbosity:              stream.Verbosity(cfg.Agent.Verbosity),
+		Compaction:             compactionSettings(cfg),
+		Retry:                  retryConfig(cfg),
+		IdleEvict:              cfg.Agent.IdleEvict.D(),
+		Watchdog:               watchdog(cfg, log, metrics),
+		Schedules:              scheds,
+		Logger:                 log,
+		Extensions:             ext,
+		Cluster:                cl,
 	}
 	if metrics != nil {
 		gcfg.Metrics = gateway.NewMetrics(metrics)

@@ -176,7 +176,7 @@ var rules = []rule{
 	{pkg: "cmd/pibot",
 		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview", "internal/tokenbucket",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
-		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", mcpSDK, telegramSDK},
+		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", "internal/tinyfs", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
 	// Internal helpers.
