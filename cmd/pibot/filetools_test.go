@@ -200,7 +200,10 @@ func fileToolsAttack(t *testing.T, mode string) {
 		if mcpPID == 0 {
 			mcpPID = processWith("PROBE_TOKEN=" + mcpToken)
 		}
-		read := func(p string) modelCall { b, _ := json.Marshal(map[string]string{"path": p}); return modelCall{"read", string(b)} }
+		read := func(p string) modelCall {
+			b, _ := json.Marshal(map[string]string{"path": p})
+			return modelCall{"read", string(b)}
+		}
 		switch {
 		case strings.Contains(user, "attack"):
 			return []modelCall{read("/proc/self/environ"), read("/proc/" + strconv.Itoa(mcpPID) + "/environ"), read("/etc/shadow"),
