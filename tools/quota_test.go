@@ -125,7 +125,7 @@ func TestDiskReserve(t *testing.T) {
 	if err := os.WriteFile(filler, make([]byte, max(free()-reserve+(1<<20), 0)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, isErr, _ = call(t, s, "bash", `{"command":"echo x > new; ls new; rm -f f*; echo removed"}`)
+	got, _, _ = call(t, s, "bash", `{"command":"echo x > new; ls new; rm -f f*; echo removed"}`)
 	if !strings.Contains(got, "removed") || !strings.Contains(got, "This command ran with file writes blocked") {
 		t.Errorf("bash under the reserve: %q", trim(got))
 	}
