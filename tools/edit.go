@@ -7,6 +7,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"unicode"
 
 	"github.com/pibot/pibot/llm"
@@ -92,7 +93,11 @@ func (t *Edit) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	f, err := acc.open(abs, path, os.O_RDWR, 0, true)
 	if err != nil {
 		var e *Error
-		if errors.As(err, &e) {
+		switch {
+		case errors.Is(err, syscall.EISDIR):
+			// pi checks access (a directory passes), then fails reading.
+			return llm.ToolOutput{}, &Error{Text: "EISDIR: illegal operation on a directory, read", Err: err}
+		case errors.As(err, &e):
 			return llm.ToolOutput{}, err
 		}
 		code, _ := errnoCode(err)
