@@ -264,7 +264,7 @@ adapters:
 		if err := srv.WaitAck(srv.Deliver("events_api", bodies[0]), 15*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(90 * time.Second)
 		for {
 			for _, m := range srv.Messages(channel) {
 				if m.User == srv.BotUserID && strings.HasSuffix(strings.TrimSpace(m.Text), "done") {
@@ -272,6 +272,7 @@ adapters:
 				}
 			}
 			if time.Now().After(deadline) {
+				s.stop(t) // the log is complete once pibot is gone
 				t.Fatalf("no answer in %s; stderr:\n%s", channel, s.stderr)
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -364,7 +365,7 @@ func TestDiskQuotaThroughServe(t *testing.T) {
 			return modelCall{"write", string(b)}
 		}
 		// One call per round: the calls of a round run concurrently.
-		plan := []modelCall{write("a", 2<<20), write("b", 3<<20),
+		plan := []modelCall{write("a", 1<<20), write("b", 1<<20+1<<19),
 			{"bash", `{"command":"for i in $(seq 100); do fallocate -l 1M f$i || break; done; echo filled"}`},
 			{"bash", `{"command":"echo more > more.txt; head -c 5000000 /dev/zero > last; echo tried"}`}}
 		if !strings.Contains(user, "fill") || round >= len(plan) {
@@ -377,7 +378,7 @@ agent:
   model: m/m1
   workspace: ` + ws + `
   sandbox: "off"
-  limits: {workspace_size: 4MiB, disk_reserve: 16MiB}
+  limits: {workspace_size: 2MiB, disk_reserve: 16MiB}
 providers:
   m: {api: openai-completions, base_url: "` + model.srv.URL + `/v1", api_key: sk-test-123456, models: [{id: m1}]}
 access:
@@ -414,9 +415,10 @@ adapters:
 		if err := srv.WaitAck(srv.Deliver("events_api", bodies[0]), 15*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(90 * time.Second)
 		for answered(channel) == before {
 			if time.Now().After(deadline) {
+				s.stop(t) // the log is complete once pibot is gone
 				t.Fatalf("%q was not answered; stderr:\n%s", text, s.stderr)
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -424,7 +426,7 @@ adapters:
 	}
 	say("D200", "UNEW", "fill the disk")
 	res := model.results(t, "fill the disk")
-	for i, want := range []string{"Successfully wrote", "over its quota of 4 MiB (agent.limits.workspace_size)",
+	for i, want := range []string{"Successfully wrote", "over its quota of 2 MiB (agent.limits.workspace_size)",
 		"kept free for pibot's data (agent.limits.disk_reserve)", "ran with file writes blocked"} {
 		if got := res["call_"+strconv.Itoa(i)+"_0"]; !strings.Contains(got, want) {
 			t.Errorf("call %d: %.400q, want %q", i, got, want)
