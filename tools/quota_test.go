@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +163,57 @@ func TestBashOverWorkspaceQuota(t *testing.T) {
 	}
 	if got, _, _ := call(t, s, "write", `{"path":"w","content":"`+strings.Repeat("w", 100<<10)+`"}`); !strings.Contains(got, "workspace_size") {
 		t.Errorf("write over the quota: %.200q", got)
+	}
+}
+
+// BenchmarkDiskUsage measures the walk that measures the workspace for
+// agent.limits.workspace_size (before the first write or bash call after
+// a bash call): 10,000 files in 100 directories.
+func BenchmarkDiskUsage(b *testing.B) {
+	ws := b.TempDir()
+	for d := range 100 {
+		dir := filepath.Join(ws, "d"+itoa(d))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 100 {
+			if err := os.WriteFile(filepath.Join(dir, "f"+itoa(f)), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if diskUsage(ws) == 0 {
+			b.Fatal("nothing measured")
+		}
+	}
+}
+
+// BenchmarkRead measures a read of a small file, confined (os.Root) and
+// unconfined (openat2 and the sandbox-less checks), including the checks
+// of the opened file.
+func BenchmarkRead(b *testing.B) {
+	for _, only := range []bool{true, false} {
+		b.Run(map[bool]string{true: "confined", false: "unconfined"}[only], func(b *testing.B) {
+			ws := b.TempDir()
+			if err := os.MkdirAll(filepath.Join(ws, "a/b/c"), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(ws, "a/b/c/f.txt"), []byte("hello\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			s, err := New(b.Context(), Options{Workspace: ws, WorkspaceOnly: only, TempDir: b.TempDir()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tool := s.Get("read")
+			args := json.RawMessage(`{"path":"a/b/c/f.txt"}`)
+			for b.Loop() {
+				if _, err := tool.Execute(b.Context(), "c", args, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
