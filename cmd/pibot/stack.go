@@ -157,6 +157,9 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 	if shared := sharedFileSystem(tb.ws, cfg.DataDir, cfg.Agent.Limits.DiskReserve); shared != "" {
 		log.Warn(shared)
 	}
+	if cfg.Agent.WorkspaceOnly == config.WorkspaceOnlyNone {
+		log.Warn("agent.workspace_only is false: the file tools of users who are not owners reach outside the workspace too (the default, non_owners, keeps them in it)")
+	}
 	model := defaultModel(cfg, reg)
 	errs, warns := modelProblems(cfg, getenv)
 	for _, p := range append(errs, warns...) {
