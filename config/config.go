@@ -52,15 +52,15 @@ type HTTP struct {
 	Listen string `yaml:"listen"`
 	// MetricsToken is the bearer token /metrics asks for when Listen is
 	// not a loopback address (without one, /metrics is off there).
-	MetricsToken     string `yaml:"metrics_token"`
-	MetricsTokenFile string `yaml:"metrics_token_file"`
+	MetricsToken     string `yaml:"metrics_token" secret:"value"`
+	MetricsTokenFile string `yaml:"metrics_token_file" secret:"file"`
 }
 
 // Cluster configures cluster mode.
 type Cluster struct {
 	// RedisURL turns cluster mode on:
 	// redis[s]://[user:password@]host[:port][/db].
-	RedisURL string `yaml:"redis_url"`
+	RedisURL string `yaml:"redis_url" secret:"url"`
 	// LeaseTTL is how long a replica's session lease lives without
 	// renewal (renewed every LeaseTTL/3); default 15s.
 	LeaseTTL Duration `yaml:"lease_ttl"`
@@ -70,8 +70,8 @@ type Cluster struct {
 	// Secret (or the file SecretFile names) is shared by every replica:
 	// what the replicas read back from Redis is sealed with a key derived
 	// from it. Required in cluster mode, at least 32 bytes.
-	Secret     string `yaml:"secret"`
-	SecretFile string `yaml:"secret_file"`
+	Secret     string `yaml:"secret" secret:"value"`
+	SecretFile string `yaml:"secret_file" secret:"file"`
 }
 
 // Agent configures the agent every conversation runs.
@@ -80,11 +80,13 @@ type Agent struct {
 	Model    string `yaml:"model"`
 	Thinking string `yaml:"thinking"`
 	// Workspace is the directory tools work in.
-	Workspace     string   `yaml:"workspace"`
-	WorkspaceOnly bool     `yaml:"workspace_only"`
-	Sandbox       string   `yaml:"sandbox"` // auto|bwrap|off
-	AllowNetwork  bool     `yaml:"allow_network"`
-	Tools         []string `yaml:"tools"`
+	Workspace string `yaml:"workspace"`
+	// WorkspaceOnly confines file tool calls to the workspace: everyone's,
+	// no one's, or non-owners' (config/confine.go).
+	WorkspaceOnly WorkspaceOnly `yaml:"workspace_only"`
+	Sandbox       string        `yaml:"sandbox"` // auto|bwrap|off
+	AllowNetwork  bool          `yaml:"allow_network"`
+	Tools         []string      `yaml:"tools"`
 	// SystemPromptFile replaces the default system prompt.
 	SystemPromptFile string     `yaml:"system_prompt_file"`
 	Approvals        Approvals  `yaml:"approvals"`
@@ -184,32 +186,32 @@ type Adapters struct {
 
 // Telegram configures the Telegram adapter.
 type Telegram struct {
-	Token             string   `yaml:"token"`
-	TokenFile         string   `yaml:"token_file"`
-	APIURL            string   `yaml:"api_url"`
+	Token             string   `yaml:"token" secret:"value"`
+	TokenFile         string   `yaml:"token_file" secret:"file"`
+	APIURL            string   `yaml:"api_url" secret:"url"`
 	Mode              string   `yaml:"mode"` // polling|webhook
-	WebhookURL        string   `yaml:"webhook_url"`
-	WebhookSecret     string   `yaml:"webhook_secret"`
-	WebhookSecretFile string   `yaml:"webhook_secret_file"`
+	WebhookURL        string   `yaml:"webhook_url" secret:"url"`
+	WebhookSecret     string   `yaml:"webhook_secret" secret:"value"`
+	WebhookSecretFile string   `yaml:"webhook_secret_file" secret:"file"`
 	AllowedUpdates    []string `yaml:"allowed_updates"`
 }
 
 // Slack configures the Slack adapter.
 type Slack struct {
 	// BotToken is the xoxb- bot token (OAuth & Permissions).
-	BotToken     string `yaml:"bot_token"`
-	BotTokenFile string `yaml:"bot_token_file"`
+	BotToken     string `yaml:"bot_token" secret:"value"`
+	BotTokenFile string `yaml:"bot_token_file" secret:"file"`
 	// AppToken is the xapp- app-level token with connections:write
 	// (Socket Mode).
-	AppToken     string `yaml:"app_token"`
-	AppTokenFile string `yaml:"app_token_file"`
+	AppToken     string `yaml:"app_token" secret:"value"`
+	AppTokenFile string `yaml:"app_token_file" secret:"file"`
 	// SigningSecret verifies HTTP deliveries (http mode).
-	SigningSecret     string `yaml:"signing_secret"`
-	SigningSecretFile string `yaml:"signing_secret_file"`
+	SigningSecret     string `yaml:"signing_secret" secret:"value"`
+	SigningSecretFile string `yaml:"signing_secret_file" secret:"file"`
 	// Mode is socket (default) or http.
 	Mode string `yaml:"mode"`
 	// APIURL replaces https://slack.com/api/ (with a trailing slash).
-	APIURL string `yaml:"api_url"`
+	APIURL string `yaml:"api_url" secret:"url"`
 	// Command is the slash command, default /pi.
 	Command string `yaml:"command"`
 }
@@ -217,11 +219,11 @@ type Slack struct {
 // Discord configures the Discord adapter (adapters.discord.*).
 type Discord struct {
 	// Token is the bot token from the developer portal (or TokenFile).
-	Token     string `yaml:"token"`
-	TokenFile string `yaml:"token_file"`
+	Token     string `yaml:"token" secret:"value"`
+	TokenFile string `yaml:"token_file" secret:"file"`
 	// APIURL replaces https://discord.com for every REST call; empty for
 	// the real Discord.
-	APIURL string `yaml:"api_url"`
+	APIURL string `yaml:"api_url" secret:"url"`
 	// ApplicationID is the application's id; empty: learned from READY.
 	ApplicationID string `yaml:"application_id"`
 	// Guilds are guild ids whose commands are registered per guild
@@ -234,17 +236,17 @@ type Discord struct {
 // Web configures the local web chat.
 type Web struct {
 	Enabled   *bool  `yaml:"enabled"`
-	Token     string `yaml:"token"`
-	TokenFile string `yaml:"token_file"`
+	Token     string `yaml:"token" secret:"value"`
+	TokenFile string `yaml:"token_file" secret:"file"`
 }
 
 // Provider configures one model provider.
 type Provider struct {
 	API        string            `yaml:"api"`
-	BaseURL    string            `yaml:"base_url"`
-	APIKey     string            `yaml:"api_key"`
-	APIKeyFile string            `yaml:"api_key_file"`
-	Headers    map[string]string `yaml:"headers"`
+	BaseURL    string            `yaml:"base_url" secret:"url"`
+	APIKey     string            `yaml:"api_key" secret:"value"`
+	APIKeyFile string            `yaml:"api_key_file" secret:"file"`
+	Headers    map[string]string `yaml:"headers" secret:"value"`
 	Compat     map[string]any    `yaml:"compat"`
 	Models     []Model           `yaml:"models"`
 	// Timeouts bound every call to this provider.
@@ -327,10 +329,11 @@ func Default() Config {
 		Log:     Log{Level: "info", Format: "text"},
 		HTTP:    HTTP{Listen: "127.0.0.1:8080"},
 		Agent: Agent{
-			Thinking:  "off",
-			Workspace: "./pibot-workspace",
-			Sandbox:   "auto",
-			Tools:     []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"},
+			Thinking:      "off",
+			Workspace:     "./pibot-workspace",
+			WorkspaceOnly: WorkspaceOnlyNonOwners,
+			Sandbox:       "auto",
+			Tools:         []string{"read", "write", "edit", "bash", "grep", "find", "ls", "attach"},
 			Approvals: Approvals{
 				DM:      map[string]string{},
 				Group:   map[string]string{"bash": "ask", "write": "ask", "edit": "ask", "attach": "ask"},

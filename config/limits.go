@@ -9,8 +9,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Limits are the resource limits of one bash call (agent.limits). Zero
-// disables a limit.
+// Limits are the resource limits of one bash call and what the tools
+// may write (agent.limits). Zero disables a limit.
 type Limits struct {
 	// Processes caps processes and threads of one call.
 	Processes int `yaml:"processes"`
@@ -18,8 +18,16 @@ type Limits struct {
 	Memory Size `yaml:"memory"`
 	// CPUTime caps the CPU time of every process of a call.
 	CPUTime Duration `yaml:"cpu_time"`
-	// FileSize caps the size of every file a call writes.
+	// FileSize caps the size of every file a call writes (bash, write
+	// and edit).
 	FileSize Size `yaml:"file_size"`
+	// WorkspaceSize caps what the workspace holds: write and edit refuse
+	// to grow a file past it, and a bash call that starts over it runs
+	// with file writes blocked.
+	WorkspaceSize Size `yaml:"workspace_size"`
+	// DiskReserve is the free space kept on the file systems of the
+	// workspace and data_dir: the tools do not write into it.
+	DiskReserve Size `yaml:"disk_reserve"`
 	// Output caps the full output of one call kept on disk.
 	Output Size `yaml:"output"`
 	// User runs tools as this user (name or uid[:gid]) when pibot runs
@@ -36,6 +44,10 @@ func DefaultLimits() Limits {
 		CPUTime:   Duration(10 * time.Minute),
 		FileSize:  1 << 30,
 		Output:    64 << 20,
+		// A workspace for code, builds and dependencies; the reserve
+		// keeps a shared file system writable for sessions and the inbox.
+		WorkspaceSize: 10 << 30,
+		DiskReserve:   1 << 30,
 	}
 }
 
@@ -63,6 +75,12 @@ func (l Limits) validate(bad func(key, format string, args ...any)) {
 	}
 	if l.Output < 0 {
 		bad("agent.limits.output", "must not be negative (0: no limit)")
+	}
+	if l.WorkspaceSize < 0 {
+		bad("agent.limits.workspace_size", "must not be negative (0: no quota)")
+	}
+	if l.DiskReserve < 0 {
+		bad("agent.limits.disk_reserve", "must not be negative (0: no reserve)")
 	}
 }
 

@@ -20,10 +20,10 @@ type MCP struct {
 type MCPServer struct {
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`
-	Env     map[string]string `yaml:"env"`
+	Env     map[string]string `yaml:"env" secret:"value"`
 	Cwd     string            `yaml:"cwd"`
-	URL     string            `yaml:"url"`
-	Headers map[string]string `yaml:"headers"`
+	URL     string            `yaml:"url" secret:"url"`
+	Headers map[string]string `yaml:"headers" secret:"value"`
 }
 
 // validate checks mcp.servers.*; every problem names its key.

@@ -8,7 +8,7 @@ type OTel struct {
 	// Endpoint is the base URL of an OTLP/HTTP collector
 	// (http://collector:4318); spans are POSTed as JSON to
 	// Endpoint/v1/traces.
-	Endpoint string `yaml:"endpoint"`
+	Endpoint string `yaml:"endpoint" secret:"url"`
 	// ServiceName is the service.name of the spans (default "pibot").
 	ServiceName string `yaml:"service_name"`
 }

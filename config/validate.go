@@ -35,6 +35,7 @@ func (c Config) Validate() error {
 	}
 	oneOf("agent.thinking", a.Thinking, thinkingLevels...)
 	oneOf("agent.sandbox", a.Sandbox, "auto", "bwrap", "off")
+	oneOf("agent.workspace_only", string(a.WorkspaceOnly), "true", "false", "non_owners")
 	oneOf("agent.verbosity", a.Verbosity, "quiet", "tools", "verbose")
 	oneOf("agent.queue.mode", a.Queue.Mode, "steer", "followup", "collect", "interrupt")
 	oneOf("agent.queue.collect.drop", a.Queue.Collect.Drop, "old", "new")

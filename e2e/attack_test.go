@@ -173,8 +173,8 @@ func TestGroupMemberCannotExfiltrate(t *testing.T) {
 	}, withConfig(func(c *gateway.Config) {
 		c.Workspace = ws
 		c.GroupApprovals = config.Default().Agent.Approvals.Group
-		c.Tools = func(a gateway.Attacher) []agent.Tool {
-			return []agent.Tool{set.Get("read"), set.Get("grep"), tools.NewAttach(set.Workspace(), a)}
+		c.Tools = func(r gateway.ToolRun) []agent.Tool {
+			return []agent.Tool{set.Get("read"), set.Get("grep"), tools.NewAttach(set.Workspace(), r.Attach)}
 		}
 		c.ToolPaths = func(tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
 			touches, err := set.Workspace().Paths(tool, args)

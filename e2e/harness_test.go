@@ -229,7 +229,7 @@ func (w *world) run(deps gateway.Deps, inbox *cluster.Inbox, ad chat.Adapter) {
 		DataDir:         w.dir,
 		Model:           "faux/m",
 		Workspace:       w.dir,
-		Tools:           func(gateway.Attacher) []agent.Tool { return w.tools },
+		Tools:           func(gateway.ToolRun) []agent.Tool { return w.tools },
 		ApprovalTimeout: 30 * time.Second,
 		CollectDebounce: 100 * time.Millisecond,
 		FinalWait:       15 * time.Second,

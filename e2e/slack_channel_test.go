@@ -205,7 +205,7 @@ func TestSlackFiles(t *testing.T) {
 		faux.ToolCalls(faux.Call("c1", "attach", `{}`)),
 		faux.Text("here is the report"),
 	}, slackConfig(func(c *gateway.Config) {
-		c.Tools = func(a gateway.Attacher) []agent.Tool { return []agent.Tool{attach(a)} }
+		c.Tools = func(r gateway.ToolRun) []agent.Tool { return []agent.Tool{attach(r.Attach)} }
 	}))
 	f := w.slack.AddFile("data.csv", "text/csv", []byte("a,b\n1,2\n"))
 	w.say(slacktest.Say{Channel: slackChannel, User: slackOwner, Text: slackMention + " summarise this", Files: []map[string]any{f}})

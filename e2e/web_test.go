@@ -85,7 +85,7 @@ func startWebPibotIn(t *testing.T, dir, addr string, script []faux.Turn) *webPib
 		DataDir:         p.dir,
 		Model:           "faux/m",
 		Workspace:       p.dir,
-		Tools:           func(gateway.Attacher) []agent.Tool { return []agent.Tool{bash} },
+		Tools:           func(gateway.ToolRun) []agent.Tool { return []agent.Tool{bash} },
 		DMApprovals:     map[string]string{"bash": "ask"},
 		ApprovalTimeout: 30 * time.Second,
 		FinalWait:       10 * time.Second,

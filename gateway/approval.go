@@ -59,9 +59,11 @@ type approvalDeps struct {
 // approvalPolicy is the part of Config approvals apply.
 type approvalPolicy struct {
 	dm, group map[string]string // tool (or "*") → allow|ask|deny
-	// toolPaths, workspaceOnly: see Config.ToolPaths and WorkspaceOnly.
+	// toolPaths, workspaceOnly, nonOwnersOnly: see Config.ToolPaths,
+	// WorkspaceOnly and NonOwnersWorkspaceOnly.
 	toolPaths     func(tool string, args json.RawMessage) ([]ToolPath, error)
 	workspaceOnly bool
+	nonOwnersOnly bool
 	workspace     string // absolute
 	timeout       time.Duration
 }
@@ -187,7 +189,9 @@ func (a *approvals) policy(conv chat.ConvRef, tool string) string {
 // groups a call that would touch a path outside the workspace asks even
 // when its tool's policy is allow (a denied tool stays denied).
 func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv chat.ConvRef, c agent.ToolCall) agent.Decision {
-	paths, outside := a.toolPaths(conv, c)
+	confined := a.deps.policy.workspaceOnly ||
+		a.deps.policy.nonOwnersOnly && !a.deps.host.isOwner(conv.Platform, r.requester())
+	paths, outside := a.toolPaths(conv, c, confined)
 	switch a.policy(conv, c.Name) {
 	case "deny":
 		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}
@@ -255,14 +259,15 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 
 // toolPaths returns the paths call c would touch and whether, in a group,
 // one of them is outside the workspace (arguments that cannot be read
-// count as outside: the call is asked about rather than trusted).
-func (a *approvals) toolPaths(conv chat.ConvRef, c agent.ToolCall) ([]ToolPath, bool) {
+// count as outside: the call is asked about rather than trusted). A
+// confined call is never outside: the tool itself refuses such paths.
+func (a *approvals) toolPaths(conv chat.ConvRef, c agent.ToolCall, confined bool) ([]ToolPath, bool) {
 	p := a.deps.policy
 	if p.toolPaths == nil {
 		return nil, false
 	}
 	paths, err := p.toolPaths(c.Name, c.Args)
-	if conv.DM || p.workspaceOnly {
+	if conv.DM || confined {
 		return paths, false
 	}
 	outside := err != nil

@@ -165,7 +165,8 @@ func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call 
 		return errorResult("The approval does not record the call it allowed, so nothing was run.")
 	}
 	var tool agent.Tool
-	for _, t := range a.deps.tools(&attacher{r: r}) {
+	owner := a.deps.host.isOwner(r.loc.conv.Platform, ap.Requester)
+	for _, t := range a.deps.tools(ToolRun{Attach: &attacher{r: r}, Owner: func() bool { return owner }}) {
 		if t.Spec().Name == ap.Tool {
 			tool = t
 		}

@@ -55,6 +55,14 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 	return d, nil
 }
 
+// toolRun is what the run's tools know of it: where files are attached,
+// and whether its requester is an owner at the time of each call.
+func (r *run) toolRun() ToolRun {
+	return ToolRun{Attach: &attacher{r: r}, Owner: func() bool {
+		return r.o.approval.deps.host.isOwner(r.loc.conv.Platform, r.requester())
+	}}
+}
+
 // requester is the user whose request r answers: the sender of its latest
 // message, or, for a resumed run, of the latest message on its branch.
 func (r *run) requester() string {

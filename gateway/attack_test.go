@@ -7,14 +7,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
 	"github.com/pibot/pibot/session"
 )
@@ -375,5 +379,44 @@ func TestGroupReadOutsideWorkspaceAsks(t *testing.T) {
 	}
 	if w.Load() != 0 {
 		t.Fatal("an allowed write outside the workspace ran without asking")
+	}
+}
+
+// TestToolRunOwnerIsTheRequesters: a run's tools learn at each call
+// whether its requester is an owner (ToolRun.Owner). With non-owners
+// confined, a group member's read outside the workspace is left to the
+// confined tool (no question), an owner's asks as before.
+func TestToolRunOwnerIsTheRequesters(t *testing.T) {
+	var mu sync.Mutex
+	var seen []bool
+	script := []faux.Turn{
+		faux.ToolCalls(faux.Call("c1", "read", `{"path":"/srv/pibot/pibot.yaml"}`)), faux.Text("member answered"),
+		faux.ToolCalls(faux.Call("c2", "read", `{"path":"/srv/pibot/pibot.yaml"}`)), faux.Text("owner answered"),
+	}
+	h := newHarness(t, script, withConfig(func(c *gateway.Config) {
+		c.ToolPaths = fakeToolPaths(c.Workspace)
+		c.NonOwnersWorkspaceOnly = true
+		c.Tools = func(r gateway.ToolRun) []agent.Tool {
+			return []agent.Tool{&agenttest.Tool{Name: "read", Fn: func(context.Context, string, json.RawMessage, func(llm.ToolOutput)) (llm.ToolOutput, error) {
+				mu.Lock()
+				seen = append(seen, r.Owner())
+				mu.Unlock()
+				return agenttest.TextOutput("read"), nil
+			}}}
+		}
+	}))
+	h.send("read the config", groupMsg("", "alice")...)
+	h.waitText(groupConv, "member answered")
+	if n := approvalCount(h, groupConv); n != 0 {
+		t.Fatalf("asked %d times about a call the confined tool refuses by itself", n)
+	}
+	h.send("read the config", groupMsg("", "owner")...)
+	ids := h.approvalButtons(groupConv)
+	h.press(groupConv, "owner", ids[0])
+	h.waitText(groupConv, "owner answered")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] || !seen[1] {
+		t.Errorf("Owner() at the calls = %v, want [false true]", seen)
 	}
 }

@@ -78,9 +78,19 @@ type Attacher interface {
 	Attach(ctx context.Context, name, mimeType string, r io.Reader, size int64) error
 }
 
-// ToolFactory builds the tools of one run. attach delivers files to the
-// run's conversation.
-type ToolFactory func(attach Attacher) []agent.Tool
+// ToolRun is what a run tells the tools it builds.
+type ToolRun struct {
+	// Attach delivers files to the run's conversation.
+	Attach Attacher
+	// Owner reports, at the time of a tool call, whether the user the run
+	// acts for (its requester: the sender of its latest message) is an
+	// owner of the bot. The file tools confine the calls of everyone else
+	// (agent.workspace_only: non_owners).
+	Owner func() bool
+}
+
+// ToolFactory builds the tools of one run.
+type ToolFactory func(run ToolRun) []agent.Tool
 
 // ToolPath is a path a tool call would touch.
 type ToolPath struct {
@@ -112,8 +122,11 @@ type Config struct {
 	ToolPaths func(tool string, args json.RawMessage) ([]ToolPath, error)
 	// WorkspaceOnly: the tools themselves refuse paths outside the
 	// workspace, so such calls are not asked about.
-	WorkspaceOnly   bool
-	ApprovalTimeout time.Duration // default 10m
+	WorkspaceOnly bool
+	// NonOwnersWorkspaceOnly: the same for calls of runs whose requester
+	// is not an owner (ToolRun.Owner).
+	NonOwnersWorkspaceOnly bool
+	ApprovalTimeout        time.Duration // default 10m
 	// Queue defaults (per location, changed with /queue).
 	QueueMode       string        // steer (default) | followup | collect | interrupt
 	CollectDebounce time.Duration // default 500ms
@@ -357,7 +370,7 @@ func setDefaults(c *Config) {
 		c.SystemPrompt = func() string { return "You are pibot, a helpful assistant." }
 	}
 	if c.Tools == nil {
-		c.Tools = func(Attacher) []agent.Tool { return nil }
+		c.Tools = func(ToolRun) []agent.Tool { return nil }
 	}
 }
 

@@ -125,7 +125,7 @@ func (h *harness) start() {
 		DataDir:         h.dir,
 		Model:           "faux/m",
 		Workspace:       h.dir,
-		Tools:           func(gateway.Attacher) []agent.Tool { return h.tools },
+		Tools:           func(gateway.ToolRun) []agent.Tool { return h.tools },
 		ApprovalTimeout: 5 * time.Second,
 		CollectDebounce: 100 * time.Millisecond,
 		FinalWait:       5 * time.Second,

@@ -23,6 +23,7 @@ func wireCommands(g *Gateway) {
 			group:         g.cfg.GroupApprovals,
 			toolPaths:     g.cfg.ToolPaths,
 			workspaceOnly: g.cfg.WorkspaceOnly,
+			nonOwnersOnly: g.cfg.NonOwnersWorkspaceOnly,
 			workspace:     ws,
 			timeout:       g.cfg.ApprovalTimeout,
 		},

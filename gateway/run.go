@@ -305,7 +305,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 		Model:        r.model,
 		Thinking:     thinking,
 		SystemPrompt: o.cfg.SystemPrompt(),
-		Tools:        o.cfg.Tools(&attacher{r: r}),
+		Tools:        o.cfg.Tools(r.toolRun()),
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,
 		SessionID:    r.o.sess.Tree().Header().ID,

@@ -44,19 +44,14 @@ func (t *Attach) Execute(ctx context.Context, _ string, raw json.RawMessage, _ f
 	if ctx.Err() != nil {
 		return llm.ToolOutput{}, errAborted
 	}
-	abs, err := t.ws.Resolve(*a.Path)
+	acc := t.ws.confinedCall()
+	abs, err := acc.resolve(*a.Path, false)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	if !t.ws.Inside(abs) {
-		return llm.ToolOutput{}, outsideError(*a.Path)
-	}
-	f, err := os.Open(abs)
+	f, err := acc.open(abs, *a.Path, os.O_RDONLY, 0, false)
 	if err != nil {
-		return llm.ToolOutput{}, nodeError(err, "open", abs)
-	}
-	if err := t.ws.checkOpened(f, *a.Path); err != nil {
-		return llm.ToolOutput{}, err
+		return llm.ToolOutput{}, ioError(err, "open", abs)
 	}
 	defer f.Close()
 	st, err := f.Stat()

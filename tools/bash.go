@@ -23,6 +23,9 @@ const (
 	// exitGrace is how long output from background children is still read
 	// after the shell exits, before its process group is killed.
 	exitGrace = 100 * time.Millisecond
+	// diskInterval is how often free space is checked against the disk
+	// reserve while a call runs: a statfs, so cheap enough to do often.
+	diskInterval = 10 * time.Millisecond
 )
 
 // Bash is pi's bash tool. Commands run in their own process group (and,
@@ -119,6 +122,13 @@ func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, updat
 		timeout = t.defTimeout
 		timeoutText = jsNumber(t.defTimeout.Seconds())
 	}
+	// Over the disk quota, the command still runs (it may delete files)
+	// but cannot write any; without a jail it cannot be held to that.
+	blocked := t.ws.quota.blocked()
+	if blocked != "" && t.jail == nil {
+		return llm.ToolOutput{}, failf("Refused: %s Commands cannot run until files are deleted.", blocked)
+	}
+	defer t.ws.quota.changed()
 	out := newOutputBuffer(t.outDir, t.maxOutput)
 	defer func() {
 		if err := out.close(); err != nil {
@@ -128,7 +138,7 @@ func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, updat
 	if update != nil {
 		update(llm.ToolOutput{Content: []llm.Content{}})
 	}
-	res, err := t.run(ctx, *a.Command, cwd, timeout, out, update)
+	res, err := t.run(ctx, *a.Command, cwd, timeout, blocked != "", out, update)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -138,6 +148,9 @@ func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, updat
 		update(snapshotOutput(snap))
 	}
 	switch {
+	case res.diskLow:
+		text, _ := formatBash(snap, "")
+		return llm.ToolOutput{}, &Error{Text: appendStatus(text, t.limitNote(res))}
 	case res.aborted:
 		text, _ := formatBash(snap, "")
 		return llm.ToolOutput{}, &Error{Text: appendStatus(text, "Command aborted"), Err: context.Canceled}
@@ -150,6 +163,9 @@ func (t *Bash) Execute(ctx context.Context, _ string, raw json.RawMessage, updat
 		return llm.ToolOutput{}, &Error{Text: appendStatus(text, status), Err: context.DeadlineExceeded}
 	}
 	text, details := formatBash(snap, "(no output)")
+	if blocked != "" {
+		text = appendStatus(text, blocked+" This command ran with file writes blocked (deleting files works): delete files in the workspace to write again.")
+	}
 	if note := t.limitNote(res); note != "" {
 		if res.code > 0 {
 			note = "Command exited with code " + strconv.Itoa(res.code) + ". " + note
@@ -208,23 +224,34 @@ type runResult struct {
 	code              int
 	signal            syscall.Signal // the shell's killing signal, 0 if it exited
 	aborted, timedOut bool
+	noWrites          bool  // run with file writes blocked (over the disk quota)
+	roomLeft          int64 // RLIMIT_FSIZE lowered to the room above the disk reserve; 0 if not
+	diskLow           bool  // stopped: free space fell under the reserve
 	events            jail.Events
 }
 
 // limitNote explains a limit the command ran into, or returns "".
 func (t *Bash) limitNote(res runResult) string {
+	var notes []string
+	if res.diskLow {
+		notes = append(notes, "Free space on the file system of the workspace or of pibot's data fell under the "+jail.FormatBytes(t.ws.quota.lim.DiskReserve)+
+			" kept free for pibot's data (agent.limits.disk_reserve): the command was stopped. Delete files in the workspace first.")
+	}
 	if t.jail == nil {
-		return ""
+		return strings.Join(notes, " ")
 	}
 	l := t.jail.Limits()
-	var notes []string
 	if res.events.OOMKills > 0 {
 		notes = append(notes, "The memory limit of "+jail.FormatBytes(l.Memory)+" (agent.limits.memory) was reached: the kernel killed a process of the command.")
 	}
 	if res.events.ForkFailures > 0 {
 		notes = append(notes, processNote(l.Processes, res.events))
 	}
-	if l.FileSize > 0 && (res.code == 128+int(syscall.SIGXFSZ) || res.signal == syscall.SIGXFSZ) {
+	xfsz := res.code == 128+int(syscall.SIGXFSZ) || res.signal == syscall.SIGXFSZ
+	if xfsz && res.roomLeft > 0 {
+		notes = append(notes, "A file reached the "+jail.FormatBytes(res.roomLeft)+" of free space left above the "+
+			jail.FormatBytes(t.ws.quota.lim.DiskReserve)+" kept free for pibot's data (agent.limits.disk_reserve): the process writing it was killed.")
+	} else if l.FileSize > 0 && !res.noWrites && xfsz {
 		notes = append(notes, "The file size limit of "+jail.FormatBytes(l.FileSize)+" (agent.limits.file_size) was reached: a process writing a larger file was killed.")
 	}
 	if l.CPUTime > 0 && (res.code == 128+int(syscall.SIGXCPU) || res.signal == syscall.SIGXCPU) {
@@ -248,16 +275,47 @@ func processNote(configured int, ev jail.Events) string {
 	return "The process limit of " + itoa(configured) + " (agent.limits.processes) was reached: starting more processes or threads failed."
 }
 
+// fileSize is the RLIMIT_FSIZE of a call when it must be lower than
+// agent.limits.file_size: 0 when files may not grow at all, else the free
+// space above the disk reserve when that is less.
+func (t *Bash) fileSize(noWrites bool) (int64, bool) {
+	if noWrites {
+		return 0, true
+	}
+	q := t.ws.quota
+	if q.lim.DiskReserve <= 0 {
+		return 0, false
+	}
+	free, ok := q.free()
+	if !ok {
+		return 0, false
+	}
+	room := free - q.lim.DiskReserve
+	if l := t.jail.Limits().FileSize; l > 0 && l <= room {
+		return 0, false
+	}
+	return max(room, 0), true
+}
+
 // run starts the command in its own process group, streams its merged
 // output into out and kills the whole group when the context ends, the
 // timeout fires or the shell exits.
-func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Duration, out *outputBuffer, update func(llm.ToolOutput)) (runResult, error) {
+func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Duration, noWrites bool, out *outputBuffer, update func(llm.ToolOutput)) (runResult, error) {
 	argv := t.sb.Wrap([]string{t.shellPath(), "-c", command}, t.ws.Root(), cwd, t.allowNet)
 	var jc *jail.Cmd
 	var cmd *exec.Cmd
+	var room int64
 	if t.jail != nil {
 		var err error
-		if jc, err = t.jail.Command(argv); err != nil {
+		if fileSize, lowered := t.fileSize(noWrites); lowered {
+			jc, err = t.jail.CommandFileSize(argv, fileSize)
+			if !noWrites {
+				room = fileSize
+			}
+		} else {
+			jc, err = t.jail.Command(argv)
+		}
+		if err != nil {
 			return runResult{}, &Error{Text: "Cannot start shell: " + err.Error(), Err: err}
 		}
 		cmd = jc.Cmd
@@ -321,7 +379,15 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 	}
 	tick := time.NewTicker(updateInterval)
 	defer tick.Stop()
-	var res runResult
+	// Free space is watched while the call may write and a reserve is
+	// kept (a call that started blocked cannot write: it may run on).
+	var disk <-chan time.Time
+	if !noWrites && t.ws.quota.lim.DiskReserve > 0 {
+		dt := time.NewTicker(diskInterval)
+		defer dt.Stop()
+		disk = dt.C
+	}
+	res := runResult{noWrites: noWrites, roomLeft: room}
 	lastBytes := -1
 	done := ctx.Done()
 	for waiting := true; waiting; {
@@ -336,6 +402,12 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 			res.timedOut = true
 			timer = nil
 			killAll()
+		case <-disk:
+			if t.ws.quota.lowSpace() {
+				res.diskLow = true
+				disk = nil
+				killAll()
+			}
 		case <-tick.C:
 			if update == nil {
 				continue

@@ -158,17 +158,17 @@ func TestOpenedFileChecked(t *testing.T) {
 	if _, err := w.Resolve("swapped"); err == nil {
 		t.Fatal("Resolve accepted the link")
 	}
-	if _, err := w.readFile(swapped, "swapped"); err == nil || !strings.Contains(err.Error(), "pibot's own data") {
+	if _, err := w.call().readFile(swapped, "swapped"); err == nil || !strings.Contains(err.Error(), "pibot's own data") {
 		t.Errorf("readFile: %v", err)
 	}
-	if err := w.writeFile(swapped, "swapped", []byte("owned"), 0o644); err == nil || !strings.Contains(err.Error(), "pibot's own data") {
+	if err := w.call().writeFile(swapped, "swapped", []byte("owned"), 0o644); err == nil || !strings.Contains(err.Error(), "pibot's own data") {
 		t.Errorf("writeFile: %v", err)
 	}
 	f, err := os.Open(swapped)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.checkOpened(f, "swapped"); err == nil {
+	if err := w.call().verify(f, swapped, "swapped", false); err == nil {
 		t.Error("checkOpened accepted the configuration")
 	}
 	if b, _ := os.ReadFile(cfg); string(b) != "token: SECRET-token" {
@@ -176,10 +176,10 @@ func TestOpenedFileChecked(t *testing.T) {
 	}
 	// Ordinary files still read and write.
 	p := filepath.Join(ws, "notes.txt")
-	if err := w.writeFile(p, "notes.txt", []byte("new"), 0o644); err != nil {
+	if err := w.call().writeFile(p, "notes.txt", []byte("new"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := w.readFile(p, "notes.txt"); err != nil || string(b) != "new" {
+	if b, err := w.call().readFile(p, "notes.txt"); err != nil || string(b) != "new" {
 		t.Errorf("read back %q %v", b, err)
 	}
 }

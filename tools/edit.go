@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"sort"
 	"strings"
@@ -76,7 +77,8 @@ func (t *Edit) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	abs, err := t.ws.Resolve(path)
+	acc := t.ws.call()
+	abs, err := acc.resolve(path, true)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -88,11 +90,21 @@ func (t *Edit) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if ctx.Err() != nil {
 		return llm.ToolOutput{}, errAborted
 	}
-	if err := syscall.Access(abs, 4|2); err != nil { // R_OK|W_OK
+	f, err := acc.open(abs, path, os.O_RDWR, 0, true)
+	if err != nil {
+		var e *Error
+		switch {
+		case errors.Is(err, syscall.EISDIR):
+			// pi checks access (a directory passes), then fails reading.
+			return llm.ToolOutput{}, &Error{Text: "EISDIR: illegal operation on a directory, read", Err: err}
+		case errors.As(err, &e):
+			return llm.ToolOutput{}, err
+		}
 		code, _ := errnoCode(err)
 		return llm.ToolOutput{}, &Error{Text: "Could not edit file: " + path + ". Error code: " + code + ".", Err: err}
 	}
-	data, err := t.ws.readFile(abs, path)
+	defer f.Close()
+	data, err := readAllCtx(ctx, f)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -113,12 +125,13 @@ func (t *Edit) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if ending == "\r\n" {
 		final = strings.ReplaceAll(updated, "\n", "\r\n")
 	}
-	st, _ := os.Stat(abs)
-	mode := os.FileMode(0o644)
-	if st != nil {
-		mode = st.Mode().Perm()
+	out := []byte(bom + final)
+	undo, err := t.ws.quota.grow(int64(len(data)), int64(len(out)))
+	if err != nil {
+		return llm.ToolOutput{}, err
 	}
-	if err := t.ws.writeFile(abs, path, []byte(bom+final), mode); err != nil {
+	if err := acc.replace(f, abs, out); err != nil {
+		undo()
 		return llm.ToolOutput{}, err
 	}
 	diff, first := generateDiff(base, updated, 4)

@@ -107,3 +107,15 @@ func TestGenerateDiffGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestEditDirectory keeps pi's error for a directory: access passes, the
+// read fails.
+func TestEditDirectory(t *testing.T) {
+	s, dir := newSet(t, false, nil)
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, isErr, _ := call(t, s, "edit", `{"path":"d","edits":[{"oldText":"a","newText":"b"}]}`); !isErr || got != "EISDIR: illegal operation on a directory, read" {
+		t.Errorf("edit d: %q", got)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -54,7 +53,8 @@ func (t *Find) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if a.Path != nil && *a.Path != "" {
 		p = *a.Path
 	}
-	root, err := t.ws.Resolve(p)
+	acc := t.ws.call()
+	root, err := acc.resolve(p, false)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -62,7 +62,7 @@ func (t *Find) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if a.Limit != nil {
 		limit = int(*a.Limit)
 	}
-	if st, err := os.Stat(root); err != nil || !st.IsDir() {
+	if st, err := acc.stat(root, p); err != nil || !st.IsDir() {
 		return llm.ToolOutput{}, failf("Path not found: %s", root)
 	}
 	pattern := *a.Pattern
@@ -74,7 +74,7 @@ func (t *Find) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if err != nil {
 		return llm.ToolOutput{}, failf("Invalid glob pattern %s: %v", *a.Pattern, err)
 	}
-	results := t.collect(ctx, root, re, fullPath, limit)
+	results := collect(ctx, acc, root, p, re, fullPath, limit)
 	if ctx.Err() != nil {
 		return llm.ToolOutput{}, errAborted
 	}
@@ -95,9 +95,10 @@ func (t *Find) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	return withNotices(tr.Content, notices, d), nil
 }
 
-func (t *Find) collect(ctx context.Context, root string, re *regexp.Regexp, fullPath bool, limit int) []string {
+// collect walks root (orig as the tool was given it) for find.
+func collect(ctx context.Context, acc *access, root, orig string, re *regexp.Regexp, fullPath bool, limit int) []string {
 	var results []string
-	t.ws.walk(ctx, root, func(p string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
+	acc.walk(ctx, root, orig, func(p string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
 		if len(results) >= limit {
 			return false
 		}
@@ -113,7 +114,7 @@ func (t *Find) collect(ctx context.Context, root string, re *regexp.Regexp, full
 			return true
 		}
 		rel = filepath.ToSlash(rel)
-		if isDir(p, d) {
+		if isDir(acc, p, d) {
 			rel += "/"
 		}
 		results = append(results, rel)
@@ -122,12 +123,12 @@ func (t *Find) collect(ctx context.Context, root string, re *regexp.Regexp, full
 	return results
 }
 
-func isDir(p string, d fs.DirEntry) bool {
+func isDir(acc *access, p string, d fs.DirEntry) bool {
 	if d.IsDir() {
 		return true
 	}
 	if d.Type()&fs.ModeSymlink != 0 {
-		st, err := os.Stat(p)
+		st, err := acc.stat(p, p)
 		return err == nil && st.IsDir()
 	}
 	return false

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,11 +58,12 @@ func (t *Grep) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if a.Path != nil && *a.Path != "" {
 		p = *a.Path
 	}
-	root, err := t.ws.Resolve(p)
+	acc := t.ws.call()
+	root, err := acc.resolve(p, false)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	st, err := os.Stat(root)
+	st, err := acc.stat(root, p)
 	if err != nil {
 		return llm.ToolOutput{}, failf("Path not found: %s", root)
 	}
@@ -94,9 +94,9 @@ func (t *Grep) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	}
 	limit = max(1, limit)
 
-	s := grepRun{re: re, ctxLines: ctxLines, limit: limit}
+	s := grepRun{acc: acc, re: re, ctxLines: ctxLines, limit: limit}
 	if st.IsDir() {
-		t.ws.walk(ctx, root, func(fp string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
+		acc.walk(ctx, root, p, func(fp string, d fs.DirEntry) bool { //nolint:errcheck // partial results are fine
 			if d.IsDir() || !d.Type().IsRegular() {
 				return true
 			}
@@ -141,6 +141,7 @@ func (t *Grep) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 }
 
 type grepRun struct {
+	acc            *access
 	re             *regexp.Regexp
 	ctxLines       int
 	limit          int
@@ -153,7 +154,7 @@ type grepRun struct {
 // file searches one file; it returns false once the match limit is hit.
 // Binary files (with a NUL byte) are skipped, as ripgrep does.
 func (s *grepRun) file(path, rel string) bool {
-	data, err := os.ReadFile(path)
+	data, err := s.acc.readFile(path, rel)
 	if err != nil || bytes.IndexByte(data, 0) >= 0 {
 		return true
 	}

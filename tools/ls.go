@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -49,7 +50,8 @@ func (t *Ls) Execute(ctx context.Context, _ string, raw json.RawMessage, _ func(
 	if a.Path != nil && *a.Path != "" {
 		p = *a.Path
 	}
-	dir, err := t.ws.Resolve(p)
+	acc := t.ws.call()
+	dir, err := acc.resolve(p, false)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -57,15 +59,23 @@ func (t *Ls) Execute(ctx context.Context, _ string, raw json.RawMessage, _ func(
 	if a.Limit != nil {
 		limit = int(*a.Limit)
 	}
-	st, err := os.Stat(dir)
+	st, err := acc.stat(dir, p)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return llm.ToolOutput{}, err
+		}
 		return llm.ToolOutput{}, failf("Path not found: %s", dir)
 	}
 	if !st.IsDir() {
 		return llm.ToolOutput{}, failf("Not a directory: %s", dir)
 	}
-	f, err := os.Open(dir)
+	f, err := acc.open(dir, p, os.O_RDONLY, 0, false)
 	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			return llm.ToolOutput{}, err
+		}
 		return llm.ToolOutput{}, failf("Cannot read directory: %s", nodeError(err, "scandir", dir).Error())
 	}
 	names, err := f.Readdirnames(-1)
@@ -81,7 +91,11 @@ func (t *Ls) Execute(ctx context.Context, _ string, raw json.RawMessage, _ func(
 			limited = true
 			break
 		}
-		st, err := os.Stat(filepath.Join(dir, n))
+		entry := filepath.Join(dir, n)
+		if _, err := acc.resolve(entry, false); err != nil {
+			continue // what the call may not reach is not listed
+		}
+		st, err := acc.stat(entry, entry)
 		if err != nil {
 			continue
 		}

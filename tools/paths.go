@@ -2,7 +2,6 @@ package tools
 
 import (
 	"encoding/json"
-	"path/filepath"
 )
 
 // Touch is one path a tool call would touch.
@@ -60,13 +59,4 @@ func (w *Workspace) Paths(tool string, args json.RawMessage) ([]Touch, error) {
 	}
 	abs := w.absolute(p)
 	return []Touch{{Path: abs, Inside: w.Inside(abs), Write: write}}, nil
-}
-
-// absolute is Resolve without the confinement check.
-func (w *Workspace) absolute(p string) string {
-	e := w.expand(p)
-	if !filepath.IsAbs(e) {
-		e = filepath.Join(w.root, e)
-	}
-	return filepath.Clean(e)
 }

@@ -40,16 +40,14 @@ func (t *Read) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fun
 	if ctx.Err() != nil {
 		return llm.ToolOutput{}, errAborted
 	}
-	abs, err := t.ws.Resolve(*a.Path)
+	acc := t.ws.call()
+	abs, err := acc.resolve(*a.Path, false)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
-	f, err := os.Open(abs)
+	f, err := acc.open(abs, *a.Path, os.O_RDONLY, 0, false)
 	if err != nil {
-		return llm.ToolOutput{}, nodeError(err, "access", abs)
-	}
-	if err := t.ws.checkOpened(f, *a.Path); err != nil {
-		return llm.ToolOutput{}, err
+		return llm.ToolOutput{}, ioError(err, "access", abs)
 	}
 	defer f.Close()
 	st, err := f.Stat()

@@ -37,8 +37,13 @@ type Options struct {
 	Workspace string
 	// Home is what "~" expands to; empty means Workspace.
 	Home string
-	// WorkspaceOnly refuses paths that leave the workspace.
+	// WorkspaceOnly confines every file tool call to the workspace.
 	WorkspaceOnly bool
+	// NonOwnersWorkspaceOnly confines the calls that do not serve an
+	// owner (see Set.Bind; an unbound set serves no owner).
+	NonOwnersWorkspaceOnly bool
+	// Quota bounds what write, edit and bash may write.
+	Quota Quota
 	// Sandbox selects how bash is isolated: auto, bwrap or off (default).
 	Sandbox sandbox.Mode
 	// AllowNetwork keeps the network inside the bash sandbox.
@@ -80,6 +85,7 @@ type Set struct {
 	ws    *Workspace
 	sb    *sandbox.Sandbox
 	jail  *jail.Jail
+	bash  *Bash
 	tools []Tool
 }
 
@@ -94,6 +100,9 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	ws.others = opts.NonOwnersWorkspaceOnly
+	ws.allowNet = opts.AllowNetwork
+	ws.quota.lim = opts.Quota
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -109,6 +118,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
+	ws.sb = sb
 	tmp := opts.TempDir
 	if tmp == "" {
 		tmp = os.TempDir()
@@ -117,21 +127,32 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if env == nil {
 		env = DefaultEnv(ws.Root())
 	}
-	s := &Set{ws: ws, sb: sb, jail: opts.Jail}
-	s.tools = []Tool{
-		NewRead(ws),
-		&Bash{ws: ws, sb: sb, jail: opts.Jail, allowNet: opts.AllowNetwork, env: env, shell: opts.Shell,
-			defTimeout: opts.DefaultTimeout, outDir: &outputDir{parent: tmp}, maxOutput: opts.MaxOutputFile, log: log},
-		NewEdit(ws),
-		NewWrite(ws),
-		NewGrep(ws),
-		NewFind(ws),
-		NewLs(ws),
-	}
-	if opts.Attacher != nil {
-		s.tools = append(s.tools, NewAttach(ws, opts.Attacher))
-	}
+	s := &Set{ws: ws, sb: sb, jail: opts.Jail,
+		bash: &Bash{ws: ws, sb: sb, jail: opts.Jail, allowNet: opts.AllowNetwork, env: env, shell: opts.Shell,
+			defTimeout: opts.DefaultTimeout, outDir: &outputDir{parent: tmp}, maxOutput: opts.MaxOutputFile, log: log}}
+	s.build(opts.Attacher)
 	return s, nil
+}
+
+// build makes the tools of s on s.ws.
+func (s *Set) build(to Attacher) {
+	ws := s.ws
+	s.tools = []Tool{NewRead(ws), s.bash, NewEdit(ws), NewWrite(ws), NewGrep(ws), NewFind(ws), NewLs(ws)}
+	if to != nil {
+		s.tools = append(s.tools, NewAttach(ws, to))
+	}
+}
+
+// Bind returns the tools of s for calls that serve whom owner says, at
+// the time of each call: an owner (true) or someone else (false). With
+// Options.NonOwnersWorkspaceOnly, the file tools confine the calls that
+// do not serve an owner; an unbound Set serves no owner. to, if not nil,
+// adds attach for that conversation. Bind is cheap: the sandbox, jail,
+// locks and quota are shared.
+func (s *Set) Bind(owner func() bool, to Attacher) *Set {
+	b := &Set{ws: s.ws.Bind(owner), sb: s.sb, jail: s.jail, bash: s.bash}
+	b.build(to)
+	return b
 }
 
 // Workspace returns the session's workspace.

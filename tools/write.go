@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 
 	"github.com/pibot/pibot/llm"
@@ -40,7 +39,8 @@ func (t *Write) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fu
 	if a.Content == nil {
 		return llm.ToolOutput{}, missing("write", "content")
 	}
-	abs, err := t.ws.Resolve(*a.Path)
+	acc := t.ws.call()
+	abs, err := acc.resolve(*a.Path, true)
 	if err != nil {
 		return llm.ToolOutput{}, err
 	}
@@ -52,11 +52,21 @@ func (t *Write) Execute(ctx context.Context, _ string, raw json.RawMessage, _ fu
 	if ctx.Err() != nil {
 		return llm.ToolOutput{}, errAborted
 	}
-	dir := filepath.Dir(abs)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return llm.ToolOutput{}, nodeError(err, "mkdir", dir)
+	var old int64
+	if st, err := acc.stat(abs, *a.Path); err == nil && st.Mode().IsRegular() {
+		old = st.Size()
 	}
-	if err := t.ws.writeFile(abs, *a.Path, []byte(*a.Content), 0o644); err != nil {
+	undo, err := t.ws.quota.grow(old, int64(len(*a.Content)))
+	if err != nil {
+		return llm.ToolOutput{}, err
+	}
+	dir := filepath.Dir(abs)
+	if err := acc.mkdirAll(dir, *a.Path); err != nil {
+		undo()
+		return llm.ToolOutput{}, ioError(err, "mkdir", dir)
+	}
+	if err := acc.writeFile(abs, *a.Path, []byte(*a.Content), 0o644); err != nil {
+		undo()
 		return llm.ToolOutput{}, err
 	}
 	return textOutput("Successfully wrote "+itoa(utf16Len(*a.Content))+" bytes to "+*a.Path, nil), nil

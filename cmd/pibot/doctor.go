@@ -193,7 +193,12 @@ func workspaceFinding(ctx context.Context, cfg config.Config) doctor.Finding {
 	if err != nil {
 		return configFinding(err, "agent.workspace")
 	}
-	return doctor.Run(ctx, []doctor.Check{doctor.DataDir("workspace", ws, "agent.workspace", 0)}, 0)[0]
+	f := doctor.Run(ctx, []doctor.Check{doctor.DataDir("workspace", ws, "agent.workspace", 0)}, 0)[0]
+	if shared := sharedFileSystem(ws, cfg.DataDir, cfg.Agent.Limits.DiskReserve); shared != "" && f.Status == doctor.OK {
+		f.Status, f.Detail = doctor.Warn, f.Detail+"; "+shared
+		f.Fix = "put agent.workspace on a file system of its own (a partition, a volume, a loop device), or keep agent.limits.disk_reserve"
+	}
+	return f
 }
 
 // sandboxFinding probes bubblewrap as serve does: a failure where

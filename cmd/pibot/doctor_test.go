@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pibot/pibot/adapters/telegram/telegramtest"
+	"github.com/pibot/pibot/internal/tinyfs"
 )
 
 // fakeOpenAI is an OpenAI-compatible model list that accepts one key.
@@ -69,7 +70,9 @@ providers:
 		secret string
 	}{
 		{"all good", conf("good.yaml", tgGood, keyGood), 0,
-			[]string{"ok    telegram", "@doctor_bot", "ok    provider p", "1 models listed", "ok    model", "p/m1", "ok    http", "ok    data_dir", "ok    workspace", "ok    sandbox", "everything looks right"}, ""},
+			[]string{"ok    telegram", "@doctor_bot", "ok    provider p", "1 models listed", "ok    model", "p/m1", "ok    http", "ok    data_dir",
+				"WARN  workspace", "are on the same file system: the tools keep agent.limits.disk_reserve (1GiB) free there", "put agent.workspace on a file system of its own",
+				"ok    sandbox", "no problems, 1 warning(s)"}, ""},
 		{"rejected telegram token", conf("tg.yaml", "111:revoked", keyGood), 1,
 			[]string{"FAIL  telegram", "token rejected by getMe (401", "set adapters.telegram.token", "ok    provider p", "1 problem(s)"}, "111:revoked"},
 		{"bad provider key", conf("key.yaml", tgGood, "sk-wrong-key"), 1,
@@ -97,6 +100,27 @@ providers:
 			}
 		})
 	}
+}
+
+// TestDoctorWorkspaceOnItsOwnFileSystem: a workspace on a file system of
+// its own is ok; one shared with data_dir is a warning that says so, and
+// louder without a disk reserve.
+func TestDoctorWorkspaceOnItsOwnFileSystem(t *testing.T) {
+	dir := t.TempDir()
+	check := func(ws, extra, want string) {
+		t.Helper()
+		conf := writeFile(t, dir, "c.yaml", "data_dir: "+filepath.Join(dir, "data")+"\nagent:\n  workspace: "+ws+extra+"\n  sandbox: off\nadapters: {web: {enabled: false}}\n")
+		if r := pibot(t, dir, "", nil, "doctor", "-c", conf); !strings.Contains(r.stdout, want) {
+			t.Errorf("workspace %s%s: stdout lacks %q:\n%s", ws, extra, want, r.stdout)
+		}
+	}
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	check(ws, "", "WARN  workspace")
+	check(ws, "\n  limits: {disk_reserve: 0}", "a full workspace would stop pibot from saving messages, and agent.limits.disk_reserve is 0")
+	check(tinyfs.Mount(t, 1<<20), "", "ok    workspace")
 }
 
 func TestHealthcheck(t *testing.T) {

@@ -29,16 +29,13 @@ func snapshotEnv() envSnapshot {
 
 func (e envSnapshot) get(k string) string { return e[k] }
 
-// configSecrets returns the credentials in cfg.
+// configSecrets returns the credentials in cfg: every key tagged as one
+// in the schema (config.Secret), the contents of *_file keys included.
 func configSecrets(cfg config.Config) []string {
-	out := []string{cfg.Adapter.Telegram.Token, cfg.Adapter.Telegram.WebhookSecret, cfg.Adapter.Web.Token,
-		cfg.Adapter.Slack.BotToken, cfg.Adapter.Slack.AppToken, cfg.Adapter.Slack.SigningSecret,
-		cfg.Adapter.Discord.Token, cfg.Cluster.RedisURL, cfg.Cluster.Secret}
-	out = append(out, mcpSecrets(cfg)...)
-	for _, p := range cfg.Providers {
-		out = append(out, p.APIKey)
-		for _, v := range p.Headers {
-			out = append(out, v)
+	var out []string
+	for _, s := range cfg.Secrets() {
+		if s.Value != "" {
+			out = append(out, s.Value)
 		}
 	}
 	return out

@@ -54,21 +54,6 @@ func secrets(m map[string]string) map[string]secret.Secret {
 	return out
 }
 
-// mcpSecrets returns the credentials of mcp.servers (env and header
-// values), which pibot scrubs from its own environment.
-func mcpSecrets(cfg config.Config) []string {
-	var out []string
-	for _, s := range cfg.MCP.Servers {
-		for _, v := range s.Env {
-			out = append(out, v)
-		}
-		for _, v := range s.Headers {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // runMCP runs `pibot mcp list`: it starts every configured server, waits for
 // its first connection and prints its state and tools.
 func runMCP(ctx context.Context, c *cli, args []string) error {

@@ -28,9 +28,15 @@ type server struct {
 // line.
 func startServe(t *testing.T, dir string, args ...string) *server {
 	t.Helper()
+	return startServeEnv(t, dir, nil, args...)
+}
+
+// startServeEnv is startServe with env ("K=V") added to the environment.
+func startServeEnv(t *testing.T, dir string, env []string, args ...string) *server {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"serve"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -63,6 +63,10 @@ func localOwners() []string {
 	return []string{string(web.Platform) + ":" + web.UserID, string(term.Platform) + ":" + term.UserID}
 }
 
+// localOwner is the rights of the terminal's `pibot chat`: its user owns
+// the bot.
+func localOwner() bool { return true }
+
 // openStack locks the data directory and builds the gateway over
 // adapters. metrics may be nil. close must be called when it is not nil.
 // With rep (cluster mode) the data directory is shared with the other
@@ -152,6 +156,12 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		return err
 	}
 	st.tools = tb
+	if shared := sharedFileSystem(tb.ws, cfg.DataDir, cfg.Agent.Limits.DiskReserve); shared != "" {
+		log.Warn(shared)
+	}
+	if cfg.Agent.WorkspaceOnly == config.WorkspaceOnlyNone {
+		log.Warn("agent.workspace_only is false: the file tools of users who are not owners reach outside the workspace too (the default, non_owners, keeps them in it)")
+	}
 	model := defaultModel(cfg, reg)
 	errs, warns := modelProblems(cfg, getenv)
 	for _, p := range append(errs, warns...) {
@@ -179,26 +189,27 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 			}
 			return p
 		},
-		Workspace:       tb.ws,
-		Tools:           func(a gateway.Attacher) []agent.Tool { return tb.forRun(a) },
-		DMApprovals:     cfg.Agent.Approvals.DM,
-		GroupApprovals:  cfg.Agent.Approvals.Group,
-		ToolPaths:       tb.toolPaths,
-		WorkspaceOnly:   cfg.Agent.WorkspaceOnly,
-		ApprovalTimeout: cfg.Agent.Approvals.Timeout.D(),
-		QueueMode:       cfg.Agent.Queue.Mode,
-		CollectDebounce: cfg.Agent.Queue.Collect.Debounce.D(),
-		CollectCap:      cfg.Agent.Queue.Collect.Cap,
-		CollectDrop:     cfg.Agent.Queue.Collect.Drop,
-		Verbosity:       stream.Verbosity(cfg.Agent.Verbosity),
-		Compaction:      compactionSettings(cfg),
-		Retry:           retryConfig(cfg),
-		IdleEvict:       cfg.Agent.IdleEvict.D(),
-		Watchdog:        watchdog(cfg, log, metrics),
-		Schedules:       scheds,
-		Logger:          log,
-		Extensions:      ext,
-		Cluster:         cl,
+		Workspace:              tb.ws,
+		Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Attach, r.Owner) },
+		DMApprovals:            cfg.Agent.Approvals.DM,
+		GroupApprovals:         cfg.Agent.Approvals.Group,
+		ToolPaths:              tb.toolPaths,
+		WorkspaceOnly:          cfg.Agent.WorkspaceOnly.Everyone(),
+		NonOwnersWorkspaceOnly: cfg.Agent.WorkspaceOnly.NonOwners(),
+		ApprovalTimeout:        cfg.Agent.Approvals.Timeout.D(),
+		QueueMode:              cfg.Agent.Queue.Mode,
+		CollectDebounce:        cfg.Agent.Queue.Collect.Debounce.D(),
+		CollectCap:             cfg.Agent.Queue.Collect.Cap,
+		CollectDrop:            cfg.Agent.Queue.Collect.Drop,
+		Verbosity:              stream.Verbosity(cfg.Agent.Verbosity),
+		Compaction:             compactionSettings(cfg),
+		Retry:                  retryConfig(cfg),
+		IdleEvict:              cfg.Agent.IdleEvict.D(),
+		Watchdog:               watchdog(cfg, log, metrics),
+		Schedules:              scheds,
+		Logger:                 log,
+		Extensions:             ext,
+		Cluster:                cl,
 	}
 	// access.schedules_per_user: 0 is no cap (the gateway's 0 is its default).
 	gcfg.SchedulesPerUser = cmp.Or(cfg.Access.SchedulesPerUser, -1)

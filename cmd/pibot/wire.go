@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"slices"
 
 	"github.com/pibot/pibot/agent"
@@ -55,11 +56,19 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool
 	if err != nil {
 		return nil, err
 	}
+	data, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, &config.Error{Key: "data_dir", Msg: err.Error()}
+	}
+	l := cfg.Agent.Limits
 	set, err := tools.New(ctx, tools.Options{
-		Jail:           j,
-		MaxOutputFile:  int64(cfg.Agent.Limits.Output),
-		Workspace:      ws,
-		WorkspaceOnly:  cfg.Agent.WorkspaceOnly,
+		Jail:                   j,
+		MaxOutputFile:          int64(l.Output),
+		Workspace:              ws,
+		WorkspaceOnly:          cfg.Agent.WorkspaceOnly.Everyone(),
+		NonOwnersWorkspaceOnly: cfg.Agent.WorkspaceOnly.NonOwners(),
+		Quota: tools.Quota{FileSize: int64(l.FileSize), WorkspaceSize: int64(l.WorkspaceSize),
+			DiskReserve: int64(l.DiskReserve), Guard: []string{data}},
 		Sandbox:        mode,
 		AllowNetwork:   cfg.Agent.AllowNetwork,
 		DefaultTimeout: cfg.Agent.ToolTimeout.D(),
@@ -79,18 +88,15 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool
 // close stops the MCP servers.
 func (t *toolbox) close() { _ = t.mcp.Close() }
 
-// forRun returns the configured tools; attach is included only when to is
-// not nil (a conversation to send files to).
-func (t *toolbox) forRun(to tools.Attacher) []agent.Tool {
+// forRun returns the configured tools of one run. owner says, at each
+// call, whether the run's requester is an owner (the file tools confine
+// everyone else's calls under agent.workspace_only: non_owners); attach
+// is included only when to is not nil (a conversation to send files to).
+func (t *toolbox) forRun(to tools.Attacher, owner func() bool) []agent.Tool {
+	set := t.set.Bind(owner, to)
 	var out []agent.Tool
 	for _, name := range t.names {
-		if name == "attach" {
-			if to != nil {
-				out = append(out, tools.NewAttach(t.set.Workspace(), to))
-			}
-			continue
-		}
-		if tool := t.set.Get(name); tool != nil {
+		if tool := set.Get(name); tool != nil {
 			out = append(out, tool)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/tools"
@@ -33,20 +34,11 @@ func protectedPaths(cfg config.Config) ([]protected, error) {
 		out = append(out, protected{key, abs})
 		return nil
 	}
-	errs := []error{
-		add("data_dir", cfg.DataDir),
-		add("configuration file", cfg.File),
-		add("adapters.telegram.token_file", cfg.Adapter.Telegram.TokenFile),
-		add("adapters.telegram.webhook_secret_file", cfg.Adapter.Telegram.WebhookSecretFile),
-		add("adapters.discord.token_file", cfg.Adapter.Discord.TokenFile),
-		add("adapters.web.token_file", cfg.Adapter.Web.TokenFile),
-		add("adapters.slack.bot_token_file", cfg.Adapter.Slack.BotTokenFile),
-		add("adapters.slack.app_token_file", cfg.Adapter.Slack.AppTokenFile),
-		add("adapters.slack.signing_secret_file", cfg.Adapter.Slack.SigningSecretFile),
-		add("cluster.secret_file", cfg.Cluster.SecretFile),
-	}
-	for name, p := range cfg.Providers {
-		errs = append(errs, add("providers."+name+".api_key_file", p.APIKeyFile))
+	errs := []error{add("data_dir", cfg.DataDir), add("configuration file", cfg.File)}
+	for _, sec := range cfg.Secrets() {
+		if sec.File != "" {
+			errs = append(errs, add(sec.Key, sec.File))
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -136,4 +128,49 @@ func realPrefix(p string) string {
 		return r
 	}
 	return p
+}
+
+// sharedFileSystem says, in a sentence, when the workspace and the data
+// directory (or its nearest existing parent) are on one file system: a
+// workspace filled by the tools would then stop pibot from writing
+// sessions and its inbox. It is "" when they are apart or either cannot
+// be looked at.
+func sharedFileSystem(ws, dataDir string, reserve config.Size) string {
+	wsDev, ok1 := device(ws)
+	dataDev, ok2 := device(existingDir(dataDir))
+	if !ok1 || !ok2 || wsDev != dataDev {
+		return ""
+	}
+	s := "the workspace " + ws + " and data_dir " + dataDir + " are on the same file system: "
+	if reserve <= 0 {
+		return s + "a full workspace would stop pibot from saving messages, and agent.limits.disk_reserve is 0"
+	}
+	return s + "the tools keep agent.limits.disk_reserve (" + reserve.String() + ") free there; a workspace on a file system of its own keeps them apart for good"
+}
+
+// device is the file system id of path.
+func device(path string) (uint64, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return 0, false
+	}
+	return uint64(st.Dev), true //nolint:unconvert // int32 on some platforms
+}
+
+// existingDir is dir, or its nearest existing parent.
+func existingDir(dir string) string {
+	p, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	for {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		next := filepath.Dir(p)
+		if next == p {
+			return p
+		}
+		p = next
+	}
 }

@@ -87,7 +87,7 @@ var rules = []rule{
 	{pkg: "session", may: []string{"llm", "internal/fsync", xsys},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
 		why:   "the session store is pure storage: no chat, no agent, no Redis"},
-	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox"},
+	{pkg: "tools", may: []string{"llm", "tools/jail", "tools/sandbox", xsys}, test: []string{"internal/tinyfs"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "cluster"}),
 		why:   "tools implement agent.Tool structurally (without importing agent) and know no chat"},
 	{pkg: "tools/mcp", may: []string{"llm", "internal/secret", mcpSDK},
@@ -178,7 +178,7 @@ var rules = []rule{
 	{pkg: "cmd/pibot",
 		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview", "internal/tokenbucket",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
-		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", mcpSDK, telegramSDK},
+		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", "internal/tinyfs", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
 	// Internal helpers.

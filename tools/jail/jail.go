@@ -259,6 +259,22 @@ type Cmd struct {
 // the tools' budget, and when that is too small (or would not bind, see
 // the package comment) the call is refused.
 func (j *Jail) Command(argv []string) (*Cmd, error) {
+	if j.limits.FileSize > 0 {
+		return j.command(argv, j.limits.FileSize)
+	}
+	return j.command(argv, -1)
+}
+
+// CommandFileSize is Command with RLIMIT_FSIZE at fileSize instead of
+// Limits.FileSize: no process of the command can make a file larger
+// (SIGXFSZ). At 0 no file can grow at all, while deleting and truncating
+// files still work. pibot lowers it to the free space above its disk
+// reserve, and to 0 when the workspace is over its quota.
+func (j *Jail) CommandFileSize(argv []string, fileSize int64) (*Cmd, error) {
+	return j.command(argv, max(fileSize, 0))
+}
+
+func (j *Jail) command(argv []string, fileSize int64) (*Cmd, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("jail: empty command")
 	}
@@ -275,7 +291,7 @@ func (j *Jail) Command(argv []string) (*Cmd, error) {
 			procs = b.Tools
 		}
 	}
-	s := spec{Rlimits: j.rlimits(procs), DropCaps: j.root}
+	s := spec{Rlimits: j.rlimits(procs, fileSize), DropCaps: j.root}
 	c := &Cmd{j: j, procs: procs, budget: b}
 	if j.cg != nil {
 		cg, err := j.cg.create(fmt.Sprintf("p%d-%d", os.Getpid(), j.counter.Add(1)), procs)
@@ -298,8 +314,9 @@ func (j *Jail) Command(argv []string) (*Cmd, error) {
 	return c, nil
 }
 
-// rlimits are the rlimits of a call whose process limit is procs.
-func (j *Jail) rlimits(procs int) []rlimit {
+// rlimits are the limits of one command whose process limit is procs,
+// fileSize its RLIMIT_FSIZE (negative: none).
+func (j *Jail) rlimits(procs int, fileSize int64) []rlimit {
 	var out []rlimit
 	l := j.limits
 	if procs > 0 && countsTasks && (j.cg == nil || !j.cg.pids) {
@@ -322,8 +339,8 @@ func (j *Jail) rlimits(procs int) []rlimit {
 		// SIGXCPU at the soft limit, SIGKILL a little later.
 		out = append(out, rlimit{Res: rlimitCPU, Cur: s, Max: s + 5})
 	}
-	if l.FileSize > 0 {
-		out = append(out, rlimit{Res: rlimitFSIZE, Cur: uint64(l.FileSize), Max: uint64(l.FileSize)})
+	if fileSize >= 0 {
+		out = append(out, rlimit{Res: rlimitFSIZE, Cur: uint64(fileSize), Max: uint64(fileSize)})
 	}
 	return out
 }
