@@ -18,6 +18,7 @@ func (x *fastCtx) path(leafID string) ([]int, error) {
 		return nil, notFast("no entries")
 	}
 	dups := x.duplicates()
+	x.dups = dups
 	if len(dups) > maxDups {
 		// Each is looked up from the end: the full loader's map is cheaper.
 		return nil, notFast(fmt.Sprintf("%d duplicate entry ids", len(dups)))

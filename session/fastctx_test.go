@@ -293,7 +293,7 @@ func TestWriteContextFallback(t *testing.T) {
 		{"many duplicate ids", []byte(manyDups.String()), "", false, "70 duplicate entry ids"},
 		{"escaped id", []byte(header + "\n" + msgLine(`a\u0030000001`, "", "one", "") + "\n" + msgLine("a0000002", "a0000001", "two", "") + "\n"), "", true, ""},
 		{"envelope after the message", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" +
-			`{"type":"message","message":{"role":"user","content":"x","timestamp":1},"id":"a0000002","parentId":"a0000001"}` + "\n"), "", false, "envelope"},
+			`{"type":"message","message":{"role":"user","content":"x","timestamp":1},"id":"a0000002","parentId":"a0000001"}` + "\n"), "", true, ""},
 		{"header only", []byte(header + "\n"), "", true, ""},
 		{"not a session", []byte(`{"type":"message"}` + "\n"), "", false, "header"},
 		{"long message line", []byte(header + "\n" + msgLine("a0000001", "", "one", "") + "\n" + msgLine("a0000002", "a0000001", big, "") + "\n" + msgLine("a0000003", "a0000002", "three", "") + "\n"), "", true, ""},
@@ -450,5 +450,73 @@ func TestWriteContextMutations(t *testing.T) {
 	t.Logf("%d clean files of %d, %d answers the fast way", compared, files, fast)
 	if compared < files/3 || fast < files/3 {
 		t.Fatalf("only %d of %d mutated files were clean, %d answers the fast way", compared, files, fast)
+	}
+}
+
+// TestWriteContextPiMigrated: files pi migrated from versions 1 and 2
+// (pi appends "id" and "parentId" after the message) answer the fast
+// way, at every leaf, exactly what the full loader and pi answer. pi's
+// answers are NAME.context.jsonl; version-1 leaves are found by position
+// (pi gave the entries new ids when it migrated them).
+func TestWriteContextPiMigrated(t *testing.T) {
+	dir := vectorsDir(t)
+	for _, name := range []string{"legacy-v1", "legacy-v2"} {
+		t.Run(name, func(t *testing.T) {
+			p := filepath.Join(dir, name+".migrated.jsonl")
+			s, err := session.OpenFile(p, session.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries := s.Tree().Entries()
+			s.Close()
+			data, err := os.ReadFile(filepath.Join(dir, name+".context.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, l := range lines(data) {
+				var want struct {
+					Leaf          *string
+					Index         *int
+					Messages      any
+					ThinkingLevel string
+					Model         any
+				}
+				if err := json.Unmarshal(l, &want); err != nil {
+					t.Fatal(err)
+				}
+				leaf := ""
+				switch {
+				case want.Leaf == nil:
+				case name == "legacy-v1":
+					leaf = entries[*want.Index].ID
+				default:
+					leaf = *want.Leaf
+				}
+				st := sameContext(t, p, leaf)
+				if !st.Fast {
+					t.Errorf("leaf %q: fell back: %s", leaf, st.Fallback)
+				}
+				var got bytes.Buffer
+				if _, err := session.WriteContext(&got, p, leaf, nil); err != nil {
+					t.Fatal(err)
+				}
+				var ctx struct {
+					Messages      any
+					ThinkingLevel string
+					Model         any
+				}
+				if err := json.Unmarshal(got.Bytes(), &ctx); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(ctx.Messages, want.Messages) || ctx.ThinkingLevel != want.ThinkingLevel || !reflect.DeepEqual(ctx.Model, want.Model) {
+					t.Fatalf("leaf %q: differs from pi's context:\n got %.300s\nwant %.300s", leaf, got.Bytes(), l)
+				}
+				n++
+			}
+			if n != len(entries)+1 {
+				t.Fatalf("%d contexts compared, want one per entry and the default leaf (%d)", n, len(entries)+1)
+			}
+		})
 	}
 }
