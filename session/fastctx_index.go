@@ -147,6 +147,20 @@ func (ix *indexer) run() error {
 	base := ix.from // file offset of buf[0]
 	n, pos := 0, 0
 	eof := false
+	if ix.from == 0 {
+		// White space before the header is not part of it (leadingSpace).
+		m, err := ix.readMore(buf)
+		switch {
+		case err == io.EOF:
+			eof = true
+		case err != nil:
+			return err
+		}
+		n, pos = m, leadingSpace(buf[:m])
+		if pos == n && !eof {
+			return notFast("the file starts with more white space than the read buffer holds")
+		}
+	}
 	for {
 		nl := bytes.IndexByte(buf[pos:n], '\n')
 		if nl < 0 && !eof {

@@ -278,6 +278,9 @@ func parseData(data []byte, name string) (*parsed, error) {
 		if err == nil && !headerSeen {
 			var h Header
 			if h, err = decodeHeader(line); err != nil {
+				if hv, ok := errors.AsType[*headerValueError](err); ok {
+					return nil, fmt.Errorf("session: %s:%d: %w", name, lineNo, hv)
+				}
 				return nil, fmt.Errorf("session: %s:%d: %w: %v", name, lineNo, ErrNotSession, err)
 			}
 			p.header, p.headerRaw, headerSeen = h, line, true
@@ -332,6 +335,7 @@ func parseData(data []byte, name string) (*parsed, error) {
 func decodeHeader(line []byte) (Header, error) {
 	h := Header{}
 	idOK := false
+	var bad error
 	_, err := scanObject(line, 0, func(depth int, m member) bool {
 		if depth != 0 {
 			return false
@@ -341,8 +345,11 @@ func decodeHeader(line []byte) (Header, error) {
 		case "type":
 			h.Type, _ = rawString(v)
 		case "version":
-			n, _ := rawInt(v)
-			h.Version = int(n)
+			if n, verr := headerVersion(v); verr != nil {
+				bad = verr
+			} else {
+				h.Version = n
+			}
 		case "id":
 			h.ID, idOK = rawString(v)
 		case "timestamp":
@@ -365,6 +372,9 @@ func decodeHeader(line []byte) (Header, error) {
 	if !idOK {
 		return h, errors.New("header has no string id")
 	}
+	if bad != nil {
+		return h, bad
+	}
 	return h, nil
 }
 
@@ -386,12 +396,14 @@ const parallelMin = 4 << 20
 // it returns.
 func scanLines(data []byte) []lineScan {
 	lines := make([]lineScan, 0, 1+len(data)/1024)
+	lead := leadingSpace(data)
 	for off := 0; off < len(data); {
 		l := lineScan{start: off, end: len(data)}
 		if nl := bytes.IndexByte(data[off:], '\n'); nl >= 0 {
 			l.end, l.nl = off+nl, true
 		}
 		off = l.end + 1
+		l.start = min(max(l.start, lead), l.end) // see leadingSpace
 		l.blank = len(bytes.Trim(data[l.start:l.end], " \t\r")) == 0
 		lines = append(lines, l)
 	}
