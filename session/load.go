@@ -85,6 +85,10 @@ type parsed struct {
 	tailOffset int64 // where the torn tail starts (== len(data) if none)
 	maxFence   int64 // highest fence seen
 	migrated   bool
+	// damaged counts the skipped lines in the middle that are JSON
+	// objects but damaged entries (entryDamage): a writable open
+	// rewrites the file without them.
+	damaged int
 }
 
 func internType(s []byte) string {
@@ -140,7 +144,7 @@ func scanKnownInto(n *node, line []byte, enc *Entry) error {
 			msg = *enc.Message
 		}
 	}
-	var typeRaw, idRaw, parentRaw, tsRaw, metaRaw, fenceRaw, fkRaw []byte
+	var typeRaw, idRaw, parentRaw, tsRaw, metaRaw, fenceRaw, fkRaw, contentRaw []byte
 	end, err := scanObject(line, 0, func(depth int, m member) bool {
 		if depth == -1 { // asked whether to descend into an object value
 			return string(m.key) == "message" && !m.keyEsc
@@ -178,6 +182,8 @@ func scanKnownInto(n *node, line []byte, enc *Entry) error {
 			fkRaw = v
 		case "message":
 			n.msg = [2]int{m.start, m.end}
+		case "content":
+			contentRaw = v
 		}
 		return false
 	})
@@ -206,6 +212,9 @@ func scanKnownInto(n *node, line []byte, enc *Entry) error {
 	}
 	if n.typ != TypeMessage {
 		n.role, n.provider, n.model = "", "", ""
+	}
+	if enc == nil { // a line pibot just encoded is read back as it was written
+		return entryDamage(n, contentRaw)
 	}
 	return nil
 }
@@ -256,8 +265,9 @@ func parseData(data []byte, name string) (*parsed, error) {
 	p := &parsed{tailOffset: int64(len(data))}
 	p.report.Path = name
 	type bad struct {
-		le     LineError
-		offset int64
+		le      LineError
+		offset  int64
+		damaged bool // a damaged entry, not a line that is not JSON
 	}
 	var bads []bad
 	lines := scanLines(data)
@@ -288,7 +298,7 @@ func parseData(data []byte, name string) (*parsed, error) {
 			continue
 		}
 		if err != nil {
-			bads = append(bads, bad{LineError{Line: lineNo, Offset: int64(l.start), Len: len(line), Err: err.Error()}, int64(l.start)})
+			bads = append(bads, bad{LineError{Line: lineNo, Offset: int64(l.start), Len: len(line), Err: err.Error()}, int64(l.start), errDamaged(err)})
 			continue
 		}
 		lastGood = len(bads)
@@ -321,6 +331,9 @@ func parseData(data []byte, name string) (*parsed, error) {
 	}
 	for _, b := range bads {
 		p.report.SkippedLines = append(p.report.SkippedLines, b.le)
+		if b.damaged {
+			p.damaged++
+		}
 	}
 	p.report.FromVersion = p.header.Version
 	if p.report.FromVersion == 0 {
