@@ -59,11 +59,16 @@ func (n notFast) Error() string { return string(n) }
 // The returned report is the full loader's, or a clean one when the fast
 // path answered. st, if not nil, receives the statistics.
 func WriteContext(w io.Writer, path, leafID string, st *ContextStats) (Report, error) {
+	return writeContext(w, path, leafID, st, fastSizes{buf: windowSize, parallel: parallelMin})
+}
+
+// writeContext is WriteContext with the fast path's sizes.
+func writeContext(w io.Writer, path, leafID string, st *ContextStats, sizes fastSizes) (Report, error) {
 	if st == nil {
 		st = &ContextStats{}
 	}
 	*st = ContextStats{}
-	rep, err := writeContextFast(w, path, leafID, st)
+	rep, err := writeContextFast(w, path, leafID, st, sizes)
 	nf, ok := errors.AsType[notFast](err)
 	if !ok {
 		st.Fast = err == nil
@@ -123,6 +128,14 @@ type fastCtx struct {
 	// arena holds copies of the short lines the index scanned whole (the
 	// entries that are not messages), so the path's need no second read.
 	arena []byte
+	sizes fastSizes
+}
+
+// fastSizes are the sizes the fast path works with; tests make them small
+// to reach long lines and parallel parts with small files.
+type fastSizes struct {
+	buf      int   // the index's read buffer (a longer line is a long line)
+	parallel int64 // the file and path sizes read in parallel parts
 }
 
 // entryErr makes a scan error of the line at off a reason to fall back.
@@ -133,13 +146,13 @@ func entryErr(off int64, err error) error {
 	return notFast(fmt.Sprintf("entry at byte %d: %v", off, err))
 }
 
-func writeContextFast(w io.Writer, path, leafID string, st *ContextStats) (Report, error) {
+func writeContextFast(w io.Writer, path, leafID string, st *ContextStats, sizes fastSizes) (Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Report{}, notFast(err.Error())
 	}
 	defer f.Close()
-	x := &fastCtx{f: f, st: st, seed: maphash.MakeSeed()}
+	x := &fastCtx{f: f, st: st, seed: maphash.MakeSeed(), sizes: sizes}
 	fi, err := f.Stat()
 	if err != nil {
 		return Report{}, notFast(err.Error())

@@ -157,7 +157,7 @@ func (x *fastCtx) scanNodes(path []int, nodes []*node, need, done []bool) error 
 		reach[i] = x.lines[path[j]].off + x.lines[path[j]].n - off
 	}
 	workers := 1
-	if total >= parallelMin {
+	if total >= x.sizes.parallel {
 		workers = min(runtime.GOMAXPROCS(0), 4)
 	}
 	errs := make([]error, workers)

@@ -37,7 +37,7 @@ type indexer struct {
 // checked.
 func (x *fastCtx) index(size int64) error {
 	parts := 1
-	if size >= parallelMin {
+	if size >= x.sizes.parallel {
 		parts = min(runtime.GOMAXPROCS(0), 4)
 	}
 	bounds := x.split(size, parts)
@@ -46,7 +46,7 @@ func (x *fastCtx) index(size int64) error {
 	var wg sync.WaitGroup
 	for i := range ixs {
 		ix := &indexer{x: x, from: bounds[i], to: bounds[i+1], cur: bounds[i], header: i > 0,
-			buf: make([]byte, windowSize), lines: make([]envLine, 0, (bounds[i+1]-bounds[i])/1024+16)}
+			buf: make([]byte, x.sizes.buf), lines: make([]envLine, 0, (bounds[i+1]-bounds[i])/1024+16)}
 		ixs[i] = ix
 		if len(ixs) == 1 {
 			errs[i] = ix.run()
