@@ -446,3 +446,42 @@ func TestSessionDamagedMessageChat(t *testing.T) {
 		t.Fatalf("context roles %v", got)
 	}
 }
+
+// TestSessionContextPiMigrated: `pibot session context` on files pi
+// migrated (a version-1 file's messages get "id" and "parentId" after
+// the message) answers every leaf like pi, the fast way. Before, a leaf
+// after the last message (pi appends a thinking level change) got no
+// messages at all. pi's answers are NAME.context.jsonl, version-1 leaves
+// by position (pi's migration gave them new ids).
+func TestSessionContextPiMigrated(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"legacy-v1", "legacy-v2"} {
+		t.Run(name, func(t *testing.T) {
+			p := copyVector(t, dir, name+".migrated")
+			var ids []string
+			for _, e := range jsonLines(t, readFile(t, p))[1:] {
+				ids = append(ids, e["id"].(string))
+			}
+			data, err := os.ReadFile(filepath.Join(vectorsDir(t), name+".context.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range jsonLines(t, string(data)) {
+				args := []string{"session", "context", "--stats", p}
+				leaf := "default leaf"
+				if want["leaf"] != nil {
+					leaf = want["leaf"].(string)
+					if name == "legacy-v1" {
+						leaf = ids[int(want["index"].(float64))]
+					}
+					args = append(args, "--leaf", leaf)
+				}
+				r := pibot(t, dir, "", nil, args...)
+				if r.code != 0 || !strings.Contains(r.stderr, "stats: fast") {
+					t.Fatalf("%s: exit %d, stderr %q", leaf, r.code, r.stderr)
+				}
+				sameContext(t, name+" "+leaf, jsonLines(t, r.stdout)[0], want)
+			}
+		})
+	}
+}
