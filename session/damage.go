@@ -130,7 +130,22 @@ func (it *objIter) collect(buf []msgField) ([]msgField, int) {
 
 // looseStringEnd returns the index after the string that starts at b[i].
 func looseStringEnd(b []byte, i int) int {
-	for j := i + 1; ; {
+	// Most strings of a message's frame are short: look at them directly.
+	for j := i + 1; j < len(b) && j < i+24; j++ {
+		switch b[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			return looseStringEndFrom(b, i, i+1)
+		}
+	}
+	return looseStringEndFrom(b, i, i+1)
+}
+
+// looseStringEndFrom is looseStringEnd looking for the closing quote from
+// b[j] on.
+func looseStringEndFrom(b []byte, i, j int) int {
+	for {
 		k := bytes.IndexByte(b[j:], '"')
 		if k < 0 {
 			return len(b)
@@ -208,7 +223,7 @@ func checkMessage(raw []byte) error {
 			}
 			continue
 		}
-		if err := checkMessageField(role, string(key), it.value(vs)); err != nil {
+		if err := checkMessageField(role, key, it.value(vs)); err != nil {
 			firstErr = fmt.Errorf("%q: %w", key, err)
 		}
 	}
@@ -234,7 +249,7 @@ func checkMessageSlow(raw []byte) error {
 		if string(f.key) == "role" {
 			continue
 		}
-		if err := checkMessageField(role, string(f.key), f.v); err != nil {
+		if err := checkMessageField(role, f.key, f.v); err != nil {
 			return fmt.Errorf("%q: %w", f.key, err)
 		}
 	}
@@ -247,6 +262,10 @@ func roleOf(v []byte) (llm.Role, error) {
 	case string(v) == "null":
 		return "", nil
 	case v[0] == '"':
+		switch r := llm.Role(v[1 : len(v)-1]); r { // no allocation for these
+		case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult:
+			return r, nil
+		}
 		s, _ := rawString(v)
 		return llm.Role(s), nil
 	}
@@ -276,12 +295,12 @@ const (
 )
 
 // checkMessageField checks one member of a message of the given role.
-func checkMessageField(role llm.Role, key string, v []byte) error {
+func checkMessageField(role llm.Role, key []byte, v []byte) error {
 	if string(v) == "null" {
 		return nil // kept as it is
 	}
 	want := anyValue
-	switch key {
+	switch string(key) {
 	case "content":
 		if blocksRole(role) && v[0] != '"' {
 			want = isBlocks
@@ -291,21 +310,21 @@ func checkMessageField(role llm.Role, key string, v []byte) error {
 	}
 	switch role {
 	case llm.RoleAssistant:
-		switch key {
+		switch string(key) {
 		case "api", "provider", "model", "responseModel", "responseId", "stopReason", "errorMessage":
 			want = isString
 		case "usage":
 			want = isUsage
 		}
 	case llm.RoleToolResult:
-		switch key {
+		switch string(key) {
 		case "toolCallId", "toolName":
 			want = isString
 		case "isError":
 			want = isBool
 		}
 	case llm.RoleBashExecution:
-		switch key {
+		switch string(key) {
 		case "command", "output", "fullOutputPath":
 			want = isString
 		case "exitCode":
@@ -314,14 +333,14 @@ func checkMessageField(role llm.Role, key string, v []byte) error {
 			want = isBool
 		}
 	case llm.RoleCustom:
-		switch key {
+		switch string(key) {
 		case "customType":
 			want = isString
 		case "display":
 			want = isBool
 		}
 	case llm.RoleBranchSummary, llm.RoleCompactionSummary:
-		switch key {
+		switch string(key) {
 		case "summary":
 			want = isString
 		case "fromId":
@@ -392,7 +411,11 @@ func checkNumeric(v []byte) error {
 // without an error: only a magnitude beyond float64's fails, which takes
 // an exponent or some 300 digits.
 func fitsFloat(n []byte) bool {
-	if len(n) < 300 && bytes.IndexAny(n, "eE") < 0 {
+	exp := len(n) >= 300
+	for _, c := range n {
+		exp = exp || c == 'e' || c == 'E'
+	}
+	if !exp {
 		return true
 	}
 	_, err := strconv.ParseFloat(string(n), 64)
@@ -436,8 +459,13 @@ func checkCost(v []byte) error {
 	for key, vs, ok := it.nextKey(); ok; key, vs, ok = it.nextKey() {
 		f := it.value(vs)
 		known := false
-		for _, k := range costFields {
-			known = known || bytes.EqualFold(key, []byte(k))
+		switch string(key) {
+		case "input", "output", "cacheRead", "cacheWrite", "total":
+			known = true
+		default:
+			for _, k := range costFields {
+				known = known || bytes.EqualFold(key, []byte(k))
+			}
 		}
 		if !known || string(f) == "null" {
 			continue
