@@ -119,13 +119,36 @@ func (it *objIter) end() int { return it.i + 1 }
 // msgField is one member of an object being checked.
 type msgField struct{ key, v []byte }
 
-// collect returns every member of the object it walks, and its end.
-func (it *objIter) collect(buf []msgField) ([]msgField, int) {
-	fs := buf[:0]
-	for key, vs, ok := it.nextKey(); ok; key, vs, ok = it.nextKey() {
-		fs = append(fs, msgField{key: key, v: it.value(vs)})
+// fieldList holds the members of an object, the first few without
+// allocating.
+type fieldList struct {
+	head  [8]msgField
+	n     int
+	extra []msgField
+}
+
+func (l *fieldList) add(f msgField) {
+	if l.n < len(l.head) {
+		l.head[l.n] = f
+		l.n++
+		return
 	}
-	return fs, it.end()
+	l.extra = append(l.extra, f)
+}
+
+// each calls fn with every member in order, until it returns an error.
+func (l *fieldList) each(fn func(f msgField) error) error {
+	for i := range l.n {
+		if err := fn(l.head[i]); err != nil {
+			return err
+		}
+	}
+	for _, f := range l.extra {
+		if err := fn(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // looseStringEnd returns the index after the string that starts at b[i].
@@ -234,26 +257,29 @@ func checkMessage(raw []byte) error {
 // first member or is given more than once: the last role counts.
 func checkMessageSlow(raw []byte) error {
 	it, _ := members(raw, 0)
-	var buf [16]msgField
-	fs, _ := it.collect(buf[:])
-	var role llm.Role
-	for _, f := range fs {
-		if string(f.key) == "role" {
-			var err error
-			if role, err = roleOf(f.v); err != nil {
-				return err
-			}
-		}
+	var fs fieldList
+	for key, vs, ok := it.nextKey(); ok; key, vs, ok = it.nextKey() {
+		fs.add(msgField{key: key, v: it.value(vs)})
 	}
-	for _, f := range fs {
+	var role llm.Role
+	err := fs.each(func(f msgField) (err error) {
 		if string(f.key) == "role" {
-			continue
+			role, err = roleOf(f.v)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return fs.each(func(f msgField) error {
+		if string(f.key) == "role" {
+			return nil
 		}
 		if err := checkMessageField(role, f.key, f.v); err != nil {
 			return fmt.Errorf("%q: %w", f.key, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // roleOf reads a "role" member as the decoder does (null is no role).
@@ -262,9 +288,13 @@ func roleOf(v []byte) (llm.Role, error) {
 	case string(v) == "null":
 		return "", nil
 	case v[0] == '"':
-		switch r := llm.Role(v[1 : len(v)-1]); r { // no allocation for these
-		case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult:
-			return r, nil
+		switch string(v[1 : len(v)-1]) { // no allocation for these
+		case string(llm.RoleUser):
+			return llm.RoleUser, nil
+		case string(llm.RoleAssistant):
+			return llm.RoleAssistant, nil
+		case string(llm.RoleToolResult):
+			return llm.RoleToolResult, nil
 		}
 		s, _ := rawString(v)
 		return llm.Role(s), nil
@@ -506,11 +536,12 @@ func checkBlock(b []byte, at int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var buf [8]msgField
-	fs, end := it.collect(buf[:])
+	var fs fieldList
 	var typ []byte
-	for _, f := range fs {
-		if string(f.key) != "type" || string(f.v) == "null" {
+	for key, vs, ok := it.nextKey(); ok; key, vs, ok = it.nextKey() {
+		f := msgField{key: key, v: it.value(vs)}
+		fs.add(f)
+		if string(key) != "type" || string(f.v) == "null" {
 			continue // null leaves the type read before
 		}
 		if f.v[0] != '"' {
@@ -518,13 +549,29 @@ func checkBlock(b []byte, at int) (int, error) {
 		}
 		typ = f.v
 	}
-	t, _ := rawString(typ)
-	for _, f := range fs {
+	end := it.end()
+	var t llm.ContentType
+	if len(typ) >= 2 {
+		switch string(typ[1 : len(typ)-1]) { // no allocation for these
+		case string(llm.ContentText):
+			t = llm.ContentText
+		case string(llm.ContentThinking):
+			t = llm.ContentThinking
+		case string(llm.ContentImage):
+			t = llm.ContentImage
+		case string(llm.ContentToolCall):
+			t = llm.ContentToolCall
+		default:
+			s, _ := rawString(typ)
+			t = llm.ContentType(s)
+		}
+	}
+	err = fs.each(func(f msgField) error {
 		if string(f.v) == "null" {
-			continue
+			return nil
 		}
 		want := anyValue
-		switch llm.ContentType(t) {
+		switch t {
 		case llm.ContentText:
 			if k := string(f.key); k == "text" || k == "textSignature" {
 				want = isString
@@ -546,10 +593,11 @@ func checkBlock(b []byte, at int) (int, error) {
 			}
 		}
 		if err := checkValue(want, f.v); err != nil {
-			return 0, fmt.Errorf("%q: %w", f.key, err)
+			return fmt.Errorf("%q: %w", f.key, err)
 		}
-	}
-	return end, nil
+		return nil
+	})
+	return end, err
 }
 
 // errDamaged reports whether err (from scanLine) is an entry's damage
