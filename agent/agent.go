@@ -10,6 +10,17 @@ import (
 	"github.com/pibot/pibot/llm"
 )
 
+// ErrNothingToContinue is matched (errors.Is) by the error of Continue on
+// an empty conversation, or one that ends with an assistant message while
+// nothing is queued: there is no model call to make.
+var ErrNothingToContinue = errors.New("agent: nothing to continue")
+
+// nothingToContinue is the text of a Continue that has no call to make.
+type nothingToContinue string
+
+func (e nothingToContinue) Error() string        { return string(e) }
+func (e nothingToContinue) Is(target error) bool { return target == ErrNothingToContinue }
+
 // ErrRunning is returned by Prompt and Continue while a run is active.
 var ErrRunning = errors.New("agent: a run is already active")
 
@@ -209,14 +220,14 @@ func (a *Agent) Continue(ctx context.Context, emit func(Event)) error {
 	r := a.newRun(emit)
 	switch {
 	case n == 0:
-		return errors.New("agent: no messages to continue from")
+		return nothingToContinue("agent: no messages to continue from")
 	case last == llm.RoleAssistant:
 		if steer := a.drainSteer(); len(steer) > 0 {
 			r.loop(runCtx, steer, true)
 		} else if follow := a.drainFollow(); len(follow) > 0 {
 			r.loop(runCtx, follow, false)
 		} else {
-			return errors.New("agent: cannot continue from message role: assistant")
+			return nothingToContinue("agent: cannot continue from message role: assistant")
 		}
 	default:
 		r.loop(runCtx, nil, false)
@@ -326,15 +337,27 @@ func (a *Agent) SetQueueModes(steering, followUp QueueMode) {
 // removeLastAssistant drops a trailing assistant message from the
 // conversation (pi does this before a retry or an overflow compaction; the
 // message stays in the session file).
-func (a *Agent) removeLastAssistant() {
+// removeLastAssistant drops the conversation's last message if it is an
+// assistant message and returns it (ok false when it was not).
+func (a *Agent) removeLastAssistant() (llm.Message, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if n := len(a.messages); n > 0 && a.messages[n-1].Role == llm.RoleAssistant {
+		m := a.messages[n-1]
 		// Clipped: the next message must not overwrite the dropped one,
 		// which may be an adopted history's (see Adopt) or in a request
 		// a provider was given.
 		a.messages = slices.Clip(a.messages[:n-1])
+		return m, true
 	}
+	return llm.Message{}, false
+}
+
+// restoreLast puts back the message removeLastAssistant dropped.
+func (a *Agent) restoreLast(m llm.Message) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.messages = append(a.messages, m)
 }
 
 // hooks returns the configured hooks.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -115,8 +116,17 @@ func (m *Maintenance) check(ctx context.Context, a *Agent, emit func(Event), aft
 			return nil
 		}
 		m.overflowTried = true
-		a.removeLastAssistant()
+		last, removed := a.removeLastAssistant()
 		_, err := m.run(ctx, a, emit, ReasonOverflow, "", afterRun)
+		if nothingToCompact(err) {
+			// Nothing before the overflowing request to summarize (pi's
+			// preparation is empty then): the run ends as it did, with
+			// the provider's error or, for a silent overflow, the answer.
+			if removed {
+				a.restoreLast(last)
+			}
+			return nil
+		}
 		return err
 	}
 	var tokens int64
@@ -132,6 +142,9 @@ func (m *Maintenance) check(ctx context.Context, a *Agent, emit func(Event), aft
 		return nil
 	}
 	_, err := m.run(ctx, a, emit, ReasonThreshold, "", false)
+	if nothingToCompact(err) {
+		return nil
+	}
 	if err == nil && afterRun {
 		if s, f := a.Queued(); len(s)+len(f) > 0 {
 			if cerr := a.Continue(ctx, emit); cerr != nil {
@@ -140,6 +153,14 @@ func (m *Maintenance) check(ctx context.Context, a *Agent, emit func(Event), aft
 		}
 	}
 	return err
+}
+
+// nothingToCompact reports whether a compaction failed only because the
+// branch has nothing to summarize (all of it is kept, or it ends with a
+// compaction). An automatic compaction then does nothing, without an
+// error, as in pi.
+func nothingToCompact(err error) bool {
+	return errors.Is(err, compaction.ErrNothingToCompact) || errors.Is(err, compaction.ErrAlreadyCompacted)
 }
 
 func hasUsableUsage(msgs []llm.Message, after int64) bool {
@@ -165,7 +186,7 @@ func (m *Maintenance) run(ctx context.Context, a *Agent, emit func(Event), reaso
 	res, msgs, err := m.Compact(ctx, reason, instructions)
 	if err != nil {
 		end := Event{Type: EventCompactionEnd, Reason: reason, Aborted: ctx.Err() != nil}
-		if !end.Aborted {
+		if !end.Aborted && (reason == ReasonManual || !nothingToCompact(err)) {
 			switch reason {
 			case ReasonOverflow:
 				end.ErrorMessage = "Context overflow recovery failed: " + err.Error()
@@ -191,7 +212,9 @@ func (m *Maintenance) run(ctx context.Context, a *Agent, emit func(Event), reaso
 	m.lastCompaction = now().UnixMilli()
 	emit(Event{Type: EventCompactionEnd, Reason: reason, Compaction: res, WillRetry: willRetry})
 	if willRetry {
-		if err := a.Continue(ctx, emit); err != nil {
+		// After a silent overflow the answer is the last message: pi's
+		// continue then has nothing to do and its failure is ignored.
+		if err := a.Continue(ctx, emit); err != nil && !errors.Is(err, ErrNothingToContinue) {
 			return res, fmt.Errorf("agent: continue after compaction: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -138,5 +139,66 @@ func TestMaintenanceManualAndFailure(t *testing.T) {
 	}
 	if end := r.events[len(r.events)-1]; end.ErrorMessage != "model down" || end.Compaction != nil {
 		t.Errorf("end = %+v", end)
+	}
+}
+
+// TestMaintenanceOverflowNothingToCompact: an overflow on a branch with
+// nothing to summarize (the first message was too long) is not an error
+// of the run: compaction_end carries no error, the provider's error stays
+// the last message, and nothing is continued. So is a threshold crossing
+// with nothing to summarize.
+func TestMaintenanceOverflowNothingToCompact(t *testing.T) {
+	for _, reason := range []string{"overflow", "threshold"} {
+		t.Run(reason, func(t *testing.T) {
+			turn := agenttest.Fail("prompt is too long: 213000 tokens > 200000 maximum")
+			if reason == "threshold" {
+				turn = agenttest.Turn{Content: []llm.Content{agenttest.Text("x")}, Usage: llm.Usage{TotalTokens: 190000}}
+			}
+			a, mt, f, _ := maintenanceSetup(turn)
+			f.err = fmt.Errorf("compact: %w", compaction.ErrNothingToCompact)
+			r := &recorder{hook: mt.Observe}
+			prompt(t, a, r, "big")
+			r.events = nil
+			if err := mt.AfterRun(t.Context(), a, r.emit); err != nil {
+				t.Fatalf("AfterRun: %v", err)
+			}
+			checkLines(t, r.lines(), []string{"compaction_start", "compaction_end"})
+			if end := r.events[1]; end.ErrorMessage != "" || end.WillRetry || end.Reason != reason {
+				t.Errorf("compaction_end = %+v", end)
+			}
+			msgs := a.Messages()
+			if last := msgs[len(msgs)-1]; len(msgs) != 2 || last.Role != llm.RoleAssistant {
+				t.Errorf("messages = %+v", msgs)
+			}
+		})
+	}
+}
+
+// TestMaintenanceSilentOverflowAnswerStands: a silent overflow (the answer
+// succeeded, its usage is over the window) compacts and continues like
+// pi; the continuation has nothing to do (the answer is the last message)
+// and, as in pi, that is no error.
+func TestMaintenanceSilentOverflowAnswerStands(t *testing.T) {
+	info := agenttest.ModelInfo()
+	info.ContextWindow = 1000
+	m := agenttest.NewScript(info, agenttest.Turn{Content: []llm.Content{agenttest.Text("the answer")}, Usage: llm.Usage{Input: 1500}})
+	a := newAgent(m, nil, nil)
+	f := &fakeCompactor{a: a}
+	mt := agent.NewMaintenance(compaction.DefaultSettings(), func(ctx context.Context, reason, instr string) (*compaction.Result, []llm.Message, error) {
+		res, _, err := f.compact(ctx, reason, instr)
+		// The session keeps the answer: the rebuilt context ends with it.
+		return res, []llm.Message{{Role: llm.RoleCompactionSummary, Summary: "sum"}, llm.UserText("q", 1), {Role: llm.RoleAssistant, Content: []llm.Content{llm.TextBlock("the answer")}, StopReason: llm.StopStop}}, err
+	})
+	r := &recorder{hook: mt.Observe}
+	prompt(t, a, r, "q")
+	if err := mt.AfterRun(t.Context(), a, r.emit); err != nil {
+		t.Fatalf("AfterRun: %v", err)
+	}
+	if len(f.reasons) != 1 || f.reasons[0] != "overflow" {
+		t.Fatalf("compactions %v", f.reasons)
+	}
+	msgs := a.Messages()
+	if last := msgs[len(msgs)-1]; last.Text() != "the answer" {
+		t.Fatalf("last message %+v", last)
 	}
 }

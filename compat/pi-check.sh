@@ -16,6 +16,17 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 FILES=$(cd "$ROOT" && go run ./compat/cmd/writesessions -out "$OUT")
 
+# Version-1 and version-2 files migrated by pi itself (it writes "id" and
+# "parentId" after a version-1 message), with a thinking level change and
+# a label appended as leaves: `pibot session context` must answer each
+# leaf like pibot's full loader (writesessions -expect checks) and like pi.
+# shellcheck disable=SC2086 # one path per line, no spaces (mktemp)
+LEGACY=$(cd "$ROOT" && go run ./compat/cmd/writesessions -legacy "$OUT/legacy")
+# shellcheck disable=SC2086
+PI_DIR="$CACHE" node "$ROOT/compat/pi-migrate.mjs" $LEGACY
+# shellcheck disable=SC2086
+(cd "$ROOT" && go run ./compat/cmd/writesessions -expect $LEGACY >/dev/null)
+
 # A session written by `pibot chat -p` with tool calls (ls, write, read,
 # bash) from a scripted faux model, in a scratch workspace.
 mkdir -p "$OUT/ws" "$OUT/data"
@@ -52,4 +63,4 @@ if ! grep -q '"toolResult"' "$CHAT"; then
 fi
 (cd "$ROOT" && go run ./compat/cmd/writesessions -expect "$CHAT" >/dev/null)
 # shellcheck disable=SC2086 # one path per line, no spaces (mktemp)
-PI_DIR="$CACHE" node "$ROOT/compat/pi-context.mjs" $FILES "$CHAT"
+PI_DIR="$CACHE" node "$ROOT/compat/pi-context.mjs" $FILES $LEGACY "$CHAT"

@@ -38,27 +38,37 @@ func (n notFast) Error() string { return string(n) }
 // Context(leafID).MarshalJSON() after a read-only OpenFile, and a newline.
 //
 // It first tries a path that never holds the file in memory: it streams
-// the file once keeping each entry's envelope (offset, id, parent, fence;
-// a message line's envelope is read from its prefix, up to "message", and
-// its end checked for a trailing fence), walks back from the leaf to the
-// root, scans every line of that path completely, and then copies the
-// messages from the file to w. Anything it cannot answer exactly like the
-// full loader (a legacy version, a line that is not valid where it looked,
-// a stale fence, many duplicate ids, a parent that is not an earlier
-// entry, a damaged line on the path) makes it fall back to OpenFile before
-// anything was written. The message bodies the answer does not hold (off
-// the path, or before a compaction's kept range) are not validated: damage
-// there goes unnoticed, where the full loader would skip the line and
+// the file once keeping each entry's envelope (offset, id, parent, fence,
+// from every top-level member, wherever it is: pi writes "id" and
+// "parentId" after the message of an entry it migrated; the message
+// itself is only skipped over, its brackets and strings followed, not
+// validated), walks back from the leaf to the root, scans completely the
+// lines of that path the answer depends on, and then copies the messages
+// from the file to w. Anything it cannot answer exactly like the full
+// loader (a legacy version, a line that is not valid where it looked, a
+// stale fence, many duplicate ids, a parent that is not an earlier entry,
+// a damaged line on the path) makes it fall back to OpenFile before
+// anything was written. A message of the path the answer does not hold
+// (before a compaction's kept range) is read only if dropping it, were it
+// damaged, could change the answer: unless the entries before and after
+// it in the file are its parent and its child and no other entry has its
+// id. Damage the answer does not depend on (off the path, or such a
+// message) goes unnoticed, where the full loader would skip the line and
 // report it (pibot session repair --dry-run reads every line).
 //
 // The returned report is the full loader's, or a clean one when the fast
 // path answered. st, if not nil, receives the statistics.
 func WriteContext(w io.Writer, path, leafID string, st *ContextStats) (Report, error) {
+	return writeContext(w, path, leafID, st, fastSizes{buf: windowSize, parallel: parallelMin})
+}
+
+// writeContext is WriteContext with the fast path's sizes.
+func writeContext(w io.Writer, path, leafID string, st *ContextStats, sizes fastSizes) (Report, error) {
 	if st == nil {
 		st = &ContextStats{}
 	}
 	*st = ContextStats{}
-	rep, err := writeContextFast(w, path, leafID, st)
+	rep, err := writeContextFast(w, path, leafID, st, sizes)
 	nf, ok := errors.AsType[notFast](err)
 	if !ok {
 		st.Fast = err == nil
@@ -98,7 +108,7 @@ type envLine struct {
 	id, parent uint64 // hashes of the decoded id and parentId
 	root       bool   // parentId null, absent, "" or not a string
 	msg        bool   // a message entry
-	partial    bool   // scanned up to its message only
+	partial    bool   // its message was skipped over, not validated
 	session    bool   // of type session: not an entry (dropped after the fence check)
 	kept       uint32 // 1 + the line's offset in fastCtx.arena; 0: not kept
 }
@@ -113,9 +123,19 @@ type fastCtx struct {
 	// the last line has no newline
 	missingNL bool
 	wins      []*window // see window
+	// dups holds the id hashes more than one line has (see duplicates)
+	dups map[uint64]bool
 	// arena holds copies of the short lines the index scanned whole (the
 	// entries that are not messages), so the path's need no second read.
 	arena []byte
+	sizes fastSizes
+}
+
+// fastSizes are the sizes the fast path works with; tests make them small
+// to reach long lines and parallel parts with small files.
+type fastSizes struct {
+	buf      int   // the index's read buffer (a longer line is a long line)
+	parallel int64 // the file and path sizes read in parallel parts
 }
 
 // entryErr makes a scan error of the line at off a reason to fall back.
@@ -126,13 +146,13 @@ func entryErr(off int64, err error) error {
 	return notFast(fmt.Sprintf("entry at byte %d: %v", off, err))
 }
 
-func writeContextFast(w io.Writer, path, leafID string, st *ContextStats) (Report, error) {
+func writeContextFast(w io.Writer, path, leafID string, st *ContextStats, sizes fastSizes) (Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Report{}, notFast(err.Error())
 	}
 	defer f.Close()
-	x := &fastCtx{f: f, st: st, seed: maphash.MakeSeed()}
+	x := &fastCtx{f: f, st: st, seed: maphash.MakeSeed(), sizes: sizes}
 	fi, err := f.Stat()
 	if err != nil {
 		return Report{}, notFast(err.Error())
@@ -157,15 +177,4 @@ func writeContextFast(w io.Writer, path, leafID string, st *ContextStats) (Repor
 	err = x.emit(w, nodes, lines)
 	st.Emit = time.Since(t2)
 	return Report{Path: path, FromVersion: x.version, MissingNewline: x.missingNL}, err
-}
-
-// keepTail appends p to the t bytes kept in tail, keeping the last tailKeep.
-func keepTail(tail *[2 * tailKeep]byte, t int, p []byte) int {
-	if len(p) >= tailKeep {
-		return copy(tail[:], p[len(p)-tailKeep:])
-	}
-	if t+len(p) > len(tail) {
-		t = copy(tail[:], tail[t-tailKeep:t])
-	}
-	return t + copy(tail[t:], p)
 }

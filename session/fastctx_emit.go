@@ -66,6 +66,21 @@ func (x *fastCtx) validate(path []int) ([]*node, []int, error) {
 			break
 		}
 	}
+	// A message the answer does not hold is not read, as long as losing
+	// it, were it damaged, would change nothing: the full loader would
+	// re-attach its child to the entry before it in the file, which must
+	// then be its parent, and no other entry may have its id.
+	for i, li := range path {
+		need[i] = false
+		if done[i] {
+			continue
+		}
+		first := i == 0 && li == 0 || i > 0 && path[i-1] == li-1
+		need[i] = x.dups[x.lines[li].id] || !first || i+1 >= len(path) || path[i+1] != li+1
+	}
+	if err := x.scanNodes(path, nodes, need, done); err != nil {
+		return nil, nil, err
+	}
 	var ptrs []*node
 	var lis []int
 	for i := range nodes {
@@ -142,7 +157,7 @@ func (x *fastCtx) scanNodes(path []int, nodes []*node, need, done []bool) error 
 		reach[i] = x.lines[path[j]].off + x.lines[path[j]].n - off
 	}
 	workers := 1
-	if total >= parallelMin {
+	if total >= x.sizes.parallel {
 		workers = min(runtime.GOMAXPROCS(0), 4)
 	}
 	errs := make([]error, workers)
@@ -202,7 +217,8 @@ func (x *fastCtx) scanNode(e *envLine, n *node, win *window, reach int64) error 
 		return notFast(fmt.Sprintf("entry at byte %d: %v", e.off, err))
 	}
 	if maphash.String(x.seed, n.id) != e.id || (n.parentID == "") != e.root ||
-		(!e.root && maphash.String(x.seed, n.parentID) != e.parent) || n.fence != e.fence || (n.typ == TypeMessage) != e.msg {
+		(!e.root && maphash.String(x.seed, n.parentID) != e.parent) || n.fence != e.fence ||
+		(n.typ == TypeMessage) != e.msg || (n.typ == TypeSession) != e.session {
 		return notFast(fmt.Sprintf("entry at byte %d: its envelope is not what its prefix said", e.off))
 	}
 	if n.typ == TypeMessage {

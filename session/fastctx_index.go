@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -36,7 +37,7 @@ type indexer struct {
 // checked.
 func (x *fastCtx) index(size int64) error {
 	parts := 1
-	if size >= parallelMin {
+	if size >= x.sizes.parallel {
 		parts = min(runtime.GOMAXPROCS(0), 4)
 	}
 	bounds := x.split(size, parts)
@@ -45,7 +46,7 @@ func (x *fastCtx) index(size int64) error {
 	var wg sync.WaitGroup
 	for i := range ixs {
 		ix := &indexer{x: x, from: bounds[i], to: bounds[i+1], cur: bounds[i], header: i > 0,
-			buf: make([]byte, windowSize), lines: make([]envLine, 0, (bounds[i+1]-bounds[i])/1024+16)}
+			buf: make([]byte, x.sizes.buf), lines: make([]envLine, 0, (bounds[i+1]-bounds[i])/1024+16)}
 		ixs[i] = ix
 		if len(ixs) == 1 {
 			errs[i] = ix.run()
@@ -146,6 +147,20 @@ func (ix *indexer) run() error {
 	base := ix.from // file offset of buf[0]
 	n, pos := 0, 0
 	eof := false
+	if ix.from == 0 {
+		// White space before the header is not part of it (leadingSpace).
+		m, err := ix.readMore(buf)
+		switch {
+		case err == io.EOF:
+			eof = true
+		case err != nil:
+			return err
+		}
+		n, pos = m, leadingSpace(buf[:m])
+		if pos == n && !eof {
+			return notFast("the file starts with more white space than the read buffer holds")
+		}
+	}
 	for {
 		nl := bytes.IndexByte(buf[pos:n], '\n')
 		if nl < 0 && !eof {
@@ -188,11 +203,7 @@ func (ix *indexer) run() error {
 			if err != nil {
 				return entryErr(base+int64(pos), err)
 			}
-			tail := line
-			if stop >= 0 {
-				tail = line[stop:]
-			}
-			if err := ix.add(base+int64(pos), int64(len(line)), env, tail, stop >= 0); err != nil {
+			if err := ix.add(base+int64(pos), int64(len(line)), env, line, stop >= 0); err != nil {
 				return err
 			}
 			if !env.blank {
@@ -209,39 +220,77 @@ func (ix *indexer) run() error {
 // keepMax is the longest line the index keeps a copy of.
 const keepMax = 4 << 10
 
-// tailKeep is how many bytes of a long line's end are kept for its checks.
-const tailKeep = 64
+// restMax is how many bytes may follow the message of a line longer than
+// the read buffer (pi and pibot write none; a line with more falls back).
+const restMax = 1 << 20
 
 // longLine handles a line that fills buf (which starts at file offset
-// base): when its prefix reaches the message, it records the entry and
-// reads on to the line's end, leaving what follows in buf and returning
-// its length (ix.after and ix.afterEOF say where it is); -1 when the
-// prefix does not reach the message.
+// base): when its prefix reaches the message, it skips the message piece
+// by piece, reads the members after it and records the entry, leaving
+// what follows the line in buf and returning its length (ix.after and
+// ix.afterEOF say where it is); -1 when the prefix does not reach the
+// message (the caller reads more of the line into a larger buffer).
 func (ix *indexer) longLine(base int64, buf []byte) (int, error) {
-	env, stop, err := ix.x.scan(buf, !ix.header)
+	if !ix.header {
+		return -1, nil // the header is read whole
+	}
+	r, stop, err := scanPrefix(buf)
 	if err != nil || stop < 0 {
 		return -1, nil
 	}
-	var tail [2 * tailKeep]byte
-	t := copy(tail[:], buf[len(buf)-tailKeep:])
+	// r points into buf, which the reads below overwrite.
+	r = envRaw{typ: bytes.Clone(r.typ), id: bytes.Clone(r.id), parent: bytes.Clone(r.parent), fence: bytes.Clone(r.fence)}
+	var sk looseSkip
+	var rest []byte // the line after the message
+	ended := false
+	consume := func(p []byte) error {
+		if !ended {
+			k := sk.feed(p)
+			if k < 0 {
+				return nil
+			}
+			ended, p = true, p[k:]
+		}
+		if len(rest)+len(p) > restMax {
+			return notFast(fmt.Sprintf("entry at byte %d: more than %d bytes after its message", base, restMax))
+		}
+		rest = append(rest, p...)
+		return nil
+	}
+	if err := consume(buf[stop:]); err != nil {
+		return 0, err
+	}
+	finish := func(length int64) error {
+		if !ended {
+			return entryErr(base, errors.New("the line does not end its message"))
+		}
+		if err := scanRest(rest, &r); err != nil {
+			return entryErr(base, err)
+		}
+		return ix.add(base, length, ix.x.envelope(r), nil, true)
+	}
 	length := int64(len(buf))
 	for {
 		m, rerr := ix.readMore(buf)
 		if k := bytes.IndexByte(buf[:m], '\n'); k >= 0 {
-			t = keepTail(&tail, t, buf[:k])
+			if err := consume(buf[:k]); err != nil {
+				return 0, err
+			}
 			length += int64(k)
-			if err := ix.add(base, length, env, tail[:t], true); err != nil {
+			if err := finish(length); err != nil {
 				return 0, err
 			}
 			ix.missingNL, ix.seen = false, true
-			rest := copy(buf, buf[k+1:m])
+			after := copy(buf, buf[k+1:m])
 			ix.after, ix.afterEOF = base+length+1, rerr == io.EOF
-			return rest, nil
+			return after, nil
 		}
-		t = keepTail(&tail, t, buf[:m])
+		if err := consume(buf[:m]); err != nil {
+			return 0, err
+		}
 		length += int64(m)
 		if rerr == io.EOF {
-			if err := ix.add(base, length, env, tail[:t], true); err != nil {
+			if err := finish(length); err != nil {
 				return 0, err
 			}
 			ix.after, ix.afterEOF, ix.missingNL, ix.seen = base+length, true, true, true
@@ -253,10 +302,9 @@ func (ix *indexer) longLine(base int64, buf []byte) (int, error) {
 	}
 }
 
-// add records one scanned line. tail is the part of an entry's line from
-// its message on (its last bytes for a long line); stopped says the line
-// was scanned only up to the message.
-func (ix *indexer) add(off, length int64, e envelope, tail []byte, stopped bool) error {
+// add records one scanned line; partial says its message was skipped
+// over, not validated. line is the whole line when it is in the buffer.
+func (ix *indexer) add(off, length int64, e envelope, line []byte, partial bool) error {
 	switch {
 	case e.blank:
 		return nil
@@ -267,20 +315,11 @@ func (ix *indexer) add(off, length int64, e envelope, tail []byte, stopped bool)
 		}
 		return nil
 	}
-	if stopped {
-		t := bytes.TrimRight(tail, " \t\r")
-		if len(t) == 0 || t[len(t)-1] != '}' {
-			return notFast(fmt.Sprintf("entry at byte %d: the line does not end its object", off))
-		}
-		if f, ok := trailingFence(t); ok {
-			e.fence = f
-		}
-	}
 	el := envLine{off: off, n: length, fence: e.fence, id: e.id, parent: e.parent,
-		root: e.root, msg: e.msg, partial: stopped, session: e.session}
-	if !stopped && !e.session && length <= keepMax && len(ix.arena) < 1<<31 {
+		root: e.root, msg: e.msg, partial: partial, session: e.session}
+	if !partial && !e.session && length <= keepMax && len(ix.arena) < 1<<31 {
 		el.kept = uint32(len(ix.arena)) + 1
-		ix.arena = append(ix.arena, tail...)
+		ix.arena = append(ix.arena, line...)
 	}
 	ix.lines = append(ix.lines, el)
 	return nil

@@ -18,6 +18,7 @@ func (x *fastCtx) path(leafID string) ([]int, error) {
 		return nil, notFast("no entries")
 	}
 	dups := x.duplicates()
+	x.dups = dups
 	if len(dups) > maxDups {
 		// Each is looked up from the end: the full loader's map is cheaper.
 		return nil, notFast(fmt.Sprintf("%d duplicate entry ids", len(dups)))
@@ -94,19 +95,23 @@ func (x *fastCtx) duplicates() map[uint64]bool {
 	return dups
 }
 
-// cleanBefore scans every entry line before x.lines[k] completely and
-// falls back if one is damaged.
+// cleanBefore scans every entry line before x.lines[k] completely, as the
+// loader does (the index checked a line it read whole is JSON, not that it
+// is an entry the loader keeps: see entryDamage), and falls back if one is
+// damaged.
 func (x *fastCtx) cleanBefore(k int) error {
 	win := x.window(0)
 	defer func() { x.st.Read, win.read = x.st.Read+win.read, 0 }()
 	for i := range k {
 		e := &x.lines[i]
-		if !e.partial {
-			continue // scanned whole by the index
-		}
-		line, err := win.at(e.off, e.n, windowSize)
-		if err != nil {
-			return notFast(err.Error())
+		var line []byte
+		if e.kept != 0 {
+			line = x.arena[e.kept-1 : int64(e.kept-1)+e.n]
+		} else {
+			var err error
+			if line, err = win.at(e.off, e.n, windowSize); err != nil {
+				return notFast(err.Error())
+			}
 		}
 		if _, err := scanLine(line); err != nil {
 			return notFast(fmt.Sprintf("entry at byte %d: %v (before an entry whose parent is missing)", e.off, err))

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"errors"
 	"hash/maphash"
 )
 
@@ -16,10 +17,47 @@ type envelope struct {
 	root          bool
 }
 
-// scan parses the envelope of one line without side effects. The header
-// (the first non-blank line: header is true) is scanned and decoded whole. An entry is
-// scanned up to a top-level "message" object, whose start is returned
-// (-1 when the whole line was scanned).
+// envRaw holds the raw JSON of a line's envelope members; of a member
+// given twice the last counts, as in the full loader.
+type envRaw struct{ typ, id, parent, fence []byte }
+
+// member records one top-level member of an entry line.
+func (r *envRaw) member(key []byte, esc bool, v []byte) {
+	if esc {
+		key = []byte(member{key: key, keyEsc: true}.keyString())
+	}
+	switch string(key) {
+	case "type":
+		r.typ = v
+	case "id":
+		r.id = v
+	case "parentId":
+		r.parent = v
+	case "fence":
+		r.fence = v
+	}
+}
+
+// envelope turns the raw members into what the index keeps.
+func (x *fastCtx) envelope(r envRaw) envelope {
+	var e envelope
+	if s, ok := rawString(r.typ); ok {
+		e.session, e.msg = s == TypeSession, s == TypeMessage
+	}
+	e.id, _ = x.hashString(r.id)
+	e.parent, e.root = x.hashString(r.parent)
+	if len(r.fence) > 0 {
+		e.fence, _ = rawInt(r.fence)
+	}
+	return e
+}
+
+// scan parses the envelope of one whole line without side effects. The
+// header (the first non-blank line: header is true) is scanned and decoded
+// whole. An entry's members are all read, but the value of a top-level
+// "message" object is only skipped over (see looseSkip), not validated:
+// its start is returned (-1 when the line has none and was validated
+// whole).
 func (x *fastCtx) scan(line []byte, header bool) (envelope, int, error) {
 	if (len(line) == 0 || line[0] != '{') && len(bytes.Trim(line, " \t\r")) == 0 {
 		return envelope{blank: true}, -1, nil
@@ -34,16 +72,32 @@ func (x *fastCtx) scan(line []byte, header bool) (envelope, int, error) {
 		}
 		return envelope{header: true, version: h.Version}, -1, nil
 	}
-	if id, parent, fence, stop, ok := piPrefix(line); ok {
-		e := envelope{msg: true}
-		e.id, _ = x.hashString(id)
-		e.parent, e.root = x.hashString(parent)
-		if fence != nil {
-			e.fence, _ = rawInt(fence)
-		}
-		return e, stop, nil
+	r, stop, err := scanPrefix(line)
+	if err != nil {
+		return envelope{}, -1, err
 	}
-	var typ, id, parent, fence []byte
+	if stop >= 0 {
+		var sk looseSkip
+		end := sk.feed(line[stop:])
+		if end < 0 {
+			return envelope{}, -1, errors.New("the line does not end its message")
+		}
+		if err := scanRest(line[stop+end:], &r); err != nil {
+			return envelope{}, -1, err
+		}
+	}
+	return x.envelope(r), stop, nil
+}
+
+// scanPrefix reads an entry line's members up to a top-level "message"
+// object, whose start it returns (-1: the line has none and was read
+// whole, and validated). The members after the message are read by
+// scanRest.
+func scanPrefix(line []byte) (envRaw, int, error) {
+	if id, parent, fence, stop, ok := piPrefix(line); ok {
+		return envRaw{typ: []byte(`"message"`), id: id, parent: parent, fence: fence}, stop, nil
+	}
+	var r envRaw
 	stop := -1
 	i, err := scanMembers(line, func(key []byte, esc bool, vs int) (int, bool) {
 		if !esc && string(key) == "message" && line[vs] == '{' {
@@ -54,39 +108,113 @@ func (x *fastCtx) scan(line []byte, header bool) (envelope, int, error) {
 		if err != nil {
 			return -1, false
 		}
-		if esc {
-			key = []byte(member{key: key, keyEsc: true}.keyString())
-		}
-		switch string(key) {
-		case "type":
-			typ = line[vs:ve]
-		case "id":
-			id = line[vs:ve]
-		case "parentId":
-			parent = line[vs:ve]
-		case "fence":
-			fence = line[vs:ve]
-		}
+		r.member(key, esc, line[vs:ve])
 		return ve, false
 	})
 	if err != nil {
-		return envelope{}, -1, err
+		return envRaw{}, -1, err
 	}
 	if stop < 0 && skipWS(line, i) != len(line) {
-		return envelope{}, -1, errSyntax
+		return envRaw{}, -1, errSyntax
 	}
-	var e envelope
-	if s, ok := rawString(typ); ok {
-		e.session, e.msg = s == TypeSession, s == TypeMessage
+	return r, stop, nil
+}
+
+// scanRest reads the members of an entry line that follow its message
+// (rest starts right after the message's value and runs to the end of the
+// line) into r, validating them.
+func scanRest(rest []byte, r *envRaw) error {
+	i := skipWS(rest, 0)
+	for i < len(rest) && rest[i] == ',' {
+		i = skipWS(rest, i+1)
+		if i >= len(rest) || rest[i] != '"' {
+			return errSyntax
+		}
+		ke, esc, err := scanString(rest, i)
+		if err != nil {
+			return err
+		}
+		key := rest[i+1 : ke-1]
+		i = skipWS(rest, ke)
+		if i >= len(rest) || rest[i] != ':' {
+			return errSyntax
+		}
+		vs := skipWS(rest, i+1)
+		ve, err := skipValue(rest, vs)
+		if err != nil {
+			return err
+		}
+		r.member(key, esc, rest[vs:ve])
+		i = skipWS(rest, ve)
 	}
-	e.id, _ = x.hashString(id)
-	var empty bool
-	e.parent, empty = x.hashString(parent)
-	e.root = empty
-	if len(fence) > 0 {
-		e.fence, _ = rawInt(fence)
+	if i >= len(rest) || rest[i] != '}' || skipWS(rest, i+1) != len(rest) {
+		return errSyntax
 	}
-	return e, stop, nil
+	return nil
+}
+
+// looseSkip finds the end of a JSON object or array fed to it in pieces,
+// the first starting at its opening bracket. It only follows strings and
+// brackets: on valid JSON it finds the value's end exactly, and it never
+// validates (the bytes of a message the answer does not hold are not
+// checked; see WriteContext). Strings, most of a message, are crossed by
+// bytes.IndexByte.
+type looseSkip struct {
+	depth int
+	inStr bool
+	// odd: inside a string, the bytes fed so far end with an odd number
+	// of backslashes (the next quote is escaped)
+	odd bool
+}
+
+// feed consumes p and returns the index in p just after the value's end,
+// or -1 when the value goes on past p.
+func (s *looseSkip) feed(p []byte) int {
+	i := 0
+	for i < len(p) {
+		if s.inStr {
+			k := bytes.IndexByte(p[i:], '"')
+			if k < 0 {
+				s.odd = trailingBackslashesOdd(p[i:], s.odd)
+				return -1
+			}
+			j := i + k
+			escaped := trailingBackslashesOdd(p[i:j], s.odd)
+			s.odd = false
+			i = j + 1
+			if !escaped {
+				s.inStr = false
+			}
+			continue
+		}
+		switch p[i] {
+		case '"':
+			s.inStr = true
+		case '{', '[':
+			s.depth++
+		case '}', ']':
+			s.depth--
+			if s.depth == 0 {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return -1
+}
+
+// trailingBackslashesOdd says whether b ends with an odd number of
+// backslashes, counting those before b (odd: an odd number) when b is all
+// backslashes.
+func trailingBackslashesOdd(b []byte, odd bool) bool {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	if n == len(b) {
+		return odd != (n%2 == 1)
+	}
+	return n%2 == 1
 }
 
 // piPrefix reads the envelope of a message line in the layout pi writes,
@@ -221,20 +349,4 @@ func (x *fastCtx) hashString(v []byte) (uint64, bool) {
 	}
 	s, _ := rawString(v)
 	return maphash.String(x.seed, s), s == ""
-}
-
-// trailingFence reads a fence written after the message (`,"fence":N}` at
-// the end of t, which ends with '}'), as pibot did before it wrote it in
-// front: in a valid line that can only be the top-level member.
-func trailingFence(t []byte) (int64, bool) {
-	t = t[:len(t)-1]
-	j := len(t)
-	for j > 0 && (isDigit(t[j-1]) || bytes.IndexByte([]byte("-+.eE"), t[j-1]) >= 0) {
-		j--
-	}
-	if j == len(t) || !bytes.HasSuffix(t[:j], []byte(`,"fence":`)) {
-		return 0, false
-	}
-	v, _ := rawInt(t[j:])
-	return v, true
 }

@@ -85,6 +85,10 @@ type parsed struct {
 	tailOffset int64 // where the torn tail starts (== len(data) if none)
 	maxFence   int64 // highest fence seen
 	migrated   bool
+	// damaged counts the skipped lines in the middle that are JSON
+	// objects but damaged entries (entryDamage): a writable open
+	// rewrites the file without them.
+	damaged int
 }
 
 func internType(s []byte) string {
@@ -140,7 +144,7 @@ func scanKnownInto(n *node, line []byte, enc *Entry) error {
 			msg = *enc.Message
 		}
 	}
-	var typeRaw, idRaw, parentRaw, tsRaw, metaRaw, fenceRaw, fkRaw []byte
+	var typeRaw, idRaw, parentRaw, tsRaw, metaRaw, fenceRaw, fkRaw, contentRaw []byte
 	end, err := scanObject(line, 0, func(depth int, m member) bool {
 		if depth == -1 { // asked whether to descend into an object value
 			return string(m.key) == "message" && !m.keyEsc
@@ -178,6 +182,8 @@ func scanKnownInto(n *node, line []byte, enc *Entry) error {
 			fkRaw = v
 		case "message":
 			n.msg = [2]int{m.start, m.end}
+		case "content":
+			contentRaw = v
 		}
 		return false
 	})
@@ -206,6 +212,9 @@ func scanKnownInto(n *node, line []byte, enc *Entry) error {
 	}
 	if n.typ != TypeMessage {
 		n.role, n.provider, n.model = "", "", ""
+	}
+	if enc == nil { // a line pibot just encoded is read back as it was written
+		return entryDamage(n, contentRaw)
 	}
 	return nil
 }
@@ -256,8 +265,9 @@ func parseData(data []byte, name string) (*parsed, error) {
 	p := &parsed{tailOffset: int64(len(data))}
 	p.report.Path = name
 	type bad struct {
-		le     LineError
-		offset int64
+		le      LineError
+		offset  int64
+		damaged bool // a damaged entry, not a line that is not JSON
 	}
 	var bads []bad
 	lines := scanLines(data)
@@ -278,6 +288,9 @@ func parseData(data []byte, name string) (*parsed, error) {
 		if err == nil && !headerSeen {
 			var h Header
 			if h, err = decodeHeader(line); err != nil {
+				if hv, ok := errors.AsType[*headerValueError](err); ok {
+					return nil, fmt.Errorf("session: %s:%d: %w", name, lineNo, hv)
+				}
 				return nil, fmt.Errorf("session: %s:%d: %w: %v", name, lineNo, ErrNotSession, err)
 			}
 			p.header, p.headerRaw, headerSeen = h, line, true
@@ -285,7 +298,7 @@ func parseData(data []byte, name string) (*parsed, error) {
 			continue
 		}
 		if err != nil {
-			bads = append(bads, bad{LineError{Line: lineNo, Offset: int64(l.start), Len: len(line), Err: err.Error()}, int64(l.start)})
+			bads = append(bads, bad{LineError{Line: lineNo, Offset: int64(l.start), Len: len(line), Err: err.Error()}, int64(l.start), errDamaged(err)})
 			continue
 		}
 		lastGood = len(bads)
@@ -318,6 +331,9 @@ func parseData(data []byte, name string) (*parsed, error) {
 	}
 	for _, b := range bads {
 		p.report.SkippedLines = append(p.report.SkippedLines, b.le)
+		if b.damaged {
+			p.damaged++
+		}
 	}
 	p.report.FromVersion = p.header.Version
 	if p.report.FromVersion == 0 {
@@ -332,6 +348,7 @@ func parseData(data []byte, name string) (*parsed, error) {
 func decodeHeader(line []byte) (Header, error) {
 	h := Header{}
 	idOK := false
+	var bad error
 	_, err := scanObject(line, 0, func(depth int, m member) bool {
 		if depth != 0 {
 			return false
@@ -341,8 +358,11 @@ func decodeHeader(line []byte) (Header, error) {
 		case "type":
 			h.Type, _ = rawString(v)
 		case "version":
-			n, _ := rawInt(v)
-			h.Version = int(n)
+			if n, verr := headerVersion(v); verr != nil {
+				bad = verr
+			} else {
+				h.Version = n
+			}
 		case "id":
 			h.ID, idOK = rawString(v)
 		case "timestamp":
@@ -365,6 +385,9 @@ func decodeHeader(line []byte) (Header, error) {
 	if !idOK {
 		return h, errors.New("header has no string id")
 	}
+	if bad != nil {
+		return h, bad
+	}
 	return h, nil
 }
 
@@ -386,12 +409,14 @@ const parallelMin = 4 << 20
 // it returns.
 func scanLines(data []byte) []lineScan {
 	lines := make([]lineScan, 0, 1+len(data)/1024)
+	lead := leadingSpace(data)
 	for off := 0; off < len(data); {
 		l := lineScan{start: off, end: len(data)}
 		if nl := bytes.IndexByte(data[off:], '\n'); nl >= 0 {
 			l.end, l.nl = off+nl, true
 		}
 		off = l.end + 1
+		l.start = min(max(l.start, lead), l.end) // see leadingSpace
 		l.blank = len(bytes.Trim(data[l.start:l.end], " \t\r")) == 0
 		lines = append(lines, l)
 	}

@@ -174,7 +174,9 @@ func OpenFile(path string, opts Options) (*Session, error) {
 // Open loads a session file. Unless opts.ReadOnly, it also repairs it: a
 // torn tail is truncated (a <path>.broken copy is kept), a missing final
 // newline is added, a legacy file is migrated and rewritten like pi does,
-// and re-attached orphans are recorded in one pibot.repair entry.
+// a file with damaged entries (see entryDamage) or parent loops is
+// rewritten without them (with a copy), and re-attached orphans are
+// recorded in one pibot.repair entry.
 func Open(storage Storage, path string, opts Options) (*Session, error) {
 	data, err := storage.ReadFile(path)
 	if err != nil {
@@ -215,8 +217,9 @@ func newSession(storage Storage, path string, opts Options) *Session {
 }
 
 func (s *Session) repairOnOpen(data []byte, p *parsed) error {
-	// A loop cut by index is rewritten like a migration, with a copy.
-	rewrite := p.migrated || len(s.report.Cycles) > 0
+	// A loop cut by index, and damaged entries (entryDamage), are
+	// rewritten like a migration, with a copy: pi would read them.
+	rewrite := p.migrated || len(s.report.Cycles) > 0 || p.damaged > 0
 	if p.report.TailBytes > 0 || (rewrite && len(p.report.SkippedLines) > 0) || len(s.report.Cycles) > 0 {
 		broken := s.path + ".broken"
 		if err := s.storage.WriteFile(broken, data); err != nil {

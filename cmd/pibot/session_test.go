@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -356,5 +358,130 @@ func TestSessionParentLoop(t *testing.T) {
 	}
 	if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "nothing to repair") {
 		t.Fatalf("second repair: %q", out)
+	}
+}
+
+// TestSessionDamagedMessage: an entry whose message is not an object
+// ("message": "x") made every later message of the conversation fail
+// while `session repair` said there was nothing to repair. Now every
+// reader skips it the same way, naming the line: `session context`
+// reports it, `repair --dry-run` says the file needs repair, `repair`
+// rewrites the file without it (keeping a copy), and the conversation
+// goes on.
+func TestSessionDamagedMessage(t *testing.T) {
+	for _, bad := range []string{`"x"`, `[]`, `null`, `{"role":"assistant","content":7}`} {
+		t.Run(bad, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writeFile(t, dir, "pibot.yaml", fauxConfig)
+			ok(t, dir, "chat", "-c", cfg, "-p", "first question")
+			p := sessionFiles(t, dir)[0]
+			ok(t, dir, "chat", "-c", cfg, "--session", p, "-p", "second question")
+			lines := strings.Split(strings.TrimSuffix(readFile(t, p), "\n"), "\n")
+			n := 0 // the line of the first answer
+			for i, l := range lines {
+				if strings.Contains(l, `"role":"assistant"`) {
+					n = i
+					break
+				}
+			}
+			at := strings.Index(lines[n], `"message":`) + len(`"message":`)
+			lines[n] = lines[n][:at] + bad + "}"
+			damaged := strings.Join(lines, "\n") + "\n"
+			if err := os.WriteFile(p, []byte(damaged), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			where := fmt.Sprintf("%s:%d: skipped damaged line: message: ", p, n+1)
+
+			r := pibot(t, dir, "", nil, "session", "context", p)
+			if r.code != 0 || !strings.Contains(r.stderr, where) {
+				t.Fatalf("context: exit %d, stderr %q, want %q", r.code, r.stderr, where)
+			}
+			if got := roles(t, r.stdout); !slices.Equal(got, []string{"user", "user", "assistant"}) {
+				t.Fatalf("context roles %v", got)
+			}
+			if r := pibot(t, dir, "", nil, "session", "repair", "--dry-run", p); r.code != 1 || !strings.Contains(r.stdout, "needs repair") {
+				t.Fatalf("dry run: exit %d %q %q", r.code, r.stdout, r.stderr)
+			}
+			if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "repaired, original kept as "+p+".broken") {
+				t.Fatalf("repair: %q", out)
+			}
+			if readFile(t, p+".broken") != damaged {
+				t.Fatal("the copy is not the damaged file")
+			}
+			if out := ok(t, dir, "session", "repair", p); !strings.Contains(out, "nothing to repair") {
+				t.Fatalf("second repair: %q", out)
+			}
+			if out := ok(t, dir, "chat", "-c", cfg, "--session", p, "-p", "third question"); !strings.HasPrefix(out, "You said: third question") {
+				t.Fatalf("the conversation after the repair: %q", out)
+			}
+			if got := roles(t, ok(t, dir, "session", "context", p)); !slices.Equal(got, []string{"user", "user", "assistant", "user", "assistant"}) {
+				t.Fatalf("context roles after the repair %v", got)
+			}
+		})
+	}
+}
+
+// TestSessionDamagedMessageChat: `pibot chat --session` on a file with a
+// damaged entry goes on with the conversation (the writable open repairs
+// it, keeping a copy), where it used to fail on every message.
+func TestSessionDamagedMessageChat(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "pibot.yaml", fauxConfig)
+	ok(t, dir, "chat", "-c", cfg, "-p", "first question")
+	p := sessionFiles(t, dir)[0]
+	data := readFile(t, p)
+	at := strings.LastIndex(data, `"message":{"role":"assistant"`)
+	end := strings.LastIndex(data, "\n")
+	damaged := data[:at] + `"message":"x"}` + data[end:]
+	if err := os.WriteFile(p, []byte(damaged), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := ok(t, dir, "chat", "-c", cfg, "--session", p, "-p", "second question"); !strings.Contains(out, "You said: second question") {
+		t.Fatalf("answer %q", out)
+	}
+	if readFile(t, p+".broken") != damaged {
+		t.Fatal("no copy of the damaged file")
+	}
+	if got := roles(t, ok(t, dir, "session", "context", p)); !slices.Equal(got, []string{"user", "user", "assistant"}) {
+		t.Fatalf("context roles %v", got)
+	}
+}
+
+// TestSessionContextPiMigrated: `pibot session context` on files pi
+// migrated (a version-1 file's messages get "id" and "parentId" after
+// the message) answers every leaf like pi, the fast way. Before, a leaf
+// after the last message (pi appends a thinking level change) got no
+// messages at all. pi's answers are NAME.context.jsonl, version-1 leaves
+// by position (pi's migration gave them new ids).
+func TestSessionContextPiMigrated(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"legacy-v1", "legacy-v2"} {
+		t.Run(name, func(t *testing.T) {
+			p := copyVector(t, dir, name+".migrated")
+			var ids []string
+			for _, e := range jsonLines(t, readFile(t, p))[1:] {
+				ids = append(ids, e["id"].(string))
+			}
+			data, err := os.ReadFile(filepath.Join(vectorsDir(t), name+".context.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range jsonLines(t, string(data)) {
+				args := []string{"session", "context", "--stats", p}
+				leaf := "default leaf"
+				if want["leaf"] != nil {
+					leaf = want["leaf"].(string)
+					if name == "legacy-v1" {
+						leaf = ids[int(want["index"].(float64))]
+					}
+					args = append(args, "--leaf", leaf)
+				}
+				r := pibot(t, dir, "", nil, args...)
+				if r.code != 0 || !strings.Contains(r.stderr, "stats: fast") {
+					t.Fatalf("%s: exit %d, stderr %q", leaf, r.code, r.stderr)
+				}
+				sameContext(t, name+" "+leaf, jsonLines(t, r.stdout)[0], want)
+			}
+		})
 	}
 }

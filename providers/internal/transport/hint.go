@@ -36,3 +36,10 @@ func (c *Client) keyHint() string {
 func (c *Client) notFoundHint() string {
 	return " (is the model id right, and does " + c.BaseURL + " serve this API? check agent.model and providers." + c.Provider + ")"
 }
+
+// overflowHint is added to a context-length error: the request does not
+// fit the model's window, and repeating it as it is cannot help.
+func (c *Client) overflowHint() string {
+	return " (the conversation does not fit the model's context window: shorten the message or start a new conversation; pibot compacts a conversation as it nears providers." +
+		c.Provider + ".models[].context_window, which must not be set above the model's real window)"
+}

@@ -194,6 +194,7 @@ func (c *Client) statusError(resp *http.Response) *llm.APIError {
 		e.Message += c.notFoundHint()
 	case llm.IsOverflowText(msg):
 		e.Err = llm.ErrContextOverflow
+		e.Message += c.overflowHint()
 	}
 	return e
 }
