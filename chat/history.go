@@ -79,8 +79,8 @@ type HistoryMessage struct {
 	// Note marks what stands for messages rather than being one: the
 	// summary a compaction put in place of the messages before it.
 	Note bool
-	Text    string
-	Time    time.Time
+	Text string
+	Time time.Time
 }
 
 // HistoryThread is one thread of a Transcript.
