@@ -139,7 +139,7 @@ func inContext(e session.Entry) bool {
 // button: the text as plain text (no markdown) on one line, at most
 // treeWidth runes.
 func turnText(m *llm.Message) string {
-	if t := oneLine(chat.Render(m.Text(), chat.DialectPlain), treeWidth); t != "" {
+	if t := chat.Line(m.Text(), treeWidth); t != "" {
 		return t
 	}
 	return "(no text)"
