@@ -79,12 +79,12 @@ func hostile(t *testing.T) *session.Session {
 	add(session.Entry{Type: session.TypeSessionInfo, Name: &name}, s.Tree().Leaf())
 	u1 := add(msg(llm.UserText(markdown+"\n\n"+attack("user"), 1), main), s.Tree().Leaf())
 	label := `label ` + attack("label")
-	add(session.Entry{Type: session.TypeLabel, TargetID: u1, Label: &label}, u1)
+	lab := add(session.Entry{Type: session.TypeLabel, TargetID: u1, Label: &label}, u1)
 	call := add(msg(llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{
 		{Type: llm.ContentThinking, Thinking: "thinking\n\n" + markdown + "\n\n" + attack("thinking")},
 		{Type: llm.ContentText, Text: markdown + "\n\n" + attack("assistant")},
 		{Type: llm.ContentToolCall, ID: "c1", Name: `bash"><script>alert(1)</script>`, Arguments: json.RawMessage(`{"command":"\"><script>window.__pwned='args'</script><img src=x onerror=alert(1)>"}`)},
-	}}, main), u1)
+	}}, main), lab)
 	out := add(msg(llm.Message{Role: llm.RoleToolResult, ToolCallID: "c1", ToolName: `bash"><img src=x onerror=alert(1)>`, IsError: true,
 		Content: []llm.Content{llm.TextBlock(attack("output"))}}, main), call)
 	a1 := add(msg(llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopError, ErrorMessage: attack("error"),

@@ -234,7 +234,7 @@ const pageStyle = `body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margi
 details.branch{margin:.8rem 0 .8rem .6rem;padding-left:.8rem;border-left:2px dashed #999}
 details.branch>summary{cursor:pointer;font-weight:600;color:#444}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem;border-radius:4px;margin:.3rem 0}
-summary{cursor:pointer}.raw{white-space:pre-wrap}
+summary{cursor:pointer}.raw{white-space:pre-wrap}.md,summary{overflow-wrap:anywhere}
 .md>:first-child{margin-top:.2rem}.md>:last-child{margin-bottom:.2rem}
 .md h1,.md h2,.md h3,.md h4,.md h5,.md h6{font-size:1.05em;margin:.6rem 0 .3rem}.md h1{font-size:1.25em}.md h2{font-size:1.15em}
 .md table{border-collapse:collapse;margin:.4rem 0}.md th,.md td{border:1px solid #ccc;padding:.2rem .5rem}
