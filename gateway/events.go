@@ -191,7 +191,6 @@ func toolText(o *llm.ToolOutput) string {
 	return llm.JoinText(o.Content, "\n")
 }
 
-
 // attacher sends files from a tool to the run's conversation.
 type attacher struct{ r *run }
 
