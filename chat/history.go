@@ -15,9 +15,12 @@ type History interface {
 	// most recently active first, at most limit of them.
 	Conversations(ctx context.Context, limit int) ([]ConvSummary, error)
 	// Transcript rebuilds conv's main line and its threads from the
-	// session: each location shows the branch its head is on, so what it
-	// shows is what the model sees there. conv.Thread is ignored. An
-	// unknown conversation is an empty Transcript, not an error.
+	// session: each location shows the branch its head is on, as the
+	// model's context has it (after a compaction: a note with the
+	// summary, then the kept messages), so what it shows is what the
+	// model sees there. A thread shows its branch after the message it
+	// hangs off. conv.Thread is ignored. An unknown conversation is an
+	// empty Transcript, not an error.
 	Transcript(ctx context.Context, conv ConvRef) (Transcript, error)
 }
 
@@ -46,8 +49,11 @@ type Transcript struct {
 	// Threads lists the conversation's threads.
 	Threads []HistoryThread
 	// Elsewhere lists the ids of the conversation's messages that the
-	// session records off the branches shown (a branch move, such as a
-	// /tree jump, left them): a view that still shows them should not.
+	// session records but that are no longer on the branch of the place
+	// they were posted in (a branch move, such as a /tree jump, left
+	// them): a view that still shows them there should not. (A branch
+	// move may put them on another place's branch: Messages then lists
+	// them there, with Origin set.)
 	Elsewhere []string
 }
 
@@ -58,12 +64,23 @@ type HistoryMessage struct {
 	// message, a delivered reply); otherwise it is "" and the message
 	// cannot be replied to.
 	ID string
-	// Thread is the thread the message belongs to ("" for the main line).
+	// Thread is the place the message is shown in, the thread whose
+	// branch holds it ("" for the main line).
 	Thread string
+	// Moved is set when the message was posted in another place than
+	// Thread: a branch move (a /tree jump onto another thread's branch)
+	// put it on this place's branch too. Origin is then the thread it
+	// was posted in ("" for the main line), which a reply to it names.
+	// The same ID may so appear once per place whose branch holds it.
+	Moved  bool
+	Origin string
 	// FromBot is true for the bot's replies.
 	FromBot bool
-	Text    string
-	Time    time.Time
+	// Note marks what stands for messages rather than being one: the
+	// summary a compaction put in place of the messages before it.
+	Note bool
+	Text string
+	Time time.Time
 }
 
 // HistoryThread is one thread of a Transcript.

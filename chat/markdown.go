@@ -44,6 +44,19 @@ func renderWith(p parser.Parser, md string, d Dialect) string {
 	return r.document(p.Parse(text.NewReader(src)))
 }
 
+// Line renders md as plain text on one line: its runs of white space,
+// line breaks included, become one space, and a text longer than n runes
+// is cut to n-1 and ends with "…". It is how a message is named in a
+// list (the session tree, a button).
+func Line(md string, n int) string {
+	s := strings.Join(strings.Fields(Render(md, DialectPlain)), " ")
+	if utf8.RuneCountInString(s) > n {
+		r := []rune(s)
+		return string(r[:max(n-1, 0)]) + "…"
+	}
+	return s
+}
+
 // Len measures rendered text in d's units: UTF-16 code units for
 // Telegram, characters (runes) otherwise.
 func Len(s string, d Dialect) int {

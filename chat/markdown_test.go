@@ -101,6 +101,27 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+func TestLine(t *testing.T) {
+	tests := []struct {
+		md   string
+		n    int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"**bold** `code` and _em_", 40, "bold code and em"},
+		{"# Heading\n\n| a | b |\n|--|--|\n| 1 | 2 |", 40, "Heading a | b --|-- 1 | 2"},
+		{"ends with a period.", 40, "ends with a period."},
+		{"abcdefghij", 5, "abcd…"},
+		{"漢字漢字漢字", 4, "漢字漢…"},
+		{"  \n ", 5, ""},
+	}
+	for _, tt := range tests {
+		if got := Line(tt.md, tt.n); got != tt.want {
+			t.Errorf("Line(%q, %d) = %q, want %q", tt.md, tt.n, got, tt.want)
+		}
+	}
+}
+
 func TestLen(t *testing.T) {
 	tests := []struct {
 		s    string

@@ -72,7 +72,7 @@ func TestWebChatHistoryAcrossRestart(t *testing.T) {
 	b.do(chromedp.SendKeys(chromedp.CSS("#input"), "/fork"+kb.Enter))
 	b.waitFound("the fork buttons", jsBotWith("Fork from which message"))
 	b.do(chromedp.Click(chromedp.Search(`//div[@class="buttons"]/button[contains(text(),"second question")]`)))
-	b.waitContains(jsVisible, "Now on the branch")
+	b.waitContains(jsVisible, "Forked before")
 	b.waitJS("the jump to show", jsVisible, func(s string) bool { return !strings.Contains(s, "Second answer") })
 	if v := strings.Split(b.eval(jsBodies), "\n"); slices.Contains(v, "second question") || !slices.Contains(v, "First answer") {
 		t.Errorf("after the jump the main line shows %q", v)

@@ -191,14 +191,6 @@ func toolText(o *llm.ToolOutput) string {
 	return llm.JoinText(o.Content, "\n")
 }
 
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 // attacher sends files from a tool to the run's conversation.
 type attacher struct{ r *run }
 

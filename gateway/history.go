@@ -82,26 +82,6 @@ func (h *history) branchOf(ctx context.Context, loc string) (branch, error) {
 	return branch{entries: entries, name: s.Tree().Name(), path: path}, err
 }
 
-// knownIDs adds to ids the platform message ids the session file at path
-// records for the conversation mainKey (its main line and threads), on
-// any branch.
-func (h *history) knownIDs(path, mainKey string, ids map[string]bool) {
-	s, done, err := h.sessionAt(path)
-	if err != nil {
-		return
-	}
-	defer done()
-	for _, e := range s.Tree().Entries() {
-		if e.Pibot == nil || e.Pibot.Msg == "" {
-			continue
-		}
-		conv, id, ok := strings.Cut(e.Pibot.Msg, "#")
-		if ok && (conv == mainKey || strings.HasPrefix(conv, mainKey+":")) {
-			ids[id] = true
-		}
-	}
-}
-
 // Conversations lists the platform's main lines, most recent first.
 func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSummary, error) {
 	keys, err := h.index.KeysWithPrefix(ctx, string(h.platform))
@@ -144,7 +124,7 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 		if err != nil {
 			return nil, fmt.Errorf("gateway: history: %w", err)
 		}
-		msgs := transcriptOf(b.entries, "")
+		msgs := transcriptOf(contextEntries(b.entries), "", c.key)
 		if len(msgs) == 0 {
 			continue
 		}
@@ -158,88 +138,179 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 	return out, nil
 }
 
-// Transcript rebuilds conv's main line and threads.
+// Transcript rebuilds conv's main line and threads: each place shows its
+// branch as the model's context has it; a thread from the entry after
+// the one it hangs off.
 func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Transcript, error) {
 	if conv.Platform != h.platform {
 		return chat.Transcript{}, fmt.Errorf("gateway: history: %s is not a %s conversation", conv.Key(), h.platform)
 	}
 	conv.Thread = ""
 	mainKey := conv.Key()
-	main, err := h.branchOf(ctx, mainKey)
-	if err != nil {
-		return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
-	}
-	var t chat.Transcript
-	t.Messages = transcriptOf(main.entries, "")
-	paths := map[string]bool{}
-	if main.path != "" {
-		paths[main.path] = true
-	}
 	keys, err := h.index.KeysWithPrefix(ctx, mainKey)
 	if err != nil {
 		return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
 	}
-	type thread struct {
+	// The places of conv: its main line first, then its threads.
+	places := []string{""}
+	for _, key := range keys {
+		if c, ok := parseLocKey(h.platform, key); ok && c.Channel == conv.Channel && c.Thread != "" {
+			places = append(places, c.Thread)
+		}
+	}
+	type shown struct {
 		info  chat.HistoryThread
 		msgs  []chat.HistoryMessage
 		start time.Time
 	}
-	var threads []thread
-	for _, key := range keys {
-		c, ok := parseLocKey(h.platform, key)
-		if !ok || c.Channel != conv.Channel || c.Thread == "" {
-			continue
+	var views []shown
+	files := map[string]*placeFacts{}
+	// ids shows, per place, the message ids its view holds.
+	ids := map[string]map[string]bool{}
+	for _, thread := range places {
+		key := mainKey
+		if thread != "" {
+			key += ":" + thread
 		}
 		b, err := h.branchOf(ctx, key)
 		if err != nil {
 			return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
 		}
-		if b.path != "" {
-			paths[b.path] = true
-		}
-		entries := b.entries
-		// The thread's own entries start at the first one written for it
-		// (its first head, or its first message); the entry before is the
-		// message it hangs off.
-		i := slices.IndexFunc(entries, func(e session.Entry) bool { return e.Pibot != nil && e.Pibot.Loc == key })
-		if i < 0 {
+		if b.path == "" {
 			continue
 		}
-		th := thread{info: chat.HistoryThread{ID: c.Thread}}
-		if i > 0 && entries[i-1].Pibot != nil {
-			th.info.Root, th.info.RootThread = splitMsgKey(entries[i-1].Pibot.Msg, mainKey)
+		facts := files[b.path]
+		if facts == nil {
+			facts = h.facts(b.path, mainKey)
+			files[b.path] = facts
 		}
-		th.msgs = transcriptOf(entries[i:], c.Thread)
-		th.info.Title = firstUserText(th.msgs)
-		if len(th.msgs) > 0 {
-			th.start = th.msgs[0].Time
+		entries := contextEntries(b.entries)
+		v := shown{info: chat.HistoryThread{ID: thread}}
+		if thread != "" {
+			// A thread shows what follows the entry it hangs off (the
+			// parent of the first entry written for it), when that is in
+			// its context; otherwise all of its context.
+			first, ok := facts.first[key]
+			if !ok {
+				continue
+			}
+			if i := slices.IndexFunc(entries, func(e session.Entry) bool { return e.ID == first.ParentID }); i >= 0 {
+				if m := entries[i].Pibot; m != nil {
+					v.info.Root, v.info.RootThread, _ = msgPlace(m.Msg, mainKey)
+				}
+				entries = entries[i+1:]
+			}
 		}
-		threads = append(threads, th)
+		v.msgs = transcriptOf(entries, thread, mainKey)
+		ids[thread] = map[string]bool{}
+		for _, m := range v.msgs {
+			if m.ID != "" {
+				ids[thread][m.ID] = true
+			}
+		}
+		if thread != "" {
+			v.info.Title = firstUserText(v.msgs)
+			if len(v.msgs) > 0 {
+				v.start = v.msgs[0].Time
+			}
+		}
+		views = append(views, v)
 	}
-	slices.SortStableFunc(threads, func(a, b thread) int { return a.start.Compare(b.start) })
-	for _, th := range threads {
-		t.Threads = append(t.Threads, th.info)
-		t.Messages = append(t.Messages, th.msgs...)
+	var t chat.Transcript
+	if len(views) > 0 && views[0].info.ID == "" {
+		t.Messages = views[0].msgs
+		views = views[1:]
 	}
-	// What the files record off these branches (left by a branch move).
-	known := map[string]bool{}
-	for p := range paths {
-		h.knownIDs(p, mainKey, known)
+	slices.SortStableFunc(views, func(a, b shown) int { return a.start.Compare(b.start) })
+	for _, v := range views {
+		t.Threads = append(t.Threads, v.info)
+		t.Messages = append(t.Messages, v.msgs...)
 	}
-	for _, m := range t.Messages {
-		delete(known, m.ID)
-	}
-	for id := range known {
-		t.Elsewhere = append(t.Elsewhere, id)
+	// What the files record of conv that the place it was posted in no
+	// longer shows (a branch move left it, or a compaction summarised it).
+	for _, facts := range files {
+		for id, thread := range facts.posted {
+			if !ids[thread][id] {
+				t.Elsewhere = append(t.Elsewhere, id)
+			}
+		}
 	}
 	slices.Sort(t.Elsewhere)
+	t.Elsewhere = slices.Compact(t.Elsewhere)
 	return t, nil
 }
 
-// transcriptOf turns a branch into chat messages: each user message, and
-// for each run the texts of its assistant messages (an error as a warning),
-// carrying the id of the delivered reply when one is recorded.
-func transcriptOf(entries []session.Entry, thread string) []chat.HistoryMessage {
+// placeFacts is what one session file records about the places of a
+// conversation, on any branch.
+type placeFacts struct {
+	// first is the first entry written for each place (by location key).
+	first map[string]session.Entry
+	// posted maps the id of each platform message of the conversation
+	// the file records to the thread it was posted in ("" the main line).
+	posted map[string]string
+}
+
+// facts reads the placeFacts of the conversation mainKey from the
+// session file at path.
+func (h *history) facts(path, mainKey string) *placeFacts {
+	f := &placeFacts{first: map[string]session.Entry{}, posted: map[string]string{}}
+	s, done, err := h.sessionAt(path)
+	if err != nil {
+		return f
+	}
+	defer done()
+	for _, e := range s.Tree().Entries() {
+		if e.Pibot == nil {
+			continue
+		}
+		if loc := e.Pibot.Loc; loc == mainKey || strings.HasPrefix(loc, mainKey+":") {
+			if _, ok := f.first[loc]; !ok {
+				f.first[loc] = e
+			}
+		}
+		if id, thread, ok := msgPlace(e.Pibot.Msg, mainKey); ok {
+			f.posted[id] = thread
+		}
+	}
+	return f
+}
+
+// contextEntries returns the entries of branch (root first) that the
+// model's context is built from, in its order, as pi's
+// buildSessionContext picks them: after a compaction, the compaction
+// entry (standing for its summary), then the entries it kept, then those
+// after it.
+func contextEntries(branch []session.Entry) []session.Entry {
+	last := -1
+	for i, e := range branch {
+		if e.Type == session.TypeCompaction {
+			last = i
+		}
+	}
+	if last < 0 {
+		return branch
+	}
+	comp := branch[last]
+	// pi finds the compaction by id; with duplicate ids the first wins.
+	at := slices.IndexFunc(branch, func(e session.Entry) bool { return e.Type == session.TypeCompaction && e.ID == comp.ID })
+	out := []session.Entry{comp}
+	kept := false
+	for _, e := range branch[:at] {
+		kept = kept || e.ID == comp.FirstKeptEntryID
+		if kept {
+			out = append(out, e)
+		}
+	}
+	return append(out, branch[at+1:]...)
+}
+
+// transcriptOf turns the context entries of one place (thread) into chat
+// messages: each user message, and for each run the texts of its
+// assistant messages (an error as a warning), carrying the id of the
+// delivered reply when one is recorded; a compaction's or another
+// branch's summary and a displayed custom message as notes. Ids of
+// messages not of the conversation mainKey are left out.
+func transcriptOf(entries []session.Entry, thread, mainKey string) []chat.HistoryMessage {
 	var out []chat.HistoryMessage
 	var reply *chat.HistoryMessage
 	flush := func() {
@@ -248,22 +319,33 @@ func transcriptOf(entries []session.Entry, thread string) []chat.HistoryMessage 
 		}
 		reply = nil
 	}
+	place := func(m *chat.HistoryMessage, e session.Entry) {
+		if e.Pibot == nil {
+			return
+		}
+		if id, origin, ok := msgPlace(e.Pibot.Msg, mainKey); ok {
+			m.ID, m.Origin, m.Moved = id, origin, origin != thread
+		}
+	}
+	note := func(e session.Entry, text string) {
+		flush()
+		out = append(out, chat.HistoryMessage{Thread: thread, FromBot: true, Note: true, Text: text, Time: entryTime(e)})
+	}
 	for _, e := range entries {
+		m := e.Message
 		switch {
-		case e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleUser:
+		case e.Type == session.TypeMessage && m != nil && m.Role == llm.RoleUser:
 			flush()
-			m := chat.HistoryMessage{Thread: thread, Text: e.Message.Text(), Time: entryTime(e)}
-			if e.Pibot != nil {
-				m.ID, _ = splitMsgKey(e.Pibot.Msg, "")
-			}
-			out = append(out, m)
-		case e.Type == session.TypeMessage && e.Message != nil && e.Message.Role == llm.RoleAssistant:
+			u := chat.HistoryMessage{Thread: thread, Text: m.Text(), Time: entryTime(e)}
+			place(&u, e)
+			out = append(out, u)
+		case e.Type == session.TypeMessage && m != nil && m.Role == llm.RoleAssistant:
 			if reply == nil {
 				reply = &chat.HistoryMessage{Thread: thread, FromBot: true}
 			}
-			text := strings.TrimSpace(e.Message.Text())
-			if e.Message.StopReason == llm.StopError && e.Message.ErrorMessage != "" {
-				text = "⚠️ " + e.Message.ErrorMessage
+			text := strings.TrimSpace(m.Text())
+			if m.StopReason == llm.StopError && m.ErrorMessage != "" {
+				text = "⚠️ " + m.ErrorMessage
 			}
 			if text != "" {
 				if reply.Text != "" {
@@ -272,29 +354,36 @@ func transcriptOf(entries []session.Entry, thread string) []chat.HistoryMessage 
 				reply.Text += text
 				reply.Time = entryTime(e)
 			}
-		case e.Type == session.TypeCustom && e.CustomType == customDelivery && reply != nil && e.Pibot != nil:
-			reply.ID, _ = splitMsgKey(e.Pibot.Msg, "")
+		case e.Type == session.TypeCustom && e.CustomType == customDelivery && reply != nil:
+			place(reply, e)
+		case e.Type == session.TypeCompaction:
+			note(e, "📝 *Earlier messages were compacted. The model sees this summary of them:*\n\n"+e.Summary)
+		case e.Type == session.TypeBranchSummary && strings.TrimSpace(e.Summary) != "":
+			note(e, "📝 *Summary of another branch:*\n\n"+e.Summary)
+		case e.Type == session.TypeCustomMessage && m != nil && m.Display && strings.TrimSpace(m.Text()) != "":
+			note(e, m.Text())
 		}
 	}
 	flush()
 	return out
 }
 
-// splitMsgKey splits a message key (chat.MsgRef.Key) into the message id
-// and, when the key is of a thread of the conversation mainKey, that
-// thread's id.
-func splitMsgKey(key, mainKey string) (id, thread string) {
+// msgPlace splits a message key (chat.MsgRef.Key) of the conversation
+// mainKey into the message id and the thread it was posted in ("" the
+// main line); ok is false for a key of another conversation.
+func msgPlace(key, mainKey string) (id, thread string, ok bool) {
 	i := strings.LastIndexByte(key, '#')
-	if i < 0 {
-		return "", ""
+	if i < 0 || i == len(key)-1 {
+		return "", "", false
 	}
-	if mainKey != "" {
-		thread, _ = strings.CutPrefix(key[:i], mainKey+":")
-		if thread == key[:i] {
-			thread = ""
+	conv := key[:i]
+	if conv != mainKey {
+		var cut bool
+		if thread, cut = strings.CutPrefix(conv, mainKey+":"); !cut || thread == "" {
+			return "", "", false
 		}
 	}
-	return key[i+1:], thread
+	return key[i+1:], thread, true
 }
 
 // parseLocKey parses a location key of platform ("platform:workspace:

@@ -34,8 +34,10 @@ func screenshotDir(t *testing.T) string {
 
 // historyGateway stands in for the gateway behind a web chat with
 // history: "go" starts a run that shows a status line until /stop; a press
-// of the jump button moves the main line back to its first exchange (the
-// history then says so) and answers like the gateway's /tree jump.
+// of the jump button moves the main line onto the thread's branch (the
+// history then says so: the main line shows its first exchange and the
+// thread's messages, the second exchange is elsewhere) and answers like
+// the gateway's /tree jump.
 type historyGateway struct {
 	a    *web.Adapter
 	hist *chattest.History
@@ -63,7 +65,13 @@ func (g *historyGateway) answer(ctx context.Context, in chat.Inbound) {
 	switch {
 	case in.Kind == chat.KindAction:
 		tr := g.t1
-		tr.Messages = append(append([]chat.HistoryMessage(nil), tr.Messages[:2]...), tr.Messages[4:]...)
+		tr.Messages = append([]chat.HistoryMessage(nil), tr.Messages[:2]...)
+		for _, m := range g.t1.Messages[4:] {
+			m.Thread, m.Moved, m.Origin = "", true, "t1"
+			tr.Messages = append(tr.Messages, m)
+		}
+		tr.Messages = append(tr.Messages, g.t1.Messages[4:]...)
+		tr.Elsewhere = []string{"b0-2", "u-q2"}
 		g.hist.Add(g.c1, tr)
 		_, err = g.a.Answer(ctx, *in.Interaction, chat.Answer{Toast: "Moved.", Reply: &chat.Out{Markdown: "🌿 Now on the branch at: _planets_."}})
 	case in.Command != nil && in.Command.Name == "stop":
@@ -71,7 +79,7 @@ func (g *historyGateway) answer(ctx context.Context, in chat.Inbound) {
 			_, err = g.a.Send(ctx, in.Conv, chat.Out{Markdown: "Stopped."})
 		}
 	case in.Command != nil && in.Command.Name == "tree":
-		_, err = g.a.Send(ctx, in.Conv, chat.Out{Markdown: "Session tree", Buttons: [][]chat.Button{{{ID: "tj:1", Label: "Jump to the planets"}}}})
+		_, err = g.a.Send(ctx, in.Conv, chat.Out{Markdown: "Session tree", Buttons: [][]chat.Button{{{ID: "tj:1", Label: "which one has rings?"}}}})
 	case in.Text == "go":
 		err = g.a.SetStatus(ctx, in.Conv, "running bash…")
 	case in.Text == "one more":
@@ -97,9 +105,11 @@ func (g *historyGateway) last() chat.Inbound {
 // Chromium at desktop and phone widths: past conversations are listed and
 // reopened from their sessions (main line, threads, a table), a thread is
 // named after the user's question and marked on the message it hangs off,
-// the status line counts seconds and its Stop button sends /stop, a tree
-// jump shows what the model will see, and at 390 px the threads panel is a
-// drawer. Screenshots go to screenshotDir.
+// the status line counts seconds and its Stop button sends /stop (without
+// posting it), the Tree button opens the tree (without posting /tree), a
+// tree jump onto the thread's branch shows what the model will see there
+// (and the thread keeps its own messages), and at 390 px the threads
+// panel is a drawer. Screenshots go to screenshotDir.
 func TestBrowserHistoryStatusAndPhone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped in -short mode")
@@ -280,24 +290,64 @@ func TestBrowserHistoryStatusAndPhone(t *testing.T) {
 		t.Error("the status line stays after the run ended")
 	}
 
-	// 3. A tree jump: the main line then shows what the model will see.
+	// 3. A tree jump onto the thread's branch: the main line then shows
+	// what the model will see, in the session's order (before the
+	// command answers), and the thread still shows its own messages.
 	do(chromedp.Click(chromedp.CSS("#tree")))
 	wait("the tree", `String(document.querySelectorAll('.msg .buttons button').length)`, has("1"))
-	do(chromedp.Click(chromedp.Search(`//button[text()="Jump to the planets"]`)))
-	wait("the pruned main line", visible, func(s string) bool { return !strings.Contains(s, "a star") })
-	v := eval(visible)
-	for _, want := range []string{"compare the planets", "Mars", "Now on the branch"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("after the jump the main line lacks %q: %q", want, v)
+	const commandsPosted = `Array.from(document.querySelectorAll('.msg.user .body')).map(b => b.textContent.trim()).filter(s => s.startsWith("/")).join(",")`
+	if got := eval(commandsPosted); got != "" {
+		t.Errorf("the Stop and Tree buttons posted %q as messages", got)
+	}
+	if in := g.last(); in.Command == nil || in.Command.Name != "tree" {
+		t.Errorf("Tree sent %+v", in)
+	}
+	do(chromedp.Click(chromedp.Search(`//button[text()="which one has rings?"]`)))
+	wait("the main line on the thread's branch", visible, has("Saturn"))
+	checkMain := func(when string) {
+		t.Helper()
+		v := eval(visible)
+		for _, sub := range []string{"a star", "and the sun?"} {
+			if strings.Contains(v, sub) {
+				t.Errorf("%s: the main line still shows the other branch (%q): %q", when, sub, v)
+			}
+		}
+		last := -1
+		for _, want := range []string{"compare the planets", "Mars", "which one has rings?", "Saturn", "Session tree"} {
+			i := strings.Index(v, want)
+			if i < last {
+				t.Errorf("%s: the main line lacks %q or shows it out of order: %q", when, want, v)
+			}
+			last = i
+		}
+		do(chromedp.Click(chromedp.CSS(`#threads li[data-thread="t1"]`)))
+		if v := wait(when+": the thread", visible, has("Saturn")); !strings.Contains(v, "which one has rings?") || strings.Contains(v, "Mars") {
+			t.Errorf("%s: the thread shows %q", when, v)
+		}
+		do(chromedp.Click(chromedp.CSS("#back")))
+	}
+	checkMain("after the jump")
+	if v := eval(visible); !strings.Contains(v, "Now on the branch") {
+		t.Errorf("no jump notice: %q", v)
+	}
+	// A reply in a thread to a message the jump brought onto the main
+	// line names the thread it was posted in.
+	do(chromedp.Click(chromedp.CSS(`.msg[data-id="u-t1"][data-thread=""] .threadbtn`)))
+	do(chromedp.SendKeys(chromedp.CSS("#input"), "ask again"+kb.Enter))
+	for deadline := time.Now().Add(10 * time.Second); g.last().Text != "ask again"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the reply did not reach the gateway: %+v", g.last())
 		}
 	}
-	if strings.Contains(v, "and the sun?") {
-		t.Errorf("after the jump the main line still shows the other branch: %q", v)
+	if in := g.last(); in.ReplyTo == nil || in.ReplyTo.ID != "u-t1" || in.ReplyTo.Conv.Thread != "t1" {
+		t.Errorf("the reply to a moved message names %+v", in.ReplyTo)
 	}
+	do(chromedp.Click(chromedp.CSS("#back")))
 
-	// 4. A reload keeps the conversation.
+	// 4. A reload keeps the conversation as the model sees it.
 	do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
-	wait("the conversation after a reload", visible, has("Mars"))
+	wait("the conversation after a reload", visible, has("Saturn"))
+	checkMain("after a reload")
 
 	// 5. At 390 px the header fits, the panel is a drawer.
 	do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateTouch), chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))

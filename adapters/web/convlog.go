@@ -40,6 +40,12 @@ type message struct {
 	// Error is set when the gateway refused a user message.
 	Error string    `json:"error,omitempty"`
 	Time  time.Time `json:"time"`
+	// Origin is set on a rebuilt message shown in another place than the
+	// one it was posted in (a /tree jump put it on this place's branch):
+	// that place's thread, "" for the main line. A reply to it names it.
+	Origin *string `json:"origin,omitempty"`
+	// Note marks a rebuilt note (a compaction's summary), no message.
+	Note bool `json:"note,omitempty"`
 }
 
 type wireButton struct {

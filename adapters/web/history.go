@@ -40,8 +40,9 @@ func (h *historyAPI) get() chat.History {
 type historyReply struct {
 	Messages []*message   `json:"messages"`
 	Threads  []wireThread `json:"threads"`
-	// Elsewhere names messages the session has off the branches shown
-	// (a /tree jump left them): the page removes them.
+	// Elsewhere names messages the session has that the place they were
+	// posted in no longer shows (a /tree jump left them): the page
+	// removes them there.
 	Elsewhere []string `json:"elsewhere"`
 }
 
@@ -63,8 +64,10 @@ type convSummary struct {
 
 // handleHistory answers GET /api/history?conv=ID with the conversation
 // rebuilt from its session: the main line and each thread as far as their
-// heads, so what it shows is what the model sees. Messages the session
-// has no platform id for get an "h-" id: they cannot be replied to.
+// heads, so what it shows is what the model sees. A message is named by
+// its place (thread) and id: after a /tree jump the same message may be
+// shown in two places. Messages the session has no platform id for get an
+// "h-" id: they cannot be replied to.
 func (h *historyAPI) handleHistory(w http.ResponseWriter, r *http.Request) {
 	convID := r.URL.Query().Get("conv")
 	if !validID(convID) {
@@ -88,9 +91,12 @@ func (h *historyAPI) handleHistory(w http.ResponseWriter, r *http.Request) {
 		if m.FromBot {
 			msg.From = fromBot
 		}
-		if !validID(msg.ID) {
+		if !validID(msg.ID) || m.Moved && m.Origin != "" && !validID(m.Origin) {
 			msg.ID = "h-" + strconv.Itoa(i)
+		} else if m.Moved {
+			msg.Origin = &m.Origin
 		}
+		msg.Note = m.Note
 		out.Messages = append(out.Messages, msg)
 	}
 	for _, th := range tr.Threads {

@@ -38,6 +38,11 @@ func sampleHistory() *chattest.History {
 			{ID: "b1-1", FromBot: true, Text: "| a | b |\n|---|---|\n| 1 | 2 |", Time: at},
 			{ID: "u-2", Thread: "t1", Text: "and at sunset?", Time: at},
 			{FromBot: true, Thread: "t1", Text: "red", Time: at}, // reply not recorded as delivered
+			// A /tree jump put them on another place's branch too.
+			{ID: "u-2", Thread: "t2", Moved: true, Origin: "t1", Text: "and at sunset?", Time: at},
+			{ID: "u-1", Thread: "t2", Moved: true, Text: "why is the sky blue?", Time: at},
+			{ID: "u-3", Thread: "t2", Moved: true, Origin: "a/b", Text: "from a place no id names", Time: at},
+			{Thread: "t2", FromBot: true, Note: true, Text: "summary", Time: at},
 		},
 		Threads:   []chat.HistoryThread{{ID: "t1", Root: "b1-1", Title: "and at sunset?"}, {ID: "bad/id", Title: "x"}},
 		Elsewhere: []string{"u-0", "b1-0", "not/an/id"},
@@ -61,9 +66,17 @@ func TestHistoryEndpoint(t *testing.T) {
 	}
 	var lines []string
 	for _, m := range got.Messages {
-		lines = append(lines, m.ID+"|"+m.Thread+"|"+m.From+"|"+m.Text)
+		line := m.ID + "|" + m.Thread + "|" + m.From + "|" + m.Text
+		if m.Origin != nil {
+			line += "|from " + *m.Origin
+		}
+		if m.Note {
+			line += "|note"
+		}
+		lines = append(lines, line)
 	}
-	want := []string{"u-1||user|why is the sky blue?", "b1-1||bot|| a | b |\n|---|---|\n| 1 | 2 |", "u-2|t1|user|and at sunset?", "h-3|t1|bot|red"}
+	want := []string{"u-1||user|why is the sky blue?", "b1-1||bot|| a | b |\n|---|---|\n| 1 | 2 |", "u-2|t1|user|and at sunset?", "h-3|t1|bot|red",
+		"u-2|t2|user|and at sunset?|from t1", "u-1|t2|user|why is the sky blue?|from ", "h-6|t2|user|from a place no id names", "h-7|t2|bot|summary|note"}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("messages:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}

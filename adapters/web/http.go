@@ -147,6 +147,10 @@ type sendRequest struct {
 	ID      string   `json:"id"`
 	Text    string   `json:"text"`
 	ReplyTo *wireRef `json:"replyTo"`
+	// Quiet marks a command sent by a control of the page (the Tree and
+	// Stop buttons): it must be a command, and it is not posted in the
+	// conversation as a message of the user.
+	Quiet bool `json:"quiet"`
 }
 
 // actionRequest is the body of POST /api/action.
@@ -197,6 +201,9 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	case req.ReplyTo != nil && (!validID(req.ReplyTo.ID) || req.ReplyTo.Thread != "" && !validID(req.ReplyTo.Thread)):
 		http.Error(w, "bad replyTo", http.StatusBadRequest)
 		return
+	case req.Quiet && (req.ReplyTo != nil || chat.ParseCommand(req.Text, "") == nil):
+		http.Error(w, "a quiet message must be a command", http.StatusBadRequest)
+		return
 	}
 	conv := chat.ConvRef{Platform: Platform, Channel: req.Conv, Thread: req.Thread, DM: true}
 	in := chat.Inbound{
@@ -214,6 +221,11 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 		rc := conv
 		rc.Thread = req.ReplyTo.Thread
 		in.ReplyTo = &chat.MsgRef{Conv: rc, ID: req.ReplyTo.ID}
+	}
+
+	if req.Quiet {
+		a.sendQuiet(w, r, in)
+		return
 	}
 
 	a.store.mu.Lock()
@@ -318,4 +330,19 @@ func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// sendQuiet feeds a command of a page control, which the conversation
+// log does not show.
+func (a *api) sendQuiet(w http.ResponseWriter, r *http.Request, in chat.Inbound) {
+	if err := a.feeder.feed(r.Context(), in); err != nil {
+		a.log.Warn("web chat: command not accepted", "conv", in.Conv.Channel, "err", err)
+		status := http.StatusInternalServerError
+		if errors.Is(err, errNotRunning) {
+			status = http.StatusServiceUnavailable
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	writeJSON(w, map[string]string{"id": in.Msg.ID})
 }

@@ -183,6 +183,44 @@ func TestSend(t *testing.T) {
 	}
 }
 
+// TestSendQuiet: a page control's command (the Tree and Stop buttons)
+// reaches the gateway as a command but is not posted in the conversation;
+// a quiet message that is no command is refused.
+func TestSendQuiet(t *testing.T) {
+	a := newAdapter(t, Config{})
+	rec := &recorder{}
+	run(t, a, rec.sink)
+	srv := serve(t, a)
+	code, body := post(t, srv, "/api/send", `{"conv":"c1","thread":"t1","id":"q1","text":"/tree","quiet":true}`)
+	if code != 200 || !strings.Contains(body, `"u-q1"`) {
+		t.Fatalf("quiet send: %d %s", code, body)
+	}
+	got := rec.got()
+	if len(got) != 1 || got[0].Command == nil || got[0].Command.Name != "tree" || got[0].Conv.Thread != "t1" || got[0].DedupKey == "" {
+		t.Fatalf("inbound %+v", got)
+	}
+	a.store.mu.Lock()
+	var logged int
+	if l := a.store.convs["c1"]; l != nil {
+		logged = len(l.msgs)
+	}
+	a.store.mu.Unlock()
+	if logged != 0 {
+		t.Errorf("the quiet command is in the conversation log (%d messages)", logged)
+	}
+	for _, b := range []string{
+		`{"conv":"c1","id":"q2","text":"hello","quiet":true}`,
+		`{"conv":"c1","id":"q3","text":"/tree","quiet":true,"replyTo":{"id":"u-1","thread":""}}`,
+	} {
+		if code, _ := post(t, srv, "/api/send", b); code != 400 {
+			t.Errorf("%s: status %d, want 400", b, code)
+		}
+	}
+	if len(rec.got()) != 1 {
+		t.Error("a refused quiet message reached the sink")
+	}
+}
+
 func TestSendSinkError(t *testing.T) {
 	a := newAdapter(t, Config{})
 	srv := serve(t, a)

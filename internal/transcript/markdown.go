@@ -6,6 +6,7 @@ package transcript
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -56,9 +57,13 @@ func title(s *session.Tree) string {
 
 func markdownEntry(w *bufio.Writer, e session.Entry) {
 	switch e.Type {
-	case session.TypeMessage, session.TypeCustomMessage:
+	case session.TypeMessage:
 		if e.Message != nil {
 			markdownMessage(w, *e.Message)
+		}
+	case session.TypeCustomMessage:
+		if m, ok := customMessage(e); ok {
+			markdownMessage(w, m)
 		}
 	case session.TypeCompaction:
 		fmt.Fprintf(w, "\n## Summary of the conversation before\n\n%s\n", e.Summary)
@@ -110,6 +115,22 @@ func markdownMessage(w *bufio.Writer, m llm.Message) {
 	case llm.RoleCompactionSummary, llm.RoleBranchSummary:
 		fmt.Fprintf(w, "\n## Summary\n\n%s\n", m.Summary)
 	}
+}
+
+// customMessage is the message pi makes of a custom_message entry (its
+// content a string or content blocks); false when it cannot be read.
+func customMessage(e session.Entry) (llm.Message, bool) {
+	raw, err := json.Marshal(struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Display bool            `json:"display"`
+	}{string(llm.RoleCustom), e.Content, e.Display})
+	var m llm.Message
+	if err != nil || len(e.Content) == 0 || json.Unmarshal(raw, &m) != nil {
+		return llm.Message{}, false
+	}
+	m.CustomType = e.CustomType
+	return m, true
 }
 
 // fenced writes text in a fenced code block whose fence no line of text

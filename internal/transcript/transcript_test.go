@@ -73,7 +73,7 @@ func TestHTML(t *testing.T) {
 	}
 	page := b.String()
 	for _, want := range []string{"<!DOCTYPE html>", "<style>", "Branch 1 of 2: &lt;script&gt;", "Branch 2 of 2: second way",
-		"<details class=\"call\"><summary>🔧 bash <code>{&#34;command&#34;:&#34;ls&#34;}</code>", "◀ leaf", "</html>\n"} {
+		"<details class=\"call\"><summary>🔧 bash <code>{&#34;command&#34;:&#34;ls&#34;}</code>", "◀ pi resumes here", "</html>\n"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -1,9 +1,9 @@
 // pibot web chat client. The conversation is first rebuilt from its
 // session (/api/history: the main line and each thread as the model sees
 // them), then kept live by Server-Sent Events from /api/events, upserted
-// by message id (an edit carries the whole message); messages and button
-// presses are posted to /api/send and /api/action. Untrusted text only
-// ever reaches the page through text nodes (see markdown.js).
+// by place and message id (an edit carries the whole message); messages
+// and button presses are posted to /api/send and /api/action. Untrusted
+// text only ever reaches the page through text nodes (see markdown.js).
 (function () {
   "use strict";
 
@@ -34,9 +34,22 @@
     localStorage.setItem("pibot.conv", conv);
   }
 
+  // keyOf names a message on the page: the place (thread) it is shown in
+  // and its id. After a /tree jump onto a thread's branch the main line
+  // shows that thread's messages too, under the same ids.
+  function keyOf(d) {
+    return d.thread + "/" + d.id;
+  }
+
+  // originOf is the place a message was posted in, which a reply names:
+  // a rebuilt message shown elsewhere says so (origin).
+  function originOf(d) {
+    return typeof d.origin === "string" ? d.origin : d.thread;
+  }
+
   const state = {
     view: "", // thread id shown; "" is the main line
-    msgs: new Map(), // id -> {data, el, pressed, shown}
+    msgs: new Map(), // keyOf -> {data, el, pressed, shown}
     threads: new Map(), // thread id -> {root: {id, thread} | null, title, titled, count, started}
     status: new Map(), // thread id -> {text, since (ms)}
     last: "", // last SSE event id
@@ -44,7 +57,8 @@
     es: null,
     presses: 0, // counts button presses
     pressed: 0, // the press whose answer may move the branch (a /tree jump), 0 if none
-    seen: new Set(), // ids of messages the session had when last asked
+    seen: new Set(), // keys of messages the session had when last asked
+    gone: new Set(), // ids the session has off the branch of their place
     loading: null,
     again: undefined, // a refresh asked for while one runs (its prune flag)
   };
@@ -130,6 +144,16 @@
     renderMarks();
   }
 
+  // findRoot returns the message a thread hangs off ({id, thread}: the
+  // place it was posted in), or undefined.
+  function findRoot(root) {
+    if (!root) return undefined;
+    const m = state.msgs.get(root.thread + "/" + root.id);
+    if (m) return m;
+    for (const x of state.msgs.values()) if (x.data.id === root.id && originOf(x.data) === root.thread) return x;
+    return undefined;
+  }
+
   // renderMarks puts a marker on each message that threads hang off.
   function renderMarks() {
     for (const m of state.msgs.values()) {
@@ -137,7 +161,7 @@
       m.el.classList.remove("hasthread");
     }
     for (const [id, th] of state.threads) {
-      const root = th.root && state.msgs.get(th.root.id);
+      const root = findRoot(th.root);
       if (!root || th.count === 0) continue;
       const b = document.createElement("button");
       b.type = "button";
@@ -157,7 +181,7 @@
     ui.threadhead.hidden = !thread;
     ui.location.textContent = thread ? "thread: " + (th ? th.title : thread) : "main line";
     ui.threadroot.replaceChildren();
-    const root = th && th.root && state.msgs.get(th.root.id);
+    const root = th && findRoot(th.root);
     if (root) ui.threadroot.appendChild(window.pibotMarkdown.render(root.data.text));
     renderThreads();
     renderStatus();
@@ -165,11 +189,12 @@
   }
 
   function startThread(d) {
+    const root = { id: d.id, thread: originOf(d) };
     for (const [id, th] of state.threads) {
-      if (th.root && th.root.id === d.id) return switchView(id);
+      if (th.root && th.root.id === root.id && th.root.thread === root.thread) return switchView(id);
     }
     const id = "t" + randomId(8);
-    state.threads.set(id, { root: { id: d.id, thread: d.thread }, title: "New thread", titled: false, count: 0, started: false });
+    state.threads.set(id, { root: root, title: "New thread", titled: false, count: 0, started: false });
     switchView(id);
     ui.input.focus();
   }
@@ -178,7 +203,7 @@
 
   function makeMsg(d) {
     const el = document.createElement("div");
-    el.className = "msg " + d.from;
+    el.className = "msg " + d.from + (d.note ? " note" : "");
     el.dataset.id = d.id;
     el.dataset.thread = d.thread;
     const who = document.createElement("div");
@@ -251,32 +276,37 @@
   // the live copy of it arrives.
   function dropRebuilt(d) {
     if (d.from !== "bot") return;
-    for (const [id, m] of state.msgs) {
-      if (id.startsWith("h-") && m.data.thread === d.thread && m.data.text === d.text) {
+    for (const [key, m] of state.msgs) {
+      if (m.data.id.startsWith("h-") && m.data.thread === d.thread && m.data.text === d.text) {
         m.el.remove();
-        state.msgs.delete(id);
+        state.msgs.delete(key);
       }
     }
   }
 
-  // shownLive reports whether a reply the session has no id for yet is
-  // on the page already, from the live log.
+  // shownLive returns the live copy of a reply the session has no id for
+  // yet, if the page shows it already.
   function shownLive(d) {
     const text = d.text.trim();
     for (const m of state.msgs.values()) {
-      if (m.data.from === "bot" && m.data.thread === d.thread && !m.data.id.startsWith("h-") && m.data.text.includes(text)) return true;
+      if (m.data.from === "bot" && m.data.thread === d.thread && !m.data.id.startsWith("h-") && m.data.text.includes(text)) return m;
     }
-    return false;
+    return undefined;
   }
 
-  function upsert(d) {
+  // upsert adds or updates a message. A new one goes after the message
+  // after (null: first of the page); without it, at the end.
+  function upsert(d, after) {
     const follow = nearBottom();
-    let m = state.msgs.get(d.id);
+    const key = keyOf(d);
+    let m = state.msgs.get(key);
     if (!m) {
       if (!d.id.startsWith("h-")) dropRebuilt(d);
       m = makeMsg(d);
-      state.msgs.set(d.id, m);
-      ui.messages.appendChild(m.el);
+      state.msgs.set(key, m);
+      if (after === undefined) ui.messages.appendChild(m.el);
+      else if (after === null) ui.messages.prepend(m.el);
+      else after.el.after(m.el);
       noteThread(d);
     } else {
       m.data = d;
@@ -291,24 +321,27 @@
     state.msgs.clear();
     state.threads.clear();
     state.seen.clear();
+    state.gone.clear();
     ui.messages.replaceChildren();
   }
 
-  function removeMsg(id) {
-    const m = state.msgs.get(id);
+  function removeMsg(key) {
+    const m = state.msgs.get(key);
     if (!m) return;
     m.el.remove();
-    state.msgs.delete(id);
+    state.msgs.delete(key);
     const th = state.threads.get(m.data.thread);
     if (th && th.count > 0) th.count--;
   }
 
   // refresh merges the conversation as its session has it (/api/history)
-  // into the view: messages the page lacks are added, messages the session
-  // has off the branches shown (a /tree jump moved the head: "elsewhere")
-  // are removed, and with prune so are messages an earlier answer listed
-  // that this one no longer has. What only the live log has (command
-  // replies, a reply still streaming) is left alone.
+  // into the view: messages the page lacks are added in the session's
+  // order (after the message before them in their place), messages the
+  // session has off the branch of the place they were posted in (a /tree
+  // jump moved the head: "elsewhere") are removed there, and with prune so
+  // are messages an earlier answer listed that this one no longer has.
+  // What only the live log has (command replies, a reply still streaming)
+  // is left alone.
   function refresh(prune) {
     if (state.loading) {
       state.again = state.again || prune;
@@ -324,16 +357,19 @@
         return;
       }
       if (forConv !== conv) return;
-      const now = new Set(h.messages.map((x) => x.id));
+      const now = new Set(h.messages.map(keyOf));
       let changed = prune;
-      const drop = (id) => {
-        changed = changed || state.msgs.has(id);
-        removeMsg(id);
-        state.seen.delete(id);
+      const drop = (key) => {
+        changed = changed || state.msgs.has(key);
+        removeMsg(key);
+        state.seen.delete(key);
       };
-      for (const id of h.elsewhere || []) drop(id);
+      state.gone = new Set(h.elsewhere || []);
+      for (const [key, m] of state.msgs) {
+        if (state.gone.has(m.data.id) && originOf(m.data) === m.data.thread) drop(key);
+      }
       if (prune) {
-        for (const id of state.seen) if (!now.has(id)) drop(id);
+        for (const key of state.seen) if (!now.has(key)) drop(key);
       }
       for (const th of h.threads) {
         if (!idRe.test(th.id)) continue;
@@ -341,13 +377,22 @@
         if (!cur) state.threads.set(th.id, { root: th.root || null, title: th.title || "Thread", titled: !!th.title, count: 0, started: true });
         else if (th.title) Object.assign(cur, { title: th.title, titled: true, started: true, root: cur.root || th.root || null });
       }
+      let prev = null;
+      let place;
       for (const d of h.messages) {
-        if (state.msgs.has(d.id) || (d.id.startsWith("h-") && shownLive(d))) continue;
-        state.seen.add(d.id);
-        upsert(d);
-        changed = true;
+        if (d.thread !== place) {
+          place = d.thread;
+          prev = null;
+        }
+        let m = state.msgs.get(keyOf(d)) || (d.id.startsWith("h-") ? shownLive(d) : undefined);
+        if (!m) {
+          state.seen.add(keyOf(d));
+          m = upsert(d, prev);
+          changed = true;
+        }
+        prev = m;
       }
-      for (const id of now) if (state.msgs.has(id)) state.seen.add(id);
+      for (const key of now) if (state.msgs.has(key)) state.seen.add(key);
       // A quiet refresh that changed nothing leaves the view (and where
       // it is scrolled) alone.
       if (changed) switchView(state.threads.has(state.view) ? state.view : "");
@@ -366,7 +411,7 @@
   // ---- sending ----
 
   async function deliver(d) {
-    const m = state.msgs.get(d.id);
+    const m = state.msgs.get(keyOf(d));
     m.el.classList.add("pending");
     m.data.error = "";
     fillMsg(m);
@@ -390,6 +435,16 @@
     upsert(d);
     scrollDown();
     return deliver(d);
+  }
+
+  // command sends a command of a page control (the Tree and Stop
+  // buttons) for the place shown; it is not posted as a message.
+  async function command(text) {
+    try {
+      await post("/api/send", { conv: conv, thread: state.view, id: randomId(12), text: text, replyTo: null, quiet: true });
+    } catch (e) {
+      showToast("Not sent: " + e.message);
+    }
   }
 
   async function press(m, b, btn) {
@@ -474,6 +529,9 @@
         scrollDown();
         break;
       case "msg":
+        // A message a branch move left is not shown again by the replay
+        // of the live log.
+        if (state.gone.has(ev.id) && !state.msgs.has(keyOf(ev))) break;
         upsert(ev);
         if (state.ready && ev.from === "bot") later();
         break;
@@ -593,8 +651,8 @@
     }
   });
   ui.back.addEventListener("click", () => switchView(""));
-  ui.tree.addEventListener("click", () => send("/tree"));
-  ui.stop.addEventListener("click", () => send("/stop"));
+  ui.tree.addEventListener("click", () => command("/tree"));
+  ui.stop.addEventListener("click", () => command("/stop"));
   ui.menu.addEventListener("click", () => openPanel(!document.body.classList.contains("panel-open")));
   ui.scrim.addEventListener("click", () => openPanel(false));
   ui.newconv.addEventListener("click", () => switchConv(randomId(12)));
