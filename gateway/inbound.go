@@ -69,3 +69,45 @@ func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending
 		}
 	}
 }
+
+// beginner is an inbox that counts a crash only against the items whose
+// work was executing when it came (cluster.Inbox, rediscluster.Inbox):
+// Begin records that this process now executes them (a run took their
+// messages, or their command's or press's handler runs). An item that
+// merely waited (in the inbox, a mailbox, a run's queues, a collect
+// window) is never set aside for a crash it did not cause.
+type beginner interface {
+	Begin(ctx context.Context, key string, ids ...string) error
+}
+
+// beginAll tells the inbox that the work of ps now executes: a run took
+// them (runStarter, run.record) or joined them (queue.joinRun). Each is
+// told once; a failure only loses the crash count.
+func (g *Gateway) beginAll(ctx context.Context, ps []*pending) {
+	b, ok := g.inbox.(beginner)
+	if !ok {
+		return
+	}
+	byKey := map[string][]string{}
+	var keys []string
+	for _, p := range ps {
+		if p.inbox.begun {
+			continue
+		}
+		p.inbox.begun = true
+		for _, ref := range p.inboxRefs() {
+			if ref.id == "" {
+				continue
+			}
+			if _, ok := byKey[ref.key]; !ok {
+				keys = append(keys, ref.key)
+			}
+			byKey[ref.key] = append(byKey[ref.key], ref.id)
+		}
+	}
+	for _, key := range keys {
+		if err := b.Begin(ctx, key, byKey[key]...); err != nil {
+			g.log.Warn("inbox: record the items a run took", "key", key, "err", err)
+		}
+	}
+}

@@ -46,6 +46,8 @@ func (r *run) record(e agent.Event) {
 		if p == nil {
 			return
 		}
+		// A message the run took from its queues executes from now.
+		r.o.begin(r.ctx, []*pending{p})
 		if p.queued {
 			r.o.replier.react(r.ctx, p.item.In.Msg, "✅")
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
@@ -148,29 +147,22 @@ func deliveryOf(e session.Entry) (delivery, bool) {
 	return d, json.Unmarshal(e.Data, &d) == nil
 }
 
-// redeliver sends an answer that is in the session but whose delivery is
+// redeliver sends answers that are in the session but whose delivery is
 // not recorded (a crash between the two), as a run of its own, and records
-// its delivery. When the reply journal names chat messages of the cut-off
-// reply, the run edits them to the answer (posting what they cannot hold,
-// removing extra ones): the platform may well have shown the whole answer
-// already, and the user sees it once. Without journaled messages nothing
-// of the reply was posted, and the answer is posted.
-func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
+// their delivery. When the reply journal names chat messages of the
+// cut-off reply, the run edits them to the answers (posting what they
+// cannot hold, removing extra ones): the platform may well have shown the
+// whole reply already, and the user sees it once. Without journaled
+// messages nothing of the reply was posted, and the answers are posted.
+func (o *owner) redeliver(loc *location, p *pending, answers []session.Entry) {
 	rr, open := o.openReply(loc.key, o.head(loc))
 	if !open {
 		rr.Refs = nil
 	}
-	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "finishing_messages", len(rr.Refs))
+	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "answers", len(answers), "finishing_messages", len(rr.Refs))
 	p.applied = true
-	text := answer.Message.Text()
-	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
-		text = strings.TrimSpace(text + "\n\n⚠️ " + answer.Message.ErrorMessage)
-	}
 	o.runs.startWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
-		r.mu.Lock()
-		r.lastEntry = answer.ID
-		r.mu.Unlock()
-		r.ctl.SetText(text)
+		r.seed(answers)
 		return false
 	}, rr.Refs, nil)
 }

@@ -87,6 +87,9 @@ func (r *run) execute(ps []*pending) {
 	}
 	ctx, span := o.cfg.Tracer.StartRemote(r.ctx, "pibot.run", parent)
 	defer span.End()
+	// From here a crash counts against these messages, and only them
+	// (the messages that wait meanwhile are not to blame).
+	o.begin(ctx, ps)
 	span.Set("pibot.loc", loc.key)
 	var replyTo *chat.MsgRef
 	if len(ps) > 0 {
