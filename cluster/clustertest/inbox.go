@@ -24,6 +24,9 @@ type Inbox interface {
 	// Leave gives up the items of key this process took (its session's
 	// lease was lost, cut, or released).
 	Leave(ctx context.Context, key string, cut bool) error
+	// Begin records that this process executes the work of items of key:
+	// only then does its crash count against them.
+	Begin(ctx context.Context, key string, ids ...string) error
 	// Close records a clean stop.
 	Close() error
 }
@@ -53,6 +56,7 @@ func RunInboxTests(t *testing.T, h InboxHarness) {
 		{"TakesHandOutNothingTwice", testInboxTakesOnce},
 		{"ClaimTakesOverADeadHolder", testInboxClaim},
 		{"CrashesOfItemsInFlightCounted", testInboxCrashCount},
+		{"WaitingItemsAreNotBlamed", testInboxWaitingNotBlamed},
 		{"QuarantineSetsAsideForGood", testInboxQuarantine},
 		{"LeftItemsAreClaimedAgain", testInboxLeave},
 		{"CutItemsCountOnce", testInboxLeaveCut},
@@ -329,21 +333,33 @@ func testInboxClaim(t *testing.T, h InboxHarness, store string) {
 	}
 }
 
-// testInboxCrashCount: a crash counts against the items the crashed
-// process accepted or took (Consume, Claim), not against items it left
-// alone, and a clean stop counts nothing.
+func begin(t *testing.T, ib Inbox, key string, ids ...string) {
+	t.Helper()
+	if err := ib.Begin(t.Context(), key, ids...); err != nil {
+		t.Fatalf("Begin(%s, %v): %v", key, ids, err)
+	}
+}
+
+// testInboxCrashCount: a crash counts against the items whose work the
+// crashed process began (Begin), accepted or taken (Consume, Claim), not
+// against items it left alone, and a clean stop counts nothing.
 func testInboxCrashCount(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
-	add(t, ib, "ka", `"a"`)
-	add(t, ib, "kb", `"b"`)
-	h.Crash(t, ib) // a and b were in flight
+	a := add(t, ib, "ka", `"a"`)
+	b := add(t, ib, "kb", `"b"`)
+	begin(t, ib, "ka", a)
+	begin(t, ib, "kb", b)
+	begin(t, ib, "kb", b) // told twice, counted once
+	h.Crash(t, ib)        // a and b were executing
 
 	ib = h.Open(t, store)
 	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 1 || got[`"b"`] != 1 {
 		t.Fatalf("after one crash: %v, want a and b at 1", got)
 	}
 	claim(t, ib, "ka")
-	h.Crash(t, ib) // only a was taken up again
+	claim(t, ib, "kb")
+	begin(t, ib, "ka", a)
+	h.Crash(t, ib) // only a was executing again
 
 	ib = h.Open(t, store)
 	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 2 || got[`"b"`] != 1 {
@@ -351,11 +367,42 @@ func testInboxCrashCount(t *testing.T, h InboxHarness, store string) {
 	}
 	claim(t, ib, "ka")
 	claim(t, ib, "kb")
+	begin(t, ib, "ka", a)
+	begin(t, ib, "kb", b)
 	closeInbox(t, ib)
 	ib = h.Open(t, store)
 	defer closeInbox(t, ib)
 	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 2 || got[`"b"`] != 1 {
 		t.Fatalf("after a clean stop: %v, want unchanged", got)
+	}
+}
+
+// testInboxWaitingNotBlamed: items that only waited while a process
+// crashed (accepted, consumed or claimed, but their work not begun) are
+// not blamed for it, however often it happens; an item whose work began
+// and ended (acknowledged) leaves nothing behind; Begin of an item not
+// pending under the key does nothing.
+func testInboxWaitingNotBlamed(t *testing.T, h InboxHarness, store string) {
+	ib := h.Open(t, store)
+	add(t, ib, "k", `"waits"`)
+	add(t, ib, "k2", `"consumed"`)
+	done := add(t, ib, "k3", `"done"`)
+	consume(t, ib, "k2")
+	begin(t, ib, "k3", done)
+	ack(t, ib, "k3", done)
+	begin(t, ib, "k3", done)
+	begin(t, ib, "other", "no-such-id")
+	h.Crash(t, ib)
+	for range 2 {
+		ib = h.Open(t, store)
+		claim(t, ib, "k")
+		claim(t, ib, "k2")
+		h.Crash(t, ib)
+	}
+	ib = h.Open(t, store)
+	defer closeInbox(t, ib)
+	if got := crashes(t, ib, "k", "k2", "k3"); len(got) != 2 || got[`"waits"`] != 0 || got[`"consumed"`] != 0 {
+		t.Fatalf("after three crashes in which they only waited: %v, want waits and consumed at 0", got)
 	}
 }
 
@@ -435,29 +482,39 @@ func testInboxLeave(t *testing.T, h InboxHarness, store string) {
 	}
 }
 
-// testInboxLeaveCut: an item whose handling a lost lease cut counts one
+// testInboxLeaveCut: an item whose execution a lost lease cut counts one
 // crash, as if its process had crashed: twice cut is quarantine's count.
-// Leaving twice counts once, a crash of the process that left it counts
-// nothing more, and one of a process that took it again counts.
+// Leaving twice counts once, an item taken but not begun counts nothing,
+// a crash of the process that left it counts nothing more, and one of a
+// process that took it again and began it counts.
 func testInboxLeaveCut(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
-	add(t, ib, "k", `"a"`)
-	add(t, ib, "k2", `"c"`)
+	a := add(t, ib, "k", `"a"`)
+	c := add(t, ib, "k2", `"c"`)
+	add(t, ib, "k", `"waiting"`)
 	add(t, ib, "k3", `"untaken"`)
 	consume(t, ib, "k")
 	consume(t, ib, "k2")
+	begin(t, ib, "k", a)
+	begin(t, ib, "k2", c)
 	leave(t, ib, "k", true)
 	leave(t, ib, "k", true)
 	leave(t, ib, "k3", true) // nothing taken: nothing cut
-	if got := crashes(t, ib, "k", "k3"); got[`"a"`] != 1 || got[`"untaken"`] != 0 {
-		t.Fatalf("after a cut: %v, want a at 1, untaken at 0", got)
+	if got := crashes(t, ib, "k", "k3"); got[`"a"`] != 1 || got[`"waiting"`] != 0 || got[`"untaken"`] != 0 {
+		t.Fatalf("after a cut: %v, want a at 1, waiting and untaken at 0", got)
 	}
-	if got := claim(t, ib, "k"); !slices.Equal(got, []string{`"a"`}) {
-		t.Fatalf("claim after a cut = %v, want a", got)
+	if got := claim(t, ib, "k"); !slices.Equal(got, []string{`"a"`, `"waiting"`}) {
+		t.Fatalf("claim after a cut = %v, want a, waiting", got)
 	}
+	leave(t, ib, "k", true) // claimed, not begun again: not cut
+	if got := crashes(t, ib, "k"); got[`"a"`] != 1 {
+		t.Fatalf("after a cut of a claimed item not begun: %v, want a at 1", got)
+	}
+	claim(t, ib, "k")
+	begin(t, ib, "k", a)
 	leave(t, ib, "k", true)
-	if got := crashes(t, ib, "k"); got[`"a"`] != 2 {
-		t.Fatalf("after the second cut: %v, want a at 2", got)
+	if got := crashes(t, ib, "k"); got[`"a"`] != 2 || got[`"waiting"`] != 0 {
+		t.Fatalf("after the second cut: %v, want a at 2, waiting at 0", got)
 	}
 	leave(t, ib, "k2", true)
 	h.Crash(t, ib) // a and c were left, not in flight
@@ -467,6 +524,7 @@ func testInboxLeaveCut(t *testing.T, h InboxHarness, store string) {
 		t.Fatalf("after a crash: %v, want a at 2, c at 1 (left items are not counted again)", got)
 	}
 	claim(t, ib, "k2")
+	begin(t, ib, "k2", c)
 	h.Crash(t, ib) // c was taken up again
 
 	ib = h.Open(t, store)
