@@ -92,7 +92,11 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		defer p.gate.lock(ad.Key)()
 		// Asked again under the gate: the pump may have let the session
 		// go meanwhile.
-		ad.Take = p.sessions.cached(ad.Key) != nil
+		o := p.sessions.cached(ad.Key)
+		ad.Take = o != nil
+		// An item its location executes at once has its work begun by
+		// the same round trip (a crash then counts against it).
+		ad.Run = ad.Take && !p.busy(ad.Key) && o.idleAt(ad.Key)
 	}
 	res, err := p.store.Admit(ctx, ad)
 	if err != nil && ad.Take {
@@ -105,7 +109,11 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		return res, err
 	}
 	if ad.Take {
-		p.hand(ctx, res.Taken, false)
+		begun := ""
+		if ad.Run && len(res.Taken) == 1 && res.Taken[0].ID == res.ID {
+			begun = res.ID // the admission recorded its work begun
+		}
+		p.handBegun(ctx, res.Taken, begun)
 	} else {
 		p.kick(ad.Key)
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
@@ -82,32 +83,40 @@ type beginner interface {
 
 // beginAll tells the inbox that the work of ps now executes: a run took
 // them (runStarter, run.record) or joined them (queue.joinRun). Each is
-// told once; a failure only loses the crash count.
+// told once.
 func (g *Gateway) beginAll(ctx context.Context, ps []*pending) {
-	b, ok := g.inbox.(beginner)
-	if !ok {
-		return
-	}
-	byKey := map[string][]string{}
-	var keys []string
+	var refs []inboxRef
 	for _, p := range ps {
 		if p.inbox.begun {
 			continue
 		}
 		p.inbox.begun = true
-		for _, ref := range p.inboxRefs() {
-			if ref.id == "" {
-				continue
-			}
-			if _, ok := byKey[ref.key]; !ok {
-				keys = append(keys, ref.key)
-			}
-			byKey[ref.key] = append(byKey[ref.key], ref.id)
+		refs = append(refs, p.inboxRefs()...)
+	}
+	beginRefs(ctx, g.inbox, g.log, refs)
+}
+
+// beginRefs tells inbox, if it counts crashes per item (beginner), that
+// the work of refs now executes. A failure only loses a crash count.
+func beginRefs(ctx context.Context, inbox Inbox, log *slog.Logger, refs []inboxRef) {
+	b, ok := inbox.(beginner)
+	if !ok {
+		return
+	}
+	byKey := map[string][]string{}
+	var keys []string
+	for _, ref := range refs {
+		if ref.id == "" {
+			continue
 		}
+		if _, ok := byKey[ref.key]; !ok {
+			keys = append(keys, ref.key)
+		}
+		byKey[ref.key] = append(byKey[ref.key], ref.id)
 	}
 	for _, key := range keys {
 		if err := b.Begin(ctx, key, byKey[key]...); err != nil {
-			g.log.Warn("inbox: record the items a run took", "key", key, "err", err)
+			log.Warn("inbox: record the items whose work began", "key", key, "err", err)
 		}
 	}
 }

@@ -337,8 +337,10 @@ func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, repl
 			return
 		}
 	case itemCommand:
+		i.begin(ctx, ref)
 		i.commands.dispatch(ctx, item.In, replay)
 	case itemPress:
+		i.begin(ctx, ref)
 		i.commands.press(ctx, item.In)
 	default:
 		i.log.Error("inbox item of an unknown kind dropped", "kind", item.Kind, "conv", item.In.Conv.Key())
@@ -353,5 +355,13 @@ func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, repl
 			}
 			i.log.Warn("inbox ack", "err", err)
 		}
+	}
+}
+
+// begin tells the inbox that the work of ref, a command or press whose
+// handler starts now, executes: a crash from here counts against it.
+func (i *intake) begin(ctx context.Context, ref inboxRef) {
+	if !ref.begun {
+		beginRefs(ctx, i.inbox, i.log, []inboxRef{ref})
 	}
 }

@@ -215,6 +215,20 @@ func (o *owner) location(key string, conv chat.ConvRef) *location {
 	return l
 }
 
+// idleAt reports whether location key has nothing to do: no run, nothing
+// waiting, and not in collect mode (where a message waits for the
+// window's end). A location not placed yet is idle unless the session's
+// saved or default mode collects.
+func (o *owner) idleAt(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l, ok := o.locs[key]
+	if !ok {
+		return o.savedModeLocked(key) != modeCollect
+	}
+	return l.run == nil && l.waits.empty() && l.mode != modeCollect
+}
+
 // branchTo moves loc's head to the entry of ref. Callers make sure no
 // run is active at loc: a reply that comes during a run joins it.
 func (o *owner) branchTo(loc *location, ref chat.MsgRef) {

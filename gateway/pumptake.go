@@ -182,6 +182,17 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 // The pump's goroutine and the intake (admit) both call it, each under
 // the gate of the items' key; it touches none of the pump's own state.
 func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool) {
+	p.handItems(ctx, items, claimed, "")
+}
+
+// handBegun is hand of the items an admission took (not claimed); begun
+// names the one whose work the admission recorded begun (Admission.Run).
+func (p *pump) handBegun(ctx context.Context, items []cluster.InboxItem, begun string) {
+	p.handItems(ctx, items, false, begun)
+}
+
+// handItems is hand, with the id of an item whose work is begun.
+func (p *pump) handItems(ctx context.Context, items []cluster.InboxItem, claimed bool, begun string) {
 	if len(items) == 0 {
 		return
 	}
@@ -194,8 +205,7 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		if at, ok := enqueuedAt(it.ID); ok {
 			p.metrics.inboxTaken(now.Sub(at))
 		}
-		if it.Crashes >= quarantineAfter {
-			p.rc.quarantine(ctx, it)
+		if p.rc.setAside(ctx, it) {
 			continue
 		}
 		var item inboxItem
@@ -227,7 +237,7 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		if claimed {
 			p.rc.markSeen(ctx, item.In.DedupKey)
 		}
-		p.post(inboxRef{key: it.Key, id: it.ID}, item, claimed)
+		p.post(inboxRef{key: it.Key, id: it.ID, begun: begun != "" && it.ID == begun}, item, claimed)
 	}
 }
 

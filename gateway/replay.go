@@ -76,6 +76,27 @@ func (f *sessionFile) replayOf(loc *location, key string) replayState {
 	return st
 }
 
+// answeredMsg reports whether the entry of message key is on loc's branch
+// and followed there by a final answer of the model.
+func (f *sessionFile) answeredMsg(loc *location, key string) bool {
+	id, ok := f.sess.Tree().EntryForMsg(key)
+	if !ok {
+		return false
+	}
+	branch, err := f.sess.Tree().Branch(f.head(loc))
+	if err != nil {
+		return false
+	}
+	seen := false
+	for _, e := range branch {
+		seen = seen || e.ID == id
+		if seen && e.Type == session.TypeMessage && e.Message != nil && isFinalAnswer(e.Message) {
+			return true
+		}
+	}
+	return false
+}
+
 // closesReply reports whether e, an entry of the location key, ends a
 // reply whose text the chat shows: a recorded delivery (delivered), or a
 // reply a drained run ended with its own note.
