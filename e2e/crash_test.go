@@ -94,8 +94,14 @@ const crashStartTries = 5
 // address (the returned process's base has the one it listens on).
 func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 	t.Helper()
+	return crashStartEnv(t, bin, cfg, dir, addr, nil)
+}
+
+// crashStartEnv is crashStart with env added to pibot's environment.
+func crashStartEnv(t testing.TB, bin, cfg, dir, addr string, env []string) *crashPibot {
+	t.Helper()
 	for try := 1; ; try++ {
-		p, taken := crashStartOn(t, bin, cfg, dir, addr)
+		p, taken := crashStartOn(t, bin, cfg, dir, addr, env)
 		if !taken {
 			return p
 		}
@@ -111,11 +117,11 @@ func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 // that pibot exited because another process listens on addr. /readyz is
 // asked only once pibot said it listens: until then another process may
 // hold addr and answer, or never answer.
-func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, taken bool) {
+func crashStartOn(t testing.TB, bin, cfg, dir, addr string, env []string) (p *crashPibot, taken bool) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "-c", cfg, "--listen", addr)
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
 	p = &crashPibot{t: t, cmd: cmd, base: "http://" + addr, stderr: &crashLog{}, exited: make(chan struct{})}
 	stdout := &crashLog{}
 	cmd.Stdout, cmd.Stderr = stdout, p.stderr

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 )
 
@@ -57,6 +58,9 @@ func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxIte
 		ad.Budget = budgetKey(in)
 	}
 	res, err := i.admit(ctx, ad)
+	if err == nil && res.ID != "" {
+		crashpoint.Hit(crashpoint.InboxAppend)
+	}
 	switch {
 	case err != nil:
 		// Refused: the platform delivers it again. The answer may have
@@ -109,6 +113,9 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		return res, err
 	}
 	if ad.Take {
+		if len(res.Taken) > 0 {
+			crashpoint.Hit(crashpoint.PumpHandoff)
+		}
 		begun := ""
 		if ad.Run && len(res.Taken) == 1 && res.Taken[0].ID == res.ID {
 			begun = res.ID // the admission recorded its work begun

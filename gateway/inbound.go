@@ -7,6 +7,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 )
 
 // Kinds of inbox item: what the owner's mailbox does with it.
@@ -60,6 +61,7 @@ func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending
 		for _, ref := range p.inboxRefs() {
 			err := g.inbox.Ack(ctx, ref.key, ref.id)
 			if err == nil {
+				crashpoint.Hit(crashpoint.InboxAck)
 				continue
 			}
 			if g.pump != nil && g.pump.acks.add(ref, lease) {

@@ -10,6 +10,7 @@ import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 )
 
@@ -221,6 +222,9 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			}
 			err = durable()
 		}
+	}
+	if err == nil {
+		crashpoint.Hit(crashpoint.InboxAppend)
 	}
 	if err != nil && item.Kind != itemMessage {
 		// A command or press works without the inbox, as it always did

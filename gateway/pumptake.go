@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 )
 
 // How the pump takes the items of one key: from the session it holds, or
@@ -38,6 +39,9 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 			p.resync.schedule(key, time.Now(), reclaim)
 			return
 		}
+		if len(items) > 0 {
+			crashpoint.Hit(crashpoint.PumpHandoff)
+		}
 		p.hand(ctx, items, reclaim)
 		return
 	}
@@ -63,6 +67,9 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		p.log.Warn("inbox: claim", "key", key, "err", err)
 		p.resync.schedule(key, time.Now(), true)
 		return
+	}
+	if len(items) > 0 {
+		crashpoint.Hit(crashpoint.PumpHandoff)
 	}
 	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true)
 }

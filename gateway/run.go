@@ -12,6 +12,7 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
@@ -111,7 +112,10 @@ func (r *run) execute(ps []*pending) {
 		Continue: r.resumes,
 		// Each message of the reply is journaled as soon as the platform
 		// posted it, before the next platform call (replies.go).
-		OnPost: func() { r.journal.update(ctl, replySite{r}) },
+		OnPost: func() {
+			crashpoint.Hit(crashpoint.PostedPart)
+			r.journal.update(ctl, replySite{r})
+		},
 		// Not a word more once the session's lease is lost, checked at
 		// each call: another replica answers.
 		Allowed: func() bool { return !r.silent.Load() && leaseLive(o.lease) }})
