@@ -15,22 +15,19 @@ var allCrashPoints = []string{
 	crashpoint.Lease, crashpoint.Fence, crashpoint.PumpHandoff,
 }
 
-// TestReleaseHasNoCrashPoints: the binary `go build` makes holds neither
-// the crash points' names nor their mechanism (the environment variable
-// that arms one, the package itself), so no configuration or environment
-// reaches them; the crashpoints build holds all of them (the check looks
+// checkRelease: the binary `go build` makes holds neither the crash
+// points' names nor their mechanism (the environment variable that arms
+// one, the package itself), so no configuration or environment reaches
+// them; the crashpoints build (bin) holds all of them (the check looks
 // where they would be).
-func TestReleaseHasNoCrashPoints(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the real binary twice")
-	}
+func checkRelease(t *testing.T, bin string) {
 	mechanism := []string{"PIBOT_CRASHPOINT", "internal/crashpoint", "crash point"}
 	for _, b := range []struct {
 		name, bin string
 		has       bool
 	}{
 		{"release", crashBuild(t), false},
-		{"crashpoints", crashBuildTags(t, "crashpoints"), true},
+		{"crashpoints", bin, true},
 	} {
 		exe, err := os.ReadFile(b.bin)
 		if err != nil {

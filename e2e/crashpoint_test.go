@@ -1,11 +1,11 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,53 +44,78 @@ type cpPoint struct {
 	// onDisk are texts the session file holds when pibot dies there:
 	// what makes the point the one the row means (checked).
 	onDisk []string
+	// cluster: two replicas on Redis; the first runs the conversation
+	// alone until a crash. taker: the test kills the first (SIGKILL) when
+	// the model's call after the tool is held, and starts the second,
+	// armed: pibot dies in the replica that takes the session over.
+	cluster, taker bool
 }
 
 // spec is the point as PIBOT_CRASHPOINT names it.
-func (p cpPoint) spec() string { return p.point + "#" + string(rune('0'+p.hit)) }
+func (p cpPoint) spec() string { return p.point + "#" + strconv.Itoa(p.hit) }
 
-// cpPoints are the embedded gateway's points, in the order of the
-// conversation.
-var cpPoints = []cpPoint{
-	{crashpoint.Lease, 1, "the new conversation's session lease granted, no file yet", nil},
-	{crashpoint.InboxAppend, 1, "q1 durable in the inbox, not acknowledged to Telegram", nil},
-	{crashpoint.UserEntry, 1, "q1's entry appended", nil},
-	{crashpoint.ToolCall, 1, "the tool call flushed, the tool not started", nil},
-	{crashpoint.ToolResult, 1, "the tool's result flushed", nil},
-	{crashpoint.InboxAppend, 2, "q2 durable in the inbox while the model answers after the tool", nil},
-	{crashpoint.InboxAppend, 3, "q3 durable in the inbox", nil},
-	{crashpoint.AnswerEntry, 1, "q1's answer appended (the group commit has not written it), q2 steered and q3 queued in the run", nil},
-	{crashpoint.UserEntry, 2, "q2 taken into the run after q1's answer", nil},
-	{crashpoint.AnswerEntry, 2, "q1's answer and q2 on disk, q2's answer appended, q3 queued: q1's answer saved, not delivered, followed by another message",
-		[]string{"END-q1", "q2: this steers"}},
-	{crashpoint.UserEntry, 3, "q3 taken into the run as its follow-up", nil},
-	{crashpoint.AnswerEntry, 3, "q1's and q2's answers and q3 on disk, q3's answer appended", []string{"END-q1", "END-q2", "q3: and this"}},
-	{crashpoint.PostedPart, 1, "the reply's first message posted, not journaled (the documented window)", nil},
-	{crashpoint.ReplyJournal, 1, "the reply's first message journaled", nil},
-	{crashpoint.PostedPart, 2, "q1's long answer's second message posted, not journaled (the documented window)", nil},
-	{crashpoint.ReplyJournal, 2, "q1's long answer's second message journaled", nil},
-	{crashpoint.ReplyFinal, 1, "the platform confirmed the reply's final text (all three answers), its delivery not recorded",
-		[]string{"END-q1", "END-q2", "END-q3"}},
-	{crashpoint.DeliveryRecord, 1, "the run's delivery recorded", nil},
-	{crashpoint.InboxAck, 1, "q1 acknowledged, q2 and q3 not yet", nil},
-	{crashpoint.InboxAck, 3, "the run's last message acknowledged", nil},
+// name is the row's subtest name: its point, and where it is armed.
+func (p cpPoint) name() string {
+	switch {
+	case p.taker:
+		return "takeover:" + p.spec()
+	case p.cluster:
+		return "cluster:" + p.spec()
+	}
+	return p.spec()
 }
 
-// TestCrashPoints runs the conversation once per point, named after it.
+// cpPoints are the rows, in the order of the conversation: the embedded
+// gateway's, then cluster mode's.
+var cpPoints = []cpPoint{
+	{point: crashpoint.Lease, hit: 1, what: "the new conversation's session lease granted, no file yet"},
+	{point: crashpoint.InboxAppend, hit: 1, what: "q1 durable in the inbox, not acknowledged to Telegram"},
+	{point: crashpoint.UserEntry, hit: 1, what: "q1's entry appended"},
+	{point: crashpoint.ToolCall, hit: 1, what: "the tool call flushed, the tool not started"},
+	{point: crashpoint.ToolResult, hit: 1, what: "the tool's result flushed"},
+	{point: crashpoint.InboxAppend, hit: 2, what: "q2 durable in the inbox while the model answers after the tool"},
+	{point: crashpoint.InboxAppend, hit: 3, what: "q3 durable in the inbox"},
+	{point: crashpoint.AnswerEntry, hit: 1, what: "q1's answer appended (the group commit has not written it), q2 steered and q3 queued in the run"},
+	{point: crashpoint.UserEntry, hit: 2, what: "q2 taken into the run after q1's answer"},
+	{point: crashpoint.AnswerEntry, hit: 2, what: "q1's answer and q2 on disk, q2's answer appended, q3 queued: q1's answer saved, not delivered, followed by another message",
+		onDisk: []string{"END-q1", "q2: this steers"}},
+	{point: crashpoint.UserEntry, hit: 3, what: "q3 taken into the run as its follow-up"},
+	{point: crashpoint.AnswerEntry, hit: 3, what: "q1's and q2's answers and q3 on disk, q3's answer appended", onDisk: []string{"END-q1", "END-q2", "q3: and this"}},
+	{point: crashpoint.PostedPart, hit: 1, what: "the reply's first message posted, not journaled (the documented window)"},
+	{point: crashpoint.ReplyJournal, hit: 1, what: "the reply's first message journaled"},
+	{point: crashpoint.PostedPart, hit: 2, what: "q1's long answer's second message posted, not journaled (the documented window)"},
+	{point: crashpoint.ReplyJournal, hit: 2, what: "q1's long answer's second message journaled"},
+	{point: crashpoint.ReplyFinal, hit: 1, what: "the platform confirmed the reply's final text (all three answers), its delivery not recorded",
+		onDisk: []string{"END-q1", "END-q2", "END-q3"}},
+	{point: crashpoint.DeliveryRecord, hit: 1, what: "the run's delivery recorded"},
+	{point: crashpoint.InboxAck, hit: 1, what: "q1 acknowledged, q2 and q3 not yet"},
+	{point: crashpoint.InboxAck, hit: 3, what: "the run's last message acknowledged"},
+
+	{point: crashpoint.Lease, hit: 1, cluster: true, what: "a replica took the new conversation's session lease; the other takes over"},
+	{point: crashpoint.PumpHandoff, hit: 1, cluster: true, what: "the pump claimed q1 for its new session, not handed to the mailbox"},
+	{point: crashpoint.AnswerEntry, hit: 2, cluster: true, what: "q1's answer and q2 on disk, q2's answer appended; the other replica takes over",
+		onDisk: []string{"END-q1", "q2: this steers"}},
+	{point: crashpoint.Fence, hit: 1, taker: true, what: "the replica taking over from a killed one wrote its lease marker, claimed nothing yet"},
+	{point: crashpoint.PumpHandoff, hit: 1, taker: true, what: "the replica taking over from a killed one claimed the items, not handed on"},
+}
+
+// TestCrashPoints runs the conversation once per point, named after it,
+// with one build of the crashpoints binary.
 func TestCrashPoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the real binary")
 	}
 	bin := crashBuildTags(t, "crashpoints")
+	t.Run("release", func(t *testing.T) { checkRelease(t, bin) })
 	kept := t.TempDir() // the session files, for pi once every point ran
 	var mu sync.Mutex
 	var files []string
 	t.Run("points", func(t *testing.T) {
 		for i, pt := range cpPoints {
-			t.Run(pt.spec(), func(t *testing.T) {
+			t.Run(pt.name(), func(t *testing.T) {
 				t.Parallel()
-				w := newCPWorld(t, bin)
-				w.converse(pt.spec())
+				w := newCPWorld(t, bin, pt.cluster || pt.taker)
+				w.converse(pt)
 				w.check(pt)
 				mu.Lock()
 				defer mu.Unlock()
@@ -98,22 +123,31 @@ func TestCrashPoints(t *testing.T) {
 			})
 		}
 	})
+	t.Run("campaign", func(t *testing.T) { aimedKills(t, bin) })
 	if !t.Failed() {
 		checkPiReads(t, files)
 	}
 }
 
-// converse runs the conversation with pibot armed at spec.
-func (w *cpWorld) converse(spec string) {
+// converse runs the conversation with pibot armed at pt.
+func (w *cpWorld) converse(pt cpPoint) {
 	w.t.Helper()
-	w.start(spec)
+	armed := pt.spec()
+	if pt.taker {
+		armed = ""
+	}
+	w.start(0, armed)
 	w.ask("q1", "q1: please use the tool, then answer at length")
 	if w.crash == nil {
 		w.until("the model's call after the tool", w.model.heldNow)
 	}
+	if pt.taker && w.crash == nil {
+		w.kill(0)
+		w.start(1, pt.spec())
+	}
 	w.ask("q2", "q2: this steers the run; answer slowly")
 	w.ask("q3", "/followup q3: and this follows it, slowly")
-	if w.crash == nil {
+	if w.crash == nil && !pt.taker {
 		w.until("q2 steered and q3 queued", func() bool {
 			return w.shows("will steer the current run") && w.shows("queued as a follow-up")
 		})
@@ -123,17 +157,16 @@ func (w *cpWorld) converse(spec string) {
 	w.ask("q4", "q4: one more after all that")
 	w.settle()
 	if w.crash == nil {
-		w.t.Fatalf("pibot never reached %s", spec)
+		w.t.Fatalf("pibot never reached %s", pt.spec())
 	}
-	w.p.stop()
-	w.logs = append(w.logs, w.p.stderr.String())
+	w.stop()
 }
 
 // check checks the invariants once the conversation is over.
 func (w *cpWorld) check(pt cpPoint) {
 	t := w.t
 	t.Helper()
-	if want := "crash point " + pt.point + " reached (hit " + string(rune('0'+pt.hit)) + ")"; !strings.Contains(w.crash.log, want) {
+	if want := "crash point " + pt.point + " reached (hit " + strconv.Itoa(pt.hit) + ")"; !strings.Contains(w.crash.log, want) {
 		t.Fatalf("pibot died, but not at %s:\n%s", pt.spec(), w.crash.log)
 	}
 	for _, sub := range pt.onDisk {
@@ -164,7 +197,7 @@ func (w *cpWorld) check(pt cpPoint) {
 			}
 		}
 	}
-	if strings.Contains(said, "set aside") || cpQuarantined(w.data) > 0 {
+	if strings.Contains(said, "set aside") || w.quarantined() > 0 {
 		t.Errorf("a message was set aside after one crash")
 	}
 	runs, want := w.toolRuns(), 1
@@ -184,7 +217,7 @@ func (w *cpWorld) check(pt cpPoint) {
 			t.Errorf("%s is in the session %d times, want once", id, users[id])
 		}
 	}
-	t.Logf("%s (%s): every message answered once; %d markers posted twice in the window; tool runs %d", pt.spec(), pt.what, reposted, runs)
+	t.Logf("%s (%s): every message answered once; %d markers posted twice in the window; tool runs %d", pt.name(), pt.what, reposted, runs)
 }
 
 // loadCleanly opens a session file with the full loader, fails on any
@@ -257,11 +290,3 @@ func keepFile(t *testing.T, from, to string) string {
 	return to
 }
 
-// inboxOp reads the op and id of one line of inbox.jsonl.
-func inboxOp(line []byte) (op, id string) {
-	var rec struct{ Op, ID string }
-	if json.Unmarshal(line, &rec) != nil {
-		return "", ""
-	}
-	return rec.Op, rec.ID
-}
