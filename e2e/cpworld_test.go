@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,6 +74,8 @@ type cpWorld struct {
 	// twice) and the session file.
 	crash *cpCrash
 	logs  []string
+	// users may write to the bot (owners); the first is cpUser.
+	users []models.User
 }
 
 // cpProc is one pibot process of a world (restarted on the same address
@@ -86,18 +89,25 @@ type cpProc struct {
 
 // cpCrash is what is known of the moment the armed process died.
 type cpCrash struct {
-	log    string
-	orphan *telegramtest.Message
-	file   string // the session file as the crash left it ("" if none)
+	log  string
+	file string // the session file as the crash left it ("" if none or several)
+	// files are every session file as the crash left them, by path.
+	files map[string]string
+	// newest is the newest bot message of each chat when pibot died.
+	newest map[int64]telegramtest.Message
 }
 
 // newCPWorld makes a world of one pibot, or of two replicas with cluster;
 // nothing is started yet.
-func newCPWorld(t *testing.T, bin string, cluster bool) *cpWorld {
+// Besides cpUser, the users others may write too.
+func newCPWorld(t *testing.T, bin string, cluster bool, others ...models.User) *cpWorld {
 	t.Helper()
-	w := &cpWorld{t: t, bin: bin, dir: t.TempDir(), srv: telegramtest.New(cpToken), model: newScriptModel(t, true)}
+	w := &cpWorld{t: t, bin: bin, dir: t.TempDir(), srv: telegramtest.New(cpToken), model: newScriptModel(t, true),
+		users: append([]models.User{cpUser}, others...)}
 	t.Cleanup(w.srv.Close)
-	w.srv.AddChat(models.Chat{ID: cpChat, Type: models.ChatTypePrivate, FirstName: cpUser.FirstName})
+	for _, u := range w.users {
+		w.srv.AddChat(models.Chat{ID: u.ID, Type: models.ChatTypePrivate, FirstName: u.FirstName})
+	}
 	w.data, w.ws = filepath.Join(w.dir, "data"), filepath.Join(w.dir, "ws")
 	if err := os.MkdirAll(w.ws, 0o700); err != nil {
 		t.Fatal(err)
@@ -149,11 +159,15 @@ func (w *cpWorld) config(addr string) string {
 		tg = "\n    mode: webhook\n    webhook_url: https://bot.example.invalid/hook\n    webhook_secret: " + clusterSecret
 		cluster = fmt.Sprintf("cluster:\n  redis_url: redis://%s/0\n  key_prefix: %q\n  lease_ttl: %dms\n", clusterRedis, w.prefix, clusterLeaseMs)
 	}
+	var owners []string
+	for _, u := range w.users {
+		owners = append(owners, fmt.Sprintf("%q", "telegram:"+strconv.FormatInt(u.ID, 10)))
+	}
 	return fmt.Sprintf(`data_dir: %s
 http:
   listen: %s
 %saccess:
-  owners: ["telegram:%d"]
+  owners: [%s]
 adapters:
   telegram:
     token: %q
@@ -170,7 +184,7 @@ agent:
   workspace: %s
   queue:
     mode: steer
-`, w.data, addr, cluster, cpUser.ID, cpToken, w.srv.URL, tg, w.model.URL, w.ws)
+`, w.data, addr, cluster, strings.Join(owners, ", "), cpToken, w.srv.URL, tg, w.model.URL, w.ws)
 }
 
 // start starts process i, armed at spec ("" for none).
@@ -277,14 +291,20 @@ func (w *cpWorld) checkExits() bool {
 		if w.crash != nil {
 			w.t.Fatalf("pibot died again after the crash:\n%s", log)
 		}
-		w.crash = &cpCrash{log: log}
-		if files := sessionFiles(w.data); len(files) == 1 {
-			b, _ := os.ReadFile(files[0])
-			w.crash.file = string(b)
+		w.crash = &cpCrash{log: log, files: map[string]string{}}
+		files := sessionFiles(w.data)
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			w.crash.files[f] = string(b)
 		}
-		if msgs := w.srv.Messages(cpChat); len(msgs) > 0 {
-			newest := msgs[len(msgs)-1]
-			w.crash.orphan = &newest
+		if len(files) == 1 {
+			w.crash.file = w.crash.files[files[0]]
+		}
+		w.crash.newest = map[int64]telegramtest.Message{}
+		for _, u := range w.users {
+			if msgs := w.srv.Messages(u.ID); len(msgs) > 0 {
+				w.crash.newest[u.ID] = msgs[len(msgs)-1]
+			}
 		}
 		for j := range w.procs {
 			if !w.alive(j) {
@@ -333,7 +353,7 @@ func (w *cpWorld) unanswered() []string {
 	said := w.said()
 	var missing []string
 	for _, id := range w.asked {
-		if !strings.Contains(said, "END-"+id) {
+		if markCount(said, "END-"+id) == 0 {
 			missing = append(missing, id)
 		}
 	}
@@ -387,47 +407,6 @@ func (w *cpWorld) said() string {
 func (w *cpWorld) toolRuns() int {
 	b, _ := os.ReadFile(filepath.Join(w.ws, "tools.log"))
 	return strings.Count(string(b), "ran\n")
-}
-
-// cpInboxPending counts the inbox items not acknowledged nor set aside,
-// reading inbox.jsonl without opening the inbox.
-func cpInboxPending(data string) int {
-	b, err := os.ReadFile(filepath.Join(data, "inbox.jsonl"))
-	if err != nil {
-		return 1 // not written yet
-	}
-	pending := map[string]bool{}
-	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		op, id := inboxOp(line)
-		switch op {
-		case "add", "keep":
-			pending[id] = true
-		case "ack", "quarantine":
-			delete(pending, id)
-		}
-	}
-	return len(pending)
-}
-
-// cpQuarantined counts the items the inbox file says were set aside.
-func cpQuarantined(data string) int {
-	b, _ := os.ReadFile(filepath.Join(data, "inbox.jsonl"))
-	n := 0
-	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		if op, _ := inboxOp(line); op == "quarantine" || op == "held" {
-			n++
-		}
-	}
-	return n
-}
-
-// inboxOp reads the op and id of one line of inbox.jsonl.
-func inboxOp(line []byte) (op, id string) {
-	var rec struct{ Op, ID string }
-	if json.Unmarshal(line, &rec) != nil {
-		return "", ""
-	}
-	return rec.Op, rec.ID
 }
 
 // sessionFiles lists the session files of the data directory.
