@@ -120,7 +120,7 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		if ad.Run && len(res.Taken) == 1 && res.Taken[0].ID == res.ID {
 			begun = res.ID // the admission recorded its work begun
 		}
-		p.handBegun(ctx, res.Taken, begun)
+		p.hand(ctx, res.Taken, false, begun)
 	} else {
 		p.kick(ad.Key)
 	}

@@ -223,7 +223,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			err = durable()
 		}
 	}
-	if err == nil {
+	if err == nil && id != "" {
 		crashpoint.Hit(crashpoint.InboxAppend)
 	}
 	if err != nil && item.Kind != itemMessage {

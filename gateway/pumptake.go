@@ -42,7 +42,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		if len(items) > 0 {
 			crashpoint.Hit(crashpoint.PumpHandoff)
 		}
-		p.hand(ctx, items, reclaim)
+		p.hand(ctx, items, reclaim, "")
 		return
 	}
 	delete(p.elsewhere, key)
@@ -71,7 +71,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 	if len(items) > 0 {
 		crashpoint.Hit(crashpoint.PumpHandoff)
 	}
-	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true)
+	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true, "")
 }
 
 // withOwnHeld adds to claimed, the items of key a takeover claimed, those
@@ -184,22 +184,14 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 }
 
 // hand posts items to their mailboxes. Claimed items are replayed as at a
-// restart: a twice-crashed one is set aside, replies cut off by the
+// restart: one whose work crashed pibot twice is set aside (unless it is
+// answered: recovery.setAside), replies cut off by the
 // previous holder are marked, and redeliveries of them are duplicates.
 // The pump's goroutine and the intake (admit) both call it, each under
 // the gate of the items' key; it touches none of the pump's own state.
-func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool) {
-	p.handItems(ctx, items, claimed, "")
-}
-
-// handBegun is hand of the items an admission took (not claimed); begun
-// names the one whose work the admission recorded begun (Admission.Run).
-func (p *pump) handBegun(ctx context.Context, items []cluster.InboxItem, begun string) {
-	p.handItems(ctx, items, false, begun)
-}
-
-// handItems is hand, with the id of an item whose work is begun.
-func (p *pump) handItems(ctx context.Context, items []cluster.InboxItem, claimed bool, begun string) {
+// begun names an item whose work an admission recorded begun
+// (Admission.Run; "" for none).
+func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool, begun string) {
 	if len(items) == 0 {
 		return
 	}
