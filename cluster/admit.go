@@ -22,6 +22,11 @@ type Admission struct {
 	// included, to be taken for the caller as Consume takes them. The
 	// caller holds the session's lease.
 	Take bool
+	// Run, with Take, says the caller executes the new item at once (its
+	// location has nothing else to do): when it is the only item taken,
+	// the admission records that its work began (Inbox.Begin), sparing
+	// a round trip.
+	Run bool
 }
 
 // Admitted is what became of an Admission.

@@ -31,10 +31,11 @@ type InboxItem struct {
 // inboxRecord is one line of the inbox file.
 type inboxRecord struct {
 	// Op is add (accepted by this process), keep (carried over by the
-	// compaction at open), try (a replay begins), cut (its handling was
-	// cut: one crash more, and no longer this process's; Leave), ack,
-	// quarantine, held (a quarantined item carried over) or clean (the
-	// process closed the inbox: nothing it handled crashed it).
+	// compaction at open), try (taken by Consume or Claim), run (its work
+	// executes: Begin), cut (its handling was cut: one crash more, and no
+	// longer this process's; Leave), ack, quarantine, held (a quarantined
+	// item carried over) or clean (the process closed the inbox: nothing
+	// it handled crashed it).
 	Op      string          `json:"op"`
 	ID      string          `json:"id,omitempty"`
 	Key     string          `json:"key,omitempty"`
@@ -59,10 +60,11 @@ func (r inboxRecord) line() ([]byte, error) {
 // function returns; after a crash, Claim hands over what the dead process
 // accepted but did not apply.
 //
-// It counts crashes per item: an item the last process accepted (add) or
-// began to replay (Attempt) and did not acknowledge, when that process
-// ended without Close, was in flight during a crash. A crash that took
-// the process down before it touched an item does not count against it.
+// It counts crashes per item: an item whose work the last process was
+// executing (Begin: a run took its message, or its command's or press's
+// handler ran) and did not acknowledge, when that process ended without
+// Close, was executing during a crash. An item that only waited (accepted,
+// taken, queued behind others) counts nothing: a crash is not its doing.
 // Quarantine sets an item aside for good: it is kept in the file, never
 // pending again.
 type Inbox struct {
@@ -74,6 +76,9 @@ type Inbox struct {
 	quarantined []InboxItem
 	// holders says who handles each pending item (Consume, Claim).
 	holders map[string]holder
+	// running are the pending items whose work this process executes
+	// (Begin).
+	running map[string]bool
 }
 
 // holder says who handles a pending item.
@@ -89,8 +94,8 @@ const (
 // pending and quarantined items, counting the crash of the last process
 // if it did not close the inbox. A torn last line is dropped.
 func OpenInbox(path string) (*Inbox, error) {
-	ib := &Inbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}}
-	handled := map[string]bool{} // touched by the last process
+	ib := &Inbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}}
+	handled := map[string]bool{} // executing in the last process
 	clean := true
 	if b, err := os.ReadFile(path); err == nil {
 		clean = len(b) == 0
@@ -150,7 +155,7 @@ func OpenInbox(path string) (*Inbox, error) {
 }
 
 // apply replays one record of the file into ib. handled collects the items
-// the process that wrote the records touched.
+// whose work the process that wrote the records was executing.
 func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 	switch rec.Op {
 	case "add", "keep":
@@ -158,9 +163,15 @@ func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 			ib.order = append(ib.order, rec.ID)
 		}
 		ib.pending[rec.ID] = &InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes}
-		handled[rec.ID] = rec.Op == "add"
+		handled[rec.ID] = false
 	case "try":
-		handled[rec.ID] = true
+		// Taken again after the process left it: waiting until its work
+		// begins anew.
+		handled[rec.ID] = false
+	case "run":
+		if _, ok := ib.pending[rec.ID]; ok {
+			handled[rec.ID] = true
+		}
 	case "cut":
 		if it, ok := ib.pending[rec.ID]; ok {
 			it.Crashes++
@@ -239,6 +250,7 @@ func (ib *Inbox) forget(id string) bool {
 	}
 	delete(ib.pending, id)
 	delete(ib.holders, id)
+	delete(ib.running, id)
 	if len(ib.order) > 2*len(ib.pending)+64 {
 		kept := ib.order[:0]
 		for _, o := range ib.order {

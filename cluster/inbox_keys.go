@@ -15,9 +15,7 @@ import (
 // written (a full disk) Enqueue fails at once.
 //
 // The item is pending for key and held by nobody until a Consume takes
-// it. The embedded gateway handles what it enqueues itself: the "add"
-// record counts a crash of this process against the item, as a Consume
-// would.
+// it. A crash counts against it only once its work begins (Begin).
 func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string, durable func() error, err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
@@ -44,8 +42,8 @@ func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string,
 }
 
 // Consume hands this process the items of key that nobody handles yet,
-// oldest first, and records durably that it handles them: if it crashes
-// before acknowledging one, that crash counts against the item.
+// oldest first, and records durably that it handles them (a crash counts
+// against one once its work begins: Begin).
 func (ib *Inbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
 	return ib.take(ctx, key, heldByNone)
 }
@@ -53,9 +51,8 @@ func (ib *Inbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
 // Claim takes over the items of key that a process which ended (crashed,
 // or stopped before it acknowledged them) was handling, or that this one
 // left (Leave), oldest first, and records durably that this process
-// handles them now, so a crash of this one counts against them too. In
-// the embedded inbox every item carried over from an earlier process is
-// such an item.
+// handles them now. In the embedded inbox every item carried over from an
+// earlier process is such an item.
 func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
 	return ib.take(ctx, key, heldByDead)
 }
@@ -63,24 +60,28 @@ func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
 // Leave tells the inbox that this process no longer handles the items of
 // key it took (Consume, Claim): the lease of their session was lost or
 // released. The next Claim hands them over again. With cut (the lease was
-// lost: their runs were stopped unrecorded) each counts one crash, durably,
-// as if this process had crashed while it handled them, and a later crash
-// of this process does not count them again.
+// lost: their runs were stopped unrecorded) each whose work was executing
+// (Begin) counts one crash, durably, as if this process had crashed while
+// it executed it, and a later crash of this process does not count it
+// again; those that only waited count nothing.
 func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
 	ib.mu.Lock()
-	var ids []string
+	var ids, cuts []string
 	for _, id := range ib.order {
 		if it, ok := ib.pending[id]; ok && it.Key == key && ib.holders[id] == heldBySelf {
 			ids = append(ids, id)
+			if cut && ib.running[id] {
+				cuts = append(cuts, id)
+			}
 		}
 	}
 	ib.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}
-	if cut {
+	if len(cuts) > 0 {
 		var buf []byte
-		for _, id := range ids {
+		for _, id := range cuts {
 			line, _ := json.Marshal(inboxRecord{Op: "cut", ID: id, Key: key})
 			buf = append(append(buf, line...), '\n')
 		}
@@ -96,9 +97,42 @@ func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
 			continue // acknowledged meanwhile
 		}
 		ib.holders[id] = heldByDead
-		if cut {
+		if cut && ib.running[id] {
 			it.Crashes++
 		}
+		delete(ib.running, id)
+	}
+	return nil
+}
+
+// Begin records that this process now executes the work of the pending
+// items ids of key (a run took their messages, or their command's or
+// press's handler runs): a crash of this process before they end (Ack,
+// Quarantine, Leave) counts against them. The record is written, not
+// fsynced: a crash of pibot keeps it, a crash of the machine may lose it
+// (the item is then not blamed for that crash). Items not pending under
+// key are left alone.
+func (ib *Inbox) Begin(_ context.Context, key string, ids ...string) error {
+	var buf []byte
+	ib.mu.Lock()
+	for _, id := range ids {
+		if it, ok := ib.pending[id]; ok && it.Key == key && !ib.running[id] {
+			ib.running[id] = true
+			line, _ := json.Marshal(inboxRecord{Op: "run", ID: id, Key: key})
+			buf = append(append(buf, line...), '\n')
+		}
+	}
+	ib.mu.Unlock()
+	if len(buf) == 0 {
+		return nil
+	}
+	// Written outside ib.mu, as Ack is: the write may wait behind an
+	// fsync.
+	if err := ib.f.Write(buf); err != nil {
+		return fmt.Errorf("cluster: inbox begin: %w", err)
+	}
+	if err := ib.f.Flush(); err != nil {
+		return fmt.Errorf("cluster: inbox begin: %w", err)
 	}
 	return nil
 }

@@ -94,8 +94,14 @@ const crashStartTries = 5
 // address (the returned process's base has the one it listens on).
 func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 	t.Helper()
+	return crashStartEnv(t, bin, cfg, dir, addr, nil)
+}
+
+// crashStartEnv is crashStart with env added to pibot's environment.
+func crashStartEnv(t testing.TB, bin, cfg, dir, addr string, env []string) *crashPibot {
+	t.Helper()
 	for try := 1; ; try++ {
-		p, taken := crashStartOn(t, bin, cfg, dir, addr)
+		p, taken := crashStartOn(t, bin, cfg, dir, addr, env)
 		if !taken {
 			return p
 		}
@@ -107,11 +113,12 @@ func crashStart(t testing.TB, bin, cfg, dir, addr string) *crashPibot {
 	}
 }
 
-// crashStartOn starts pibot on addr and waits for /readyz; taken reports
-// that pibot exited because another process listens on addr.
-func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, taken bool) {
+// crashStartOn starts pibot on addr, with env added to its environment,
+// and waits for /readyz (waitReady); taken reports that pibot exited
+// because another process listens on addr.
+func crashStartOn(t testing.TB, bin, cfg, dir, addr string, env []string) (p *crashPibot, taken bool) {
 	t.Helper()
-	p, stdout := crashLaunch(t, bin, cfg, dir, addr)
+	p, stdout := crashLaunch(t, bin, cfg, dir, addr, env...)
 	taken, err := p.waitReady(stdout)
 	if err != nil {
 		t.Fatal(err)
@@ -119,13 +126,14 @@ func crashStartOn(t testing.TB, bin, cfg, dir, addr string) (p *crashPibot, take
 	return p, taken
 }
 
-// crashLaunch starts pibot serve -c cfg in dir on addr and returns at
-// once, with the process's stdout; the test's end kills it.
-func crashLaunch(t testing.TB, bin, cfg, dir, addr string) (*crashPibot, *crashLog) {
+// crashLaunch starts pibot serve -c cfg in dir on addr, with env added
+// to its environment, and returns at once, with the process's stdout; the
+// test's end kills it.
+func crashLaunch(t testing.TB, bin, cfg, dir, addr string, env ...string) (*crashPibot, *crashLog) {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "-c", cfg, "--listen", addr)
 	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}, env...)
 	return crashLaunchCmd(t, cmd, addr)
 }
 

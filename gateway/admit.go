@@ -8,6 +8,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 )
 
@@ -57,6 +58,9 @@ func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxIte
 		ad.Budget = budgetKey(in)
 	}
 	res, err := i.admit(ctx, ad)
+	if err == nil && res.ID != "" {
+		crashpoint.Hit(crashpoint.InboxAppend)
+	}
 	switch {
 	case err != nil:
 		// Refused: the platform delivers it again. The answer may have
@@ -92,7 +96,11 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		defer p.gate.lock(ad.Key)()
 		// Asked again under the gate: the pump may have let the session
 		// go meanwhile.
-		ad.Take = p.sessions.cached(ad.Key) != nil
+		o := p.sessions.cached(ad.Key)
+		ad.Take = o != nil
+		// An item its location executes at once has its work begun by
+		// the same round trip (a crash then counts against it).
+		ad.Run = ad.Take && !p.busy(ad.Key) && o.idleAt(ad.Key)
 	}
 	res, err := p.store.Admit(ctx, ad)
 	if err != nil && ad.Take {
@@ -105,7 +113,14 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		return res, err
 	}
 	if ad.Take {
-		p.hand(ctx, res.Taken, false)
+		if len(res.Taken) > 0 {
+			crashpoint.Hit(crashpoint.PumpHandoff)
+		}
+		begun := ""
+		if ad.Run && len(res.Taken) == 1 && res.Taken[0].ID == res.ID {
+			begun = res.ID // the admission recorded its work begun
+		}
+		p.hand(ctx, res.Taken, false, begun)
 	} else {
 		p.kick(ad.Key)
 	}

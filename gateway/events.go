@@ -11,6 +11,7 @@ import (
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -132,6 +133,7 @@ func (r *run) deliver() {
 		r.journal.close(refs, replyEnded, replySite{r})
 		return
 	}
+	crashpoint.Hit(crashpoint.ReplyFinal)
 	keys := make([]string, len(refs))
 	for i, ref := range refs {
 		keys[i] = ref.Key()
@@ -156,7 +158,9 @@ func (r *run) deliver() {
 	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
 	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, sync); err != nil {
 		o.log.Warn("record delivery", "err", err)
+		return
 	}
+	crashpoint.Hit(crashpoint.DeliveryRecord)
 }
 
 const customDelivery = "pibot.delivery"

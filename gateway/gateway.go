@@ -300,7 +300,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	offerHistory(g.adapters, g.index, g.sessions) // history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
-		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post}
+		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post, later: g.mail.post}
 	if g.pump = newPump(g); g.pump != nil {
 		g.intake.accepted = func(ref inboxRef, _ inboxItem) { g.pump.kick(ref.key) }
 		g.intake.shared = &degraded{reply: g.replier.reply, now: time.Now}

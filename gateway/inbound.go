@@ -3,9 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 )
 
 // Kinds of inbox item: what the owner's mailbox does with it.
@@ -59,6 +61,7 @@ func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending
 		for _, ref := range p.inboxRefs() {
 			err := g.inbox.Ack(ctx, ref.key, ref.id)
 			if err == nil {
+				crashpoint.Hit(crashpoint.InboxAck)
 				continue
 			}
 			if g.pump != nil && g.pump.acks.add(ref, lease) {
@@ -66,6 +69,56 @@ func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending
 				continue
 			}
 			g.log.Warn("inbox ack", "key", ref.key, "id", ref.id, "err", err)
+		}
+	}
+}
+
+// beginner is an inbox that counts a crash only against the items whose
+// work was executing when it came (cluster.Inbox, rediscluster.Inbox):
+// Begin records that this process now executes them (a run took their
+// messages, or their command's or press's handler runs). An item that
+// merely waited (in the inbox, a mailbox, a run's queues, a collect
+// window) is never set aside for a crash it did not cause.
+type beginner interface {
+	Begin(ctx context.Context, key string, ids ...string) error
+}
+
+// beginAll tells the inbox that the work of ps now executes: a run took
+// them (runStarter, run.record) or joined them (queue.joinRun). Each is
+// told once.
+func (g *Gateway) beginAll(ctx context.Context, ps []*pending) {
+	var refs []inboxRef
+	for _, p := range ps {
+		if p.inbox.begun {
+			continue
+		}
+		p.inbox.begun = true
+		refs = append(refs, p.inboxRefs()...)
+	}
+	beginRefs(ctx, g.inbox, g.log, refs)
+}
+
+// beginRefs tells inbox, if it counts crashes per item (beginner), that
+// the work of refs now executes. A failure only loses a crash count.
+func beginRefs(ctx context.Context, inbox Inbox, log *slog.Logger, refs []inboxRef) {
+	b, ok := inbox.(beginner)
+	if !ok {
+		return
+	}
+	byKey := map[string][]string{}
+	var keys []string
+	for _, ref := range refs {
+		if ref.id == "" {
+			continue
+		}
+		if _, ok := byKey[ref.key]; !ok {
+			keys = append(keys, ref.key)
+		}
+		byKey[ref.key] = append(byKey[ref.key], ref.id)
+	}
+	for _, key := range keys {
+		if err := b.Begin(ctx, key, byKey[key]...); err != nil {
+			log.Warn("inbox: record the items whose work began", "key", key, "err", err)
 		}
 	}
 }

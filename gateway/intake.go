@@ -10,6 +10,7 @@ import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway/access"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 )
 
@@ -222,6 +223,9 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			err = durable()
 		}
 	}
+	if err == nil && id != "" {
+		crashpoint.Hit(crashpoint.InboxAppend)
+	}
 	if err != nil && item.Kind != itemMessage {
 		// A command or press works without the inbox, as it always did
 		// (/stop on a full disk): it is only not replayed after a crash.
@@ -337,8 +341,10 @@ func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, repl
 			return
 		}
 	case itemCommand:
+		i.begin(ctx, ref)
 		i.commands.dispatch(ctx, item.In, replay)
 	case itemPress:
+		i.begin(ctx, ref)
 		i.commands.press(ctx, item.In)
 	default:
 		i.log.Error("inbox item of an unknown kind dropped", "kind", item.Kind, "conv", item.In.Conv.Key())
@@ -353,5 +359,13 @@ func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, repl
 			}
 			i.log.Warn("inbox ack", "err", err)
 		}
+	}
+}
+
+// begin tells the inbox that the work of ref, a command or press whose
+// handler starts now, executes: a crash from here counts against it.
+func (i *intake) begin(ctx context.Context, ref inboxRef) {
+	if !ref.begun {
+		beginRefs(ctx, i.inbox, i.log, []inboxRef{ref})
 	}
 }

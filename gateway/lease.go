@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/session"
 )
 
@@ -26,6 +27,7 @@ func (reg *registry) acquireSession(ctx context.Context, path string) (cluster.L
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
+	crashpoint.Hit(crashpoint.Lease)
 	return lease, seen, nil
 }
 
@@ -51,6 +53,7 @@ func (reg *registry) markTakeover(s *session.Session, lease cluster.Lease, seen 
 	if _, err := s.Append(e, session.SyncAlways); err != nil {
 		return fmt.Errorf("gateway: lease marker: %w", err)
 	}
+	crashpoint.Hit(crashpoint.Fence)
 	if seen > 0 {
 		reg.metrics.takeover() // the file had an owner before (not a new session)
 	}

@@ -59,6 +59,8 @@ type ownerDeps struct {
 	route func(ctx context.Context, p *pending, take takeOver)
 	// ack tells the inbox messages are done with (Gateway.ackAll).
 	ack func(ctx context.Context, ps []*pending)
+	// begin tells the inbox a run took messages (Gateway.beginAll).
+	begin func(ctx context.Context, ps []*pending)
 	// leave tells the inbox the owner no longer handles the items it
 	// took, its lease lost (cut) or released (inboxLeaver.leave).
 	leave func(o *owner, cut bool)
@@ -76,7 +78,7 @@ type ownerDeps struct {
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
 		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaver.leave,
-		receiveFile: g.receiveFile, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
+		begin: g.beginAll, receiveFile: g.receiveFile, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
@@ -127,8 +129,12 @@ type pending struct {
 }
 
 // inboxRef names an inbox item: its key (the location it was enqueued
-// for) and id.
-type inboxRef struct{ key, id string }
+// for) and id. begun: the inbox knows the item's work executes
+// (Gateway.beginAll; or its admission said so, admit.go).
+type inboxRef struct {
+	key, id string
+	begun   bool
+}
 
 // inboxRefs lists the inbox items p stands for.
 func (p *pending) inboxRefs() []inboxRef { return append([]inboxRef{p.inbox}, p.extra...) }
@@ -207,6 +213,20 @@ func (o *owner) location(key string, conv chat.ConvRef) *location {
 	l := &location{key: key, conv: conv, mode: o.savedModeLocked(key), allowed: map[string]bool{}}
 	o.locs[key] = l
 	return l
+}
+
+// idleAt reports whether location key has nothing to do: no run, nothing
+// waiting, and not in collect mode (where a message waits for the
+// window's end). A location not placed yet is idle unless the session's
+// saved or default mode collects.
+func (o *owner) idleAt(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l, ok := o.locs[key]
+	if !ok {
+		return o.savedModeLocked(key) != modeCollect
+	}
+	return l.run == nil && l.waits.empty() && l.mode != modeCollect
 }
 
 // branchTo moves loc's head to the entry of ref. Callers make sure no

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 )
 
 // How the pump takes the items of one key: from the session it holds, or
@@ -38,7 +39,10 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 			p.resync.schedule(key, time.Now(), reclaim)
 			return
 		}
-		p.hand(ctx, items, reclaim)
+		if len(items) > 0 {
+			crashpoint.Hit(crashpoint.PumpHandoff)
+		}
+		p.hand(ctx, items, reclaim, "")
 		return
 	}
 	delete(p.elsewhere, key)
@@ -64,7 +68,10 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		p.resync.schedule(key, time.Now(), true)
 		return
 	}
-	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true)
+	if len(items) > 0 {
+		crashpoint.Hit(crashpoint.PumpHandoff)
+	}
+	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true, "")
 }
 
 // withOwnHeld adds to claimed, the items of key a takeover claimed, those
@@ -177,11 +184,14 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 }
 
 // hand posts items to their mailboxes. Claimed items are replayed as at a
-// restart: a twice-crashed one is set aside, replies cut off by the
+// restart: one whose work crashed pibot twice is set aside (unless it is
+// answered: recovery.setAside), replies cut off by the
 // previous holder are marked, and redeliveries of them are duplicates.
 // The pump's goroutine and the intake (admit) both call it, each under
 // the gate of the items' key; it touches none of the pump's own state.
-func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool) {
+// begun names an item whose work an admission recorded begun
+// (Admission.Run; "" for none).
+func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool, begun string) {
 	if len(items) == 0 {
 		return
 	}
@@ -194,8 +204,7 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		if at, ok := enqueuedAt(it.ID); ok {
 			p.metrics.inboxTaken(now.Sub(at))
 		}
-		if it.Crashes >= quarantineAfter {
-			p.rc.quarantine(ctx, it)
+		if p.rc.setAside(ctx, it) {
 			continue
 		}
 		var item inboxItem
@@ -227,7 +236,7 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		if claimed {
 			p.rc.markSeen(ctx, item.In.DedupKey)
 		}
-		p.post(inboxRef{key: it.Key, id: it.ID}, item, claimed)
+		p.post(inboxRef{key: it.Key, id: it.ID, begun: begun != "" && it.ID == begun}, item, claimed)
 	}
 }
 

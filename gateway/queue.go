@@ -84,6 +84,7 @@ func mergePending(ps []*pending) *pending {
 	}
 	last.item.In.Text = strings.Join(texts, "\n\n")
 	last.extra = append(extra, last.extra...)
+	last.inbox.begun = false // the inbox is told of all of them
 	return &last
 }
 
@@ -158,39 +159,24 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending, take takeO
 	}
 	if resume {
 		o.mu.Lock()
-		idle := loc.run == nil && !o.closed
+		r := loc.run
+		idle := r == nil && !o.closed
 		o.mu.Unlock()
-		if idle {
+		switch {
+		case idle:
 			// Exactly one visible answer: a recorded delivery means the
-			// chat has it; an answer in the session that never reached
-			// the chat is sent now; a run cut short is finished.
-			answer, delivered := o.answered(loc, p.msgKey())
-			var resumable bool
-			var unknown []string
-			if !delivered && answer == nil {
-				resumable, unknown = o.resumable(loc)
-			}
-			switch {
-			case delivered:
-			case answer != nil:
-				o.redeliver(loc, p, *answer)
-				return
-			case resumable:
-				// Its run was cut short (crash, restart, a replica
-				// killed): finish it.
-				o.log.Info("resuming an interrupted run", "loc", loc.key, "unknown_outcome", unknown)
-				if len(unknown) > 0 {
-					o.replier.reply(ctx, p.item.In, unknownOutcomeNotice(unknown))
-				}
-				p.applied = true
-				o.runs.start(loc, []*pending{p}, take)
-				return
-			}
+			// chat has it; answers in the session that never reached the
+			// chat are sent now; a run cut short is finished (replay.go).
+			q.replay(ctx, loc, p, take)
+		case r != nil && q.joinRun(r, p):
+			// The run working here answers after it: the message leaves
+			// the inbox with the run's.
+		default:
+			// Its run is in the session: it leaves the inbox once that is
+			// durable (a redelivery may come while the run's last lines
+			// wait for the group commit).
+			o.ackDurable(ctx, []*pending{p})
 		}
-		// Its run is in the session: it leaves the inbox once that is
-		// durable (a redelivery may come while the run's last lines wait
-		// for the group commit).
-		o.ackDurable(ctx, []*pending{p})
 		return
 	}
 	o.mu.Lock()

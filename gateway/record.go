@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -42,15 +43,25 @@ func (r *run) record(e agent.Event) {
 	}
 	switch m := e.Message; m.Role {
 	case llm.RoleUser:
+		crashpoint.Hit(crashpoint.UserEntry)
 		// Acknowledged after the run ended, with the session's next fsync.
 		if p == nil {
 			return
 		}
+		// A message the run took from its queues executes from now.
+		r.o.begin(r.ctx, []*pending{p})
 		if p.queued {
 			r.o.replier.react(r.ctx, p.item.In.Msg, "✅")
 		}
 		r.msgs.done(p)
+	case llm.RoleToolResult:
+		crashpoint.Hit(crashpoint.ToolResult)
 	case llm.RoleAssistant:
+		if m.StopReason == llm.StopToolUse {
+			crashpoint.Hit(crashpoint.ToolCall)
+		} else {
+			crashpoint.Hit(crashpoint.AnswerEntry)
+		}
 		r.mu.Lock()
 		r.lastEntry = rec.Entry.ID
 		r.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
@@ -27,22 +26,25 @@ type recovery struct {
 	dataDir  string
 	// replay hands an accepted message to its mailbox (intake.post).
 	replay func(ref inboxRef, item inboxItem, replay bool)
+	// later queues work on the mailbox of a location (mailboxes.post):
+	// the notices of set-aside items go out there, not in start-up's way.
+	later func(loc string, f func()) bool
 }
 
 // recover marks replies a crash interrupted (replies.go) and replays the
 // inbox: every accepted message whose run did not finish. A message not yet in its
 // session is posted to its mailbox again; one already there resumes its run when that
-// is safe (see resumable), and one whose answer is in the session but not
-// in the chat gets that answer (see accept). A message that was being
-// handled during quarantineAfter crashes is set aside instead.
+// is safe (see resumable), and answers in the session but not in the chat
+// are delivered (replay.go). An item whose work was executing during
+// quarantineAfter crashes is set aside instead, unless its answer is in
+// the session (setAside).
 func (rc *recovery) recover(ctx context.Context) {
 	var replay []cluster.InboxItem
 	pending := rc.claimAll(ctx)
 	rc.markLegacyRuns(ctx)
 	rc.markInterrupted(ctx, pending)
 	for _, it := range pending {
-		if it.Crashes >= quarantineAfter {
-			rc.quarantine(ctx, it)
+		if rc.setAside(ctx, it) {
 			continue
 		}
 		replay = append(replay, it)
@@ -110,27 +112,71 @@ type crashCounter interface {
 // was cut twice: pibot crashed, or (cluster mode) stalled past its lease.
 const quarantineNotice = "⚠️ Handling this message stopped pibot twice (a crash or a stall) before it was answered, so it was set aside and will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log.)"
 
+// setAside quarantines it when its work was executing during
+// quarantineAfter crashes (a crash loop) and reports whether it did. An
+// item whose message is answered in its session is not to blame: it is
+// replayed, which delivers the answer if the chat does not have it. Only
+// when delivering it keeps crashing pibot too (twice quarantineAfter
+// crashes) is it set aside, without a notice: its answer is in the
+// session, and the log says so.
+func (rc *recovery) setAside(ctx context.Context, it cluster.InboxItem) bool {
+	if it.Crashes < quarantineAfter {
+		return false
+	}
+	answered := rc.answered(ctx, it)
+	if answered && it.Crashes < 2*quarantineAfter {
+		rc.log.Info("inbox message in flight during crashes is answered in its session; replayed, not set aside", "id", it.ID, "crashes", it.Crashes)
+		return false
+	}
+	return rc.quarantine(ctx, it, !answered)
+}
+
+// answered reports whether it is a message whose entry, on its
+// location's branch, is followed by a final answer of the model.
+func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
+	var item inboxItem
+	if json.Unmarshal(it.Data, &item) != nil || item.Kind != itemMessage || item.In.Msg.ID == "" || item.In.Conv.Platform == "" {
+		return false
+	}
+	path, ok, err := rc.index.Get(ctx, item.In.Conv.Key())
+	if err != nil || !ok {
+		return false
+	}
+	o, err := rc.sessions.owner(ctx, path)
+	if err != nil {
+		return false
+	}
+	return o.answeredMsg(o.location(item.In.Conv.Key(), item.In.Conv), item.In.Msg.Key())
+}
+
 // quarantine sets aside an item that was being handled during
-// quarantineAfter crashes, tells its sender and logs it for the operator.
-func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem) {
+// quarantineAfter crashes, logs it for the operator and, with notify,
+// tells its sender (on the location's mailbox: start-up does not wait
+// for the platform). It reports whether the item was set aside.
+func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem, notify bool) bool {
 	c, ok := rc.inbox.(crashCounter)
 	if !ok {
-		return
+		return false
 	}
 	var item inboxItem
 	_ = json.Unmarshal(it.Data, &item)
 	if err := c.Quarantine(ctx, it.Key, it.ID); err != nil {
 		// Not replayed either way: it stays pending for the next start.
 		rc.log.Error("inbox: quarantine", "id", it.ID, "err", err)
-		return
+		return true
 	}
 	rc.metrics.quarantined()
 	rc.log.Error("inbox message quarantined: it was being handled during crashes of pibot; it stays in the inbox file and is not replayed",
-		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "message", item.In.Msg.Key(), "user", item.In.User.ID)
+		"id", it.ID, "crashes", it.Crashes, "conv", item.In.Conv.Key(), "message", item.In.Msg.Key(), "user", item.In.User.ID, "notified", notify)
 	rc.markSeen(ctx, item.In.DedupKey)
-	if item.In.Conv.Platform != "" {
-		rc.replier.reply(ctx, item.In, quarantineNotice)
+	if !notify || item.In.Conv.Platform == "" {
+		return true
 	}
+	send := func() { rc.replier.reply(ctx, item.In, quarantineNotice) }
+	if rc.later == nil || !rc.later(item.In.Conv.Key(), send) {
+		rc.log.Warn("quarantine notice not sent: the gateway is stopping", "conv", item.In.Conv.Key())
+	}
+	return true
 }
 
 // delivery is the data of a pibot.delivery entry.
@@ -148,29 +194,22 @@ func deliveryOf(e session.Entry) (delivery, bool) {
 	return d, json.Unmarshal(e.Data, &d) == nil
 }
 
-// redeliver sends an answer that is in the session but whose delivery is
+// redeliver sends answers that are in the session but whose delivery is
 // not recorded (a crash between the two), as a run of its own, and records
-// its delivery. When the reply journal names chat messages of the cut-off
-// reply, the run edits them to the answer (posting what they cannot hold,
-// removing extra ones): the platform may well have shown the whole answer
-// already, and the user sees it once. Without journaled messages nothing
-// of the reply was posted, and the answer is posted.
-func (o *owner) redeliver(loc *location, p *pending, answer session.Entry) {
+// their delivery. When the reply journal names chat messages of the
+// cut-off reply, the run edits them to the answers (posting what they
+// cannot hold, removing extra ones): the platform may well have shown the
+// whole reply already, and the user sees it once. Without journaled
+// messages nothing of the reply was posted, and the answers are posted.
+func (o *owner) redeliver(loc *location, p *pending, answers []session.Entry) {
 	rr, open := o.openReply(loc.key, o.head(loc))
 	if !open {
 		rr.Refs = nil
 	}
-	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "finishing_messages", len(rr.Refs))
+	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "answers", len(answers), "finishing_messages", len(rr.Refs))
 	p.applied = true
-	text := answer.Message.Text()
-	if answer.Message.StopReason == llm.StopError && answer.Message.ErrorMessage != "" {
-		text = strings.TrimSpace(text + "\n\n⚠️ " + answer.Message.ErrorMessage)
-	}
 	o.runs.startWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
-		r.mu.Lock()
-		r.lastEntry = answer.ID
-		r.mu.Unlock()
-		r.ctl.SetText(text)
+		r.seed(answers)
 		return false
 	}, rr.Refs, nil)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/session"
 )
 
@@ -206,6 +207,7 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}
+	crashpoint.Hit(crashpoint.Lease)
 	// The binding is durable before the file exists (BeforeCreate): once
 	// an entry of this conversation is on disk, a restart finds its file
 	// instead of opening a second session and running a tool again.

@@ -12,6 +12,7 @@ import (
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/session"
 )
 
@@ -105,6 +106,10 @@ func (s replySite) recordReply(refs []chat.MsgRef, state string) {
 	e := session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}
 	if _, err := r.o.append(r.loc, e, session.SyncWritten); err != nil {
 		r.o.log.Warn("record the messages of a reply", "loc", r.loc.key, "err", err)
+		return
+	}
+	if state == replyStreaming {
+		crashpoint.Hit(crashpoint.ReplyJournal)
 	}
 }
 

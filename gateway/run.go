@@ -12,6 +12,7 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/stream"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/internal/sessionview"
 	"github.com/pibot/pibot/llm"
@@ -87,6 +88,9 @@ func (r *run) execute(ps []*pending) {
 	}
 	ctx, span := o.cfg.Tracer.StartRemote(r.ctx, "pibot.run", parent)
 	defer span.End()
+	// From here a crash counts against these messages, and only them
+	// (the messages that wait meanwhile are not to blame).
+	o.begin(ctx, ps)
 	span.Set("pibot.loc", loc.key)
 	var replyTo *chat.MsgRef
 	if len(ps) > 0 {
@@ -108,7 +112,10 @@ func (r *run) execute(ps []*pending) {
 		Continue: r.resumes,
 		// Each message of the reply is journaled as soon as the platform
 		// posted it, before the next platform call (replies.go).
-		OnPost: func() { r.journal.update(ctl, replySite{r}) },
+		OnPost: func() {
+			crashpoint.Hit(crashpoint.PostedPart)
+			r.journal.update(ctl, replySite{r})
+		},
 		// Not a word more once the session's lease is lost, checked at
 		// each call: another replica answers.
 		Allowed: func() bool { return !r.silent.Load() && leaseLive(o.lease) }})

@@ -227,61 +227,6 @@ func (f *sessionFile) recorder(loc *location) *sessionview.Runner {
 	}})
 }
 
-// answered looks at the run that took message key in loc's branch: the
-// entries after the message, up to the run's delivery. A user message
-// before the delivery is one the same run took as a follow-up (a later run
-// starts only after this one ended, and its delivery is recorded first),
-// so the run's answer is the one after its last message. It returns the
-// run's last assistant message when it is a final answer (nil otherwise),
-// and whether a delivery of the run is recorded.
-func (f *sessionFile) answered(loc *location, key string) (answer *session.Entry, delivered bool) {
-	if key == "" {
-		return nil, false
-	}
-	id, ok := f.sess.Tree().EntryForMsg(key)
-	if !ok {
-		return nil, false
-	}
-	branch, err := f.sess.Tree().Branch(f.head(loc))
-	if err != nil {
-		return nil, false
-	}
-	at := -1
-	for i, e := range branch {
-		if e.ID == id {
-			at = i
-			break
-		}
-	}
-	if at < 0 {
-		// The branch moved away from the message: nothing to deliver here.
-		return nil, true
-	}
-	for _, e := range branch[at+1:] {
-		if _, ok := deliveryOf(e); ok {
-			delivered = true
-		}
-		if e.Type != session.TypeMessage || e.Message == nil {
-			continue
-		}
-		switch e.Message.Role {
-		case llm.RoleUser:
-			if delivered {
-				return answer, delivered
-			}
-			answer = nil // a follow-up of the same run
-		case llm.RoleAssistant:
-			answer = nil
-			if e.Message.StopReason != llm.StopToolUse {
-				answer = &e
-			}
-		case llm.RoleToolResult:
-			answer = nil
-		}
-	}
-	return answer, delivered
-}
-
 // resumable reports whether loc's interrupted run can continue without
 // side effects, preparing it: an unanswered user message is answered
 // again; tool calls that were running get an "outcome unknown" result and

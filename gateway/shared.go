@@ -106,6 +106,8 @@ type pump struct {
 	// acks retries failed acknowledgements (ackretry.go) on a goroutine
 	// run owns.
 	acks *ackRetries
+	// busy reports whether a location's mailbox has work (mailboxes.busy).
+	busy func(key string) bool
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -130,7 +132,7 @@ func newPump(g *Gateway) *pump {
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
 		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs(),
-		acks: newAckRetries(g.inbox, g.log)}
+		acks: newAckRetries(g.inbox, g.log), busy: g.mail.busy}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).

@@ -24,6 +24,9 @@ type Inbox interface {
 	// Leave gives up the items of key this process took (its session's
 	// lease was lost, cut, or released).
 	Leave(ctx context.Context, key string, cut bool) error
+	// Begin records that this process executes the work of items of key:
+	// only then does its crash count against them.
+	Begin(ctx context.Context, key string, ids ...string) error
 	// Close records a clean stop.
 	Close() error
 }
@@ -53,6 +56,7 @@ func RunInboxTests(t *testing.T, h InboxHarness) {
 		{"TakesHandOutNothingTwice", testInboxTakesOnce},
 		{"ClaimTakesOverADeadHolder", testInboxClaim},
 		{"CrashesOfItemsInFlightCounted", testInboxCrashCount},
+		{"WaitingItemsAreNotBlamed", testInboxWaitingNotBlamed},
 		{"QuarantineSetsAsideForGood", testInboxQuarantine},
 		{"LeftItemsAreClaimedAgain", testInboxLeave},
 		{"CutItemsCountOnce", testInboxLeaveCut},
@@ -329,36 +333,6 @@ func testInboxClaim(t *testing.T, h InboxHarness, store string) {
 	}
 }
 
-// testInboxCrashCount: a crash counts against the items the crashed
-// process accepted or took (Consume, Claim), not against items it left
-// alone, and a clean stop counts nothing.
-func testInboxCrashCount(t *testing.T, h InboxHarness, store string) {
-	ib := h.Open(t, store)
-	add(t, ib, "ka", `"a"`)
-	add(t, ib, "kb", `"b"`)
-	h.Crash(t, ib) // a and b were in flight
-
-	ib = h.Open(t, store)
-	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 1 || got[`"b"`] != 1 {
-		t.Fatalf("after one crash: %v, want a and b at 1", got)
-	}
-	claim(t, ib, "ka")
-	h.Crash(t, ib) // only a was taken up again
-
-	ib = h.Open(t, store)
-	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 2 || got[`"b"`] != 1 {
-		t.Fatalf("after the second crash: %v, want a at 2, b at 1", got)
-	}
-	claim(t, ib, "ka")
-	claim(t, ib, "kb")
-	closeInbox(t, ib)
-	ib = h.Open(t, store)
-	defer closeInbox(t, ib)
-	if got := crashes(t, ib, "ka", "kb"); got[`"a"`] != 2 || got[`"b"`] != 1 {
-		t.Fatalf("after a clean stop: %v, want unchanged", got)
-	}
-}
-
 func testInboxQuarantine(t *testing.T, h InboxHarness, store string) {
 	ib := h.Open(t, store)
 	bomb := add(t, ib, "k", `"bomb"`)
@@ -390,88 +364,5 @@ func testInboxQuarantine(t *testing.T, h InboxHarness, store string) {
 		}
 		ack(t, ib, "k", bomb)
 		closeInbox(t, ib)
-	}
-}
-
-func leave(t *testing.T, ib Inbox, key string, cut bool) {
-	t.Helper()
-	if err := ib.Leave(t.Context(), key, cut); err != nil {
-		t.Fatalf("Leave(%s, %v): %v", key, cut, err)
-	}
-}
-
-// testInboxLeave: the items a process took and left (its session's lease
-// released) are handed to it again by its next take (a Claim, or in a
-// shared inbox a Consume too), once, with their crash counts as they
-// were; the items of other keys stay in hand.
-func testInboxLeave(t *testing.T, h InboxHarness, store string) {
-	ib := h.Open(t, store)
-	defer closeInbox(t, ib)
-	add(t, ib, "k", `"a"`)
-	b := add(t, ib, "k", `"b"`)
-	add(t, ib, "other", `"o"`)
-	consume(t, ib, "k")
-	consume(t, ib, "other")
-	ack(t, ib, "k", b)
-	leave(t, ib, "k", false)
-	leave(t, ib, "never-taken", false)
-	if got := claim(t, ib, "other"); len(got) != 0 {
-		t.Fatalf("claim of a key not left = %v, want nothing (in hand)", got)
-	}
-	consumed, err := ib.Consume(t.Context(), "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := ib.Claim(t.Context(), "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items := append(consumed, claimed...)
-	if len(items) != 1 || string(items[0].Data) != `"a"` || items[0].Crashes != 0 {
-		t.Fatalf("takes after leave = %+v, want a once with no crash", items)
-	}
-	if got := append(consume(t, ib, "k"), claim(t, ib, "k")...); len(got) != 0 {
-		t.Fatalf("takes again = %v, want nothing", got)
-	}
-}
-
-// testInboxLeaveCut: an item whose handling a lost lease cut counts one
-// crash, as if its process had crashed: twice cut is quarantine's count.
-// Leaving twice counts once, a crash of the process that left it counts
-// nothing more, and one of a process that took it again counts.
-func testInboxLeaveCut(t *testing.T, h InboxHarness, store string) {
-	ib := h.Open(t, store)
-	add(t, ib, "k", `"a"`)
-	add(t, ib, "k2", `"c"`)
-	add(t, ib, "k3", `"untaken"`)
-	consume(t, ib, "k")
-	consume(t, ib, "k2")
-	leave(t, ib, "k", true)
-	leave(t, ib, "k", true)
-	leave(t, ib, "k3", true) // nothing taken: nothing cut
-	if got := crashes(t, ib, "k", "k3"); got[`"a"`] != 1 || got[`"untaken"`] != 0 {
-		t.Fatalf("after a cut: %v, want a at 1, untaken at 0", got)
-	}
-	if got := claim(t, ib, "k"); !slices.Equal(got, []string{`"a"`}) {
-		t.Fatalf("claim after a cut = %v, want a", got)
-	}
-	leave(t, ib, "k", true)
-	if got := crashes(t, ib, "k"); got[`"a"`] != 2 {
-		t.Fatalf("after the second cut: %v, want a at 2", got)
-	}
-	leave(t, ib, "k2", true)
-	h.Crash(t, ib) // a and c were left, not in flight
-
-	ib = h.Open(t, store)
-	if got := crashes(t, ib, "k", "k2"); got[`"a"`] != 2 || got[`"c"`] != 1 {
-		t.Fatalf("after a crash: %v, want a at 2, c at 1 (left items are not counted again)", got)
-	}
-	claim(t, ib, "k2")
-	h.Crash(t, ib) // c was taken up again
-
-	ib = h.Open(t, store)
-	defer closeInbox(t, ib)
-	if got := crashes(t, ib, "k2"); got[`"c"`] != 2 {
-		t.Fatalf("after a crash with c taken again: %v, want c at 2", got)
 	}
 }

@@ -22,9 +22,12 @@ import (
 // ARGV: dedupe token ("" when not deduplicated), dedupe TTL in ms, budget
 // rate ("" when not budgeted), burst, now, call token, data, location
 // key, consumer, notice channel, "take" or "", the id above which
-// the items this consumer holds came with lost answers (Inbox.given), and
+// the items this consumer holds came with lost answers (Inbox.given),
 // "mark" when KEYS[1] is a dedupe key an earlier step set (Admission.Seen)
-// that is to record the item's id, as a deduplicated admission's does.
+// that is to record the item's id, as a deduplicated admission's does,
+// and "run" when the new item's work begins at once (Admission.Run: when
+// it is the only item taken, it joins the touched set, as Inbox.Begin
+// would add it).
 //
 // It returns {"dup"}, {"wait", µs} or {"ok", id, then id, data, n,
 // crashes for each item taken}. The dedupe key records the call's token
@@ -60,7 +63,7 @@ else
     local wait = bucket(KEYS[2], KEYS[3], ARGV[3], ARGV[4], ARGV[5], 'reserve', ARGV[6])
     if wait > 0 then return {'wait', wait} end
   end
-  local id = enqueue(KEYS[4], KEYS[5], KEYS[6], KEYS[7], ARGV[7], ARGV[8], ARGV[9])
+  local id = enqueue(KEYS[4], KEYS[5], KEYS[6], ARGV[7], ARGV[8], ARGV[9])
   if ARGV[1] ~= '' then
     redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'KEEPTTL')
   elseif ARGV[13] == 'mark' then
@@ -76,8 +79,11 @@ else
   end
 end
 if ARGV[11] == 'take' then
-  retake(out, KEYS[4], ARGV[9], ARGV[12], KEYS[8], KEYS[7], ARGV[8])
-  takeNew(out, KEYS[4], ARGV[9], KEYS[8], KEYS[7], ARGV[8])
+  retake(out, KEYS[4], ARGV[9], ARGV[12], KEYS[8])
+  takeNew(out, KEYS[4], ARGV[9], KEYS[8])
+  if ARGV[14] == 'run' and #out == 6 and out[3] == out[2] then
+    redis.call('SADD', KEYS[7], out[2] .. ' ' .. ARGV[8])
+  end
 end
 return out
 `)
@@ -88,7 +94,9 @@ return out
 // a.Take, the items of a.Key nobody took yet, the new one included, are
 // taken for this process as Inbox.Consume takes them, so the holder of the
 // session needs no Consume for them; without it, the other replicas are
-// told of the item (Inbox.Watch), as Inbox.Enqueue tells them.
+// told of the item (Inbox.Watch), as Inbox.Enqueue tells them. With
+// a.Take and a.Run, the new item's work is recorded begun (Inbox.Begin)
+// when it is the only item taken.
 //
 // An error leaves it unknown whether the item was enqueued (the answer may
 // be lost after the script ran); the dedupe key may be recorded. With
@@ -118,9 +126,12 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	if ad.Budget != "" && a.budget.rate > 0 {
 		budgetKeys, rate = a.budget.keys(ad.Budget), strconv.FormatFloat(a.budget.rate, 'g', -1, 64)
 	}
-	take, since := "", "0"
+	take, since, run := "", "0", ""
 	if ad.Take {
 		take, since = "take", ib.given.since(ad.Key)
+		if ad.Run {
+			run = "run"
+		}
 	}
 	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.stream(ad.Key), ib.base + "keys", ib.base + "seq",
 		ib.touched(), ib.base + "c:" + ad.Key}
@@ -129,7 +140,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	var order []int64
 	err = ib.fixing(ctx, ad.Key, func() error {
 		res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
-			call, sealed, ad.Key, ib.consumer, ib.channel(), take, since, mark).Slice()
+			call, sealed, ad.Key, ib.consumer, ib.channel(), take, since, mark, run).Slice()
 		if err != nil {
 			return err
 		}

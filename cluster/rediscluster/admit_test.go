@@ -1,6 +1,7 @@
 package rediscluster_test
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -166,40 +167,48 @@ func TestAdmitDuplicateAtTwoReplicas(t *testing.T) {
 
 // TestAdmitTakenThenCrashed: an item its holder's Admit took, and that
 // the holder never ended (it crashed), is claimed once by the next
-// holder, and the crashed replica's restart counts the crash against it.
+// holder, and the crashed replica's restart counts the crash against it
+// when the admission began its work (Run: the holder ran it at once), and
+// not when it only took it (it waited behind other work).
 func TestAdmitTakenThenCrashed(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
-		t.Run(b.Name, func(t *testing.T) {
-			ctx := t.Context()
-			a, _, _ := admitReplica(t, b, "replica-a")
-			_, ib, _ := admitReplica(t, b, "replica-b")
-			got, err := a.Admit(ctx, cluster.Admission{Dedupe: "e1", Key: "loc", Data: []byte(`"one"`), Take: true})
-			if err != nil || !slices.Equal(itemData(got.Taken), []string{`"one"`}) {
-				t.Fatalf("admit = %+v, %v", got, err)
-			}
-			// A is killed here (no Close). B takes the session over.
-			if got, err := ib.Consume(ctx, "loc"); err != nil || len(got) != 0 {
-				t.Fatalf("B consumes %q, %v: the item is A's", itemData(got), err)
-			}
-			claimed, err := ib.Claim(ctx, "loc")
-			if err != nil || !slices.Equal(itemData(claimed), []string{`"one"`}) {
-				t.Fatalf("B claim = %q, %v; want one", itemData(claimed), err)
-			}
-			if again, _ := ib.Claim(ctx, "loc"); len(again) != 0 {
-				t.Fatalf("second claim = %q", itemData(again))
-			}
-			_, a2, _ := admitReplica(t, b, "replica-a") // A restarts
-			p, err := a2.Pending(ctx, "loc")
-			if err != nil || len(p) != 1 || p[0].Crashes != 1 {
-				t.Fatalf("pending after A's restart = %+v, %v; want one at 1 crash", p, err)
-			}
-			if err := ib.Ack(ctx, "loc", claimed[0].ID); err != nil {
-				t.Fatal(err)
-			}
-			if keys, err := a2.Keys(ctx); err != nil || len(keys) != 0 {
-				t.Fatalf("keys after the ack = %q, %v", keys, err)
-			}
-		})
+		for _, run := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/run=%v", b.Name, run), func(t *testing.T) {
+				ctx := t.Context()
+				a, _, _ := admitReplica(t, b, "replica-a")
+				_, ib, _ := admitReplica(t, b, "replica-b")
+				got, err := a.Admit(ctx, cluster.Admission{Dedupe: "e1", Key: "loc", Data: []byte(`"one"`), Take: true, Run: run})
+				if err != nil || !slices.Equal(itemData(got.Taken), []string{`"one"`}) {
+					t.Fatalf("admit = %+v, %v", got, err)
+				}
+				// A is killed here (no Close). B takes the session over.
+				if got, err := ib.Consume(ctx, "loc"); err != nil || len(got) != 0 {
+					t.Fatalf("B consumes %q, %v: the item is A's", itemData(got), err)
+				}
+				claimed, err := ib.Claim(ctx, "loc")
+				if err != nil || !slices.Equal(itemData(claimed), []string{`"one"`}) {
+					t.Fatalf("B claim = %q, %v; want one", itemData(claimed), err)
+				}
+				if again, _ := ib.Claim(ctx, "loc"); len(again) != 0 {
+					t.Fatalf("second claim = %q", itemData(again))
+				}
+				_, a2, _ := admitReplica(t, b, "replica-a") // A restarts
+				want := 0
+				if run {
+					want = 1
+				}
+				p, err := a2.Pending(ctx, "loc")
+				if err != nil || len(p) != 1 || p[0].Crashes != want {
+					t.Fatalf("pending after A's restart = %+v, %v; want one at %d crashes", p, err, want)
+				}
+				if err := ib.Ack(ctx, "loc", claimed[0].ID); err != nil {
+					t.Fatal(err)
+				}
+				if keys, err := a2.Keys(ctx); err != nil || len(keys) != 0 {
+					t.Fatalf("keys after the ack = %q, %v", keys, err)
+				}
+			})
+		}
 	}
 }
 
@@ -319,4 +328,29 @@ func pendingItems(t *testing.T, ib *rediscluster.Inbox, key string) []cluster.In
 		t.Fatal(err)
 	}
 	return items
+}
+
+// TestAdmitRunBeginsOnlyALoneItem: an admission with Run whose take also
+// brings an older item nobody took (it waits first) records no work
+// begun: the crash of its replica blames neither item.
+func TestAdmitRunBeginsOnlyALoneItem(t *testing.T) {
+	for _, b := range redistest.Backends(t) {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := t.Context()
+			a, _, _ := admitReplica(t, b, "replica-a")
+			_, other, _ := admitReplica(t, b, "replica-b")
+			if _, _, err := other.Enqueue(ctx, "loc", []byte(`"older"`)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := a.Admit(ctx, cluster.Admission{Dedupe: "e1", Key: "loc", Data: []byte(`"new"`), Take: true, Run: true})
+			if err != nil || !slices.Equal(itemData(got.Taken), []string{`"older"`, `"new"`}) {
+				t.Fatalf("admit = %+v, %v", got, err)
+			}
+			_, a2, _ := admitReplica(t, b, "replica-a") // A crashed and restarts
+			p, err := a2.Pending(ctx, "loc")
+			if err != nil || len(p) != 2 || p[0].Crashes != 0 || p[1].Crashes != 0 {
+				t.Fatalf("pending after A's restart = %+v, %v; want both at 0 crashes", p, err)
+			}
+		})
+	}
 }

@@ -24,7 +24,7 @@ import (
 //	P{inbox}:c:K      hash item id -> crashes counted against it
 //	P{inbox}:keys     sorted set: keys with pending items, scored by their oldest item
 //	P{inbox}:seq      counter giving items their order across keys
-//	P{inbox}:t:C      set "id key" of the items consumer C took and did not end
+//	P{inbox}:t:C      set "id key" of the items whose work consumer C began and did not end
 //	P{inbox}:r:R      the current consumer of replica R and whether it stopped cleanly
 //	P{inbox}:q        list of quarantined items (JSON)
 //
@@ -33,86 +33,82 @@ import (
 
 // The consumer group of every inbox stream is "pibot" (in the scripts).
 
-// enqueueLua defines enqueue(stream, keys, seq, touched, data, key,
-// consumer), which appends one item to a stream (made with its consumer
-// group if new), orders it, lists its key as pending and records it as
-// the consumer's, and returns its id; enqueueScript and admitScript share
-// it.
+// enqueueLua defines enqueue(stream, keys, seq, data, key, consumer),
+// which appends one item to a stream (made with its consumer group if
+// new), orders it and lists its key as pending, and returns its id;
+// enqueueScript and admitScript share it.
 const enqueueLua = `
-local function enqueue(stream, keys, seq, touched, data, key, consumer)
+local function enqueue(stream, keys, seq, data, key, consumer)
   if redis.call('EXISTS', stream) == 0 then
     redis.call('XGROUP', 'CREATE', stream, 'pibot', '0', 'MKSTREAM')
   end
   local n = redis.call('INCR', seq)
   local id = redis.call('XADD', stream, '*', 'd', data, 'n', n, 'by', consumer)
   redis.call('ZADD', keys, 'NX', n, key)
-  redis.call('SADD', touched, id .. ' ' .. key)
   return id
 end
 `
 
-// enqueueScript: KEYS stream, keys, seq, touched; ARGV data, key,
-// consumer, notice channel. It tells the replicas on the channel
-// ("consumer key") in the same round trip.
+// enqueueScript: KEYS stream, keys, seq; ARGV data, key, consumer,
+// notice channel. It tells the replicas on the channel ("consumer key")
+// in the same round trip.
 var enqueueScript = redis.NewScript(enqueueLua + `
-local id = enqueue(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
+local id = enqueue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[3] .. ' ' .. ARGV[2])
 return id
 `)
 
-// takeLua defines took(out, e, crashes, touched, key), which appends
-// stream entry e's id, data, order and crash count (from the hash
-// crashes) to out and records it in the touched set as "id key";
-// takeNew(out, stream, consumer, crashes, touched, key), which does so for
-// every item of stream nobody took yet, now taken by consumer (none when
-// the stream is gone: its last item ended); and retake(out, stream,
-// consumer, since, crashes, touched, key), which does so for the items
-// consumer took with ids above since (Inbox.since: the items earlier takes
-// took whose answers were lost). takeScript and admitScript share them.
+// takeLua defines took(out, e, crashes), which appends stream entry e's
+// id, data, order and crash count (from the hash crashes) to out;
+// takeNew(out, stream, consumer, crashes), which does so for every item of
+// stream nobody took yet, now taken by consumer (none when the stream is
+// gone: its last item ended); and retake(out, stream, consumer, since,
+// crashes), which does so for the items consumer took with ids above since
+// (Inbox.since: the items earlier takes took whose answers were lost).
+// takeScript and admitScript share them. Taking an item does not blame it
+// for a crash: only Begin does.
 const takeLua = `
-local function took(out, e, crashes, touched, key)
+local function took(out, e, crashes)
   if e and e[2] then
     local f = {}
     for i = 1, #e[2], 2 do f[e[2][i]] = e[2][i+1] end
     table.insert(out, e[1]); table.insert(out, f['d']); table.insert(out, f['n'])
     table.insert(out, redis.call('HGET', crashes, e[1]) or '0')
-    redis.call('SADD', touched, e[1] .. ' ' .. key)
   end
 end
-local function takeNew(out, stream, consumer, crashes, touched, key)
+local function takeNew(out, stream, consumer, crashes)
   if redis.call('EXISTS', stream) == 0 then return end
   local r = redis.call('XREADGROUP', 'GROUP', 'pibot', consumer, 'COUNT', 100000, 'STREAMS', stream, '>')
   if r and r[1] then
-    for _, e in ipairs(r[1][2]) do took(out, e, crashes, touched, key) end
+    for _, e in ipairs(r[1][2]) do took(out, e, crashes) end
   end
 end
-local function retake(out, stream, consumer, since, crashes, touched, key)
+local function retake(out, stream, consumer, since, crashes)
   if redis.call('EXISTS', stream) == 0 then return end
   local r = redis.call('XREADGROUP', 'GROUP', 'pibot', consumer, 'COUNT', 100000, 'STREAMS', stream, since)
   if r and r[1] then
-    for _, e in ipairs(r[1][2]) do took(out, e, crashes, touched, key) end
+    for _, e in ipairs(r[1][2]) do took(out, e, crashes) end
   end
 end
 `
 
 // takeScript hands consumer ARGV[1] the items of stream KEYS[1] it took
-// with ids above ARGV[4] (retake), those nobody took yet and, when
-// ARGV[3] is "claim", those other consumers hold too; it records them in
-// the touched set KEYS[2] (members "id ARGV[2]") and returns how many
+// with ids above ARGV[3] (retake), those nobody took yet and, when
+// ARGV[2] is "claim", those other consumers hold too; it returns how many
 // quadruples the retake gave, then id, data, n, crashes quadruples
-// (crashes from the hash KEYS[3]).
+// (crashes from the hash KEYS[2]).
 var takeScript = redis.NewScript(takeLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local out = {}
-retake(out, KEYS[1], ARGV[1], ARGV[4], KEYS[3], KEYS[2], ARGV[2])
+retake(out, KEYS[1], ARGV[1], ARGV[3], KEYS[2])
 table.insert(out, 1, tostring(#out / 4))
-takeNew(out, KEYS[1], ARGV[1], KEYS[3], KEYS[2], ARGV[2])
-if ARGV[3] == 'claim' then
+takeNew(out, KEYS[1], ARGV[1], KEYS[2])
+if ARGV[2] == 'claim' then
   local p = redis.call('XPENDING', KEYS[1], 'pibot', '-', '+', 100000)
   for _, x in ipairs(p) do
     if x[2] ~= ARGV[1] then
       local c = redis.call('XCLAIM', KEYS[1], 'pibot', ARGV[1], 0, x[1])
-      for _, e in ipairs(c) do took(out, e, KEYS[3], KEYS[2], ARGV[2]) end
+      for _, e in ipairs(c) do took(out, e, KEYS[2]) end
     end
   end
 end
@@ -152,8 +148,9 @@ return 1
 `)
 
 // openScript starts consumer ARGV[1] of replica record KEYS[1]: when the
-// replica's last consumer did not stop cleanly, every item it took and
-// did not end counts one crash. ARGV[2] is the key prefix P{inbox}:.
+// replica's last consumer did not stop cleanly, every item whose work it
+// began (Begin) and did not end counts one crash. ARGV[2] is the key
+// prefix P{inbox}:.
 var openScript = redis.NewScript(`
 local prev = redis.call('HGETALL', KEYS[1])
 local r = {}
@@ -185,9 +182,10 @@ var streamID = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
 // acknowledged and deleted once its session recorded it.
 //
 // Crash counting matches the embedded inbox: each process is a consumer
-// of its own, recorded per replica identity; an item the process
-// enqueued or took and did not end counts one crash when the next process
-// of the same replica finds its predecessor did not Close. Items are
+// of its own, recorded per replica identity; an item whose work the
+// process began (Begin, or an admission with Run) and did not end counts
+// one crash when the next process of the same replica finds its
+// predecessor did not Close; items that only waited count nothing. Items are
 // durable as Redis makes them (appendonly is recommended): Enqueue's
 // durable function has nothing to wait for.
 type Inbox struct {
@@ -232,9 +230,8 @@ func (ib *Inbox) touched() string          { return ib.base + "t:" + ib.consumer
 func (ib *Inbox) channel() string          { return ib.base + "enqueued" }
 
 // Enqueue appends data to key's stream. The item is pending and held by
-// nobody until a Consume takes it, but a crash of this process before it
-// ends counts against it (the process that accepted an item handles it
-// when it owns the session). durable returns nil: the item is in Redis.
+// nobody until a Consume takes it; a crash counts against it once its
+// work begins (Begin). durable returns nil: the item is in Redis.
 func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, func() error, error) {
 	id, err := ib.enqueueSealed(ctx, key, ib.seal(key, data))
 	if err != nil {
@@ -248,7 +245,7 @@ func (ib *Inbox) enqueueSealed(ctx context.Context, key, sealed string) (string,
 	var id string
 	err := ib.fixing(ctx, key, func() (err error) {
 		id, err = enqueueScript.Run(ctx, ib.rdb,
-			[]string{ib.stream(key), ib.base + "keys", ib.base + "seq", ib.touched()},
+			[]string{ib.stream(key), ib.base + "keys", ib.base + "seq"},
 			sealed, key, ib.consumer, ib.channel()).Text()
 		return err
 	})
@@ -287,8 +284,8 @@ func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxIte
 	var res []string
 	var retaken int
 	err := ib.fixing(ctx, key, func() (err error) {
-		res, err = takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.touched(), ib.base + "c:" + key},
-			ib.consumer, key, mode, since).StringSlice()
+		res, err = takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key},
+			ib.consumer, mode, since).StringSlice()
 		if err != nil || len(res) == 0 {
 			return err
 		}
@@ -469,6 +466,27 @@ func (ib *Inbox) Close() error {
 	err := ib.rdb.HSet(ctx, ib.base+"r:"+ib.replica, "c", ib.consumer, "clean", "1").Err()
 	if err != nil {
 		return fmt.Errorf("rediscluster: inbox close: %w", err)
+	}
+	return nil
+}
+
+// Begin records that this process now executes the work of the items ids
+// of key (a run took their messages, or their command's or press's
+// handler runs): a crash of this process before they end (Ack, Quarantine,
+// Leave) counts against them. One round trip; an admission that runs its
+// item at once records it in its own (cluster.Admission.Run).
+func (ib *Inbox) Begin(ctx context.Context, key string, ids ...string) error {
+	members := make([]any, 0, len(ids))
+	for _, id := range ids {
+		if streamID.MatchString(id) {
+			members = append(members, id+" "+key)
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if err := ib.rdb.SAdd(ctx, ib.touched(), members...).Err(); err != nil {
+		return fmt.Errorf("rediscluster: inbox begin: %w", err)
 	}
 	return nil
 }

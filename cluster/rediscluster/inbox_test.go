@@ -28,9 +28,10 @@ func itemData(items []cluster.InboxItem) []string {
 }
 
 // TestInboxTakeoverBetweenReplicas: replica B enqueues for a session A
-// owns; A consumes; A dies; B (now the lease holder) claims what A held
-// and what nobody took, in order, once; A's restart counts its crash
-// against the item B still has.
+// owns; A consumes and begins its work; A dies; B (now the lease holder)
+// claims what A held and what nobody took, in order, once; A's restart
+// counts its crash against the item whose work it had begun, which B
+// still has.
 func TestInboxTakeoverBetweenReplicas(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -43,6 +44,9 @@ func TestInboxTakeoverBetweenReplicas(t *testing.T) {
 			got, err := a.Consume(ctx, "loc")
 			if err != nil || !slices.Equal(itemData(got), []string{`"one"`}) {
 				t.Fatalf("A consume = %v, %v", itemData(got), err)
+			}
+			if err := a.Begin(ctx, "loc", got[0].ID); err != nil {
+				t.Fatal(err)
 			}
 			if _, _, err := rb.Enqueue(ctx, "loc", []byte(`"two"`)); err != nil {
 				t.Fatal(err)

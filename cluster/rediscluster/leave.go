@@ -9,11 +9,11 @@ import (
 )
 
 // leaveScript counts one cut attempt against each item of key ARGV[1]
-// named in ARGV[2:] that consumer's touched set KEYS[3] still holds and
-// the stream KEYS[1] still has (crashes in the hash KEYS[2]), and takes
-// them out of the touched set, so a crash of this process does not count
-// them again. Run twice (go-redis retries after a lost answer), it counts
-// nothing the second time.
+// named in ARGV[2:] that consumer's touched set KEYS[3] still holds (its
+// work began) and the stream KEYS[1] still has (crashes in the hash
+// KEYS[2]), and takes them out of the touched set, so a crash of this
+// process does not count them again. Run twice (go-redis retries after a
+// lost answer), it counts nothing the second time.
 var leaveScript = redis.NewScript(`
 local n = 0
 for i = 2, #ARGV do
@@ -35,9 +35,10 @@ return n
 // over again, as it does another consumer's.
 //
 // With cut (the lease was lost: their runs were stopped unrecorded), each
-// of them still pending counts one crash, as when a process crashes while
-// it handles an item: an item whose handling keeps stalling its replica
-// past the lease is quarantined like one that keeps crashing it. They
+// of them still pending whose work began (Begin) counts one crash, as
+// when a process crashes while it executes an item: an item whose
+// handling keeps stalling its replica past the lease is quarantined like
+// one that keeps crashing it; those that only waited count nothing. They
 // leave this consumer's touched set, so a later crash of this process
 // does not count them again. A cut Leave that fails (Redis down, which is
 // also why leases are lost) counts nothing: an outage is not the item's

@@ -7,11 +7,11 @@ import (
 	"github.com/pibot/pibot/cluster/rediscluster/redistest"
 )
 
-// TestLeaveForgetsWhatAnotherReplicaEnded: replica A takes two items,
-// loses the session's lease, and replica B claims them and acknowledges
-// one. A's in-hand set kept both until the process exited; the gateway's
-// Leave (the lease lost) forgets them, and counts one crash against the
-// item still pending only.
+// TestLeaveForgetsWhatAnotherReplicaEnded: replica A takes two items and
+// begins their work, loses the session's lease, and replica B claims them
+// and acknowledges one. A's in-hand set kept both until the process
+// exited; the gateway's Leave (the lease lost) forgets them, and counts
+// one crash against the item still pending only.
 func TestLeaveForgetsWhatAnotherReplicaEnded(t *testing.T) {
 	for _, b := range redistest.Backends(t) {
 		t.Run(b.Name, func(t *testing.T) {
@@ -33,6 +33,9 @@ func TestLeaveForgetsWhatAnotherReplicaEnded(t *testing.T) {
 			taken, err := a.Consume(ctx, "k")
 			if err != nil || len(taken) != 2 {
 				t.Fatalf("A's consume: %v, %v", taken, err)
+			}
+			if err := a.Begin(ctx, "k", taken[0].ID, taken[1].ID); err != nil {
+				t.Fatal(err)
 			}
 			claimed, err := bb.Claim(ctx, "k") // A lost the lease; B holds it
 			if err != nil || len(claimed) != 2 {

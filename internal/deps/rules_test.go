@@ -142,7 +142,7 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", prometheus},
+			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", prometheus},
 		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills",
 			"cluster/rediscluster", "cluster/rediscluster/redistest"}, // the cluster mode benchmarks
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
@@ -183,6 +183,7 @@ var rules = []rule{
 
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},
+	{pkg: "internal/crashpoint", never: sdks, why: whyStdlib + " (its points are no-ops unless built with the crashpoints tag, for e2e's crash-point suite)"},
 	{pkg: "internal/fsync", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/tokenbucket", never: sdks, why: whyStdlib},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
@@ -231,7 +232,7 @@ var rules = []rule{
 	{pkg: "adapters/web/webtest", testOnly: true,
 		why: "the fake bus carries the web chat's events as opaque bytes, like the Redis channel it stands for"},
 	{pkg: "e2e", testOnly: true,
-		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/secret", "internal/tinyfs",
+		test: []string{"adapters/...", "agent/...", "chat/...", "cluster", "config", "gateway/...", "internal/crashpoint", "internal/secret", "internal/tinyfs",
 			"internal/extensions", "llm", "providers/...", "session/...", "tools/...", "cluster/rediscluster/redistest", telegramSDK, slackSDK, chromedp, redis},
 		why: "end-to-end tests drive the real layers from the outside (and read the leases in the real Redis)"},
 	{pkg: "bench/gateway/serveprobe", testOnly: true, why: "the probe runs the binary from outside: stdlib only"},

@@ -125,7 +125,7 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// scriptKind tells the inbox's take script ("take": 3 keys, its third
+// scriptKind tells the inbox's take script ("take": 2 keys, its second
 // argument "consume" or "claim"), its end script acknowledging an item ("ack": 5 keys, its
 // fourth argument "ack") and the admission script run with Take ("admit":
 // 8 keys, its eleventh argument "take") from any other command.
@@ -135,9 +135,9 @@ func scriptKind(cmd redis.Cmder) string {
 		return ""
 	}
 	switch fmt.Sprint(args[2]) {
-	case "3":
-		if len(args) > 3+3+2 {
-			if m := fmt.Sprint(args[3+3+2]); m == "consume" || m == "claim" {
+	case "2":
+		if len(args) > 3+2+1 {
+			if m := fmt.Sprint(args[3+2+1]); m == "consume" || m == "claim" {
 				return "take"
 			}
 		}
