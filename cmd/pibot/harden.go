@@ -55,8 +55,12 @@ func secretVars(cfg config.Config, environ []string) []string {
 		// Read for provider keys when no provider is configured
 		// (providers.Defaults).
 		hit := name == "OPENAI_API_KEY" || name == "ANTHROPIC_API_KEY"
+		// A variable holds a secret when it is one, part of one (a
+		// secret assembled from variables) or holds one (a URL carrying a
+		// password).
 		for _, s := range secrets {
-			hit = hit || len(value) >= minSecretLen && strings.Contains(s, value)
+			hit = hit || len(value) >= minSecretLen && strings.Contains(s, value) ||
+				len(s) >= minSecretLen && strings.Contains(value, s)
 		}
 		if hit {
 			out = append(out, name)

@@ -49,7 +49,7 @@ func TestConfigCheckRefusesWhatServeRefuses(t *testing.T) {
 			setup: func(t *testing.T, dir string) { writeFile(t, dir, "afile", "x") }},
 		{name: "missing workspace", key: "agent.workspace", config: base + "agent: {workspace: ./nope}\n"},
 		{name: "cluster webhook without a secret", key: "adapters.telegram.webhook_secret",
-			config: base + ws + "cluster: {redis_url: 'redis://127.0.0.1:1/0'}\nadapters: {telegram: {token: '1:a', mode: webhook, webhook_url: 'https://bot.example/tg'}}\n"},
+			config: base + ws + "cluster: {redis_url: 'redis://127.0.0.1:1/0', secret: '" + good + "'}\nadapters: {telegram: {token: '1:a', mode: webhook, webhook_url: 'https://bot.example/tg'}}\n"},
 		{name: "6-field cron", key: "schedules[0].cron",
 			config: base + ws + "schedules: [{name: s, cron: '0 0 9 * * *', location: 'web::c1', from: local, prompt: hi}]\n"},
 		{name: "empty listen", key: "http.listen", config: "data_dir: ./d\n" + ws + "http: {listen: ''}\n"},
