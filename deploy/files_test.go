@@ -145,8 +145,8 @@ func TestImageConfig(t *testing.T) {
 		t.Errorf("data_dir %q, workspace %q, listen %q: want both under the /data volume, listening on every address",
 			cfg.DataDir, cfg.Agent.Workspace, cfg.HTTP.Listen)
 	}
-	if cfg.TelegramEnabled() {
-		t.Error("Telegram is on without TELEGRAM_BOT_TOKEN")
+	if cfg.TelegramEnabled() || cfg.SlackEnabled() || cfg.DiscordEnabled() {
+		t.Errorf("a platform is on without its token: telegram %v, slack %v, discord %v", cfg.TelegramEnabled(), cfg.SlackEnabled(), cfg.DiscordEnabled())
 	}
 	cfg = load(t, "deploy/docker/config.yaml", map[string]string{
 		"TELEGRAM_BOT_TOKEN_FILE": "/run/secrets/tg", "PIBOT_WEB": "false", "PIBOT_MODEL": "openai/gpt-4.1", "PIBOT_SANDBOX": "bwrap",
@@ -154,6 +154,67 @@ func TestImageConfig(t *testing.T) {
 	if !cfg.TelegramEnabled() || cfg.Adapter.Telegram.TokenFile != "/run/secrets/tg" || cfg.WebEnabled() ||
 		cfg.Agent.Model != "openai/gpt-4.1" || cfg.Agent.Sandbox != "bwrap" {
 		t.Errorf("the environment does not reach the configuration: %+v", cfg)
+	}
+}
+
+// TestImageConfigPlatforms: each platform of the image's configuration is
+// on exactly when its token variable (or its *_FILE) is set, the others
+// stay off rather than fail, and the settings reach their keys.
+func TestImageConfigPlatforms(t *testing.T) {
+	tests := []struct {
+		name                     string
+		env                      map[string]string
+		telegram, slack, discord bool
+		check                    func(t *testing.T, cfg config.Config)
+	}{
+		{name: "none", env: map[string]string{}},
+		{name: "empty tokens", env: map[string]string{"TELEGRAM_BOT_TOKEN": "", "SLACK_BOT_TOKEN": "", "SLACK_APP_TOKEN": "", "DISCORD_BOT_TOKEN": ""}},
+		{name: "telegram", env: map[string]string{"TELEGRAM_BOT_TOKEN": "1:x"}, telegram: true},
+		{name: "slack socket", env: map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}, slack: true,
+			check: func(t *testing.T, cfg config.Config) {
+				if s := cfg.Adapter.Slack; s.BotToken != "xoxb-1" || s.AppToken != "xapp-1" || s.Mode != "socket" {
+					t.Errorf("slack %+v", s)
+				}
+			}},
+		{name: "slack http from files", env: map[string]string{"SLACK_BOT_TOKEN_FILE": "/run/secrets/slack_bot", "SLACK_MODE": "http",
+			"SLACK_SIGNING_SECRET_FILE": "/run/secrets/slack_signing"}, slack: true,
+			check: func(t *testing.T, cfg config.Config) {
+				if s := cfg.Adapter.Slack; s.BotTokenFile != "/run/secrets/slack_bot" || s.SigningSecretFile != "/run/secrets/slack_signing" || s.Mode != "http" {
+					t.Errorf("slack %+v", s)
+				}
+			}},
+		{name: "discord", env: map[string]string{"DISCORD_BOT_TOKEN": "abc.def", "DISCORD_APPLICATION_ID": "123456789012345678"}, discord: true,
+			check: func(t *testing.T, cfg config.Config) {
+				if d := cfg.Adapter.Discord; d.Token != "abc.def" || d.ApplicationID != "123456789012345678" {
+					t.Errorf("discord %+v", d)
+				}
+			}},
+		{name: "discord from a file", env: map[string]string{"DISCORD_BOT_TOKEN_FILE": "/run/secrets/discord"}, discord: true},
+		{name: "all three", env: map[string]string{"TELEGRAM_BOT_TOKEN": "1:x", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1",
+			"DISCORD_BOT_TOKEN": "abc.def"}, telegram: true, slack: true, discord: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.env["PIBOT_WEB_TOKEN"] = strings.Repeat("ab", 16)
+			cfg := load(t, "deploy/docker/config.yaml", tt.env)
+			if cfg.TelegramEnabled() != tt.telegram || cfg.SlackEnabled() != tt.slack || cfg.DiscordEnabled() != tt.discord {
+				t.Errorf("telegram %v, slack %v, discord %v; want %v, %v, %v", cfg.TelegramEnabled(), cfg.SlackEnabled(), cfg.DiscordEnabled(),
+					tt.telegram, tt.slack, tt.discord)
+			}
+			if tt.check != nil {
+				tt.check(t, cfg)
+			}
+		})
+	}
+	// Half a Slack setup is an error naming the key, not a silent "off".
+	cfg, err := config.Load(filepath.Join("..", "deploy/docker/config.yaml"), func(k string) string {
+		return map[string]string{"SLACK_APP_TOKEN": "xapp-1"}[k]
+	})
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "adapters.slack.bot_token") {
+		t.Errorf("an app token without a bot token: %v", err)
 	}
 }
 

@@ -3,8 +3,8 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -20,6 +20,16 @@ const (
 	singletonRetryMax = 30 * time.Second
 )
 
+// How often a failed command registration is tried again.
+const (
+	registerRetryMin = 5 * time.Second
+	registerRetryMax = 5 * time.Minute
+)
+
+// AdapterLeasePrefix leads the key of a singleton adapter's lease (a
+// leader role: "adapter:telegram/poll/<bot id>").
+const AdapterLeasePrefix = "adapter:"
+
 // adapterRunner runs the adapters: each feeds sink, a chat.Singleton one
 // only while this replica holds its lease.
 type adapterRunner struct {
@@ -34,17 +44,49 @@ type adapterRunner struct {
 	wait func(ctx context.Context, d time.Duration) bool
 }
 
-// registerCommands tells every adapter that can show commands which there are.
-func (ar *adapterRunner) registerCommands(ctx context.Context) error {
-	var errs []error
+// registerCommands tells every adapter that can show commands which there
+// are, each on a goroutine of its own under wg: a platform that does not
+// answer must not hold up the start (its adapter reports itself through
+// Health). A failed registration is tried again in the background, with
+// back-off, until it succeeds or ctx ends.
+func (ar *adapterRunner) registerCommands(ctx context.Context, wg *sync.WaitGroup) {
 	for _, a := range ar.adapters {
 		if r, ok := a.(chat.CommandRegistrar); ok {
-			if err := r.RegisterCommands(ctx, ar.commands()); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", a.Platform(), err))
-			}
+			wg.Go(func() { ar.registerLoop(ctx, a.Platform(), r) })
 		}
 	}
-	return errors.Join(errs...)
+}
+
+// registerLoop registers the commands with r until it succeeds. It logs
+// the first failure and the recovery, not every attempt.
+func (ar *adapterRunner) registerLoop(ctx context.Context, p chat.Platform, r chat.CommandRegistrar) {
+	wait := ar.wait
+	if wait == nil {
+		wait = sleepCtx
+	}
+	retry := registerRetryMin
+	for failures := 0; ; failures++ {
+		err := r.RegisterCommands(ctx, ar.commands())
+		if err == nil {
+			if failures > 0 {
+				ar.log.Info("commands registered", "platform", p, "after_failures", failures)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if failures == 0 {
+			// The adapter's error names its platform already.
+			ar.log.Warn("register commands failed; retrying in the background", "platform", p, "in", retry, "err", err)
+		} else {
+			ar.log.Debug("register commands failed again", "platform", p, "in", retry, "err", err)
+		}
+		if !wait(ctx, retry) {
+			return
+		}
+		retry = min(2*retry, registerRetryMax)
+	}
 }
 
 // runAdapter runs a's Run until ctx ends. A chat.Singleton adapter runs
@@ -52,7 +94,7 @@ func (ar *adapterRunner) registerCommands(ctx context.Context) error {
 func (ar *adapterRunner) runAdapter(ctx context.Context, a chat.Adapter) error {
 	if s, ok := a.(chat.Singleton); ok {
 		if key := s.SingletonKey(); key != "" {
-			return ar.runSingleton(ctx, a, "adapter:"+key)
+			return ar.runSingleton(ctx, a, AdapterLeasePrefix+key)
 		}
 	}
 	return a.Run(ctx, ar.sink)

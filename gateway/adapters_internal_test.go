@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,5 +85,42 @@ func TestSingletonStandbyAsksAtASteadyPace(t *testing.T) {
 				t.Fatalf("waits between asks = %v, want %v", waits, tt.wantWaits)
 			}
 		})
+	}
+}
+
+// A command registration that fails is tried again in the background with
+// back-off until the platform takes it; the log says so once, and once
+// more when it worked, however many attempts it took.
+func TestRegisterCommandsRetries(t *testing.T) {
+	ad := chattest.New()
+	ad.FailNext(chattest.MethodCommands, 4, errors.New("telegram: setMyCommands: dial tcp: connection refused"))
+	var logs strings.Builder
+	var waits []time.Duration
+	specs := []chat.CommandSpec{{Name: "help", Description: "Show the commands"}}
+	ar := &adapterRunner{
+		adapters: map[chat.Platform]chat.Adapter{ad.Platform(): ad},
+		log:      slog.New(slog.NewTextHandler(&logs, nil)),
+		commands: func() []chat.CommandSpec { return specs },
+		wait: func(_ context.Context, d time.Duration) bool {
+			waits = append(waits, d)
+			return true
+		},
+	}
+	var wg sync.WaitGroup
+	ar.registerCommands(t.Context(), &wg)
+	wg.Wait()
+	if !slices.Equal(ad.Commands(), specs) {
+		t.Fatalf("commands %v, want %v", ad.Commands(), specs)
+	}
+	s := time.Second
+	if want := []time.Duration{5 * s, 10 * s, 20 * s, 40 * s}; !slices.Equal(waits, want) {
+		t.Errorf("waits %v, want %v", waits, want)
+	}
+	out := logs.String()
+	if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "retrying in the background") || !strings.Contains(out, "commands registered") {
+		t.Errorf("logs:\n%s", out)
+	}
+	if strings.Contains(out, "telegram: telegram:") {
+		t.Errorf("the platform is named twice:\n%s", out)
 	}
 }

@@ -97,6 +97,9 @@ type approvalRun interface {
 	requester() string
 	// status shows (or, with "", clears) a status line in the reply.
 	status(text string)
+	// cut closes the reply's part said so far before the card is posted:
+	// what follows goes below the card (stream.Controller.Cut).
+	cut(ctx context.Context) error
 	// frozen reports that the run records nothing more (shutdown).
 	frozen() bool
 }
@@ -215,6 +218,11 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 	a.pending[ap.ID] = ap
 	a.mu.Unlock()
 	defer a.claim(ap.ID) // whoever decided has claimed it already
+	// The card, and the decision that replaces its buttons, stand between
+	// what led to the call and what follows it.
+	if err := r.cut(ctx); err != nil {
+		a.deps.log.Warn("show the reply before the approval card", "err", err)
+	}
 	if err := a.post(ctx, ap, a.text(ap, paths)); err != nil {
 		a.deps.log.Error("ask for approval", "err", err)
 		return agent.Decision{Block: true, Reason: "The approval could not be requested, so the call was not made."}

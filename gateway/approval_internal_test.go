@@ -64,6 +64,7 @@ type fakeRun struct {
 	records  []approval
 	grants   map[string]bool
 	statuses []string
+	cuts     int // replies cut before a card
 }
 
 func (f *fakeRun) record(ap *approval) error {
@@ -81,6 +82,12 @@ func (f *fakeRun) status(text string) {
 	f.mu.Unlock()
 }
 func (f *fakeRun) frozen() bool { return false }
+func (f *fakeRun) cut(context.Context) error {
+	f.mu.Lock()
+	f.cuts++
+	f.mu.Unlock()
+	return nil
+}
 
 var testGroup = chat.ConvRef{Platform: "test", Channel: "group"}
 

@@ -44,6 +44,9 @@ func (s runSite) status(text string) {
 	s.r.ctl.Status(text)
 }
 func (s runSite) frozen() bool { return s.r.frozen.Load() }
+func (s runSite) cut(ctx context.Context) error {
+	return s.r.ctl.Cut(ctx)
+}
 
 // beforeToolCall is the agent hook of a run: the approvals decide.
 func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {

@@ -193,3 +193,32 @@ func TestApproveUnknownID(t *testing.T) {
 		t.Fatalf("the tool ran %d times, want 1", n.Load())
 	}
 }
+
+// The approval card, and the decision that replaces its buttons, stand
+// between what the model said before the call and what it said after: the
+// final answer never lands above the card (it used to: the reply message
+// posted before the card kept growing).
+func TestApprovalCardInOrder(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{
+		{Text: "Let me clean the build directory.", Calls: []faux.ToolCall{faux.Call("c1", "bash", `{"command":"rm -rf build"}`)}},
+		faux.Text("All clean now."),
+	}, withTools(countingTool("bash", &n)),
+		withConfig(func(c *gateway.Config) { c.GroupApprovals = map[string]string{"bash": "ask"} }))
+	h.send("clean up", groupMsg("clean up", "alice")...)
+	ids := h.approvalButtons(groupConv)
+	h.press(groupConv, "alice", ids[0])
+	h.waitText(groupConv, "All clean now.")
+	h.waitText(groupConv, "allowed once by alice")
+	msgs := h.ad.Messages(groupConv)
+	at := func(sub string) int {
+		return slices.IndexFunc(msgs, func(m string) bool { return strings.Contains(m, sub) })
+	}
+	before, card, answer := at("Let me clean"), at("allowed once by alice"), at("All clean now.")
+	if before < 0 || !(before < card && card < answer) {
+		t.Fatalf("messages out of order (before %d, decision %d, answer %d):\n%s", before, card, answer, strings.Join(msgs, "\n---\n"))
+	}
+	if strings.Contains(msgs[before], "All clean") || strings.Contains(msgs[before], "▌") {
+		t.Errorf("the message before the card: %q", msgs[before])
+	}
+}

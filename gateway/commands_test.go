@@ -56,6 +56,8 @@ func TestCommandTable(t *testing.T) {
 
 	h := newHarness(t, nil)
 	<-h.g.Ready()
+	// The platform's list is registered in the background.
+	h.waitFor("the command list", func() bool { return len(h.ad.Commands()) > 0 })
 	help := h.answer(dmConv, "owner", "/help")
 	var listed []string
 	for _, spec := range h.ad.Commands() {

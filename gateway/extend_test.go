@@ -76,6 +76,8 @@ func TestExtensions(t *testing.T) {
 		faux.Text("after the block"),
 	}, withTools(bash), withConfig(func(c *gateway.Config) { c.Extensions = set }))
 	<-h.g.Ready()
+	// The platform's list is registered in the background.
+	h.waitFor("the command list", func() bool { return len(h.ad.Commands()) > 0 })
 
 	var listed []string
 	for _, c := range h.ad.Commands() {

@@ -388,10 +388,8 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.runCtx = runCtx
 	g.mu.Unlock()
 
-	if err := g.runner.registerCommands(ctx); err != nil {
-		g.log.Warn("register commands", "err", err)
-	}
 	var wg sync.WaitGroup
+	g.runner.registerCommands(ctx, &wg)
 	if g.pump != nil {
 		// Cluster mode: what a replica left is taken over per session,
 		// by whichever replica gets its lease (shared.go).
@@ -410,7 +408,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 			defer wg.Done()
 			if err := g.runner.runAdapter(ctx, a); err != nil && !errors.Is(err, context.Canceled) {
 				g.log.Error("adapter stopped", "platform", a.Platform(), "err", err)
-				errs <- fmt.Errorf("gateway: %s: %w", a.Platform(), err)
+				errs <- fmt.Errorf("gateway: %s adapter: %w", a.Platform(), err)
 			}
 		}()
 	}

@@ -126,6 +126,9 @@ type pending struct {
 	// applied: the message is already in the session (a replay after a
 	// crash); its run is resumed without adding it again.
 	applied bool
+	// note is the notice that the message waits (steer, follow-up,
+	// interrupt), set before the message is handed on; nil otherwise.
+	note *queueNote
 }
 
 // inboxRef names an inbox item: its key (the location it was enqueued

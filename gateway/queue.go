@@ -95,7 +95,11 @@ func (q queue) drop(p *pending, reason string) {
 	ctx := context.Background()
 	o.metrics.dropped()
 	o.replier.react(ctx, p.item.In.Msg, "❌")
-	o.replier.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
+	if p.note != nil && p.note.shown() {
+		o.replier.settleNote(ctx, p, "❌ dropped: "+reason) // the notice says it
+	} else {
+		o.replier.reply(ctx, p.item.In, "_❌ dropped: "+reason+"_")
+	}
 	o.ack(ctx, []*pending{p})
 }
 
@@ -205,19 +209,23 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending, take takeO
 		o.runs.start(loc, []*pending{p}, take)
 		return
 	}
+	// The notice's state exists before a run can take the message.
 	switch mode {
 	case modeInterrupt:
+		p.note = &queueNote{}
 		loc.waits.addNext(p)
 		r.interrupt("interrupted by a newer message")
 		o.mu.Unlock()
 		o.replier.queued(ctx, p, "⏭ interrupting the current run")
 	case modeFollowup:
 		o.mu.Unlock()
+		p.note = &queueNote{run: r}
 		if q.enqueue(r, p, false) {
 			o.replier.queued(ctx, p, "📥 queued as a follow-up")
 		}
 	default:
 		o.mu.Unlock()
+		p.note = &queueNote{run: r, steer: true}
 		if q.enqueue(r, p, true) {
 			o.replier.queued(ctx, p, "📥 will steer the current run")
 		}

@@ -53,6 +53,9 @@ func (r *run) record(e agent.Event) {
 		if p.queued {
 			r.o.replier.react(r.ctx, p.item.In.Msg, "✅")
 		}
+		if p.note != nil {
+			r.o.replier.settleNote(r.ctx, p, p.note.takenText(r))
+		}
 		r.msgs.done(p)
 	case llm.RoleToolResult:
 		crashpoint.Hit(crashpoint.ToolResult)

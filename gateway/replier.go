@@ -21,9 +21,14 @@ type replier struct {
 
 // reply sends a short answer to the conversation of in.
 func (c *replier) reply(ctx context.Context, in chat.Inbound, md string) {
+	c.replyRef(ctx, in, md)
+}
+
+// replyRef is reply, returning the message sent.
+func (c *replier) replyRef(ctx context.Context, in chat.Inbound, md string) (chat.MsgRef, bool) {
 	a := c.adapters[in.Conv.Platform]
 	if a == nil || md == "" {
-		return
+		return chat.MsgRef{}, false
 	}
 	out := chat.Out{Markdown: md}
 	if in.Msg.ID != "" && in.Msg.Conv.Key() == in.Conv.Key() {
@@ -31,9 +36,12 @@ func (c *replier) reply(ctx context.Context, in chat.Inbound, md string) {
 		ref := in.Msg
 		out.ReplyTo = &ref
 	}
-	if _, err := a.Send(ctx, in.Conv, out); err != nil {
+	ref, err := a.Send(ctx, in.Conv, out)
+	if err != nil {
 		c.log.Warn("send reply", "conv", in.Conv.Key(), "err", err)
+		return chat.MsgRef{}, false
 	}
+	return ref, true
 }
 
 // react marks a message with an emoji where the platform can.
@@ -54,8 +62,23 @@ func (c *replier) react(ctx context.Context, ref chat.MsgRef, emoji string) bool
 // The caller sets p.queued before the message can be applied.
 func (c *replier) queued(ctx context.Context, p *pending, status string) {
 	c.metrics.queued()
-	if !c.react(ctx, p.item.In.Msg, "👀") {
-		c.reply(ctx, p.item.In, "_"+status+"_")
+	if c.react(ctx, p.item.In.Msg, "👀") {
+		if p.note != nil {
+			p.note.posted(nil)
+		}
+		return
+	}
+	ref, ok := c.replyRef(ctx, p.item.In, "_"+status+"_")
+	if p.note == nil {
+		return
+	}
+	if !ok {
+		p.note.posted(nil)
+		return
+	}
+	// Settled before the notice was out: it says so at once.
+	if final, edit := p.note.posted(&ref); edit {
+		c.editNote(ctx, ref, final)
 	}
 }
 

@@ -52,8 +52,9 @@ type schedules struct {
 // defaultSchedulesPerUser is Config.SchedulesPerUser's default.
 const defaultSchedulesPerUser = 10
 
-// schedulesLease is the lease under which one replica fires schedules.
-const schedulesLease = "schedules"
+// SchedulesLease is the lease under which one replica fires schedules (a
+// leader role, which `pibot cluster status` shows as such).
+const SchedulesLease = "schedules"
 
 // schedulesReread is how often the replica holding the schedules lease
 // reads schedules.json again for schedules another replica added.
@@ -174,7 +175,7 @@ func (x *schedules) run(ctx context.Context) {
 	retry := singletonRetryMin
 	var fence int64
 	for ctx.Err() == nil {
-		lease, err := x.locker.Acquire(ctx, schedulesLease, fence)
+		lease, err := x.locker.Acquire(ctx, SchedulesLease, fence)
 		if err != nil {
 			if !errors.Is(err, cluster.ErrLeaseHeld) && ctx.Err() == nil {
 				x.log.Warn("schedules lease", "err", err)

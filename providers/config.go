@@ -75,6 +75,19 @@ func (c Config) keySource() string {
 	return "providers." + c.Name + ".api_key"
 }
 
+// Root is the API root the provider's calls go to, resolved from BaseURL
+// as its API's client resolves it ("" for faux, which calls nothing).
+// `pibot doctor` lists the models there.
+func (c Config) Root() string {
+	switch c.API {
+	case APIOpenAICompletions, APIOpenAIResponses:
+		return openai.Root(c.BaseURL)
+	case APIAnthropic:
+		return anthropic.Root(c.BaseURL)
+	}
+	return ""
+}
+
 // needsKey reports whether calls without a key are expected to fail: local
 // servers (Ollama, llama.cpp, vLLM on loopback) and faux need none.
 func (c Config) needsKey() bool {

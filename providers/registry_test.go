@@ -167,3 +167,20 @@ func TestScriptedFauxAdvancesAcrossCalls(t *testing.T) {
 		t.Fatalf("scripted answers = %q (want the script, then an echo)", got)
 	}
 }
+
+// Root is where each API's client sends its calls: doctor lists the models
+// there, so it must resolve base_url as the clients do.
+func TestConfigRoot(t *testing.T) {
+	tests := []struct{ api, base, want string }{
+		{APIOpenAIResponses, "", "https://api.openai.com/v1"},
+		{APIOpenAICompletions, "http://127.0.0.1:11434/v1/", "http://127.0.0.1:11434/v1"},
+		{APIAnthropic, "", "https://api.anthropic.com"},
+		{APIAnthropic, "https://proxy.example/anthropic/v1/", "https://proxy.example/anthropic"},
+		{APIFaux, "", ""},
+	}
+	for _, tt := range tests {
+		if got := (Config{API: tt.api, BaseURL: tt.base}).Root(); got != tt.want {
+			t.Errorf("%s %q: Root() = %q, want %q", tt.api, tt.base, got, tt.want)
+		}
+	}
+}

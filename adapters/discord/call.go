@@ -165,6 +165,11 @@ func (r *restClient) wrap(op string, err error) error {
 // (which appear in webhook URLs).
 func (r *restClient) clean(err error) string {
 	s := err.Error()
+	// A transport error names the URL discordgo built; the call went to
+	// the configured root (adapters.discord.api_url).
+	for _, host := range []string{discordgo.EndpointAPI, strings.Replace(discordgo.EndpointAPI, "discord.com", "discordapp.com", 1)} {
+		s = strings.ReplaceAll(s, host, r.root+"/")
+	}
 	if tok := r.token.Reveal(); tok != "" {
 		s = strings.ReplaceAll(s, tok, "REDACTED")
 	}

@@ -50,6 +50,30 @@ type Config struct {
 	StatePath string
 }
 
+// DefaultAPIRoot is the root of Discord's REST API, the version the
+// adapter speaks.
+const DefaultAPIRoot = "https://discord.com" + apiPath
+
+// apiPath is the path of the REST API's root on its host: every call is
+// sent to API version 10, whatever version discordgo names.
+const apiPath = "/api/v10"
+
+// APIRoot is the root every REST call of the adapter goes to
+// (ROOT/users/@me), resolved from adapters.discord.api_url, which
+// replaces https://discord.com: DefaultAPIRoot when empty, else
+// API_URL/api/v10. `pibot doctor` checks the token at the same root.
+func APIRoot(apiURL string) (string, error) {
+	if apiURL == "" {
+		return DefaultAPIRoot, nil
+	}
+	base := strings.TrimRight(apiURL, "/")
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+		return "", fmt.Errorf("discord: adapters.discord.api_url %q must be an http(s) base URL without a path", apiURL)
+	}
+	return base + apiPath, nil
+}
+
 // isID reports whether s is a Discord id, a decimal snowflake
 // (^[0-9]{1,20}$). A function, not a regular expression compiled when the
 // package loads (issue #15: heap in every pibot process).
@@ -106,12 +130,12 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	cfg.Token = secret.New(tok)
 	a := &Adapter{cfg: cfg, edits: &editLog{last: map[string]editMark{}}}
+	root, err := APIRoot(cfg.APIURL)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.APIURL != "" {
-		u, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
-			return nil, fmt.Errorf("discord: adapters.discord.api_url %q must be an http(s) base URL without a path", cfg.APIURL)
-		}
-		a.api = u
+		a.api, _ = url.Parse(strings.TrimSuffix(root, apiPath)) // APIRoot parsed it
 	}
 	if cfg.ApplicationID != "" && !isID(cfg.ApplicationID) {
 		return nil, fmt.Errorf("discord: adapters.discord.application_id %q is not a Discord id", cfg.ApplicationID)
@@ -148,7 +172,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	plain := *base
 	a.client = &plain
-	a.rest = &restClient{log: a.log, token: cfg.Token, api: a.api, limiter: newLimiter()}
+	a.rest = &restClient{log: a.log, token: cfg.Token, api: a.api, root: root, limiter: newLimiter()}
 	hc := *base
 	hc.Transport = &transport{r: a.rest, base: rt}
 	s, err := discordgo.New("Bot " + tok)
@@ -186,6 +210,7 @@ type restClient struct {
 	log     *slog.Logger
 	token   secret.Secret
 	api     *url.URL // nil: the real Discord
+	root    string   // APIRoot: where the calls go, named in errors
 	limiter *limiter
 
 	mu      sync.Mutex

@@ -140,3 +140,31 @@ func TestZombieAndReconnectResume(t *testing.T) {
 		t.Errorf("%d identifies, want 1", i)
 	}
 }
+
+// A call that fails on the way to adapters.discord.api_url is logged with
+// the URL it went to, never with discord.com (discordgo's own URL, which
+// the transport rewrote).
+func TestFailedCallNamesAPIURL(t *testing.T) {
+	h := newHarness(t, nil)
+	dead := h.srv.URL
+	h.srv.Close() // nothing listens at api_url any more
+	h.a = h.adapter(t, func(c *Config) { c.APIURL = dead })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.a.Run(ctx, func(context.Context, chat.Inbound) error { return nil }) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(h.logs.String(), "gateway discovery failed") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failure logged:\n%s", h.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logs := h.logs.String()
+	if strings.Contains(logs, "discord.com") || !strings.Contains(logs, dead+"/api/v10/gateway/bot") {
+		t.Errorf("the log names another URL than %s/api/v10/gateway/bot:\n%s", dead, logs)
+	}
+}

@@ -87,7 +87,7 @@ func (t *transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	route := routeKey(r.URL.Path)
 	r = r.Clone(r.Context())
 	if strings.HasPrefix(r.URL.Path, "/api/v9/") {
-		r.URL.Path = "/api/v10/" + strings.TrimPrefix(r.URL.Path, "/api/v9/")
+		r.URL.Path = apiPath + "/" + strings.TrimPrefix(r.URL.Path, "/api/v9/")
 		r.URL.RawPath = ""
 	}
 	if u := t.r.api; u != nil && (r.URL.Host == "discord.com" || r.URL.Host == "discordapp.com") {

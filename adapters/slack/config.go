@@ -29,6 +29,24 @@ const EventsPath = "/slack/events"
 // DefaultAPIURL is Slack's Web API base.
 const DefaultAPIURL = "https://slack.com/api/"
 
+// APIRoot is the base every Web API call of the adapter goes to
+// (ROOT + "auth.test"), resolved from adapters.slack.api_url:
+// DefaultAPIURL when empty, else the URL itself, which must end with a
+// slash. `pibot doctor` checks the tokens at the same base.
+func APIRoot(apiURL string) (string, error) {
+	if apiURL == "" {
+		return DefaultAPIURL, nil
+	}
+	u, err := url.Parse(apiURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("slack: adapters.slack.api_url %q is not an http(s) URL", apiURL)
+	}
+	if !strings.HasSuffix(apiURL, "/") {
+		return "", fmt.Errorf("slack: adapters.slack.api_url %q must end with a slash (like %s)", apiURL, DefaultAPIURL)
+	}
+	return apiURL, nil
+}
+
 // Config configures the Slack adapter (config keys adapters.slack.*).
 type Config struct {
 	// BotToken is the xoxb- bot token (adapters.slack.bot_token).
@@ -107,16 +125,12 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Mode == ModeHTTP && cfg.SigningSecret.IsZero() {
 		return nil, errors.New("slack: adapters.slack.signing_secret is required in http mode")
 	}
-	if cfg.APIURL == "" {
-		cfg.APIURL = DefaultAPIURL
+	root, err := APIRoot(cfg.APIURL)
+	if err != nil {
+		return nil, err
 	}
-	u, err := url.Parse(cfg.APIURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("slack: adapters.slack.api_url %q is not an http(s) URL", cfg.APIURL)
-	}
-	if !strings.HasSuffix(cfg.APIURL, "/") {
-		return nil, fmt.Errorf("slack: adapters.slack.api_url %q must end with a slash (like %s)", cfg.APIURL, DefaultAPIURL)
-	}
+	cfg.APIURL = root
+	u, _ := url.Parse(root) // APIRoot parsed it
 	if cfg.Command == "" {
 		cfg.Command = "/pi"
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,6 +44,9 @@ type Adapter struct {
 	log       *slog.Logger
 
 	refused atomic.Pointer[error] // why Run stopped for good: Telegram rejected the token
+	// starting is why Run has not connected yet: getMe failed (the Bot
+	// API does not answer) and is being retried; nil once it answered.
+	starting atomic.Pointer[error]
 }
 
 // New validates cfg and builds an adapter. It makes no network call.
@@ -55,13 +57,11 @@ func New(cfg Config) (*Adapter, error) {
 	if !strings.Contains(cfg.Token.Reveal(), ":") {
 		return nil, errors.New("telegram: adapters.telegram.token does not look like a bot token (<bot id>:<secret>)")
 	}
-	if cfg.APIURL == "" {
-		cfg.APIURL = "https://api.telegram.org"
+	root, err := APIRoot(cfg.APIURL)
+	if err != nil {
+		return nil, err
 	}
-	if u, err := url.Parse(cfg.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("telegram: adapters.telegram.api_url %q is not an http(s) URL", cfg.APIURL)
-	}
-	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
+	cfg.APIURL = root
 	switch cfg.Mode {
 	case "":
 		cfg.Mode = ModePolling
@@ -175,7 +175,14 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 // replicas never poll at once, even when this process is frozen or cut
 // off from the lease store with a poll open. Webhook mode ignores held.
 func (a *Adapter) RunBounded(ctx context.Context, sink chat.Sink, held func() time.Duration) error {
-	me, err := a.calls.getMe(ctx)
+	waiting := errors.New("telegram: starting: waiting for the Bot API to answer getMe")
+	a.starting.Store(&waiting)
+	me, err := a.calls.getMe(ctx, func(err error) {
+		err = fmt.Errorf("telegram: starting: the Bot API has not answered getMe yet; retrying in the background: %s",
+			strings.TrimPrefix(err.Error(), "telegram: "))
+		a.starting.Store(&err)
+	})
+	a.starting.Store(nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -195,11 +202,16 @@ func (a *Adapter) RunBounded(ctx context.Context, sink chat.Sink, held func() ti
 	return nil
 }
 
-// Health returns nil while the adapter can work, or why it stopped:
-// Telegram rejected the bot token (401). pibot keeps serving its other
-// adapters and fails /readyz with this error.
+// Health returns nil while the adapter can work, or why it cannot: it
+// stopped because Telegram rejected the bot token (401), or it is still
+// starting because the Bot API has not answered getMe (retried in the
+// background). pibot keeps serving its other adapters and fails /readyz
+// with this error.
 func (a *Adapter) Health() error {
 	if err := a.refused.Load(); err != nil {
+		return *err
+	}
+	if err := a.starting.Load(); err != nil {
 		return *err
 	}
 	return nil

@@ -143,8 +143,9 @@ func isTemporary(err error) bool {
 }
 
 // getMe calls getMe until it succeeds, backing off on temporary failures,
-// and returns the bot's own user. A rejected token fails at once.
-func (c *caller) getMe(ctx context.Context) (identity, error) {
+// and returns the bot's own user. A rejected token fails at once. failed,
+// if not nil, hears every temporary failure before the back-off.
+func (c *caller) getMe(ctx context.Context, failed func(error)) (identity, error) {
 	for attempt := 1; ; attempt++ {
 		var me *models.User
 		err := c.do(ctx, modeAdmin, 0, "getMe", func(ctx context.Context) (err error) {
@@ -161,6 +162,9 @@ func (c *caller) getMe(ctx context.Context) (identity, error) {
 			return identity{}, ctx.Err()
 		}
 		d := min(c.retryBase<<min(attempt, 7), maxBackoff)
+		if failed != nil {
+			failed(err)
+		}
 		c.log.Warn("telegram: getMe failed; retrying", "in", d, "err", err)
 		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return identity{}, err

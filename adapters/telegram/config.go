@@ -1,8 +1,11 @@
 package telegram
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/pibot/pibot/internal/secret"
@@ -75,4 +78,21 @@ func (b Pacing) withDefaults() Pacing {
 		b.GlobalPerSec = 30
 	}
 	return b
+}
+
+// DefaultAPIURL is the public Bot API server.
+const DefaultAPIURL = "https://api.telegram.org"
+
+// APIRoot is the root every Bot API call of the adapter goes to
+// (ROOT/bot<token>/METHOD), resolved from adapters.telegram.api_url:
+// DefaultAPIURL when empty, without a trailing slash. `pibot doctor`
+// checks the token at the same root.
+func APIRoot(apiURL string) (string, error) {
+	if apiURL == "" {
+		return DefaultAPIURL, nil
+	}
+	if u, err := url.Parse(apiURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("telegram: adapters.telegram.api_url %q is not an http(s) URL", apiURL)
+	}
+	return strings.TrimRight(apiURL, "/"), nil
 }

@@ -161,3 +161,35 @@ func TestTokenNeverInErrorsOrLogs(t *testing.T) {
 		t.Errorf("expected redacted URLs in the logs:\n%s", h.logs)
 	}
 }
+
+// Until the Bot API answered getMe, Health says the adapter is starting;
+// while getMe fails, Run keeps trying in the background and Health says
+// why (so /readyz
+// reports it rather than the start waiting on it); once getMe answers,
+// Health is nil.
+func TestHealthStartingWhileBotAPIUnreachable(t *testing.T) {
+	h := newHarness(t, nil)
+	h.srv.Fail("getMe", 4*maxAttempts, telegramtest.Fault{Kind: telegramtest.Fault5xx})
+	h.run(t, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := h.a.Health()
+		if err != nil && !strings.Contains(err.Error(), "telegram: starting: waiting for the Bot API") {
+			if !strings.Contains(err.Error(), "starting: the Bot API has not answered getMe yet") || strings.Contains(err.Error(), "telegram: telegram:") {
+				t.Fatalf("Health while unreachable: %v", err)
+			}
+			assertNoToken(t, err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Health stayed nil while getMe failed; logs:\n%s", h.logs.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for h.a.Health() != nil || !strings.Contains(h.logs.String(), "telegram: connected") {
+		if time.Now().After(deadline) {
+			t.Fatalf("Health after getMe answered: %v; logs:\n%s", h.a.Health(), h.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -51,6 +51,10 @@ type Config struct {
 	// cluster, so that every replica's browsers see every reply; nil: the
 	// chat shows what this process writes.
 	Bus Bus
+	// Notice is markdown the page shows in a conversation without
+	// messages, above the usual hint (cmd/pibot: what to configure when
+	// no model is); "" for none.
+	Notice string
 }
 
 // RequireToken reports whether a web chat served on listenAddr
@@ -111,7 +115,7 @@ func New(cfg Config) (*Adapter, error) {
 		relay:   rl,
 		feeder:  fd,
 		history: hist,
-		api:     &api{static: static, token: cfg.Token, log: log, store: store, relay: rl, feeder: fd, history: hist},
+		api:     &api{static: static, token: cfg.Token, log: log, store: store, relay: rl, feeder: fd, history: hist, notice: cfg.Notice},
 	}, nil
 }
 

@@ -17,7 +17,9 @@
 // the chat.History the gateway hands it, bound to the web platform. The
 // adapter asks for a status line beside the reply (chat.Caps.StatusLine),
 // refreshed every second; each status event carries when its text began,
-// so the page shows how long the agent has been at it.
+// so the page shows how long the agent has been at it. /api/info gives the
+// page Config.Notice, which an empty conversation shows (cmd/pibot: what to
+// configure when no model is).
 //
 // In cluster mode (Config.Bus) every change to a conversation log is
 // published to the other replicas' web chats, which apply it to their own

@@ -37,6 +37,7 @@ type api struct {
 	relay   *relay
 	feeder  *feeder
 	history *historyAPI
+	notice  string // Config.Notice
 }
 
 // handler returns the HTTP handler (see Adapter.Handler).
@@ -52,6 +53,7 @@ func (a *api) handler() http.Handler {
 	mux.HandleFunc("GET /api/events", a.handleEvents)
 	mux.HandleFunc("GET /api/history", a.history.handleHistory)
 	mux.HandleFunc("GET /api/conversations", a.history.handleConversations)
+	mux.HandleFunc("GET /api/info", a.handleInfo)
 	return a.guard(newFailures(), http.NewCrossOriginProtection().Handler(mux))
 }
 
@@ -345,4 +347,14 @@ func (a *api) sendQuiet(w http.ResponseWriter, r *http.Request, in chat.Inbound)
 		return
 	}
 	writeJSON(w, map[string]string{"id": in.Msg.ID})
+}
+
+// handleInfo answers what the page shows besides conversations: the
+// notice of an empty conversation.
+func (a *api) handleInfo(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(struct {
+		Notice string `json:"notice"`
+	}{a.notice})
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pibot/pibot/config"
@@ -222,8 +223,58 @@ func TestPairingOffline(t *testing.T) {
 	if r := pibot(t, dir, "", nil, "config", "check", "-c", cfg); r.code == 0 || !strings.Contains(r.stderr, "TG_TOKEN") {
 		t.Fatalf("config check without the token: exit %d %q", r.code, r.stderr)
 	}
+	if r := pibot(t, dir, "", nil, "pairing", "list"); r.code != 1 || !strings.Contains(r.stderr, "sudo -u pibot pibot … -c /etc/pibot/config.yaml") {
+		t.Fatalf("without a configuration: exit %d %q", r.code, r.stderr)
+	}
 	bad := writeFile(t, dir, "bad.yaml", "data_dir: ${STATE}/data\n")
 	if r := pibot(t, dir, "", nil, "pairing", "list", "-c", bad); r.code != 1 || !strings.Contains(r.stderr, "data_dir: ${STATE}") {
 		t.Fatalf("data_dir from an unset variable: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestPairingAsAnotherUser: run as root on the data directory of a
+// service that runs as another user (deploy/systemd: user pibot),
+// `pibot pairing approve` would write a pairing store the service cannot
+// read. It refuses, naming the owner and the command to run instead;
+// list, which writes nothing, answers with the same note.
+func TestPairingAsAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give the data directory to another user")
+	}
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./data\n")
+	store, err := access.OpenStore(filepath.Join(dir, "data", "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := store.RequestCode(t.Context(), "telegram", "42", "Ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nobody = 65534
+	for _, p := range []string{filepath.Join(dir, "data"), filepath.Join(dir, "data", "pairing.json")} {
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := pibot(t, dir, "", nil, "pairing", "approve", "telegram", code, "-c", cfg)
+	want := "sudo -u "
+	if r.code != 1 || !strings.Contains(r.stderr, "belongs to") || !strings.Contains(r.stderr, "runs as root") ||
+		!strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "pibot pairing approve telegram "+code+" -c "+cfg) {
+		t.Fatalf("approve as root: exit %d %q", r.code, r.stderr)
+	}
+	st, err := os.Stat(filepath.Join(dir, "data", "pairing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uid := st.Sys().(*syscall.Stat_t).Uid; uid != nobody {
+		t.Errorf("pairing.json now belongs to uid %d", uid)
+	}
+	if ok, _ := store.Approved(t.Context(), "telegram", "42"); ok {
+		t.Error("approved anyway")
+	}
+	r = pibot(t, dir, "", nil, "pairing", "list", "-c", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, code) || !strings.Contains(r.stderr, "note: the data directory") {
+		t.Errorf("list as root: exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pibot/pibot/cluster/rediscluster"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/gateway"
 )
 
 // runCluster runs `pibot cluster status`: the leases held now in the
@@ -71,12 +72,21 @@ func writeClusterStatus(w interface{ Write([]byte) (int, error) }, held []redisc
 	fmt.Fprintln(tw, "REPLICA\tKIND\tLEASE\tFENCE\tTTL")
 	for _, r := range replicas {
 		for _, h := range byReplica[r] {
-			kind, key := "session", h.Key
-			if k, ok := strings.CutPrefix(h.Key, "adapter:"); ok {
-				kind, key = "leader", k
-			}
+			kind, key := leaseKind(h.Key)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r, kind, key, h.Fence, h.TTL.Round(time.Millisecond))
 		}
 	}
 	return errors.Join(tw.Flush())
+}
+
+// leaseKind tells a leader role (a singleton adapter, the schedules) from
+// a session's lease, and names what the lease is for.
+func leaseKind(key string) (kind, name string) {
+	if k, ok := strings.CutPrefix(key, gateway.AdapterLeasePrefix); ok {
+		return "leader", k
+	}
+	if key == gateway.SchedulesLease {
+		return "leader", key
+	}
+	return "session", key
 }

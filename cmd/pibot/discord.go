@@ -7,21 +7,16 @@ import (
 
 	"github.com/pibot/pibot/adapters/discord"
 	"github.com/pibot/pibot/config"
-	"github.com/pibot/pibot/internal/secret"
 )
 
 // newDiscord builds the Discord adapter from adapters.discord.*.
 func newDiscord(cfg config.Config, log *slog.Logger) (*discord.Adapter, error) {
-	d := cfg.Adapter.Discord
-	tok, err := config.ReadSecret("adapters.discord.token", d.Token, d.TokenFile)
+	dc, err := discordConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if tok == "" {
-		return nil, &config.Error{Key: "adapters.discord.token", Msg: "is empty (the bot token from the developer portal)"}
-	}
-	return discord.New(discord.Config{Token: secret.New(tok), APIURL: d.APIURL, ApplicationID: d.ApplicationID,
-		Guilds: d.Guilds, Command: d.Command, Logger: log, StatePath: dataPath(cfg, "discord-gateway.json")})
+	dc.Logger = log
+	return discord.New(dc)
 }
 
 // runDiscord runs `pibot discord invite`: it prints the OAuth2 URL that

@@ -5,11 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/pibot/pibot/adapters/discord"
+	"github.com/pibot/pibot/adapters/slack"
+	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/doctor"
 	"github.com/pibot/pibot/providers"
+	"github.com/pibot/pibot/tools/mcp"
 	"github.com/pibot/pibot/tools/sandbox"
 )
 
@@ -43,7 +52,9 @@ func runDoctor(ctx context.Context, c *cli, args []string) error {
 		path = "no file: built-in defaults"
 	}
 	findings := []doctor.Finding{{Check: "config", Status: doctor.OK, Detail: path}}
-	findings = append(findings, doctor.Run(ctx, doctorChecks(cfg, c.getenv), *timeout)...)
+	var stops sync.WaitGroup // the MCP servers doctor started, stopping
+	findings = append(findings, doctor.Run(ctx, doctorChecks(cfg, c.getenv, &stops), *timeout)...)
+	defer stops.Wait()
 	if fails, _ := doctor.Report(c.stdout, findings); fails > 0 {
 		return &exitError{code: 1}
 	}
@@ -51,22 +62,13 @@ func runDoctor(ctx context.Context, c *cli, args []string) error {
 }
 
 // doctorChecks turns a valid configuration into the checks of its parts.
-func doctorChecks(cfg config.Config, getenv func(string) string) []doctor.Check {
-	var checks []doctor.Check
-	if cfg.TelegramEnabled() {
-		tg := cfg.Adapter.Telegram
-		tok, err := config.ReadSecret("adapters.telegram.token", tg.Token, tg.TokenFile)
-		checks = append(checks, credCheck(doctor.Telegram, err, doctor.Cred{Name: "telegram", URL: tg.APIURL, Token: tok, Key: "adapters.telegram.token", URLKey: "adapters.telegram.api_url"}))
-	}
-	if s := cfg.Adapter.Slack; s.BotToken != "" {
-		checks = append(checks, doctor.Slack(doctor.Cred{Name: "slack", URL: s.APIURL, Token: s.BotToken, Key: "adapters.slack.bot_token", URLKey: "adapters.slack.api_url"}))
-	}
-	if d := cfg.Adapter.Discord; d.Token != "" {
-		checks = append(checks, doctor.Discord(doctor.Cred{Name: "discord", URL: d.APIURL, Token: d.Token, Key: "adapters.discord.token", URLKey: "adapters.discord.api_url"}))
-	}
+// The MCP servers it starts are stopped under stops.
+func doctorChecks(cfg config.Config, getenv func(string) string, stops *sync.WaitGroup) []doctor.Check {
+	checks := platformChecks(cfg)
 	checks = append(checks, providerChecks(cfg, getenv)...)
 	checks = append(checks, doctor.Check{Name: "model", Run: func(context.Context) doctor.Finding { return modelFinding(cfg, getenv) }})
 	checks = append(checks, doctor.Check{Name: "http", Run: func(context.Context) doctor.Finding { return httpFinding(cfg) }})
+	checks = append(checks, mcpChecks(cfg, stops)...)
 	if cfg.Cluster.RedisURL != "" {
 		checks = append(checks, doctor.Redis("redis", cfg.Cluster.RedisURL, "cluster.redis_url"))
 	}
@@ -77,12 +79,50 @@ func doctorChecks(cfg config.Config, getenv func(string) string) []doctor.Check 
 	return checks
 }
 
+// platformChecks tries each enabled chat platform's tokens, read as serve
+// reads them (inline or from their files: adapterconfig.go), at the API
+// root its adapter resolves from api_url.
+func platformChecks(cfg config.Config) []doctor.Check {
+	var checks []doctor.Check
+	if cfg.TelegramEnabled() {
+		tc, err := telegramConfig(cfg)
+		root, rerr := telegram.APIRoot(tc.APIURL)
+		checks = append(checks, credCheck(doctor.Telegram, errors.Join(err, rerr), doctor.Cred{Name: "telegram", URL: root,
+			Token: tc.Token.Reveal(), Key: "adapters.telegram.token", URLKey: "adapters.telegram.api_url"}))
+	}
+	if cfg.SlackEnabled() {
+		sc, err := slackConfig(cfg)
+		root, rerr := slack.APIRoot(sc.APIURL)
+		err = errors.Join(err, rerr)
+		checks = append(checks, credCheck(doctor.Slack, err, doctor.Cred{Name: "slack", URL: root,
+			Token: sc.BotToken.Reveal(), Key: "adapters.slack.bot_token", URLKey: "adapters.slack.api_url"}))
+		if sc.Mode != slack.ModeHTTP && err == nil {
+			checks = append(checks, doctor.SlackApp(doctor.Cred{Name: "slack app token", URL: root,
+				Token: sc.AppToken.Reveal(), Key: "adapters.slack.app_token", URLKey: "adapters.slack.api_url"}))
+		}
+	}
+	if cfg.DiscordEnabled() {
+		dc, err := discordConfig(cfg)
+		root, rerr := discord.APIRoot(dc.APIURL)
+		checks = append(checks, credCheck(doctor.Discord, errors.Join(err, rerr), doctor.Cred{Name: "discord", URL: root,
+			Token: dc.Token.Reveal(), Key: "adapters.discord.token", URLKey: "adapters.discord.api_url"}))
+	}
+	return checks
+}
+
 // credCheck is check(cred), or a failing check when the credential could
-// not be read (a missing *_file).
-func credCheck(check func(doctor.Cred) doctor.Check, readErr error, cred doctor.Cred) doctor.Check {
-	if readErr != nil {
+// not be resolved (a missing *_file, a bad api_url).
+func credCheck(check func(doctor.Cred) doctor.Check, err error, cred doctor.Cred) doctor.Check {
+	if err != nil {
 		return doctor.Check{Name: cred.Name, Run: func(context.Context) doctor.Finding {
-			return doctor.Finding{Status: doctor.Fail, Detail: readErr.Error(), Fix: "make the file readable by the user pibot runs as"}
+			var ce *config.Error
+			if errors.As(err, &ce) && strings.HasSuffix(ce.Key, "_file") {
+				return doctor.Finding{Status: doctor.Fail, Detail: ce.Error(), Fix: "make the file readable by the user pibot runs as"}
+			}
+			if errors.As(err, &ce) {
+				return configFinding(err, cred.Key)
+			}
+			return configFinding(err, cred.URLKey) // the adapter refused api_url
 		}}
 	}
 	return check(cred)
@@ -105,7 +145,7 @@ func providerChecks(cfg config.Config, getenv func(string) string) []doctor.Chec
 			// A built-in provider from the environment.
 			key, urlKey = strings.ToUpper(p.Name)+"_API_KEY", strings.ToUpper(p.Name)+"_BASE_URL"
 		}
-		cred := doctor.Cred{Name: "provider " + p.Name, URL: p.BaseURL, Token: p.APIKey.Reveal(), Key: key, URLKey: urlKey, Headers: p.Headers}
+		cred := doctor.Cred{Name: "provider " + p.Name, URL: p.Root(), Token: p.APIKey.Reveal(), Key: key, URLKey: urlKey, Headers: p.Headers}
 		switch p.API {
 		case providers.APIOpenAICompletions, providers.APIOpenAIResponses:
 			var want []string
@@ -160,19 +200,11 @@ func modelFinding(cfg config.Config, getenv func(string) string) doctor.Finding 
 // guard a non-loopback http.listen.
 func httpFinding(cfg config.Config) doctor.Finding {
 	if cfg.WebEnabled() {
-		tok, err := config.ReadSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)
-		if err == nil {
-			err = strongToken("adapters.web.token", tok, cfg.HTTP.Listen, " (or set adapters.web.enabled: false)")
-		}
-		if err != nil {
+		if _, err := webToken(cfg); err != nil {
 			return configFinding(err, "adapters.web.token")
 		}
 	}
-	tok, err := config.ReadSecret("http.metrics_token", cfg.HTTP.MetricsToken, cfg.HTTP.MetricsTokenFile)
-	if err == nil && tok != "" {
-		err = strongToken("http.metrics_token", tok, cfg.HTTP.Listen, "")
-	}
-	if err != nil {
+	if _, err := metricsHandler(cfg, http.NotFoundHandler()); err != nil {
 		return configFinding(err, "http.metrics_token")
 	}
 	return doctor.Finding{Status: doctor.OK, Detail: "listen " + cfg.HTTP.Listen}
@@ -231,4 +263,59 @@ func configFinding(err error, key string) doctor.Finding {
 		return doctor.Finding{Status: doctor.Fail, Detail: ce.Msg, Fix: "fix " + ce.Key}
 	}
 	return doctor.Finding{Status: doctor.Fail, Detail: err.Error(), Fix: "fix " + key}
+}
+
+// mcpChecks starts each MCP server as serve does (newMCP, one manager per
+// server so each check has its own deadline) and reports its tools, or
+// what it is doing when it has not answered by the check's deadline. The
+// servers are stopped under stops, after the finding (a server that does
+// not end on its own takes the manager's stop timeout).
+func mcpChecks(cfg config.Config, stops *sync.WaitGroup) []doctor.Check {
+	names := slices.Sorted(maps.Keys(cfg.MCP.Servers))
+	checks := make([]doctor.Check, 0, len(names))
+	for _, name := range names {
+		srv := cfg.MCP.Servers[name]
+		one := cfg
+		one.MCP.Servers = map[string]config.MCPServer{name: srv}
+		// Counted now, before doctor.Run, which may give up on the check
+		// and return while it still runs.
+		stops.Add(1)
+		checks = append(checks, doctor.Check{Name: "mcp " + name, Run: func(ctx context.Context) doctor.Finding {
+			m, err := newMCP(one, slog.New(slog.DiscardHandler))
+			if err != nil {
+				stops.Done()
+				return configFinding(err, "mcp.servers")
+			}
+			defer func() {
+				go func() {
+					defer stops.Done()
+					_ = m.Close()
+				}()
+			}()
+			return mcpFinding(ctx, m, srv)
+		}})
+	}
+	return checks
+}
+
+// mcpFinding starts m's one server and waits for its first connection
+// until shortly before ctx's deadline.
+func mcpFinding(ctx context.Context, m *mcp.Manager, srv config.MCPServer) doctor.Finding {
+	wait := mcpStartTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl) * 9 / 10 // answer before doctor gives up on the check
+	}
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	m.Start(wctx)
+	cancel()
+	s := m.Status()[0]
+	switch s.State {
+	case mcp.StateReady:
+		return doctor.Finding{Status: doctor.OK, Detail: fmt.Sprintf("%d tools (%s)", len(s.Tools), s.Transport)}
+	case mcp.StateStarting, mcp.StateIdle:
+		return doctor.Finding{Status: doctor.Warn, Detail: mcpState(s, srv, time.Since(start).Round(100*time.Millisecond)),
+			Fix: "run `pibot mcp list --wait 2m` to wait for it, or raise --timeout"}
+	}
+	return doctor.Finding{Status: doctor.Fail, Detail: mcpState(s, srv, 0), Fix: "fix mcp.servers." + s.Name}
 }

@@ -8,7 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pibot/pibot/adapters/discord/discordtest"
+	"github.com/pibot/pibot/adapters/slack/slacktest"
 	"github.com/pibot/pibot/adapters/telegram/telegramtest"
 	"github.com/pibot/pibot/internal/tinyfs"
 )
@@ -160,4 +163,149 @@ func TestProbeBase(t *testing.T) {
 	if _, err := probeBase("8080"); err == nil {
 		t.Error("probeBase(\"8080\") = nil error")
 	}
+}
+
+// doctor checks every platform's token where serve's adapter would use
+// it: tokens given as files (systemd credentials, Docker secrets) are
+// read, api_url is resolved as the adapter resolves it (Discord's REST
+// root is API_URL/api/v10), and serve, started from the same file, works
+// against the same fakes. A rejected token is reported as rejected, a
+// missing file names its key, a wrong api_url names api_url.
+func TestDoctorChecksWhatServeUses(t *testing.T) {
+	const tgToken = "222:file-telegram-token"
+	tg := telegramtest.New(tgToken, telegramtest.WithUsername("files_bot"))
+	defer tg.Close()
+	sl := slacktest.New()
+	defer sl.Close()
+	dc := discordtest.New(discordTestToken)
+	defer dc.Close()
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "credentials")
+	if err := os.Mkdir(secrets, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// put writes the credential files; a trailing newline, as `echo`
+	// leaves it, is not part of the token.
+	put := func(tgTok, bot, app, discord string) {
+		for name, v := range map[string]string{"telegram": tgTok, "slack_bot": bot, "slack_app": app, "discord": discord} {
+			writeFile(t, secrets, name, v+"\n")
+		}
+	}
+	conf := func(name, discordURL string) string {
+		return writeFile(t, dir, name, fauxConfig+`  workspace: ./ws
+  sandbox: off
+adapters:
+  web: {enabled: false}
+  telegram:
+    token_file: `+filepath.Join(secrets, "telegram")+`
+    api_url: `+tg.URL+`
+  slack:
+    bot_token_file: `+filepath.Join(secrets, "slack_bot")+`
+    app_token_file: `+filepath.Join(secrets, "slack_app")+`
+    api_url: `+sl.APIURL+`
+  discord:
+    token_file: `+filepath.Join(secrets, "discord")+`
+    api_url: `+discordURL+`
+`)
+	}
+	good := conf("good.yaml", dc.URL)
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	doctorRun := func(t *testing.T, file string, code int, want, notWant []string) string {
+		t.Helper()
+		r := pibot(t, dir, "", nil, "doctor", "-c", file)
+		if r.code != code {
+			t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stdout, w) {
+				t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
+			}
+		}
+		for _, w := range notWant {
+			if strings.Contains(r.stdout, w) {
+				t.Errorf("stdout has %q:\n%s", w, r.stdout)
+			}
+		}
+		for _, secret := range []string{tgToken, sl.BotToken, sl.AppToken, discordTestToken, "wrong-"} {
+			if strings.Contains(r.stdout+r.stderr, secret) {
+				t.Errorf("the output shows a secret %q", secret)
+			}
+		}
+		return r.stdout
+	}
+
+	t.Run("token files and api_url", func(t *testing.T) {
+		put(tgToken, sl.BotToken, sl.AppToken, discordTestToken)
+		doctorRun(t, good, 0, []string{"ok    telegram", "@files_bot", "ok    slack ", "auth.test", "ok    slack app token",
+			"ok    discord", "bot pibot (users/@me)", "everything looks right"}, nil)
+		var me []discordtest.Call
+		for _, c := range dc.Calls() {
+			if c.Route == "/users/@me" {
+				me = append(me, c)
+			}
+		}
+		if len(me) != 1 || me[0].Status != http.StatusOK {
+			t.Errorf("doctor's users/@me calls at the fake's /api/v10: %+v", me)
+		}
+	})
+
+	t.Run("serve uses the same", func(t *testing.T) {
+		put(tgToken, sl.BotToken, sl.AppToken, discordTestToken)
+		getMes := len(tg.Calls("getMe"))
+		s := startServe(t, dir, "-c", good, "--listen", "127.0.0.1:0")
+		if err := sl.WaitConnected(1, 15*time.Second); err != nil {
+			t.Errorf("serve's Slack adapter did not connect with the app token file: %v", err)
+		}
+		deadline := time.Now().Add(15 * time.Second)
+		for dc.Identifies() == 0 || len(tg.Calls("getMe")) == getMes {
+			if time.Now().After(deadline) {
+				t.Fatalf("serve's Discord or Telegram adapter made no call: identifies %d, getMe %d\nstderr:\n%s",
+					dc.Identifies(), len(tg.Calls("getMe"))-getMes, s.stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if code, body := s.get(t, "/readyz"); code != http.StatusOK {
+			t.Errorf("/readyz = %d %q", code, body)
+		}
+		for _, c := range dc.Calls() {
+			if c.Status == http.StatusUnauthorized {
+				t.Errorf("serve's Discord call %s %s was refused", c.Method, c.Route)
+			}
+		}
+		for _, c := range tg.Calls() {
+			if c.Code == http.StatusUnauthorized {
+				t.Errorf("serve's Telegram call %s was refused", c.Method)
+			}
+		}
+		if code := s.stop(t); code != 0 {
+			t.Errorf("serve exit %d; stderr:\n%s", code, s.stderr)
+		}
+	})
+
+	t.Run("rejected tokens", func(t *testing.T) {
+		put("222:wrong-telegram", "xoxb-wrong-bot", "xapp-wrong-app", "wrong-discord.token")
+		doctorRun(t, good, 1, []string{"FAIL  telegram", "token rejected by getMe (401", "FAIL  slack ", "token rejected by auth.test (invalid_auth)",
+			"FAIL  slack app token", "token rejected by apps.connections.open (invalid_auth)", "FAIL  discord", "token rejected by users/@me (401",
+			"4 problem(s)"}, []string{"may be down", "404"})
+	})
+
+	t.Run("missing file", func(t *testing.T) {
+		put(tgToken, sl.BotToken, sl.AppToken, discordTestToken)
+		if err := os.Remove(filepath.Join(secrets, "discord")); err != nil {
+			t.Fatal(err)
+		}
+		doctorRun(t, good, 1, []string{"FAIL  discord", "adapters.discord.token_file", "no such file", "make the file readable", "ok    telegram", "1 problem(s)"}, nil)
+	})
+
+	t.Run("api_url of another service", func(t *testing.T) {
+		put(tgToken, sl.BotToken, sl.AppToken, discordTestToken)
+		nothing := httptest.NewServer(http.NotFoundHandler())
+		defer nothing.Close()
+		doctorRun(t, conf("nothing.yaml", nothing.URL), 1, []string{"FAIL  discord", "no such API method", "404 Not Found", "check adapters.discord.api_url"},
+			[]string{"may be down"})
+		doctorRun(t, conf("slack.yaml", sl.URL), 1, []string{"FAIL  discord", "answered, but not as the API does", "check adapters.discord.api_url"},
+			[]string{"may be down"})
+	})
 }

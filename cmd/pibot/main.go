@@ -10,7 +10,7 @@
 //	pibot models [-c FILE]
 //	pibot pairing list|approve PLATFORM CODE|revoke PLATFORM USER [-c FILE]
 //	pibot doctor [-c FILE]
-//	pibot mcp list [-c FILE]
+//	pibot mcp list [-c FILE] [--wait D]
 //	pibot healthcheck [-c FILE] [--ready] [--url URL]
 //	pibot version [--short]
 //
@@ -61,7 +61,7 @@ Usage:
   pibot healthcheck [-c FILE] [--ready]     probe a running pibot's /healthz (or /readyz)
   pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
                                             print the Slack app manifest pibot needs
-  pibot mcp list [-c FILE]                  start the MCP servers and show their state and tools
+  pibot mcp list [-c FILE] [--wait D]       start the MCP servers and show their state and tools
   pibot version [--short]                   print the version, commit, commit date and Go version
 
 -c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,6 +65,7 @@ func runMCP(ctx context.Context, c *cli, args []string) error {
 	}
 	fs := c.newFlags("mcp list")
 	file := configFlag(fs)
+	wait := fs.Duration("wait", mcpStartTimeout, "how long to wait for the servers' first connection")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return err
@@ -82,24 +86,48 @@ func runMCP(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer m.Close() //nolint:errcheck // Close reports nothing
-	sctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
+	sctx, cancel := context.WithTimeout(ctx, *wait)
 	m.Start(sctx)
 	cancel()
-	writeMCPStatus(c.stdout, m.Status())
+	writeMCPStatus(c.stdout, m.Status(), cfg.MCP.Servers, *wait)
 	return nil
+}
+
+// packageRunners fetch the package they run on first use, which can take
+// a minute before the server answers.
+var packageRunners = []string{"npx", "uvx", "bunx", "pnpx", "pipx"}
+
+// mcpState says in words what a server is doing after waited: a server
+// still starting has no tools yet, and one run by a package runner (npx)
+// is most likely fetching its package.
+func mcpState(s mcp.Status, srv config.MCPServer, waited time.Duration) string {
+	switch s.State {
+	case mcp.StateStarting, mcp.StateIdle:
+		msg := fmt.Sprintf("starting, no tools yet (no answer within %s", waited)
+		if runner := filepath.Base(srv.Command); slices.Contains(packageRunners, runner) {
+			msg += "; " + runner + " is probably still fetching the package"
+		}
+		return msg + ")"
+	case mcp.StateReady:
+		return string(s.State)
+	}
+	if s.Err != "" {
+		return string(s.State) + ": " + s.Err
+	}
+	return string(s.State)
 }
 
 // writeMCPStatus prints one block per server: name, transport, state
 // (with the error when not ready) and its tools.
-func writeMCPStatus(w interface{ Write([]byte) (int, error) }, list []mcp.Status) {
+func writeMCPStatus(w interface{ Write([]byte) (int, error) }, list []mcp.Status, servers map[string]config.MCPServer, waited time.Duration) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tSTATE\tTOOLS")
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tTOOLS\tSTATE")
 	for _, s := range list {
-		state := string(s.State)
-		if s.Err != "" {
-			state += ": " + s.Err
+		tools := "-" // not listed yet
+		if s.State == mcp.StateReady || len(s.Tools) > 0 {
+			tools = strconv.Itoa(len(s.Tools))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", s.Name, s.Transport, state, len(s.Tools))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Transport, tools, mcpState(s, servers[s.Name], waited))
 	}
 	tw.Flush() //nolint:errcheck // stdout
 	for _, s := range list {

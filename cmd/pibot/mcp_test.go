@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -143,5 +144,67 @@ func TestSecretVarsMCP(t *testing.T) {
 	env := []string{"GH=ghp-value-123456", "DOCS=docs-token-987", "HOME=/root"}
 	if got := secretVars(cfg, env); !slices.Equal(got, []string{"GH", "DOCS"}) {
 		t.Errorf("secretVars = %v, want [GH DOCS]", got)
+	}
+}
+
+// slowNPX writes an "npx" that never answers the MCP handshake, as npx
+// does while it downloads a package.
+func slowNPX(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "npx")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexec sleep 60\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// A server that has not answered yet is "starting, no tools yet", with
+// the hint that npx fetches its package, not "starting 0".
+func TestMCPListStarting(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "c.yaml", "data_dir: ./data\nmcp:\n  servers:\n    fetching:\n      command: "+slowNPX(t)+"\n      args: [\"-y\", \"@example/server\"]\n")
+	out := ok(t, dir, "mcp", "list", "-c", "c.yaml", "--wait", "500ms")
+	for _, want := range []string{"fetching", "stdio", "-", "starting, no tools yet (no answer within 500ms; npx is probably still fetching the package)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("mcp list lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "starting  0") || strings.Contains(out, " 0 ") {
+		t.Errorf("mcp list counts tools of a server that listed none:\n%s", out)
+	}
+}
+
+// doctor starts every MCP server as serve would: a working one shows its
+// tools, a broken one fails naming its key, one still starting at the
+// deadline is a warning that says what it is doing.
+func TestDoctorMCP(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "c.yaml", fauxConfig+`  workspace: ./ws
+  sandbox: off
+adapters: {web: {enabled: false}}
+mcp:
+  servers:
+    local:
+      command: `+os.Args[0]+`
+      args: ["-test.run=^$"]
+      env: {`+mcpServerEnv+`: "1"}
+    broken:
+      command: /nonexistent/server
+    fetching:
+      command: `+slowNPX(t)+`
+`)
+	r := pibot(t, dir, "", nil, "doctor", "-c", "c.yaml", "--timeout", "3s")
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	for _, want := range []string{"ok    mcp local", "1 tools (stdio)", "FAIL  mcp broken", "/nonexistent/server", "fix mcp.servers.broken",
+		"WARN  mcp fetching", "starting, no tools yet", "npx is probably still fetching the package", "pibot mcp list --wait",
+		"1 problem(s), 1 warning(s)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

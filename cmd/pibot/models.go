@@ -162,6 +162,16 @@ func defaultModel(cfg config.Config, reg *providers.Registry) string {
 	return ""
 }
 
+// noModelNotice is what the web chat shows in an empty conversation when
+// no model can answer (noModelHelp), "" when one can.
+func noModelNotice(cfg config.Config, getenv func(string) string) string {
+	reg, err := newRegistry(cfg, getenv, slog.New(slog.DiscardHandler), 0)
+	if err != nil || defaultModel(cfg, reg) != "" {
+		return "" // a broken provider is refused at start, in its own words
+	}
+	return noModelHelp
+}
+
 // runModels runs `pibot models`.
 func runModels(c *cli, args []string) error {
 	fs := c.newFlags("models")

@@ -82,6 +82,12 @@ func (c pairingCmd) run(ctx context.Context, args []string) error {
 		if err := haveDataDir(cfg); err != nil {
 			return fmt.Errorf("pairing: %w", err)
 		}
+		if err := foreignDataDir(cfg, append([]string{"pairing", sub}, pos...)); err != nil {
+			if sub != "list" {
+				return fmt.Errorf("pairing: %w", err)
+			}
+			fmt.Fprintf(c.stderr, "pibot: note: %v\n", err) // reading changes nothing
+		}
 		fileStore, err := access.OpenStore(dataPath(cfg, "pairing.json"))
 		if err != nil {
 			return err

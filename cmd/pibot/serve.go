@@ -131,7 +131,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 		for _, a := range adapters {
 			if h, ok := a.(healthChecker); ok {
 				if err := h.Health(); err != nil {
-					http.Error(w, string(a.Platform())+": "+err.Error(), http.StatusServiceUnavailable)
+					http.Error(w, platformError(a.Platform(), err), http.StatusServiceUnavailable)
 					return
 				}
 			}
@@ -226,14 +226,11 @@ func (c serveCmd) exitOnSecondSignal(done <-chan struct{}) {
 func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates, bus web.Bus) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.WebEnabled() {
-		tok, err := config.ReadSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)
+		tok, err := webToken(cfg)
 		if err != nil {
 			return nil, err
 		}
-		if err := strongToken("adapters.web.token", tok, cfg.HTTP.Listen, " (or set adapters.web.enabled: false)"); err != nil {
-			return nil, err
-		}
-		w, err := web.New(web.Config{Token: secret.New(tok), Logger: log.With("adapter", "web"), Bus: bus})
+		w, err := web.New(web.Config{Token: tok, Logger: log.With("adapter", "web"), Bus: bus, Notice: noModelNotice(cfg, c.getenv)})
 		if err != nil {
 			return nil, err
 		}
@@ -245,21 +242,13 @@ func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeM
 		})
 	}
 	if cfg.TelegramEnabled() {
-		tg := cfg.Adapter.Telegram
-		tok, err := config.ReadSecret("adapters.telegram.token", tg.Token, tg.TokenFile)
+		tc, err := telegramConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
-		whSecret, err := config.ReadSecret("adapters.telegram.webhook_secret", tg.WebhookSecret, tg.WebhookSecretFile)
-		if err != nil {
-			return nil, err
-		}
-		a, err := telegram.New(telegram.Config{
-			Token: secret.New(tok), APIURL: tg.APIURL, Mode: tg.Mode, WebhookURL: tg.WebhookURL,
-			WebhookSecret: secret.New(whSecret), AllowedUpdates: tg.AllowedUpdates, Logger: log,
-			// In this process, or shared by the replicas (cluster mode).
-			Rates: rates,
-		})
+		// In this process, or shared by the replicas (cluster mode).
+		tc.Logger, tc.Rates = log, rates
+		a, err := telegram.New(tc)
 		if err != nil {
 			return nil, err
 		}
@@ -283,6 +272,26 @@ func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeM
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// webToken is adapters.web.token, read (inline or from its file) and
+// checked against http.listen. serve's web chat and doctor use it.
+func webToken(cfg config.Config) (secret.Secret, error) {
+	tok, err := readSecret("adapters.web.token", cfg.Adapter.Web.Token, cfg.Adapter.Web.TokenFile)
+	if err != nil {
+		return tok, err
+	}
+	return tok, strongToken("adapters.web.token", tok.Reveal(), cfg.HTTP.Listen, " (or set adapters.web.enabled: false)")
+}
+
+// platformError is err's text led by its platform's name, once: most
+// adapters' errors name their platform already ("telegram: …").
+func platformError(p chat.Platform, err error) string {
+	msg := err.Error()
+	if strings.HasPrefix(msg, string(p)+": ") {
+		return msg
+	}
+	return string(p) + ": " + msg
 }
 
 // healthChecker is an adapter that can stop on its own (a refused token):

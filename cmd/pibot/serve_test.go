@@ -9,11 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pibot/pibot/adapters/web"
 )
 
 // server is a running `pibot serve`.
@@ -197,5 +201,62 @@ func TestServeWebChatRunsTheAgent(t *testing.T) {
 func TestLocalOwnerKeys(t *testing.T) {
 	if got, want := localOwners(), []string{"web:local", "term:local"}; !slices.Equal(got, want) {
 		t.Fatalf("local owners = %q, want %q", got, want)
+	}
+}
+
+// TestDocsTokenMinimum: every document, example and deploy file that
+// states the token minimum states web.MinTokenLen, and every `openssl
+// rand -hex N` it suggests prints at least that many characters.
+func TestDocsTokenMinimum(t *testing.T) {
+	files := []string{"README.md", "SECURITY.md", "config.example.yaml", "config/config.example.yaml",
+		"deploy/pibot.env.example", "deploy/docker/config.yaml", "deploy/systemd/config.yaml", "deploy/systemd/pibot.service",
+		"deploy/docker-compose.yml", "deploy/docker-compose.cluster.yml"}
+	docs, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	minimum := regexp.MustCompile(`(?:at least\s+(\d+)|(\d+)\+)\s+(?:#\s*)?characters`)
+	hex := regexp.MustCompile(`rand -hex (\d+)`)
+	stated := 0
+	for _, f := range append(files, docs...) {
+		if !filepath.IsAbs(f) && !strings.HasPrefix(f, "..") {
+			f = filepath.Join("..", "..", f)
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range minimum.FindAllStringSubmatch(string(b), -1) {
+			stated++
+			if n, _ := strconv.Atoi(m[1] + m[2]); n != web.MinTokenLen {
+				t.Errorf("%s: %q: the minimum is %d", f, m[0], web.MinTokenLen)
+			}
+		}
+		for _, m := range hex.FindAllStringSubmatch(string(b), -1) {
+			if n, _ := strconv.Atoi(m[1]); 2*n < web.MinTokenLen {
+				t.Errorf("%s: %q prints %d characters, fewer than %d", f, m[0], 2*n, web.MinTokenLen)
+			}
+		}
+	}
+	if stated < 6 {
+		t.Errorf("the minimum is stated %d times; the patterns no longer find the statements", stated)
+	}
+}
+
+// The web chat's empty conversation says what to configure when no model
+// can answer (/api/info's notice), and nothing of the kind when one can.
+func TestServeWebNoModelNotice(t *testing.T) {
+	for _, tt := range []struct {
+		name, config string
+		want         bool
+	}{{"no model", "data_dir: ./d\n", true}, {"faux model", fauxConfig, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := writeFile(t, dir, "c.yaml", tt.config)
+			s := startServe(t, dir, "-c", cfg, "--listen", "127.0.0.1:0")
+			code, body := s.get(t, "/api/info")
+			if code != http.StatusOK || strings.Contains(body, "No model is configured") != tt.want ||
+				tt.want && !strings.Contains(body, "OPENAI_API_KEY") {
+				t.Errorf("/api/info = %d %q", code, body)
+			}
+			s.stop(t)
+		})
 	}
 }

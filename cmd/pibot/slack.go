@@ -11,7 +11,6 @@ import (
 	"github.com/pibot/pibot/adapters/slack"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/config"
-	"github.com/pibot/pibot/internal/secret"
 )
 
 // cluster.Rates are the outbound rates given to the Slack adapter, which
@@ -65,27 +64,13 @@ func runSlack(c *cli, args []string) error {
 // slackAdapter builds the Slack adapter from adapters.slack and, in http
 // mode, mounts its handler at POST /slack/events.
 func slackAdapter(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates slack.Rates) (*slack.Adapter, error) {
-	s := cfg.Adapter.Slack
-	read := func(key, v, file string) (secret.Secret, error) {
-		val, err := config.ReadSecret(key, v, file)
-		return secret.New(val), err
-	}
-	bot, err := read("adapters.slack.bot_token", s.BotToken, s.BotTokenFile)
+	sc, err := slackConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	app, err := read("adapters.slack.app_token", s.AppToken, s.AppTokenFile)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := read("adapters.slack.signing_secret", s.SigningSecret, s.SigningSecretFile)
-	if err != nil {
-		return nil, err
-	}
-	a, err := slack.New(slack.Config{BotToken: bot, AppToken: app, SigningSecret: sign, Mode: s.Mode, APIURL: s.APIURL,
-		Command: s.Command, Logger: log,
-		// In this process, or shared by the replicas (cluster mode).
-		Rates: rates})
+	// In this process, or shared by the replicas (cluster mode).
+	sc.Logger, sc.Rates = log, rates
+	a, err := slack.New(sc)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +21,7 @@ import (
 	"github.com/pibot/pibot/adapters/term"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/config"
 )
 
@@ -142,5 +146,62 @@ func TestConfigPlatformsMatchAdapters(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(real, want) {
 		t.Fatalf("config.Platforms() = %v, the adapters are %v", want, real)
+	}
+}
+
+// TestImageConfigServes: the container image's configuration
+// (deploy/docker/config.yaml), with each platform's variables set or
+// unset, passes serve's start checks, and serve's adapter builder makes
+// exactly the platforms whose tokens are set: an empty token variable
+// leaves its platform off, never an error.
+func TestImageConfigServes(t *testing.T) {
+	webToken := strings.Repeat("ab", 16)
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []chat.Platform
+	}{
+		{"nothing set", map[string]string{}, []chat.Platform{web.Platform}},
+		{"web off", map[string]string{"PIBOT_WEB": "false"}, nil},
+		{"telegram", map[string]string{"TELEGRAM_BOT_TOKEN": "1:x"}, []chat.Platform{web.Platform, "telegram"}},
+		{"slack socket", map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}, []chat.Platform{web.Platform, "slack"}},
+		{"slack http", map[string]string{"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_MODE": "http", "SLACK_SIGNING_SECRET": "s3cret"},
+			[]chat.Platform{web.Platform, "slack"}},
+		{"discord", map[string]string{"DISCORD_BOT_TOKEN": "abc.def"}, []chat.Platform{web.Platform, "discord"}},
+		{"all", map[string]string{"TELEGRAM_BOT_TOKEN": "1:x", "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "DISCORD_BOT_TOKEN": "abc.def"},
+			[]chat.Platform{web.Platform, "telegram", "slack", "discord"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := tt.env["PIBOT_WEB"]; !ok {
+				tt.env["PIBOT_WEB_TOKEN"] = webToken
+			}
+			getenv := func(k string) string { return tt.env[k] }
+			c := &cli{stdout: io.Discard, stderr: io.Discard, getenv: getenv}
+			cfg, _, err := c.loadConfig(filepath.Join("..", "..", "deploy", "docker", "config.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The image's /data volume, here.
+			dir := t.TempDir()
+			cfg.DataDir, cfg.Agent.Workspace = filepath.Join(dir, "state"), filepath.Join(dir, "workspace")
+			if err := os.Mkdir(cfg.Agent.Workspace, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := startChecks(c, cfg); err != nil {
+				t.Fatalf("serve would refuse: %v", err)
+			}
+			adapters, err := serveCmd{c}.adapters(cfg, slog.New(slog.DiscardHandler), http.NewServeMux(), cluster.NewRates(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []chat.Platform
+			for _, a := range adapters {
+				got = append(got, a.Platform())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("adapters %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

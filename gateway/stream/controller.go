@@ -27,6 +27,11 @@ type Controller struct {
 	loop   *loop
 	typing indicator // used by the publishing goroutine only
 
+	// pub is held while a surface or the typing line makes platform
+	// calls: by the publishing loop's every step, by Cut and by the final
+	// delivery.
+	pub sync.Mutex
+
 	mu          sync.Mutex
 	doc         document
 	version     uint64    // bumped on every content change
@@ -85,7 +90,11 @@ func (c *Controller) Start(ctx context.Context) {
 		return
 	}
 	c.started = true
-	go c.loop.run(ctx, c.now, c.step)
+	go c.loop.run(ctx, c.now, func(ctx context.Context) time.Duration {
+		c.pub.Lock()
+		defer c.pub.Unlock()
+		return c.step(ctx)
+	})
 }
 
 // SetText replaces the markdown of the current assistant message.

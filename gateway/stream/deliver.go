@@ -49,6 +49,8 @@ func (c *Controller) finish(ctx context.Context, out chat.Out, note string) ([]c
 		}
 		md += note
 	}
+	c.pub.Lock() // a Cut may still be showing its part
+	defer c.pub.Unlock()
 	err := c.surf.deliver(ctx, final{md: md, buttons: out.Buttons, silent: out.Silent, deadline: c.now().Add(c.opts.FinalWait)})
 	c.typing.clear(ctx, c.now())
 	return c.Refs(), err

@@ -47,6 +47,13 @@
 // Finish (or Abort) always delivers the complete text: it retries, waits out
 // retry-after pauses up to Options.FinalWait, and sends the rest as new
 // messages when edits fail.
+//
+// Cut splits a reply around something posted in the middle of it (an
+// approval card): the part said so far is shown complete where it is,
+// and the rest, from the first unfinished tool call on, continues in new
+// messages (or a new native stream) below. A mutex keeps Cut, the
+// publishing goroutine's steps and the final delivery from calling the
+// platform at once.
 package stream
 
 import (

@@ -18,9 +18,10 @@ type nativeSurface struct {
 	outlet
 	streamer chat.Streamer
 	edit     *editSurface
-	st       chat.Stream // open stream
-	last     string      // markdown last shown on st
-	off      bool        // no longer streaming natively
+	st       chat.Stream  // open stream
+	stReply  *chat.MsgRef // the message st answers (none after a Cut)
+	last     string       // markdown last shown on st
+	off      bool         // no longer streaming natively
 }
 
 func (n *nativeSurface) view(d *document, v Verbosity, now time.Time) string {
@@ -47,15 +48,16 @@ func (n *nativeSurface) stream(ctx context.Context, chunks []string) (done, ok b
 		return false, false
 	}
 	if n.st == nil {
-		st, err := n.open(ctx, n.streamer, n.replyTo)
+		reply := n.firstReplyTo()
+		st, err := n.open(ctx, n.streamer, reply)
 		if err != nil {
 			n.failed(ctx, err)
 			return true, false
 		}
-		n.st = st
+		n.st, n.stReply = st, reply
 	}
 	if len(chunks) > 1 {
-		ref, err := n.st.Finish(ctx, chat.Out{Markdown: chunks[0], ReplyTo: n.replyTo})
+		ref, err := n.st.Finish(ctx, chat.Out{Markdown: chunks[0], ReplyTo: n.stReply})
 		if err != nil {
 			n.failed(ctx, err)
 			return true, false
@@ -114,7 +116,7 @@ func (n *nativeSurface) deliver(ctx context.Context, f final) error {
 		n.abort(ctx, st)
 		return nil
 	}
-	out := chat.Out{Markdown: chunks[0], ReplyTo: n.replyTo, Silent: f.silent}
+	out := chat.Out{Markdown: chunks[0], ReplyTo: n.stReply, Silent: f.silent}
 	if len(chunks) == 1 {
 		out.Buttons = f.buttons
 	}

@@ -27,6 +27,10 @@ type surface interface {
 	// showsProgress reports whether the reply is on screen and shows its
 	// own progress; until then, and while a tool runs, the typing line does.
 	showsProgress() bool
+	// cut shows f.md as the complete content of what the surface has
+	// shown so far and makes the rest of the reply start in new messages
+	// (Controller.Cut).
+	cut(ctx context.Context, f final) error
 }
 
 // final is the complete reply as Finish or Abort deliver it.

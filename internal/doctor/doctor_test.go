@@ -88,6 +88,8 @@ func fakeAPI(t *testing.T, path string, check func(*http.Request) bool, ok any, 
 func TestSlackAndDiscord(t *testing.T) {
 	slackURL := fakeAPI(t, "/api/auth.test", func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer xoxb-good" },
 		map[string]any{"ok": true, "user": "pibot", "team": "Acme"}, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})
+	slackApp := fakeAPI(t, "/api/apps.connections.open", func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bearer xapp-good" },
+		map[string]any{"ok": true, "url": "wss://example.invalid/link"}, http.StatusOK, map[string]any{"ok": false, "error": "invalid_auth"})
 	discordURL := fakeAPI(t, "/api/v10/users/@me", func(r *http.Request) bool { return r.Header.Get("Authorization") == "Bot good.discord" },
 		map[string]any{"id": "1", "username": "pibot"}, http.StatusUnauthorized, map[string]any{"message": "401: Unauthorized", "code": 0})
 	tests := []struct {
@@ -99,6 +101,11 @@ func TestSlackAndDiscord(t *testing.T) {
 	}{
 		{"slack ok", Slack(Cred{Name: "slack", URL: slackURL + "/api/", Token: "xoxb-good", Key: "adapters.slack.bot_token"}), "xoxb-good", OK, []string{"@pibot in Acme"}},
 		{"slack rejected", Slack(Cred{Name: "slack", URL: slackURL + "/api", Token: "xoxb-bad", Key: "adapters.slack.bot_token"}), "xoxb-bad", Fail, []string{"invalid_auth", "adapters.slack.bot_token"}},
+		{"slack wrong api_url", Slack(Cred{Name: "slack", URL: slackURL + "/v2/", Token: "xoxb-good", Key: "adapters.slack.bot_token", URLKey: "adapters.slack.api_url"}), "xoxb-good", Fail,
+			[]string{"no such API method", "404", "check adapters.slack.api_url"}},
+		{"slack app token ok", SlackApp(Cred{Name: "slack app token", URL: slackApp + "/api/", Token: "xapp-good", Key: "adapters.slack.app_token"}), "xapp-good", OK, []string{"apps.connections.open"}},
+		{"slack app token rejected", SlackApp(Cred{Name: "slack app token", URL: slackApp + "/api/", Token: "xapp-bad", Key: "adapters.slack.app_token"}), "xapp-bad", Fail,
+			[]string{"token rejected by apps.connections.open (invalid_auth)", "adapters.slack.app_token"}},
 		{"discord ok", Discord(Cred{Name: "discord", URL: discordURL + "/api/v10", Token: "good.discord", Key: "adapters.discord.token"}), "good.discord", OK, []string{"bot pibot"}},
 		{"discord rejected", Discord(Cred{Name: "discord", URL: discordURL + "/api/v10", Token: "bad.discord", Key: "adapters.discord.token"}), "bad.discord", Fail, []string{"401", "adapters.discord.token"}},
 	}
@@ -129,9 +136,9 @@ func TestProviderModels(t *testing.T) {
 			"sk-bad", Fail, []string{"key rejected (401", "Incorrect API key", "providers.openai.api_key"}},
 		{"openai unknown model", OpenAIModels(Cred{Name: "provider openai", URL: oai + "/v1/", Token: "sk-good", Key: "providers.openai.api_key"}, []string{"gpt-9"}),
 			"sk-good", Warn, []string{"does not list gpt-9"}},
-		{"openai wrong base url", OpenAIModels(Cred{Name: "provider local", URL: oai, Token: "sk-good", Key: "providers.local.api_key"}, nil),
-			"sk-good", Fail, []string{"unexpected answer 404"}},
-		{"anthropic ok with /v1", AnthropicModels(Cred{Name: "provider anthropic", URL: ant + "/v1", Token: "sk-ant-good", Key: "providers.anthropic.api_key"}),
+		{"openai wrong base url", OpenAIModels(Cred{Name: "provider local", URL: oai, Token: "sk-good", Key: "providers.local.api_key", URLKey: "providers.local.base_url"}, nil),
+			"sk-good", Fail, []string{"no such API method", "404 Not Found", "check providers.local.base_url"}},
+		{"anthropic ok", AnthropicModels(Cred{Name: "provider anthropic", URL: ant, Token: "sk-ant-good", Key: "providers.anthropic.api_key"}),
 			"sk-ant-good", OK, []string{"2 models"}},
 		{"anthropic bad key", AnthropicModels(Cred{Name: "provider anthropic", URL: ant, Token: "sk-ant-bad", Key: "providers.anthropic.api_key"}),
 			"sk-ant-bad", Fail, []string{"key rejected (401", "authentication_error", "providers.anthropic.api_key"}},

@@ -12,15 +12,6 @@ import (
 	"strings"
 )
 
-// Default API roots, used when a Cred has no URL.
-const (
-	TelegramURL  = "https://api.telegram.org"
-	SlackURL     = "https://slack.com/api"
-	DiscordURL   = "https://discord.com/api/v10"
-	OpenAIURL    = "https://api.openai.com/v1"
-	AnthropicURL = "https://api.anthropic.com"
-)
-
 // maxBody bounds an answer read by a check (a model list of a large
 // router runs to a few hundred kilobytes).
 const maxBody = 8 << 20
@@ -29,7 +20,10 @@ const maxBody = 8 << 20
 type Cred struct {
 	// Name is the check's name ("telegram", "provider openai").
 	Name string
-	// URL is the API root; "" means the service's public one.
+	// URL is the API root as the client pibot serves with resolves it
+	// from the configuration (telegram.APIRoot, slack.APIRoot,
+	// discord.APIRoot, providers.Config.Root): doctor adds only the
+	// method's path.
 	URL   string
 	Token string
 	// Key is the configuration key to fix ("adapters.telegram.token").
@@ -43,17 +37,14 @@ type Cred struct {
 	Client *http.Client
 }
 
-func (c Cred) root(def string) string {
-	if c.URL == "" {
-		return def
-	}
-	return strings.TrimRight(c.URL, "/")
-}
+// at is the URL of path (which starts with a slash) under the root.
+func (c Cred) at(path string) string { return strings.TrimRight(c.URL, "/") + path }
 
 // answer is one HTTP exchange's outcome.
 type answer struct {
 	status int
 	body   []byte
+	host   string // never the path, which may hold a token (Telegram's)
 }
 
 // do sends a request and reads the answer. Its errors never contain the
@@ -90,7 +81,7 @@ func (c Cred) do(ctx context.Context, method, u string, header http.Header) (ans
 	if err != nil {
 		return answer{}, fmt.Errorf("read answer of %s: %w", req.URL.Host, err)
 	}
-	return answer{status: resp.StatusCode, body: body}, nil
+	return answer{status: resp.StatusCode, body: body, host: req.URL.Host}, nil
 }
 
 // unreachable is the finding for a transport error.
@@ -103,10 +94,28 @@ func (c Cred) unreachable(err error) Finding {
 }
 
 // unexpected is the finding for an answer that is neither a success nor
-// a rejected credential.
+// a rejected credential. A 404 means the API is not where the root says
+// (a wrong api_url or base_url), not that the service is down.
 func (c Cred) unexpected(a answer) Finding {
-	return failf(c.Name, "the service may be down; try again later", "unexpected answer %d %s: %s",
-		a.status, http.StatusText(a.status), snippet(a.body))
+	if a.status == http.StatusNotFound {
+		fix := "check the API URL"
+		if c.URLKey != "" {
+			fix = "check " + c.URLKey + ": it must name the service's API root"
+		}
+		return failf(c.Name, fix, "no such API method at %s (404 Not Found): %s", a.host, snippet(a.body))
+	}
+	return failf(c.Name, "the service may be down; try again later", "unexpected answer %d %s from %s: %s",
+		a.status, http.StatusText(a.status), a.host, snippet(a.body))
+}
+
+// notTheAPI is the finding for a success answer in another shape than
+// the service's: api_url names another server.
+func (c Cred) notTheAPI(a answer) Finding {
+	fix := "check the API URL"
+	if c.URLKey != "" {
+		fix = "check " + c.URLKey + ": it must name the service's API root"
+	}
+	return failf(c.Name, fix, "%s answered, but not as the API does: %s", a.host, snippet(a.body))
 }
 
 // snippet is the start of a body, on one line, for an error message.
@@ -121,7 +130,7 @@ func snippet(b []byte) string {
 // Telegram calls getMe with the bot token.
 func Telegram(c Cred) Check {
 	return Check{Name: c.Name, Run: func(ctx context.Context) Finding {
-		a, err := c.do(ctx, http.MethodGet, c.root(TelegramURL)+"/bot"+c.Token+"/getMe", nil)
+		a, err := c.do(ctx, http.MethodGet, c.at("/bot"+c.Token+"/getMe"), nil)
 		if err != nil {
 			return c.unreachable(err)
 		}
@@ -147,7 +156,7 @@ func Telegram(c Cred) Check {
 // Slack calls auth.test with the bot token.
 func Slack(c Cred) Check {
 	return Check{Name: c.Name, Run: func(ctx context.Context) Finding {
-		a, err := c.do(ctx, http.MethodPost, c.root(SlackURL)+"/auth.test",
+		a, err := c.do(ctx, http.MethodPost, c.at("/auth.test"),
 			http.Header{"Authorization": {"Bearer " + c.Token}})
 		if err != nil {
 			return c.unreachable(err)
@@ -169,23 +178,51 @@ func Slack(c Cred) Check {
 	}}
 }
 
+// SlackApp calls apps.connections.open with the app-level token (Socket
+// Mode's token): Slack answers with a connection URL, which doctor does
+// not open.
+func SlackApp(c Cred) Check {
+	return Check{Name: c.Name, Run: func(ctx context.Context) Finding {
+		a, err := c.do(ctx, http.MethodPost, c.at("/apps.connections.open"),
+			http.Header{"Authorization": {"Bearer " + c.Token}})
+		if err != nil {
+			return c.unreachable(err)
+		}
+		var r struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		}
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &r) != nil {
+			return c.unexpected(a)
+		}
+		if !r.OK {
+			return failf(c.Name, "set "+c.Key+" to an app-level token (xapp-…) with connections:write (Basic Information → App-Level Tokens)",
+				"token rejected by apps.connections.open (%s)", r.Error)
+		}
+		return okf(c.Name, "Socket Mode connection offered (apps.connections.open)")
+	}}
+}
+
 // Discord calls users/@me with the bot token.
 func Discord(c Cred) Check {
 	return Check{Name: c.Name, Run: func(ctx context.Context) Finding {
-		a, err := c.do(ctx, http.MethodGet, c.root(DiscordURL)+"/users/@me",
+		a, err := c.do(ctx, http.MethodGet, c.at("/users/@me"),
 			http.Header{"Authorization": {"Bot " + c.Token}})
 		if err != nil {
 			return c.unreachable(err)
 		}
 		var r struct {
+			ID       string `json:"id"`
 			Username string `json:"username"`
 			Message  string `json:"message"`
 		}
 		_ = json.Unmarshal(a.body, &r)
-		switch a.status {
-		case http.StatusOK:
+		switch {
+		case a.status == http.StatusOK && r.ID != "":
 			return okf(c.Name, "bot %s (users/@me)", r.Username)
-		case http.StatusUnauthorized, http.StatusForbidden:
+		case a.status == http.StatusOK:
+			return c.notTheAPI(a)
+		case a.status == http.StatusUnauthorized || a.status == http.StatusForbidden:
 			return failf(c.Name, "set "+c.Key+" to the bot token of the Developer Portal's Bot page (Reset Token if it leaked)",
 				"token rejected by users/@me (%d %s)", a.status, r.Message)
 		}
@@ -208,7 +245,7 @@ func OpenAIModels(c Cred, want []string) Check {
 		if c.Token != "" {
 			h.Set("Authorization", "Bearer "+c.Token)
 		}
-		a, err := c.do(ctx, http.MethodGet, c.root(OpenAIURL)+"/models", h)
+		a, err := c.do(ctx, http.MethodGet, c.at("/models"), h)
 		if err != nil {
 			return c.unreachable(err)
 		}
@@ -220,8 +257,7 @@ func OpenAIModels(c Cred, want []string) Check {
 // Anthropic lists dated model ids, so configured aliases are not compared.
 func AnthropicModels(c Cred) Check {
 	return Check{Name: c.Name, Run: func(ctx context.Context) Finding {
-		root := strings.TrimSuffix(c.root(AnthropicURL), "/v1")
-		a, err := c.do(ctx, http.MethodGet, root+"/v1/models",
+		a, err := c.do(ctx, http.MethodGet, c.at("/v1/models"),
 			http.Header{"X-Api-Key": {c.Token}, "Anthropic-Version": {"2023-06-01"}})
 		if err != nil {
 			return c.unreachable(err)

@@ -56,14 +56,21 @@ type Model struct {
 	client  *transport.Client
 }
 
+// Root is the API root the calls go to (ROOT/v1/messages, ROOT/v1/models),
+// resolved from a provider's base_url: DefaultBaseURL when empty, without
+// a trailing slash or /v1. `pibot doctor` lists the models there.
+func Root(baseURL string) string {
+	u := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1")
+	if u == "" {
+		return DefaultBaseURL
+	}
+	return u
+}
+
 // New returns a model for cfg. Credentials and base URL come from cfg
 // only, never from the ANTHROPIC_* environment.
 func New(cfg Config) *Model {
-	u := strings.TrimRight(cfg.BaseURL, "/")
-	if u == "" {
-		u = DefaultBaseURL
-	}
-	u = strings.TrimSuffix(u, "/v1")
+	u := Root(cfg.BaseURL)
 	cfg.Info.API = API
 	cfg.Info.BaseURL = u
 	hc := cfg.HTTP

@@ -119,15 +119,22 @@ type base struct {
 	client *transport.Client
 }
 
+// Root is the API root the calls go to (ROOT/chat/completions,
+// ROOT/models), resolved from a provider's base_url: DefaultBaseURL when
+// empty, without a trailing slash. `pibot doctor` lists the models there.
+func Root(baseURL string) string {
+	if u := strings.TrimRight(baseURL, "/"); u != "" {
+		return u
+	}
+	return DefaultBaseURL
+}
+
 // newBase resolves the base URL and the SDK options shared by every call.
 // The SDK services are built from these options only (not from
 // openai.NewClient), so that no OPENAI_* environment variable leaks into a
 // request for another provider.
 func newBase(cfg Config) base {
-	u := strings.TrimRight(cfg.BaseURL, "/")
-	if u == "" {
-		u = DefaultBaseURL
-	}
+	u := Root(cfg.BaseURL)
 	cfg.Info.BaseURL = u
 	hc := cfg.HTTP
 	if hc == nil {

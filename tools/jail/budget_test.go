@@ -34,20 +34,29 @@ const hostTasks = 300
 // Delegate=yes), whose bomb keeps every process it forks; and without a
 // cgroup of its own (NoCgroup): as a user the budget holds through
 // RLIMIT_NPROC, as root the call is refused.
+// budgetUID and runAsUID are uids no other test uses (nor any account on
+// the host): RLIMIT_NPROC counts a uid's tasks host-wide, so a test in
+// another package running as nobody at the same time (e2e's fork bomb)
+// would change the count these tests take and free.
+const (
+	budgetUID = 64901
+	runAsUID  = 64902
+)
+
 func TestForkBombUnderHostBudget(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("creating a pids cgroup needs root")
 	}
 	tests := []struct {
 		name     string
-		uid, gid int // 65534 is nobody
+		uid, gid int // userUID: a uid of this package's own
 		bomb     string
 		noCgroup bool
 	}{
 		{"root", -1, -1, churningBomb, false},
-		{"user", 65534, 65534, holdingBomb, false},
+		{"user", budgetUID, budgetUID, holdingBomb, false},
 		{"root without cgroups", -1, -1, churningBomb, true},
-		{"user without cgroups", 65534, 65534, holdingBomb, true},
+		{"user without cgroups", budgetUID, budgetUID, holdingBomb, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

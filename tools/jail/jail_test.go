@@ -4,6 +4,7 @@ package jail
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -175,16 +176,17 @@ func TestRunAsUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	j, err := New(Config{User: "65534:65534", Limits: Limits{Processes: 20}, NoCgroup: true})
+	j, err := New(Config{User: fmt.Sprintf("%d:%d", runAsUID, runAsUID), Limits: Limits{Processes: 20}, NoCgroup: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := strconv.Itoa(userTasks(65534) + 20)
+	limit := strconv.Itoa(userTasks(runAsUID) + 20)
+	id := strconv.Itoa(runAsUID)
 	out, _, err := run(t, j, "id -u; id -g; grep 'Max processes' /proc/self/limits | tr -s ' '; grep CapEff /proc/self/status")
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if out != "65534\n65534\nMax processes "+limit+" "+limit+" processes \nCapEff:\t0000000000000000\n" {
+	if out != id+"\n"+id+"\nMax processes "+limit+" "+limit+" processes \nCapEff:\t0000000000000000\n" {
 		t.Errorf("got %q", out)
 	}
 	// The cap binds: 40 background sleeps cannot all start.
@@ -192,7 +194,7 @@ func TestRunAsUser(t *testing.T) {
 	if !strings.Contains(out, "fork") && !strings.Contains(out, "Cannot") {
 		t.Errorf("40 processes started under a cap of 20: %q", out)
 	}
-	if !j.ProcessesCapped() || !strings.Contains(j.Status(), "runs as uid 65534") {
+	if !j.ProcessesCapped() || !strings.Contains(j.Status(), "runs as uid "+id) {
 		t.Errorf("status %q", j.Status())
 	}
 }

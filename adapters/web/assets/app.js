@@ -657,6 +657,30 @@
   ui.scrim.addEventListener("click", () => openPanel(false));
   ui.newconv.addEventListener("click", () => switchConv(randomId(12)));
 
+  // ---- empty state ----
+
+  // A view without messages says how to start, and what is missing first
+  // when pibot says so (/api/info: no model configured). It follows the
+  // message list whatever changes it.
+  function renderEmpty() {
+    let any = false;
+    for (const el of ui.messages.children) {
+      if (!el.hidden) {
+        any = true;
+        break;
+      }
+    }
+    $("empty").hidden = any;
+  }
+  new MutationObserver(renderEmpty).observe(ui.messages, { childList: true, subtree: true, attributes: true, attributeFilter: ["hidden"] });
+  request("/api/info").then((info) => {
+    if (!info.notice) return;
+    const n = $("notice");
+    n.replaceChildren(window.pibotMarkdown.render(info.notice));
+    n.hidden = false;
+  }, () => {});
+  renderEmpty();
+
   renderThreads();
   refresh(true).then(() => {
     connect();

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package jailtest gives a test a pids cgroup of its own with a small
 // budget, to run pibot (or a helper process) in as a service manager or a
 // container runtime would (systemd's TasksMax, docker --pids-limit).

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pibot/pibot/cluster/rediscluster"
+)
+
+// The leases are labelled by what they are: the polling adapter and the
+// schedules are leader roles, the rest sessions; a takeover's inbox guard
+// is not listed.
+func TestClusterStatusKinds(t *testing.T) {
+	var out strings.Builder
+	err := writeClusterStatus(&out, []rediscluster.Held{
+		{Key: "adapter:telegram/poll/4242", Holder: "r1", Fence: 3, TTL: time.Second},
+		{Key: "schedules", Holder: "r1", Fence: 7, TTL: time.Second},
+		{Key: "sessions/telegram/42.jsonl", Holder: "r2", Fence: 1, TTL: time.Second},
+		{Key: "inbox:telegram::42", Holder: "r2", Fence: 1, TTL: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) >= 3 {
+			lines[f[2]] = f[1]
+		}
+	}
+	for lease, kind := range map[string]string{"telegram/poll/4242": "leader", "schedules": "leader", "sessions/telegram/42.jsonl": "session"} {
+		if lines[lease] != kind {
+			t.Errorf("%s is labelled %q, want %q:\n%s", lease, lines[lease], kind, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "inbox:") {
+		t.Errorf("an inbox guard is listed:\n%s", out.String())
+	}
+}
