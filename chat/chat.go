@@ -258,6 +258,9 @@ type Caps struct {
 	Ephemeral bool
 	// MaxButtonID is the longest button ID in bytes (0: MaxButtonID).
 	MaxButtonID int
+	// Redelivery is what becomes of an event the Sink refused: what the
+	// sender is told about it depends on it.
+	Redelivery Redelivery
 }
 
 // Adapter connects one platform.

@@ -61,21 +61,24 @@ func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxIte
 	if err == nil && res.ID != "" {
 		crashpoint.Hit(crashpoint.InboxAppend)
 	}
-	switch {
-	case err != nil:
+	if err != nil {
 		// Refused: the platform delivers it again. The answer may have
 		// been lost after the item was enqueued: then the dedupe key
 		// records the item's id and Forget keeps it (rediscluster), so
 		// the redelivery is a duplicate and the item is answered; else
 		// it is forgotten and the redelivery taken.
+		i.outage.report(i.log, "admit: event refused", err)
 		if in.DedupKey != "" {
 			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
-				i.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)
+				i.outage.report(i.log, "dedupe: forget a refused event", ferr)
 			}
 		}
 		i.shared.sharedDown(ctx, in)
 		span.Fail(err)
-		return fmt.Errorf("gateway: admit: %w", err)
+		return fmt.Errorf("gateway: admit: %w: %w", chat.ErrUnavailable, err)
+	}
+	i.outage.ok()
+	switch {
 	case res.Dup:
 		i.log.Debug("duplicate event dropped", "key", in.DedupKey)
 	case res.Wait > 0:

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,14 +19,15 @@ func TestSharedDownNoticeIsRateLimited(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	d := &degraded{
 		reply: func(_ context.Context, in chat.Inbound, md string) {
-			if md != sharedDownText {
+			if md != sharedDownRedelivered {
 				t.Errorf("notice %q", md)
 			}
 			mu.Lock()
 			told[in.Conv.Key()]++
 			mu.Unlock()
 		},
-		now: func() time.Time { return now },
+		redelivery: func(chat.Inbound) chat.Redelivery { return chat.Redelivers },
+		now:        func() time.Time { return now },
 	}
 	msg := func(ch string) chat.Inbound {
 		return chat.Inbound{Kind: chat.KindMessage, Conv: chat.ConvRef{Platform: "telegram", Channel: ch}}
@@ -60,4 +62,35 @@ func TestSharedDownNoticeIsRateLimited(t *testing.T) {
 	}
 	var nilD *degraded
 	nilD.sharedDown(t.Context(), msg("1")) // embedded mode: nothing
+}
+
+// The notice says what is true where the message was sent: a platform
+// that delivers it again (Telegram, Slack events) is waited for; one that
+// does not (Discord), or a command or press answered through an
+// interaction, asks the sender to send it again; the web chat, which shows
+// Retry beside the message, gets no notice. None carries error text.
+func TestSharedDownTextPerPlatform(t *testing.T) {
+	msg := chat.Inbound{Kind: chat.KindMessage}
+	slash := chat.Inbound{Kind: chat.KindMessage, Interaction: &chat.Interaction{ID: "i"}}
+	tests := []struct {
+		name string
+		r    chat.Redelivery
+		in   chat.Inbound
+		want string
+	}{
+		{"telegram or slack message", chat.Redelivers, msg, sharedDownRedelivered},
+		{"slack slash command", chat.Redelivers, slash, sharedDownLost},
+		{"discord message", chat.NoRedelivery, msg, sharedDownLost},
+		{"web chat", chat.ShowsRefusal, msg, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sharedDownText(tt.r, tt.in); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if !strings.Contains(sharedDownRedelivered, "delivers it to me again") || strings.Contains(sharedDownLost, "delivers") {
+		t.Errorf("the notices promise the wrong thing:\n%s\n%s", sharedDownRedelivered, sharedDownLost)
+	}
 }

@@ -212,6 +212,7 @@ type Gateway struct {
 	runner   *adapterRunner // runs the adapters (adapters.go)
 	sched    *schedules     // scheduled prompts (schedules.go)
 	pump     *pump          // cluster mode: the shared inbox to the sessions (shared.go)
+	outage   *outage        // cluster mode: is the shared store reachable (outage.go)
 	leaver   *inboxLeaver   // cluster mode: tells the shared inbox what an owner gave up (leave.go)
 }
 
@@ -303,7 +304,9 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post, later: g.mail.post}
 	if g.pump = newPump(g); g.pump != nil {
 		g.intake.accepted = func(ref inboxRef, _ inboxItem) { g.pump.kick(ref.key) }
-		g.intake.shared = &degraded{reply: g.replier.reply, now: time.Now}
+		g.intake.shared = &degraded{reply: g.replier.reply, redelivery: g.replier.redelivery, now: time.Now}
+		g.outage = &outage{log: g.log, now: time.Now, show: showHealth(g.adapters)}
+		g.intake.outage, g.pump.outage, g.sched.outage = g.outage, g.outage, g.outage
 		if g.pump.store != nil {
 			g.intake.admit = g.pump.admit
 		}
@@ -315,6 +318,9 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		}
 	}
 	g.leaver = newInboxLeaver(g)
+	if g.leaver != nil {
+		g.leaver.outage = g.outage
+	}
 	g.health = &health{log: g.log, replier: g.replier, inbox: g.inbox, index: g.index, dataDir: cfg.DataDir,
 		unload: func(o *owner) {
 			if g.sessions.forget(o) {

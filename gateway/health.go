@@ -138,6 +138,13 @@ func (h *health) storageDown(ctx context.Context, in chat.Inbound) {
 	if in.Kind != chat.KindMessage {
 		return
 	}
+	md := "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one. Please send it again later."
+	switch r := h.replier.redelivery(in); {
+	case r == chat.ShowsRefusal:
+		return // the adapter shows it beside the message
+	case r == chat.Redelivers && in.Interaction == nil:
+		md = "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one yet: your chat app delivers it to me again for a while. If you get no answer, please send it again later."
+	}
 	key := in.Conv.Key()
 	now := time.Now()
 	h.mu.Lock()
@@ -152,7 +159,7 @@ func (h *health) storageDown(ctx context.Context, in chat.Inbound) {
 	if seen && now.Sub(last) < noticeEvery {
 		return
 	}
-	h.replier.reply(ctx, in, "⚠️ I cannot store messages right now (the server's disk is full or failing), so I did not take this one. It is taken once storage works again if your chat app sends it again; if you get no answer, send it again later.")
+	h.replier.reply(ctx, in, md)
 }
 
 // probeLoop tries the disk again while the gateway is degraded, until ctx

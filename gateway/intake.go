@@ -51,6 +51,9 @@ type intake struct {
 	// shared is set in cluster mode: a failing dedupe or inbox is the
 	// shared store (Redis) down, not the disk (degraded.go).
 	shared *degraded
+	// outage counts the failures of the shared store (cluster mode; nil
+	// otherwise), which it logs as an outage (outage.go).
+	outage *outage
 	// admit is set in cluster mode when the dedupe admits in one round
 	// trip (admit.go): it enqueues in place of the inbox, and hands what
 	// it enqueued on in place of accepted.
@@ -104,9 +107,9 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		// Cluster mode: the shared pairing store (Redis) is down. Refused,
 		// so the platform delivers it again, but no notice: the sender
 		// may be a stranger, or a group member who did not call the bot.
-		i.log.Warn("access check failed; event refused for redelivery", "conv", in.Conv.Key(), "user", in.User.ID, "err", d.Err)
+		i.outage.report(i.log, "access check failed; event refused", d.Err)
 		span.Fail(d.Err)
-		return fmt.Errorf("gateway: access: %w", d.Err)
+		return fmt.Errorf("gateway: access: %w: %w", chat.ErrUnavailable, d.Err)
 	}
 	if d.Err != nil {
 		// Not let in on a store that cannot say; the next message asks again.
@@ -141,9 +144,10 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		if err != nil {
 			// Refused: the platform delivers it again (cluster mode: the
 			// sender is told why, once in a while).
+			i.outage.report(i.log, "dedupe: event refused", err)
 			i.shared.sharedDown(ctx, in)
 			span.Fail(err)
-			return fmt.Errorf("gateway: dedupe: %w", err)
+			return fmt.Errorf("gateway: dedupe: %w: %w", chat.ErrUnavailable, err)
 		}
 		if dup {
 			i.log.Debug("duplicate event dropped", "key", in.DedupKey)
@@ -243,10 +247,11 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		if in.DedupKey != "" {
 			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
 				// The redelivery will be dropped as a duplicate.
-				i.log.Error("dedupe: forget a refused event", "key", in.DedupKey, "err", ferr)
+				i.outage.report(i.log, "dedupe: forget a refused event", ferr)
 			}
 		}
 		if i.shared != nil {
+			i.outage.report(i.log, "inbox: event refused", err)
 			i.shared.sharedDown(ctx, in) // Redis, not the disk
 		} else {
 			i.refused(ctx, in, err) // health.go: degraded until a probe succeeds; the sender is told
@@ -260,7 +265,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			}
 		}
 		span.Fail(err)
-		return fmt.Errorf("gateway: inbox: %w", err)
+		return fmt.Errorf("gateway: inbox: %w: %w", chat.ErrUnavailable, err)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ type inboxLeaver struct {
 	pump    *pump // its gate keeps a take of a key in flight whole (nil: none)
 	located *locatedCache
 	log     *slog.Logger
+	outage  *outage // counts the failures of an unreachable store (outage.go)
 }
 
 // newInboxLeaver returns the leaver of g's inbox, or nil when there is
@@ -62,7 +63,7 @@ func (il *inboxLeaver) leave(o *owner, cut bool) {
 		if err != nil {
 			// Only the count of a cut is lost (Redis down, which is
 			// likely why the lease was lost): the items are forgotten.
-			il.log.Warn("inbox: leave the items of a session given up", "key", key, "cut", cut, "err", err)
+			il.outage.report(il.log, "inbox: leave the items of a session given up", err)
 		}
 	}
 }

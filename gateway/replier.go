@@ -19,6 +19,15 @@ type replier struct {
 	finalWait time.Duration
 }
 
+// redelivery is what the platform of in does with an event the intake
+// refused (chat.Caps.Redelivery).
+func (c *replier) redelivery(in chat.Inbound) chat.Redelivery {
+	if a := c.adapters[in.Conv.Platform]; a != nil {
+		return a.Caps(in.Conv).Redelivery
+	}
+	return chat.NoRedelivery
+}
+
 // reply sends a short answer to the conversation of in.
 func (c *replier) reply(ctx context.Context, in chat.Inbound, md string) {
 	c.replyRef(ctx, in, md)

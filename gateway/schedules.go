@@ -38,6 +38,9 @@ type schedules struct {
 	s      *schedule.Scheduler
 	log    *slog.Logger
 	locker Locker
+	// outage counts the lease's failures on an unreachable shared store
+	// (cluster mode; nil otherwise).
+	outage *outage
 	tz     string
 	// perUser caps the schedules a non-owner keeps (0: no cap).
 	perUser int
@@ -178,7 +181,7 @@ func (x *schedules) run(ctx context.Context) {
 		lease, err := x.locker.Acquire(ctx, SchedulesLease, fence)
 		if err != nil {
 			if !errors.Is(err, cluster.ErrLeaseHeld) && ctx.Err() == nil {
-				x.log.Warn("schedules lease", "err", err)
+				x.outage.report(x.log, "schedules lease", err)
 			}
 			if !sleepCtx(ctx, retry) {
 				return

@@ -108,6 +108,9 @@ type pump struct {
 	acks *ackRetries
 	// busy reports whether a location's mailbox has work (mailboxes.busy).
 	busy func(key string) bool
+	// outage follows whether the shared store answers (outage.go): the
+	// poll tells it, every poll.
+	outage *outage
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another
@@ -263,16 +266,22 @@ func (p *pump) polled(ctx context.Context, key string, n int) {
 }
 
 // down reports whether err (of listing the inbox's keys) means the shared
-// inbox cannot be read now, logging only the changes: Redis down for a
-// minute is two lines, not three hundred.
+// inbox cannot be read now. The outage logs what changes (outage.go); an
+// error that is not the store unreachable is logged when it begins and
+// ends: Redis down for a minute is a few lines, not three hundred.
 func (p *pump) down(err error) bool {
 	switch {
-	case err != nil && !p.failing:
+	case err == nil:
+		p.outage.ok()
+		if p.failing {
+			p.failing = false
+			p.log.Info("inbox readable again")
+		}
+	case p.outage != nil && unreachable(err):
+		p.outage.fail("inbox: list keys", err)
+	case !p.failing:
 		p.failing = true
-		p.log.Error("inbox unreachable; no items are taken until it answers", "err", err)
-	case err == nil && p.failing:
-		p.failing = false
-		p.log.Info("inbox reachable again")
+		p.log.Error("inbox unreadable; no items are taken until it answers", "err", err)
 	}
 	return err != nil
 }

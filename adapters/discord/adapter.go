@@ -28,7 +28,9 @@ func (a *Adapter) Platform() chat.Platform { return platform }
 // Caps returns Discord's abilities: Discord markdown, 2,000 code points,
 // one edit a second per message, typing refreshed every 8 s. Out.Ephemeral
 // falls back to a normal message in Send (Discord's ephemeral messages
-// exist only as interaction answers, see Answer).
+// exist only as interaction answers, see Answer). A message the gateway
+// refused is not delivered again (chat.NoRedelivery): Discord's gateway
+// has no acknowledgement of a MESSAGE_CREATE.
 func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 	return chat.Caps{Dialect: chat.DialectDiscord, MaxLen: maxLen, EditInterval: editInterval,
 		TypingRefresh: 8 * time.Second, MaxButtonID: chat.MaxButtonID}

@@ -33,7 +33,10 @@ func (a *Adapter) Platform() chat.Platform { return platform }
 // the main line readable). Where the status is refused (no assistant
 // scope), threads are answered by updates too, with tool lines.
 func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
-	c := chat.Caps{Dialect: chat.DialectSlack, MaxLen: maxLen, EditInterval: time.Second, Ephemeral: true}
+	// An event not acknowledged (Socket Mode) or answered non-2xx (HTTP)
+	// is delivered again by Slack, a few times within minutes.
+	c := chat.Caps{Dialect: chat.DialectSlack, MaxLen: maxLen, EditInterval: time.Second, Ephemeral: true,
+		Redelivery: chat.Redelivers}
 	a.mu.Lock()
 	noAsst := a.noAsst
 	a.mu.Unlock()

@@ -151,7 +151,10 @@ func (a *Adapter) Platform() chat.Platform { return platform }
 // edits every 1.5 s there and every 3 s in groups (their 20/min pace
 // covers every bot message).
 func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
-	c := chat.Caps{Dialect: chat.DialectTelegram, MaxLen: maxLen, EditInterval: 3 * time.Second, TypingRefresh: 4 * time.Second}
+	// An update not confirmed (polling) or answered non-2xx (webhook) is
+	// delivered again by Telegram.
+	c := chat.Caps{Dialect: chat.DialectTelegram, MaxLen: maxLen, EditInterval: 3 * time.Second, TypingRefresh: 4 * time.Second,
+		Redelivery: chat.Redelivers}
 	if conv.DM {
 		c.EditInterval = 1500 * time.Millisecond
 		c.NativeStream = true

@@ -134,6 +134,8 @@ func (a *Adapter) Caps(chat.ConvRef) chat.Caps {
 		// ("running bash…", "writing…") while it works.
 		TypingRefresh: StatusRefresh,
 		StatusLine:    true,
+		// A message not taken shows why beside it, with Retry.
+		Redelivery: chat.ShowsRefusal,
 	}
 }
 
