@@ -70,9 +70,14 @@ func holderID() string {
 }
 
 // release gives a lease back, logging a failure (the lease then expires on
-// its own in cluster mode).
+// its own in cluster mode). A store that cannot be reached is the
+// outage's to log (outage.go): its failed releases are debug lines.
 func release(ctx context.Context, log *slog.Logger, lease cluster.Lease) {
 	if err := lease.Release(ctx); err != nil {
+		if unreachable(err) {
+			log.Debug("release lease; it expires on its own", "err", err)
+			return
+		}
 		log.Warn("release lease", "err", err)
 	}
 }

@@ -17,6 +17,13 @@ import (
 // stays unreachable says so again in its log, with what failed meanwhile.
 const outageSummaryEvery = time.Minute
 
+// outageOverAfter is how long the shared store must answer, with no
+// failure between, before an outage is over: a client (go-redis) fails
+// calls fast for a moment after its dials failed, even once the server
+// answers again, and an outage that flapped would be logged and shown as
+// several.
+const outageOverAfter = 2 * time.Second
+
 // storeProblem is what the adapters that show pibot's state
 // (chat.HealthShower: the web chat's header) show while the shared store
 // is unreachable.
@@ -43,6 +50,7 @@ type outage struct {
 	down   bool
 	since  time.Time // when it went down
 	last   time.Time // when it was last logged
+	answer time.Time // while down: since when it has answered (zero: it has not)
 	failed int       // operations failed since the last line
 	total  int       // operations failed in this outage
 	err    error     // the latest failure
@@ -59,6 +67,7 @@ func (o *outage) fail(what string, err error) {
 	o.failed++
 	o.total++
 	o.err = err
+	o.answer = time.Time{}
 	if !o.down {
 		o.down, o.since, o.last = true, now, now
 		o.failed, o.total = 0, 1
@@ -78,7 +87,8 @@ func (o *outage) fail(what string, err error) {
 }
 
 // ok records an operation that succeeded on the shared store: an outage
-// ends.
+// ends once the store has answered for outageOverAfter with no failure
+// between.
 func (o *outage) ok() {
 	if o == nil {
 		return
@@ -89,8 +99,15 @@ func (o *outage) ok() {
 		o.mu.Unlock()
 		return
 	}
-	down, total := now.Sub(o.since), o.total
-	o.down, o.failed, o.total, o.err = false, 0, 0, nil
+	if o.answer.IsZero() {
+		o.answer = now
+	}
+	if now.Sub(o.answer) < outageOverAfter {
+		o.mu.Unlock()
+		return
+	}
+	down, total := o.answer.Sub(o.since), o.total
+	o.down, o.failed, o.total, o.err, o.answer = false, 0, 0, nil, time.Time{}
 	o.mu.Unlock()
 	o.log.Info("shared store (Redis) reachable again; taking messages", "down", down.Round(time.Millisecond), "failed", total)
 	o.publish()

@@ -49,8 +49,24 @@ func TestOutageLogsChangesAndSummaries(t *testing.T) {
 		}
 		now = now.Add(step)
 	}
+	// It answers, fails once more (a client still failing fast), then
+	// answers for good: the outage ends outageOverAfter after that.
+	o.ok()
+	now = now.Add(time.Second)
+	o.fail("admit: event refused", refused)
+	failed++
+	for range 10 {
+		o.ok()
+		if o.problem() != storeProblem {
+			t.Fatalf("over at %v, before the store answered for %v", now, outageOverAfter)
+		}
+		now = now.Add(outageOverAfter / 10)
+	}
 	o.ok()
 	o.ok()
+	if o.problem() != "" {
+		t.Fatal("not over after the store answered long enough")
+	}
 	log := buf.String()
 	if n := strings.Count(log, "level=WARN"); n != 3 {
 		t.Errorf("%d WARN lines over the outage, want 3 (down, two summaries):\n%s", n, log)
@@ -59,7 +75,7 @@ func TestOutageLogsChangesAndSummaries(t *testing.T) {
 		`msg="shared store (Redis) unreachable; messages are refused until it answers" op="inbox: list keys" err="rediscluster: inbox keys: dial tcp: connection refused"`,
 		`msg="shared store (Redis) still unreachable" for=1m0s failed=306`,
 		`msg="shared store (Redis) still unreachable" for=2m0s failed=306`,
-		fmt.Sprintf(`level=INFO msg="shared store (Redis) reachable again; taking messages" down=2m30s failed=%d`, failed),
+		fmt.Sprintf(`level=INFO msg="shared store (Redis) reachable again; taking messages" down=2m31s failed=%d`, failed),
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %s:\n%s", want, log)

@@ -38,6 +38,7 @@ type api struct {
 	feeder  *feeder
 	history *historyAPI
 	notice  string // Config.Notice
+	health  health // what the header shows beside "connected"
 }
 
 // handler returns the HTTP handler (see Adapter.Handler).
@@ -248,9 +249,9 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	err := a.feeder.feed(r.Context(), in)
 
 	a.store.mu.Lock()
-	errText := ""
+	errText, status := "", http.StatusOK
 	if err != nil {
-		errText = err.Error()
+		errText, status = refusal(err)
 	}
 	if msg.Error != errText {
 		msg.Error = errText
@@ -259,15 +260,22 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	}
 	a.store.mu.Unlock()
 	if err != nil {
-		a.log.Warn("web chat: message not accepted", "conv", req.Conv, "err", err)
-		status := http.StatusInternalServerError
-		if errors.Is(err, errNotRunning) {
-			status = http.StatusServiceUnavailable
-		}
-		http.Error(w, err.Error(), status)
+		a.logRefused("web chat: message not accepted", req.Conv, err)
+		http.Error(w, errText, status)
 		return
 	}
 	writeJSON(w, map[string]string{"id": in.Msg.ID})
+}
+
+// logRefused logs an event the gateway did not take. The browser gets
+// words (refusal); the details are here. An unavailable store is the
+// gateway's to log, once per outage, so each refusal is a debug line.
+func (a *api) logRefused(msg, conv string, err error) {
+	if errors.Is(err, chat.ErrUnavailable) {
+		a.log.Debug(msg, "conv", conv, "err", err)
+		return
+	}
+	a.log.Warn(msg, "conv", conv, "err", err)
 }
 
 func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
@@ -318,12 +326,9 @@ func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
 		Time:        time.Now().UTC(),
 	}
 	if err := a.feeder.feed(r.Context(), in); err != nil {
-		a.log.Warn("web chat: button press not accepted", "conv", req.Conv, "err", err)
-		status := http.StatusInternalServerError
-		if errors.Is(err, errNotRunning) {
-			status = http.StatusServiceUnavailable
-		}
-		http.Error(w, err.Error(), status)
+		a.logRefused("web chat: button press not accepted", req.Conv, err)
+		words, status := refusal(err)
+		http.Error(w, strings.Replace(words, "this message", "this button press", 1), status)
 		return
 	}
 	writeJSON(w, map[string]string{"ok": "true"})
@@ -338,12 +343,9 @@ func writeJSON(w http.ResponseWriter, v any) {
 // log does not show.
 func (a *api) sendQuiet(w http.ResponseWriter, r *http.Request, in chat.Inbound) {
 	if err := a.feeder.feed(r.Context(), in); err != nil {
-		a.log.Warn("web chat: command not accepted", "conv", in.Conv.Channel, "err", err)
-		status := http.StatusInternalServerError
-		if errors.Is(err, errNotRunning) {
-			status = http.StatusServiceUnavailable
-		}
-		http.Error(w, err.Error(), status)
+		a.logRefused("web chat: command not accepted", in.Conv.Channel, err)
+		words, status := refusal(err)
+		http.Error(w, strings.Replace(words, "this message", "this command", 1), status)
 		return
 	}
 	writeJSON(w, map[string]string{"id": in.Msg.ID})
@@ -356,5 +358,7 @@ func (a *api) handleInfo(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(struct {
 		Notice string `json:"notice"`
-	}{a.notice})
+		// Health is what the header shows beside "connected" ("": nothing).
+		Health string `json:"health"`
+	}{a.notice, a.health.get()})
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -42,6 +43,7 @@ func (a *api) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 
 	wake := make(chan struct{}, 1)
+	defer a.health.subscribe(wake)()
 	a.store.mu.Lock()
 	a.store.conv(convID).subs[wake] = struct{}{}
 	a.store.mu.Unlock()
@@ -61,7 +63,7 @@ func (a *api) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ready := false
+	ready, shown := false, ""
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	for {
@@ -76,6 +78,15 @@ func (a *api) handleEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			cursor = ev.seq
+		}
+		if problem := a.health.get(); !ready || problem != shown {
+			// Not a logged event (no id): a stream starts with the state
+			// as it is, then each change.
+			shown = problem
+			b, _ := json.Marshal(map[string]string{"type": "health", "problem": problem})
+			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+				return
+			}
 		}
 		if !ready {
 			ready = true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,7 +58,7 @@ type replicaState struct {
 }
 
 // openReplica connects to cluster.redis_url; nil, nil when cluster mode
-// is off. It routes go-redis's own log lines to log.
+// is off.
 func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*replicaState, error) {
 	if cfg.Cluster.RedisURL == "" {
 		return nil, nil
@@ -72,7 +73,6 @@ func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*rep
 	for _, w := range cfg.Cluster.Warnings() {
 		log.Warn(w)
 	}
-	redis.SetLogger(redisLog{log: log.With("component", "redis")})
 	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
 	if err != nil {
 		return nil, &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
@@ -228,9 +228,26 @@ func (p *clusterParts) close() {
 	_ = p.lock.Unlock()
 }
 
-// redisLog routes go-redis's log lines (reconnects, pool trouble) to slog.
-type redisLog struct{ log *slog.Logger }
+// redisLog receives go-redis's own log lines (a dial that failed, pool
+// trouble) and passes them to a command's logger at debug level: pibot
+// reports Redis trouble itself, in words and once (the gateway's outage
+// lines, a command's one error naming the address); go-redis would write
+// a line per failed dial. go-redis keeps its logger in a package
+// variable, so main sets one redisLog (redis.SetLogger) before any
+// command runs and a command that logs hands it its logger (use); until
+// then, and in tests that run commands in-process, the lines are dropped.
+type redisLog struct{ log atomic.Pointer[slog.Logger] }
 
-func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
-	l.log.WarnContext(ctx, fmt.Sprintf(format, v...))
+// use sends the lines to log from now on. A nil redisLog does nothing.
+func (l *redisLog) use(log *slog.Logger) {
+	if l != nil {
+		l.log.Store(log.With("component", "redis"))
+	}
+}
+
+// Printf implements go-redis's internal logging interface.
+func (l *redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if log := l.log.Load(); log != nil {
+		log.DebugContext(ctx, fmt.Sprintf(format, v...))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -38,16 +39,35 @@ func runCluster(ctx context.Context, c *cli, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
+	opt, err := rediscluster.ParseURL(cfg.Cluster.RedisURL)
 	if err != nil {
 		return &config.Error{Key: "cluster.redis_url", Msg: err.Error()}
+	}
+	rdb, err := rediscluster.Dial(ctx, cfg.Cluster.RedisURL)
+	if err != nil {
+		return redisUnreachable(opt.Addr, err)
 	}
 	defer rdb.Close()
 	held, err := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: cfg.Cluster.KeyPrefix}, nil).Held(ctx)
 	if err != nil {
-		return err
+		return redisUnreachable(opt.Addr, err)
 	}
 	return writeClusterStatus(c.stdout, held)
+}
+
+// redisUnreachable is the one error a command prints when the Redis at
+// addr (cluster.redis_url, without its password) does not answer: the
+// address and why, in a line.
+func redisUnreachable(addr string, err error) error {
+	why := err.Error()
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &errno):
+		why = errno.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		why = "no answer in time"
+	}
+	return fmt.Errorf("cluster status: cannot reach Redis at %s (cluster.redis_url): %s", addr, why)
 }
 
 // writeClusterStatus prints the replicas with their sessions and roles.

@@ -37,3 +37,20 @@ func TestClusterStatusKinds(t *testing.T) {
 		t.Errorf("an inbox guard is listed:\n%s", out.String())
 	}
 }
+
+// TestClusterStatusRedisDown: with nothing listening at cluster.redis_url
+// `pibot cluster status` prints one line naming the address and why, and
+// none of go-redis's own log lines (one per failed dial before).
+func TestClusterStatusRedisDown(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeListen(t) // nothing listens there now
+	writeFile(t, dir, "c.yaml", fauxConfig+`cluster:
+  redis_url: redis://:hunter2-redis-password@`+addr+`/0
+  secret: "test cluster secret, 32 bytes at least"
+`)
+	r := pibot(t, dir, "", nil, "cluster", "status", "-c", "c.yaml")
+	want := "pibot: cluster status: cannot reach Redis at " + addr + " (cluster.redis_url): connection refused\n"
+	if r.code != 1 || r.stderr != want || r.stdout != "" {
+		t.Errorf("exit %d\nstdout: %q\nstderr: %q\nwant stderr %q", r.code, r.stdout, r.stderr, want)
+	}
+}

@@ -29,6 +29,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/tools"
 	"github.com/pibot/pibot/tools/jail"
@@ -81,6 +83,8 @@ type cli struct {
 	// scrub, when set, removes the secrets of a loaded configuration
 	// from the process environment (main sets it; tests do not).
 	scrub func(config.Config)
+	// redisLog is go-redis's logger (main sets it; nil in tests).
+	redisLog *redisLog
 }
 
 // exitError carries a process exit code; its message (if any) has already
@@ -112,7 +116,11 @@ func main() {
 	// Commands read the environment as it was at start: secrets are
 	// scrubbed from the process once the configuration is loaded.
 	env := snapshotEnv()
-	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: env.get,
+	// go-redis logs every failed dial through a package-level logger
+	// of its own, to stderr: set once, here, for every command.
+	rl := &redisLog{}
+	redis.SetLogger(rl)
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: env.get, redisLog: rl,
 		scrub: func(cfg config.Config) { scrubSecrets(cfg, newLogger(os.Stderr, cfg.Log)) }}
 	code := c.main(context.Background(), os.Args[1:])
 	tools.RemoveOutputDir(os.TempDir()) //nolint:errcheck // best effort; a later pibot sweeps it

@@ -67,6 +67,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	c.cli.redisLog.use(log)
 	rep, err := openReplica(ctx, cfg, log) // nil unless cluster mode
 	if err != nil {
 		return err

@@ -53,6 +53,8 @@
     threads: new Map(), // thread id -> {root: {id, thread} | null, title, titled, count, started}
     status: new Map(), // thread id -> {text, since (ms)}
     last: "", // last SSE event id
+    connected: false, // the event stream is open
+    problem: "", // what pibot says is wrong ("storage unavailable, retrying"), from its health events
     ready: false,
     es: null,
     presses: 0, // counts button presses
@@ -516,8 +518,23 @@
     later.timer = setTimeout(() => refresh(false), 1500);
   }
 
+  // renderConn shows the stream's state in the header, and pibot's
+  // problem beside it while it has one.
+  function renderConn() {
+    let text = state.connected ? "connected" : "reconnecting…";
+    if (state.connected && state.problem) text += " · " + state.problem;
+    ui.conn.textContent = text;
+    ui.conn.title = text;
+    ui.conn.classList.toggle("ok", state.connected && !state.problem);
+    ui.conn.classList.toggle("degraded", state.connected && !!state.problem);
+  }
+
   function handle(ev) {
     switch (ev.type) {
+      case "health":
+        state.problem = typeof ev.problem === "string" ? ev.problem : "";
+        renderConn();
+        break;
       case "reset":
         // pibot restarted: its live log is new, the session has the rest.
         state.status.clear();
@@ -563,9 +580,8 @@
     const es = new EventSource(url);
     state.es = es;
     es.onopen = () => {
-      ui.conn.textContent = "connected";
-      ui.conn.title = "connected";
-      ui.conn.classList.add("ok");
+      state.connected = true;
+      renderConn();
     };
     es.onmessage = (ev) => {
       if (ev.lastEventId) state.last = ev.lastEventId;
@@ -578,9 +594,8 @@
       handle(data);
     };
     es.onerror = () => {
-      ui.conn.textContent = "reconnecting…";
-      ui.conn.title = "reconnecting…";
-      ui.conn.classList.remove("ok");
+      state.connected = false;
+      renderConn();
       if (es.readyState === EventSource.CLOSED) {
         setTimeout(() => {
           if (state.es === es) connect();
