@@ -164,7 +164,7 @@ adapters:
 			t.Fatalf("delivery with Redis down answered %d, want a non-2xx so Telegram retries", code)
 		}
 	}
-	waitSaid("I am degraded", 1)
+	waitSaid("my storage is unavailable", 1)
 	time.Sleep(300 * time.Millisecond) // a second notice or a run would show meanwhile
 	if strings.Contains(said(), "You said: during") {
 		t.Fatalf("a run started while Redis was unreachable:\n%s", said())
@@ -184,7 +184,7 @@ adapters:
 	waitSaid("You said: during two", 1)
 	deliver(first) // a late redelivery is a duplicate
 	time.Sleep(500 * time.Millisecond)
-	for _, want := range []string{"I am degraded", "You said: before", "You said: during one", "You said: during two"} {
+	for _, want := range []string{"delivers it to me again for a while", "You said: before", "You said: during one", "You said: during two"} {
 		if n := strings.Count(said(), want); n != 1 {
 			t.Errorf("%q shown %d times, want once; the chat:\n%s", want, n, said())
 		}
