@@ -11,8 +11,8 @@ import (
 // pibot takes messages, else a few words from the gateway
 // (chat.HealthShower), such as "storage unavailable, retrying". Every
 // change wakes the event streams, which send it as a {"type":"health"}
-// event (not kept in any conversation log: a stream sends the state as
-// it is when it starts, then each change).
+// event (not kept in any conversation log: a stream starts with the
+// problem if there is one, then sends each change).
 type health struct {
 	mu      sync.Mutex
 	problem string
@@ -68,7 +68,7 @@ func (a *Adapter) ShowHealth(problem string) { a.api.health.set(problem) }
 // and not taken twice). They never carry the error's text, which the log
 // has.
 const (
-	refusedUnavailable = "pibot's storage is unavailable right now, so it could not take this message. Press Retry once the header no longer says so."
+	refusedUnavailable = "pibot's storage is unavailable right now, so it could not take this message. Press Retry in a moment."
 	refusedStopped     = "pibot is not running its web chat right now (it may be starting or stopping). Press Retry in a moment."
 	refusedOther       = "pibot could not take this message because of an internal error (its log has the details). Press Retry to send it again."
 )

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -227,16 +228,16 @@ func TestSendSinkError(t *testing.T) {
 	if code, _ := post(t, srv, "/api/send", `{"conv":"c1","id":"m1","text":"hi"}`); code != 503 {
 		t.Errorf("before Run: status %d, want 503", code)
 	}
-	rec := &recorder{err: errors.New("disk full")}
+	rec := &recorder{err: errors.New("gateway: inbox: write /data/inbox: disk full")}
 	run(t, a, rec.sink)
 	code, body := post(t, srv, "/api/send", `{"conv":"c1","id":"m1","text":"hi"}`)
-	if code != 500 || !strings.Contains(body, "disk full") {
-		t.Errorf("status %d %q, want 500 with the error", code, body)
+	if code != 500 || strings.TrimSpace(body) != refusedOther {
+		t.Errorf("status %d %q, want 500 with words, not the error", code, body)
 	}
 	a.store.mu.Lock()
 	msgErr := a.store.convs["c1"].msgs["u-m1"].Error
 	a.store.mu.Unlock()
-	if msgErr != "disk full" {
+	if msgErr != refusedOther {
 		t.Errorf("message error %q", msgErr)
 	}
 	// A retry with the same id succeeds and clears the error, without a
@@ -305,6 +306,7 @@ type sseEvent struct {
 	Thread  string         `json:"thread"`
 	From    string         `json:"from"`
 	Error   string         `json:"error"`
+	Problem string         `json:"problem"`
 	Since   *time.Time     `json:"since"`
 	Buttons [][]wireButton `json:"buttons"`
 }
@@ -443,5 +445,82 @@ func TestEventsEndWithRun(t *testing.T) {
 	a.Handler().ServeHTTP(w, req)
 	if w.Code != 503 {
 		t.Errorf("events without Run: %d, want 503", w.Code)
+	}
+}
+
+// A refused event is answered with words for its cause, never the
+// error's text: the store unavailable (chat.ErrUnavailable), the chat not
+// running, anything else.
+func TestRefusalWords(t *testing.T) {
+	internal := errors.New("rediscluster: admit: dial tcp 10.0.0.7:6379: connect: connection refused")
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		words  string
+	}{
+		{"store unavailable", fmt.Errorf("gateway: admit: %w: %w", chat.ErrUnavailable, internal), 503, refusedUnavailable},
+		{"other", fmt.Errorf("gateway: encode inbound: %w", internal), 500, refusedOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAdapter(t, Config{})
+			srv := serve(t, a)
+			run(t, a, (&recorder{err: tt.err}).sink)
+			for _, c := range []struct{ path, body, words string }{
+				{"/api/send", `{"conv":"c1","id":"m1","text":"hi"}`, tt.words},
+				{"/api/send", `{"conv":"c1","id":"m2","text":"/stop","quiet":true}`, strings.Replace(tt.words, "this message", "this command", 1)},
+			} {
+				code, body := post(t, srv, c.path, c.body)
+				if code != tt.status || strings.TrimSpace(body) != c.words {
+					t.Errorf("%s %s = %d %q, want %d %q", c.path, c.body, code, body, tt.status, c.words)
+				}
+				if strings.Contains(body, "dial tcp") {
+					t.Errorf("internal error text shown: %q", body)
+				}
+			}
+		})
+	}
+	a := newAdapter(t, Config{})
+	srv := serve(t, a)
+	if code, body := post(t, srv, "/api/send", `{"conv":"c1","id":"m1","text":"hi"}`); code != 503 || strings.TrimSpace(body) != refusedStopped {
+		t.Errorf("not running: %d %q", code, body)
+	}
+}
+
+// ShowHealth reaches every event stream as a health event, at once for a
+// stream open now and first thing for one opened while the problem lasts;
+// /api/info tells it too. Clearing it is an event with no problem.
+func TestShowHealthEvents(t *testing.T) {
+	a := newAdapter(t, Config{})
+	srv := serve(t, a)
+	run(t, a, (&recorder{}).sink)
+	open := openEvents(t, srv, "conv=c1", "")
+	if evs := open.untilReady(t); len(evs) != 0 {
+		t.Fatalf("a healthy start sends %v", evs)
+	}
+	a.ShowHealth("storage unavailable, retrying")
+	if ev := open.next(t); ev.Type != "health" || ev.Problem != "storage unavailable, retrying" {
+		t.Errorf("live: %+v", ev)
+	}
+	later := openEvents(t, srv, "conv=c2", "")
+	if evs := later.untilReady(t); len(evs) != 1 || evs[0].Problem != "storage unavailable, retrying" {
+		t.Errorf("a stream opened during the problem starts with %+v", evs)
+	}
+	resp, err := srv.Client().Get(srv.URL + "/api/info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Health string }
+	_ = json.NewDecoder(resp.Body).Decode(&info)
+	resp.Body.Close()
+	if info.Health != "storage unavailable, retrying" {
+		t.Errorf("/api/info health %q", info.Health)
+	}
+	a.ShowHealth("")
+	for _, s := range []*sse{open, later} {
+		if ev := s.next(t); ev.Type != "health" || ev.Problem != "" {
+			t.Errorf("cleared: %+v", ev)
+		}
 	}
 }

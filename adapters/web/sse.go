@@ -79,9 +79,10 @@ func (a *api) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			cursor = ev.seq
 		}
-		if problem := a.health.get(); !ready || problem != shown {
-			// Not a logged event (no id): a stream starts with the state
-			// as it is, then each change.
+		if problem := a.health.get(); problem != shown {
+			// Not a logged event (no id): a stream starts with the
+			// problem if there is one (none is the page's default on a
+			// new stream), then each change.
 			shown = problem
 			b, _ := json.Marshal(map[string]string{"type": "health", "problem": problem})
 			if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {

@@ -580,6 +580,8 @@
     const es = new EventSource(url);
     state.es = es;
     es.onopen = () => {
+      // A new stream sends pibot's problem first, if it has one.
+      state.problem = "";
       state.connected = true;
       renderConn();
     };
