@@ -21,6 +21,13 @@
 // page Config.Notice, which an empty conversation shows (cmd/pibot: what to
 // configure when no model is).
 //
+// A message the gateway did not take shows why beside it, in words for
+// the cause (never the error's text, which is logged), with Retry, which
+// sends it again under the same id. The adapter is a chat.HealthShower:
+// what the gateway reports wrong ("storage unavailable, retrying" while
+// the shared store is down) goes to every stream as a {"type":"health"}
+// event, and the header shows it beside "connected".
+//
 // In cluster mode (Config.Bus) every change to a conversation log is
 // published to the other replicas' web chats, which apply it to their own
 // logs: a browser connected to any replica sees the replies of whichever
