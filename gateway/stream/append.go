@@ -71,6 +71,11 @@ func (a *appendSurface) take(view string) {
 		for n < len(view) && n < len(a.taken) && view[n] == a.taken[n] {
 			n++
 		}
+		// The change is in text not on a stream yet: it is replaced.
+		if k := len(a.taken) - len(a.pending); strings.HasSuffix(a.taken, a.pending) && n >= k {
+			a.pending = view[k:]
+			break
+		}
 		start := strings.LastIndex(view[:n], "\n\n") + 1 // 0 when none
 		a.pending += "\n\n" + strings.TrimLeft(view[start:], "\n")
 	}
