@@ -64,6 +64,14 @@ type settler struct {
 // line takes the complete line md[start:end] (end is its '\n').
 func (s *settler) line(start, end int) {
 	t := strings.TrimRight(s.md[start:end], "\r")
+	if s.pending {
+		s.pending = false
+		if delimRow.MatchString(t) {
+			s.table, s.best, s.in = true, end, inline{}
+			return
+		}
+		s.best = max(s.best, s.cut) // the line above is prose
+	}
 	wasOpen := s.f.open != ""
 	s.f.feed(t)
 	switch {
@@ -81,14 +89,6 @@ func (s *settler) line(start, end int) {
 	case s.table:
 		s.best, s.in = end, inline{}
 		return
-	}
-	if s.pending {
-		s.pending = false
-		if delimRow.MatchString(t) {
-			s.table, s.best, s.in = true, end, inline{}
-			return
-		}
-		s.best = max(s.best, s.cut)
 	}
 	pipe := s.words(start, end)
 	switch {
@@ -120,15 +120,17 @@ func (s *settler) partial(start int) {
 // words scans the line md[start:end] (without its line ending) for the
 // inline constructs it opens and closes, and settles the head of md up to
 // each word boundary where none is open. It reports whether the line has
-// a "|" outside code; no boundary after it settles.
+// a "|" outside code; no boundary after it settles. Nor does one in a
+// line that starts like a fence: cut short, it could become one.
 func (s *settler) words(start, end int) (pipe bool) {
 	md := s.md
 	i := start + markers(md[start:end])
 	content := false
+	hold := fenceStart(md[start:end])
 	for i < end {
 		r, n := utf8.DecodeRuneInString(md[i:])
 		if r == ' ' || r == '\t' {
-			if content && !pipe && s.in.closed() {
+			if content && !pipe && !hold && s.in.closed() {
 				s.best = i
 			}
 			i += n
@@ -141,7 +143,7 @@ func (s *settler) words(start, end int) (pipe bool) {
 			content = true
 		}
 		i = s.in.scan(md, i, end)
-		if isStop(r) && content && !pipe && s.in.closed() {
+		if isStop(r) && content && !pipe && !hold && s.in.closed() {
 			s.best = i
 		}
 	}

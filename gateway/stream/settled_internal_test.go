@@ -118,3 +118,37 @@ func TestSettledGrows(t *testing.T) {
 		t.Errorf("the whole message settles to %q", prev)
 	}
 }
+
+// FuzzSettledGrows: whatever the message, the settled head of a longer
+// prefix extends the settled head of a shorter one, and never ends inside
+// a code block.
+func FuzzSettledGrows(f *testing.F) {
+	for _, s := range []string{
+		"a *b* c\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\ndone",
+		"```go\nx := `a`\n```\ntext [l](u) ~~s~~ _e_",
+		"- a\n  - b *c\n- d* e\n\n# h *i\n> q `c",
+		"a | b\n--|--\nc | d\n",
+		"x\n| a |\n|-x\n",
+		// A line with a "|" above a fence: it is prose once the fence
+		// line begins.
+		"|]`]`):)\n~~~#*。\t\n~#-(a",
+		// A line that starts like a fence but is not one (a backtick in
+		// its info string) is not cut: cut short it would be one.
+		">:``` #:~[\n```\\1.:(](a 。|```[-\n[|1.a",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, md string) {
+		prev := ""
+		for i := range len(md) + 1 {
+			head := md[:settled(md[:i])]
+			if !strings.HasPrefix(head, prev) {
+				t.Fatalf("at %d the head %q does not extend %q", i, head, prev)
+			}
+			if openFence(head) != "" {
+				t.Fatalf("at %d the head ends inside a code block: %q", i, head)
+			}
+			prev = head
+		}
+	})
+}
