@@ -128,24 +128,27 @@ func (s *settler) words(start, end int) (pipe bool) {
 	content := false
 	hold := fenceStart(md[start:end])
 	for i < end {
-		r, n := utf8.DecodeRuneInString(md[i:])
-		if r == ' ' || r == '\t' {
+		c := md[i]
+		switch {
+		case c == ' ' || c == '\t':
 			if content && !pipe && !hold && s.in.closed() {
 				s.best = i
 			}
-			i += n
+			i++
 			continue
-		}
-		if r == '|' && s.in.code == 0 {
+		case c == '|' && s.in.code == 0:
 			pipe = true
 		}
-		if !content && !strings.ContainsRune(markup, r) {
+		if !content && strings.IndexByte(markup, c) < 0 {
 			content = true
 		}
-		i = s.in.scan(md, i, end)
-		if isStop(r) && content && !pipe && !hold && s.in.closed() {
-			s.best = i
+		next := s.in.scan(md, i, end)
+		if c >= utf8.RuneSelf && content && !pipe && !hold && s.in.closed() {
+			if r, _ := utf8.DecodeRuneInString(md[i:]); isStop(r) {
+				s.best = next
+			}
 		}
+		i = next
 	}
 	return pipe
 }
@@ -231,7 +234,13 @@ type inline struct {
 	delims   []delim // emphasis and strikethrough openers not yet closed
 	brackets int     // "[" not yet closed by "]"
 	dest     int     // depth of parentheses in a link destination; 0 if none
+	// full: more openers than maxOpeners were open at once; the rest of
+	// the paragraph is held (and the search for an opener stays short).
+	full bool
 }
+
+// maxOpeners bounds the emphasis openers followed in one paragraph.
+const maxOpeners = 64
 
 // delim is an emphasis or strikethrough opener: its character and how many
 // of it are still open.
@@ -242,7 +251,7 @@ type delim struct {
 
 // closed reports whether nothing is open.
 func (in *inline) closed() bool {
-	return in.code == 0 && len(in.delims) == 0 && in.brackets == 0 && in.dest == 0
+	return in.code == 0 && len(in.delims) == 0 && in.brackets == 0 && in.dest == 0 && !in.full
 }
 
 // scan takes the construct that starts at md[i] (a delimiter run, a
@@ -355,7 +364,11 @@ func (in *inline) delimiter(md string, i, j int) {
 			in.delims = in.delims[:k]
 		}
 	}
-	if canOpen && n > 0 {
+	switch {
+	case !canOpen || n == 0:
+	case len(in.delims) >= maxOpeners:
+		in.full = true
+	default:
 		in.delims = append(in.delims, delim{ch: c, n: n})
 	}
 }

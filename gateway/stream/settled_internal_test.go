@@ -58,6 +58,8 @@ func TestSettled(t *testing.T) {
 		{"strikethrough", "it is ~~wrong and", "it is"},
 		{"strikethrough closed", "it is ~~wrong~~ now", "it is ~~wrong~~"},
 		{"nested", "a **b *c* d** e", "a **b *c* d**"},
+		{"too many openers hold the paragraph", strings.Repeat("*a ", 70) + strings.Repeat("a* ", 70) + "b c", ""},
+		{"too many openers, next paragraph", strings.Repeat("*a ", 70) + "\n\nb c", strings.Repeat("*a ", 70) + "\n\nb"},
 
 		// Code spans.
 		{"open code span", "use `go vet ./", "use"},
