@@ -165,7 +165,7 @@ func TestChatOnPty(t *testing.T) {
 		{"pibot without an API key.\r\n", 1, "\x1b[A\r"},
 		{"pibot without an API key.\r\n", 2, "\x04"},
 	})
-	if n := strings.Count(out, "› again\r\r\n"); n != 2 {
+	if n := strings.Count(out, "› again\r\n"); n != 2 {
 		t.Errorf("↑ did not send the last line again (%d lines sent):\n%q", n, out)
 	}
 	if !strings.Contains(out, "resumed session ") || !strings.Contains(out, ", 2 messages; /new for a fresh one") {
