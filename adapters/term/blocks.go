@@ -6,12 +6,22 @@ import (
 	"strings"
 )
 
+// tail is the end of a live terminal's output, down to the cursor, as
+// blocks. Any block changes by redrawing from its first changed line to
+// the end, so a message edited while others follow it (an approval card
+// answered while the reply goes on below it) is not printed again. Its
+// methods are called with the display's mu held and the prompt and the
+// status line off the screen.
+type tail struct {
+	blocks []block
+	// write prints to the terminal.
+	write func(string)
+	// size returns the terminal's columns and rows.
+	size func() (cols, rows int)
+}
+
 // block is one piece of what a live terminal shows: a message with its
 // numbered buttons, a note of the adapter's own, or a line the user sent.
-// The display keeps the blocks at the end of the output, down to the
-// cursor, and changes any of them by redrawing from its first changed line
-// to the end, so a message edited while others follow it (an approval
-// card answered while the reply goes on below it) is not printed again.
 type block struct {
 	// id is the message's id; "" for a block that never changes.
 	id string
@@ -43,53 +53,52 @@ func linesRows(s string, cols int) int {
 }
 
 // find returns the index of the block of message id, or -1.
-func (d *display) find(id string) int {
+func (t *tail) find(id string) int {
 	if id == "" {
 		return -1
 	}
-	return slices.IndexFunc(d.blocks, func(b block) bool { return b.id == id })
+	return slices.IndexFunc(t.blocks, func(b block) bool { return b.id == id })
 }
 
 // insertAt is where a new block that is not a streaming reply goes: above
 // the replies streaming at the end of the output.
-func (d *display) insertAt() int {
-	i := len(d.blocks)
-	for i > 0 && d.blocks[i-1].open {
+func (t *tail) insertAt() int {
+	i := len(t.blocks)
+	for i > 0 && t.blocks[i-1].open {
 		i--
 	}
 	return i
 }
 
-// redrawTo changes the screen from d.blocks to next: the cursor moves up
+// redrawTo changes the screen from t.blocks to next: the cursor moves up
 // to the first line that differs, clears the screen below and prints the
 // rest. It reports false, having printed nothing, when that line is out of
-// the cursor's reach (scrolled off the top). The prompt and the status
-// line are off the screen. d.mu is held.
-func (d *display) redrawTo(next []block) bool {
-	old, text := blocksText(d.blocks), blocksText(next)
+// the cursor's reach (scrolled off the top).
+func (t *tail) redrawTo(next []block) bool {
+	old, text := blocksText(t.blocks), blocksText(next)
 	p := commonPrefix(old, text)
 	start := strings.LastIndexByte(old[:p], '\n') + 1
-	cols, height := d.termSize()
+	cols, height := t.size()
 	up := linesRows(old[start:], cols)
 	if up >= height {
 		return false
 	}
 	if up > 0 {
-		d.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
+		t.write(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
 	}
-	d.raw(text[start:])
-	d.blocks = next
-	d.trim(cols, height)
+	t.write(text[start:])
+	t.blocks = next
+	t.trim(cols, height)
 	return true
 }
 
 // trim forgets the blocks no line of which the cursor can reach any more.
-func (d *display) trim(cols, height int) {
+func (t *tail) trim(cols, height int) {
 	rows := 0
-	for i := len(d.blocks) - 1; i > 0; i-- {
-		rows += linesRows(d.blocks[i].text+"\n", cols)
+	for i := len(t.blocks) - 1; i > 0; i-- {
+		rows += linesRows(t.blocks[i].text+"\n", cols)
 		if rows >= height {
-			d.blocks = slices.Delete(d.blocks, 0, i)
+			t.blocks = slices.Delete(t.blocks, 0, i)
 			return
 		}
 	}
@@ -97,35 +106,35 @@ func (d *display) trim(cols, height int) {
 
 // add shows a new block: a streaming reply at the end of the output,
 // anything else above the replies streaming there (which are redrawn
-// below it), or at the end when they are too tall to redraw. d.mu is held.
-func (d *display) add(b block) {
-	if at := d.insertAt(); !b.open && at < len(d.blocks) {
-		if d.redrawTo(slices.Insert(slices.Clone(d.blocks), at, b)) {
+// below it), or at the end when they are too tall to redraw.
+func (t *tail) add(b block) {
+	if at := t.insertAt(); !b.open && at < len(t.blocks) {
+		if t.redrawTo(slices.Insert(slices.Clone(t.blocks), at, b)) {
 			return
 		}
 	}
-	d.redrawTo(append(slices.Clone(d.blocks), b)) // nothing above the cursor changes
+	t.redrawTo(append(slices.Clone(t.blocks), b)) // nothing above the cursor changes
 }
 
 // replace shows the block at i with text, in place. When the lines that
 // change are out of reach the old text stays where it is, no longer that
-// message's, and the new text is added as a new block. d.mu is held.
-func (d *display) replace(i int, text string, open bool) {
-	next := slices.Clone(d.blocks)
+// message's, and the new text is added as a new block.
+func (t *tail) replace(i int, text string, open bool) {
+	next := slices.Clone(t.blocks)
 	next[i].text, next[i].open = text, open
-	if d.redrawTo(next) {
+	if t.redrawTo(next) {
 		return
 	}
-	id := d.blocks[i].id
-	d.blocks[i].id, d.blocks[i].open = "", false
-	d.add(block{id: id, text: text, open: open})
+	id := t.blocks[i].id
+	t.blocks[i].id, t.blocks[i].open = "", false
+	t.add(block{id: id, text: text, open: open})
 }
 
 // remove takes the block at i off the screen; out of reach, it stays,
-// no longer that message's. d.mu is held.
-func (d *display) remove(i int) {
-	if d.redrawTo(slices.Delete(slices.Clone(d.blocks), i, i+1)) {
+// no longer that message's.
+func (t *tail) remove(i int) {
+	if t.redrawTo(slices.Delete(slices.Clone(t.blocks), i, i+1)) {
 		return
 	}
-	d.blocks[i].id, d.blocks[i].open = "", false
+	t.blocks[i].id, t.blocks[i].open = "", false
 }

@@ -138,7 +138,7 @@ func (d *display) sent(line string) {
 	d.raw(ansiClearLine)
 	d.hideStatus()
 	if d.live {
-		d.add(block{text: prompt + line})
+		d.tail.add(block{text: prompt + line})
 		return
 	}
 	d.raw(prompt + line + "\n")

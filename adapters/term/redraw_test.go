@@ -207,3 +207,30 @@ func TestPipeApprovalPrintsEachTextOnce(t *testing.T) {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestLiveTallReply: a streaming reply taller than the screen cannot be
+// redrawn below a new message (its first lines are out of reach), so the
+// message goes below it, and the reply still grows in place: nothing is
+// printed twice.
+func TestLiveTallReply(t *testing.T) {
+	ctx := t.Context()
+	scr := termtest.NewScreen(40, 5)
+	a, _ := New(Config{In: strings.NewReader(""), Out: scr, Live: true, Size: func() (int, int) { return 40, 5 }})
+	st, _ := a.OpenStream(ctx, Conv(), chat.StreamOptions{})
+	long := "1\n2\n3\n4\n5\n6"
+	if err := st.Update(ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Send(ctx, Conv(), chat.Out{Markdown: "note"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Update(ctx, long+"\n7"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Finish(ctx, chat.Out{Markdown: long + "\n7."}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scr.Text(), long+"\n7.\nnote"; got != want {
+		t.Errorf("screen:\n%s\nwant:\n%s", got, want)
+	}
+}

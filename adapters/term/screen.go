@@ -44,9 +44,8 @@ type display struct {
 	mu    sync.Mutex
 	msgs  map[string]*shown
 	order []string // message ids, oldest first
-	// blocks are the end of a live terminal's output, down to the
-	// cursor (blocks.go).
-	blocks []block
+	// tail is the end of a live terminal's output (blocks.go).
+	tail   tail
 	status string // last status line printed
 	// keys are the numbered buttons on screen, from the latest message
 	// that has buttons.
@@ -101,7 +100,7 @@ func (d *display) put(ref chat.MsgRef, m shown, open bool) {
 // printNew prints a new message. d.mu is held.
 func (d *display) printNew(ref chat.MsgRef, m shown, open bool) {
 	if d.live {
-		d.add(block{id: ref.ID, text: blockText(m), open: open})
+		d.tail.add(block{id: ref.ID, text: blockText(m), open: open})
 		return
 	}
 	d.raw(blockText(m) + "\n")
@@ -111,12 +110,12 @@ func (d *display) printNew(ref chat.MsgRef, m shown, open bool) {
 func (d *display) printChange(ref chat.MsgRef, old, m shown, open bool) {
 	if d.live {
 		text := blockText(m)
-		switch i := d.find(ref.ID); {
-		case i >= 0 && (d.blocks[i].text != text || d.blocks[i].open != open):
-			d.replace(i, text, open)
+		switch i := d.tail.find(ref.ID); {
+		case i >= 0 && (d.tail.blocks[i].text != text || d.tail.blocks[i].open != open):
+			d.tail.replace(i, text, open)
 		case i < 0 && blockText(old) != text:
 			// Forgotten, out of the cursor's reach: printed again.
-			d.add(block{id: ref.ID, text: text, open: open})
+			d.tail.add(block{id: ref.ID, text: text, open: open})
 		}
 		return
 	}
@@ -156,7 +155,7 @@ func (d *display) note(text string) {
 		text = ansiDim + text + ansiReset
 	}
 	if d.live {
-		d.add(block{text: text})
+		d.tail.add(block{text: text})
 		return
 	}
 	d.raw(text + "\n")

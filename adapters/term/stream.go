@@ -73,9 +73,9 @@ func (s *stream) Abort(ctx context.Context) error {
 		return nil
 	}
 	delete(d.msgs, s.ref.ID)
-	if i := d.find(s.ref.ID); i >= 0 {
+	if i := d.tail.find(s.ref.ID); i >= 0 {
 		defer d.hidePrompt()()
-		d.remove(i)
+		d.tail.remove(i)
 	}
 	return nil
 }

@@ -122,19 +122,21 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Color {
 		dialect = chat.DialectANSI
 	}
+	d := &display{
+		out:   cfg.Out,
+		color: cfg.Color,
+		live:  cfg.Live,
+		size:  cfg.Size,
+		log:   log,
+		msgs:  make(map[string]*shown),
+	}
+	d.tail = tail{write: d.raw, size: d.termSize}
 	return &Adapter{
 		in:      cfg.In,
 		edit:    cfg.Edit,
 		dialect: dialect,
 		ids:     ids{epoch: strconv.FormatInt(time.Now().UnixNano(), 36)},
-		disp: &display{
-			out:   cfg.Out,
-			color: cfg.Color,
-			live:  cfg.Live,
-			size:  cfg.Size,
-			log:   log,
-			msgs:  make(map[string]*shown),
-		},
+		disp:    d,
 	}, nil
 }
 
