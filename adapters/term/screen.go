@@ -69,23 +69,31 @@ type shown struct {
 }
 
 // put shows message ref, new or changed, as m. On a live terminal the
-// message, with its buttons, is one block, redrawn in place; open marks a
-// reply still streaming. Elsewhere a new message is printed whole and a
-// changed one prints what changed: its new text, its new buttons. d.mu is
-// held.
+// message, with its buttons, is one block, redrawn in place (or, when the
+// cursor cannot reach it any more, printed again); open marks a reply still
+// streaming. Elsewhere a new message is printed whole and a changed one
+// prints what changed: its new text, its new buttons. d.mu is held.
 func (d *display) put(ref chat.MsgRef, m shown, open bool) {
-	old := d.msgs[ref.ID]
+	old, isNew := d.msgs[ref.ID], false
 	if old == nil {
-		old = &shown{}
+		old, isNew = &shown{}, true
 		d.msgs[ref.ID] = old
 		d.order = append(d.order, ref.ID)
 		if len(d.order) > maxMessages {
 			delete(d.msgs, d.order[0])
 			d.order = d.order[1:]
 		}
-		d.printNew(ref, m, open)
-	} else {
-		d.printChange(ref, *old, m, open)
+	}
+	text := blockText(m)
+	switch i := d.tail.find(ref.ID); {
+	case !d.live:
+		d.printChange(*old, m, isNew)
+	case i >= 0:
+		if b := d.tail.blocks[i]; b.text != text || b.open != open {
+			d.tail.replace(i, text, open)
+		}
+	case isNew || blockText(*old) != text:
+		d.tail.add(block{id: ref.ID, text: text, open: open})
 	}
 	if !equalButtons(old.buttons, m.buttons) {
 		if keys := slices.Concat(m.buttons...); len(keys) > 0 {
@@ -97,26 +105,12 @@ func (d *display) put(ref chat.MsgRef, m shown, open bool) {
 	*old = m
 }
 
-// printNew prints a new message. d.mu is held.
-func (d *display) printNew(ref chat.MsgRef, m shown, open bool) {
-	if d.live {
-		d.tail.add(block{id: ref.ID, text: blockText(m), open: open})
-		return
-	}
-	d.raw(blockText(m) + "\n")
-}
-
-// printChange shows the change of message ref from old to m. d.mu is held.
-func (d *display) printChange(ref chat.MsgRef, old, m shown, open bool) {
-	if d.live {
-		text := blockText(m)
-		switch i := d.tail.find(ref.ID); {
-		case i >= 0 && (d.tail.blocks[i].text != text || d.tail.blocks[i].open != open):
-			d.tail.replace(i, text, open)
-		case i < 0 && blockText(old) != text:
-			// Forgotten, out of the cursor's reach: printed again.
-			d.tail.add(block{id: ref.ID, text: text, open: open})
-		}
+// printChange prints message m, new or changed from old, where the
+// terminal cannot redraw: all of it when new, else its new text and its
+// new buttons. d.mu is held.
+func (d *display) printChange(old, m shown, isNew bool) {
+	if isNew {
+		d.raw(blockText(m) + "\n")
 		return
 	}
 	if m.text != old.text {
