@@ -1,4 +1,4 @@
-package slack
+package e2e
 
 import (
 	"io"
@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pibot/pibot/adapters/slack"
 	"github.com/pibot/pibot/adapters/slack/slacktest"
 	"github.com/pibot/pibot/chat"
 	gwstream "github.com/pibot/pibot/gateway/stream"
@@ -33,13 +34,13 @@ func streamThread(t *testing.T, srv *slacktest.Server, turn faux.Turn) (grew []g
 	t.Helper()
 	client, stop := srv.InMemory()
 	defer stop()
-	a, err := New(Config{BotToken: secret.New(srv.BotToken), AppToken: secret.New(srv.AppToken),
+	a, err := slack.New(slack.Config{BotToken: secret.New(srv.BotToken), AppToken: secret.New(srv.AppToken),
 		APIURL: srv.APIURL, HTTPClient: client, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	parent, _ := srv.Post(slacktest.Say{Channel: "C1", User: "U1", Text: "<@UBOT> explain"})
-	conv := chat.ConvRef{Platform: platform, Workspace: "T0001", Channel: "C1", Thread: parent}
+	conv := chat.ConvRef{Platform: "slack", Workspace: "T0001", Channel: "C1", Thread: parent}
 	c := gwstream.New(a, conv, gwstream.Options{ReplyTo: &chat.MsgRef{Conv: conv, ID: parent}, Recipient: "U1"})
 	ctx := t.Context()
 	c.Start(ctx)
