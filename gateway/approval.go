@@ -40,6 +40,9 @@ type approvals struct {
 	tables  atomic.Pointer[approvalTables]
 	mu      sync.Mutex
 	pending map[string]*approval
+	// waiting counts the tool calls waiting for a decision now: a
+	// shutdown whose runs all wait for one stops at once (drain).
+	waiting atomic.Int64
 }
 
 // approvalDeps are the collaborators of approvals.
@@ -232,6 +235,8 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 	timeout, stop := a.deps.host.timer(a.deps.policy.timeout)
 	defer stop()
 	var d string
+	a.waiting.Add(1)
+	defer a.waiting.Add(-1)
 	select {
 	case d = <-ap.decided:
 	case <-timeout:

@@ -145,6 +145,28 @@ func TestApprovalSurvivesRestart(t *testing.T) {
 	h.waitFor("branch", func() bool { return slices.Equal(headBranch(h), want) })
 }
 
+// A shutdown whose only run waits for an approval does not wait out the
+// drain budget (an hour here; the harness fails a stop after 30 s): the
+// call waits for a person, and its buttons work after the restart. It
+// used to hold every restart of pibot for the whole budget (20 s).
+func TestShutdownDoesNotWaitForAnApproval(t *testing.T) {
+	var n atomic.Int32
+	h := newHarness(t, []faux.Turn{faux.ToolCalls(faux.Call("c1", "bash", `{"command":"make deploy"}`)), faux.Text("deployed after restart")},
+		withTools(countingTool("bash", &n)),
+		withConfig(func(c *gateway.Config) {
+			c.DMApprovals = map[string]string{"bash": "ask"}
+			c.DrainTimeout = time.Hour
+		}))
+	h.send("deploy")
+	ids := h.approvalButtons(dmConv)
+	h.restart()
+	h.press(dmConv, "owner", ids[0])
+	h.waitText(dmConv, "deployed after restart")
+	if n.Load() != 1 {
+		t.Fatalf("tool ran %d times after the restart, want 1", n.Load())
+	}
+}
+
 // A call waiting for approval whose tool a reload denies meanwhile does
 // not run when it is allowed: the policy in force decides, as it would
 // after a restart.

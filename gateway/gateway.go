@@ -469,12 +469,27 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	g.mail.close()
 	done := make(chan struct{})
 	go func() { g.mail.wait(); g.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(g.cfg.DrainTimeout):
+	// A run waiting for an approval waits for a person, not for work: when
+	// every active run does, waiting out the budget gains nothing (the
+	// approval is recorded and its buttons work after the restart).
+	budget := time.After(g.cfg.DrainTimeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-done:
+			break wait
+		case <-tick.C:
+			if n := g.sessions.activeRuns(); n == 0 || int64(n) > g.approval.waiting.Load() {
+				continue
+			}
+		case <-budget:
+		}
 		g.sessions.freezeAll("pibot is restarting; this reply will be resumed")
 		cancel()
 		<-done
+		break
 	}
 	cancel()
 	g.sessions.closeAll()

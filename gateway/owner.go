@@ -244,6 +244,19 @@ func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
 	}
 }
 
+// activeRuns counts the owner's active runs.
+func (o *owner) activeRuns() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, l := range o.locs {
+		if l.run != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // freezeAll stops every active run without recording anything more
 // (shutdown): the session stays where it was, so pending approvals and
 // unanswered messages are resumed after the restart.

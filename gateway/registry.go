@@ -91,6 +91,17 @@ func (reg *registry) freezeAll(note string) {
 	}
 }
 
+// activeRuns counts the active runs of every loaded owner.
+func (reg *registry) activeRuns() int {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	n := 0
+	for _, o := range reg.owners {
+		n += o.activeRuns()
+	}
+	return n
+}
+
 // closeAll unloads and closes every owner and waits for their lease
 // watchers.
 func (reg *registry) closeAll() {

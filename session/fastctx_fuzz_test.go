@@ -223,7 +223,11 @@ func TestContextLikeLoader(t *testing.T) {
 	dir := t.TempDir()
 	fast, leaves := 0, 0
 	reasons := map[string]int{}
-	for range 300 {
+	files := 300
+	if testing.Short() {
+		files = 80 // scripts/test's quick loop; scripts/test --all runs 300
+	}
+	for range files {
 		data := make([]byte, 2+r.IntN(300))
 		for i := range data {
 			data[i] = byte(r.Uint32())

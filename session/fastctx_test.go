@@ -154,6 +154,9 @@ func TestWriteContextGenerated(t *testing.T) {
 		n    int
 		seed uint64
 	}{{50, 1}, {3000, 2}, {6000, 3}} {
+		if testing.Short() && tc.n > 3000 {
+			continue // the parts of a large file: scripts/test --all
+		}
 		p := writeTemp(t, generated(t, tc.n, tc.seed))
 		st := sameContext(t, p, "")
 		if !st.Fast {
@@ -169,6 +172,9 @@ func TestWriteContextGenerated(t *testing.T) {
 // parts; a line longer than the read buffer where they meet is read whole
 // by one of them.
 func TestWriteContextLongLineAtPartBoundary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 6,000-entry file through both loaders: scripts/test --all")
+	}
 	ls := lines(generated(t, 6000, 4))
 	size := 0
 	for _, l := range ls {
@@ -409,7 +415,10 @@ func TestWriteContextMutations(t *testing.T) {
 	}
 	dir := t.TempDir()
 	compared, fast := 0, 0
-	const files = 150
+	files := 150
+	if testing.Short() {
+		files = 40 // scripts/test's quick loop; scripts/test --all runs 150
+	}
 	for iter := range files {
 		ls := make([][]byte, len(base))
 		for i := range base {

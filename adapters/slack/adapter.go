@@ -27,7 +27,8 @@ const statusRefresh = 90 * time.Second
 func (a *Adapter) Platform() chat.Platform { return platform }
 
 // Caps returns what the adapter can do in conv. Threads stream natively
-// (append-only, with progress in the assistant status); a DM's main line
+// (append-only, with progress in the assistant status), an append every
+// appendInterval at most; a DM's main line
 // is answered by a message that is updated at most once a second (Slack
 // streams only as thread replies in DMs, and a reply at top level keeps
 // the main line readable). Where the status is refused (no assistant
@@ -43,6 +44,7 @@ func (a *Adapter) Caps(conv chat.ConvRef) chat.Caps {
 	if conv.Thread != "" && !noAsst {
 		c.TypingRefresh = statusRefresh
 		c.NativeStream, c.AppendOnly = true, true
+		c.EditInterval = appendInterval
 	}
 	return c
 }

@@ -45,7 +45,8 @@ type op struct {
 	channel string
 	kind    kind
 	// msg is the ts of the message a call changes (an update, an append,
-	// a stop); such calls are paced to one a second per message.
+	// a stop); such calls are paced to one a second per message (appends
+	// to one every appendInterval).
 	msg string
 }
 

@@ -11,9 +11,15 @@ import (
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
-// perMessagePerMin paces the calls that change one message (updates,
-// appends, the stop): one a second.
+// perMessagePerMin paces the calls that change one message (updates and
+// the stop of a stream): one a second.
 const perMessagePerMin = 60
+
+// appendInterval paces the appends to one streamed message: a reply in a
+// thread grows more than once a second, and one stream (75 a minute) stays
+// under the workspace's pace of chat.appendStream (Tier 4: 100+ a minute;
+// 80 in defaultTiers).
+const appendInterval = 800 * time.Millisecond
 
 // liveMaxWait is the longest a live call (an update, an append, a status)
 // waits for its method's tokens; a longer wait is returned as a
@@ -155,7 +161,11 @@ func (l *limiter) acquire(ctx context.Context, o op, live bool) error {
 		add("slack/"+team+"/"+method+"/"+channel, perMin, "chat")
 	}
 	if o.msg != "" {
-		add("slack/"+team+"/msg/"+channel+"/"+o.msg, perMessagePerMin, "message")
+		key, perMin := "slack/"+team+"/msg/"+channel+"/"+o.msg, float64(perMessagePerMin)
+		if method == "chat.appendStream" {
+			key, perMin = key+"/append", float64(time.Minute/appendInterval)
+		}
+		add(key, perMin, "message")
 	}
 	pause := ""
 	if l.shared != nil {

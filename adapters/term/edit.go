@@ -41,6 +41,7 @@ func (d *display) hidePrompt() func() {
 // hideStatus takes the transient status line of a live terminal off the
 // screen; the cursor is at the start of the line below it. d.mu is held.
 func (d *display) hideStatus() {
+	d.toast = false
 	if d.statusRows == 0 {
 		return
 	}
@@ -61,8 +62,8 @@ func (d *display) drawPrompt() {
 	d.raw(line)
 }
 
-// raw writes line without changing what the adapter knows of the output.
-// d.mu is held.
+// raw writes text; a write error is logged (the terminal is gone, and the
+// caller can do nothing about it). d.mu is held.
 func (d *display) raw(text string) {
 	if _, err := io.WriteString(d.out, text); err != nil {
 		d.log.Warn("term: write", "err", err)
@@ -130,23 +131,17 @@ func (a *Adapter) readEdited(lines chan<- string, quit <-chan struct{}) error {
 	}
 }
 
-// sent leaves the line the user sent on screen as their message. A reply
-// still streaming at the end of a live terminal is moved below it, so it
-// goes on being redrawn in place instead of being printed again. d.mu is held.
+// sent leaves the line the user sent on screen as their message, above
+// the replies still streaming on a live terminal, which go on being
+// redrawn in place below it. d.mu is held.
 func (d *display) sent(line string) {
 	d.raw(ansiClearLine)
 	d.hideStatus()
-	if m := d.msgs[d.streaming]; d.live && m != nil && d.tail == d.streaming {
-		cols, rows := d.termSize()
-		if up := screenRows(m.text, cols); up < rows {
-			d.raw(fmt.Sprintf("\x1b[%dA\r%s", up, ansiClearScreen))
-			d.raw(prompt + line + "\r\n")
-			d.write(m.text + "\n")
-			return
-		}
+	if d.live {
+		d.tail.add(block{text: prompt + line})
+		return
 	}
-	d.raw(prompt + line + "\r\n")
-	d.midLn, d.tail = false, ""
+	d.raw(prompt + line + "\n")
 }
 
 // key is one key press: a rune, or a named key.

@@ -5,30 +5,12 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/adapters/term/termtest"
 	"github.com/pibot/pibot/chat"
 )
-
-// syncScreen is a screen safe for concurrent use.
-type syncScreen struct {
-	mu  sync.Mutex
-	scr *screen
-}
-
-func (s *syncScreen) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.scr.Write(p)
-}
-
-func (s *syncScreen) text() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.scr.text()
-}
 
 // TestLineEditing types keys into a raw-mode terminal: cursor movement,
 // deletion, word erase and the history walked with ↑ and ↓.
@@ -41,7 +23,7 @@ func TestLineEditing(t *testing.T) {
 		"draft\x1b[A\x1b[B!\r" + // up then down restores the draft
 		"x\x01>\x05<\r" + // Ctrl-A, Ctrl-E
 		"\x1b[3~\x04" // delete on an empty line, then Ctrl-D ends the input
-	scr := &syncScreen{scr: newScreen(40, 20)}
+	scr := termtest.NewScreen(40, 20)
 	a, err := New(Config{In: strings.NewReader(keys), Out: scr, Edit: true, Live: true})
 	if err != nil {
 		t.Fatal(err)
@@ -58,8 +40,8 @@ func TestLineEditing(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("lines %q, want %q", got, want)
 	}
-	if !strings.HasPrefix(scr.text(), "› hello\n› second\n› hello\n") {
-		t.Errorf("screen:\n%s", scr.text())
+	if !strings.HasPrefix(scr.Text(), "› hello\n› second\n› hello\n") {
+		t.Errorf("screen:\n%s", scr.Text())
 	}
 }
 
@@ -68,7 +50,7 @@ func TestLineEditing(t *testing.T) {
 func TestOutputWhileTyping(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	scr := &syncScreen{scr: newScreen(40, 20)}
+	scr := termtest.NewScreen(40, 20)
 	a, _ := New(Config{In: pr, Out: scr, Edit: true, Live: true})
 	lines := make(chan string, 1)
 	done := make(chan error, 1)
@@ -81,20 +63,20 @@ func TestOutputWhileTyping(t *testing.T) {
 	if _, err := io.WriteString(pw, "par"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return scr.text() == "› par" })
+	waitFor(t, func() bool { return scr.Text() == "› par" })
 	if _, err := a.Send(t.Context(), Conv(), chat.Out{Markdown: "bot says"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := scr.text(); got != "bot says\n› par" {
+	if got := scr.Text(); got != "bot says\n› par" {
 		t.Errorf("screen while typing %q", got)
 	}
 	// The status line sits above the prompt and goes with the next output.
 	_ = a.SetStatus(t.Context(), Conv(), "thinking…")
-	if got := scr.text(); got != "bot says\n… thinking…\n› par" {
+	if got := scr.Text(); got != "bot says\n… thinking…\n› par" {
 		t.Errorf("screen with a status %q", got)
 	}
 	_ = a.SetStatus(t.Context(), Conv(), "")
-	if got := scr.text(); got != "bot says\n› par" {
+	if got := scr.Text(); got != "bot says\n› par" {
 		t.Errorf("screen after the status %q", got)
 	}
 	if _, err := io.WriteString(pw, "tial\r"); err != nil {
@@ -107,7 +89,7 @@ func TestOutputWhileTyping(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := scr.text(); got != "bot says\n› partial" {
+	if got := scr.Text(); got != "bot says\n› partial" {
 		t.Errorf("screen %q", got)
 	}
 }
@@ -131,7 +113,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestTypingWhileAReplyStreams(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	scr := &syncScreen{scr: newScreen(40, 20)}
+	scr := termtest.NewScreen(40, 20)
 	a, _ := New(Config{In: pr, Out: scr, Edit: true, Live: true})
 	lines := make(chan string, 1)
 	done := make(chan error, 1)
@@ -144,21 +126,21 @@ func TestTypingWhileAReplyStreams(t *testing.T) {
 	ctx := t.Context()
 	st, _ := a.OpenStream(ctx, Conv(), chat.StreamOptions{})
 	_ = st.Update(ctx, "Hello")
-	waitFor(t, func() bool { return scr.text() == "Hello\n›" })
+	waitFor(t, func() bool { return scr.Text() == "Hello\n›" })
 	if _, err := io.WriteString(pw, "also this\r"); err != nil {
 		t.Fatal(err)
 	}
 	if l := <-lines; l != "also this" {
 		t.Fatalf("line %q", l)
 	}
-	if got := scr.text(); got != "› also this\nHello\n›" {
+	if got := scr.Text(); got != "› also this\nHello\n›" {
 		t.Errorf("after the line: %q", got)
 	}
 	_ = st.Update(ctx, "Hello world")
 	if _, err := st.Finish(ctx, chat.Out{Markdown: "Hello world."}); err != nil {
 		t.Fatal(err)
 	}
-	if got := scr.text(); got != "› also this\nHello world.\n›" {
+	if got := scr.Text(); got != "› also this\nHello world.\n›" {
 		t.Errorf("after the reply: %q", got)
 	}
 	// Finished: the next line goes below it.
@@ -166,7 +148,7 @@ func TestTypingWhileAReplyStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-lines
-	if got := scr.text(); got != "› also this\nHello world.\n› next\n›" {
+	if got := scr.Text(); got != "› also this\nHello world.\n› next\n›" {
 		t.Errorf("after the next line: %q", got)
 	}
 	pw.Close()

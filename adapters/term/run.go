@@ -104,7 +104,6 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 	isKey := err == nil && digits[0] != '+' && digits[0] != '-' && len(a.disp.keys) > 0
 	if isKey && (n < 1 || n > len(a.disp.keys)) {
 		show := a.disp.hidePrompt()
-		a.disp.newLine()
 		a.disp.note(fmt.Sprintf("no button %d: type a number from 1 to %d", n, len(a.disp.keys)))
 		show()
 		a.disp.mu.Unlock()
@@ -134,7 +133,6 @@ func (a *Adapter) handle(ctx context.Context, sink chat.Sink, text string) {
 		a.disp.mu.Lock()
 		defer a.disp.mu.Unlock()
 		defer a.disp.hidePrompt()()
-		a.disp.newLine()
 		if isKey {
 			a.disp.note(fmt.Sprintf("! %q not delivered: %v — press it again", pressed.Label, err))
 			if a.disp.keys == nil && a.disp.keyMsg == keyMsg {

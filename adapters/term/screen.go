@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +30,10 @@ const (
 )
 
 // display is what the terminal shows, and the cursor: the bot messages
-// still editable, the message that ends the output, the numbered buttons,
-// the status line and the prompt of the line editor. Its mutex guards it
-// all: output and typing never interleave. Methods marked "d.mu is held"
-// are called with it held.
+// still editable, the blocks at the end of a live terminal's output, the
+// numbered buttons, the status line and the prompt of the line editor.
+// Its mutex guards it all: output and typing never interleave. Methods
+// marked "d.mu is held" are called with it held.
 type display struct {
 	out   io.Writer
 	color bool
@@ -40,12 +41,12 @@ type display struct {
 	size  func() (int, int)
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	msgs   map[string]*shown
-	order  []string // message ids, oldest first
-	tail   string   // message whose text ends the output, "" if none
-	midLn  bool     // the output does not end with a newline
-	status string   // last status line printed
+	mu    sync.Mutex
+	msgs  map[string]*shown
+	order []string // message ids, oldest first
+	// tail is the end of a live terminal's output (blocks.go).
+	tail   tail
+	status string // last status line printed
 	// keys are the numbered buttons on screen, from the latest message
 	// that has buttons.
 	keys   []chat.Button
@@ -55,8 +56,9 @@ type display struct {
 	// statusRows is how many rows the transient status line of a live
 	// terminal takes at the end of the output (0: none shown).
 	statusRows int
-	// streaming is the message of an open stream, "" if none.
-	streaming string
+	// toast means the transient line shows a toast, which stays until
+	// the next output or status.
+	toast bool
 }
 
 // shown is what the terminal shows of one bot message.
@@ -66,58 +68,78 @@ type shown struct {
 	buttons  [][]chat.Button
 }
 
-// printLocked records and prints a new message. d.mu is held.
-func (d *display) printLocked(ref chat.MsgRef, m *shown) {
-	d.msgs[ref.ID] = m
-	d.order = append(d.order, ref.ID)
-	if len(d.order) > maxMessages {
-		delete(d.msgs, d.order[0])
-		d.order = d.order[1:]
+// put shows message ref, new or changed, as m. On a live terminal the
+// message, with its buttons, is one block, redrawn in place (or, when the
+// cursor cannot reach it any more, printed again); open marks a reply still
+// streaming. Elsewhere a new message is printed whole and a changed one
+// prints what changed: its new text, its new buttons. d.mu is held.
+func (d *display) put(ref chat.MsgRef, m shown, open bool) {
+	old, isNew := d.msgs[ref.ID], false
+	if old == nil {
+		old, isNew = &shown{}, true
+		d.msgs[ref.ID] = old
+		d.order = append(d.order, ref.ID)
+		if len(d.order) > maxMessages {
+			delete(d.msgs, d.order[0])
+			d.order = d.order[1:]
+		}
 	}
-	d.newLine()
-	d.write(m.text + "\n")
-	d.tail = ref.ID
-	d.showButtons(ref, m.buttons)
+	text := blockText(m)
+	switch i := d.tail.find(ref.ID); {
+	case !d.live:
+		d.printChange(*old, m, isNew)
+	case i >= 0:
+		if b := d.tail.blocks[i]; b.text != text || b.open != open {
+			d.tail.replace(i, text, open)
+		}
+	case isNew || blockText(*old) != text:
+		d.tail.add(block{id: ref.ID, text: text, open: open})
+	}
+	if !equalButtons(old.buttons, m.buttons) {
+		if keys := slices.Concat(m.buttons...); len(keys) > 0 {
+			d.keys, d.keyMsg = keys, ref
+		} else if d.keyMsg.ID == ref.ID {
+			d.keys = nil
+		}
+	}
+	*old = m
 }
 
-// showButtons prints numbered buttons and makes them the active ones.
-// d.mu is held.
-func (d *display) showButtons(ref chat.MsgRef, rows [][]chat.Button) {
-	var keys []chat.Button
+// printChange prints message m, new or changed from old, where the
+// terminal cannot redraw: all of it when new, else its new text and its
+// new buttons. d.mu is held.
+func (d *display) printChange(old, m shown, isNew bool) {
+	if isNew {
+		d.raw(blockText(m) + "\n")
+		return
+	}
+	if m.text != old.text {
+		d.raw(m.text + "\n")
+	}
+	if line := buttonsLine(m.buttons); line != "" && !equalButtons(old.buttons, m.buttons) {
+		d.raw(line + "\n")
+	}
+}
+
+// blockText is how message m is printed: its text, and its buttons on a
+// line below it.
+func blockText(m shown) string {
+	if line := buttonsLine(m.buttons); line != "" {
+		return m.text + "\n" + line
+	}
+	return m.text
+}
+
+// buttonsLine numbers the buttons of rows, "[1] Allow once  [2] Deny"; ""
+// when there are none.
+func buttonsLine(rows [][]chat.Button) string {
+	var labels []string
 	for _, row := range rows {
-		keys = append(keys, row...)
+		for _, b := range row {
+			labels = append(labels, fmt.Sprintf("[%d] %s", len(labels)+1, b.Label))
+		}
 	}
-	if len(keys) == 0 {
-		return
-	}
-	labels := make([]string, len(keys))
-	for i, b := range keys {
-		labels[i] = fmt.Sprintf("[%d] %s", i+1, b.Label)
-	}
-	d.newLine()
-	d.write(strings.Join(labels, "  ") + "\n")
-	d.tail = ""
-	d.keys, d.keyMsg = keys, ref
-}
-
-// write prints text; a write error is logged (the terminal is gone, and the
-// caller can do nothing about it). d.mu is held.
-func (d *display) write(text string) {
-	if text == "" {
-		return
-	}
-	if _, err := io.WriteString(d.out, text); err != nil {
-		d.log.Warn("term: write", "err", err)
-	}
-	d.midLn = !strings.HasSuffix(text, "\n")
-}
-
-// newLine ends a partial line, and ends the streamed message. d.mu is held.
-func (d *display) newLine() {
-	if d.midLn {
-		d.write("\n")
-	}
-	d.tail = ""
+	return strings.Join(labels, "  ")
 }
 
 // note prints one line of the adapter's own, dimmed when colored. d.mu is
@@ -126,7 +148,23 @@ func (d *display) note(text string) {
 	if d.color {
 		text = ansiDim + text + ansiReset
 	}
-	d.write(text + "\n")
+	if d.live {
+		d.tail.add(block{text: text})
+		return
+	}
+	d.raw(text + "\n")
+}
+
+// transient shows line on a live terminal's status line, below the
+// output; the prompt and the previous status line are off the screen.
+// d.mu is held.
+func (d *display) transient(line string) {
+	cols, _ := d.termSize()
+	d.statusRows = screenRows(line, cols)
+	if d.color {
+		line = ansiDim + line + ansiReset
+	}
+	d.raw(line + "\n")
 }
 
 // termSize returns the terminal's columns and rows.
@@ -138,26 +176,6 @@ func (d *display) termSize() (cols, rows int) {
 		}
 	}
 	return cols, rows
-}
-
-// redraw replaces old, the text of the message that ends the output
-// (printed as old+"\n", so the cursor is at the start of the next line),
-// with text: the cursor moves up to the first line that changes, clears
-// the screen below and prints the rest of text. It reports false, having
-// printed nothing, when the lines to redraw are taller than the screen
-// (the cursor cannot reach them); the caller prints the message again
-// instead. d.mu is held.
-func (d *display) redraw(old, text string) bool {
-	cols, height := d.termSize()
-	p := commonPrefix(old, text)
-	start := strings.LastIndexByte(old[:p], '\n') + 1
-	up := screenRows(old[start:], cols)
-	if up >= height {
-		return false
-	}
-	d.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
-	d.write(text[start:] + "\n")
-	return true
 }
 
 // commonPrefix is the length of the longest common prefix of x and y.

@@ -1,119 +1,20 @@
 package term
 
 import (
-	"strconv"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/pibot/pibot/adapters/term/termtest"
 	"github.com/pibot/pibot/chat"
 )
-
-// screen is a small terminal emulator: it interprets what the adapter
-// prints (text with wrapping, CR, LF, cursor up/left, clear to the end of
-// the line or screen) into lines, so tests check what a person sees
-// rather than the escape sequences.
-type screen struct {
-	cols, rows int
-	lines      [][]rune
-	x, y       int
-	wrap       bool // pending wrap: the last column was written
-}
-
-func newScreen(cols, rows int) *screen {
-	return &screen{cols: cols, rows: rows, lines: [][]rune{nil}}
-}
-
-func (s *screen) Write(p []byte) (int, error) {
-	str := string(p)
-	for i := 0; i < len(str); {
-		r, n := []rune(str[i:])[0], len(string([]rune(str[i:])[0]))
-		switch {
-		case r == '\r':
-			s.x, s.wrap = 0, false
-		case r == '\n':
-			s.down()
-			s.x = 0 // the terminal's output processing turns LF into CR LF
-		case r == 0x1b && i+1 < len(str) && str[i+1] == '[':
-			j := i + 2
-			for j < len(str) && (str[j] < 0x40 || str[j] > 0x7e) {
-				j++
-			}
-			s.csi(str[i+2:j], str[j])
-			n = j + 1 - i
-		default:
-			if s.wrap {
-				s.down()
-				s.x = 0
-			}
-			s.put(r)
-		}
-		i += n
-	}
-	return len(p), nil
-}
-
-func (s *screen) down() {
-	s.wrap = false
-	s.y++
-	for len(s.lines) <= s.y {
-		s.lines = append(s.lines, nil)
-	}
-}
-
-func (s *screen) put(r rune) {
-	line := s.lines[s.y]
-	for len(line) <= s.x {
-		line = append(line, ' ')
-	}
-	line[s.x] = r
-	s.lines[s.y] = line
-	if s.x == s.cols-1 {
-		s.wrap = true
-	} else {
-		s.x++
-	}
-}
-
-func (s *screen) csi(param string, f byte) {
-	n, err := strconv.Atoi(param)
-	if err != nil || n == 0 {
-		n = 1
-	}
-	s.wrap = false
-	switch f {
-	case 'A':
-		top := max(0, len(s.lines)-s.rows) // scrolled-off lines are out of reach
-		s.y = max(top, s.y-n)
-	case 'D':
-		s.x = max(0, s.x-n)
-	case 'K':
-		if s.x < len(s.lines[s.y]) {
-			s.lines[s.y] = s.lines[s.y][:s.x]
-		}
-	case 'J':
-		if s.x < len(s.lines[s.y]) {
-			s.lines[s.y] = s.lines[s.y][:s.x]
-		}
-		s.lines = s.lines[:s.y+1]
-	}
-}
-
-// text is the screen's content, trailing spaces and empty lines removed.
-func (s *screen) text() string {
-	var b strings.Builder
-	for _, l := range s.lines {
-		b.WriteString(strings.TrimRight(string(l), " "))
-		b.WriteByte('\n')
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
 
 // TestLiveStreamRedrawsInPlace streams a reply to a live terminal: the
 // screen ends up with the final reply once, however many updates (and
 // rewrites of earlier lines, and wrapped lines) it took.
 func TestLiveStreamRedrawsInPlace(t *testing.T) {
 	ctx := t.Context()
-	scr := newScreen(20, 10)
+	scr := termtest.NewScreen(20, 10)
 	a, err := New(Config{In: strings.NewReader(""), Out: scr, Live: true, Size: func() (int, int) { return 20, 10 }})
 	if err != nil {
 		t.Fatal(err)
@@ -142,20 +43,22 @@ func TestLiveStreamRedrawsInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "before\nHello\n\n✓ bash · ls\n\nA line long enough t\no wrap twice on twen\nty columns, done."
-	if got := scr.text(); got != want {
+	if got := scr.Text(); got != want {
 		t.Errorf("screen:\n%s\nwant:\n%s", got, want)
 	}
-	if scr.x != 0 || scr.y != len(scr.lines)-1 {
-		t.Errorf("cursor at %d,%d: the reply does not end with a newline", scr.x, scr.y)
+	if x, y := scr.Cursor(); x != 0 || y != scr.Lines()-1 {
+		t.Errorf("cursor at %d,%d: the reply does not end with a newline", x, y)
 	}
 }
 
-// TestLiveEditOfLastMessage edits the message that ends the output in
-// place, and prints an older one again.
-func TestLiveEditOfLastMessage(t *testing.T) {
+// TestLiveEditInPlace edits the message that ends the output and an
+// older one in place: no "↻ edited" note, nothing printed twice (issue 32).
+// A message whose lines scrolled out of the cursor's reach is printed
+// again, once, without a note.
+func TestLiveEditInPlace(t *testing.T) {
 	ctx := t.Context()
-	scr := newScreen(40, 10)
-	a, _ := New(Config{In: strings.NewReader(""), Out: scr, Live: true})
+	scr := termtest.NewScreen(40, 10)
+	a, _ := New(Config{In: strings.NewReader(""), Out: scr, Live: true, Size: func() (int, int) { return 40, 10 }})
 	one, _ := a.Send(ctx, Conv(), chat.Out{Markdown: "one"})
 	two, _ := a.Send(ctx, Conv(), chat.Out{Markdown: "two\nlines"})
 	if err := a.Edit(ctx, two, chat.Out{Markdown: "two\nlines, edited"}); err != nil {
@@ -164,8 +67,23 @@ func TestLiveEditOfLastMessage(t *testing.T) {
 	if err := a.Edit(ctx, one, chat.Out{Markdown: "one, edited"}); err != nil {
 		t.Fatal(err)
 	}
-	want := "one\ntwo\nlines, edited\n↻ edited\none, edited"
-	if got := scr.text(); got != want {
+	want := "one, edited\ntwo\nlines, edited"
+	if got := scr.Text(); got != want {
+		t.Errorf("screen:\n%s\nwant:\n%s", got, want)
+	}
+	for i := range 10 {
+		if _, err := a.Send(ctx, Conv(), chat.Out{Markdown: fmt.Sprint("line ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Edit(ctx, one, chat.Out{Markdown: "one, out of reach"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Edit(ctx, one, chat.Out{Markdown: "one, out of reach, again"}); err != nil {
+		t.Fatal(err)
+	}
+	want += "\nline 0\nline 1\nline 2\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8\nline 9\none, out of reach, again"
+	if got := scr.Text(); got != want {
 		t.Errorf("screen:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -174,7 +92,7 @@ func TestLiveEditOfLastMessage(t *testing.T) {
 // so the message sent in its place is not shown twice.
 func TestLiveAbortTakesTheStreamOff(t *testing.T) {
 	ctx := t.Context()
-	scr := newScreen(40, 10)
+	scr := termtest.NewScreen(40, 10)
 	a, _ := New(Config{In: strings.NewReader(""), Out: scr, Live: true})
 	st, _ := a.OpenStream(ctx, Conv(), chat.StreamOptions{})
 	if err := st.Update(ctx, "partial\ntext"); err != nil {
@@ -186,7 +104,7 @@ func TestLiveAbortTakesTheStreamOff(t *testing.T) {
 	if _, err := a.Send(ctx, Conv(), chat.Out{Markdown: "partial\ntext, whole"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := scr.text(), "partial\ntext, whole"; got != want {
+	if got, want := scr.Text(), "partial\ntext, whole"; got != want {
 		t.Errorf("screen %q, want %q", got, want)
 	}
 }
@@ -239,14 +157,14 @@ func TestDisplayWidth(t *testing.T) {
 // reply (which is still redrawn in place) and by "".
 func TestLiveStatusLine(t *testing.T) {
 	ctx := t.Context()
-	scr := newScreen(40, 10)
+	scr := termtest.NewScreen(40, 10)
 	a, _ := New(Config{In: strings.NewReader(""), Out: scr, Live: true})
 	if a.Caps(Conv()).TypingRefresh <= 0 {
 		t.Fatal("a live terminal has no status line")
 	}
 	step := func(name, want string) {
 		t.Helper()
-		if got := scr.text(); got != want {
+		if got := scr.Text(); got != want {
 			t.Fatalf("%s: screen %q, want %q", name, got, want)
 		}
 	}

@@ -57,8 +57,8 @@ func (s *stream) Finish(ctx context.Context, final chat.Out) (chat.MsgRef, error
 	return s.ref, nil
 }
 
-// Abort ends the stream and takes its text off a live terminal when it
-// still ends the output.
+// Abort ends the stream and takes its text off a live terminal, where the
+// cursor can still reach it.
 func (s *stream) Abort(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,57 +66,27 @@ func (s *stream) Abort(ctx context.Context) error {
 		return nil
 	}
 	s.done = true
-	scr := s.a.disp
-	scr.mu.Lock()
-	defer scr.mu.Unlock()
-	if scr.streaming == s.ref.ID {
-		scr.streaming = ""
-	}
-	m := scr.msgs[s.ref.ID]
-	if m == nil {
+	d := s.a.disp
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.msgs[s.ref.ID] == nil {
 		return nil
 	}
-	delete(scr.msgs, s.ref.ID)
-	if scr.live && scr.tail == s.ref.ID {
-		cols, rows := scr.termSize()
-		if up := screenRows(m.text, cols); up < rows {
-			defer scr.hidePrompt()()
-			scr.raw(fmt.Sprintf("\r\x1b[%dA%s", up, ansiClearScreen))
-			scr.tail = ""
-		}
+	delete(d.msgs, s.ref.ID)
+	if i := d.tail.find(s.ref.ID); i >= 0 {
+		defer d.hidePrompt()()
+		d.tail.remove(i)
 	}
 	return nil
 }
 
-// show prints the message ref (new) or brings it up to date: in place when
-// it ends the output on a live terminal, else printed again. open says
-// the stream goes on (a line the user sends meanwhile is shown above it).
+// show prints the message ref (new) or brings it up to date. open says
+// the stream goes on: on a live terminal it stays at the end of the
+// output.
 func (a *Adapter) show(ref chat.MsgRef, m chat.Out, open bool) {
 	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect), "\n")
 	a.disp.mu.Lock()
 	defer a.disp.mu.Unlock()
 	defer a.disp.hidePrompt()()
-	if open {
-		a.disp.streaming = ref.ID
-	} else if a.disp.streaming == ref.ID {
-		a.disp.streaming = ""
-	}
-	s := a.disp.msgs[ref.ID]
-	if s == nil {
-		a.disp.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
-		return
-	}
-	switch {
-	case s.text == text:
-	case a.disp.live && a.disp.tail == ref.ID && a.disp.redraw(s.text, text):
-	default:
-		a.disp.newLine()
-		a.disp.write(text + "\n")
-		a.disp.tail = ref.ID
-	}
-	s.text, s.markdown = text, m.Markdown
-	if !equalButtons(s.buttons, m.Buttons) {
-		s.buttons = m.Buttons
-		a.disp.showButtons(ref, m.Buttons)
-	}
+	a.disp.put(ref, shown{markdown: m.Markdown, text: text, buttons: m.Buttons}, open)
 }

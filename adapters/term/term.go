@@ -3,10 +3,12 @@
 // with ANSI styles (or as plain text), to an io.Writer.
 //
 // Every message ends with a newline. On a terminal (Config.Live) a reply
-// being streamed, or an edit of the message that ends the output, is
-// redrawn in place from its first changed line; elsewhere (a pipe, a file)
-// a streamed reply prints only its final text, and an edit prints the whole
-// message again after a "↻ edited" note. With Config.Edit the adapter reads
+// being streamed, or an edited message, is redrawn in place from its first
+// changed line, with everything below it; a reply being streamed stays at
+// the end of the output, and what is printed meanwhile (the user's lines,
+// answers to commands) goes above it. Elsewhere (a pipe, a file) a streamed
+// reply prints only its final text, and an edit prints only the message's
+// new text. With Config.Edit the adapter reads
 // a raw-mode terminal itself and gives the user line editing and history
 // (edit.go).
 // A line starting with "/" is a command; a line ending with "\" continues on
@@ -65,9 +67,8 @@ type Config struct {
 	// Color enables ANSI styles.
 	Color bool
 	// Live means Out is a terminal that understands ANSI cursor
-	// movement: streamed replies and edits of the last message are
-	// redrawn in place. Without it a streamed reply prints only its
-	// final text.
+	// movement: streamed replies and edited messages are redrawn in
+	// place. Without it a streamed reply prints only its final text.
 	Live bool
 	// Size returns the terminal's columns and rows; nil or zero values
 	// mean 80×24. Used with Live to know how many rows a message takes.
@@ -121,19 +122,21 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Color {
 		dialect = chat.DialectANSI
 	}
+	d := &display{
+		out:   cfg.Out,
+		color: cfg.Color,
+		live:  cfg.Live,
+		size:  cfg.Size,
+		log:   log,
+		msgs:  make(map[string]*shown),
+	}
+	d.tail = tail{write: d.raw, size: d.termSize}
 	return &Adapter{
 		in:      cfg.In,
 		edit:    cfg.Edit,
 		dialect: dialect,
 		ids:     ids{epoch: strconv.FormatInt(time.Now().UnixNano(), 36)},
-		disp: &display{
-			out:   cfg.Out,
-			color: cfg.Color,
-			live:  cfg.Live,
-			size:  cfg.Size,
-			log:   log,
-			msgs:  make(map[string]*shown),
-		},
+		disp:    d,
 	}, nil
 }
 
@@ -167,18 +170,17 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 		return chat.MsgRef{}, fmt.Errorf("term: send: %w", err)
 	}
 	text := strings.TrimRight(chat.Render(m.Markdown, a.dialect), "\n")
-	id := a.ids.next("b")
+	ref := chat.MsgRef{Conv: conv, ID: a.ids.next("b")}
 	a.disp.mu.Lock()
 	defer a.disp.mu.Unlock()
 	defer a.disp.hidePrompt()()
-	ref := chat.MsgRef{Conv: conv, ID: id}
-	a.disp.printLocked(ref, &shown{markdown: m.Markdown, text: text, buttons: m.Buttons})
+	a.disp.put(ref, shown{markdown: m.Markdown, text: text, buttons: m.Buttons}, false)
 	return ref, nil
 }
 
-// Edit updates a bot message: on a live terminal the message that ends
-// the output is redrawn in place; otherwise the whole message is printed
-// again. An unknown message gives an error wrapping chat.ErrNotFound.
+// Edit updates a bot message: on a live terminal it is redrawn in place,
+// with what follows it; otherwise its new text (or new buttons) is printed.
+// An unknown message gives an error wrapping chat.ErrNotFound.
 func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if err := checkButtons(m.Buttons); err != nil {
 		return fmt.Errorf("term: edit: %w", err)
@@ -190,29 +192,11 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	if s == nil || checkConv(ref.Conv) != nil {
 		return fmt.Errorf("term: edit %s: %w", ref.Key(), chat.ErrNotFound)
 	}
-	sameButtons := equalButtons(s.buttons, m.Buttons)
-	if s.text == text && sameButtons {
+	if s.text == text && equalButtons(s.buttons, m.Buttons) {
 		return nil
 	}
 	defer a.disp.hidePrompt()()
-	switch {
-	case s.text == text:
-	case a.disp.live && a.disp.tail == ref.ID && a.disp.redraw(s.text, text):
-	default:
-		a.disp.newLine()
-		a.disp.note("↻ edited")
-		a.disp.write(text + "\n")
-		a.disp.tail = ref.ID
-	}
-	s.text, s.markdown = text, m.Markdown
-	if !sameButtons {
-		s.buttons = m.Buttons
-		if len(m.Buttons) > 0 {
-			a.disp.showButtons(ref, m.Buttons)
-		} else if a.disp.keyMsg.ID == ref.ID {
-			a.disp.keys = nil
-		}
-	}
+	a.disp.put(ref, shown{markdown: m.Markdown, text: text, buttons: m.Buttons}, false)
 	return nil
 }
 
@@ -224,39 +208,37 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	if err := checkConv(conv); err != nil {
 		return fmt.Errorf("term: status: %w", err)
 	}
-	a.disp.mu.Lock()
-	defer a.disp.mu.Unlock()
-	if a.disp.live {
-		if status == a.disp.status && (status == "") == (a.disp.statusRows == 0) {
+	d := a.disp
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.live {
+		switch {
+		case d.toast && status == "":
+			return nil // a toast stays until the next output
+		case !d.toast && status == d.status && (status == "") == (d.statusRows == 0):
 			return nil // already shown (or already gone)
 		}
-		defer a.disp.hidePrompt()() // takes the old status line away too
+		defer d.hidePrompt()() // takes the old status line away too
 		if status != "" {
-			line := "… " + status
-			cols, _ := a.disp.termSize()
-			a.disp.statusRows = screenRows(line, cols)
-			if a.disp.color {
-				line = ansiDim + line + ansiReset
-			}
-			a.disp.raw(line + "\n")
+			d.transient("… " + status)
 		}
-		a.disp.status = status
+		d.status = status
 		return nil
 	}
-	if status != "" && status != a.disp.status {
-		defer a.disp.hidePrompt()()
-		a.disp.newLine()
-		a.disp.note("… " + status)
+	if status != "" && status != d.status {
+		defer d.hidePrompt()()
+		d.note("… " + status)
 	}
-	a.disp.status = status
+	d.status = status
 	return nil
 }
 
 // Answer applies Replace to the message that carried the pressed button
-// (only its buttons when Replace.Markdown is empty), prints the toast and
+// (only its buttons when Replace.Markdown is empty), shows the toast and
 // sends Reply as a normal message (the terminal has one user, so an
-// ephemeral message is just a message). Terminal interactions never
-// expire.
+// ephemeral message is just a message). On a live terminal the toast is
+// transient, like the status line: the message it answers shows the
+// outcome. Terminal interactions never expire.
 func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	if ix.Platform != Platform {
 		return chat.MsgRef{}, fmt.Errorf("term: answer: not a terminal interaction")
@@ -277,12 +259,17 @@ func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer
 		}
 	}
 	if r.Toast != "" {
-		a.disp.mu.Lock()
-		show := a.disp.hidePrompt()
-		a.disp.newLine()
-		a.disp.note("✓ " + r.Toast)
+		d := a.disp
+		d.mu.Lock()
+		show := d.hidePrompt()
+		if d.live {
+			d.transient("✓ " + r.Toast)
+			d.toast = true
+		} else {
+			d.note("✓ " + r.Toast)
+		}
 		show()
-		a.disp.mu.Unlock()
+		d.mu.Unlock()
 	}
 	if r.Reply == nil {
 		return chat.MsgRef{}, nil

@@ -103,12 +103,11 @@ func TestConversation(t *testing.T) {
 	}
 	want := "… thinking\n" +
 		"Hello world!\n" + // streamed to a pipe: only the final text
-		"↻ edited\n" +
-		"Goodbye\n" +
+		"Goodbye\n" + // an edit: the new text, no "↻ edited" note
+
 		"Run ls?\n" +
 		"[1] Allow once  [2] Allow for session  [3] Deny\n" +
 		"no button 7: type a number from 1 to 3\n" +
-		"↻ edited\n" +
 		"Decided: deny\n" +
 		"✓ deny\n"
 	if got := out.String(); got != want {
@@ -242,11 +241,11 @@ func TestEdit(t *testing.T) {
 	if _, err := a.Send(ctx, Conv(), chat.Out{Markdown: "two"}); err != nil {
 		t.Fatal(err)
 	}
-	// Not at the end of the output any more: printed again in full.
+	// Not a terminal: the new text is printed, once, without a note.
 	if err := a.Edit(ctx, ref, chat.Out{Markdown: "one more"}); err != nil {
 		t.Fatal(err)
 	}
-	if want := "one\ntwo\n↻ edited\none more\n"; out.String() != want {
+	if want := "one\ntwo\none more\n"; out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
 	}
 	tests := []struct {

@@ -36,7 +36,8 @@ type Target struct {
 	// messages are gone from it.
 	Transcript func(conv chat.ConvRef) string
 	// InPlace is true when an edit replaces the message on screen, so the
-	// old text disappears (false for the terminal, which prints anew).
+	// old text disappears (false for the terminal on a pipe, which
+	// prints anew).
 	InPlace bool
 	// Press makes the user press the button id, the n-th button (from 0,
 	// across rows) of the message ref, and the platform deliver the press

@@ -226,9 +226,15 @@ func workspaceFinding(ctx context.Context, cfg config.Config) doctor.Finding {
 		return configFinding(err, "agent.workspace")
 	}
 	f := doctor.Run(ctx, []doctor.Check{doctor.DataDir("workspace", ws, "agent.workspace", 0)}, 0)[0]
+	// One file system for both is the quick start's layout: the disk
+	// reserve keeps the tools from filling it, so only a reserve of 0 is
+	// worth a warning; otherwise the detail says how it is kept apart.
 	if shared := sharedFileSystem(ws, cfg.DataDir, cfg.Agent.Limits.DiskReserve); shared != "" && f.Status == doctor.OK {
-		f.Status, f.Detail = doctor.Warn, f.Detail+"; "+shared
-		f.Fix = "put agent.workspace on a file system of its own (a partition, a volume, a loop device), or keep agent.limits.disk_reserve"
+		f.Detail += "; " + shared
+		if cfg.Agent.Limits.DiskReserve <= 0 {
+			f.Status = doctor.Warn
+			f.Fix = "put agent.workspace on a file system of its own (a partition, a volume, a loop device), or set agent.limits.disk_reserve"
+		}
 	}
 	return f
 }

@@ -79,6 +79,27 @@ func TestRawModeOnPty(t *testing.T) {
 // exits.
 func ptyChat(t *testing.T, dir, cfg string, turns []ptyTurn) string {
 	t.Helper()
+	p := startPtyChat(t, dir, cfg)
+	for _, turn := range turns {
+		p.waitShown(t, turn.after, max(1, turn.times))
+		p.typeKeys(t, turn.keys)
+	}
+	return p.wait(t)
+}
+
+// ptyRun is `pibot chat` running on a pseudo-terminal 80×24.
+type ptyRun struct {
+	ptm, pts *os.File
+	cmd      *exec.Cmd
+	before   *unix.Termios
+
+	mu    sync.Mutex
+	shown strings.Builder
+}
+
+// startPtyChat starts `pibot chat -c cfg` in dir on a pseudo-terminal.
+func startPtyChat(t *testing.T, dir, cfg string) *ptyRun {
+	t.Helper()
 	ptm, pts := openPty(t)
 	if err := unix.IoctlSetWinsize(int(pts.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: 80, Row: 24}); err != nil {
 		t.Fatal(err)
@@ -91,39 +112,62 @@ func ptyChat(t *testing.T, dir, cfg string, turns []ptyTurn) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var shown strings.Builder
+	p := &ptyRun{ptm: ptm, pts: pts, cmd: cmd, before: before}
 	go func() {
 		buf := make([]byte, 4096)
 		for {
 			n, err := ptm.Read(buf)
-			mu.Lock()
-			shown.Write(buf[:n])
-			mu.Unlock()
+			p.mu.Lock()
+			p.shown.Write(buf[:n])
+			p.mu.Unlock()
 			if err != nil {
 				return
 			}
 		}
 	}()
-	text := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return shown.String()
+	return p
+}
+
+// text is everything the terminal showed so far.
+func (p *ptyRun) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.shown.String()
+}
+
+// waitShown waits until the terminal has shown s n times.
+func (p *ptyRun) waitShown(t *testing.T, s string, n int) {
+	t.Helper()
+	waitShown(t, p.text, s, n)
+}
+
+// typeKeys types keys.
+func (p *ptyRun) typeKeys(t *testing.T, keys string) {
+	t.Helper()
+	if _, err := p.ptm.WriteString(keys); err != nil {
+		t.Fatal(err)
 	}
-	for _, turn := range turns {
-		waitShown(t, text, turn.after, max(1, turn.times))
-		if _, err := ptm.WriteString(turn.keys); err != nil {
-			t.Fatal(err)
-		}
+}
+
+// wait waits for the chat to exit, checks the terminal's mode was
+// restored, and returns everything the terminal showed.
+func (p *ptyRun) wait(t *testing.T) string {
+	t.Helper()
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("pibot chat: %v\n%s", err, p.text())
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("pibot chat: %v\n%s", err, text())
+	after, _ := unix.IoctlGetTermios(int(p.pts.Fd()), unix.TCGETS)
+	if after.Lflag != p.before.Lflag {
+		t.Errorf("terminal mode not restored: lflag %#x, was %#x", after.Lflag, p.before.Lflag)
 	}
-	after, _ := unix.IoctlGetTermios(int(pts.Fd()), unix.TCGETS)
-	if after.Lflag != before.Lflag {
-		t.Errorf("terminal mode not restored: lflag %#x, was %#x", after.Lflag, before.Lflag)
+	// What the chat printed last may still be on its way: it is all
+	// read once a mark written after it arrives.
+	const end = "<pty end>"
+	if _, err := p.pts.WriteString(end); err != nil {
+		t.Fatal(err)
 	}
-	return text()
+	p.waitShown(t, end, 1)
+	return strings.TrimSuffix(p.text(), end)
 }
 
 // ptyTurn is keys typed once the terminal has shown after (times times).
@@ -165,7 +209,7 @@ func TestChatOnPty(t *testing.T) {
 		{"pibot without an API key.\r\n", 1, "\x1b[A\r"},
 		{"pibot without an API key.\r\n", 2, "\x04"},
 	})
-	if n := strings.Count(out, "› again\r\r\n"); n != 2 {
+	if n := strings.Count(out, "› again\r\n"); n != 2 {
 		t.Errorf("↑ did not send the last line again (%d lines sent):\n%q", n, out)
 	}
 	if !strings.Contains(out, "resumed session ") || !strings.Contains(out, ", 2 messages; /new for a fresh one") {

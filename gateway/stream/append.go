@@ -12,8 +12,9 @@ import (
 
 // appendSurface shows a reply on a native stream that can only append
 // (Caps.AppendOnly: Slack's chat.appendStream). The stream only ever
-// receives finished text: whole blocks of assistant messages and the lines
-// of finished tool calls, in order, never a change to what it has shown.
+// receives finished text: the settled heads of assistant messages (settled)
+// and the lines of finished tool calls, in order, never a change to what it
+// has shown.
 // Unfinished text, running tools and the status show on the typing line.
 //
 // Every Update (and the Finish) carries the stream's whole markdown so far
@@ -70,6 +71,11 @@ func (a *appendSurface) take(view string) {
 		n := 0
 		for n < len(view) && n < len(a.taken) && view[n] == a.taken[n] {
 			n++
+		}
+		// The change is in text not on a stream yet: it is replaced.
+		if k := len(a.taken) - len(a.pending); strings.HasSuffix(a.taken, a.pending) && n >= k {
+			a.pending = view[k:]
+			break
 		}
 		start := strings.LastIndex(view[:n], "\n\n") + 1 // 0 when none
 		a.pending += "\n\n" + strings.TrimLeft(view[start:], "\n")

@@ -57,3 +57,26 @@ func BenchmarkStreamToken(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSettled measures finding the settled head of a 12,000-character
+// message (prose with emphasis, links, code spans, a code block and a
+// table), as an append-only stream does on every tick; and of a hostile
+// one, a paragraph of emphasis openers followed by closers of another kind.
+func BenchmarkSettled(b *testing.B) {
+	var sb strings.Builder
+	for sb.Len() < 12000 {
+		sb.WriteString("Some *prose* with a [link](https://example.com/a_b) and `code`, ")
+		sb.WriteString("then a block:\n\n```go\nx := 1\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nMore words and ")
+	}
+	for name, md := range map[string]string{
+		"prose":   sb.String(),
+		"hostile": strings.Repeat("*a ", 2000) + strings.Repeat("b_ ", 2000),
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				settled(md)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(md)), "ns/byte")
+		})
+	}
+}

@@ -15,10 +15,11 @@
 //     web chat): the reply streams natively while it fits in one message,
 //     then, or when the stream fails, editing takes over.
 //   - append-only (NativeStream with Caps.AppendOnly: Slack streams): the
-//     stream only ever receives finished text, in order — whole blocks of
-//     assistant messages (up to the last blank line outside a code fence)
-//     and the lines of finished tool calls — and never a change to what it
-//     has shown. Unfinished text, running tools and the status line are
+//     stream only ever receives finished text, in order — the settled head
+//     of assistant messages (up to the last word boundary, holding back
+//     what could still change its rendering: an open code block, a table
+//     row, an open emphasis, code span or link; see settled) and the lines
+//     of finished tool calls — and never a change to what it has shown. Unfinished text, running tools and the status line are
 //     reported out of band on the typing line (chat.Typer), which is kept
 //     up for the whole reply and updated as soon as the status changes. A
 //     full stream is finished and the reply continues in a new one; a final

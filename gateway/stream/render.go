@@ -73,7 +73,8 @@ func (d *document) plainText(v Verbosity, live bool) (string, bool) {
 
 // renderFinished returns the part of the reply that will not change any
 // more: everything before the first running tool or the open message,
-// plus the open message's finished blocks. Each result extends the one
+// plus the open message's settled head (settled: up to its last word
+// boundary, without what could still change its rendering). Each result extends the one
 // before, and render's final result extends them all, unless the final
 // text replaces a message.
 func (d *document) renderFinished(v Verbosity) string {
@@ -88,7 +89,7 @@ func (d *document) renderFinished(v Verbosity) string {
 			}
 		case it == d.open:
 			if it.text != "" {
-				writeSection(&p, it, v, finishedBlocks(it.text))
+				writeSection(&p, it, v, it.text[:settled(it.text)])
 			}
 			return p.b.String()
 		default:
@@ -190,22 +191,6 @@ func cleanText(s string) string {
 		s += "\n" + f
 	}
 	return s
-}
-
-// finishedBlocks returns the head of md up to its last blank line outside
-// a code fence: the blocks a growing message will not change any more.
-func finishedBlocks(md string) string {
-	var f fence
-	end, pos := 0, 0
-	for line := range strings.Lines(md) {
-		pos += len(line)
-		t := strings.TrimRight(line, "\r\n")
-		f.feed(t)
-		if f.open == "" && strings.TrimSpace(t) == "" && len(t) < len(line) {
-			end = pos
-		}
-	}
-	return md[:end]
 }
 
 // openFence returns the fence that closes a code block still open at the

@@ -135,7 +135,7 @@ var rules = []rule{
 	{pkg: "adapters/web", may: []string{"chat", "internal/secret"}, test: []string{chromedp, "chat/adaptertest", "adapters/web/webtest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
-	{pkg: "adapters/term", may: []string{"chat"}, test: []string{"chat/adaptertest"},
+	{pkg: "adapters/term", may: []string{"chat"}, test: []string{"chat/adaptertest", "adapters/term/termtest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
 
@@ -229,6 +229,8 @@ var rules = []rule{
 		why: "the fake Discord speaks Discord's wire format (REST JSON and the gateway websocket), not pibot's"},
 	{pkg: "adapters/slack/slacktest", may: []string{slackSDK, websocket}, testOnly: true,
 		why: "the fake Slack speaks Slack's wire formats (Web API, Socket Mode, signed HTTP events), not pibot's"},
+	{pkg: "adapters/term/termtest", testOnly: true,
+		why: "the screen emulator reads ANSI bytes, as a terminal does, not pibot's types"},
 	{pkg: "adapters/web/webtest", testOnly: true,
 		why: "the fake bus carries the web chat's events as opaque bytes, like the Redis channel it stands for"},
 	{pkg: "e2e", testOnly: true,

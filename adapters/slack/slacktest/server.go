@@ -100,6 +100,7 @@ type Server struct {
 	TeamID, BotUserID, BotID string
 
 	srv *httptest.Server
+	mux *http.ServeMux
 
 	mu          sync.Mutex
 	calls       []Call
@@ -154,6 +155,7 @@ func New(opts ...Option) *Server {
 	mux.HandleFunc("/upload/", s.upload)
 	mux.HandleFunc("/files/", s.download)
 	mux.HandleFunc("/response/", s.respond)
+	s.mux = mux
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL
 	s.APIURL = s.srv.URL + "/api/"
