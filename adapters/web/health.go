@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"net/http"
 	"sync"
 
 	"github.com/pibot/pibot/chat"
@@ -78,10 +79,10 @@ const (
 func refusal(err error) (words string, status int) {
 	switch {
 	case errors.Is(err, chat.ErrUnavailable):
-		return refusedUnavailable, 503
+		return refusedUnavailable, http.StatusServiceUnavailable
 	case errors.Is(err, errNotRunning):
-		return refusedStopped, 503
+		return refusedStopped, http.StatusServiceUnavailable
 	default:
-		return refusedOther, 500
+		return refusedOther, http.StatusInternalServerError
 	}
 }
