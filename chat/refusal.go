@@ -1,6 +1,9 @@
 package chat
 
-import "errors"
+import (
+	"errors"
+	"log/slog"
+)
 
 // ErrUnavailable is wrapped by a Sink's error when pibot cannot take
 // events for now because the store it keeps them in does not answer (in
@@ -38,4 +41,15 @@ const (
 // It must not block.
 type HealthShower interface {
 	ShowHealth(problem string)
+}
+
+// RefusedLevel is the level at which an adapter logs an event the Sink
+// refused with err: debug when pibot's store is unavailable
+// (ErrUnavailable), whose outage the gateway logs once, not once per
+// event; a warning otherwise.
+func RefusedLevel(err error) slog.Level {
+	if errors.Is(err, ErrUnavailable) {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
 }

@@ -77,7 +77,7 @@ func (f *feeder) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 		}
 		if err := sink(ctx, in); err != nil {
 			f.seen.forget("m" + m.ID)
-			f.log.Warn("discord: message not taken", "id", m.ID, "err", err)
+			f.log.Log(ctx, chat.RefusedLevel(err), "discord: message not taken", "id", m.ID, "err", err)
 		}
 	case "INTERACTION_CREATE":
 		var ix discordgo.Interaction

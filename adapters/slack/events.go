@@ -99,7 +99,7 @@ func (a *receiver) handler() http.Handler {
 			a.log.Debug("slack: redelivery", "retry", n, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 		}
 		if err := a.deliver(r.Context(), sink, kindName, payload); err != nil {
-			a.log.Warn("slack: delivery not taken; Slack will deliver it again", "kind", kindName, "err", err)
+			a.log.Log(r.Context(), chat.RefusedLevel(err), "slack: delivery not taken; Slack will deliver it again", "kind", kindName, "err", err)
 			http.Error(w, "not stored", http.StatusInternalServerError)
 			return
 		}

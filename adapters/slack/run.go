@@ -205,7 +205,7 @@ func (a *receiver) socketEvent(ctx context.Context, sm *socketmode.Client, sink 
 		return
 	}
 	if err := a.deliver(ctx, sink, kindName, req.Payload); err != nil {
-		a.log.Warn("slack: envelope not taken; Slack will deliver it again", "envelope", req.EnvelopeID,
+		a.log.Log(ctx, chat.RefusedLevel(err), "slack: envelope not taken; Slack will deliver it again", "envelope", req.EnvelopeID,
 			"retry_attempt", req.RetryAttempt, "err", err)
 		return
 	}

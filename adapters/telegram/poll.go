@@ -150,7 +150,7 @@ func (p *poller) run(ctx context.Context, sink chat.Sink, held func() time.Durat
 				}
 				failures++
 				d := min(p.retryBase<<min(failures, 7), maxBackoff)
-				p.log.Warn("telegram: update not taken; it will be fetched again", "update_id", u.ID, "retry_in", d, "err", err)
+				p.log.Log(ctx, chat.RefusedLevel(err), "telegram: update not taken; it will be fetched again", "update_id", u.ID, "retry_in", d, "err", err)
 				if tokenbucket.Wait(ctx, d) != nil {
 					return nil
 				}

@@ -146,7 +146,7 @@ func (w *webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := w.decoder.feed(r.Context(), sink, &u); err != nil {
-		w.log.Warn("telegram: update not taken; Telegram will deliver it again", "update_id", u.ID, "err", err)
+		w.log.Log(r.Context(), chat.RefusedLevel(err), "telegram: update not taken; Telegram will deliver it again", "update_id", u.ID, "err", err)
 		http.Error(rw, "not stored", http.StatusInternalServerError)
 		return
 	}

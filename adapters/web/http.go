@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -260,7 +261,7 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 	}
 	a.store.mu.Unlock()
 	if err != nil {
-		a.logRefused("web chat: message not accepted", req.Conv, err)
+		a.logRefused(r.Context(), "web chat: message not accepted", req.Conv, err)
 		http.Error(w, errText, status)
 		return
 	}
@@ -270,12 +271,8 @@ func (a *api) handleSend(w http.ResponseWriter, r *http.Request) {
 // logRefused logs an event the gateway did not take. The browser gets
 // words (refusal); the details are here. An unavailable store is the
 // gateway's to log, once per outage, so each refusal is a debug line.
-func (a *api) logRefused(msg, conv string, err error) {
-	if errors.Is(err, chat.ErrUnavailable) {
-		a.log.Debug(msg, "conv", conv, "err", err)
-		return
-	}
-	a.log.Warn(msg, "conv", conv, "err", err)
+func (a *api) logRefused(ctx context.Context, msg, conv string, err error) {
+	a.log.Log(ctx, chat.RefusedLevel(err), msg, "conv", conv, "err", err)
 }
 
 func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
@@ -326,7 +323,7 @@ func (a *api) handleAction(w http.ResponseWriter, r *http.Request) {
 		Time:        time.Now().UTC(),
 	}
 	if err := a.feeder.feed(r.Context(), in); err != nil {
-		a.logRefused("web chat: button press not accepted", req.Conv, err)
+		a.logRefused(r.Context(), "web chat: button press not accepted", req.Conv, err)
 		words, status := refusal(err)
 		http.Error(w, strings.Replace(words, "this message", "this button press", 1), status)
 		return
@@ -343,7 +340,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // log does not show.
 func (a *api) sendQuiet(w http.ResponseWriter, r *http.Request, in chat.Inbound) {
 	if err := a.feeder.feed(r.Context(), in); err != nil {
-		a.logRefused("web chat: command not accepted", in.Conv.Channel, err)
+		a.logRefused(r.Context(), "web chat: command not accepted", in.Conv.Channel, err)
 		words, status := refusal(err)
 		http.Error(w, strings.Replace(words, "this message", "this command", 1), status)
 		return
