@@ -586,6 +586,7 @@
       renderConn();
     };
     es.onmessage = (ev) => {
+      if (state.es !== es) return;
       if (ev.lastEventId) state.last = ev.lastEventId;
       let data;
       try {
@@ -642,6 +643,12 @@
     if (id === conv) return;
     conv = id;
     localStorage.setItem("pibot.conv", conv);
+    // The old conversation's stream stops before the view is cleared: a
+    // reply still streaming there must not land in the new one.
+    if (state.es) {
+      state.es.close();
+      state.es = null;
+    }
     state.last = "";
     state.status.clear();
     clearView();
