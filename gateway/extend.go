@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/pibot/pibot/agent"
@@ -47,7 +48,8 @@ type Extensions interface {
 
 // templateNameRE matches a template name every platform takes as a
 // command (Telegram's set: a-z, 0-9, _).
-var templateNameRE = regexp.MustCompile(`^[a-z0-9_]{1,32}$`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var templateNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]{1,32}$`) })
 
 // maxCommands is the most commands a platform menu takes (Telegram's
 // setMyCommands refuses more than 100).
@@ -72,7 +74,7 @@ func templateCommands(ext Extensions, builtin []command, log *slog.Logger) []com
 			continue
 		}
 		switch {
-		case !templateNameRE.MatchString(s.Name):
+		case !templateNameRE().MatchString(s.Name):
 			log.Warn("prompt template not offered as a command: its name must be 1-32 characters of a-z, 0-9 and _", "name", s.Name)
 			continue
 		case taken[s.Name]:

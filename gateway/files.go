@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -23,7 +24,8 @@ const (
 	maxImageBytes = 5 << 20
 )
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 // receiveFile downloads an inbound file into the workspace's uploads
 // directory. It returns a note for the prompt and, for images, a block.
@@ -39,7 +41,7 @@ func (g *Gateway) receiveFile(ctx context.Context, conv chat.ConvRef, f chat.Fil
 	if name == "" {
 		name = f.Kind + "-" + f.ID
 	}
-	name = fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102-150405"), unsafeName.ReplaceAllString(filepath.Base(name), "_"))
+	name = fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102-150405"), unsafeName().ReplaceAllString(filepath.Base(name), "_"))
 	dir := filepath.Join(absWorkspace(g.cfg.Workspace), "uploads")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Sprintf("[file %q could not be saved: %v]", f.Name, err), nil

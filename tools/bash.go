@@ -446,6 +446,15 @@ func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Durati
 	if ctx.Err() != nil && !res.timedOut {
 		res.aborted = true
 	}
+	// bwrap exits 1 with "bwrap: …" when it cannot create the sandbox. The
+	// output is untrusted, so it only asks for a real probe; one that
+	// fails (the sandbox was decided from a stale probe cache) is the
+	// call's error, not the command's output.
+	if res.code == 1 && !res.aborted && !res.timedOut && out.startsWith("bwrap: ") {
+		if err := t.sb.Recheck(ctx); err != nil {
+			return runResult{}, &Error{Text: "Cannot start the sandbox: " + err.Error(), Err: err}
+		}
+	}
 	return res, nil
 }
 

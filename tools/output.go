@@ -39,6 +39,14 @@ func newOutputBuffer(dir *outputDir, maxFile int64) *outputBuffer {
 		dir: dir, maxFile: maxFile, tailAtBOL: true, lines: 1}
 }
 
+// startsWith reports whether the output kept in memory begins with p (a
+// short message written at once, such as bwrap's own error).
+func (o *outputBuffer) startsWith(p string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.raw) > 0 && strings.HasPrefix(string(o.raw[0]), p)
+}
+
 // Write appends a chunk of raw output.
 func (o *outputBuffer) Write(p []byte) (int, error) {
 	o.mu.Lock()

@@ -46,6 +46,10 @@ type Options struct {
 	Quota Quota
 	// Sandbox selects how bash is isolated: auto, bwrap or off (default).
 	Sandbox sandbox.Mode
+	// SandboxCache, if not "", is the file that remembers a successful
+	// probe of bwrap (sandbox.ProbeCache), so a process that starts often
+	// does not probe again.
+	SandboxCache string
 	// AllowNetwork keeps the network inside the bash sandbox.
 	AllowNetwork bool
 	// Env is bash's complete environment. Nil means a minimal safe one:
@@ -109,7 +113,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	}
 	// Mode auto probes bubblewrap in the background: the first bash call
 	// waits for it, a server does not.
-	sb, err := sandbox.Start(ctx, opts.Sandbox, opts.DenyPaths, func(sb *sandbox.Sandbox) {
+	sb, err := sandbox.StartCached(ctx, opts.Sandbox, opts.DenyPaths, "bwrap", sandbox.ProbeCache{File: opts.SandboxCache}, func(sb *sandbox.Sandbox) {
 		if sb.Mode() == sandbox.ModeAuto && !sb.Active() {
 			log.Warn("bash sandbox unavailable, commands run unsandboxed", "status", sb.Status())
 		}

@@ -214,15 +214,16 @@ func tsTime(ts string) time.Time {
 	return time.Unix(s, us*1000)
 }
 
-var entityRE = regexp.MustCompile(`<([^<>|]*)(?:\|([^<>]*))?>`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var entityRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<([^<>|]*)(?:\|([^<>]*))?>`) })
 
 // plainText turns Slack's message text into plain text: the bot's mention
 // removed (reported), other mentions and links as readable text, and
 // &amp; &lt; &gt; unescaped.
 func plainText(s, botUser string) (string, bool) {
 	mentioned := false
-	s = entityRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := entityRE.FindStringSubmatch(m)
+	s = entityRE().ReplaceAllStringFunc(s, func(m string) string {
+		sub := entityRE().FindStringSubmatch(m)
 		target, label := sub[1], sub[2]
 		switch {
 		case botUser != "" && target == "@"+botUser:

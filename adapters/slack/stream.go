@@ -100,12 +100,13 @@ func (s *stream) push(ctx context.Context, markdown string, k kind) error {
 
 // mentionRE matches the start of Slack's special mentions (@channel,
 // @here, @everyone, user groups, users, channels).
-var mentionRE = regexp.MustCompile(`<(!(?:here|channel|everyone|subteam\^)|@[UWB]|#C)`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var mentionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<(!(?:here|channel|everyone|subteam\^)|@[UWB]|#C)`) })
 
 // defuse puts a zero-width space after the "<" of every Slack mention in
 // model text, so that a streamed answer never pings a channel or a person
 // (model output is untrusted); it reads the same.
-func defuse(md string) string { return mentionRE.ReplaceAllString(md, "<\u200b$1") }
+func defuse(md string) string { return mentionRE().ReplaceAllString(md, "<\u200b$1") }
 
 // holdBack returns where the text that may be sent now ends: before a last
 // "<" that is followed by no ">" or space yet (it may grow into a

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Limits of the Agent Skills convention.
@@ -17,7 +18,8 @@ const (
 )
 
 // skillNameRE is the character set of a skill name.
-var skillNameRE = regexp.MustCompile(`^[a-z0-9-]+$`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var skillNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]+$`) })
 
 // Skill is one loaded skill.
 type Skill struct {
@@ -230,7 +232,7 @@ func nameProblems(name, parent string) []string {
 	if n := len([]rune(name)); n > maxNameLen {
 		errs = append(errs, fmt.Sprintf("name exceeds %d characters (%d)", maxNameLen, n))
 	}
-	if !skillNameRE.MatchString(name) {
+	if !skillNameRE().MatchString(name) {
 		errs = append(errs, "name contains invalid characters (must be lowercase a-z, 0-9, hyphens only)")
 	}
 	if strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-") {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 )
 
@@ -121,23 +122,25 @@ func ParseArgs(s string) []string {
 }
 
 var (
-	positionalRE = regexp.MustCompile(`\$(\d+)`)
-	sliceRE      = regexp.MustCompile(`\$\{@:(\d+)(?::(\d+))?\}`)
+	// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+	positionalRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$(\d+)`) })
+	// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+	sliceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{@:(\d+)(?::(\d+))?\}`) })
 )
 
 // Substitute fills a template's placeholders as pi does, in pi's order:
 // $1, $2, … (missing: empty), then ${@:N} and ${@:N:L} (bash-style
 // slices), then $ARGUMENTS and $@ (all arguments joined by spaces).
 func Substitute(content string, args []string) string {
-	out := positionalRE.ReplaceAllStringFunc(content, func(m string) string {
+	out := positionalRE().ReplaceAllStringFunc(content, func(m string) string {
 		n, err := strconv.Atoi(m[1:])
 		if err != nil || n < 1 || n > len(args) {
 			return ""
 		}
 		return args[n-1]
 	})
-	out = sliceRE.ReplaceAllStringFunc(out, func(m string) string {
-		sub := sliceRE.FindStringSubmatch(m)
+	out = sliceRE().ReplaceAllStringFunc(out, func(m string) string {
+		sub := sliceRE().FindStringSubmatch(m)
 		start, err := strconv.Atoi(sub[1])
 		if err != nil || start-1 >= len(args) {
 			return ""

@@ -52,17 +52,17 @@ func (a *Admission) SeenReserve(ctx context.Context, key, budgetKey string) (dup
 	seenKeys, seenArgs := []string{a.prefix + key}, []any{seenToken, a.ttl.Milliseconds()}
 	budgetKeys, budgetArgs := a.budget.keys(budgetKey), a.budget.args("reserve", callTok)
 	pipe := a.rdb.Pipeline()
-	seen := pipe.EvalSha(ctx, seenScript.Hash(), seenKeys, seenArgs...)
-	reserved := pipe.EvalSha(ctx, bucketScript.Hash(), budgetKeys, budgetArgs...)
+	seen := pipe.EvalSha(ctx, seenScript().Hash(), seenKeys, seenArgs...)
+	reserved := pipe.EvalSha(ctx, bucketScript().Hash(), budgetKeys, budgetArgs...)
 	_, _ = pipe.Exec(ctx) // each command keeps its own answer
 	// A Redis that does not have the scripts yet (restarted, flushed)
 	// runs them again from their source, with the same call tokens: the
 	// scripts recognise a call that already ran.
 	if isNoScript(seen.Err()) {
-		seen = seenScript.Run(ctx, a.rdb, seenKeys, seenArgs...)
+		seen = seenScript().Run(ctx, a.rdb, seenKeys, seenArgs...)
 	}
 	if isNoScript(reserved.Err()) {
-		reserved = bucketScript.Run(ctx, a.rdb, budgetKeys, budgetArgs...)
+		reserved = bucketScript().Run(ctx, a.rdb, budgetKeys, budgetArgs...)
 	}
 	n, err := seen.Int64()
 	if err != nil {
@@ -88,7 +88,7 @@ func (a *Admission) refund(ctx context.Context, budgetKey string) error {
 	if err != nil {
 		return err
 	}
-	return bucketScript.Run(ctx, a.rdb, a.budget.keys(budgetKey), a.budget.args("refund", token)...).Err()
+	return bucketScript().Run(ctx, a.rdb, a.budget.keys(budgetKey), a.budget.args("refund", token)...).Err()
 }
 
 // isNoScript reports whether err says Redis does not have a script.

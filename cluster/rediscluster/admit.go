@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +41,9 @@ import (
 // duplicate takes no budget token; an event over budget is not enqueued
 // (its token is taken and its dedupe key stays, as SeenReserve leaves
 // them).
-var admitScript = redis.NewScript(bucketLua + enqueueLua + takeLua + `
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var admitScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(bucketLua + enqueueLua + takeLua + `
 local out = {}
 local again
 if ARGV[1] ~= '' then
@@ -87,6 +90,7 @@ if ARGV[11] == 'take' then
 end
 return out
 `)
+})
 
 // Admit admits one inbound event in one round trip (admitScript): the
 // dedupe (a.Dedupe), the sender's budget (a.Budget), and, unless the event
@@ -139,7 +143,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	var out cluster.Admitted
 	var order []int64
 	err = ib.fixing(ctx, ad.Key, func() error {
-		res, err := admitScript.Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
+		res, err := admitScript().Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
 			call, sealed, ad.Key, ib.consumer, ib.channel(), take, since, mark, run).Slice()
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,18 +77,24 @@ end
 
 // bucketScript runs bucket on KEYS[1] (the bucket) and KEYS[2] (its
 // pause window) with ARGV rate, burst, now, mode and call token.
-var bucketScript = redis.NewScript(bucketLua + `
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var bucketScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(bucketLua + `
 return bucket(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 `)
+})
 
 // pauseScript sets the pause window KEYS[1] to ARGV[1] ms unless it
 // already lasts longer.
-var pauseScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var pauseScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 end
 return 0
 `)
+})
 
 // callToken names one bucket call, so that the call run again is
 // recognised.
@@ -141,7 +148,7 @@ func (b *Budget) Reserve(ctx context.Context, key string) (time.Duration, error)
 	if err != nil {
 		return 0, err
 	}
-	us, err := bucketScript.Run(ctx, b.rdb, b.keys(key), b.args("reserve", token)...).Int64()
+	us, err := bucketScript().Run(ctx, b.rdb, b.keys(key), b.args("reserve", token)...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rediscluster: budget: %w", err)
 	}
@@ -234,7 +241,7 @@ func (r *Rates) TakeAll(ctx context.Context, pause string, buckets []tokenbucket
 	for _, i := range index {
 		args = append(args, buckets[i].PerSec, max(buckets[i].Burst, 1))
 	}
-	res, err := takeAllScript.Run(ctx, r.rdb, keys, args...).Int64Slice()
+	res, err := takeAllScript().Run(ctx, r.rdb, keys, args...).Int64Slice()
 	if err != nil || len(res) != 2 {
 		return 0, -1, fmt.Errorf("rediscluster: rates: %w", cmp.Or(err, errors.New("unexpected answer")))
 	}
@@ -252,7 +259,9 @@ func (r *Rates) TakeAll(ctx context.Context, pause string, buckets []tokenbucket
 // the pause)}. A call whose grant was recorded (the client retried after
 // losing the answer) is granted again without taking more. The buckets
 // are those of bucketLua (fields t, l, c, r).
-var takeAllScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var takeAllScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local n = tonumber(ARGV[3])
 if n > 0 and redis.call('HGET', KEYS[1], 'c') == ARGV[2] then return {0, 0} end
 if ARGV[4] == '1' then
@@ -291,6 +300,7 @@ for i = 1, n do
 end
 return {0, 0}
 `)
+})
 
 // Pause makes every replica's Take of key wait d (a platform's
 // Retry-After), unless key is already paused for longer.
@@ -299,7 +309,7 @@ func (r *Rates) Pause(ctx context.Context, key string, d time.Duration) error {
 	if ms <= 0 {
 		return nil
 	}
-	if err := pauseScript.Run(ctx, r.rdb, r.keys(key)[1:], ms).Err(); err != nil {
+	if err := pauseScript().Run(ctx, r.rdb, r.keys(key)[1:], ms).Err(); err != nil {
 		return fmt.Errorf("rediscluster: rates pause: %w", err)
 	}
 	return nil

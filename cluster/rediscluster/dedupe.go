@@ -3,6 +3,7 @@ package rediscluster
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,7 +13,9 @@ import (
 // call) for ARGV[2] ms unless it is there, and returns 1 when it was
 // there already. A key holding this call's own token is this call run
 // again (the client retried after losing the answer): not a duplicate.
-var seenScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var seenScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -21,6 +24,7 @@ end
 if v == ARGV[1] then return 0 end
 return 1
 `)
+})
 
 // Dedupe drops redelivered platform events for every replica at once: a
 // key is remembered (set if absent, with a TTL) for its TTL. Redis
@@ -49,7 +53,7 @@ func (d *Dedupe) Seen(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	n, err := seenScript.Run(ctx, d.rdb, []string{d.prefix + key}, token, d.ttl.Milliseconds()).Int64()
+	n, err := seenScript().Run(ctx, d.rdb, []string{d.prefix + key}, token, d.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, fmt.Errorf("rediscluster: dedupe: %w", err)
 	}
@@ -59,12 +63,15 @@ func (d *Dedupe) Seen(ctx context.Context, key string) (bool, error) {
 // forgetScript deletes the dedupe key KEYS[1] unless it records an
 // inbox item's id ("token id", written by the admission that enqueued
 // the event's item): it returns 1 when it deleted it.
-var forgetScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var forgetScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.find(v, ' ', 1, true) then return 0 end
 redis.call('DEL', KEYS[1])
 return 1
 `)
+})
 
 // Forget removes key, so a redelivery is accepted again: the caller
 // refused its event (a failed enqueue, an admission whose answer never
@@ -73,7 +80,7 @@ return 1
 // was lost after the script ran), so the redelivery is a duplicate
 // rather than a second item.
 func (d *Dedupe) Forget(ctx context.Context, key string) error {
-	if err := forgetScript.Run(ctx, d.rdb, []string{d.prefix + key}).Err(); err != nil {
+	if err := forgetScript().Run(ctx, d.rdb, []string{d.prefix + key}).Err(); err != nil {
 		return fmt.Errorf("rediscluster: dedupe forget: %w", err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,11 +53,14 @@ end
 // enqueueScript: KEYS stream, keys, seq; ARGV data, key, consumer,
 // notice channel. It tells the replicas on the channel ("consumer key")
 // in the same round trip.
-var enqueueScript = redis.NewScript(enqueueLua + `
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var enqueueScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(enqueueLua + `
 local id = enqueue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
 redis.call('PUBLISH', ARGV[4], ARGV[3] .. ' ' .. ARGV[2])
 return id
 `)
+})
 
 // takeLua defines took(out, e, crashes), which appends stream entry e's
 // id, data, order and crash count (from the hash crashes) to out;
@@ -97,7 +101,9 @@ end
 // ARGV[2] is "claim", those other consumers hold too; it returns how many
 // quadruples the retake gave, then id, data, n, crashes quadruples
 // (crashes from the hash KEYS[2]).
-var takeScript = redis.NewScript(takeLua + `
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var takeScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(takeLua + `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local out = {}
 retake(out, KEYS[1], ARGV[1], ARGV[3], KEYS[2])
@@ -114,13 +120,16 @@ if ARGV[2] == 'claim' then
 end
 return out
 `)
+})
 
 // endScript ends item ARGV[1] of key ARGV[2] (KEYS stream, crashes, keys,
 // touched set of this consumer, quarantine list): acknowledged and
 // deleted, and with ARGV[4] = "quarantine" first pushed onto the list.
 // ARGV[5] is the prefix of touched sets, for the enqueuer's. Returns 0
 // when the item was not pending.
-var endScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var endScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 if #e == 0 then return 0 end
 local f = {}
@@ -146,12 +155,15 @@ else
 end
 return 1
 `)
+})
 
 // openScript starts consumer ARGV[1] of replica record KEYS[1]: when the
 // replica's last consumer did not stop cleanly, every item whose work it
 // began (Begin) and did not end counts one crash. ARGV[2] is the key
 // prefix P{inbox}:.
-var openScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var openScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local prev = redis.call('HGETALL', KEYS[1])
 local r = {}
 for i = 1, #prev, 2 do r[prev[i]] = prev[i+1] end
@@ -171,9 +183,11 @@ end
 redis.call('HSET', KEYS[1], 'c', ARGV[1], 'clean', '0')
 return 1
 `)
+})
 
 // streamID is the shape of a Redis stream entry id.
-var streamID = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var streamID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+-[0-9]+$`) })
 
 // Inbox is the shared inbox of every replica: a Redis stream per key (a
 // chat location) with a consumer group. Any replica enqueues; the replica
@@ -214,7 +228,7 @@ func OpenInbox(ctx context.Context, rdb redis.UniversalClient, opts Options, rep
 	}
 	ib := &Inbox{rdb: rdb, base: opts.KeyPrefix() + "{inbox}:", replica: replica, consumer: replica + "#" + token, opts: opts}
 	err = ib.fixing(ctx, "", func() error {
-		return openScript.Run(ctx, rdb, []string{ib.base + "r:" + replica}, ib.consumer, ib.base).Err()
+		return openScript().Run(ctx, rdb, []string{ib.base + "r:" + replica}, ib.consumer, ib.base).Err()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox open: %w", err)
@@ -244,7 +258,7 @@ func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, 
 func (ib *Inbox) enqueueSealed(ctx context.Context, key, sealed string) (string, error) {
 	var id string
 	err := ib.fixing(ctx, key, func() (err error) {
-		id, err = enqueueScript.Run(ctx, ib.rdb,
+		id, err = enqueueScript().Run(ctx, ib.rdb,
 			[]string{ib.stream(key), ib.base + "keys", ib.base + "seq"},
 			sealed, key, ib.consumer, ib.channel()).Text()
 		return err
@@ -284,7 +298,7 @@ func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxIte
 	var res []string
 	var retaken int
 	err := ib.fixing(ctx, key, func() (err error) {
-		res, err = takeScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key},
+		res, err = takeScript().Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key},
 			ib.consumer, mode, since).StringSlice()
 		if err != nil || len(res) == 0 {
 			return err
@@ -421,11 +435,11 @@ func (ib *Inbox) Quarantine(ctx context.Context, key, id string) error {
 }
 
 func (ib *Inbox) end(ctx context.Context, key, id, mode string) error {
-	if !streamID.MatchString(id) {
+	if !streamID().MatchString(id) {
 		return nil // never an item of a stream
 	}
 	err := ib.fixing(ctx, key, func() error {
-		return endScript.Run(ctx, ib.rdb,
+		return endScript().Run(ctx, ib.rdb,
 			[]string{ib.stream(key), ib.base + "c:" + key, ib.base + "keys", ib.touched(), ib.base + "q"},
 			id, key, ib.consumer, mode, ib.base+"t:").Err()
 	})
@@ -478,7 +492,7 @@ func (ib *Inbox) Close() error {
 func (ib *Inbox) Begin(ctx context.Context, key string, ids ...string) error {
 	members := make([]any, 0, len(ids))
 	for _, id := range ids {
-		if streamID.MatchString(id) {
+		if streamID().MatchString(id) {
 			members = append(members, id+" "+key)
 		}
 	}

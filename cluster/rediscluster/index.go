@@ -12,15 +12,20 @@ import (
 // getScript returns {seeded, path}: whether the index was seeded since
 // Redis last lost its data (KEYS[3] exists) and the path bound to ARGV[1]
 // in the hash KEYS[1] ("" when unbound).
-var getScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var getScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local p = redis.call('HGET', KEYS[1], ARGV[1])
 if not p then p = '' end
 return {redis.call('EXISTS', KEYS[3]), p}
 `)
+})
 
 // bindScript binds ARGV[1] to ARGV[2] in the hash KEYS[1] and lists it in
 // the sorted set KEYS[2] (for prefix lookups); an empty path unbinds.
-var bindScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var bindScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 if ARGV[2] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
   redis.call('ZREM', KEYS[2], ARGV[1])
@@ -30,11 +35,14 @@ else
 end
 return 0
 `)
+})
 
 // seedScript binds ARGV[2k] to ARGV[2k+1] unless bound already (a replica
 // bound it since), then, if ARGV[1] is "1", marks the index seeded
 // (KEYS[3]).
-var seedScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var seedScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 for i = 2, #ARGV, 2 do
   if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i+1]) == 1 then
     redis.call('ZADD', KEYS[2], 0, ARGV[i])
@@ -43,6 +51,7 @@ end
 if ARGV[1] == '1' then redis.call('SET', KEYS[3], '1') end
 return 0
 `)
+})
 
 // seedBatch bounds the bindings one seed script call carries.
 const seedBatch = 500
@@ -84,7 +93,7 @@ func NewIndex(rdb redis.UniversalClient, opts Options, io IndexOptions) *Index {
 // first seeds the index from the session files.
 func (ix *Index) Get(ctx context.Context, loc string) (string, bool, error) {
 	for attempt := 0; ; attempt++ {
-		r, err := getScript.Run(ctx, ix.rdb, ix.keys, loc).Slice()
+		r, err := getScript().Run(ctx, ix.rdb, ix.keys, loc).Slice()
 		if err != nil {
 			return "", false, fmt.Errorf("rediscluster: index get: %w", err)
 		}
@@ -134,14 +143,14 @@ func (ix *Index) Reseed(ctx context.Context) error {
 		}
 		args = append(args, loc, ix.opts.Keys.Seal(ix.at(loc), []byte(p)))
 		if len(args) > 2*seedBatch {
-			if err := seedScript.Run(ctx, ix.rdb, ix.keys, args...).Err(); err != nil {
+			if err := seedScript().Run(ctx, ix.rdb, ix.keys, args...).Err(); err != nil {
 				return fmt.Errorf("rediscluster: index seed: %w", err)
 			}
 			args = args[:1]
 		}
 	}
 	args[0] = "1"
-	if err := seedScript.Run(ctx, ix.rdb, ix.keys, args...).Err(); err != nil {
+	if err := seedScript().Run(ctx, ix.rdb, ix.keys, args...).Err(); err != nil {
 		return fmt.Errorf("rediscluster: index seed: %w", err)
 	}
 	return nil
@@ -197,7 +206,7 @@ func (ix *Index) Bind(ctx context.Context, loc, path string) error {
 	if path != "" {
 		sealed = ix.opts.Keys.Seal(ix.at(loc), []byte(path))
 	}
-	if err := bindScript.Run(ctx, ix.rdb, ix.keys[:2], loc, sealed).Err(); err != nil {
+	if err := bindScript().Run(ctx, ix.rdb, ix.keys[:2], loc, sealed).Err(); err != nil {
 		return fmt.Errorf("rediscluster: index bind: %w", err)
 	}
 	return nil

@@ -34,7 +34,9 @@ var ErrLeaseExpired = errors.New("rediscluster: lease expired without renewal")
 // lease is held. A lease that already holds token ARGV[1] is this very
 // call run again (the client retried after losing the answer): its fence
 // is returned, nothing changes.
-var acquireScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var acquireScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v then
   local mine = ARGV[1] .. ':'
@@ -52,32 +54,42 @@ end
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', f) .. ':' .. ARGV[4], 'PX', ARGV[2])
 return f
 `)
+})
 
 // renewScript extends KEYS[1] to ARGV[2] ms if it still holds ARGV[1].
-var renewScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var renewScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 `)
+})
 
 // releaseScript deletes KEYS[1] if it still holds ARGV[1].
-var releaseScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var releaseScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
 return 0
 `)
+})
 
 // abandonScript deletes KEYS[1] if it holds a grant of token ARGV[1]
 // (whatever its fence): an Acquire whose answer was lost.
-var abandonScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var abandonScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v and string.sub(v, 1, string.len(ARGV[1]) + 1) == ARGV[1] .. ':' then
   return redis.call('DEL', KEYS[1])
 end
 return 0
 `)
+})
 
 // abandonTimeout bounds the clean-up of an Acquire whose answer was lost.
 const abandonTimeout = 2 * time.Second
@@ -168,7 +180,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 	}
 	lk, fk := l.keys(key)
 	sent := time.Now()
-	f, err := acquireScript.Run(ctx, l.rdb, []string{lk, fk}, token, l.ttl.Milliseconds(), minFence, l.holder).Int64()
+	f, err := acquireScript().Run(ctx, l.rdb, []string{lk, fk}, token, l.ttl.Milliseconds(), minFence, l.holder).Int64()
 	if err != nil {
 		// The grant may have happened without its answer reaching us:
 		// free it rather than block the key for a TTL. A call that never
@@ -176,7 +188,7 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 		var op *net.OpError
 		if !errors.As(err, &op) || op.Op != "dial" {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abandonTimeout)
-			_ = abandonScript.Run(cctx, l.rdb, []string{lk}, token).Err()
+			_ = abandonScript().Run(cctx, l.rdb, []string{lk}, token).Err()
 			cancel()
 		}
 		l.stats.failed.Add(1)
@@ -318,7 +330,7 @@ func (le *Lease) Release(ctx context.Context) error {
 		if lost {
 			return // the key is someone else's or gone
 		}
-		if e := releaseScript.Run(ctx, le.l.rdb, []string{le.lockKey}, le.value).Err(); e != nil {
+		if e := releaseScript().Run(ctx, le.l.rdb, []string{le.lockKey}, le.value).Err(); e != nil {
 			err = fmt.Errorf("rediscluster: release %s: %w", le.key, e)
 		}
 	})
@@ -387,7 +399,7 @@ func (le *Lease) renewOnce() (ok bool, err error) {
 		cancel()
 	}()
 	sent := time.Now()
-	n, err := renewScript.Run(ctx, le.l.rdb, []string{le.lockKey}, le.value, le.l.ttl.Milliseconds()).Int64()
+	n, err := renewScript().Run(ctx, le.l.rdb, []string{le.lockKey}, le.value, le.l.ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, err
 	}

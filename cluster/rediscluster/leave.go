@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -14,7 +15,9 @@ import (
 // KEYS[2]), and takes them out of the touched set, so a crash of this
 // process does not count them again. Run twice (go-redis retries after a
 // lost answer), it counts nothing the second time.
-var leaveScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var leaveScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local n = 0
 for i = 2, #ARGV do
   local id = ARGV[i]
@@ -27,6 +30,7 @@ for i = 2, #ARGV do
 end
 return n
 `)
+})
 
 // Leave tells the inbox that this process no longer handles the items of
 // key it has in hand: the lease of their session was lost or released.
@@ -56,7 +60,7 @@ func (ib *Inbox) Leave(ctx context.Context, key string, cut bool) (err error) {
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	err = leaveScript.Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key, ib.touched()}, args...).Err()
+	err = leaveScript().Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key, ib.touched()}, args...).Err()
 	if err != nil {
 		return fmt.Errorf("rediscluster: inbox leave: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 
@@ -70,6 +71,7 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool
 		Quota: tools.Quota{FileSize: int64(l.FileSize), WorkspaceSize: int64(l.WorkspaceSize),
 			DiskReserve: int64(l.DiskReserve), Guard: []string{data}},
 		Sandbox:        mode,
+		SandboxCache:   sandboxCacheFile(),
 		AllowNetwork:   cfg.Agent.AllowNetwork,
 		DefaultTimeout: cfg.Agent.ToolTimeout.D(),
 		Logger:         log,
@@ -83,6 +85,18 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*tool
 		return nil, err
 	}
 	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws, mcp: m}, nil
+}
+
+// sandboxCacheFile is where a successful probe of bwrap is remembered
+// (sandbox.ProbeCache): pibot/sandbox-probe.json in the user's cache
+// directory ($XDG_CACHE_HOME, else ~/.cache); "" (probe every start)
+// when there is none.
+func sandboxCacheFile() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "pibot", "sandbox-probe.json")
 }
 
 // close stops the MCP servers.

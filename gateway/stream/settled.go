@@ -3,6 +3,7 @@ package stream
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -66,7 +67,7 @@ func (s *settler) line(start, end int) {
 	t := strings.TrimRight(s.md[start:end], "\r")
 	if s.pending {
 		s.pending = false
-		if delimRow.MatchString(t) {
+		if delimRow().MatchString(t) {
 			s.table, s.best, s.in = true, end, inline{}
 			return
 		}
@@ -219,7 +220,10 @@ func fenceStart(line string) bool {
 }
 
 // delimRow matches a table's delimiter row: "|---|:--:|", "--- | ---".
-var delimRow = regexp.MustCompile(`^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$`)
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var delimRow = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^ {0,3}\|?[ \t]*:?-+:?[ \t]*(\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$`)
+})
 
 // isStop reports sentence or clause punctuation of scripts that do not
 // separate words by spaces: a word boundary after it.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
@@ -45,7 +46,7 @@ func HTML(w io.Writer, s *session.Tree) error {
 		Body:    b.nodes(s.Roots()),
 	}
 	bw := bufio.NewWriter(w)
-	if err := pageTemplate.Execute(bw, v); err != nil {
+	if err := pageTemplate().Execute(bw, v); err != nil {
 		return fmt.Errorf("transcript: %w", err)
 	}
 	return bw.Flush()
@@ -242,7 +243,9 @@ summary{cursor:pointer}.raw{white-space:pre-wrap}.md,summary{overflow-wrap:anywh
 .md code{font-family:ui-monospace,monospace;font-size:.9em}`
 
 // pageTemplate is the page. It never changes after it is parsed.
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{{.CSP}}">
 <meta name="referrer" content="no-referrer">
@@ -268,3 +271,4 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{else if eq .Kind "custom"}}<div class="e note" id="{{.ID}}"><div class="md">{{.HTML}}</div>{{template "marks" .}}</div>
 {{else}}<div class="e note" id="{{.ID}}">{{.Title}}{{template "marks" .}}</div>
 {{end}}{{end}}`))
+})

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pibot/pibot/internal/secret"
@@ -57,8 +58,10 @@ type Options struct {
 const Sep = "__"
 
 var (
-	serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
-	badToolRun = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+	// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+	serverName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`) })
+	// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+	badToolRun = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]+`) })
 )
 
 // maxToolName is the longest tool name model APIs accept.
@@ -67,7 +70,7 @@ const maxToolName = 64
 // ValidName reports why name cannot name a server, or nil.
 func ValidName(name string) error {
 	switch {
-	case !serverName.MatchString(name):
+	case !serverName().MatchString(name):
 		return fmt.Errorf("%q must be letters, digits, - and _ (starting with a letter or digit)", name)
 	case len(name) > 32:
 		return fmt.Errorf("%q is longer than 32 characters", name)
@@ -81,7 +84,7 @@ func ValidName(name string) error {
 // with characters model APIs refuse replaced by "_" and cut to 64
 // characters.
 func ToolName(server, tool string) string {
-	n := server + Sep + badToolRun.ReplaceAllString(tool, "_")
+	n := server + Sep + badToolRun().ReplaceAllString(tool, "_")
 	if len(n) > maxToolName {
 		n = n[:maxToolName]
 	}

@@ -61,6 +61,10 @@ type Sandbox struct {
 	decided chan struct{}
 	bwrap   string // path of a working bwrap; empty when unsandboxed
 	status  string
+	// cache, when not nil, answered or recorded the probe; fromCache
+	// says it answered (no sandbox started in this process).
+	cache     *ProbeCache
+	fromCache bool
 }
 
 // Probe reports whether the bwrap binary at path can start a sandbox.
@@ -103,7 +107,46 @@ func StartWithProbe(ctx context.Context, mode Mode, deny []string, bin string, p
 		return nil, err
 	}
 	s := &Sandbox{mode: mode, deny: slices.Clone(deny), decided: make(chan struct{})}
-	if mode == ModeAuto {
+	return s.start(ctx, bin, probe, decided)
+}
+
+// StartCached is Start with the probe's success remembered in cache
+// (see ProbeCache): a process that starts often decides from the cache
+// at once, without starting a sandbox. bin is bwrap's name on PATH or
+// its path.
+func StartCached(ctx context.Context, mode Mode, deny []string, bin string, cache ProbeCache, decided func(*Sandbox)) (*Sandbox, error) {
+	mode, err := ParseMode(string(mode))
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{mode: mode, deny: slices.Clone(deny), decided: make(chan struct{}), cache: &cache}
+	probe := func(ctx context.Context, path string) error {
+		fromCache, err := cache.Cached(ctx, path)
+		s.fromCache = fromCache // before decided is closed
+		return err
+	}
+	return s.start(ctx, bin, probe, decided)
+}
+
+// Recheck probes bwrap for real when the sandbox was decided from the
+// probe cache, after a sandboxed command failed the way bwrap fails when
+// it cannot create a sandbox: an error (and the cache entry removed)
+// when it no longer can. It returns nil when commands run unsandboxed or
+// the probe ran in this process.
+func (s *Sandbox) Recheck(ctx context.Context) error {
+	<-s.decided
+	if s.bwrap == "" || !s.fromCache {
+		return nil
+	}
+	if err := s.cache.Recheck(ctx, s.bwrap); err != nil {
+		return fmt.Errorf("sandbox: bwrap cannot create a sandbox any more (an earlier probe, remembered in %s, said it could; the entry is removed): %w", s.cache.File, err)
+	}
+	return nil
+}
+
+// start decides s: mode auto in the background, the others now.
+func (s *Sandbox) start(ctx context.Context, bin string, probe Probe, decided func(*Sandbox)) (*Sandbox, error) {
+	if s.mode == ModeAuto {
 		go s.decide(ctx, bin, probe, decided)
 		return s, nil
 	}

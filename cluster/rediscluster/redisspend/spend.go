@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,7 +75,9 @@ func (s *Store) Add(ctx context.Context, day string, keys []string, a spend.Amou
 // the hash's TTL in seconds, then per key its name, dollar cap and token
 // cap (0: none). It returns 1 or 0 (added or not), then each key's
 // dollars and tokens as compared.
-var reserveScript = redis.NewScript(`
+// A sync.OnceValue of an immutable value: built on first use, not at start-up.
+var reserveScript = sync.OnceValue(func() *redis.Script {
+	return redis.NewScript(`
 local h = KEYS[1]
 local usd, tok = tonumber(ARGV[1]), tonumber(ARGV[2])
 local out = {0}
@@ -98,6 +101,7 @@ if ok == 1 then
 end
 return out
 `)
+})
 
 // Reserve adds a to every key on day only if no key would pass its cap,
 // in one Lua script: replicas reserving at once never pass a cap
@@ -111,7 +115,7 @@ func (s *Store) Reserve(ctx context.Context, day string, keys []string, caps []s
 	for i, k := range keys {
 		args = append(args, k, num(caps[i].USD), strconv.FormatInt(caps[i].Tokens, 10))
 	}
-	res, err := reserveScript.Run(ctx, s.rdb, []string{s.DayKey(day)}, args...).Slice()
+	res, err := reserveScript().Run(ctx, s.rdb, []string{s.DayKey(day)}, args...).Slice()
 	if err != nil {
 		return false, nil, fmt.Errorf("redisspend: reserve: %w", err)
 	}
