@@ -36,6 +36,7 @@ func startChecks(c *cli, cfg config.Config) error {
 		}
 	}
 	add(listenSet(cfg))
+	add(shadowedBindings(cfg))
 	// The providers read their key files when they are built.
 	_, err := newRegistry(cfg, c.getenv, quiet, 0)
 	add(err)
