@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/config"
@@ -38,4 +41,68 @@ func shadowedBindings(cfg config.Config) error {
 				r.Agent, bindingRules(cfg)[s.Rule].Keys(), s.By, cfg.Bindings[s.By].Agent)})
 	}
 	return errors.Join(errs...)
+}
+
+// agentView is cfg as the agent called name sees it: its settings as the
+// agent: block, and only the MCP servers and hooks it uses.
+func agentView(cfg config.Config, name string) config.Config {
+	v := cfg
+	v.Agent, _ = cfg.AgentConfig(name)
+	servers := map[string]config.MCPServer{}
+	for _, s := range cfg.AgentMCP(name) {
+		servers[s] = cfg.MCP.Servers[s]
+	}
+	v.MCP.Servers = servers
+	hks := map[string]config.Hook{}
+	for _, h := range cfg.AgentHooks(name) {
+		hks[h] = cfg.Hooks[h]
+	}
+	v.Hooks = hks
+	return v
+}
+
+// otherWorkspaces are the workspaces of every agent but name (absolute):
+// its tools treat them like pibot's data directory.
+func otherWorkspaces(cfg config.Config, name string) []string {
+	var out []string
+	for _, n := range cfg.AgentNames() {
+		a, _ := cfg.AgentConfig(n)
+		if n == name || a.Workspace == "" {
+			continue
+		}
+		if p, err := filepath.Abs(a.Workspace); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// router routes new sessions by the bindings, which a reload swaps.
+type router struct{ rules atomic.Pointer[[]binding.Rule] }
+
+func newRouter(cfg config.Config) *router {
+	r := &router{}
+	rules := bindingRules(cfg)
+	r.rules.Store(&rules)
+	return r
+}
+
+// route is gateway.Config.Route.
+func (r *router) route(in chat.Inbound) (string, string) {
+	c := binding.Resolve(*r.rules.Load(), placeOf(in))
+	return c.Agent, c.Why
+}
+
+// set swaps the bindings; it refuses bindings naming an agent that is not
+// running (agents change with a restart).
+func (r *router) set(cfg, running config.Config) error {
+	names := running.AgentNames()
+	for i, b := range cfg.Bindings {
+		if !slices.Contains(names, b.Agent) {
+			return fmt.Errorf("bindings[%d]: agent %q is not running (a new agent needs a restart)", i, b.Agent)
+		}
+	}
+	rules := bindingRules(cfg)
+	r.rules.Store(&rules)
+	return nil
 }

@@ -18,7 +18,7 @@ import (
 // reloadable names the keys a SIGHUP applies to the running gateway:
 // access but its budget and schedule cap, which are read at start.
 var reloadable = []string{"access.owners", "access.users", "access.dm_policy", "access.groups", "access.mention_required",
-	"agent.approvals.dm", "agent.approvals.group", "limits"}
+	"agent.approvals.dm", "agent.approvals.group", "limits", "bindings"}
 
 // accessPolicy is the access policy of cfg (the local adapters' users are
 // owners).
@@ -79,11 +79,15 @@ func (r *reloader) reload() {
 	r.st.access.SetPolicy(accessPolicy(cfg))
 	r.st.gw.SetApprovals(cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group)
 	r.st.spend.SetCaps(spendCaps(cfg))
+	r.reloadAgents(cfg)
 	stale := changedKeys(r.running, cfg, reloadable)
 	// What runs now: the reloaded keys of cfg, the rest as before.
 	next := r.running
 	next.Access, next.Agent.Approvals.DM, next.Agent.Approvals.Group, next.Limits = cfg.Access, cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group, cfg.Limits
 	next.Access.Budget, next.Access.SchedulesPerUser = r.running.Access.Budget, r.running.Access.SchedulesPerUser
+	if r.st.router != nil {
+		next.Bindings = cfg.Bindings
+	}
 	r.running = next
 	if len(stale) > 0 {
 		r.log.Warn("configuration reloaded; changed keys that need a restart were NOT applied",
@@ -127,4 +131,22 @@ func diffValue(a, b reflect.Value, prefix string, skip []string, out *[]string) 
 		}
 		diffValue(a.Field(i), b.Field(i), name, skip, out)
 	}
+}
+
+// reloadAgents applies the bindings (sessions keep their agents; a new
+// session, after /new, is routed by them) and the named agents'
+// approval policies.
+func (r *reloader) reloadAgents(cfg config.Config) {
+	if r.st.router == nil {
+		return
+	}
+	if err := r.st.router.set(cfg, r.running); err != nil {
+		r.log.Error("reload: bindings not applied; keeping the running ones", "err", err)
+		cfg.Bindings = r.running.Bindings
+	}
+	tables := map[string][2]map[string]string{}
+	for name, a := range cfg.Agents {
+		tables[name] = [2]map[string]string{a.Approvals.DM, a.Approvals.Group}
+	}
+	r.st.gw.SetAgentApprovals(tables)
 }
