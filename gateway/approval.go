@@ -40,8 +40,8 @@ type approvals struct {
 	// agents besides the default, by name (setAgentTables).
 	tables      atomic.Pointer[approvalTables]
 	agentTables atomic.Pointer[map[string]*approvalTables]
-	mu      sync.Mutex
-	pending map[string]*approval
+	mu          sync.Mutex
+	pending     map[string]*approval
 }
 
 // approvalDeps are the collaborators of approvals.
@@ -121,13 +121,13 @@ type approval struct {
 	By      string `json:"by,omitempty"`
 	Scope   string `json:"scope,omitempty"` // once | session
 
-	path    string // the session file
-	conv    chat.ConvRef
+	path string // the session file
+	conv chat.ConvRef
 	// workspace is the workspace of the run's agent (absolute).
 	workspace string
-	site    approvalSite
-	msg     chat.MsgRef
-	decided chan string
+	site      approvalSite
+	msg       chat.MsgRef
+	decided   chan string
 }
 
 func newApprovals(d approvalDeps) *approvals {

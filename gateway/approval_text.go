@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"cmp"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"path/filepath"

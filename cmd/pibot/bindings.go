@@ -78,7 +78,9 @@ func otherWorkspaces(cfg config.Config, name string) []string {
 }
 
 // router routes new sessions by the bindings, which a reload swaps.
-type router struct{ rules atomic.Pointer[[]binding.Rule] }
+type router struct {
+	rules atomic.Pointer[[]binding.Rule]
+}
 
 func newRouter(cfg config.Config) *router {
 	r := &router{}
