@@ -41,3 +41,58 @@ func TestConfigCheckBindings(t *testing.T) {
 		})
 	}
 }
+
+// A named agent's workspace is checked as the default one's is, and the
+// error names its own key.
+func TestConfigCheckAgentWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\nhttp: {listen: '127.0.0.1:0'}\nagent: {workspace: ./ws}\nagents: {ops: {workspace: ./nope}}\n")
+	check := refusal(t, dir, "config", "check", "-c", cfg)
+	if len(check) != 1 || !strings.Contains(check[0], "agents.ops.workspace:") {
+		t.Fatalf("want one line naming agents.ops.workspace: %q", check)
+	}
+}
+
+// pibot agents lists the agents and bindings and marks a shadowed one;
+// pibot agents which names the agent first, then why.
+func TestAgentsCommand(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "c.yaml", `agent: {model: p/default}
+agents: {ops: {workspace: /srv/infra, model: p/ops}, web: {workspace: /srv/web}}
+bindings:
+  - {agent: ops, platform: slack, channel: C0OPS}
+  - {agent: web, platform: slack, workspace: T0TEAM, channel: C0WEB}
+  - {agent: ops, platform: telegram, user: "123456"}
+  - {agent: web, platform: discord, workspace: "987", role: "555"}
+`)
+	out := ok(t, dir, "agents", "-c", "c.yaml")
+	for _, want := range []string{"default", "ops", "model p/ops, workspace /srv/infra (agents.ops)", "bindings[1] → web: platform=slack workspace=T0TEAM channel=C0WEB"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pibot agents lacks %q:\n%s", want, out)
+		}
+	}
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"slack:T0TEAM:C0OPS"}, "ops bindings[0]: platform=slack channel=C0OPS"},
+		{[]string{"slack:T0TEAM:C0WEB:1700000000.000100"}, "web bindings[1]"},
+		{[]string{"slack:T0OTHER:C0WEB"}, "default no binding matches"},
+		{[]string{"telegram::123456", "--user", "123456"}, "ops bindings[2]"},
+		{[]string{"telegram::42", "--user", "42"}, "default"},
+		{[]string{"discord:987:C1", "--user", "u", "--role", "555"}, "web bindings[3]"},
+		{[]string{"discord:987:C1", "--user", "u"}, "default"},
+	}
+	for _, tt := range tests {
+		got := ok(t, dir, append([]string{"agents", "which", "-c", "c.yaml"}, tt.args...)...)
+		if !strings.HasPrefix(got, tt.want) {
+			t.Errorf("agents which %v = %q, want it to start with %q", tt.args, got, tt.want)
+		}
+	}
+	if r := pibot(t, dir, "", nil, "agents", "which", "-c", "c.yaml", "nocolons"); r.code != 2 {
+		t.Errorf("a bad location: exit %d, want 2", r.code)
+	}
+}

@@ -108,3 +108,28 @@ func (r *router) set(cfg, running config.Config) error {
 	r.rules.Store(&rules)
 	return nil
 }
+
+// agentKeys renames the agent.* keys of err's configuration errors to
+// those of agents.NAME: the checks of an agent run on its view
+// (agentView), where its settings are the agent: block.
+func agentKeys(name string, err error) error {
+	if err == nil || name == config.DefaultAgent {
+		return err
+	}
+	var joined interface{ Unwrap() []error }
+	if errors.As(err, &joined) {
+		var out []error
+		for _, e := range joined.Unwrap() {
+			out = append(out, agentKeys(name, e))
+		}
+		return errors.Join(out...)
+	}
+	var ce *config.Error
+	if errors.As(err, &ce) && strings.HasPrefix(ce.Key, "agent.") {
+		re := *ce
+		re.Key = config.AgentKey(name) + strings.TrimPrefix(ce.Key, "agent")
+		re.Msg = strings.ReplaceAll(re.Msg, "agent.workspace", config.AgentKey(name)+".workspace")
+		return &re
+	}
+	return err
+}

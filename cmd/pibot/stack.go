@@ -71,12 +71,12 @@ func (st *stack) buildAgents(ctx context.Context, cfg config.Config, log *slog.L
 		alog := log.With("agent", name)
 		tb, err := newToolbox(ctx, view, alog, otherWorkspaces(cfg, name)...)
 		if err != nil {
-			return nil, err
+			return nil, agentKeys(name, err)
 		}
 		st.agentTools = append(st.agentTools, tb)
 		ext, err := newExtensions(view, tb.ws, alog)
 		if err != nil {
-			return nil, err
+			return nil, agentKeys(name, err)
 		}
 		prompt := tb.prompt(view, true, ext)
 		out[name] = gateway.Agent{
