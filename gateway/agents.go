@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"slices"
 	"sort"
@@ -182,4 +183,47 @@ func cmdAgent(ctx context.Context, c *invocation) {
 		return
 	}
 	c.say(ctx, "🆕 New session with agent `%s`. The previous one is kept.", c.arg)
+}
+
+// extensionsFor returns the extensions of the agent in's conversation
+// works with: its session's agent, or for a conversation without one the
+// agent a new session would get.
+func (g *Gateway) extensionsFor(ctx context.Context, in chat.Inbound) Extensions {
+	if len(g.agents) == 1 {
+		return g.cfg.Extensions
+	}
+	if path, ok, err := g.index.Get(ctx, in.Conv.Key()); err == nil && ok {
+		if o, err := g.sessions.owner(ctx, path); err == nil {
+			return o.agentConfig().Extensions
+		}
+	}
+	_, a := g.agents.get(g.choose(in).Name)
+	return a.Extensions
+}
+
+// agentsCommandTable is the built-in commands and every agent's prompt
+// templates and skills as commands (the default agent's first; a name two
+// agents share is offered once, and expands by the conversation's agent).
+func agentsCommandTable(as agents, log *slog.Logger) []command {
+	table := commandTable()
+	for _, name := range as.names() {
+		if ext := as[name].Extensions; ext != nil {
+			for _, c := range templateCommands(ext, table, log) {
+				if !slices.ContainsFunc(table, func(t command) bool { return t.name == c.name }) {
+					table = append(table, c)
+				}
+			}
+		}
+	}
+	return table
+}
+
+// spendAgent is the agent r's usage is counted for: its session's, when
+// the gateway routes sessions to agents ("" otherwise: no per-agent
+// count).
+func (r *run) spendAgent() string {
+	if r.o.cfg.Route == nil {
+		return ""
+	}
+	return r.o.agentRec().Name
 }

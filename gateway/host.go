@@ -35,7 +35,7 @@ func wireCommands(g *Gateway) {
 		agents:   agentPolicies(g.agents, g.cfg.ApprovalTimeout),
 	})
 	g.commands = &commands{
-		table:     append(commandTable(), templateCommands(g.cfg.Extensions, commandTable(), g.log)...),
+		table:     agentsCommandTable(g.agents, g.log),
 		skills:    g.cfg.Extensions != nil,
 		ext:       g.cfg.Extensions,
 		log:       g.log,

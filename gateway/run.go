@@ -301,7 +301,7 @@ func resolveModel(cfg *Config, def string, models Models, ref string) (llm.Model
 // tool hooks around them.
 func (r *run) hooks() agent.Hooks {
 	// Spend caps: every model call is reserved and counted (spend.go).
-	h := agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer)}
+	h := agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer, r.spendAgent())}
 	if ext := r.o.agentConfig().Extensions; ext != nil {
 		h = ext.Hooks(h)
 	}
