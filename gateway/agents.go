@@ -227,3 +227,17 @@ func (r *run) spendAgent() string {
 	}
 	return r.o.agentRec().Name
 }
+
+// branchAgent is the agent the entries of a branch (root first) record,
+// "" if none.
+func branchAgent(entries []session.Entry) string {
+	for _, e := range entries {
+		if e.Type == session.TypeCustom && e.CustomType == customAgent {
+			var r agentRecord
+			if json.Unmarshal(e.Data, &r) == nil {
+				return r.Name
+			}
+		}
+	}
+	return ""
+}

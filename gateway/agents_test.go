@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/agenttest"
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/chat/chattest"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers/faux"
@@ -25,10 +27,10 @@ type agentsHarness struct {
 	opsGroup atomic.Bool
 }
 
-func newAgentsHarness(t *testing.T, script []faux.Turn) *agentsHarness {
+func newAgentsHarness(t *testing.T, script []faux.Turn, opts ...option) *agentsHarness {
 	a := &agentsHarness{opsWS: t.TempDir()}
 	a.opsGroup.Store(true)
-	a.harness = newHarness(t, script, withTools(&agenttest.Tool{Name: "defaulttool"}), withConfig(func(c *gateway.Config) {
+	a.harness = newHarness(t, script, append(opts, withTools(&agenttest.Tool{Name: "defaulttool"}), withConfig(func(c *gateway.Config) {
 		c.SystemPrompt = func() string { return "DEFAULT PROMPT" }
 		c.Agents = map[string]gateway.Agent{"ops": {
 			Model:          "faux/m",
@@ -43,7 +45,7 @@ func newAgentsHarness(t *testing.T, script []faux.Turn) *agentsHarness {
 			}
 			return "", "no binding matches: the default agent"
 		}
-	}))
+	}))...)
 	return a
 }
 
@@ -183,5 +185,29 @@ func TestAgentsApprovalsPerAgent(t *testing.T) {
 	res := last[len(last)-1]
 	if res.Role != llm.RoleToolResult || !res.IsError || !strings.Contains(res.Text(), "disabled in this chat") {
 		t.Fatalf("ops's denied tool ran: %+v", res)
+	}
+}
+
+// The history offered to the web chat names each conversation's agent.
+func TestAgentsInHistory(t *testing.T) {
+	ha := &historyAdapter{}
+	a := newAgentsHarness(t, []faux.Turn{faux.Text("ops answer"), faux.Text("default answer")},
+		withAdapter(func(ad *chattest.Adapter) chat.Adapter { ha.Adapter = ad; return ha }))
+	a.send("hi ops", inConv(groupConv), mentioned())
+	a.waitText(groupConv, "ops answer")
+	a.send("hi default")
+	a.waitText(dmConv, "default answer")
+	var convs []chat.ConvSummary
+	a.waitFor("both conversations listed", func() bool {
+		var err error
+		convs, err = ha.history().Conversations(context.Background(), 10)
+		return err == nil && len(convs) == 2
+	})
+	got := map[string]string{}
+	for _, c := range convs {
+		got[c.Conv.Channel] = c.Agent
+	}
+	if got[groupConv.Channel] != "ops" || got[dmConv.Channel] != "default" {
+		t.Fatalf("agents in the history: %v", got)
 	}
 }
