@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -248,15 +249,17 @@ adapters:
 		t.Fatal(err)
 	}
 
-	say := func(channel, text string) {
-		_, bodies := sl.Post(slacktest.Say{Channel: channel, User: "UOWNER", Text: text})
+	sayIn := func(channel, thread, text string) string {
+		ts, bodies := sl.Post(slacktest.Say{Channel: channel, ThreadTS: thread, User: "UOWNER", Text: text})
 		for _, b := range bodies {
 			id := sl.Deliver("events_api", b)
 			if err := sl.WaitAck(id, 10*time.Second); err != nil {
 				t.Fatal(err)
 			}
 		}
+		return ts
 	}
+	say := func(channel, text string) string { return sayIn(channel, "", text) }
 	waitBot := func(channel, sub string) string {
 		var found string
 		waitUntil(t, "a bot message with "+sub+" in "+channel, 30*time.Second, func() bool {
@@ -273,7 +276,7 @@ adapters:
 
 	say(ops, "<@UBOT> WRITE ops.txt ops-secret-content")
 	waitBot(ops, "done:")
-	say(web, "<@UBOT> WRITE web.txt web-content")
+	webThread := say(web, "<@UBOT> WRITE web.txt web-content")
 	waitBot(web, "done:")
 	say(dm, "hello there")
 	waitBot(dm, "hello from default-model")
@@ -339,6 +342,19 @@ adapters:
 			t.Errorf("no request for %s", m)
 		}
 	}
+
+	// A reload binds #web to ops: the thread #web's agent works in keeps
+	// its agent; a new conversation there (a new thread) gets ops.
+	write("pibot.yaml", strings.Replace(cfg, "{agent: web, platform: slack, workspace: T0TEAM, channel: C0WEB}",
+		"{agent: ops, platform: slack, workspace: T0TEAM, channel: C0WEB}", 1))
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the reload", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "configuration reloaded") })
+	sayIn(web, webThread, "still here q7")
+	waitBot(web, "hello from web-model")
+	say(web, "<@UBOT> a new conversation q8")
+	waitBot(web, "hello from ops-model")
 }
 
 // runIn runs bin with args in dir and returns its stdout.
