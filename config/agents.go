@@ -65,20 +65,22 @@ func AgentKey(name string) string {
 }
 
 // AgentMCP returns the MCP servers the agent may use: those it lists, or
-// for the default agent without a list, every configured server.
+// without agents (a bare agent: block) and without a list, every
+// configured server.
 func (c Config) AgentMCP(name string) []string {
 	a, _ := c.AgentConfig(name)
-	if name == DefaultAgent && a.MCP == nil {
+	if name == DefaultAgent && a.MCP == nil && len(c.Agents) == 0 {
 		return slices.Sorted(maps.Keys(c.MCP.Servers))
 	}
 	return a.MCP
 }
 
 // AgentHooks returns the hooks the agent runs, in their order: those it
-// lists, or for the default agent without a list, every configured hook.
+// lists, or without agents (a bare agent: block) and without a list,
+// every configured hook.
 func (c Config) AgentHooks(name string) []string {
 	a, _ := c.AgentConfig(name)
-	if name == DefaultAgent && a.Hooks == nil {
+	if name == DefaultAgent && a.Hooks == nil && len(c.Agents) == 0 {
 		return c.HookNames()
 	}
 	out := slices.Clone(a.Hooks)

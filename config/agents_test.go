@@ -94,6 +94,17 @@ hooks: {audit: {command: /bin/true, events: [input]}}
 	if got := strings.Join(cfg.AgentHooks(DefaultAgent), ","); got != "audit" {
 		t.Fatalf("AgentHooks = %q", got)
 	}
+	// With agents, the default agent too gets only what it lists.
+	cfg.Agents = map[string]Agent{"ops": {Workspace: "/srv/ops", MCP: []string{"gh"}}}
+	if got := cfg.AgentMCP(DefaultAgent); len(got) != 0 {
+		t.Fatalf("with agents, AgentMCP(default) = %v", got)
+	}
+	if got := cfg.AgentHooks(DefaultAgent); len(got) != 0 {
+		t.Fatalf("with agents, AgentHooks(default) = %v", got)
+	}
+	if got := strings.Join(cfg.AgentMCP("ops"), ","); got != "gh" {
+		t.Fatalf("AgentMCP(ops) = %q", got)
+	}
 }
 
 func TestAgentsValidate(t *testing.T) {

@@ -121,11 +121,11 @@ type Agent struct {
 	// SystemPrompt is text added to the system prompt (after the
 	// workspace's AGENTS.md and the skills).
 	SystemPrompt string `yaml:"system_prompt"`
-	// MCP lists the servers of mcp.servers this agent may use; for the
-	// agent: block, unset means all of them, for agents.NAME none.
+	// MCP lists the servers of mcp.servers this agent may use; unset:
+	// all of them for a bare agent: block (no agents), none otherwise.
 	MCP []string `yaml:"mcp"`
-	// Hooks lists the hooks this agent runs; unset: all of them for the
-	// agent: block, none for agents.NAME.
+	// Hooks lists the hooks this agent runs; unset: all of them for a
+	// bare agent: block (no agents), none otherwise.
 	Hooks []string `yaml:"hooks"`
 }
 

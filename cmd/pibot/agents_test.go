@@ -1,11 +1,14 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pibot/pibot/config"
 )
 
 // TestConfigCheckBindings: `pibot config check` (and serve, in the same
@@ -94,5 +97,39 @@ bindings:
 	}
 	if r := pibot(t, dir, "", nil, "agents", "which", "-c", "c.yaml", "nocolons"); r.code != 2 {
 		t.Errorf("a bad location: exit %d, want 2", r.code)
+	}
+}
+
+// Each agent sees its own settings as the agent: block and only the MCP
+// servers and hooks it lists (MCP servers start per agent, from this
+// view); every other agent's workspace is among its denied paths.
+func TestAgentView(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+agent: {workspace: /srv/main, model: p/main, mcp: [fs]}
+mcp: {servers: {gh: {command: gh-mcp}, fs: {command: fs-mcp}}}
+hooks: {audit: {command: /bin/true, events: [input]}}
+agents:
+  ops: {workspace: /srv/infra, model: p/ops, mcp: [gh], hooks: [audit]}
+  web: {workspace: /srv/web}
+`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		agent, model, ws, mcp, hooks, others string
+	}{
+		{"default", "p/main", "/srv/main", "fs", "", "/srv/infra,/srv/web"},
+		{"ops", "p/ops", "/srv/infra", "gh", "audit", "/srv/main,/srv/web"},
+		{"web", "p/main", "/srv/web", "", "", "/srv/main,/srv/infra"},
+	}
+	for _, tt := range tests {
+		v := agentView(cfg, tt.agent)
+		mcp := slices.Sorted(maps.Keys(v.MCP.Servers))
+		if v.Agent.Model != tt.model || v.Agent.Workspace != tt.ws || strings.Join(mcp, ",") != tt.mcp || strings.Join(v.HookNames(), ",") != tt.hooks {
+			t.Errorf("%s: model %q workspace %q mcp %v hooks %v", tt.agent, v.Agent.Model, v.Agent.Workspace, mcp, v.HookNames())
+		}
+		if got := strings.Join(otherWorkspaces(cfg, tt.agent), ","); got != tt.others {
+			t.Errorf("%s: other workspaces %q, want %q", tt.agent, got, tt.others)
+		}
 	}
 }
