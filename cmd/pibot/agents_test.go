@@ -133,3 +133,39 @@ agents:
 		}
 	}
 }
+
+// config check resolves each agent's model, naming its key.
+func TestConfigCheckAgentModel(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"ws", "ops"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\nhttp: {listen: '127.0.0.1:0'}\nproviders: {f: {api: openai-completions, base_url: 'http://127.0.0.1:1/v1', models: [{id: m}]}}\n"+
+		"agent: {workspace: ./ws, model: f/m}\nagents: {ops: {workspace: ./ops, model: f/nope}}\n")
+	check := refusal(t, dir, "config", "check", "-c", cfg)
+	if len(check) != 1 || !strings.Contains(check[0], "agents.ops.model: f/nope") {
+		t.Fatalf("want one line naming agents.ops.model: %q", check)
+	}
+}
+
+// doctor checks each agent's workspace, naming its key.
+func TestDoctorAgentWorkspaces(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"ws", "ops"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, dir, "c.yaml", "data_dir: ./data\nagent: {workspace: ./ws, sandbox: \"off\"}\nagents: {ops: {workspace: ./ops}, web: {workspace: ./nope}}\nadapters: {web: {enabled: false}}\n")
+	r := pibot(t, dir, "", nil, "doctor", "-c", "c.yaml")
+	if r.code != 1 {
+		t.Errorf("exit %d, want 1", r.code)
+	}
+	for _, want := range []string{"workspace ops", "FAIL  workspace web", "fix agents.web.workspace"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
