@@ -108,10 +108,36 @@ func inheritAgents(doc *yaml.Node, cfg *Config) error {
 			cfg.Agents[name] = a
 			continue
 		}
+		if err := gatewayWide(v, "agents."+name); err != nil {
+			return err
+		}
 		if err := v.Decode(&a); err != nil {
 			return fmt.Errorf("config: agents.%s: %w", name, err)
 		}
 		cfg.Agents[name] = a
+	}
+	return nil
+}
+
+// sharedKeys are the agent: keys that apply to the whole gateway, every
+// agent alike: an agents.NAME entry may not set them.
+var sharedKeys = [][]string{{"fallbacks"}, {"verbosity"}, {"compaction"}, {"retry"}, {"idle_evict"}, {"max_run"}, {"max_idle"},
+	{"approvals", "timeout"}, {"queue", "collect"}}
+
+// gatewayWide refuses an agent entry (node v, at key) that sets a key of
+// sharedKeys, naming it.
+func gatewayWide(v *yaml.Node, key string) error {
+	for _, path := range sharedKeys {
+		n := v
+		for _, k := range path {
+			if n = mappingValue(n, k); n == nil {
+				break
+			}
+		}
+		if n != nil {
+			k := key + "." + strings.Join(path, ".")
+			return &Error{Key: k, Line: n.Line, Msg: "is the same for every agent: set agent." + strings.Join(path, ".") + " instead"}
+		}
 	}
 	return nil
 }

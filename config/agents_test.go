@@ -129,6 +129,8 @@ agents: {ops: {workspace: /srv/x}, web: {workspace: /srv/x/web}}`, "agents.web.w
 		{"role off discord", `bindings: [{agent: default, platform: slack, role: "5"}]`, "bindings[0].role", "Discord"},
 		{"unknown platform", `bindings: [{agent: default, platform: irc}]`, "bindings[0].platform", "irc"},
 		{"unknown binding key", `bindings: [{agent: default, team: T1}]`, "bindings[0].team", "unknown key"},
+		{"a gateway-wide key", `agents: {ops: {workspace: /srv/o, max_run: 1h}}`, "agents.ops.max_run", "set agent.max_run instead"},
+		{"a gateway-wide nested key", `agents: {ops: {workspace: /srv/o, queue: {mode: collect, collect: {cap: 3}}}}`, "agents.ops.queue.collect", "same for every agent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
