@@ -74,6 +74,9 @@ type User struct {
 	ID    string
 	Name  string
 	IsBot bool
+	// Roles are the sender's Discord role ids in the guild the message
+	// was sent in (agent bindings match them); nil elsewhere.
+	Roles []string `json:",omitempty"`
 }
 
 // InboundKind says what an inbound event is.

@@ -39,6 +39,9 @@ type ConvSummary struct {
 	Updated time.Time
 	// Messages counts the user and bot messages on the main line.
 	Messages int
+	// Agent is the agent the conversation's session belongs to, "" where
+	// sessions record none (a gateway with only the default agent).
+	Agent string
 }
 
 // Transcript is a conversation as its session records it.

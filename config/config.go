@@ -19,8 +19,13 @@ type Config struct {
 	Log     Log     `yaml:"log"`
 	HTTP    HTTP    `yaml:"http"`
 	Cluster Cluster `yaml:"cluster"`
-	Agent   Agent   `yaml:"agent"`
-	Access  Access  `yaml:"access"`
+	// Agent is the default agent ("default"); Agents are further agents,
+	// each starting from Agent's settings (config/agents.go), and
+	// Bindings route conversations to them.
+	Agent    Agent            `yaml:"agent"`
+	Agents   map[string]Agent `yaml:"agents"`
+	Bindings []Binding        `yaml:"bindings"`
+	Access   Access           `yaml:"access"`
 	// Limits are the daily spend caps (config/spend.go); agent.limits are
 	// something else: the resource limits of a bash call.
 	Limits SpendLimits `yaml:"limits"`
@@ -113,6 +118,15 @@ type Agent struct {
 	// like its AGENTS.md, each file is used once an owner approved its
 	// content.
 	WorkspacePi bool `yaml:"workspace_pi"`
+	// SystemPrompt is text added to the system prompt (after the
+	// workspace's AGENTS.md and the skills).
+	SystemPrompt string `yaml:"system_prompt"`
+	// MCP lists the servers of mcp.servers this agent may use; unset:
+	// all of them for a bare agent: block (no agents), none otherwise.
+	MCP []string `yaml:"mcp"`
+	// Hooks lists the hooks this agent runs; unset: all of them for a
+	// bare agent: block (no agents), none otherwise.
+	Hooks []string `yaml:"hooks"`
 }
 
 // Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.

@@ -76,6 +76,9 @@ func Parse(r io.Reader, getenv func(string) string) (Config, error) {
 	if err := doc.Decode(&cfg); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	if err := inheritAgents(doc, &cfg); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 

@@ -29,56 +29,8 @@ func (c Config) Validate() error {
 		bad("http.listen", "%q is not host:port", c.HTTP.Listen)
 	}
 	c.Cluster.validate(bad)
-	a := c.Agent
-	if a.Model != "" && !strings.Contains(a.Model, "/") {
-		bad("agent.model", "%q must be provider/model", a.Model)
-	}
-	oneOf("agent.thinking", a.Thinking, thinkingLevels...)
-	oneOf("agent.sandbox", a.Sandbox, "auto", "bwrap", "off")
-	oneOf("agent.workspace_only", string(a.WorkspaceOnly), "true", "false", "non_owners")
-	oneOf("agent.verbosity", a.Verbosity, "quiet", "tools", "verbose")
-	oneOf("agent.queue.mode", a.Queue.Mode, "steer", "followup", "collect", "interrupt")
-	oneOf("agent.queue.collect.drop", a.Queue.Collect.Drop, "old", "new")
-	if a.Queue.Collect.Cap < 1 {
-		bad("agent.queue.collect.cap", "must be at least 1")
-	}
-	known := ToolNames()
-	for i, t := range a.Tools {
-		if !slices.Contains(known, t) {
-			bad(fmt.Sprintf("agent.tools[%d]", i), "unknown tool %q (known: %s)", t, strings.Join(known, ", "))
-		}
-	}
-	for scope, m := range map[string]map[string]string{"dm": a.Approvals.DM, "group": a.Approvals.Group} {
-		for tool, p := range m {
-			if tool != "*" && !slices.Contains(known, tool) && !c.MCP.approvalTool(tool) {
-				bad("agent.approvals."+scope+"."+tool, "unknown tool %q (known: %s, * for every tool, or NAME__tool and NAME__* for a server in mcp.servers)", tool, strings.Join(known, ", "))
-				continue
-			}
-			oneOf("agent.approvals."+scope+"."+tool, p, "allow", "ask", "deny")
-		}
-	}
-	if a.Compaction.ReserveTokens < 0 || a.Compaction.KeepRecentTokens < 0 {
-		bad("agent.compaction", "token counts must not be negative")
-	}
-	a.Limits.validate(bad)
-	if a.MaxRun < 0 {
-		bad("agent.max_run", "must not be negative (0: no limit)")
-	}
-	if a.MaxIdle < 0 {
-		bad("agent.max_idle", "must not be negative (0: no limit)")
-	}
-	if a.MaxIdle > 0 && a.MaxIdle <= a.Approvals.Timeout {
-		bad("agent.max_idle", "%s must be longer than agent.approvals.timeout (%s): a run waiting for an approval produces no events",
-			a.MaxIdle.D(), a.Approvals.Timeout.D())
-	}
-	if a.Retry.MaxRetries < 0 {
-		bad("agent.retry.max_retries", "must not be negative")
-	}
-	for i, f := range a.Fallbacks {
-		if !strings.Contains(f, "/") {
-			bad(fmt.Sprintf("agent.fallbacks[%d]", i), "%q must be provider/model", f)
-		}
-	}
+	c.validateAgent("agent", c.Agent, bad)
+	c.validateAgents(bad)
 	oneOf("access.dm_policy", c.Access.DMPolicy, "pairing", "allowlist", "open", "disabled")
 	for _, l := range []struct {
 		key     string
@@ -244,4 +196,63 @@ func validSlashCommand(s string) bool {
 		}
 	}
 	return true
+}
+
+// validateAgent checks one agent's settings, the agent: block (key
+// "agent") or agents.NAME; every problem names its key.
+func (c Config) validateAgent(key string, a Agent, bad func(key, format string, args ...any)) {
+	oneOf := func(k, v string, allowed ...string) {
+		if !slices.Contains(allowed, v) {
+			bad(k, "%q is not one of %s", v, strings.Join(allowed, ", "))
+		}
+	}
+	if a.Model != "" && !strings.Contains(a.Model, "/") {
+		bad(key+".model", "%q must be provider/model", a.Model)
+	}
+	oneOf(key+".thinking", a.Thinking, thinkingLevels...)
+	oneOf(key+".sandbox", a.Sandbox, "auto", "bwrap", "off")
+	oneOf(key+".workspace_only", string(a.WorkspaceOnly), "true", "false", "non_owners")
+	oneOf(key+".verbosity", a.Verbosity, "quiet", "tools", "verbose")
+	oneOf(key+".queue.mode", a.Queue.Mode, "steer", "followup", "collect", "interrupt")
+	oneOf(key+".queue.collect.drop", a.Queue.Collect.Drop, "old", "new")
+	if a.Queue.Collect.Cap < 1 {
+		bad(key+".queue.collect.cap", "must be at least 1")
+	}
+	known := ToolNames()
+	for i, t := range a.Tools {
+		if !slices.Contains(known, t) {
+			bad(fmt.Sprintf("%s.tools[%d]", key, i), "unknown tool %q (known: %s)", t, strings.Join(known, ", "))
+		}
+	}
+	for scope, m := range map[string]map[string]string{"dm": a.Approvals.DM, "group": a.Approvals.Group} {
+		for tool, p := range m {
+			if tool != "*" && !slices.Contains(known, tool) && !c.MCP.approvalTool(tool) {
+				bad(key+".approvals."+scope+"."+tool, "unknown tool %q (known: %s, * for every tool, or NAME__tool and NAME__* for a server in mcp.servers)", tool, strings.Join(known, ", "))
+				continue
+			}
+			oneOf(key+".approvals."+scope+"."+tool, p, "allow", "ask", "deny")
+		}
+	}
+	if a.Compaction.ReserveTokens < 0 || a.Compaction.KeepRecentTokens < 0 {
+		bad(key+".compaction", "token counts must not be negative")
+	}
+	a.Limits.validate(bad)
+	if a.MaxRun < 0 {
+		bad(key+".max_run", "must not be negative (0: no limit)")
+	}
+	if a.MaxIdle < 0 {
+		bad(key+".max_idle", "must not be negative (0: no limit)")
+	}
+	if a.MaxIdle > 0 && a.MaxIdle <= a.Approvals.Timeout {
+		bad(key+".max_idle", "%s must be longer than "+key+".approvals.timeout (%s): a run waiting for an approval produces no events",
+			a.MaxIdle.D(), a.Approvals.Timeout.D())
+	}
+	if a.Retry.MaxRetries < 0 {
+		bad(key+".retry.max_retries", "must not be negative")
+	}
+	for i, f := range a.Fallbacks {
+		if !strings.Contains(f, "/") {
+			bad(fmt.Sprintf("%s.fallbacks[%d]", key, i), "%q must be provider/model", f)
+		}
+	}
 }

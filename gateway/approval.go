@@ -36,10 +36,12 @@ const (
 type approvals struct {
 	deps approvalDeps
 	// tables are the per-tool policies of DMs and groups, swapped whole
-	// by a configuration reload (setTables).
-	tables  atomic.Pointer[approvalTables]
-	mu      sync.Mutex
-	pending map[string]*approval
+	// by a configuration reload (setTables); agentTables are those of the
+	// agents besides the default, by name (setAgentTables).
+	tables      atomic.Pointer[approvalTables]
+	agentTables atomic.Pointer[map[string]*approvalTables]
+	mu          sync.Mutex
+	pending     map[string]*approval
 	// waiting counts the tool calls waiting for a decision now: a
 	// shutdown whose runs all wait for one stops at once (drain).
 	waiting atomic.Int64
@@ -57,6 +59,9 @@ type approvalDeps struct {
 	enqueue  func(ctx context.Context, key string, data []byte) (id string, durable func() error, err error)
 	// tools builds the tools a resumed call runs with.
 	tools ToolFactory
+	// agents are the policies of the agents besides the default (policy),
+	// by name.
+	agents map[string]approvalPolicy
 }
 
 // approvalPolicy is the part of Config approvals apply.
@@ -119,11 +124,13 @@ type approval struct {
 	By      string `json:"by,omitempty"`
 	Scope   string `json:"scope,omitempty"` // once | session
 
-	path    string // the session file
-	conv    chat.ConvRef
-	site    approvalSite
-	msg     chat.MsgRef
-	decided chan string
+	path string // the session file
+	conv chat.ConvRef
+	// workspace is the workspace of the run's agent (absolute).
+	workspace string
+	site      approvalSite
+	msg       chat.MsgRef
+	decided   chan string
 }
 
 func newApprovals(d approvalDeps) *approvals {
@@ -132,7 +139,43 @@ func newApprovals(d approvalDeps) *approvals {
 	}
 	a := &approvals{deps: d, pending: map[string]*approval{}}
 	a.setTables(d.policy.dm, d.policy.group)
+	tables := map[string]*approvalTables{}
+	for name, p := range d.agents {
+		tables[name] = &approvalTables{dm: maps.Clone(p.dm), group: maps.Clone(p.group)}
+	}
+	a.agentTables.Store(&tables)
 	return a
+}
+
+// setAgentTables replaces the per-tool policies of the named agents
+// (those the map names; the default agent's: setTables).
+func (a *approvals) setAgentTables(byAgent map[string][2]map[string]string) {
+	next := maps.Clone(*a.agentTables.Load())
+	for name, t := range byAgent {
+		if _, ok := next[name]; ok {
+			next[name] = &approvalTables{dm: maps.Clone(t[0]), group: maps.Clone(t[1])}
+		}
+	}
+	a.agentTables.Store(&next)
+}
+
+// policyOf is the approval policy of the agent called name (the default
+// agent's for an unknown name).
+func (a *approvals) policyOf(name string) approvalPolicy {
+	if p, ok := a.deps.agents[name]; ok {
+		p.timeout = a.deps.policy.timeout
+		return p
+	}
+	return a.deps.policy
+}
+
+// agentOf is the agent of the run r (optional: a run that cannot say
+// is the default agent's).
+func agentOf(r approvalRun) string {
+	if ar, ok := r.(interface{ agentName() string }); ok {
+		return ar.agentName()
+	}
+	return DefaultAgent
 }
 
 // approvalTables are the per-tool policies (tool or "*" → allow|ask|deny).
@@ -171,9 +214,17 @@ func (a *approvals) waitingIn(convKey string) string {
 	return id
 }
 
-// policy returns allow|ask|deny for tool in conv.
+// policy returns allow|ask|deny for tool in conv, for the default agent.
 func (a *approvals) policy(conv chat.ConvRef, tool string) string {
+	return a.policyFor(DefaultAgent, conv, tool)
+}
+
+// policyFor returns allow|ask|deny for tool in conv, where agent works.
+func (a *approvals) policyFor(agent string, conv chat.ConvRef, tool string) string {
 	t := a.tables.Load()
+	if at, ok := (*a.agentTables.Load())[agent]; ok {
+		t = at
+	}
 	m := t.group
 	if conv.DM {
 		m = t.dm
@@ -195,10 +246,12 @@ func (a *approvals) policy(conv chat.ConvRef, tool string) string {
 // groups a call that would touch a path outside the workspace asks even
 // when its tool's policy is allow (a denied tool stays denied).
 func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv chat.ConvRef, c agent.ToolCall) agent.Decision {
-	confined := a.deps.policy.workspaceOnly ||
-		a.deps.policy.nonOwnersOnly && !a.deps.host.isOwner(conv.Platform, r.requester())
-	paths, outside := a.toolPaths(conv, c, confined)
-	switch a.policy(conv, c.Name) {
+	name := agentOf(r)
+	pol := a.policyOf(name)
+	confined := pol.workspaceOnly ||
+		pol.nonOwnersOnly && !a.deps.host.isOwner(conv.Platform, r.requester())
+	paths, outside := a.toolPaths(pol, conv, c, confined)
+	switch a.policyFor(name, conv, c.Name) {
 	case "deny":
 		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}
 	case "ask":
@@ -212,7 +265,8 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 	if r.granted(key) || !outside && r.granted(allowKey(requester, c.Name, true)) {
 		return agent.Decision{}
 	}
-	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, Outside: outside, State: "pending", path: path, conv: conv, site: r, decided: make(chan string, 1)}
+	ap := &approval{ID: newID(), ToolCall: c.ID, Tool: c.Name, Args: c.Args, Requester: requester, Outside: outside, State: "pending", path: path, conv: conv, site: r, decided: make(chan string, 1),
+		workspace: pol.workspace}
 	if err := r.record(ap); err != nil {
 		a.deps.log.Error("record approval", "err", err)
 		return agent.Decision{Block: true, Reason: "The approval could not be recorded, so the call was not made."}
@@ -260,7 +314,7 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 		}
 		return agent.Decision{Block: true, Reason: reason}
 	}
-	if a.policy(conv, c.Name) == "deny" {
+	if a.policyFor(name, conv, c.Name) == "deny" {
 		// A reload disabled the tool while the call waited.
 		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}
 	}
@@ -274,8 +328,7 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 // one of them is outside the workspace (arguments that cannot be read
 // count as outside: the call is asked about rather than trusted). A
 // confined call is never outside: the tool itself refuses such paths.
-func (a *approvals) toolPaths(conv chat.ConvRef, c agent.ToolCall, confined bool) ([]ToolPath, bool) {
-	p := a.deps.policy
+func (a *approvals) toolPaths(p approvalPolicy, conv chat.ConvRef, c agent.ToolCall, confined bool) ([]ToolPath, bool) {
 	if p.toolPaths == nil {
 		return nil, false
 	}

@@ -158,7 +158,7 @@ func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval
 // reload or restart changed the policy), and with its result passed
 // through the tool_result hooks.
 func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call llm.Content) agent.ToolResult {
-	if a.policy(r.loc.conv, ap.Tool) == "deny" {
+	if a.policyFor(r.o.agentRec().Name, r.loc.conv, ap.Tool) == "deny" {
 		return errorResult(fmt.Sprintf("The %s tool is disabled in this chat.", ap.Tool))
 	}
 	if len(ap.Args) == 0 || ap.Tool != call.Name {
@@ -166,7 +166,7 @@ func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call 
 	}
 	var tool agent.Tool
 	owner := a.deps.host.isOwner(r.loc.conv.Platform, ap.Requester)
-	for _, t := range a.deps.tools(ToolRun{Attach: &attacher{r: r}, Owner: func() bool { return owner }}) {
+	for _, t := range r.o.agentConfig().Tools(ToolRun{Attach: &attacher{r: r}, Owner: func() bool { return owner }}) {
 		if t.Spec().Name == ap.Tool {
 			tool = t
 		}

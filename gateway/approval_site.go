@@ -40,6 +40,9 @@ type runSite struct {
 }
 
 func (s runSite) requester() string { return s.r.requester() }
+
+// agentName is the run's agent, whose approval policy applies.
+func (s runSite) agentName() string { return s.r.o.agentRec().Name }
 func (s runSite) status(text string) {
 	s.r.ctl.Status(text)
 }

@@ -206,7 +206,7 @@ func cmdCompact(ctx context.Context, c *invocation) {
 	_, _, ref, err := o.contextFor(loc)
 	var m llm.Model
 	if err == nil {
-		m, err = resolveModel(o.cfg, o.models, ref)
+		m, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, ref)
 	}
 	if err == nil {
 		err = o.compact(ctx, loc, m, c.arg)
@@ -255,6 +255,10 @@ func cmdStatus(ctx context.Context, c *invocation) {
 		if _, hash := ext.Review(); hash != "" {
 			waiting = "\n- ⏳ workspace files wait for an owner's approval and are not used: `/extensions`"
 		}
+	}
+	if o.cfg.Route != nil {
+		rec := o.agentRec()
+		waiting = fmt.Sprintf("\n- agent: `%s` (%s)", rec.Name, agentWhy(rec)) + waiting
 	}
 	// No server paths: the session is named by its name or id.
 	c.tell(ctx, "**Session** %s\n- head: `%s`, %s in context\n- model: %s, thinking %s\n- queue mode: %s, %s%s",

@@ -90,6 +90,10 @@ func commandTable() []command {
 		{name: "tree", help: "show the branches of this session", session: sessionBound, handle: cmdTree},
 		{name: "fork", help: "branch from a message (reply to it with /fork)", group: rightOwners, session: sessionBound, handle: cmdFork},
 		{name: "status", help: "show session, model and queue state", session: sessionBound, handle: cmdStatus},
+		// Anyone looks; the handler lets only owners switch, in DMs too (an
+		// agent is a set of rights, which a binding never grants).
+		{name: "agent", args: "[NAME]", help: "show this conversation's agent and why (owners: switch to agent NAME, in a new session)",
+			session: sessionIfBound, handle: cmdAgent},
 		{name: "usage", help: "show tokens and cost of this branch", session: sessionBound, handle: cmdUsage},
 		{name: "limits", args: "[lift|raise SCOPE ...]", help: "show today's spend against the daily caps (owners: lift or raise one for today)",
 			group: rightOwnersToChange, looks: []string{""}, handle: cmdLimits},
@@ -155,6 +159,12 @@ type commandSessions interface {
 	existing(ctx context.Context, in chat.Inbound) (*owner, *location)
 	// unbind detaches the conversation with key convKey from its session.
 	unbind(ctx context.Context, convKey string) error
+	// chosen is the agent a new session of in's conversation would get.
+	chosen(in chat.Inbound) agentRecord
+	// agentNames lists the agents, default first.
+	agentNames() []string
+	// startAgent starts a new session of agent rec for conv.
+	startAgent(ctx context.Context, conv chat.ConvRef, rec agentRecord) error
 	// target is where a command sent in conv acts (threads.target).
 	target(ctx context.Context, conv chat.ConvRef) chat.ConvRef
 }

@@ -152,7 +152,7 @@ func (r *run) deliver() {
 	// fsync may lose those lines too: the next owner then answers again,
 	// at least once, never lost.
 	sync := session.SyncGrouped
-	if o.cfg.Extensions != nil {
+	if o.agentConfig().Extensions != nil {
 		sync = session.SyncWritten
 	}
 	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})

@@ -27,9 +27,10 @@ const (
 // A sync.OnceValue of an immutable value: built on first use, not at start-up.
 var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
-// receiveFile downloads an inbound file into the workspace's uploads
-// directory. It returns a note for the prompt and, for images, a block.
-func (g *Gateway) receiveFile(ctx context.Context, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content) {
+// receiveFile downloads an inbound file into the uploads directory of
+// workspace ws (the conversation's agent's). It returns a note for the
+// prompt and, for images, a block.
+func (g *Gateway) receiveFile(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content) {
 	dl, ok := g.adapters[conv.Platform].(chat.Downloader)
 	if !ok {
 		return fmt.Sprintf("[a file %q was attached, but this chat cannot download files]", f.Name), nil
@@ -42,7 +43,7 @@ func (g *Gateway) receiveFile(ctx context.Context, conv chat.ConvRef, f chat.Fil
 		name = f.Kind + "-" + f.ID
 	}
 	name = fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102-150405"), unsafeName().ReplaceAllString(filepath.Base(name), "_"))
-	dir := filepath.Join(absWorkspace(g.cfg.Workspace), "uploads")
+	dir := filepath.Join(ws, "uploads")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Sprintf("[file %q could not be saved: %v]", f.Name, err), nil
 	}

@@ -170,12 +170,21 @@ type Config struct {
 	// Cluster: the shared seams of Deps are shared with other replicas
 	// (shared.go).
 	Cluster ClusterConfig
+	// Agents are the agents besides the default one, which the fields
+	// above configure (Model, Thinking, SystemPrompt, Workspace, Tools,
+	// the approvals, ToolPaths, the confinement, QueueMode, Extensions).
+	Agents map[string]Agent
+	// Route picks the agent of a conversation's new session and says why
+	// (the binding); nil: every session is the default agent's, and
+	// sessions record no agent. A session keeps its agent until /new.
+	Route func(in chat.Inbound) (agent, why string)
 }
 
 // Gateway routes chat events to session owners. Create it with New and
 // run it with Run.
 type Gateway struct {
 	cfg      Config
+	agents   agents // by name, the default among them (agents.go)
 	log      *slog.Logger
 	adapters map[chat.Platform]chat.Adapter
 	models   Models
@@ -283,6 +292,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	for _, a := range d.Adapters {
 		g.adapters[a.Platform()] = a
 	}
+	g.agents = newAgents(&g.cfg)
 	g.replier = &replier{adapters: g.adapters, log: g.log, metrics: g.metrics, finalWait: cfg.FinalWait}
 	g.threads = newThreads(g.adapters, g.index, g.log)
 	wireCommands(g) // host.go
@@ -294,7 +304,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.sched = sched
 	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
-	g.sessions = &registry{cfg: &g.cfg, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
+	g.sessions = &registry{cfg: &g.cfg, agents: g.agents, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
 		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner}
 	if g.sessions.files == nil {
 		g.sessions.files = session.FileStorage{}

@@ -128,7 +128,7 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 		if len(msgs) == 0 {
 			continue
 		}
-		sum := chat.ConvSummary{Conv: c.conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time}
+		sum := chat.ConvSummary{Conv: c.conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time, Agent: branchAgent(b.entries)}
 		if sum.Title == "" {
 			sum.Title = firstUserText(msgs)
 		}

@@ -32,9 +32,10 @@ func wireCommands(g *Gateway) {
 		existing: h.existing,
 		enqueue:  g.inbox.Enqueue,
 		tools:    g.cfg.Tools,
+		agents:   agentPolicies(g.agents, g.cfg.ApprovalTimeout),
 	})
 	g.commands = &commands{
-		table:     append(commandTable(), templateCommands(g.cfg.Extensions, commandTable(), g.log)...),
+		table:     agentsCommandTable(g.agents, g.log),
 		skills:    g.cfg.Extensions != nil,
 		ext:       g.cfg.Extensions,
 		log:       g.log,
@@ -106,6 +107,16 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 		return nil, nil
 	}
 	return o, o.location(in.Conv.Key(), in.Conv)
+}
+
+func (h gatewayHost) chosen(in chat.Inbound) agentRecord { return h.g.choose(in) }
+
+func (h gatewayHost) agentNames() []string { return h.g.agents.names() }
+
+func (h gatewayHost) startAgent(ctx context.Context, conv chat.ConvRef, rec agentRecord) error {
+	h.g.sessions.located.forget(conv.Key())
+	_, _, err := h.g.sessions.newSession(ctx, conv, rec)
+	return err
 }
 
 func (h gatewayHost) unbind(ctx context.Context, convKey string) error {

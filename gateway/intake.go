@@ -43,8 +43,10 @@ type intake struct {
 	route      func(ctx context.Context, p *pending, take takeOver)
 	refused    func(ctx context.Context, in chat.Inbound, err error)
 	runContext func() context.Context
-	// ext expands messages and runs the input hooks (nil: none).
-	ext Extensions
+	// ext expands messages and runs the input hooks (nil: none); extFor,
+	// when set, gives the extensions of a message's agent instead.
+	ext    Extensions
+	extFor func(ctx context.Context, in chat.Inbound) Extensions
 	// accepted hands an enqueued item on (nil: post it here; cluster mode:
 	// the pump of the session's holder takes it).
 	accepted func(ref inboxRef, item inboxItem)
@@ -86,6 +88,7 @@ func wireIntake(g *Gateway) *intake {
 		},
 		runContext: g.runContext,
 		ext:        g.cfg.Extensions,
+		extFor:     g.extensionsFor,
 	}
 }
 
@@ -338,7 +341,11 @@ func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
 func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool, take takeOver) {
 	switch item.Kind {
 	case itemMessage:
-		switch applyInput(ctx, i.ext, i.log, &item, func(md string) { i.reply(ctx, item.In, md) }) {
+		ext := i.ext
+		if i.extFor != nil {
+			ext = i.extFor(ctx, item.In)
+		}
+		switch applyInput(ctx, ext, i.log, &item, func(md string) { i.reply(ctx, item.In, md) }) {
 		case inputRun:
 			i.route(ctx, &pending{item: item, inbox: ref}, take)
 			return

@@ -25,6 +25,12 @@ func cmdLimits(ctx context.Context, c *invocation) {
 	me := spendWho(c.conv, in.User.ID)
 	owner := c.cmds.rights.IsOwner(in.Conv.Platform, in.User.ID)
 	if c.arg == "" {
+		// Where sessions have agents, their use of this conversation's agent.
+		at := in
+		at.Conv = c.conv
+		if o, _ := c.cmds.sessions.existing(ctx, at); o != nil && o.cfg.Route != nil {
+			me.Agent = o.agentRec().Name
+		}
 		rep, err := lim.Report(ctx, me)
 		if err != nil {
 			c.failed(ctx, "reading today's spend", err)

@@ -65,7 +65,7 @@ type ownerDeps struct {
 	// took, its lease lost (cut) or released (inboxLeaver.leave).
 	leave func(o *owner, cut bool)
 	// receiveFile saves a file of a message into the workspace.
-	receiveFile func(ctx context.Context, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
+	receiveFile func(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
 	// forget removes o from the loaded owners if it is still there
 	// (registry.forget).
 	forget func(o *owner) bool
@@ -83,6 +83,10 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
 		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
+	rec := recordedAgent(s.Tree())
+	name, a := g.agents.get(rec.Name)
+	rec.Name = name
+	o.setAgent(rec, a)
 	o.queue = queue{o}
 	o.runs = runStarter{o: o, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
 	return o

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +23,7 @@ import (
 // lease, or creating one), and unloads idle owners.
 type registry struct {
 	cfg     *Config // the gateway's, read-only
+	agents  agents
 	log     *slog.Logger
 	index   Index
 	locker  Locker
@@ -197,21 +199,25 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		}
 		return o, loc, nil
 	}
-	return reg.newSession(ctx, in.Conv)
+	return reg.newSession(ctx, in.Conv, chooseAgent(reg.cfg, in))
 }
 
-// newSession creates a session file for a location.
-func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner, *location, error) {
+// newSession creates a session file for a location, of the agent rec
+// names: the header's cwd is its workspace, and (when bindings route
+// sessions) a custom entry records the agent and why.
+func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef, rec agentRecord) (*owner, *location, error) {
 	key := conv.Key()
+	name, ag := reg.agents.get(rec.Name)
+	rec.Name = name
 	dir := session.Dir(reg.cfg.DataDir, string(conv.Platform))
-	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(reg.cfg.Thinking), Pibot: &session.Meta{Loc: key}}
-	if prov, id, ok := strings.Cut(reg.cfg.Model, "/"); ok {
+	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(ag.Thinking), Pibot: &session.Meta{Loc: key}}
+	if prov, id, ok := strings.Cut(ag.Model, "/"); ok {
 		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
 	}
 	// Take the lease before the file exists, so even its first entries
 	// carry the fence.
 	now := time.Now()
-	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: absWorkspace(reg.cfg.Workspace)}
+	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: ag.Workspace}
 	path := filepath.Join(dir, session.FileName(h.Timestamp, h.ID))
 	// A new file: no fence to stay above yet.
 	lease, err := reg.locker.Acquire(ctx, path, 0)
@@ -240,12 +246,19 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef) (*owner,
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := reg.installOwner(path, s, lease)
+	o.setAgent(rec, ag)
 	if reg.cfg.Cluster.Enabled {
 		reg.located.remember(key, o)
 	}
 	loc := o.location(key, conv)
 	if first.Type == session.TypeModelChange {
-		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(reg.cfg.Thinking)}, session.SyncGrouped); err != nil {
+		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(ag.Thinking)}, session.SyncGrouped); err != nil {
+			return nil, nil, err
+		}
+	}
+	if reg.cfg.Route != nil {
+		data, _ := json.Marshal(rec)
+		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customAgent, Data: data}, session.SyncGrouped); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -7,3 +7,10 @@ package gateway
 func (g *Gateway) SetApprovals(dm, group map[string]string) {
 	g.approval.setTables(dm, group)
 }
+
+// SetAgentApprovals replaces the per-tool approval policies of the named
+// agents (each [2]: DM, group); names of no agent are ignored. The
+// default agent's are SetApprovals'.
+func (g *Gateway) SetAgentApprovals(byAgent map[string][2]map[string]string) {
+	g.approval.setAgentTables(byAgent)
+}

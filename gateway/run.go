@@ -66,7 +66,7 @@ func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
 	text := in.Text
 	var blocks []llm.Content
 	for _, f := range in.Files {
-		note, img := o.receiveFile(ctx, in.Conv, f)
+		note, img := o.receiveFile(ctx, o.agentConfig().Workspace, in.Conv, f)
 		if img != nil {
 			blocks = append(blocks, *img)
 		}
@@ -151,7 +151,7 @@ func (r *run) execute(ps []*pending) {
 	var ended []llm.Message // for the agent_end hooks
 	emit := func(e agent.Event) {
 		maint.Observe(e)
-		if e.Type == agent.EventMessageEnd && e.Message != nil && o.cfg.Extensions != nil {
+		if e.Type == agent.EventMessageEnd && e.Message != nil && o.agentConfig().Extensions != nil {
 			ended = append(ended, *e.Message)
 		}
 		r.emit(e)
@@ -175,7 +175,7 @@ func (r *run) execute(ps []*pending) {
 	r.deliver()
 	o.metrics.runEnded(time.Since(start))
 	// agent_end hooks observe; they run after the reply is out.
-	if ext := o.cfg.Extensions; ext != nil && len(ended) > 0 {
+	if ext := o.agentConfig().Extensions; ext != nil && len(ended) > 0 {
 		ext.End(context.WithoutCancel(ctx), ended)
 	}
 }
@@ -204,7 +204,7 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 	o, loc := r.o, r.loc
 	history, thinking, modelRef, err := o.branchContext(loc)
 	if err == nil {
-		r.model, err = resolveModel(o.cfg, o.models, modelRef)
+		r.model, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, modelRef)
 	}
 	r.payer = r.recipient(ps)
 	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
@@ -214,7 +214,7 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 	cfg := r.agentConfig(thinking)
 	if err == nil {
 		var add string
-		add, err = beforeStart(ctx, o.cfg.Extensions, prompts)
+		add, err = beforeStart(ctx, o.agentConfig().Extensions, prompts)
 		if err != nil && ctx.Err() != nil {
 			err = nil // stopping: the run ends as every run at shutdown does
 		}
@@ -277,9 +277,11 @@ func (r *run) interrupt(note string) {
 	}
 }
 
-func resolveModel(cfg *Config, models Models, ref string) (llm.Model, error) {
+// resolveModel returns the model ref names, def (the agent's model)
+// when ref is "".
+func resolveModel(cfg *Config, def string, models Models, ref string) (llm.Model, error) {
 	if ref == "" {
-		ref = cfg.Model
+		ref = def
 	}
 	if ref == "" || models == nil {
 		help := cfg.NoModelHelp
@@ -299,8 +301,8 @@ func resolveModel(cfg *Config, models Models, ref string) (llm.Model, error) {
 // tool hooks around them.
 func (r *run) hooks() agent.Hooks {
 	// Spend caps: every model call is reserved and counted (spend.go).
-	h := agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer)}
-	if ext := r.o.cfg.Extensions; ext != nil {
+	h := agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer, r.spendAgent())}
+	if ext := r.o.agentConfig().Extensions; ext != nil {
 		h = ext.Hooks(h)
 	}
 	return h
@@ -311,8 +313,8 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 	cfg := agent.Config{
 		Model:        r.model,
 		Thinking:     thinking,
-		SystemPrompt: o.cfg.SystemPrompt(),
-		Tools:        o.cfg.Tools(r.toolRun()),
+		SystemPrompt: o.agentConfig().SystemPrompt(),
+		Tools:        o.agentConfig().Tools(r.toolRun()),
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,
 		SessionID:    r.o.sess.Tree().Header().ID,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pibot/pibot/chat"
@@ -30,6 +31,39 @@ type sessionFile struct {
 	heads    map[string]string
 	lastUsed time.Time
 	closed   bool
+	// agent is the session's agent (agents.go): set when the owner is
+	// built, and by newSession for the agent it chose.
+	agent atomic.Pointer[sessionAgent]
+}
+
+// sessionAgent is a session's agent, its name and why it was chosen.
+type sessionAgent struct {
+	rec agentRecord
+	a   *Agent
+}
+
+// setAgent makes rec's agent a the session's.
+func (f *sessionFile) setAgent(rec agentRecord, a *Agent) {
+	f.agent.Store(&sessionAgent{rec: rec, a: a})
+}
+
+// agentRec is the session's agent's name and why it was chosen.
+func (f *sessionFile) agentRec() agentRecord {
+	if s := f.agent.Load(); s != nil {
+		return s.rec
+	}
+	return agentRecord{Name: DefaultAgent}
+}
+
+// agentConfig returns the session's agent (the default agent's settings,
+// from the gateway's Config, before one is set).
+func (f *sessionFile) agentConfig() *Agent {
+	if s := f.agent.Load(); s != nil {
+		return s.a
+	}
+	c := f.env.cfg
+	return &Agent{Model: c.Model, Thinking: c.Thinking, SystemPrompt: c.SystemPrompt, Workspace: absWorkspace(c.Workspace), Tools: c.Tools,
+		QueueMode: c.QueueMode, Extensions: c.Extensions}
 }
 
 // fileEnv are the collaborators of a sessionFile.
@@ -161,11 +195,11 @@ func (f *sessionFile) branchPoint(ref chat.MsgRef) (string, bool) {
 func (f *sessionFile) savedModeLocked(key string) string {
 	head, ok := f.heads[key]
 	if !ok {
-		return f.env.cfg.QueueMode
+		return f.agentConfig().QueueMode
 	}
 	branch, err := f.sess.Tree().Branch(head)
 	if err != nil {
-		return f.env.cfg.QueueMode
+		return f.agentConfig().QueueMode
 	}
 	for i := len(branch) - 1; i >= 0; i-- {
 		if e := branch[i]; e.Type == session.TypeCustom && e.CustomType == customQueue {
@@ -175,7 +209,7 @@ func (f *sessionFile) savedModeLocked(key string) string {
 			}
 		}
 	}
-	return f.env.cfg.QueueMode
+	return f.agentConfig().QueueMode
 }
 
 // contextFor returns the messages, thinking level and model of loc's head.
@@ -188,7 +222,7 @@ func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLeve
 	if err != nil {
 		return nil, "", "", f.contextError(loc, err)
 	}
-	ref, thinking := sessionview.Resolve(c, loc.model, f.env.cfg.Model, f.env.cfg.Thinking)
+	ref, thinking := sessionview.Resolve(c, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
 	return msgs, thinking, ref, nil
 }
 
@@ -201,7 +235,7 @@ func (f *sessionFile) branchContext(loc *location) ([]llm.Message, llm.ThinkingL
 	if err != nil {
 		return nil, "", "", f.contextError(loc, err)
 	}
-	ref, thinking := sessionview.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, loc.model, f.env.cfg.Model, f.env.cfg.Thinking)
+	ref, thinking := sessionview.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
 	return c.Messages, thinking, ref, nil
 }
 

@@ -76,11 +76,12 @@ func (s spendCaps) refusal(ctx context.Context, conv chat.ConvRef, user string) 
 // So a cap is passed only by what calls in flight use beyond their
 // estimates: at most one call per run of the capped scope running at that
 // moment (the calls of one run are sequential).
-func (s spendCaps) beforeCall(conv chat.ConvRef, user string) func(context.Context, llm.ModelInfo, llm.Request) (func(llm.Message), error) {
+func (s spendCaps) beforeCall(conv chat.ConvRef, user, agent string) func(context.Context, llm.ModelInfo, llm.Request) (func(llm.Message), error) {
 	if s.lim == nil {
 		return nil
 	}
 	who := spendWho(conv, user)
+	who.Agent = agent
 	return func(ctx context.Context, info llm.ModelInfo, req llm.Request) (func(llm.Message), error) {
 		ctx = context.WithoutCancel(ctx)
 		count := func(m llm.Message) {

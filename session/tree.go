@@ -206,6 +206,20 @@ func (t *Tree) Entries() []Entry {
 	return out
 }
 
+// First returns the first n entries in file order (all, if there are
+// fewer): what a session records at its start, read without decoding the
+// rest.
+func (t *Tree) First(n int) []Entry {
+	t.mu.RLock()
+	nodes := t.nodes[:min(n, len(t.nodes))]
+	t.mu.RUnlock()
+	out := make([]Entry, len(nodes))
+	for i, nd := range nodes {
+		out[i] = nd.entry()
+	}
+	return out
+}
+
 func (n *node) millis() int64 {
 	ms, _ := parseMillis(n.ts)
 	return ms

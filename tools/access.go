@@ -372,7 +372,7 @@ func notRegularError(p string) error {
 }
 
 func deniedError(p string) error {
-	return failf("Path %s is pibot's own data (data_dir, the configuration file or a secret file). Tools never access it.", p)
+	return failf("Path %s is pibot's own data (data_dir, the configuration file, a secret file or another agent's workspace). Tools never access it.", p)
 }
 
 func kernelError(p string) error {

@@ -129,6 +129,15 @@ func user(u *discordgo.User) chat.User {
 	return chat.User{ID: u.ID, Name: name, IsBot: u.Bot}
 }
 
+// withRoles adds the roles of the sender's guild membership (nil in a
+// DM), which agent bindings match.
+func withRoles(u chat.User, m *discordgo.Member) chat.User {
+	if m != nil && len(m.Roles) > 0 {
+		u.Roles = append([]string(nil), m.Roles...)
+	}
+	return u
+}
+
 // message normalises a MESSAGE_CREATE; false means it is not for the
 // gateway (the bot's own, a system message, nothing to read).
 func (rd *reader) message(ctx context.Context, m *discordgo.Message) (chat.Inbound, bool) {
@@ -149,7 +158,7 @@ func (rd *reader) message(ctx context.Context, m *discordgo.Message) (chat.Inbou
 		Kind:     chat.KindMessage,
 		Conv:     c,
 		Msg:      chat.MsgRef{Conv: c, ID: m.ID},
-		User:     user(m.Author),
+		User:     withRoles(user(m.Author), m.Member),
 		Files:    files(m.Attachments),
 		DedupKey: "discord:" + m.ID,
 		Time:     m.Timestamp,
@@ -258,7 +267,7 @@ func (rd *reader) interaction(ctx context.Context, ix *discordgo.Interaction) (c
 		app = rd.app()
 	}
 	now := time.Now()
-	in := chat.Inbound{Conv: c, User: user(u), Mentioned: true, DedupKey: "discord:i:" + ix.ID, Time: now}
+	in := chat.Inbound{Conv: c, User: withRoles(user(u), ix.Member), Mentioned: true, DedupKey: "discord:i:" + ix.ID, Time: now}
 	handle := &chat.Interaction{Platform: platform, ID: ix.ID, Token: ix.Token, Conv: c, User: u.ID, Deadline: now.Add(interactionDeadline)}
 	switch ix.Type {
 	case discordgo.InteractionApplicationCommand:

@@ -324,3 +324,21 @@ func TestCleanRemovesTokens(t *testing.T) {
 		}
 	}
 }
+
+// A guild message carries its author's roles (agent bindings match them);
+// a DM none.
+func TestInboundRoles(t *testing.T) {
+	h := newHarness(t, nil)
+	got := h.run(t)
+	m := h.srv.PostMember(chanID, alice, []string{"555", "777"}, "<@"+h.srv.Bot.ID+"> deploy")
+	h.srv.DispatchMessage(m, true)
+	in := next(t, got)
+	if strings.Join(in.User.Roles, ",") != "555,777" {
+		t.Fatalf("roles: %+v", in.User)
+	}
+	d := h.srv.PostUser(dmID, alice, "hi", "")
+	h.srv.DispatchMessage(d, false)
+	if in = next(t, got); in.User.Roles != nil {
+		t.Fatalf("a DM has roles: %+v", in.User)
+	}
+}

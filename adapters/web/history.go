@@ -60,6 +60,8 @@ type convSummary struct {
 	Title    string    `json:"title"`
 	Updated  time.Time `json:"updated"`
 	Messages int       `json:"messages"`
+	// Agent is the conversation's agent, where sessions record one.
+	Agent string `json:"agent,omitempty"`
 }
 
 // handleHistory answers GET /api/history?conv=ID with the conversation
@@ -132,7 +134,7 @@ func (h *historyAPI) handleConversations(w http.ResponseWriter, r *http.Request)
 			if c.Conv.Platform != Platform || c.Conv.Workspace != "" || !validID(c.Conv.Channel) {
 				continue
 			}
-			out = append(out, convSummary{ID: c.Conv.Channel, Title: c.Title, Updated: c.Updated, Messages: c.Messages})
+			out = append(out, convSummary{ID: c.Conv.Channel, Title: c.Title, Updated: c.Updated, Messages: c.Messages, Agent: c.Agent})
 		}
 	}
 	writeJSON(w, map[string]any{"conversations": out})

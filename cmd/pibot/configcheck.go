@@ -21,6 +21,12 @@ func modelProblems(cfg config.Config, getenv func(string) string) (errs, warns [
 	for i, f := range cfg.Agent.Fallbacks {
 		refs = append(refs, struct{ key, ref string }{fmt.Sprintf("agent.fallbacks[%d]", i), f})
 	}
+	// Each further agent's model (its own or the agent: block's).
+	for _, name := range cfg.AgentNames()[1:] {
+		if a, _ := cfg.AgentConfig(name); a.Model != cfg.Agent.Model {
+			refs = append(refs, struct{ key, ref string }{config.AgentKey(name) + ".model", a.Model})
+		}
+	}
 	for _, r := range refs {
 		if r.ref == "" {
 			continue

@@ -74,7 +74,18 @@ func doctorChecks(cfg config.Config, getenv func(string) string, stops *sync.Wai
 	}
 	checks = append(checks, doctor.DataDir("data_dir", cfg.DataDir, "data_dir", doctor.MinFree))
 	checks = append(checks,
-		doctor.Check{Name: "workspace", Run: func(ctx context.Context) doctor.Finding { return workspaceFinding(ctx, cfg) }},
+		doctor.Check{Name: "workspace", Run: func(ctx context.Context) doctor.Finding { return workspaceFinding(ctx, cfg) }})
+	// Each further agent's workspace, as serve prepares it.
+	for _, name := range cfg.AgentNames()[1:] {
+		view := agentView(cfg, name)
+		checks = append(checks, doctor.Check{Name: "workspace " + name, Run: func(ctx context.Context) doctor.Finding {
+			f := workspaceFinding(ctx, view)
+			f.Check = "workspace " + name
+			f.Fix = strings.ReplaceAll(f.Fix, "agent.", config.AgentKey(name)+".")
+			return f
+		}})
+	}
+	checks = append(checks,
 		doctor.Check{Name: "sandbox", Run: func(ctx context.Context) doctor.Finding { return sandboxFinding(ctx, cfg) }})
 	return checks
 }

@@ -8,6 +8,7 @@
 //	pibot session ls|tree|context|fork|repair|export ...
 //	pibot config check|example [-c FILE]
 //	pibot models [-c FILE]
+//	pibot agents [-c FILE] | agents which -c FILE LOCATION [--user ID]
 //	pibot pairing list|approve PLATFORM CODE|revoke PLATFORM USER [-c FILE]
 //	pibot doctor [-c FILE]
 //	pibot mcp list [-c FILE] [--wait D]
@@ -52,6 +53,9 @@ Usage:
   pibot config check [-c FILE]              validate a configuration file
   pibot config example                      print a documented configuration
   pibot models [-c FILE]                    list configured models
+  pibot agents [-c FILE]                    list the agents and the bindings
+  pibot agents which [-c FILE] LOCATION [--user ID] [--role ID] [--dm true|false]
+                                            which agent a location gets, and why
   pibot pairing list [-c FILE]              list pairing requests and paired users
   pibot pairing approve PLATFORM CODE       approve a pairing code
   pibot pairing revoke PLATFORM USER        revoke a paired user
@@ -173,6 +177,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return runConfig(c, rest)
 	case "models":
 		return runModels(c, rest)
+	case "agents":
+		return runAgents(c, rest)
 	case "pairing":
 		return pairingCmd{c}.run(ctx, rest)
 	case "extensions":

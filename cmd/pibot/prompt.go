@@ -38,7 +38,10 @@ type promptBuilder struct {
 	context func() string
 	// skills returns pi's skills block ("" without skills); nil: none.
 	skills func() string
-	now    func() time.Time
+	// extra is the agent's own text (agent.system_prompt,
+	// agents.NAME.system_prompt), after the skills.
+	extra string
+	now   func() time.Time
 }
 
 // build returns the system prompt: the default body (or the custom file),
@@ -61,6 +64,10 @@ func (p promptBuilder) build() (string, error) {
 	if p.skills != nil && slices.ContainsFunc(p.tools, func(t llm.ToolSpec) bool { return t.Name == "read" }) {
 		// As pi: skills are listed only when the model can read them.
 		b.WriteString(p.skills())
+	}
+	if extra := strings.TrimSpace(p.extra); extra != "" {
+		b.WriteString("\n\n")
+		b.WriteString(extra)
 	}
 	now := time.Now
 	if p.now != nil {

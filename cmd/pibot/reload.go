@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"reflect"
@@ -18,7 +19,7 @@ import (
 // reloadable names the keys a SIGHUP applies to the running gateway:
 // access but its budget and schedule cap, which are read at start.
 var reloadable = []string{"access.owners", "access.users", "access.dm_policy", "access.groups", "access.mention_required",
-	"agent.approvals.dm", "agent.approvals.group", "limits"}
+	"agent.approvals.dm", "agent.approvals.group", "limits", "bindings"}
 
 // accessPolicy is the access policy of cfg (the local adapters' users are
 // owners).
@@ -79,11 +80,25 @@ func (r *reloader) reload() {
 	r.st.access.SetPolicy(accessPolicy(cfg))
 	r.st.gw.SetApprovals(cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group)
 	r.st.spend.SetCaps(spendCaps(cfg))
-	stale := changedKeys(r.running, cfg, reloadable)
+	bindingsApplied := r.reloadAgents(cfg)
 	// What runs now: the reloaded keys of cfg, the rest as before.
 	next := r.running
 	next.Access, next.Agent.Approvals.DM, next.Agent.Approvals.Group, next.Limits = cfg.Access, cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group, cfg.Limits
 	next.Access.Budget, next.Access.SchedulesPerUser = r.running.Access.Budget, r.running.Access.SchedulesPerUser
+	if bindingsApplied {
+		next.Bindings = cfg.Bindings
+	}
+	// The named agents' approvals were applied; their other keys wait for
+	// a restart.
+	next.Agents = maps.Clone(r.running.Agents)
+	for name, a := range next.Agents {
+		if c, ok := cfg.Agents[name]; ok {
+			a.Approvals.DM, a.Approvals.Group = c.Approvals.DM, c.Approvals.Group
+			next.Agents[name] = a
+		}
+	}
+	// What the file says and does not run now: keys that need a restart.
+	stale := changedKeys(next, cfg, reloadable)
 	r.running = next
 	if len(stale) > 0 {
 		r.log.Warn("configuration reloaded; changed keys that need a restart were NOT applied",
@@ -127,4 +142,26 @@ func diffValue(a, b reflect.Value, prefix string, skip []string, out *[]string) 
 		}
 		diffValue(a.Field(i), b.Field(i), name, skip, out)
 	}
+}
+
+// reloadAgents applies the bindings (sessions keep their agents; a new
+// session, after /new, is routed by them) and the named agents'
+// approval policies.
+//
+// It reports whether the bindings were applied.
+func (r *reloader) reloadAgents(cfg config.Config) bool {
+	if r.st.router == nil {
+		return false
+	}
+	applied := true
+	if err := r.st.router.set(cfg, r.running); err != nil {
+		r.log.Error("reload: bindings not applied; keeping the running ones", "err", err)
+		applied = false
+	}
+	tables := map[string][2]map[string]string{}
+	for name, a := range cfg.Agents {
+		tables[name] = [2]map[string]string{a.Approvals.DM, a.Approvals.Group}
+	}
+	r.st.gw.SetAgentApprovals(tables)
+	return applied
 }

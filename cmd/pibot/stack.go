@@ -55,6 +55,54 @@ type stack struct {
 	spendFile *spend.FileStore
 	// stopTracer stops the span exporter after sending what is left.
 	stopTracer func()
+	// agentTools are the tool sets of the agents besides the default;
+	// router routes new sessions to them (nil without agents).
+	agentTools []*toolbox
+	router     *router
+}
+
+// buildAgents builds the gateway's agents besides the default one, each
+// with its own tools (denied every other agent's workspace), MCP servers,
+// extensions and system prompt.
+func (st *stack) buildAgents(ctx context.Context, cfg config.Config, log *slog.Logger) (map[string]gateway.Agent, error) {
+	out := map[string]gateway.Agent{}
+	for _, name := range cfg.AgentNames()[1:] {
+		view := agentView(cfg, name)
+		alog := log.With("agent", name)
+		tb, err := newToolbox(ctx, view, alog, otherWorkspaces(cfg, name)...)
+		if err != nil {
+			return nil, agentKeys(name, err)
+		}
+		st.agentTools = append(st.agentTools, tb)
+		ext, err := newExtensions(view, tb.ws, alog)
+		if err != nil {
+			return nil, agentKeys(name, err)
+		}
+		prompt := tb.prompt(view, true, ext)
+		out[name] = gateway.Agent{
+			Model:    view.Agent.Model,
+			Thinking: llm.ThinkingLevel(view.Agent.Thinking),
+			SystemPrompt: func() string {
+				p, err := prompt.build()
+				if err != nil {
+					alog.Error("system prompt", "err", err)
+					return "You are pibot, an expert coding assistant."
+				}
+				return p
+			},
+			Workspace:              tb.ws,
+			Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Attach, r.Owner) },
+			DMApprovals:            view.Agent.Approvals.DM,
+			GroupApprovals:         view.Agent.Approvals.Group,
+			ToolPaths:              tb.toolPaths,
+			WorkspaceOnly:          view.Agent.WorkspaceOnly.Everyone(),
+			NonOwnersWorkspaceOnly: view.Agent.WorkspaceOnly.NonOwners(),
+			QueueMode:              view.Agent.Queue.Mode,
+			Extensions:             ext,
+		}
+		log.Info("agent", "name", name, "model", view.Agent.Model, "workspace", tb.ws)
+	}
+	return out, nil
 }
 
 // localOwners returns the users of the local adapters: whoever can reach
@@ -151,7 +199,7 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 	if err != nil {
 		return err
 	}
-	tb, err := newToolbox(ctx, cfg, log)
+	tb, err := newToolbox(ctx, agentView(cfg, config.DefaultAgent), log, otherWorkspaces(cfg, config.DefaultAgent)...)
 	if err != nil {
 		return err
 	}
@@ -167,11 +215,11 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 	for _, p := range append(errs, warns...) {
 		log.Warn("configuration: " + p)
 	}
-	ext, err := newExtensions(cfg, tb.ws, log)
+	ext, err := newExtensions(agentView(cfg, config.DefaultAgent), tb.ws, log)
 	if err != nil {
 		return err
 	}
-	prompt := tb.prompt(cfg, true, ext)
+	prompt := tb.prompt(agentView(cfg, config.DefaultAgent), true, ext)
 	scheds, err := scheduleSpecs(cfg)
 	if err != nil {
 		return err
@@ -210,6 +258,13 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		Logger:                 log,
 		Extensions:             ext,
 		Cluster:                cl,
+	}
+	if len(cfg.Agents) > 0 {
+		if gcfg.Agents, err = st.buildAgents(ctx, cfg, log); err != nil {
+			return err
+		}
+		st.router = newRouter(cfg)
+		gcfg.Route = st.router.route
 	}
 	// access.schedules_per_user: 0 is no cap (the gateway's 0 is its default).
 	gcfg.SchedulesPerUser = cmp.Or(cfg.Access.SchedulesPerUser, -1)
@@ -261,6 +316,9 @@ func senderBudget(cfg config.Config) gateway.Budget {
 func (s *stack) close() {
 	if s.tools != nil {
 		s.tools.close() // the MCP servers, after the gateway stopped its runs
+	}
+	for _, tb := range s.agentTools {
+		tb.close()
 	}
 	if s.stopTracer != nil {
 		s.stopTracer()

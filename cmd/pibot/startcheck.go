@@ -36,6 +36,7 @@ func startChecks(c *cli, cfg config.Config) error {
 		}
 	}
 	add(listenSet(cfg))
+	add(shadowedBindings(cfg))
 	// The providers read their key files when they are built.
 	_, err := newRegistry(cfg, c.getenv, quiet, 0)
 	add(err)
@@ -61,6 +62,18 @@ func startChecks(c *cli, cfg config.Config) error {
 	if ws != "" {
 		_, err = newExtensions(cfg, ws, quiet)
 		add(err)
+	}
+	// Each further agent's workspace, prompt file and extensions, under
+	// its own keys.
+	for _, name := range cfg.AgentNames()[1:] {
+		view := agentView(cfg, name)
+		ws, _, err := checkWorkspace(view, false)
+		add(agentKeys(name, err))
+		add(agentKeys(name, systemPromptReadable(view)))
+		if ws != "" {
+			_, err = newExtensions(view, ws, quiet)
+			add(agentKeys(name, err))
+		}
 	}
 	return errors.Join(errs...)
 }

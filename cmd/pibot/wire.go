@@ -44,11 +44,14 @@ type toolbox struct {
 }
 
 // newToolbox builds the tools configured in cfg.
-func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger) (*toolbox, error) {
+// extraDeny are further paths no tool may reach (other agents'
+// workspaces).
+func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger, extraDeny ...string) (*toolbox, error) {
 	ws, deny, err := prepareWorkspace(cfg)
 	if err != nil {
 		return nil, err
 	}
+	deny = append(deny, extraDeny...)
 	mode, err := sandbox.ParseMode(cfg.Agent.Sandbox)
 	if err != nil {
 		return nil, &config.Error{Key: "agent.sandbox", Msg: err.Error()}
@@ -142,7 +145,7 @@ func (t *toolbox) specs(withAttach bool) []llm.ToolSpec {
 // project context and skills block of ext (skills listed when read is on).
 func (t *toolbox) prompt(cfg config.Config, withAttach bool, ext *extensions.Set) promptBuilder {
 	return promptBuilder{workspace: t.ws, tools: t.specs(withAttach), customFile: cfg.Agent.SystemPromptFile,
-		context: ext.Context, skills: ext.SkillsBlock}
+		context: ext.Context, skills: ext.SkillsBlock, extra: cfg.Agent.SystemPrompt}
 }
 
 // compactionSettings maps agent.compaction.

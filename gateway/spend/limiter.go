@@ -87,7 +87,10 @@ func (l *Limiter) Check(ctx context.Context, w Who) error {
 type Hold struct {
 	day  string
 	keys []string
-	a    Amount
+	// counted are keys counted under no cap (the agent's): nothing is
+	// held there, the actual usage is added by Settle.
+	counted []string
+	a       Amount
 }
 
 // Amount is what the hold reserved.
@@ -101,7 +104,7 @@ func (h Hold) Amount() Amount { return h.a }
 func (l *Limiter) Reserve(ctx context.Context, w Who, a Amount) (Hold, error) {
 	now := l.now()
 	today := day(now)
-	h := Hold{day: today, keys: w.keys()}
+	h := Hold{day: today, keys: w.keys(), counted: w.counted()}
 	caps, err := l.effective(ctx, today, w)
 	if err != nil {
 		return h, err
@@ -136,6 +139,11 @@ func (l *Limiter) Reserve(ctx context.Context, w Who, a Amount) (Hold, error) {
 // hold's day (a call that ends after midnight counts for the day it
 // started).
 func (l *Limiter) Settle(ctx context.Context, h Hold, actual Amount) error {
+	if len(h.counted) > 0 && actual != (Amount{}) {
+		if err := l.store.Add(ctx, h.day, h.counted, actual); err != nil {
+			return fmt.Errorf("spend: settle: %w", err)
+		}
+	}
 	d := actual.Sub(h.a)
 	if d == (Amount{}) || len(h.keys) == 0 {
 		return nil
@@ -151,7 +159,7 @@ func (l *Limiter) Record(ctx context.Context, w Who, a Amount) error {
 	if a == (Amount{}) {
 		return nil
 	}
-	if err := l.store.Add(ctx, day(l.now()), w.keys(), a); err != nil {
+	if err := l.store.Add(ctx, day(l.now()), append(w.keys(), w.counted()...), a); err != nil {
 		return fmt.Errorf("spend: record: %w", err)
 	}
 	return nil
@@ -210,6 +218,13 @@ func (l *Limiter) Report(ctx context.Context, w Who) (string, error) {
 				b.WriteString(" (raised for today)")
 			}
 		}
+	}
+	if keys := w.counted(); len(keys) > 0 {
+		used, err := l.store.Usage(ctx, today, keys)
+		if err != nil {
+			return "", fmt.Errorf("spend: usage: %w", err)
+		}
+		fmt.Fprintf(&b, "\n- agent `%s` (everyone's use of this agent): $%.4f, %d tokens; no cap", w.Agent, used[0].USD, used[0].Tokens)
 	}
 	return b.String(), nil
 }

@@ -112,6 +112,18 @@ type Who struct {
 	User string
 	// Conv is the chat location's key.
 	Conv string
+	// Agent is the agent whose usage it is ("": none): counted per agent
+	// (read with Report), under no cap.
+	Agent string
+}
+
+// counted returns the store keys usage of w is counted under besides the
+// capped scopes (the agent's).
+func (w Who) counted() []string {
+	if w.Agent == "" {
+		return nil
+	}
+	return []string{"agent:" + w.Agent}
 }
 
 // keys returns the store keys of w in scope order.

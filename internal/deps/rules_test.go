@@ -142,7 +142,7 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", prometheus},
+			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", "gateway/binding", prometheus},
 		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills",
 			"cluster/rediscluster", "cluster/rediscluster/redistest"}, // the cluster mode benchmarks
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
@@ -150,6 +150,9 @@ var rules = []rule{
 	{pkg: "gateway/schedule", may: []string{"internal/atomicfile", cronParser},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/...", "chat"}),
 		why:   "schedules are stored and fired through a function: they know no chat, session or agent"},
+	{pkg: "gateway/binding",
+		never: join(sdks, []string{"gateway", "agent/...", "session/...", "chat/...", "adapters/...", "providers/...", "tools/..."}),
+		why:   "bindings choose an agent from plain strings: they know no chat, session or agent type"},
 	{pkg: "gateway/access", may: []string{"chat", "internal/atomicfile"}, test: []string{"gateway/access/accesstest"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "access decides who may talk from chat types alone"},

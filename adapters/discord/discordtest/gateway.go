@@ -205,6 +205,9 @@ func (s *Server) DispatchMessage(m *Message, mention bool) {
 	if m.GuildID != "" {
 		d["guild_id"] = m.GuildID
 		d["member"] = map[string]any{}
+		if m.Member != nil {
+			d["member"] = m.Member
+		}
 	}
 	if mention {
 		d["mentions"] = []User{s.Bot}

@@ -74,6 +74,14 @@ type Message struct {
 	// interaction answer; "" for normal messages.
 	Ephemeral string `json:"-"`
 	Timestamp string `json:"timestamp"`
+	// Member is the author's guild membership, as a guild message's
+	// MESSAGE_CREATE carries it (nil: none sent).
+	Member *Member `json:"member,omitempty"`
+}
+
+// Member is the partial guild member of a message's author.
+type Member struct {
+	Roles []string `json:"roles"`
 }
 
 // Reference is a message_reference.
@@ -263,6 +271,16 @@ func (s *Server) PostUser(channel string, u User, content, reply string) *Messag
 		m.Reference = &Reference{MessageID: reply, ChannelID: channel}
 	}
 	s.storeLocked(m)
+	return m
+}
+
+// PostMember is PostUser for a guild member with roles: its
+// MESSAGE_CREATE carries them.
+func (s *Server) PostMember(channel string, u User, roles []string, content string) *Message {
+	m := s.PostUser(channel, u, content, "")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m.Member = &Member{Roles: append([]string{}, roles...)}
 	return m
 }
 

@@ -624,6 +624,14 @@
       li.dataset.conv = c.id;
       li.textContent = c.title || "(untitled)";
       li.title = c.title || "";
+      if (c.agent) {
+        // The agent the conversation's session belongs to.
+        const agent = document.createElement("span");
+        agent.className = "agent";
+        agent.textContent = " · " + c.agent;
+        li.appendChild(agent);
+        li.title += " (agent " + c.agent + ")";
+      }
       if (c.updated) {
         const when = document.createElement("span");
         when.className = "count";
