@@ -424,7 +424,11 @@ func (a *Agent) convertedLocked() []llm.Message {
 	if a.convSrc > len(a.messages) {
 		a.conv, a.convSrc = nil, 0
 	}
-	a.conv = append(a.conv, llm.ConvertToLLM(a.messages[a.convSrc:])...)
+	if a.conv == nil {
+		// Room for a few tool rounds: a run's later calls append to it.
+		a.conv = make([]llm.Message, 0, len(a.messages)+16)
+	}
+	a.conv = llm.AppendConverted(a.conv, a.messages[a.convSrc:])
 	a.convSrc = len(a.messages)
 	return slices.Clip(a.conv)
 }
