@@ -100,8 +100,14 @@ type Agent struct {
 	mu       sync.Mutex
 	cfg      Config
 	messages []llm.Message
-	steer    []pending
-	follow   []pending
+	// conv is messages[:convSrc] converted for a model (llm.ConvertToLLM),
+	// grown by what a run adds (convertedLocked) so that a model call
+	// does not convert and copy the whole conversation again; nil after
+	// the conversation changed otherwise.
+	conv    []llm.Message
+	convSrc int
+	steer   []pending
+	follow  []pending
 	// shownSteer and shownFollow are the display texts pi's session keeps
 	// for queue_update: a text leaves when its message starts.
 	shownSteer  []string
@@ -298,6 +304,7 @@ func (a *Agent) SetMessages(msgs []llm.Message) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.messages = slices.Clone(msgs)
+	a.conv, a.convSrc = nil, 0
 }
 
 // SetModel changes the model used from the next model call on.
@@ -348,6 +355,7 @@ func (a *Agent) removeLastAssistant() (llm.Message, bool) {
 		// which may be an adopted history's (see Adopt) or in a request
 		// a provider was given.
 		a.messages = slices.Clip(a.messages[:n-1])
+		a.conv, a.convSrc = nil, 0
 		return m, true
 	}
 	return llm.Message{}, false
@@ -404,4 +412,23 @@ func (a *Agent) contextWindow() int64 {
 		return 0
 	}
 	return a.cfg.Model.Info().ContextWindow
+}
+
+// convertedLocked returns the conversation converted for a model
+// (llm.ConvertToLLM), converting only the messages added since the last
+// call. The messages it converted are never changed in place: a run only
+// appends, and replaces only the message streaming after them. The
+// result is clipped, so a request keeps its snapshot while the run
+// appends. The caller holds mu.
+func (a *Agent) convertedLocked() []llm.Message {
+	if a.convSrc > len(a.messages) {
+		a.conv, a.convSrc = nil, 0
+	}
+	if a.conv == nil {
+		// Room for a few tool rounds: a run's later calls append to it.
+		a.conv = make([]llm.Message, 0, len(a.messages)+16)
+	}
+	a.conv = llm.AppendConverted(a.conv, a.messages[a.convSrc:])
+	a.convSrc = len(a.messages)
+	return slices.Clip(a.conv)
 }

@@ -173,8 +173,9 @@ func (r *run) request(ctx context.Context) (llm.Model, llm.Request, error) {
 		// over them, and the clipped slice cannot grow into them.
 		msgs = slices.Clip(a.messages)
 	default:
-		// ConvertToLLM returns a new slice: the snapshot.
-		msgs = llm.ConvertToLLM(a.messages)
+		// Converted once, grown by what was added since (a session
+		// with a compaction has a summary to convert on every call).
+		msgs = a.convertedLocked()
 	}
 	a.mu.Unlock()
 	if cfg.Model == nil {

@@ -16,3 +16,6 @@ func (b *Budget) SetClock(now func() time.Time) { b.now = now }
 func (r *Rates) SetClock(now func() time.Time) {
 	r.Local = tokenbucket.NewLocalClock(rateMargin, now)
 }
+
+// SetCompactMin makes ib compact its file after n records (tests).
+func (ib *Inbox) SetCompactMin(n int64) { ib.compactMin = n }

@@ -10,8 +10,8 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 
-	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
@@ -68,6 +68,17 @@ func (r inboxRecord) line() ([]byte, error) {
 // Quarantine sets an item aside for good: it is kept in the file, never
 // pending again.
 type Inbox struct {
+	// swap is held shared by every change (a record written and the
+	// state in memory changed with it) and exclusively while the file is
+	// compacted and replaced (inbox_compact.go): f and the state in
+	// memory then say the same.
+	swap sync.RWMutex
+	// lines counts the records written since the file was last
+	// compacted; compactMin is the least of them that starts a
+	// compaction (compactLines; tests set less).
+	lines      atomic.Int64
+	compactMin int64
+
 	mu          sync.Mutex
 	path        string
 	f           *groupsync.File // concurrent Adds share one fsync
@@ -94,64 +105,61 @@ const (
 // pending and quarantined items, counting the crash of the last process
 // if it did not close the inbox. A torn last line is dropped.
 func OpenInbox(path string) (*Inbox, error) {
-	ib := &Inbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}}
+	ib := &Inbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}, compactMin: compactLines}
 	handled := map[string]bool{} // executing in the last process
 	clean := true
-	if b, err := os.ReadFile(path); err == nil {
-		clean = len(b) == 0
-		r := bufio.NewReader(bytes.NewReader(b))
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(line) > 0 && line[len(line)-1] == '\n' {
-				var rec inboxRecord
-				if json.Unmarshal(line, &rec) == nil {
-					clean = rec.Op == "clean"
-					ib.apply(rec, handled)
-				}
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("cluster: inbox %s: %w", path, err)
-			}
+	// Streamed: a file a crash left uncompacted may be long.
+	if f, err := os.Open(path); err == nil {
+		err = ib.replay(f, handled, &clean)
+		_ = f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("cluster: inbox %s: %w", path, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("cluster: inbox: %w", err)
 	}
-	var buf bytes.Buffer
-	write := func(rec inboxRecord) {
-		line, _ := json.Marshal(rec)
-		buf.Write(line)
-		buf.WriteByte('\n')
-	}
-	for _, q := range ib.quarantined {
-		write(inboxRecord{Op: "held", ID: q.ID, Key: q.Key, Data: q.Data, Crashes: q.Crashes})
-	}
-	var order []string
 	for _, id := range ib.order {
-		it, ok := ib.pending[id]
-		if !ok {
-			continue
+		if it, ok := ib.pending[id]; ok {
+			if !clean && handled[id] {
+				it.Crashes++
+			}
+			ib.holders[id] = heldByDead
 		}
-		if !clean && handled[id] {
-			it.Crashes++
-		}
-		order = append(order, id)
-		ib.holders[id] = heldByDead
-		write(inboxRecord{Op: "keep", ID: id, Key: it.Key, Data: it.Data, Crashes: it.Crashes})
 	}
-	ib.order = order
 	// The crash counts are durable before anything is replayed.
-	if err := atomicfile.Write(path, buf.Bytes()); err != nil {
+	if err := ib.rewrite(); err != nil {
 		return nil, fmt.Errorf("cluster: inbox compact: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: inbox: %w", err)
-	}
-	ib.f = groupsync.New(f)
 	return ib, nil
+}
+
+// replay reads the records of r into ib. clean says whether the file is
+// empty or ends with a clean stop. A torn last line is dropped.
+func (ib *Inbox) replay(r io.Reader, handled map[string]bool, clean *bool) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gathered whole (line is
+			// the buffer's, which the next read overwrites).
+			head := append([]byte(nil), line...)
+			rest, rerr := br.ReadBytes('\n')
+			line, err = append(head, rest...), rerr
+		}
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var rec inboxRecord
+			if json.Unmarshal(line, &rec) == nil {
+				*clean = rec.Op == "clean"
+				ib.apply(rec, handled)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // apply replays one record of the file into ib. handled collects the items
@@ -200,6 +208,9 @@ func (ib *Inbox) Quarantine(_ context.Context, key, id string) error {
 		return nil
 	}
 	line, _ := json.Marshal(inboxRecord{Op: "quarantine", ID: id, Key: key})
+	ib.swap.RLock()
+	defer ib.swap.RUnlock()
+	ib.lines.Add(1)
 	if err := ib.f.WriteSync(append(line, '\n')); err != nil {
 		return fmt.Errorf("cluster: inbox quarantine: %w", err)
 	}
@@ -223,7 +234,18 @@ func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
 // not fsynced, and it waits for no fsync: while the inbox's group commit
 // runs, its caller writes the ack out as soon as the fsync returns. Acknowledging an item that is not pending does nothing.
 func (ib *Inbox) Ack(_ context.Context, key, id string) error {
+	if err := ib.ack(key, id); err != nil {
+		return err
+	}
+	ib.maybeCompact()
+	return nil
+}
+
+// ack is Ack but for the compaction it may call for.
+func (ib *Inbox) ack(key, id string) error {
 	line, _ := inboxRecord{Op: "ack", ID: id, Key: key}.line()
+	ib.swap.RLock()
+	defer ib.swap.RUnlock()
 	ib.mu.Lock()
 	it, ok := ib.pending[id]
 	ib.mu.Unlock()
@@ -232,6 +254,7 @@ func (ib *Inbox) Ack(_ context.Context, key, id string) error {
 	}
 	// Written outside ib.mu: the write may wait behind an fsync, and
 	// Begin must not.
+	ib.lines.Add(1)
 	if err := ib.f.Write(line); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
@@ -291,6 +314,8 @@ func (ib *Inbox) Len() int {
 // disk) it tries to recover the file, so it doubles as a health probe:
 // nil means the inbox can take messages again.
 func (ib *Inbox) Sync() error {
+	ib.swap.RLock()
+	defer ib.swap.RUnlock()
 	if err := ib.f.Sync(); err != nil {
 		return fmt.Errorf("cluster: inbox: %w", err)
 	}
@@ -301,6 +326,8 @@ func (ib *Inbox) Sync() error {
 // process) and closes the file.
 func (ib *Inbox) Close() error {
 	line, _ := json.Marshal(inboxRecord{Op: "clean"})
+	ib.swap.Lock()
+	defer ib.swap.Unlock()
 	err := ib.f.Write(append(line, '\n'))
 	return errors.Join(err, ib.f.Close())
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,8 +25,11 @@ func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string,
 	if err != nil {
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
 	}
+	ib.swap.RLock()
+	ib.lines.Add(1)
 	wait, err := ib.f.WriteAsync(line)
 	if err != nil {
+		ib.swap.RUnlock()
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
 	}
 	ib.mu.Lock()
@@ -33,6 +37,7 @@ func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string,
 	ib.holders[id] = heldByNone
 	ib.order = append(ib.order, id)
 	ib.mu.Unlock()
+	ib.swap.RUnlock()
 	return id, func() error {
 		if err := wait(); err != nil {
 			return fmt.Errorf("cluster: inbox sync: %w", err)
@@ -65,6 +70,8 @@ func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
 // it executed it, and a later crash of this process does not count it
 // again; those that only waited count nothing.
 func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
+	ib.swap.RLock()
+	defer ib.swap.RUnlock()
 	ib.mu.Lock()
 	var ids, cuts []string
 	for _, id := range ib.order {
@@ -85,6 +92,7 @@ func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
 			line, _ := json.Marshal(inboxRecord{Op: "cut", ID: id, Key: key})
 			buf = append(append(buf, line...), '\n')
 		}
+		ib.lines.Add(int64(len(cuts)))
 		if err := ib.f.WriteSync(buf); err != nil {
 			return fmt.Errorf("cluster: inbox leave: %w", err)
 		}
@@ -114,6 +122,8 @@ func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
 // key are left alone.
 func (ib *Inbox) Begin(_ context.Context, key string, ids ...string) error {
 	var buf []byte
+	ib.swap.RLock()
+	defer ib.swap.RUnlock()
 	ib.mu.Lock()
 	for _, id := range ids {
 		if it, ok := ib.pending[id]; ok && it.Key == key && !ib.running[id] {
@@ -128,6 +138,7 @@ func (ib *Inbox) Begin(_ context.Context, key string, ids ...string) error {
 	}
 	// Written outside ib.mu, as Ack is: the write may wait behind an
 	// fsync.
+	ib.lines.Add(int64(bytes.Count(buf, []byte{'\n'})))
 	if err := ib.f.Write(buf); err != nil {
 		return fmt.Errorf("cluster: inbox begin: %w", err)
 	}
@@ -139,6 +150,8 @@ func (ib *Inbox) Begin(_ context.Context, key string, ids ...string) error {
 
 // take moves the items of key held by from to this process.
 func (ib *Inbox) take(_ context.Context, key string, from holder) ([]InboxItem, error) {
+	ib.swap.RLock()
+	defer ib.swap.RUnlock()
 	ib.mu.Lock()
 	var out []InboxItem
 	for _, id := range ib.order {
@@ -155,6 +168,7 @@ func (ib *Inbox) take(_ context.Context, key string, from holder) ([]InboxItem, 
 		line, _ := json.Marshal(inboxRecord{Op: "try", ID: it.ID, Key: key})
 		buf = append(append(buf, line...), '\n')
 	}
+	ib.lines.Add(int64(len(out)))
 	if err := ib.f.WriteSync(buf); err != nil {
 		return nil, fmt.Errorf("cluster: inbox take: %w", err)
 	}

@@ -197,12 +197,10 @@ func (f *sessionFile) savedModeLocked(key string) string {
 	if !ok {
 		return f.agentConfig().QueueMode
 	}
-	branch, err := f.sess.Tree().Branch(head)
-	if err != nil {
-		return f.agentConfig().QueueMode
-	}
-	for i := len(branch) - 1; i >= 0; i-- {
-		if e := branch[i]; e.Type == session.TypeCustom && e.CustomType == customQueue {
+	// Walked from the head without decoding a message: the setting is
+	// in a custom entry, and a long branch's messages are most of it.
+	for e := range f.sess.Tree().BranchBack(head) {
+		if e.Type == session.TypeCustom && e.CustomType == customQueue {
 			var d struct{ Mode string }
 			if json.Unmarshal(e.Data, &d) == nil && d.Mode != "" {
 				return d.Mode
@@ -327,12 +325,13 @@ func (f *sessionFile) resumable(loc *location) (ok bool, unknown []string) {
 // that calls no tools): the last run there answered, whether or not its
 // reply reached the chat.
 func answerStored(tree *session.Tree, head string) bool {
-	branch, err := tree.Branch(head)
-	if err != nil {
-		return false
-	}
-	for i := len(branch) - 1; i >= 0; i-- {
-		if m := branch[i].Message; branch[i].Type == session.TypeMessage && m != nil {
+	for e := range tree.BranchBack(head) {
+		if e.Type != session.TypeMessage {
+			continue
+		}
+		// Only the last message is decoded.
+		if full, ok := tree.Get(e.ID); ok && full.Message != nil {
+			m := full.Message
 			return m.Role == llm.RoleAssistant && m.StopReason != llm.StopToolUse
 		}
 	}
@@ -343,12 +342,7 @@ func answerStored(tree *session.Tree, head string) bool {
 // streaming: the last pibot.reply or pibot.delivery entry of the location
 // on its branch is a streaming pibot.reply.
 func (f *sessionFile) openReply(key, head string) (replyRecord, bool) {
-	branch, err := f.sess.Tree().Branch(head)
-	if err != nil {
-		return replyRecord{}, false
-	}
-	for i := len(branch) - 1; i >= 0; i-- {
-		e := branch[i]
+	for e := range f.sess.Tree().BranchBack(head) {
 		if e.Type != session.TypeCustom || e.Pibot == nil || e.Pibot.Loc != key {
 			continue
 		}

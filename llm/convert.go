@@ -37,7 +37,12 @@ func BashExecutionText(m Message) string {
 // pi's convertToLlm: coding-agent roles become user messages, user,
 // assistant and toolResult pass through, unknown roles are dropped.
 func ConvertToLLM(msgs []Message) []Message {
-	out := make([]Message, 0, len(msgs))
+	return AppendConverted(make([]Message, 0, len(msgs)), msgs)
+}
+
+// AppendConverted appends msgs, converted as ConvertToLLM converts them,
+// to out and returns the extended slice.
+func AppendConverted(out, msgs []Message) []Message {
 	for _, m := range msgs {
 		switch m.Role {
 		case RoleUser, RoleAssistant, RoleToolResult:

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -416,4 +417,43 @@ func (t *Tree) Roots() []*Node {
 		it.out.Entry = it.n.entry() // raw, ent and parent never change once indexed
 	}
 	return roots
+}
+
+// BranchBack yields the entries of the branch to leafID ("" = the default
+// leaf) from the leaf toward the root, until yield returns false; nothing
+// when leafID is unknown. An entry other than a message comes whole (its
+// body was decoded when the file was read); a message entry comes as its
+// envelope only: type, ids, timestamp, pibot fields and Raw, with Message
+// nil (Get decodes it). A walk to the entries a caller looks for decodes
+// none of the messages it passes.
+func (t *Tree) BranchBack(leafID string) iter.Seq[Entry] {
+	return func(yield func(Entry) bool) {
+		t.mu.RLock()
+		leaf, err := t.leafLocked(leafID)
+		limit := len(t.nodes)
+		t.mu.RUnlock()
+		if err != nil {
+			return
+		}
+		// A node's parent never changes once it is indexed: the walk
+		// needs no lock. limit ends a cycle.
+		for n, i := leaf, 0; n != nil && i <= limit; n, i = n.parent, i+1 {
+			if !yield(n.envelope()) {
+				return
+			}
+		}
+	}
+}
+
+// envelope is n as BranchBack yields it: whole unless a message, whose
+// body it leaves undecoded.
+func (n *node) envelope() Entry {
+	if n.typ != TypeMessage {
+		return n.entry()
+	}
+	e := Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts, Pibot: n.meta, Fence: n.fence, Raw: n.raw}
+	if n.parent != nil {
+		e.ParentID = n.parent.id
+	}
+	return e
 }

@@ -17,9 +17,23 @@ import (
 // Write replaces path with data (mode 0600). The temporary file is
 // ".NAME.tmp" plus a random suffix, in path's directory.
 func Write(path string, data []byte) error {
+	_, err := replace(path, data, 0)
+	return err
+}
+
+// WriteOpen replaces path with data as Write does and returns the new
+// file opened with flag (os.O_APPEND|os.O_WRONLY, say). It is opened
+// before the rename, so a failure leaves path as it was and the handle
+// is never the old file's; its Name is the temporary one.
+func WriteOpen(path string, data []byte, flag int) (*os.File, error) {
+	return replace(path, data, flag)
+}
+
+// replace is Write, and WriteOpen when flag is not 0.
+func replace(path string, data []byte, flag int) (*os.File, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
@@ -29,14 +43,32 @@ func Write(path string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	var opened *os.File
+	if err == nil && flag != 0 {
+		opened, err = os.OpenFile(tmp, flag, 0o600)
+	}
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
+		if opened != nil {
+			_ = opened.Close()
+		}
 		_ = os.Remove(tmp)
-		return err
+		return nil, err
 	}
-	d, err := os.Open(filepath.Dir(path))
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		if opened != nil {
+			_ = opened.Close()
+		}
+		return nil, err
+	}
+	return opened, nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}

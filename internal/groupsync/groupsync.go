@@ -49,8 +49,13 @@ type File struct {
 
 // New wraps f, an open file in append mode (opened by name, so it can be
 // opened again to recover from a failed write).
-func New(f *os.File) *File {
-	g := &File{f: f, path: f.Name()}
+func New(f *os.File) *File { return NewNamed(f, f.Name()) }
+
+// NewNamed is New for a file opened in append mode under another name
+// than path, which it is opened by to recover (a file renamed to path
+// after it was opened: atomicfile.WriteOpen).
+func NewNamed(f *os.File, path string) *File {
+	g := &File{f: f, path: path}
 	if st, err := f.Stat(); err == nil {
 		g.syncedSize = st.Size()
 	}

@@ -35,6 +35,20 @@ func text(r *rand.Rand, n int) string {
 // thinking changes, labels, compactions, and a branch every few dozen
 // entries. The output is deterministic for a seed.
 func Generate(w io.Writer, n int, seed uint64) error {
+	return GenerateWith(w, n, seed, GenOptions{})
+}
+
+// GenOptions vary what Generate writes.
+type GenOptions struct {
+	// CompactEvery is how often a compaction is written: 0 at random
+	// (about one in 6,000 entries, as Generate does), n > 0 one every n
+	// entries, n < 0 none.
+	CompactEvery int
+}
+
+// GenerateWith is Generate varied by o. With o's zero value it writes
+// what Generate writes; the same seed draws the same text either way.
+func GenerateWith(w io.Writer, n int, seed uint64, o GenOptions) error {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	bw := bufio.NewWriterSize(w, 1<<20)
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -59,6 +73,14 @@ func Generate(w io.Writer, n int, seed uint64) error {
 	if err := add(session.Entry{Type: session.TypeModelChange, Provider: "anthropic", ModelID: "claude-sonnet-4-5"}); err != nil {
 		return err
 	}
+	lastCompact := 0
+	compact := func() bool {
+		if o.CompactEvery == 0 {
+			return count > 100 && r.IntN(2000) == 0
+		}
+		_ = count > 100 && r.IntN(2000) == 0 // keep the draws of Generate
+		return o.CompactEvery > 0 && count > 100 && count-lastCompact >= o.CompactEvery
+	}
 	for count < n {
 		switch {
 		case count > 10 && r.IntN(40) == 0: // branch from an earlier entry
@@ -68,7 +90,8 @@ func Generate(w io.Writer, n int, seed uint64) error {
 		case r.IntN(80) == 0:
 			l := text(r, 2)
 			_ = add(session.Entry{Type: session.TypeLabel, TargetID: ids[r.IntN(len(ids))], Label: &l})
-		case count > 100 && r.IntN(2000) == 0:
+		case compact():
+			lastCompact = count
 			_ = add(session.Entry{Type: session.TypeCompaction, Summary: "## Goal\n" + text(r, 300), FirstKeptEntryID: ids[len(ids)-20], TokensBefore: 150000, Details: json.RawMessage(`{"readFiles":[],"modifiedFiles":[]}`)})
 		}
 		u := llm.UserText(text(r, 20+r.IntN(60)), ms())
