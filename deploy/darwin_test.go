@@ -18,6 +18,9 @@ import (
 // machine, past scripts/test's per-package limit. scripts/release still
 // builds darwin/amd64.
 func TestDarwinBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("cross-compiles the module for macOS: scripts/test --all")
+	}
 	needTools(t, "go")
 	for _, args := range [][]string{{"vet", "./..."}, {"build", "-o", os.DevNull, "./cmd/pibot"}} {
 		cmd := exec.Command("go", args...)
