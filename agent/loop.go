@@ -17,7 +17,10 @@ type run struct {
 	wd   *watchdog // nil without limits
 	// lastAssistant is the last assistant message that ended in this run.
 	lastAssistant *llm.Message
-	retryAttempt  int
+	// lastErr is the Go error behind lastAssistant when it failed in this
+	// process (llm.Event.Err), nil otherwise; the retry decides on it.
+	lastErr      error
+	retryAttempt int
 	// refused: a BeforeModelCall hook refused a call; the run is over and
 	// is not retried.
 	refused bool
@@ -224,6 +227,7 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 // BeforeModelCall hook refused.
 func (r *run) refuse(model llm.Model, err error) llm.Message {
 	r.refused = true
+	r.lastErr = nil
 	info := model.Info()
 	m := llm.Message{
 		Role: llm.RoleAssistant, Content: []llm.Content{}, StopReason: llm.StopError, ErrorMessage: err.Error(),
@@ -248,6 +252,7 @@ func (r *run) callModel(ctx context.Context, model llm.Model, req llm.Request, a
 	// then runs on this goroutine's stack without the provider's frames
 	// under it (the gateway writes the session line there).
 	var final *llm.Message
+	var failure error
 stream:
 	for ev := range model.Stream(ctx, req) {
 		switch ev.Type {
@@ -267,6 +272,7 @@ stream:
 			}
 			m := copyMessage(*ev.Message)
 			final = &m
+			failure = ev.Err
 			break stream
 		default:
 			if !started {
@@ -288,6 +294,7 @@ stream:
 	if after != nil {
 		after(*final)
 	}
+	r.lastErr = failure
 	return r.finish(*final, started)
 }
 
@@ -384,7 +391,9 @@ func (r *run) retry(ctx context.Context) {
 	// it is not retried.
 	for rc.Enabled && r.wd.tripped() == nil && !r.refused {
 		msg := r.lastAssistant
-		if msg == nil || !llm.IsRetryable(*msg, a.contextWindow()) {
+		// The error this process got decides before pi's pattern reads
+		// the message's text (llm.ShouldRetry).
+		if msg == nil || !llm.ShouldRetry(*msg, r.lastErr, a.contextWindow()) {
 			return
 		}
 		r.retryAttempt++
@@ -409,7 +418,7 @@ func (r *run) retry(ctx context.Context) {
 			r.retryAttempt = 0
 			return
 		}
-		r.lastAssistant = nil
+		r.lastAssistant, r.lastErr = nil, nil
 		r.loop(ctx, nil, false)
 	}
 }
