@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/llm"
 )
 
@@ -409,7 +410,7 @@ func (r *run) retry(ctx context.Context) {
 			r.retryAttempt = 0
 			return
 		}
-		delay := rc.BaseDelay << (r.retryAttempt - 1)
+		delay := backoff.Exp(rc.BaseDelay, r.retryAttempt, 0)
 		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: limit,
 			DelayMs: delay.Milliseconds(), ErrorMessage: msg.ErrorMessage})
 		a.removeLastAssistant()

@@ -71,7 +71,7 @@ var rules = []rule{
 		why: "config is the YAML schema: stdlib and yaml only"},
 
 	// The core: agent, sessions, tools, providers.
-	{pkg: "agent", may: []string{"llm", "agent/compaction"},
+	{pkg: "agent", may: []string{"llm", "agent/compaction", "internal/backoff"},
 		never: join(sdks, []string{"gateway/...", "session/...", "chat/...", "adapters/...", "tools/...", "providers/...", "cluster"}),
 		why:   "the agent loop knows models and tools only through llm and its own interfaces: no chat, session or gateway"},
 	{pkg: "agent/compaction", may: []string{"llm"},
@@ -118,7 +118,7 @@ var rules = []rule{
 	{pkg: "providers/internal/partialjson", never: sdks, why: whyStdlib},
 	{pkg: "providers/internal/transform", may: []string{"llm"}, never: sdks,
 		why: "rewrites llm messages for a provider's rules: no SDK"},
-	{pkg: "providers/internal/transport", may: []string{"llm", "internal/secret"}, never: sdks,
+	{pkg: "providers/internal/transport", may: []string{"llm", "internal/backoff", "internal/secret"}, never: sdks,
 		why: "the HTTP transport shared by providers: retries and redaction, no SDK"},
 
 	// The platforms.
@@ -189,6 +189,7 @@ var rules = []rule{
 	{pkg: "internal/crashpoint", never: sdks, why: whyStdlib + " (its points are no-ops unless built with the crashpoints tag, for e2e's crash-point suite)"},
 	{pkg: "internal/fsync", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/tokenbucket", never: sdks, why: whyStdlib},
+	{pkg: "internal/backoff", never: sdks, why: whyStdlib},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
 	{pkg: "internal/otlp", never: sdks, why: whyStdlib + " (a hand-written OTLP/HTTP JSON exporter instead of the OpenTelemetry SDK)"},
 	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,
