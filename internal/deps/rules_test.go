@@ -122,14 +122,14 @@ var rules = []rule{
 		why: "the HTTP transport shared by providers: retries and redaction, no SDK"},
 
 	// The platforms.
-	{pkg: "adapters/telegram", may: []string{"chat", "internal/secret", "internal/tokenbucket", telegramSDK}, test: []string{"chat/adaptertest"},
+	{pkg: "adapters/telegram", may: []string{"chat", "internal/backoff", "internal/secret", "internal/tokenbucket", telegramSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{slackSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
-	{pkg: "adapters/discord", may: []string{"chat", "internal/atomicfile", "internal/secret", "internal/tokenbucket", discordSDK, websocket},
+	{pkg: "adapters/discord", may: []string{"chat", "internal/backoff", "internal/atomicfile", "internal/secret", "internal/tokenbucket", discordSDK, websocket},
 		test:  []string{"chat/adaptertest", "adapters/discord/discordtest"},
 		never: join(modelSDKs, []string{telegramSDK, slackSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter + " (its gateway client speaks the websocket itself)"},
-	{pkg: "adapters/slack", may: []string{"chat", "internal/secret", "internal/tokenbucket", slackSDK}, test: []string{"chat/adaptertest"},
+	{pkg: "adapters/slack", may: []string{"chat", "internal/backoff", "internal/secret", "internal/tokenbucket", slackSDK}, test: []string{"chat/adaptertest"},
 		never: join(modelSDKs, []string{telegramSDK, discordSDK, redis, chromedp, "gateway/...", "agent/...", "session/...", "providers/...", "tools/...", "cluster"}),
 		why:   whyAdapter},
 	{pkg: "adapters/web", may: []string{"chat", "internal/secret"}, test: []string{chromedp, "chat/adaptertest", "adapters/web/webtest"},
