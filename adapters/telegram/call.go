@@ -160,7 +160,7 @@ func (c *caller) getMe(ctx context.Context, failed func(error)) (identity, error
 		if ctx.Err() != nil {
 			return identity{}, ctx.Err()
 		}
-		d := min(c.retryBase<<min(attempt, 7), maxBackoff)
+		d := backoff.Exp(c.retryBase, min(attempt, 7)+1, maxBackoff)
 		if failed != nil {
 			failed(err)
 		}
