@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/llm"
 )
 
@@ -152,7 +153,7 @@ func Adopt(cfg Config, history []llm.Message) *Agent {
 		cfg.Retry.BaseDelay = 2 * time.Second
 	}
 	if cfg.Retry.Sleep == nil {
-		cfg.Retry.Sleep = sleepCtx
+		cfg.Retry.Sleep = backoff.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -163,17 +164,6 @@ func Adopt(cfg Config, history []llm.Message) *Agent {
 // Headroom is the spare capacity after a history that lets a run add its
 // prompt, answer and a tool turn without copying the history.
 const Headroom = 4
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // Prompt appends prompts to the conversation and runs the loop until
 // agent_end, including automatic retries. It returns ErrRunning if a run is

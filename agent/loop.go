@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/llm"
 )
 
@@ -17,7 +18,10 @@ type run struct {
 	wd   *watchdog // nil without limits
 	// lastAssistant is the last assistant message that ended in this run.
 	lastAssistant *llm.Message
-	retryAttempt  int
+	// lastErr is the Go error behind lastAssistant when it failed in this
+	// process (llm.Event.Err), nil otherwise; the retry decides on it.
+	lastErr      error
+	retryAttempt int
 	// refused: a BeforeModelCall hook refused a call; the run is over and
 	// is not retried.
 	refused bool
@@ -225,6 +229,7 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 // BeforeModelCall hook refused.
 func (r *run) refuse(model llm.Model, err error) llm.Message {
 	r.refused = true
+	r.lastErr = nil
 	info := model.Info()
 	m := llm.Message{
 		Role: llm.RoleAssistant, Content: []llm.Content{}, StopReason: llm.StopError, ErrorMessage: err.Error(),
@@ -249,6 +254,7 @@ func (r *run) callModel(ctx context.Context, model llm.Model, req llm.Request, a
 	// then runs on this goroutine's stack without the provider's frames
 	// under it (the gateway writes the session line there).
 	var final *llm.Message
+	var failure error
 stream:
 	for ev := range model.Stream(ctx, req) {
 		switch ev.Type {
@@ -268,6 +274,7 @@ stream:
 			}
 			m := copyMessage(*ev.Message)
 			final = &m
+			failure = ev.Err
 			break stream
 		default:
 			if !started {
@@ -289,6 +296,7 @@ stream:
 	if after != nil {
 		after(*final)
 	}
+	r.lastErr = failure
 	return r.finish(*final, started)
 }
 
@@ -385,7 +393,9 @@ func (r *run) retry(ctx context.Context) {
 	// it is not retried.
 	for rc.Enabled && r.wd.tripped() == nil && !r.refused {
 		msg := r.lastAssistant
-		if msg == nil || !llm.IsRetryable(*msg, a.contextWindow()) {
+		// The error this process got decides before pi's pattern reads
+		// the message's text (llm.ShouldRetry).
+		if msg == nil || !llm.ShouldRetry(*msg, r.lastErr, a.contextWindow()) {
 			return
 		}
 		r.retryAttempt++
@@ -401,7 +411,7 @@ func (r *run) retry(ctx context.Context) {
 			r.retryAttempt = 0
 			return
 		}
-		delay := rc.BaseDelay << (r.retryAttempt - 1)
+		delay := backoff.Exp(rc.BaseDelay, r.retryAttempt, 0)
 		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: limit,
 			DelayMs: delay.Milliseconds(), ErrorMessage: msg.ErrorMessage})
 		a.removeLastAssistant()
@@ -410,7 +420,7 @@ func (r *run) retry(ctx context.Context) {
 			r.retryAttempt = 0
 			return
 		}
-		r.lastAssistant = nil
+		r.lastAssistant, r.lastErr = nil, nil
 		r.loop(ctx, nil, false)
 	}
 }

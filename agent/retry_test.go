@@ -164,3 +164,46 @@ func TestStallRetriedOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryDecidedByTypedError: a call that failed in this process with a
+// typed error is retried or not on that error, whatever its text says;
+// one without (a model that reports text only) follows pi's pattern.
+func TestRetryDecidedByTypedError(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		msg     string
+		err     error
+		retried bool
+	}{
+		{"retryable status, text the pattern misses", "p: odd failure", &llm.APIError{Provider: "p", Status: 503, Message: "odd failure"}, true},
+		{"transport failure, text the pattern misses", "p: dial failed", &llm.APIError{Provider: "p", Message: "dial failed"}, true},
+		{"final status, text the pattern matches", "p: 400 upstream timeout (503)", &llm.APIError{Provider: "p", Status: 400, Message: "upstream timeout (503)"}, false},
+		{"permanent, text the pattern matches", "p: connection refused", &llm.APIError{Provider: "p", Message: "connection refused", Permanent: true}, false},
+		{"no typed error, retryable text", "529 overloaded_error", nil, true},
+		{"no typed error, other text", "invalid request", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fail := agenttest.Fail(tc.msg)
+			fail.Err = tc.err
+			m := agenttest.NewScript(llm.ModelInfo{}, fail, agenttest.Reply(agenttest.Text("ok")))
+			s := &fakeSleep{}
+			a := retryAgent(m, s)
+			r := &recorder{}
+			prompt(t, a, r, "hi")
+			starts := 0
+			for _, e := range r.events {
+				if e.Type == agent.EventAutoRetryStart {
+					starts++
+				}
+			}
+			if got := starts > 0; got != tc.retried {
+				t.Fatalf("retried = %v (%d auto_retry_start), want %v", got, starts, tc.retried)
+			}
+			msgs := a.Messages()
+			last := msgs[len(msgs)-1]
+			if tc.retried && last.Text() != "ok" || !tc.retried && last.ErrorMessage != tc.msg {
+				t.Errorf("last message %q (error %q)", last.Text(), last.ErrorMessage)
+			}
+		})
+	}
+}

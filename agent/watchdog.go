@@ -32,18 +32,9 @@ type StopError struct {
 
 func (e *StopError) Error() string {
 	if e.Key == "agent.max_idle" {
-		return fmt.Sprintf("Stopped: nothing came from the model or a tool for %s (agent.max_idle).", span(e.Limit))
+		return fmt.Sprintf("Stopped: nothing came from the model or a tool for %s (agent.max_idle).", e.Limit)
 	}
-	return fmt.Sprintf("Stopped: this run reached its limit of %s (agent.max_run).", span(e.Limit))
-}
-
-// span writes a limit for people, without the bare three-digit numbers
-// ("500ms") that read as HTTP statuses to llm.IsRetryable.
-func span(d time.Duration) string {
-	if d < time.Second {
-		return fmt.Sprintf("%.1f s", d.Seconds())
-	}
-	return d.Round(time.Second).String()
+	return fmt.Sprintf("Stopped: this run reached its limit of %s (agent.max_run).", e.Limit)
 }
 
 // watchdog enforces a Watchdog on one run. Its methods are safe on a nil

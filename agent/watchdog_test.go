@@ -47,6 +47,8 @@ func TestWatchdog(t *testing.T) {
 	}{
 		{"idle: a model that hangs", agent.Watchdog{MaxIdle: 50 * time.Millisecond},
 			nil, []agenttest.Turn{{Content: []llm.Content{agenttest.Text("thinking…")}, Hang: true}}, "agent.max_idle"},
+		{"idle: a limit whose text holds a status (500ms) is not retried", agent.Watchdog{MaxIdle: 500 * time.Millisecond},
+			nil, []agenttest.Turn{{Content: []llm.Content{agenttest.Text("thinking…")}, Hang: true}, agenttest.Reply(agenttest.Text("unreachable"))}, "agent.max_idle"},
 		{"idle: a tool that never reports", agent.Watchdog{MaxIdle: 50 * time.Millisecond},
 			[]agent.Tool{agenttest.Blocking("chatty", "killed", nil)}, []agenttest.Turn{call, agenttest.Reply(agenttest.Text("unreachable"))}, "agent.max_idle"},
 		{"run: busy past the wall-clock limit", agent.Watchdog{MaxRun: 200 * time.Millisecond, MaxIdle: time.Minute},
@@ -101,9 +103,6 @@ func TestWatchdog(t *testing.T) {
 			if end == nil || end.ErrorMessage != last.ErrorMessage {
 				t.Errorf("message_end %+v differs from the conversation's last message %q", end, last.ErrorMessage)
 			}
-			if llm.IsRetryable(last, 0) {
-				t.Errorf("%q reads as a retryable provider error", last.ErrorMessage)
-			}
 		})
 	}
 }
@@ -126,11 +125,19 @@ func TestAbortIsNotAWatchdogStop(t *testing.T) {
 	}
 }
 
+// TestStopErrorText: a stop names its limit as configured and its key; its
+// words are not chosen to dodge pi's retry pattern (the run is not retried
+// because its watchdog stopped it, see TestWatchdog).
 func TestStopErrorText(t *testing.T) {
-	for _, e := range []*agent.StopError{{Key: "agent.max_run", Limit: 30 * time.Minute}, {Key: "agent.max_idle", Limit: 500 * time.Millisecond}} {
-		m := llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopError, ErrorMessage: e.Error()}
-		if !strings.Contains(e.Error(), e.Key) || llm.IsRetryable(m, 0) {
-			t.Errorf("%q: want the key and no retryable wording", e.Error())
+	for _, tc := range []struct {
+		e    *agent.StopError
+		want string
+	}{
+		{&agent.StopError{Key: "agent.max_run", Limit: 30 * time.Minute}, "limit of 30m0s (agent.max_run)"},
+		{&agent.StopError{Key: "agent.max_idle", Limit: 500 * time.Millisecond}, "for 500ms (agent.max_idle)"},
+	} {
+		if !strings.Contains(tc.e.Error(), tc.want) {
+			t.Errorf("%q: want %q", tc.e.Error(), tc.want)
 		}
 	}
 }

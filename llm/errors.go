@@ -156,8 +156,44 @@ func IsSilence(m Message) bool {
 	return m.StopReason == StopError && strings.Contains(m.ErrorMessage, SilenceText)
 }
 
+// RetryableErr reports whether err, the failure behind a model call made
+// in this process, may succeed if the call is repeated. ok is false when
+// err carries no such decision (no *APIError in its chain): then only the
+// message's text can decide (IsRetryable). A context overflow is never
+// retryable (compaction handles it).
+func RetryableErr(err error) (retry, ok bool) {
+	if err == nil {
+		return false, false
+	}
+	if errors.Is(err, ErrContextOverflow) {
+		return false, true
+	}
+	if apiErr, found := errors.AsType[*APIError](err); found {
+		return apiErr.Retryable(), true
+	}
+	return false, false
+}
+
+// ShouldRetry reports whether pi's automatic retry repeats a call that
+// ended in m: the typed error the call failed with in this process (err,
+// nil when there is none) decides first, whatever its text says; without
+// one, pi's message pattern decides (IsRetryable), as it does for a
+// message read back from a session file. A context overflow, seen in the
+// message or the error, is never retried.
+func ShouldRetry(m Message, err error, contextWindow int64) bool {
+	if m.StopReason != StopError {
+		return false
+	}
+	if retry, ok := RetryableErr(err); ok {
+		return retry && !IsContextOverflow(m, contextWindow)
+	}
+	return IsRetryable(m, contextWindow)
+}
+
 // IsRetryable reports whether an assistant message failed with an error pi
-// retries automatically (and that is not a context overflow).
+// retries automatically (and that is not a context overflow), judging by
+// its text alone with pi's pattern: the way to classify a message that
+// has no Go error behind it (a session file's, another model's).
 func IsRetryable(m Message, contextWindow int64) bool {
 	if m.StopReason != StopError || m.ErrorMessage == "" {
 		return false

@@ -194,6 +194,11 @@ type Event struct {
 	Reason StopReason
 	// Message is the final message (done/error).
 	Message *Message
+	// Err is the failure behind an error event when the provider has one
+	// as a Go error (an *APIError, say). It lives in this process only:
+	// it is never serialized, and a message read back from a session
+	// file has just its ErrorMessage text.
+	Err error
 }
 
 // MarshalJSON writes the event in pi's JSON shape.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -85,8 +85,7 @@ func (r *restClient) do(ctx context.Context, m mode, route, op string, fn func(o
 			continue // the next turn waits the window out
 		}
 		if temporary(err) && ctx.Err() == nil && (m == modeSend || (m == modeAck && attempt < 2)) && attempt < maxAttempts {
-			d := retryBase << (attempt - 1)
-			d += time.Duration(rand.Int64N(int64(d)/5 + 1))
+			d := backoff.Jitter(backoff.Exp(retryBase, attempt, 0))
 			r.log.Warn("discord: call failed; retrying", "op", op, "attempt", attempt, "in", d, "err", r.clean(err))
 			if serr := tokenbucket.Wait(ctx, d); serr != nil {
 				return fmt.Errorf("discord: %s: %w", op, serr)

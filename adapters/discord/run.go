@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -36,7 +36,7 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 					return err
 				}
 				failures++
-				d := backoff(resumeBase, failures, resumeMax)
+				d := backoff.Jitter(backoff.Exp(resumeBase, failures, resumeMax))
 				g.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", g.rest.clean(err))
 				if tokenbucket.Wait(ctx, d) != nil {
 					return nil
@@ -77,7 +77,7 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 			url = "" // the gateway URL may be stale: ask again (the back-off spaces it)
 		}
 		failures++
-		d := backoff(resumeBase, failures, resumeMax)
+		d := backoff.Jitter(backoff.Exp(resumeBase, failures, resumeMax))
 		g.log.Warn("discord: gateway connection ended; reconnecting", "code", out.code, "in", d, "err", out.err)
 		if tokenbucket.Wait(ctx, d) != nil {
 			return nil
@@ -97,15 +97,6 @@ func closeError(code int) error {
 		return fmt.Errorf("discord: gateway close code %d: pibot cannot use this gateway (invalid shard, sharding required, API version or intents)", code)
 	}
 	return nil
-}
-
-// backoff is base·2^(n-1), capped, with up to a fifth of jitter.
-func backoff(base time.Duration, n int, limit time.Duration) time.Duration {
-	d := base << min(max(n-1, 0), 16)
-	if d > limit || d <= 0 {
-		d = limit
-	}
-	return d + time.Duration(rand.Int64N(int64(d)/5+1))
 }
 
 // gatewayURL asks GET /gateway/bot for the websocket URL, waiting if the

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/internal/atomicfile"
+	"github.com/pibot/pibot/internal/backoff"
 )
 
 // Gateway state kept across restarts (Config.StatePath), so that a process
@@ -176,7 +177,7 @@ func (r *resumeState) identifyWait() time.Duration {
 	if n == 0 {
 		return 0
 	}
-	return time.Until(last.Add(backoff(r.identifyBase, n, identifyMax)))
+	return time.Until(last.Add(backoff.Jitter(backoff.Exp(r.identifyBase, n, identifyMax))))
 }
 
 // noteIdentify records an IDENTIFY now and saves it.

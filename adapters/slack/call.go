@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
@@ -90,8 +90,7 @@ func (a *caller) do(ctx context.Context, o op, fn func(context.Context) error) e
 			continue
 		}
 		if o.kind == kindFinal && attempt < maxAttempts && temporary(err) && ctx.Err() == nil {
-			d := a.retryBase << (attempt - 1)
-			d += time.Duration(rand.Int64N(int64(d)/5 + 1))
+			d := backoff.Jitter(backoff.Exp(a.retryBase, attempt, 0))
 			a.log.Warn("slack: call failed; retrying", "method", o.method, "attempt", attempt, "in", d, "err", a.redact(err))
 			if serr := tokenbucket.Wait(ctx, d); serr != nil {
 				return a.wrap(o.method, serr)

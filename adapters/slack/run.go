@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -89,7 +90,7 @@ func (a *receiver) learnIdentity(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		d := min(a.retryBase<<min(attempt, 8), maxBackoff)
+		d := backoff.Exp(a.retryBase, min(attempt, 8)+1, maxBackoff)
 		a.log.Warn("slack: auth.test failed; retrying", "in", d, "err", err)
 		if err := tokenbucket.Wait(ctx, d); err != nil {
 			return err
@@ -123,7 +124,7 @@ func (a *receiver) runSocket(ctx context.Context, sink chat.Sink) error {
 			if time.Since(start) > time.Minute {
 				attempt = 1
 			}
-			d := min(a.retryBase<<min(attempt, 8), maxBackoff)
+			d := backoff.Exp(a.retryBase, min(attempt, 8)+1, maxBackoff)
 			a.log.Warn("slack: Socket Mode stopped; reconnecting", "in", d, "err", a.calls.redact(err))
 			if tokenbucket.Wait(ctx, d) != nil {
 				return

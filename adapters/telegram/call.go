@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
@@ -124,8 +124,7 @@ func (c *caller) do(ctx context.Context, m mode, chatID int64, op string, fn fun
 }
 
 func (c *caller) backoff(attempt int) time.Duration {
-	d := c.retryBase << (attempt - 1)
-	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+	return backoff.Jitter(backoff.Exp(c.retryBase, attempt, 0))
 }
 
 func isNotModified(err error) bool {
@@ -161,7 +160,7 @@ func (c *caller) getMe(ctx context.Context, failed func(error)) (identity, error
 		if ctx.Err() != nil {
 			return identity{}, ctx.Err()
 		}
-		d := min(c.retryBase<<min(attempt, 7), maxBackoff)
+		d := backoff.Exp(c.retryBase, min(attempt, 7)+1, maxBackoff)
 		if failed != nil {
 			failed(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -117,7 +118,7 @@ func (p *poller) run(ctx context.Context, sink chat.Sink, held func() time.Durat
 			switch {
 			case errors.Is(err, bot.ErrorConflict):
 				conflicts++
-				d = min(p.conflictBase<<min(conflicts-1, 6), 5*maxBackoff)
+				d = backoff.Exp(p.conflictBase, min(conflicts, 7), 5*maxBackoff)
 				p.log.Error("telegram: 409 Conflict from getUpdates: another process polls this bot token, or a webhook is set; run one pibot per token (misconfiguration)",
 					"retry_in", d, "err", p.calls.redact(err))
 			case errors.As(err, &tooMany):
@@ -130,7 +131,7 @@ func (p *poller) run(ctx context.Context, sink chat.Sink, held func() time.Durat
 				return fmt.Errorf("telegram: getUpdates: the bot token (adapters.telegram.token) was revoked: %s", p.calls.redact(err))
 			default:
 				failures++
-				d = min(p.retryBase<<min(failures, 7), maxBackoff)
+				d = backoff.Exp(p.retryBase, min(failures, 7)+1, maxBackoff)
 				p.log.Warn("telegram: getUpdates failed", "retry_in", d, "err", p.calls.redact(err))
 			}
 			if tokenbucket.Wait(ctx, d) != nil {
@@ -149,7 +150,7 @@ func (p *poller) run(ctx context.Context, sink chat.Sink, held func() time.Durat
 					return nil
 				}
 				failures++
-				d := min(p.retryBase<<min(failures, 7), maxBackoff)
+				d := backoff.Exp(p.retryBase, min(failures, 7)+1, maxBackoff)
 				p.log.Log(ctx, chat.RefusedLevel(err), "telegram: update not taken; it will be fetched again", "update_id", u.ID, "retry_in", d, "err", err)
 				if tokenbucket.Wait(ctx, d) != nil {
 					return nil

@@ -21,7 +21,10 @@ type Turn struct {
 	// stop. StopError and StopAborted end the stream with an error event.
 	StopReason   llm.StopReason
 	ErrorMessage string
-	Usage        llm.Usage
+	// Err is the Go error the error event carries (llm.Event.Err), as a
+	// provider's failed call does; nil for none.
+	Err   error
+	Usage llm.Usage
 	// Wait pauses after the content, before the terminal event; when ctx
 	// is cancelled during the pause the turn ends as aborted.
 	Wait time.Duration
@@ -126,7 +129,11 @@ func (s *Script) play(ctx context.Context, t Turn, yield func(llm.Event) bool) {
 		if reason == llm.StopError || reason == llm.StopAborted {
 			typ = llm.EventError
 		}
-		yield(llm.Event{Type: typ, Reason: reason, Message: snap()})
+		var err error
+		if reason == llm.StopError {
+			err = t.Err
+		}
+		yield(llm.Event{Type: typ, Reason: reason, Message: snap(), Err: err})
 	}
 	if ctx.Err() != nil {
 		end(llm.StopAborted, "Request was aborted")

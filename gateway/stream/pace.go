@@ -9,8 +9,13 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
+
+// retryBase is the first wait after a failed call that is not a rate
+// limit; it doubles with each failure.
+const retryBase = 500 * time.Millisecond
 
 // errWaitExceeded is wrapped when a retry-after reaches past FinalWait.
 var errWaitExceeded = errors.New("stream: retry-after beyond the final wait")
@@ -126,7 +131,6 @@ func (p *pacer) published(now time.Time) time.Duration {
 // attempts failures that are not rate limits, or limits rate limits if
 // limits > 0. chat.ErrNotFound is not retried.
 func (p *pacer) retry(ctx context.Context, deadline time.Time, attempts, limits int, f func() error) error {
-	backoff := 500 * time.Millisecond
 	for failures, limited := 0, 0; ; {
 		if err := p.wait(ctx, deadline); err != nil {
 			return err
@@ -146,13 +150,13 @@ func (p *pacer) retry(ctx context.Context, deadline time.Time, attempts, limits 
 			continue
 		}
 		failures++
-		if failures >= attempts || p.now().Add(backoff).After(deadline) {
+		wait := backoff.Exp(retryBase, failures, 0)
+		if failures >= attempts || p.now().Add(wait).After(deadline) {
 			return err
 		}
-		if err := tokenbucket.Wait(ctx, backoff); err != nil {
+		if err := backoff.Sleep(ctx, wait); err != nil {
 			return err
 		}
-		backoff *= 2
 	}
 }
 

@@ -343,9 +343,16 @@ func TestTransportErrorHasNoKey(t *testing.T) {
 	var log bytes.Buffer
 	m := NewCompletions(Config{Info: info, BaseURL: "http://127.0.0.1:1/" + testKey, APIKey: secret.New(testKey),
 		Logger: slog.New(slog.NewTextHandler(&log, nil)), Retry: transport.RetryPolicy{Sleep: sl.sleep, MaxRetries: 1}})
-	_, final := providertest.Collect(t, m.Stream(t.Context(), userReq()))
+	evs, final := providertest.Collect(t, m.Stream(t.Context(), userReq()))
 	if final.StopReason != llm.StopError || !strings.Contains(final.ErrorMessage, "nothing is listening") {
 		t.Errorf("final = %s %q", final.StopReason, final.ErrorMessage)
+	}
+	// The error event carries the typed failure, on which the agent's
+	// retry decides (its text says "connection refused").
+	if last := evs[len(evs)-1]; llm.ShouldRetry(*final, last.Err, 0) {
+		t.Errorf("the agent would retry %q (event error %v)", final.ErrorMessage, last.Err)
+	} else if apiErr, ok := errors.AsType[*llm.APIError](last.Err); !ok || !apiErr.Permanent {
+		t.Errorf("error event's Err = %#v, want a permanent *llm.APIError", last.Err)
 	}
 	if strings.Contains(final.ErrorMessage, testKey) || strings.Contains(log.String(), testKey) {
 		t.Errorf("key leaked: %q / %q", final.ErrorMessage, log.String())

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/pibot/pibot/internal/backoff"
 )
 
 // State is where a server's supervisor is.
@@ -67,7 +69,7 @@ func (s *server) run(stop <-chan struct{}) {
 		case <-ctx.Done():
 		}
 	}()
-	backoff := s.opts.MinBackoff
+	failures := 0
 	firstDone := false
 	signalFirst := func() {
 		if !firstDone {
@@ -83,24 +85,21 @@ func (s *server) run(stop <-chan struct{}) {
 			return
 		}
 		if errors.Is(err, errServed) {
-			backoff = s.opts.MinBackoff // it ran: restart quickly
+			failures = 0 // it ran: restart quickly
 		}
+		failures++
+		wait := backoff.Exp(s.opts.MinBackoff, failures, s.opts.MaxBackoff)
 		s.mu.Lock()
 		s.state, s.err, s.session = StateRestarting, err, nil
 		s.restarts++
-		s.retryAt = time.Now().Add(backoff)
+		s.retryAt = time.Now().Add(wait)
 		s.mu.Unlock()
-		s.log.Warn("mcp server unavailable, restarting", "err", err, "in", backoff)
+		s.log.Warn("mcp server unavailable, restarting", "err", err, "in", wait)
 		signalFirst()
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, wait) != nil {
 			s.setState(StateStopped, nil)
 			return
 		}
-		backoff = min(backoff*2, s.opts.MaxBackoff)
 	}
 }
 

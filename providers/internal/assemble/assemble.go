@@ -254,6 +254,12 @@ func (b *Builder) Done(reason llm.StopReason) *llm.Message {
 // Fail emits the terminal error event with reason error or aborted and the
 // partial content kept. Open blocks are left without end events, like pi.
 func (b *Builder) Fail(reason llm.StopReason, text string) *llm.Message {
+	return b.fail(reason, text, nil)
+}
+
+// fail is Fail with the Go error behind it (nil when none), handed to the
+// consumer on the error event (llm.Event.Err).
+func (b *Builder) fail(reason llm.StopReason, text string, err error) *llm.Message {
 	for i := range b.blocks {
 		st := &b.blocks[i]
 		if st.raw != nil && b.msg.Content[i].Type == llm.ContentToolCall {
@@ -264,7 +270,7 @@ func (b *Builder) Fail(reason llm.StopReason, text string) *llm.Message {
 	b.msg.StopReason = reason
 	b.msg.ErrorMessage = text
 	m := b.final()
-	b.emit(llm.Event{Type: llm.EventError, Reason: reason, Message: m})
+	b.emit(llm.Event{Type: llm.EventError, Reason: reason, Message: m, Err: err})
 	b.ended = true
 	return m
 }
@@ -274,10 +280,11 @@ func (b *Builder) Abort() *llm.Message { return b.Fail(llm.StopAborted, AbortedM
 
 // FailErr ends the stream for err: aborted when ctx was cancelled,
 // otherwise error with err's text (credentials are redacted by the
-// transport before they get here).
+// transport before they get here), and err itself on the error event, so
+// that the agent decides a retry on the typed error (llm.RetryableErr).
 func (b *Builder) FailErr(ctx context.Context, err error) *llm.Message {
 	if ctx.Err() != nil {
 		return b.Abort()
 	}
-	return b.Fail(llm.StopError, err.Error())
+	return b.fail(llm.StopError, err.Error(), err)
 }

@@ -8,18 +8,19 @@ import (
 
 // unreachable returns the message of a failure to reach the provider that
 // repeating cannot fix: nothing listens at the address, or the host does
-// not exist. "" for any other failure. The text avoids the words of a
-// transient failure, so nothing retries it.
+// not exist. "" for any other failure. The failure is marked Permanent
+// (see Failure), which is what keeps it from being retried; the text
+// names the system's error as it is.
 func (c *Client) unreachable(err error) string {
 	where := c.BaseURL
 	if where == "" {
 		where = "the provider's base URL"
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return "nothing is listening at " + where + ": is the server at " + where + " running? (check base_url of providers." + c.Provider + ")"
+		return "nothing is listening at " + where + " (connection refused): is the server at " + where + " running? (check base_url of providers." + c.Provider + ")"
 	}
 	if dns, ok := errors.AsType[*net.DNSError](err); ok && dns.IsNotFound {
-		return "no host named " + dns.Name + ": is the base URL " + where + " right? (base_url of providers." + c.Provider + ")"
+		return "no host named " + dns.Name + " (" + dns.Err + "): is the base URL " + where + " right? (base_url of providers." + c.Provider + ")"
 	}
 	return ""
 }

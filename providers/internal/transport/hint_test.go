@@ -13,8 +13,9 @@ import (
 )
 
 // TestUnreachableIsFinal: a base URL where nothing listens fails at once
-// (no retry), with one message that names the URL and the config key, in
-// words the agent's retry does not match.
+// (no retry), with one message that names the URL, the config key and the
+// system's error; the typed error, not the words, keeps the agent's retry
+// off it.
 func TestUnreachableIsFinal(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,11 +38,12 @@ func TestUnreachableIsFinal(t *testing.T) {
 		t.Errorf("%d attempts, want 1", attempts)
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "is the server at "+base+" running?") || !strings.Contains(msg, "providers.local") {
+	if !strings.Contains(msg, "is the server at "+base+" running?") || !strings.Contains(msg, "providers.local") ||
+		!strings.Contains(msg, "connection refused") {
 		t.Errorf("message %q", msg)
 	}
 	m := llm.Message{Role: llm.RoleAssistant, StopReason: llm.StopError, ErrorMessage: msg}
-	if llm.IsRetryable(m, 0) {
+	if llm.ShouldRetry(m, err, 0) {
 		t.Errorf("the agent would retry %q", msg)
 	}
 }
@@ -70,7 +72,7 @@ func TestStatusHints(t *testing.T) {
 		if !strings.Contains(e.Error(), tt.want) || e.Retryable() {
 			t.Errorf("%d: %q (retryable %v)", tt.status, e.Error(), e.Retryable())
 		}
-		if llm.IsRetryable(llm.Message{StopReason: llm.StopError, ErrorMessage: e.Error()}, 0) {
+		if llm.ShouldRetry(llm.Message{StopReason: llm.StopError, ErrorMessage: e.Error()}, e, 0) {
 			t.Errorf("%d: the agent would retry %q", tt.status, e.Error())
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pibot/pibot/internal/backoff"
 	"github.com/pibot/pibot/internal/secret"
 	"github.com/pibot/pibot/llm"
 )
@@ -55,25 +56,17 @@ func (p RetryPolicy) Delay(attempt int, retryAfter time.Duration) time.Duration 
 	if maxD <= 0 {
 		maxD = time.Minute
 	}
-	d := retryAfter
-	if d <= 0 {
-		d = base << (attempt - 1)
+	if retryAfter > 0 {
+		return min(retryAfter, maxD)
 	}
-	return min(d, maxD)
+	return backoff.Exp(base, attempt, maxD)
 }
 
 func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
 	if p.Sleep != nil {
 		return p.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // Client runs the calls of one provider under its RetryPolicy. The
