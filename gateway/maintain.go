@@ -6,15 +6,15 @@ import (
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/compaction"
-	"github.com/pibot/pibot/internal/sessionview"
+	"github.com/pibot/pibot/internal/sessionrun"
 	"github.com/pibot/pibot/llm"
 )
 
 // maintenance returns pi's compaction rules for this run
-// (sessionview.Maintenance), compacting at the location's head.
+// (sessionrun.Maintenance), compacting at the location's head.
 func (r *run) maintenance() *agent.Maintenance {
 	o, loc := r.o, r.loc
-	return sessionview.Maintenance(o.cfg.Compaction,
+	return sessionrun.Maintenance(o.cfg.Compaction,
 		func(ctx context.Context, instructions string) (compaction.Result, error) {
 			return o.compactNow(ctx, loc, r.model, instructions)
 		},
@@ -38,5 +38,5 @@ func (o *owner) compactNow(ctx context.Context, loc *location, model llm.Model, 
 	if err != nil {
 		return compaction.Result{}, err
 	}
-	return sessionview.Compact(ctx, o.sess.Tree(), locHead{f: o.sessionFile, loc: loc}, model, o.cfg.Compaction, instructions, thinking)
+	return sessionrun.Compact(ctx, o.sess.Tree(), locHead{f: o.sessionFile, loc: loc}, model, o.cfg.Compaction, instructions, thinking)
 }

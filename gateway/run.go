@@ -14,7 +14,7 @@ import (
 	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
-	"github.com/pibot/pibot/internal/sessionview"
+	"github.com/pibot/pibot/internal/sessionrun"
 	"github.com/pibot/pibot/llm"
 )
 
@@ -29,7 +29,7 @@ type run struct {
 	cancel context.CancelFunc
 
 	// rec records the agent's messages at the location's head.
-	rec *sessionview.Runner
+	rec *sessionrun.Runner
 
 	// msgs are the chat messages the run answers (runmsgs.go).
 	msgs runMessages

@@ -12,7 +12,7 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/internal/sessionview"
+	"github.com/pibot/pibot/internal/sessionrun"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -220,7 +220,7 @@ func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLeve
 	if err != nil {
 		return nil, "", "", f.contextError(loc, err)
 	}
-	ref, thinking := sessionview.Resolve(c, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
+	ref, thinking := sessionrun.Resolve(c, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
 	return msgs, thinking, ref, nil
 }
 
@@ -233,7 +233,7 @@ func (f *sessionFile) branchContext(loc *location) ([]llm.Message, llm.ThinkingL
 	if err != nil {
 		return nil, "", "", f.contextError(loc, err)
 	}
-	ref, thinking := sessionview.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
+	ref, thinking := sessionrun.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
 	return c.Messages, thinking, ref, nil
 }
 
@@ -249,8 +249,8 @@ func (f *sessionFile) contextError(loc *location, err error) error {
 // tagged with their *pending, whose sender and platform message go on the
 // entry; user messages are group-synced because the inbox holds them until
 // the session's first fsync after the run's end.
-func (f *sessionFile) recorder(loc *location) *sessionview.Runner {
-	return sessionview.NewRunner(locHead{f: f, loc: loc}, sessionview.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
+func (f *sessionFile) recorder(loc *location) *sessionrun.Runner {
+	return sessionrun.NewRunner(locHead{f: f, loc: loc}, sessionrun.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
 		meta := &session.Meta{}
 		if p, ok := tag.(*pending); ok {
 			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID

@@ -16,7 +16,7 @@ import (
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/extensions"
-	"github.com/pibot/pibot/internal/sessionview"
+	"github.com/pibot/pibot/internal/sessionrun"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
@@ -70,12 +70,12 @@ func (c chatCmd) run(ctx context.Context, args []string) error {
 }
 
 // chatRun is one agent conversation recorded in a session file through
-// the session runner the gateway uses too (sessionview.Runner).
+// the session runner the gateway uses too (sessionrun.Runner).
 type chatRun struct {
 	agent  *agent.Agent
 	maint  *agent.Maintenance
 	sess   *session.Session
-	rec    *sessionview.Runner
+	rec    *sessionrun.Runner
 	header session.Header
 	// ext expands /skill:NAME and prompt templates.
 	ext *extensions.Set
@@ -117,7 +117,7 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 	// else the configured one; the session's thinking level, else the
 	// configured one.
 	def := defaultModel(cfg, reg)
-	ref, thinking := sessionview.Resolve(sctx, o.model, def, llm.ThinkingLevel(cfg.Agent.Thinking))
+	ref, thinking := sessionrun.Resolve(sctx, o.model, def, llm.ThinkingLevel(cfg.Agent.Thinking))
 	if ref == "" {
 		closeResumed()
 		return nil, fmt.Errorf("chat: %s", noModelHelp)
@@ -166,8 +166,8 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 		}
 		sctx = session.Context{Model: &session.ModelRef{Provider: info.Provider, ModelID: info.ID}}
 	}
-	head := sessionview.NewLeaf(sess, sess.Tree().Leaf())
-	if err := sessionview.Settle(head, sctx, info, thinking, session.SyncGrouped); err != nil {
+	head := sessionrun.NewLeaf(sess, sess.Tree().Leaf())
+	if err := sessionrun.Settle(head, sctx, info, thinking, session.SyncGrouped); err != nil {
 		sess.Close()
 		return nil, err
 	}
@@ -177,12 +177,12 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 		Watchdog: watchdog(cfg, log, nil), Hooks: ext.Hooks(agent.Hooks{}),
 	}, history)
 	settings := compactionSettings(cfg)
-	maint := sessionview.Maintenance(settings,
+	maint := sessionrun.Maintenance(settings,
 		func(ctx context.Context, instructions string) (compaction.Result, error) {
-			return sessionview.Compact(ctx, sess.Tree(), head, a.Model(), settings, instructions, thinking)
+			return sessionrun.Compact(ctx, sess.Tree(), head, a.Model(), settings, instructions, thinking)
 		},
-		func() ([]llm.Message, error) { return sessionview.Messages(sess.Tree(), head) })
-	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionview.NewRunner(head, sessionview.Options{}), header: sess.Tree().Header(),
+		func() ([]llm.Message, error) { return sessionrun.Messages(sess.Tree(), head) })
+	return &chatRun{agent: a, maint: maint, sess: sess, rec: sessionrun.NewRunner(head, sessionrun.Options{}), header: sess.Tree().Header(),
 		ext: ext, closeTools: tb.close}, nil
 }
 

@@ -1,24 +1,41 @@
 // Command pibot runs a pi-style coding agent behind chat: a local web chat,
-// Telegram, and a terminal chat, with pi-compatible session files.
+// Telegram, Slack, Discord and a terminal chat, with pi-compatible session
+// files.
 //
 // Usage:
 //
 //	pibot serve [-c FILE] [--listen ADDR]
 //	pibot chat [-c FILE] [-p] [--mode text|json] [--session FILE] [PROMPT...]
-//	pibot session ls|tree|context|fork|repair|export ...
-//	pibot config check|example [-c FILE]
+//	pibot session ls [DIR]
+//	pibot session tree FILE
+//	pibot session context FILE [--leaf ID]
+//	pibot session fork FILE --at ID [-o DIR]
+//	pibot session repair FILE [--dry-run]
+//	pibot session export FILE [--leaf ID] [-o OUT]
+//	pibot config check [-c FILE]
+//	pibot config example
 //	pibot models [-c FILE]
-//	pibot agents [-c FILE] | agents which -c FILE LOCATION [--user ID]
-//	pibot pairing list|approve PLATFORM CODE|revoke PLATFORM USER [-c FILE]
+//	pibot agents [-c FILE]
+//	pibot agents which [-c FILE] LOCATION [--user ID] [--role ID] [--dm true|false]
+//	pibot pairing list [-c FILE]
+//	pibot pairing approve PLATFORM CODE
+//	pibot pairing revoke PLATFORM USER
+//	pibot extensions [-c FILE] [approve HASH]
+//	pibot discord invite [-c FILE] [--application-id ID]
 //	pibot doctor [-c FILE]
-//	pibot mcp list [-c FILE] [--wait D]
+//	pibot cluster status [-c FILE]
 //	pibot healthcheck [-c FILE] [--ready] [--url URL]
+//	pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
+//	pibot mcp list [-c FILE] [--wait D]
 //	pibot version [--short]
+//	pibot help
 //
 // Every command that reads a configuration takes -c FILE; PIBOT_CONFIG is
 // the default, and without either pibot runs on config.Default(). The
 // wiring of every package is explicit in this directory: there are no
-// registries and no init functions.
+// registries and no init functions. The commands are a table
+// (commands.go); `pibot help` prints the usage generated from it, and a
+// test holds the list above to it.
 package main
 
 import (
@@ -36,42 +53,6 @@ import (
 	"github.com/pibot/pibot/tools"
 	"github.com/pibot/pibot/tools/jail"
 )
-
-// usageText is printed by `pibot help` and on a usage error.
-const usageText = `pibot — a pi-style coding agent behind chat
-
-Usage:
-  pibot serve [-c FILE] [--listen ADDR]     run the gateway (web chat, Telegram, Slack, Discord)
-  pibot chat [-c FILE] [-p] [--mode json] [--session FILE] [PROMPT...]
-                                            one prompt (-p, --mode json) or a terminal chat
-  pibot session ls [DIR]                    list sessions (default <data_dir>/sessions)
-  pibot session tree FILE                   show a session's tree
-  pibot session context FILE [--leaf ID]    print the context pi would build
-  pibot session fork FILE --at ID [-o DIR]  copy the branch ending at ID into a new session
-  pibot session repair FILE [--dry-run]     repair a damaged session file
-  pibot session export FILE [--leaf ID] [-o OUT]  export one branch as a linear session
-  pibot config check [-c FILE]              validate a configuration file
-  pibot config example                      print a documented configuration
-  pibot models [-c FILE]                    list configured models
-  pibot agents [-c FILE]                    list the agents and the bindings
-  pibot agents which [-c FILE] LOCATION [--user ID] [--role ID] [--dm true|false]
-                                            which agent a location gets, and why
-  pibot pairing list [-c FILE]              list pairing requests and paired users
-  pibot pairing approve PLATFORM CODE       approve a pairing code
-  pibot pairing revoke PLATFORM USER        revoke a paired user
-  pibot extensions [-c FILE] [approve HASH] show the workspace files for the system prompt; approve them
-  pibot discord invite [-c FILE] [--application-id ID]
-                                            print the URL that adds the Discord bot to a server
-  pibot doctor [-c FILE]                    check config, credentials, Redis, data dir and sandbox
-  pibot cluster status [-c FILE]            list the replicas, the sessions they hold and the leaders
-  pibot healthcheck [-c FILE] [--ready]     probe a running pibot's /healthz (or /readyz)
-  pibot slack manifest [-c FILE] [--format yaml|json] [--url URL]
-                                            print the Slack app manifest pibot needs
-  pibot mcp list [-c FILE] [--wait D]       start the MCP servers and show their state and tools
-  pibot version [--short]                   print the version, commit, commit date and Go version
-
--c FILE defaults to $PIBOT_CONFIG; without a file pibot uses built-in defaults.
-`
 
 // cli holds the process's standard streams and environment, so commands
 // can be run in tests without touching the real ones, and what every
@@ -157,46 +138,14 @@ func (c *cli) main(ctx context.Context, args []string) int {
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(c.stderr, usageText)
+		fmt.Fprint(c.stderr, usage())
 		return &exitError{code: 2}
 	}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "version", "--version", "-version":
-		return runVersion(c, rest)
-	case "help", "-h", "--help", "-help":
-		fmt.Fprint(c.stdout, usageText)
-		return nil
-	case "serve":
-		return serveCmd{c}.run(ctx, rest)
-	case "chat":
-		return chatCmd{c}.run(ctx, rest)
-	case "session":
-		return sessionCmd{c}.run(rest)
-	case "config":
-		return runConfig(c, rest)
-	case "models":
-		return runModels(c, rest)
-	case "agents":
-		return runAgents(c, rest)
-	case "pairing":
-		return pairingCmd{c}.run(ctx, rest)
-	case "extensions":
-		return runExtensions(c, rest)
-	case "discord":
-		return runDiscord(ctx, c, rest)
-	case "healthcheck":
-		return runHealthcheck(ctx, c, rest)
-	case "doctor":
-		return runDoctor(ctx, c, rest)
-	case "cluster":
-		return runCluster(ctx, c, rest)
-	case "slack":
-		return runSlack(c, rest)
-	case "mcp":
-		return runMCP(ctx, c, rest)
+	cmd, ok := findCommand(args[0])
+	if !ok {
+		return usageErr("unknown command %q", args[0])
 	}
-	return usageErr("unknown command %q", cmd)
+	return cmd.run(ctx, c, args[1:])
 }
 
 // newFlags returns a flag set that reports errors instead of exiting.

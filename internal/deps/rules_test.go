@@ -142,7 +142,7 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionview", "gateway/schedule", "gateway/binding", prometheus},
+			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionrun", "gateway/schedule", "gateway/binding", prometheus},
 		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills",
 			"cluster/rediscluster", "cluster/rediscluster/redistest"}, // the cluster mode benchmarks
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
@@ -179,7 +179,7 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionview", "internal/tokenbucket",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionrun", "internal/tokenbucket",
 			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
 		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", "internal/tinyfs", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
@@ -199,9 +199,9 @@ var rules = []rule{
 		why:   "extensions join skills, templates and hooks for the gateway and pibot chat, which consume them through their own interfaces; the approved workspace files are one atomically replaced file"},
 	{pkg: "internal/groupsync", may: []string{"internal/fsync"}, test: []string{"internal/tinyfs"}, never: sdks, why: whyStdlib},
 	{pkg: "internal/secret", may: []string{xsys}, never: sdks, why: whyStdlib},
-	{pkg: "internal/sessionview", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},
+	{pkg: "internal/sessionrun", may: []string{"agent", "agent/compaction", "llm", "session"}, test: []string{"providers/faux"},
 		never: join(sdks, []string{"gateway/...", "chat/...", "adapters/...", "providers/...", "tools/...", "cluster"}),
-		why:   "sessionview is the one place where sessions and the agent meet, shared by the gateway and pibot chat"},
+		why:   "sessionrun is the one place where sessions and the agent meet, shared by the gateway and pibot chat"},
 	{pkg: "internal/transcript", may: []string{"chat", "llm", "session", goldmark}, test: []string{chromedp},
 		never: join(sdks, []string{"gateway/...", "adapters/...", "agent/...", "providers/...", "tools/...", "cluster"}),
 		why:   "transcript renders a session file for people (Markdown, HTML through goldmark), naming turns as chat's /tree does; its tests load the page in a browser"},

@@ -1,4 +1,4 @@
-// Package sessionview is where the agent and the session store meet, so
+// Package sessionrun is where the agent and the session store meet, so
 // that the gateway and `pibot chat` run a conversation the same way: the
 // Runner records every finished message at a Head (pi's message_end →
 // entry rules and the durability each entry needs, with the caller's tag
@@ -6,7 +6,7 @@
 // the model and thinking level, and Compact, Maintenance, BranchEntries
 // and CompactionEntry glue the compaction package to session entries.
 // session and agent stay unaware of each other.
-package sessionview
+package sessionrun
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sessionview
+package sessionrun
 
 import (
 	"errors"

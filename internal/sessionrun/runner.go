@@ -1,4 +1,4 @@
-package sessionview
+package sessionrun
 
 import (
 	"context"
@@ -162,7 +162,7 @@ func MessageEntry(m llm.Message) (e session.Entry, ok bool, err error) {
 			content, err = json.Marshal(m.Content)
 		}
 		if err != nil {
-			return session.Entry{}, false, fmt.Errorf("sessionview: encode custom message: %w", err)
+			return session.Entry{}, false, fmt.Errorf("sessionrun: encode custom message: %w", err)
 		}
 		return session.Entry{Type: session.TypeCustomMessage, CustomType: m.CustomType, Content: content, Display: m.Display, Details: m.Details}, true, nil
 	}
@@ -222,12 +222,12 @@ func Resolve(c session.Context, override, def string, defThinking llm.ThinkingLe
 func Settle(head Head, c session.Context, info llm.ModelInfo, thinking llm.ThinkingLevel, sync session.SyncPolicy) error {
 	if c.Model == nil || c.Model.Provider != info.Provider || c.Model.ModelID != info.ID {
 		if _, err := head.Append(session.Entry{Type: session.TypeModelChange, Provider: info.Provider, ModelID: info.ID}, sync); err != nil {
-			return fmt.Errorf("sessionview: record model: %w", err)
+			return fmt.Errorf("sessionrun: record model: %w", err)
 		}
 	}
 	if c.ThinkingLevel != string(thinking) {
 		if _, err := head.Append(session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(thinking)}, sync); err != nil {
-			return fmt.Errorf("sessionview: record thinking level: %w", err)
+			return fmt.Errorf("sessionrun: record thinking level: %w", err)
 		}
 	}
 	return nil
