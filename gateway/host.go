@@ -102,7 +102,7 @@ func (h gatewayHost) existing(ctx context.Context, in chat.Inbound) (*owner, *lo
 	if !ok {
 		return nil, nil
 	}
-	o, err := h.g.sessions.owner(ctx, path)
+	o, err := h.g.sessions.owner(ctx, path, nil)
 	if err != nil {
 		return nil, nil
 	}

@@ -54,7 +54,7 @@ func (g *Gateway) moved(ctx context.Context, in chat.Inbound) {
 		}
 		src := from
 		src.Thread = dest.Thread
-		o, err := g.sessions.owner(ctx, path)
+		o, err := g.sessions.owner(ctx, path, nil)
 		if err != nil {
 			g.log.Warn("move conversation", "loc", key, "err", err)
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/internal/crashpoint"
 )
@@ -155,19 +156,26 @@ func (p *pump) elsewhereNow(ctx context.Context, key, path string) bool {
 // false when another replica holds it or it cannot be had now.
 func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bool {
 	var err error
+	var item inboxItem
+	decoded := json.Unmarshal(first.Data, &item) == nil
 	if path, ok, gerr := p.index.Get(ctx, key); gerr != nil {
 		err = gerr
 	} else if ok {
+		// A file bound but never created (its creator died) is created
+		// for the first item's location.
+		var unborn *chat.Inbound
+		if decoded && item.In.Conv.Key() == key {
+			unborn = &item.In
+		}
 		var o *owner
-		if o, err = p.sessions.owner(ctx, path); err == nil && leaseDone(o.lease) {
+		if o, err = p.sessions.owner(ctx, path, unborn); err == nil && leaseDone(o.lease) {
 			// Its lease was lost a moment ago and its watcher has not
 			// unloaded it yet: claiming now would race the watcher's
 			// leave of its items (leave.go).
 			return false
 		}
 	} else {
-		var item inboxItem
-		if json.Unmarshal(first.Data, &item) != nil {
+		if !decoded {
 			return true // claimed and dropped by hand
 		}
 		_, _, err = p.sessions.locate(ctx, item.In)

@@ -142,7 +142,7 @@ func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
 	if err != nil || !ok {
 		return false
 	}
-	o, err := rc.sessions.owner(ctx, path)
+	o, err := rc.sessions.owner(ctx, path, nil)
 	if err != nil {
 		return false
 	}

@@ -136,7 +136,7 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 		}
 	}
 	for path := range paths {
-		o, err := rc.sessions.owner(ctx, path)
+		o, err := rc.sessions.owner(ctx, path, nil)
 		if err != nil {
 			rc.log.Warn("open a session to mark interrupted replies", "path", path, "err", err)
 			continue
@@ -231,7 +231,7 @@ func (rc *recovery) markLegacyRuns(ctx context.Context) {
 // deliveredRefs returns the chat messages of the latest delivery recorded
 // on the branch of loc in the session at path.
 func (rc *recovery) deliveredRefs(ctx context.Context, path, loc string) map[string]bool {
-	o, err := rc.sessions.owner(ctx, path)
+	o, err := rc.sessions.owner(ctx, path, nil)
 	if err != nil {
 		return nil
 	}
