@@ -73,11 +73,9 @@ func (il *inboxLeaver) leave(o *owner, cut bool) {
 func (il *inboxLeaver) keys(o *owner) []string {
 	seen := map[string]bool{}
 	var keys []string
-	o.mu.Lock()
-	for k := range o.locs {
+	for _, k := range o.locationKeys() {
 		seen[k] = true
 		keys = append(keys, k)
 	}
-	o.mu.Unlock()
 	return append(keys, il.located.keysOf(o, seen)...)
 }

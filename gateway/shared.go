@@ -286,19 +286,6 @@ func (p *pump) down(err error) bool {
 	return err != nil
 }
 
-// silenceAll stops every run of o at once, without a word to the chat and
-// without recording anything: the session's lease is lost, and the
-// replica that takes it over marks the cut-off reply and answers.
-func (o *owner) silenceAll() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, l := range o.locs {
-		if r := l.run; r != nil {
-			r.silence()
-		}
-	}
-}
-
 // silence stops r without a word more to the chat and without recording
 // anything: another replica holds its session now and answers.
 func (r *run) silence() {
