@@ -232,7 +232,8 @@ func (i *intake) answerAtIntake(ctx context.Context, in chat.Inbound, item *inbo
 	// Behind commands still waiting at its location, it waits its turn
 	// there, so replies come in the order sent.
 	if key := in.Conv.Key(); i.commands.answeredAtIntake(in.Command.Name) && i.mail.busy(key) {
-		if i.mail.post(key, func() { i.commands.dispatch(i.runContext(), in, false) }) {
+		at := in // a copy of its own for the closure: in stays on the stack
+		if i.mail.post(key, func() { i.commands.dispatch(i.runContext(), at, false) }) {
 			return true
 		}
 	}
