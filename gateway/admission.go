@@ -9,7 +9,7 @@ import (
 // admission is the last step of intake.sink: a screened, classified event
 // becomes an inbox item. It has two implementations: the local one asks
 // the dedupe, the sender's budget and the inbox one by one; the shared
-// one (cluster mode, admit.go) does all three in one round trip to Redis
+// one (cluster mode, cluster_admit.go) does all three in one round trip to Redis
 // and the pump hands the item on.
 type admission interface {
 	// admit enqueues ad.Data at ad.Key unless ad.Dedupe ("": none) was

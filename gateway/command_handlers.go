@@ -16,7 +16,7 @@ import (
 // customQueue records a location's queue mode in the session.
 const customQueue = "pibot.queue"
 
-// The handlers of the command table (tree.go has /tree and /fork).
+// The handlers of the command table (command_tree.go has /tree and /fork).
 
 func cmdHelp(ctx context.Context, c *invocation) { c.tell(ctx, "%s", c.cmds.helpText()) }
 

@@ -13,24 +13,29 @@ import (
 	"testing"
 )
 
-// engineFiles are the files of the session engine: the owner of a session
-// file, its locations, its queue, its run starter, its runs, the flush of
-// its appends and the health its failed writes report to. Only they
-// take the owner's lock and read or write a location's state; every other
-// file goes through the owner's methods (owner_state.go).
-var engineFiles = map[string]bool{
-	"owner.go":       true,
-	"owner_state.go": true,
+// inEngine reports whether the file name is one of the session engine's:
+// the owner of a session file, its locations, its queue, its run starter
+// and its runs (owner*.go, run*.go), and the health its failed writes
+// report to. Only they take the owner's lock and read or write a
+// location's state; every other file goes through the owner's methods
+// (owner_state.go).
+func inEngine(name string) bool {
+	return strings.HasPrefix(name, "owner") || strings.HasPrefix(name, "run") || name == "health.go" ||
+		engineBeforeRename[name]
+}
+
+// engineBeforeRename are the engine's files as they were named before
+// the files were named by layer (doc.go's file map): the commit that
+// renames them changes no file's contents, this one's neither. Drop
+// them once the renames are merged everywhere.
+var engineBeforeRename = map[string]bool{
 	"sessionfile.go": true,
 	"queue.go":       true,
 	"start.go":       true,
-	"run.go":         true,
-	"runmsgs.go":     true,
 	"events.go":      true,
 	"record.go":      true,
 	"maintain.go":    true,
 	"durable.go":     true,
-	"health.go":      true,
 }
 
 // sealedFields are the engine's state no other file may touch, by type:
@@ -49,7 +54,8 @@ type engineBreach struct {
 
 // engineBreaches type-checks the package's non-test files (imports left
 // unresolved: only the package's own types matter) and lists every
-// selector outside engineFiles that names a sealed field.
+// selector outside the engine's files (inEngine) that names a sealed
+// field.
 func engineBreaches(t *testing.T, dir string) []engineBreach {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -104,7 +110,7 @@ func engineBreaches(t *testing.T, dir string) []engineBreach {
 			continue
 		}
 		pos := fset.Position(sel.Sel.Pos())
-		if engineFiles[filepath.Base(pos.Filename)] {
+		if inEngine(filepath.Base(pos.Filename)) {
 			continue
 		}
 		out = append(out, engineBreach{pos: pos, field: field})

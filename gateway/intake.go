@@ -16,7 +16,7 @@ import (
 
 // intake takes events from the adapters (sink: screen, classify, admit):
 // access, dedupe, the sender's budget, a durable inbox item through its
-// admission (admission.go), and the item posted to its location's mailbox
+// admission (intake_admission.go), and the item posted to its location's mailbox
 // (mailbox.go). It holds no gateway: its collaborators are
 // injected (wireIntake).
 type intake struct {
@@ -30,7 +30,7 @@ type intake struct {
 	commands *commands
 	mail     *mailboxes
 	// threads opens the reply threads of channel messages and knows
-	// which threads are bound (threads.go).
+	// which threads are bound (intake_threads.go).
 	threads *threads
 	// reply answers in in's conversation; respond answers in, through its
 	// interaction if it has one; moved handles a platform's "conversation
@@ -52,18 +52,18 @@ type intake struct {
 	// it here; cluster mode: the pump of the session's holder takes it).
 	accepted func(ref inboxRef, item inboxItem)
 	// shared is set in cluster mode: a failing dedupe or inbox is the
-	// shared store (Redis) down, not the disk (degraded.go).
+	// shared store (Redis) down, not the disk (cluster_degraded.go).
 	shared *degraded
 	// outage counts the failures of the shared store (cluster mode; nil
-	// otherwise), which it logs as an outage (outage.go).
+	// otherwise), which it logs as an outage (cluster_outage.go).
 	outage *outage
 	// admit is set in cluster mode when the dedupe admits in one round
-	// trip (admit.go): the intake's admission is then the shared one
-	// (admission.go), which enqueues in place of the inbox and hands
+	// trip (cluster_admit.go): the intake's admission is then the shared one
+	// (intake_admission.go), which enqueues in place of the inbox and hands
 	// what it enqueued on in place of accepted.
 	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
 	// ackLater queues a failed acknowledgement for a retry (cluster mode:
-	// ackretry.go); false when it is not queued.
+	// cluster_ackretry.go); false when it is not queued.
 	ackLater func(ref inboxRef) bool
 }
 
@@ -98,7 +98,7 @@ func wireIntake(g *Gateway) *intake {
 // conversation, the bound flag, access, and, unless the admission takes
 // them in its one round trip, the dedupe and the sender's budget), then
 // classify (a button press, a command, a message), then admit (the
-// admission seam, admission.go).
+// admission seam, intake_admission.go).
 func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	i.metrics.inbound(in.Conv.Platform)
 	ctx, span := i.tracer.Start(ctx, "pibot.intake")
@@ -110,7 +110,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	adm := i.admission()
 	if adm.oneTrip() {
 		// An item known as it came is admitted in one round trip
-		// (admit.go).
+		// (cluster_admit.go).
 		if item, ok := i.direct(in, span.Traceparent()); ok {
 			return i.admitDirect(ctx, adm, in, item, span)
 		}

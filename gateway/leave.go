@@ -28,7 +28,7 @@ type inboxLeaver struct {
 	pump    *pump // its gate keeps a take of a key in flight whole (nil: none)
 	located *locatedCache
 	log     *slog.Logger
-	outage  *outage // counts the failures of an unreachable store (outage.go)
+	outage  *outage // counts the failures of an unreachable store (cluster_outage.go)
 }
 
 // newInboxLeaver returns the leaver of g's inbox, or nil when there is

@@ -3,7 +3,7 @@ package gateway
 import "github.com/pibot/pibot/session"
 
 // The owner's state as the rest of the gateway sees it. Only the session
-// engine's files (engineFiles in engine_boundary_test.go) take the owner's
+// engine's files (inEngine in owner_boundary_test.go) take the owner's
 // lock or touch a location's run, mode, model, branch, waits and allowed
 // tools, the owner's locations and heads, or the session itself; every
 // other file goes through these methods, each of which takes the lock for

@@ -41,7 +41,7 @@ type registry struct {
 	// path (their lease is still held; see owner).
 	closing map[string]*owner
 	// located: in cluster mode, the loaded owner each location was found
-	// bound to (located.go).
+	// bound to (cluster_located.go).
 	located  locatedCache
 	watchers sync.WaitGroup // lease watchers, one per loaded owner
 }
