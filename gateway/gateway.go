@@ -168,7 +168,7 @@ type Config struct {
 	// the traceparent kept in the inbox item (otel.endpoint); nil: off.
 	Tracer *otlp.Tracer
 	// Cluster: the shared seams of Deps are shared with other replicas
-	// (shared.go).
+	// (cluster_shared.go).
 	Cluster ClusterConfig
 	// Agents are the agents besides the default one, which the fields
 	// above configure (Model, Thinking, SystemPrompt, Workspace, Tools,
@@ -217,12 +217,12 @@ type Gateway struct {
 	ready    chan struct{}  // closed once Run has recovered and started the adapters
 	health   *health        // can the data directory be written (health.go)
 	replier  *replier       // the gateway's own messages to the chats (replier.go)
-	threads  *threads       // reply threads of channels (threads.go)
+	threads  *threads       // reply threads of channels (intake_threads.go)
 	runner   *adapterRunner // runs the adapters (adapters.go)
 	sched    *schedules     // scheduled prompts (schedules.go)
-	pump     *pump          // cluster mode: the shared inbox to the sessions (shared.go)
-	outage   *outage        // cluster mode: is the shared store reachable (outage.go)
-	leaver   *inboxLeaver   // cluster mode: tells the shared inbox what an owner gave up (leave.go)
+	pump     *pump          // cluster mode: the shared inbox to the sessions (cluster_shared.go)
+	outage   *outage        // cluster mode: is the shared store reachable (cluster_outage.go)
+	leaver   *inboxLeaver   // cluster mode: tells the shared inbox what an owner gave up (cluster_leave.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -295,7 +295,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.agents = newAgents(&g.cfg)
 	g.replier = &replier{adapters: g.adapters, log: g.log, metrics: g.metrics, finalWait: cfg.FinalWait}
 	g.threads = newThreads(g.adapters, g.index, g.log)
-	wireCommands(g) // host.go
+	wireCommands(g) // command_host.go
 	g.intake = wireIntake(g)
 	sched, err := wireSchedules(g)
 	if err != nil {
@@ -309,7 +309,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	if g.sessions.files == nil {
 		g.sessions.files = session.FileStorage{}
 	}
-	offerHistory(g.adapters, g.index, g.sessions) // history.go
+	offerHistory(g.adapters, g.index, g.sessions) // registry_history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post, later: g.mail.post}
 	if g.pump = newPump(g); g.pump != nil {
@@ -408,7 +408,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.runner.registerCommands(ctx, &wg)
 	if g.pump != nil {
 		// Cluster mode: what a replica left is taken over per session,
-		// by whichever replica gets its lease (shared.go).
+		// by whichever replica gets its lease (cluster_shared.go).
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

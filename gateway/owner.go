@@ -15,8 +15,8 @@ import (
 // owner is the one writer of a session file. Its sessionFile (embedded:
 // the file's lock is the owner's) holds the lease, the head of every
 // location and the appends; the owner keeps the locations, its queue
-// (queue.go) decides what happens to a message that arrives while a run
-// works, and its runs (start.go) start and hand over the agent runs of
+// (owner_queue.go) decides what happens to a message that arrives while a run
+// works, and its runs (owner_start.go) start and hand over the agent runs of
 // its locations. Runs in different locations proceed concurrently;
 // appends are serialised by mu.
 type owner struct {
@@ -137,7 +137,7 @@ type pending struct {
 
 // inboxRef names an inbox item: its key (the location it was enqueued
 // for) and id. begun: the inbox knows the item's work executes
-// (Gateway.beginAll; or its admission said so, admit.go).
+// (Gateway.beginAll; or its admission said so, cluster_admit.go).
 type inboxRef struct {
 	key, id string
 	begun   bool
@@ -183,7 +183,7 @@ func (o *owner) watchLease() {
 	o.sess.SetFenced(errLeaseLost)
 	o.metrics.fenceRejected()
 	// Not a word more to the chat: the replica that takes the session
-	// over tells the user (shared.go).
+	// over tells the user (cluster_shared.go).
 	o.silenceAll()
 	if o.leave != nil {
 		o.leave(o, true) // cut, before close leaves them as released

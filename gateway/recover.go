@@ -13,7 +13,7 @@ import (
 
 // recovery replays, at start, what a crash or restart left unfinished:
 // the accepted messages of the inbox and the replies cut off mid-stream
-// (replies.go).
+// (recover_replies.go).
 type recovery struct {
 	log      *slog.Logger
 	inbox    Inbox
@@ -31,11 +31,11 @@ type recovery struct {
 	later func(loc string, f func()) bool
 }
 
-// recover marks replies a crash interrupted (replies.go) and replays the
+// recover marks replies a crash interrupted (recover_replies.go) and replays the
 // inbox: every accepted message whose run did not finish. A message not yet in its
 // session is posted to its mailbox again; one already there resumes its run when that
 // is safe (see resumable), and answers in the session but not in the chat
-// are delivered (replay.go). An item whose work was executing during
+// are delivered (recover_replay.go). An item whose work was executing during
 // quarantineAfter crashes is set aside instead, unless its answer is in
 // the session (setAside).
 func (rc *recovery) recover(ctx context.Context) {

@@ -41,7 +41,7 @@ type registry struct {
 	// path (their lease is still held; see owner).
 	closing map[string]*owner
 	// located: in cluster mode, the loaded owner each location was found
-	// bound to (located.go).
+	// bound to (cluster_located.go).
 	located  locatedCache
 	watchers sync.WaitGroup // lease watchers, one per loaded owner
 }
@@ -179,14 +179,14 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		}
 		// A thread hangs off the message itself: its first head is that
 		// message's entry (docs/architecture.md, "Locations and branches").
-		target, ok := o.sess.Tree().EntryForMsg(ref.Key())
+		target, ok := o.tree().EntryForMsg(ref.Key())
 		if !ok {
 			continue
 		}
 		loc := o.location(key, in.Conv)
 		// A location the file already has a head for (its binding was
 		// lost in a crash) keeps that head.
-		if _, known := o.sess.Tree().Head(key); !known {
+		if _, known := o.tree().Head(key); !known {
 			if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
 				return nil, nil, err
 			}

@@ -40,7 +40,7 @@ func (g *Gateway) route(ctx context.Context, p *pending, take takeOver) {
 	o, loc, err := g.sessions.locate(ctx, p.item.In)
 	if err != nil && g.cfg.Cluster.Enabled && errors.Is(err, cluster.ErrLeaseHeld) {
 		// Another replica took the session meanwhile: the item stays in
-		// the inbox, and that replica claims it (shared.go).
+		// the inbox, and that replica claims it (cluster_shared.go).
 		g.log.Info("route message: session held by another replica", "conv", p.item.In.Conv.Key())
 		return
 	}
@@ -55,7 +55,7 @@ func (g *Gateway) route(ctx context.Context, p *pending, take takeOver) {
 
 // ackAll tells the inbox the messages are done with: their run finished,
 // or they were dropped on purpose. In cluster mode a failed Ack is tried
-// again while lease, their session's, lives (ackretry.go).
+// again while lease, their session's, lives (cluster_ackretry.go).
 func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending) {
 	for _, p := range ps {
 		for _, ref := range p.inboxRefs() {

@@ -115,7 +115,7 @@ func (p *pump) withOwnHeld(ctx context.Context, key string, before, claimed []cl
 // held reports whether this replica holds the session of location key,
 // and the session file the index binds key to ("" when it was not asked
 // or binds none); it asks the index only about a location it has not
-// found bound to a session it holds (located.go).
+// found bound to a session it holds (cluster_located.go).
 func (p *pump) held(ctx context.Context, key string) (bool, string) {
 	if p.sessions.cached(key) != nil {
 		return true, ""
@@ -171,7 +171,7 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 		if o, err = p.sessions.owner(ctx, path, unborn); err == nil && leaseDone(o.lease) {
 			// Its lease was lost a moment ago and its watcher has not
 			// unloaded it yet: claiming now would race the watcher's
-			// leave of its items (leave.go).
+			// leave of its items (cluster_leave.go).
 			return false
 		}
 	} else {

@@ -71,7 +71,7 @@ func holderID() string {
 
 // release gives a lease back, logging a failure (the lease then expires on
 // its own in cluster mode). A store that cannot be reached is the
-// outage's to log (outage.go): its failed releases are debug lines.
+// outage's to log (cluster_outage.go): its failed releases are debug lines.
 func release(ctx context.Context, log *slog.Logger, lease cluster.Lease) {
 	if err := lease.Release(ctx); err != nil {
 		if unreachable(err) {

@@ -39,19 +39,20 @@ var _ chat.History = (*history)(nil)
 // titleLen is the longest conversation or thread title, in runes.
 const titleLen = 60
 
-// sessionAt returns the session of path and a function that lets it go.
-func (h *history) sessionAt(path string) (*session.Session, func(), error) {
+// sessionAt returns the tree of the session at path and a function that
+// lets it go.
+func (h *history) sessionAt(path string) (*session.Tree, func(), error) {
 	h.reg.mu.Lock()
 	o := h.reg.owners[path]
 	h.reg.mu.Unlock()
 	if o != nil {
-		return o.sess, func() {}, nil
+		return o.tree(), func() {}, nil
 	}
 	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, func() { _ = s.Close() }, nil
+	return s.Tree(), func() { _ = s.Close() }, nil
 }
 
 // branch is what a session file says about one location.
@@ -67,19 +68,19 @@ func (h *history) branchOf(ctx context.Context, loc string) (branch, error) {
 	if err != nil || !ok {
 		return branch{}, err
 	}
-	s, done, err := h.sessionAt(path)
+	tree, done, err := h.sessionAt(path)
 	if err != nil {
 		// A file not written yet (a new conversation's first run) or gone.
 		h.reg.log.Debug("history: session unreadable", "loc", loc, "path", path, "err", err)
 		return branch{}, nil
 	}
 	defer done()
-	head, ok := s.Tree().Head(loc)
+	head, ok := tree.Head(loc)
 	if !ok {
 		return branch{path: path}, nil
 	}
-	entries, err := s.Tree().Branch(head)
-	return branch{entries: entries, name: s.Tree().Name(), path: path}, err
+	entries, err := tree.Branch(head)
+	return branch{entries: entries, name: tree.Name(), path: path}, err
 }
 
 // Conversations lists the platform's main lines, most recent first.
@@ -254,12 +255,12 @@ type placeFacts struct {
 // session file at path.
 func (h *history) facts(path, mainKey string) *placeFacts {
 	f := &placeFacts{first: map[string]session.Entry{}, posted: map[string]string{}}
-	s, done, err := h.sessionAt(path)
+	tree, done, err := h.sessionAt(path)
 	if err != nil {
 		return f
 	}
 	defer done()
-	for _, e := range s.Tree().Entries() {
+	for _, e := range tree.Entries() {
 		if e.Pibot == nil {
 			continue
 		}

@@ -28,7 +28,7 @@ type inboxLeaver struct {
 	pump    *pump // its gate keeps a take of a key in flight whole (nil: none)
 	located *locatedCache
 	log     *slog.Logger
-	outage  *outage // counts the failures of an unreachable store (outage.go)
+	outage  *outage // counts the failures of an unreachable store (cluster_outage.go)
 }
 
 // newInboxLeaver returns the leaver of g's inbox, or nil when there is
@@ -73,11 +73,9 @@ func (il *inboxLeaver) leave(o *owner, cut bool) {
 func (il *inboxLeaver) keys(o *owner) []string {
 	seen := map[string]bool{}
 	var keys []string
-	o.mu.Lock()
-	for k := range o.locs {
+	for _, k := range o.locationKeys() {
 		seen[k] = true
 		keys = append(keys, k)
 	}
-	o.mu.Unlock()
 	return append(keys, il.located.keysOf(o, seen)...)
 }

@@ -129,7 +129,7 @@ func (s runStarter) afterRun(loc *location, r *run) {
 	}
 	// The run is over: its lines go into the file now (a crash of pibot
 	// keeps them), and its messages leave the inbox once the session's
-	// next fsync has them (durable.go). Until then a crash replays them
+	// next fsync has them (owner_durable.go). Until then a crash replays them
 	// and resumes the run.
 	o.ackDurable(context.WithoutCancel(r.ctx), r.msgs.finished())
 }

@@ -170,7 +170,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending, take takeO
 		case idle:
 			// Exactly one visible answer: a recorded delivery means the
 			// chat has it; answers in the session that never reached the
-			// chat are sent now; a run cut short is finished (replay.go).
+			// chat are sent now; a run cut short is finished (recover_replay.go).
 			q.replay(ctx, loc, p, take)
 		case r != nil && q.joinRun(r, p):
 			// The run working here answers after it: the message leaves

@@ -36,13 +36,13 @@ type replayState struct {
 // item without a message: a resume after an approval).
 func (f *sessionFile) replayOf(loc *location, key string) replayState {
 	var st replayState
-	branch, err := f.sess.Tree().Branch(f.head(loc))
+	branch, err := f.branch(loc)
 	if err != nil {
 		return replayState{delivered: true}
 	}
 	at := -1
 	if key != "" {
-		id, ok := f.sess.Tree().EntryForMsg(key)
+		id, ok := f.tree().EntryForMsg(key)
 		if !ok {
 			return replayState{delivered: true}
 		}
@@ -79,11 +79,11 @@ func (f *sessionFile) replayOf(loc *location, key string) replayState {
 // answeredMsg reports whether the entry of message key is on loc's branch
 // and followed there by a final answer of the model.
 func (f *sessionFile) answeredMsg(loc *location, key string) bool {
-	id, ok := f.sess.Tree().EntryForMsg(key)
+	id, ok := f.tree().EntryForMsg(key)
 	if !ok {
 		return false
 	}
-	branch, err := f.sess.Tree().Branch(f.head(loc))
+	branch, err := f.branch(loc)
 	if err != nil {
 		return false
 	}

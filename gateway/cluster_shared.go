@@ -91,7 +91,7 @@ type pump struct {
 	// session file's highest fence; a kick asks at once.
 	elsewhere map[string]time.Time
 	failing   bool // the last poll could not list the keys (run's goroutine only)
-	// store admits an event in one round trip (admit.go; nil: the intake
+	// store admits an event in one round trip (cluster_admit.go; nil: the intake
 	// asks the dedupe, the budget and the inbox one by one).
 	store admitEnqueuer
 	// gate keeps the pump's takes of a key and the intake's (admit) in
@@ -101,14 +101,14 @@ type pump struct {
 	// to take it over to find out).
 	probe leaseProbe
 	// resync takes a key again soon after a take of it failed: the take
-	// may have run, its answer lost (resync.go).
+	// may have run, its answer lost (cluster_resync.go).
 	resync resyncs
-	// acks retries failed acknowledgements (ackretry.go) on a goroutine
+	// acks retries failed acknowledgements (cluster_ackretry.go) on a goroutine
 	// run owns.
 	acks *ackRetries
 	// busy reports whether a location's mailbox has work (mailboxes.busy).
 	busy func(key string) bool
-	// outage follows whether the shared store answers (outage.go): the
+	// outage follows whether the shared store answers (cluster_outage.go): the
 	// poll tells it, every poll.
 	outage *outage
 }
@@ -266,7 +266,7 @@ func (p *pump) polled(ctx context.Context, key string, n int) {
 }
 
 // down reports whether err (of listing the inbox's keys) means the shared
-// inbox cannot be read now. The outage logs what changes (outage.go); an
+// inbox cannot be read now. The outage logs what changes (cluster_outage.go); an
 // error that is not the store unreachable is logged when it begins and
 // ends: Redis down for a minute is a few lines, not three hundred.
 func (p *pump) down(err error) bool {
@@ -284,19 +284,6 @@ func (p *pump) down(err error) bool {
 		p.log.Error("inbox unreadable; no items are taken until it answers", "err", err)
 	}
 	return err != nil
-}
-
-// silenceAll stops every run of o at once, without a word to the chat and
-// without recording anything: the session's lease is lost, and the
-// replica that takes it over marks the cut-off reply and answers.
-func (o *owner) silenceAll() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, l := range o.locs {
-		if r := l.run; r != nil {
-			r.silence()
-		}
-	}
 }
 
 // silence stops r without a word more to the chat and without recording

@@ -141,24 +141,16 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 			rc.log.Warn("open a session to mark interrupted replies", "path", path, "err", err)
 			continue
 		}
-		o.mu.Lock()
-		heads := make(map[string]string, len(o.heads))
-		for k, h := range o.heads {
-			if l := o.locs[k]; l != nil && l.run != nil {
-				// A run of this process streams there: its reply is
-				// live, not cut off (a holder's reclaim may hand items
-				// of another consumer while its own run goes on).
-				continue
-			}
-			heads[k] = h
-		}
-		o.mu.Unlock()
+		// Where a run of this process streams, its reply is live, not
+		// cut off (a holder's reclaim may hand items of another
+		// consumer while its own run goes on): idleHeads leaves it out.
+		heads := o.idleHeads()
 		for key, head := range heads {
 			rr, open := o.openReply(key, head)
 			if !open {
 				continue
 			}
-			if answerStored(o.sess.Tree(), head) {
+			if answerStored(o.tree(), head) {
 				// The run's answer is in the file: the replay of its
 				// message finishes this reply (redeliver) rather than
 				// marking it and answering again.
@@ -235,13 +227,11 @@ func (rc *recovery) deliveredRefs(ctx context.Context, path, loc string) map[str
 	if err != nil {
 		return nil
 	}
-	o.mu.Lock()
-	head, ok := o.heads[loc]
-	o.mu.Unlock()
+	head, ok := o.headOf(loc)
 	if !ok {
 		return nil
 	}
-	branch, err := o.sess.Tree().Branch(head)
+	branch, err := o.tree().Branch(head)
 	if err != nil {
 		return nil
 	}

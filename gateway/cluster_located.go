@@ -96,9 +96,7 @@ func (c *locatedCache) reset() {
 func (o *owner) place(key string, in chat.Inbound) *location {
 	loc := o.location(key, in.Conv)
 	if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
-		o.mu.Lock()
-		busy := loc.run != nil
-		o.mu.Unlock()
+		busy := o.activeRun(loc) != nil
 		// While a run is active the message joins it, or, if the run has
 		// answered already, starts the next one, which branches then
 		// (replyBranch).

@@ -32,14 +32,12 @@ func (cs *commands) jump(ctx context.Context, in chat.Inbound, data string) stri
 	if o == nil {
 		return "This session is gone."
 	}
-	o.mu.Lock()
-	busy := loc.run != nil
-	o.mu.Unlock()
+	busy := o.activeRun(loc) != nil
 	if busy {
 		return "A run is active; /stop it first."
 	}
 	id := data[len(btnJump):]
-	e, ok := o.sess.Tree().Get(id)
+	e, ok := o.tree().Get(id)
 	if !ok {
 		return "That entry does not exist."
 	}
@@ -58,7 +56,7 @@ func (cs *commands) jump(ctx context.Context, in chat.Inbound, data string) stri
 	if fork {
 		what = "🌿 Forked before “%s”: your next message continues from there."
 	}
-	cs.chat.reply(ctx, in, fmt.Sprintf(what, escapeMarkdown(turnTitle(o.sess.Tree(), id))))
+	cs.chat.reply(ctx, in, fmt.Sprintf(what, escapeMarkdown(turnTitle(o.tree(), id))))
 	return "Moved."
 }
 
@@ -83,7 +81,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 		c.say(ctx, "🌿 Forked. Your next message continues from the message you replied to.")
 		return
 	}
-	branch, err := o.sess.Tree().Branch(o.head(loc))
+	branch, err := o.branch(loc)
 	if err != nil {
 		c.failed(ctx, "reading the session", err)
 		return
@@ -104,7 +102,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 
 // cmdTree draws the session tree with a button per other branch.
 func cmdTree(ctx context.Context, c *invocation) {
-	v := renderTree(c.o.sess.Tree(), c.o.head(c.loc))
+	v := renderTree(c.o.tree(), c.o.head(c.loc))
 	var rows [][]chat.Button
 	for _, j := range v.jumps {
 		rows = append(rows, []chat.Button{{ID: btnJump + j.target, Label: j.label}})

@@ -328,9 +328,7 @@ func (cs *commands) invoke(ctx context.Context, c *invocation) (mode string, han
 		}
 	}
 	if c.o != nil {
-		c.o.mu.Lock()
-		c.run = c.loc.run
-		c.o.mu.Unlock()
+		c.run = c.o.activeRun(c.loc)
 	}
 	if r == rightOwnersOrRequester && !c.full && c.run != nil && c.run.requester() != in.User.ID {
 		c.tell(ctx, "Only an owner, or the person whose request is running, can stop it.")

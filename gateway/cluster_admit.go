@@ -44,11 +44,11 @@ func (i *intake) direct(in chat.Inbound, trace string) (inboxItem, bool) {
 	return item, true
 }
 
-// admitDirect admits the direct item of in in one round trip (admit):
-// what sink does with its dedupe, budget and enqueue steps, with the same
-// answers. A duplicate or an event over its sender's budget never becomes
-// an item.
-func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxItem, span *otlp.Span) error {
+// admitDirect admits the direct item of in in one round trip (adm, the
+// shared admission): what sink does with its dedupe, budget and enqueue
+// steps, with the same answers. A duplicate or an event over its sender's
+// budget never becomes an item.
+func (i *intake) admitDirect(ctx context.Context, adm admission, in chat.Inbound, item inboxItem, span *otlp.Span) error {
 	data, err := json.Marshal(item)
 	if err != nil {
 		return fmt.Errorf("gateway: encode inbound: %w", err)
@@ -57,7 +57,7 @@ func (i *intake) admitDirect(ctx context.Context, in chat.Inbound, item inboxIte
 	if i.budgeted(in) {
 		ad.Budget = budgetKey(in)
 	}
-	res, err := i.admit(ctx, ad)
+	res, err := adm.admit(ctx, ad, item)
 	if err == nil && res.ID != "" {
 		crashpoint.Hit(crashpoint.InboxAppend)
 	}
