@@ -137,6 +137,8 @@ type redisReplica struct {
 	leaseTTL   time.Duration
 	poll       time.Duration
 	drain      time.Duration
+	// mode is the queue mode (default steer).
+	mode string
 	// url is the Redis (default benchRedisURL); events, if set, gets what
 	// the Redis implementations report.
 	url    string
@@ -222,6 +224,7 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 	cfg := func(c *gateway.Config) {
 		c.Cluster = gateway.ClusterConfig{Enabled: true, Poll: r.poll}
 		c.DrainTimeout = r.drain
+		c.QueueMode = r.mode
 	}
 	return startSharedGateway(b, ad, m, dir, deps, cfg, pending, func() {
 		_ = inbox.Close()

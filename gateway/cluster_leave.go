@@ -59,6 +59,12 @@ func (il *inboxLeaver) leave(o *owner, cut bool) {
 			unlock = il.pump.gate.lock(key)
 		}
 		err := il.inbox.Leave(ctx, key, cut)
+		if err == nil && il.pump != nil {
+			// What was handed before is handed over again (given.go).
+			// A failed Leave may not have given them up: they stay
+			// valid, a duplicate being better than a loss.
+			il.pump.given.add(key)
+		}
 		unlock()
 		if err != nil {
 			// Only the count of a cut is lost (Redis down, which is

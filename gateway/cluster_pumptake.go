@@ -244,7 +244,8 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		if claimed {
 			p.rc.markSeen(ctx, item.In.DedupKey)
 		}
-		p.post(inboxRef{key: it.Key, id: it.ID, begun: begun != "" && it.ID == begun}, item, claimed)
+		ref := inboxRef{key: it.Key, id: it.ID, begun: begun != "" && it.ID == begun, left: p.given.of(it.Key)}
+		p.post(ref, item, claimed)
 	}
 }
 

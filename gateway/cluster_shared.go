@@ -111,6 +111,9 @@ type pump struct {
 	// outage follows whether the shared store answers (cluster_outage.go): the
 	// poll tells it, every poll.
 	outage *outage
+	// given counts the Leaves of each key, to know the items handed
+	// before one (given.go).
+	given givenUp
 }
 
 // elsewhereWait is how long a replica leaves a key whose session another

@@ -320,6 +320,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		if g.pump.store != nil {
 			g.intake.admit = g.pump.admit
 		}
+		g.intake.dropStale = g.pump.dropStale
 		g.intake.ackLater = func(ref inboxRef) bool {
 			// A command or press: retried while the session it acted on
 			// is held here.

@@ -65,6 +65,9 @@ type intake struct {
 	// ackLater queues a failed acknowledgement for a retry (cluster mode:
 	// cluster_ackretry.go); false when it is not queued.
 	ackLater func(ref inboxRef) bool
+	// dropStale lets an item go that this replica gave up since it was
+	// handed (cluster mode: pump.dropStale; nil: none is).
+	dropStale func(ctx context.Context, refs ...inboxRef) bool
 }
 
 // wireIntake builds the intake of g.
@@ -379,6 +382,9 @@ func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
 // whose run starts at once runs on it (runStarter.launch); commands and
 // presses do not take it.
 func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool, take takeOver) {
+	if i.dropStale != nil && i.dropStale(ctx, ref) {
+		return // the inbox hands it over again (given.go)
+	}
 	switch item.Kind {
 	case itemMessage:
 		ext := i.ext

@@ -37,6 +37,9 @@ type inboxItem struct {
 // is the offer of the mailbox goroutine p's item is executed on: a run p
 // starts at once runs there (queue.accept).
 func (g *Gateway) route(ctx context.Context, p *pending, take takeOver) {
+	if g.pump.dropStale(ctx, p.inboxRefs()...) {
+		return
+	}
 	o, loc, err := g.sessions.locate(ctx, p.item.In)
 	if err != nil && g.cfg.Cluster.Enabled && errors.Is(err, cluster.ErrLeaseHeld) {
 		// Another replica took the session meanwhile: the item stays in
@@ -47,6 +50,11 @@ func (g *Gateway) route(ctx context.Context, p *pending, take takeOver) {
 	if err != nil {
 		g.log.Error("route message", "conv", p.item.In.Conv.Key(), "err", err)
 		g.replier.reply(ctx, p.item.In, "⚠️ I could not open this conversation's session; the details are in pibot's log.")
+		return
+	}
+	// Asked again: a Leave of the closing owner that routed p again may
+	// have come since, the lease it released then taken here by locate.
+	if g.pump.dropStale(ctx, p.inboxRefs()...) {
 		return
 	}
 	g.threads.touch(p.item.In.Conv)

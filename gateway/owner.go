@@ -28,6 +28,10 @@ type owner struct {
 	runs runStarter
 
 	locs map[string]*location // guarded by mu
+	// left: watchLease gave the owner's items up (a cut Leave) before
+	// the registry forgot the owner; close does not leave them again
+	// (guarded by mu).
+	left bool
 	// stopWatch ends watchLease when the owner closes.
 	stopWatch chan struct{}
 	// done is closed when close has ended: the session is closed and the
@@ -141,6 +145,9 @@ type pending struct {
 type inboxRef struct {
 	key, id string
 	begun   bool
+	// left is how often this replica had given key's items up when the
+	// item was handed (givenUp): a Leave since makes it stale.
+	left uint64
 }
 
 // inboxRefs lists the inbox items p stands for.
@@ -186,7 +193,13 @@ func (o *owner) watchLease() {
 	// over tells the user (cluster_shared.go).
 	o.silenceAll()
 	if o.leave != nil {
-		o.leave(o, true) // cut, before close leaves them as released
+		// Cut, while the registry still has o: until it forgets o, no
+		// take of this replica claims the items (pump.take), so none
+		// it takes after is given up with them.
+		o.leave(o, true)
+		o.mu.Lock()
+		o.left = true
+		o.mu.Unlock()
 	}
 	o.forget(o)
 	o.close()
@@ -290,15 +303,22 @@ func (o *owner) close() {
 	for _, l := range o.locs {
 		l.waits.stop()
 	}
+	left := o.left
 	o.mu.Unlock()
 	if err := o.sess.Close(); err != nil {
 		o.log.Warn("close session", "path", o.path, "err", err)
 	}
+	// The items are given up while the lease still keeps every other
+	// owner out: a Leave after the release could give up what a new
+	// owner of the session, in this replica, took since (its take
+	// would hand them over a second time). Once watchLease gave them up,
+	// the registry has forgotten o and a new owner may hold them
+	// already: they are not given up again.
+	if o.leave != nil && !left {
+		o.leave(o, false)
+	}
 	if o.lease != nil {
 		release(context.Background(), o.log, o.lease)
-	}
-	if o.leave != nil {
-		o.leave(o, false)
 	}
 	if o.unloaded != nil {
 		o.unloaded(o)

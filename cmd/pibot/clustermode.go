@@ -203,6 +203,7 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 		return nil, err
 	}
 	locker := rediscluster.NewLocker(r.rdb, r.opts, log)
+	r.events.setRecheck(locker.Recheck)
 	index := rediscluster.NewIndex(r.rdb, r.opts, rediscluster.IndexOptions{
 		Seed: func() (map[string]string, error) { return gateway.RebuildIndex(cfg.DataDir, log) },
 	})
