@@ -755,7 +755,7 @@ func (w *clusterWorld) waitStreaming(marker string) {
 // replica reports the loss in /readyz. It answered one twice in about
 // half the runs while a replica that lost a session's lease still ran the
 // items it had handed to its mailbox before giving them up, next to the
-// copies its own takeover claimed (gateway/given.go).
+// copies its own takeover claimed (gateway/cluster_given.go).
 func TestClusterFlushAllDuringTraffic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary against a private Redis")

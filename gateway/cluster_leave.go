@@ -60,7 +60,7 @@ func (il *inboxLeaver) leave(o *owner, cut bool) {
 		}
 		err := il.inbox.Leave(ctx, key, cut)
 		if err == nil && il.pump != nil {
-			// What was handed before is handed over again (given.go).
+			// What was handed before is handed over again (cluster_given.go).
 			// A failed Leave may not have given them up: they stay
 			// valid, a duplicate being better than a loss.
 			il.pump.given.add(key)

@@ -112,7 +112,7 @@ type pump struct {
 	// poll tells it, every poll.
 	outage *outage
 	// given counts the Leaves of each key, to know the items handed
-	// before one (given.go).
+	// before one (cluster_given.go).
 	given givenUp
 }
 

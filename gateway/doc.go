@@ -59,5 +59,6 @@
 //     pump), cluster_pumptake.go, cluster_admit.go (one-round-trip
 //     admission), cluster_ackretry.go, cluster_resync.go,
 //     cluster_located.go, cluster_leave.go (the inbox leaver),
+//     cluster_given.go (items handed out before their key was given up),
 //     cluster_outage.go and cluster_degraded.go (the shared store down).
 package gateway

@@ -383,7 +383,7 @@ func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
 // presses do not take it.
 func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool, take takeOver) {
 	if i.dropStale != nil && i.dropStale(ctx, ref) {
-		return // the inbox hands it over again (given.go)
+		return // the inbox hands it over again (cluster_given.go)
 	}
 	switch item.Kind {
 	case itemMessage:
