@@ -184,7 +184,7 @@ type leaseBounded interface {
 // can (a local lease has none: it is never lost).
 func (ar *adapterRunner) runUnder(ctx context.Context, a chat.Adapter, lease cluster.Lease) error {
 	b, ok := a.(leaseBounded)
-	d, dok := lease.(deadlined)
+	d, dok := lease.(cluster.DeadlineLease)
 	if !ok || !dok {
 		return a.Run(ctx, ar.sink)
 	}

@@ -44,7 +44,7 @@ const (
 // directory, which it holds exclusively.
 type stack struct {
 	lock    *cluster.DirLock
-	inbox   *cluster.Inbox
+	inbox   *cluster.LocalInbox
 	cluster *clusterParts // cluster mode (clustermode.go); lock and inbox are then nil
 	gw      *gateway.Gateway
 	tools   *toolbox
