@@ -1,5 +1,7 @@
 package cluster
 
+import "github.com/pibot/pibot/internal/tokenbucket"
+
 // The embedded stores carry the contract (contract.go); the gateway finds
 // the abilities by type assertion, so these guards make losing one a
 // compile error instead of a silent downgrade.
@@ -15,4 +17,7 @@ var (
 	_ Index          = (*LocalIndex)(nil)
 	_ Locker         = (*LocalLocker)(nil)
 	_ PermanentLease = (*localLease)(nil)
+
+	// The adapters' outbound pacing in this process.
+	_ tokenbucket.Rates = (*Rates)(nil)
 )

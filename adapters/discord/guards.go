@@ -15,6 +15,7 @@ var (
 	_ chat.CommandRegistrar = (*Adapter)(nil)
 	_ chat.ThreadOpener     = (*Adapter)(nil)
 	_ chat.Singleton        = (*Adapter)(nil)
+	_ chat.HealthReporter   = (*Adapter)(nil)
 )
 
 // SingletonKey names the lease the gateway connection runs under: one

@@ -14,6 +14,7 @@ import (
 	slackapi "github.com/slack-go/slack"
 
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Modes of receiving events.
@@ -75,7 +76,7 @@ type Config struct {
 	Tiers map[string]float64
 	// Rates keeps the buckets of the pace; nil: in this process. Cluster
 	// mode passes one the replicas share.
-	Rates Rates
+	Rates tokenbucket.Rates
 	// PingInterval is the longest Socket Mode waits for Slack's websocket
 	// ping before it reconnects; default 30 s.
 	PingInterval time.Duration

@@ -15,5 +15,6 @@ var (
 	_ chat.Streamer         = (*Adapter)(nil)
 	_ chat.ThreadOpener     = (*Adapter)(nil)
 	_ chat.CommandRegistrar = (*Adapter)(nil)
+	_ chat.HealthReporter   = (*Adapter)(nil)
 	_ chat.Stream           = (*stream)(nil)
 )

@@ -15,5 +15,7 @@ var (
 	_ chat.CommandRegistrar = (*Adapter)(nil)
 	_ chat.Streamer         = (*Adapter)(nil)
 	_ chat.Singleton        = (*Adapter)(nil)
+	_ chat.BoundedRunner    = (*Adapter)(nil)
+	_ chat.HealthReporter   = (*Adapter)(nil)
 	_ chat.Stream           = (*draftStream)(nil)
 )

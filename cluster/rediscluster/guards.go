@@ -1,6 +1,9 @@
 package rediscluster
 
-import "github.com/pibot/pibot/cluster"
+import (
+	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/tokenbucket"
+)
 
 // The shared stores carry the gateway's cluster contract
 // (cluster/contract.go); the gateway finds the abilities by type
@@ -25,4 +28,8 @@ var (
 	_ cluster.LeaseProber   = (*Locker)(nil)
 	_ cluster.Lease         = (*Lease)(nil)
 	_ cluster.DeadlineLease = (*Lease)(nil)
+
+	// The adapters' outbound pacing shared by the replicas.
+	_ tokenbucket.Rates       = (*Rates)(nil)
+	_ tokenbucket.SharedPause = (*Rates)(nil)
 )

@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/term"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/agent"
@@ -29,10 +28,6 @@ import (
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
 )
-
-// cluster.Rates is the outbound pacing store given to the Telegram adapter,
-// which may not import cluster; only here are both visible.
-var _ telegram.Rates = (*cluster.Rates)(nil)
 
 // Embedded cluster settings.
 const (
