@@ -171,10 +171,10 @@ func RunBudgetTests(t *testing.T, h BudgetHarness) {
 }
 
 // Rates is what RunRatesTests drives: the outbound pacing store of the
-// chat adapters (telegram.Rates).
+// chat adapters (tokenbucket.Rates), and Take.
 type Rates interface {
+	tokenbucket.Rates
 	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
-	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
 }
 
 // RatesHarness opens outbound pacing stores for RunRatesTests.
