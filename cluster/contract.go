@@ -138,8 +138,10 @@ type Syncer interface {
 // replica). Forget lets a key be seen again (its event was not taken
 // after all); a key a shared admission noted an enqueued item in stays,
 // so the redelivery of an event whose item is in the inbox is still a
-// duplicate. An error from Seen is the disk or unreachable: the event is
-// refused (the platform delivers it again). An error from Forget means the
+// duplicate. The embedded LocalDedupe (memory) never fails; a shared
+// one's error from Seen is unreachable, and maybe done (the key may be
+// recorded): the event is refused (the platform delivers it again) and
+// the gateway does not Forget the key. An error from Forget means the
 // redelivery may be dropped as a duplicate.
 type Dedupe interface {
 	Seen(ctx context.Context, key string) (bool, error)
