@@ -12,15 +12,6 @@ import (
 	"github.com/pibot/pibot/internal/otlp"
 )
 
-// admitEnqueuer is a Dedupe that admits an event in one round trip
-// (rediscluster.Admission): the dedupe, a token of the sender's budget
-// (the gateway's Budget), the inbox item, and for the session's holder
-// the taking of every item of its key nobody took yet. A Redis round
-// trip is the largest part of what cluster mode adds to a message.
-type admitEnqueuer interface {
-	Admit(ctx context.Context, a cluster.Admission) (cluster.Admitted, error)
-}
-
 // direct returns the item in becomes when it is enqueued as it came: a
 // button press, a command that acts on a session, or a message with
 // something in it, in a conversation that opens no thread. Anything else

@@ -4,19 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/pibot/pibot/cluster"
 )
 
-// leaver is a shared inbox told when this process stops handling the
-// items it took for a key (rediscluster.Inbox, cluster.Inbox): the lease
-// of their session was lost (cut: their runs were stopped unrecorded,
-// which counts one crash against each, so an item whose handling keeps
-// stalling its replica past the lease is quarantined like one that keeps
-// crashing it) or released. It forgets them, so what another replica
-// acknowledges does not stay remembered here, and hands them over again
-// with this process's next take of the key.
-type leaver interface {
-	Leave(ctx context.Context, key string, cut bool) error
-}
+// The shared inbox is told when this process stops handling the items it
+// took for a key (cluster.Leaver: rediscluster.Inbox, cluster.LocalInbox):
+// the lease of their session was lost (cut: their runs were stopped
+// unrecorded, which counts one crash against each, so an item whose
+// handling keeps stalling its replica past the lease is quarantined like
+// one that keeps crashing it) or released. It forgets them, so what
+// another replica acknowledges does not stay remembered here, and hands
+// them over again with this process's next take of the key.
 
 // leaveTimeout bounds the inbox's round trip of a Leave.
 const leaveTimeout = 5 * time.Second
@@ -24,7 +23,7 @@ const leaveTimeout = 5 * time.Second
 // inboxLeaver tells the shared inbox, in cluster mode, that an owner no
 // longer handles the items it took for its locations.
 type inboxLeaver struct {
-	inbox   leaver
+	inbox   cluster.Leaver
 	pump    *pump // its gate keeps a take of a key in flight whole (nil: none)
 	located *locatedCache
 	log     *slog.Logger
@@ -34,7 +33,7 @@ type inboxLeaver struct {
 // newInboxLeaver returns the leaver of g's inbox, or nil when there is
 // nothing to tell (not cluster mode, or an inbox that does not forget).
 func newInboxLeaver(g *Gateway) *inboxLeaver {
-	l, ok := g.inbox.(leaver)
+	l, ok := g.inbox.(cluster.Leaver)
 	if !ok || !g.cfg.Cluster.Enabled {
 		return nil
 	}

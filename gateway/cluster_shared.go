@@ -23,27 +23,6 @@ type ClusterConfig struct {
 	Poll time.Duration
 }
 
-// consumer is an inbox that hands out the items nobody took yet
-// (cluster.Inbox, rediscluster.Inbox).
-type consumer interface {
-	Consume(ctx context.Context, key string) ([]cluster.InboxItem, error)
-}
-
-// watcher is a shared inbox that tells, as they come, the keys other
-// replicas enqueue items for (rediscluster.Inbox): Watch calls kick on
-// its own goroutine until ctx ends. A notice may be lost; the poll then
-// finds the item.
-type watcher interface {
-	Watch(ctx context.Context, kick func(key string)) error
-}
-
-// leaseProbe is a Locker that tells whether a lease is held, by anyone,
-// without trying to take it (rediscluster.Locker): one round trip where
-// a takeover attempt costs five and a read of the session file.
-type leaseProbe interface {
-	Taken(ctx context.Context, key string) (bool, error)
-}
-
 // claimEvery is how many polls pass between two claims of the items of
 // sessions a replica holds: a replica that lost a session's lease right
 // after taking an item leaves it held, and the holder takes it over.
@@ -74,7 +53,7 @@ type pump struct {
 	log      *slog.Logger
 	metrics  *Metrics
 	inbox    Inbox
-	consume  consumer
+	consume  cluster.Consumer
 	index    Index
 	locker   Locker
 	sessions *registry
@@ -84,7 +63,7 @@ type pump struct {
 	kicks    chan string
 	// watch tells of items other replicas enqueue (nil: the poll finds
 	// them); its notices arrive on pushes.
-	watch  watcher
+	watch  cluster.Watcher
 	pushes chan string
 	// elsewhere: keys whose session another replica held, and when to ask
 	// again (only run's goroutine uses it). Asking means reading the
@@ -93,13 +72,13 @@ type pump struct {
 	failing   bool // the last poll could not list the keys (run's goroutine only)
 	// store admits an event in one round trip (cluster_admit.go; nil: the intake
 	// asks the dedupe, the budget and the inbox one by one).
-	store admitEnqueuer
+	store cluster.Admitter
 	// gate keeps the pump's takes of a key and the intake's (admit) in
 	// the inbox's order.
 	gate keyGate
 	// probe tells whether a session's lease is held (nil: the pump tries
 	// to take it over to find out).
-	probe leaseProbe
+	probe cluster.LeaseProber
 	// resync takes a key again soon after a take of it failed: the take
 	// may have run, its answer lost (cluster_resync.go).
 	resync resyncs
@@ -121,10 +100,10 @@ type pump struct {
 // takes at most the lease TTL plus this.
 const elsewhereWait = time.Second
 
-// newPump builds the pump of g, or nil when g is not in cluster mode or
-// its inbox cannot Consume.
+// newPump builds the pump of g, or nil when g is not in cluster mode. In
+// cluster mode the inbox can Consume (New refuses one that cannot).
 func newPump(g *Gateway) *pump {
-	c, ok := g.inbox.(consumer)
+	c, ok := g.inbox.(cluster.Consumer)
 	if !g.cfg.Cluster.Enabled || !ok {
 		return nil
 	}
@@ -132,9 +111,9 @@ func newPump(g *Gateway) *pump {
 	if poll <= 0 {
 		poll = 200 * time.Millisecond
 	}
-	w, _ := g.inbox.(watcher)
-	a, _ := g.dedupe.(admitEnqueuer)
-	probe, _ := g.locker.(leaseProbe)
+	w, _ := g.inbox.(cluster.Watcher)
+	a, _ := g.dedupe.(cluster.Admitter)
+	probe, _ := g.locker.(cluster.LeaseProber)
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
 		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs(),

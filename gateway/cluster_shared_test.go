@@ -105,7 +105,7 @@ func (nopWatch) Watch(ctx context.Context, _ func(string)) error {
 func TestPumpLeavesKicksHeldElsewhereToTheNotice(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		watch watcher
+		watch cluster.Watcher
 		ago   time.Duration // since the session was found elsewhere
 		asks  bool
 	}{

@@ -62,7 +62,7 @@ type harness struct {
 	g      *gateway.Gateway
 	cancel context.CancelFunc
 	done   chan error
-	inbox  *cluster.Inbox
+	inbox  *cluster.LocalInbox
 	seq    atomic.Int64
 }
 

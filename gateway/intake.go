@@ -168,12 +168,12 @@ func (i *intake) screen(ctx context.Context, in *chat.Inbound, span *otlp.Span) 
 
 // unseen drops a duplicate of an event seen before and an event over its
 // sender's budget (messages and commands, not presses), asking both in
-// one round trip when the dedupe can (admitter).
+// one round trip when the dedupe can (cluster.SeenReserver).
 func (i *intake) unseen(ctx context.Context, in chat.Inbound, span *otlp.Span) (bool, error) {
 	var budgetWait *time.Duration // the sender's budget, when asked with the dedupe
 	if in.DedupKey != "" {
 		dup, err := false, error(nil)
-		if a, ok := i.dedupe.(admitter); ok && i.budgeted(in) {
+		if a, ok := i.dedupe.(cluster.SeenReserver); ok && i.budgeted(in) {
 			var wait time.Duration
 			dup, wait, err = a.SeenReserve(ctx, in.DedupKey, budgetKey(in))
 			budgetWait = &wait
@@ -314,14 +314,6 @@ func (i *intake) refuse(ctx context.Context, in chat.Inbound, id string, err err
 	}
 	span.Fail(err)
 	return fmt.Errorf("gateway: inbox: %w: %w", chat.ErrUnavailable, err)
-}
-
-// admitter is a Dedupe that also takes the sender's budget token, from
-// the gateway's Budget, in the same round trip (rediscluster.Admission):
-// Seen, then Reserve unless the key was seen. A budget that cannot be
-// asked answers 0.
-type admitter interface {
-	SeenReserve(ctx context.Context, key, budgetKey string) (dup bool, wait time.Duration, err error)
 }
 
 // budgeted reports whether in is subject to the per-sender budget.

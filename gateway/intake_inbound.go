@@ -81,16 +81,6 @@ func (g *Gateway) ackAll(ctx context.Context, lease cluster.Lease, ps []*pending
 	}
 }
 
-// beginner is an inbox that counts a crash only against the items whose
-// work was executing when it came (cluster.Inbox, rediscluster.Inbox):
-// Begin records that this process now executes them (a run took their
-// messages, or their command's or press's handler runs). An item that
-// merely waited (in the inbox, a mailbox, a run's queues, a collect
-// window) is never set aside for a crash it did not cause.
-type beginner interface {
-	Begin(ctx context.Context, key string, ids ...string) error
-}
-
 // beginAll tells the inbox that the work of ps now executes: a run took
 // them (runStarter, run.record) or joined them (queue.joinRun). Each is
 // told once.
@@ -106,10 +96,10 @@ func (g *Gateway) beginAll(ctx context.Context, ps []*pending) {
 	beginRefs(ctx, g.inbox, g.log, refs)
 }
 
-// beginRefs tells inbox, if it counts crashes per item (beginner), that
+// beginRefs tells inbox, if it counts crashes per item (cluster.Beginner), that
 // the work of refs now executes. A failure only loses a crash count.
 func beginRefs(ctx context.Context, inbox Inbox, log *slog.Logger, refs []inboxRef) {
-	b, ok := inbox.(beginner)
+	b, ok := inbox.(cluster.Beginner)
 	if !ok {
 		return
 	}

@@ -160,14 +160,10 @@ func (p *pending) msgKey() string {
 	return p.item.In.Msg.Key()
 }
 
-// permanentLease is a lease that is never lost, only released (the local
-// Locker's); its owner needs no watcher.
-type permanentLease interface{ Permanent() bool }
-
 // permanent reports whether lease is never lost, only released: nothing
 // to watch, and no other replica can take its session over.
 func permanent(lease cluster.Lease) bool {
-	p, ok := lease.(permanentLease)
+	p, ok := lease.(cluster.PermanentLease)
 	return ok && p.Permanent()
 }
 

@@ -102,12 +102,6 @@ func (rc *recovery) markSeen(ctx context.Context, key string) {
 // item aside for good.
 const quarantineAfter = 2
 
-// crashCounter is an inbox that counts the crashes of its items
-// (InboxItem.Crashes) and can set one aside (cluster.Inbox).
-type crashCounter interface {
-	Quarantine(ctx context.Context, key, id string) error
-}
-
 // quarantineNotice tells the sender of an item set aside. Its handling
 // was cut twice: pibot crashed, or (cluster mode) stalled past its lease.
 const quarantineNotice = "⚠️ Handling this message stopped pibot twice (a crash or a stall) before it was answered, so it was set aside and will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log.)"
@@ -154,7 +148,7 @@ func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
 // tells its sender (on the location's mailbox: start-up does not wait
 // for the platform). It reports whether the item was set aside.
 func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem, notify bool) bool {
-	c, ok := rc.inbox.(crashCounter)
+	c, ok := rc.inbox.(cluster.Quarantiner)
 	if !ok {
 		return false
 	}

@@ -13,8 +13,8 @@ import (
 )
 
 // openLocalIndex opens the location index file of the data directory
-// (cluster.Index). A missing file is rebuilt from the session files.
-func openLocalIndex(path, sessionsDir string, log *slog.Logger) (*cluster.Index, error) {
+// (cluster.LocalIndex). A missing file is rebuilt from the session files.
+func openLocalIndex(path, sessionsDir string, log *slog.Logger) (*cluster.LocalIndex, error) {
 	ix, err := cluster.OpenIndex(path, cluster.IndexOptions{
 		Seed: func() (map[string]string, error) { return rebuildIndex(sessionsDir, log) },
 	})

@@ -45,7 +45,7 @@ func TestMissingIndexIsRebuiltFromSessions(t *testing.T) {
 // flakyIndex is a location index whose store is unreachable while down is
 // set (a network index in an outage).
 type flakyIndex struct {
-	*cluster.Index
+	*cluster.LocalIndex
 	down atomic.Bool
 }
 
@@ -55,7 +55,7 @@ func (f *flakyIndex) Get(ctx context.Context, loc string) (string, bool, error) 
 	if f.down.Load() {
 		return "", false, errIndexDown
 	}
-	return f.Index.Get(ctx, loc)
+	return f.LocalIndex.Get(ctx, loc)
 }
 
 // TestIndexOutageLosesNoMessage: while the index cannot be read, a
@@ -69,7 +69,7 @@ func TestIndexOutageLosesNoMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cix.Close() })
-	ix := &flakyIndex{Index: cix}
+	ix := &flakyIndex{LocalIndex: cix}
 	h := newHarness(t, []faux.Turn{faux.Text("first answer"), faux.Text("second answer")}, withDir(dir), withIndex(ix))
 	h.send("first")
 	h.waitText(dmConv, "first answer")

@@ -82,12 +82,6 @@ func release(ctx context.Context, log *slog.Logger, lease cluster.Lease) {
 	}
 }
 
-// deadlined is a lease that knows when it may pass to another holder at
-// the earliest (rediscluster's local deadline, moved by each renewal).
-type deadlined interface {
-	Deadline() time.Time
-}
-
 // leaseLive reports whether lease may still be held. One that knows its
 // deadline is as good as lost once the deadline has passed, even before
 // its own timer ends it (a process that was frozen, say, wakes up with
@@ -95,7 +89,7 @@ type deadlined interface {
 // moment it goes out. A lease without a deadline (nil, or the local one)
 // is live.
 func leaseLive(lease cluster.Lease) bool {
-	d, ok := lease.(deadlined)
+	d, ok := lease.(cluster.DeadlineLease)
 	return !ok || time.Now().Before(d.Deadline())
 }
 

@@ -164,7 +164,7 @@ func TestTakeoverStaysAboveTheFileFence(t *testing.T) {
 		return err == nil && n == 7
 	})
 
-	h.locker = nil // a real cluster.Locker on a counter that starts at 1
+	h.locker = nil // a real cluster.LocalLocker on a counter that starts at 1
 	h.start()
 	h.send("again")
 	h.waitText(dmConv, "second answer")

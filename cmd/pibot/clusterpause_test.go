@@ -13,10 +13,6 @@ import (
 	"github.com/pibot/pibot/internal/secret"
 )
 
-// The Redis rates cluster mode gives the adapters share the bot-wide
-// pause after a 429.
-var _ telegram.SharedPause = (*rediscluster.Rates)(nil)
-
 // TestTelegram429PausesEveryReplica: two replicas' Telegram adapters on
 // the rates cluster mode wires (real Redis). The fake Bot API answers one
 // replica's send with a 429 and retry_after 2; the other replica's send to

@@ -27,6 +27,7 @@ import (
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/buildinfo"
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
@@ -130,7 +131,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 			return
 		}
 		for _, a := range adapters {
-			if h, ok := a.(healthChecker); ok {
+			if h, ok := a.(chat.HealthReporter); ok {
 				if err := h.Health(); err != nil {
 					http.Error(w, platformError(a.Platform(), err), http.StatusServiceUnavailable)
 					return
@@ -224,7 +225,7 @@ func (c serveCmd) exitOnSecondSignal(done <-chan struct{}) {
 // adapters builds the configured adapters and mounts their HTTP
 // handlers on mux. bus carries the web chat's events between replicas
 // (nil: one process).
-func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates, bus web.Bus) ([]chat.Adapter, error) {
+func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates tokenbucket.Rates, bus web.Bus) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.WebEnabled() {
 		tok, err := webToken(cfg)
@@ -293,12 +294,6 @@ func platformError(p chat.Platform, err error) string {
 		return msg
 	}
 	return string(p) + ": " + msg
-}
-
-// healthChecker is an adapter that can stop on its own (a refused token):
-// its Health fails /readyz while pibot keeps serving the other adapters.
-type healthChecker interface {
-	Health() error
 }
 
 // strongToken checks a token that guards a listener: on a non-loopback
