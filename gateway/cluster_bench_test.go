@@ -143,6 +143,10 @@ type redisReplica struct {
 	// the Redis implementations report.
 	url    string
 	events *redisEvents
+	// mod, if set, changes the replica's configuration further; models,
+	// if set, resolves its model references (else every one is m).
+	mod    func(*gateway.Config)
+	models gateway.Models
 }
 
 // testClusterSecret is the cluster.secret of the tests' replicas: every
@@ -225,7 +229,11 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 		c.Cluster = gateway.ClusterConfig{Enabled: true, Poll: r.poll}
 		c.DrainTimeout = r.drain
 		c.QueueMode = r.mode
+		if r.mod != nil {
+			r.mod(c)
+		}
 	}
+	deps.Models = r.models
 	return startSharedGateway(b, ad, m, dir, deps, cfg, pending, func() {
 		_ = inbox.Close()
 		_ = rdb.Close()
@@ -247,7 +255,9 @@ func startSharedGateway(b testing.TB, ad chat.Adapter, m llm.Model, dir string, 
 		mod(&cfg)
 	}
 	deps.Adapters = []chat.Adapter{ad}
-	deps.Models = models{m}
+	if deps.Models == nil {
+		deps.Models = models{m}
+	}
 	deps.Access = access.NewChecker(access.Policy{DMPolicy: "open"}, store)
 	g, err := gateway.New(cfg, deps)
 	if err != nil {

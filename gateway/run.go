@@ -207,7 +207,7 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 		r.model, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, modelRef)
 	}
 	r.payer = r.recipient(ps)
-	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
+	if msg := o.spend.refusal(ctx, loc.conv, r.payer, r.spendAgent()); err == nil && msg != "" {
 		err = errors.New(msg)
 		span.Set("pibot.spend_refused", true)
 	}

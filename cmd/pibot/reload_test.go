@@ -130,3 +130,22 @@ func TestChangedKeys(t *testing.T) {
 		}
 	}
 }
+
+// agentSpendCaps gives the limiter each agent's caps under the key they
+// are set at; an agent without caps has none.
+func TestAgentSpendCaps(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+agent: {spend: {per_user: {daily_usd: 2}}}
+agents:
+  ops: {workspace: /srv/infra, spend: {global: {daily_tokens: 5000}}}
+  web: {workspace: /srv/web}
+`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := agentSpendCaps(cfg)
+	if len(got) != 2 || got["ops"].Key != "agents.ops.spend" || got["ops"].Global.Tokens != 5000 ||
+		got["default"].Key != "agent.spend" || got["default"].PerUser.USD != 2 {
+		t.Fatalf("agentSpendCaps = %+v", got)
+	}
+}

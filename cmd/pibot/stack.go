@@ -190,6 +190,7 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		st.spendFile = spendFile
 		st.spend = spend.NewLimiter(spendFile, spendCaps(cfg), nil)
 	}
+	st.spend.SetAgentCaps(agentSpendCaps(cfg))
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
 		return err
