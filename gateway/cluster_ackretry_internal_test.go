@@ -81,6 +81,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // given up when its session's lease ends (its next holder takes the item
 // over) and when the process stops; at most ackRetryLimit wait.
 func TestAckRetries(t *testing.T) {
+	t.Parallel()
 	ref := inboxRef{key: "k", id: "1-1"}
 	tests := []struct {
 		name string

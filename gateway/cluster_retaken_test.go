@@ -105,6 +105,7 @@ func (g *noticeGate) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (c
 // the real binaries, where Telegram's 429s slowed the notices). Now what
 // was handed before the Leave is dropped; every message is recorded once.
 func TestClusterRetakenSessionRunsEachMessageOnce(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// flush: FLUSHALL on a private server; else the lease key is

@@ -91,6 +91,7 @@ func TestFollowupRunsAfterTheRun(t *testing.T) {
 }
 
 func TestCollectMergesMessages(t *testing.T) {
+	t.Parallel()
 	// The debounce must outlast the gap between two sends, and each send
 	// waits for the inbox's fsync: the harness's 100 ms was outlasted on a
 	// loaded machine, and "part one" ran alone.

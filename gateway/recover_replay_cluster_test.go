@@ -48,6 +48,7 @@ func (m *stallOnce) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Ev
 // run: the first answer, which never reached the chat whole, comes first
 // in the resumed reply. (The old code resumed the run for "second" only.)
 func TestClusterTakeoverDeliversAnAnswerFollowedByAMessage(t *testing.T) {
+	t.Parallel()
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	slow := strings.Repeat("word ", 40) + "first answer"
 	model := &stallOnce{stampModel: newStampModel(faux.Turn{Reply: func(req llm.Request) faux.Turn {

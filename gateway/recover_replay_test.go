@@ -64,6 +64,7 @@ func onDisk(h *harness, subs ...string) bool {
 // message at the branch's tail and only resumed the run: the first
 // answer was never sent.)
 func TestAnswerFollowedByAMessageIsDeliveredAfterACrash(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, mode, first string
 	}{
@@ -124,6 +125,7 @@ func TestAnswerFollowedByAMessageIsDeliveredAfterACrash(t *testing.T) {
 // sends both answers, without asking the model again. (The old code
 // delivered only the answer at the branch's tail.)
 func TestAnswersOfOneRunDeliveredTogetherAfterACrash(t *testing.T) {
+	t.Parallel()
 	var hang atomic.Bool
 	h := newHarness(t, []faux.Turn{followModel(&hang)})
 	h.send("the first question")

@@ -256,6 +256,7 @@ func (p *polling) Run(ctx context.Context, sink chat.Sink) error {
 // started again while the other replica holds the lease, and starts again
 // (messages flow) once the lease is granted back.
 func TestSingletonAdapterRunsOnlyUnderItsLease(t *testing.T) {
+	t.Parallel()
 	locker := &revocable{}
 	var p *polling
 	h := newHarness(t, []faux.Turn{faux.Text("answer one"), faux.Text("answer two")}, withLocker(locker),

@@ -19,6 +19,7 @@ import (
 // another chat, made right after, waits out that window too, and no call
 // reaches the fake before its retry_after expired.
 func TestTelegram429PausesEveryReplica(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := realRedis(t)
 	const token = "123456789:AAtest-token-of-the-pause"
 	srv := telegramtest.New(token)

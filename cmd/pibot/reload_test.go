@@ -21,6 +21,7 @@ import (
 // and they are let in. A changed key that needs a restart is named in the
 // log, and not applied.
 func TestServeReloadsOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	srv := slacktest.New()
 	defer srv.Close()
 	// An OTLP collector: the traces of the messages are sent to it.

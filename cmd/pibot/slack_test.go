@@ -73,6 +73,7 @@ func TestSlackManifest(t *testing.T) {
 // `pibot serve` with adapters.slack runs the agent for a DM, in socket
 // mode and in http mode (POST /slack/events on http.listen).
 func TestServeSlack(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"socket", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := slacktest.New()
