@@ -47,14 +47,17 @@
 //     durable).
 //   - run*.go: one agent run. run.go, run_events.go, run_record.go,
 //     run_maintain.go (compaction), run_msgs.go (the chat messages a run
-//     answers), run_files.go (received files), run_stack.go.
+//     answers), run_files.go (received files), run_stack.go,
+//     run_journal.go (the reply journal a run writes: its pibot.reply and
+//     pibot.delivery entries).
 //   - approval*.go: tool approvals: the policy, decisions, MCP tools, the
 //     approval of a run that no longer exists (approval_recover.go),
 //     live policy reloads (approval_reload.go).
 //   - health.go: storage health (degraded after a failed write).
 //   - recover*.go: what a restart left unfinished. recover.go (replay of
 //     the inbox), recover_replay.go (what a replayed message finds),
-//     recover_replies.go (the reply journal and cut-off replies).
+//     recover_replies.go (replies the journal shows cut off, marked
+//     interrupted).
 //   - cluster_*.go: cluster mode. cluster_shared.go (ClusterConfig, the
 //     pump), cluster_pumptake.go, cluster_admit.go (one-round-trip
 //     admission), cluster_ackretry.go, cluster_resync.go,

@@ -33,7 +33,7 @@ type run struct {
 
 	// msgs are the chat messages the run answers (run_msgs.go).
 	msgs runMessages
-	// journal records the chat messages of the reply (recover_replies.go).
+	// journal records the chat messages of the reply (run_journal.go).
 	journal replyJournal
 	// resumes names the chat messages of a reply posted before a crash
 	// that this run finishes instead of posting a new one (redeliver).
@@ -111,7 +111,7 @@ func (r *run) execute(ps []*pending) {
 		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters,
 		Continue: r.resumes,
 		// Each message of the reply is journaled as soon as the platform
-		// posted it, before the next platform call (recover_replies.go).
+		// posted it, before the next platform call (run_journal.go).
 		OnPost: func() {
 			crashpoint.Hit(crashpoint.PostedPart)
 			r.journal.update(ctl, replySite{r})
