@@ -143,8 +143,8 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionrun", "gateway/schedule", "gateway/binding", prometheus},
-		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills", "internal/worktree",
+			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionrun", "internal/worktree", "gateway/schedule", "gateway/binding", prometheus},
+		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills",
 			"cluster/rediscluster", "cluster/rediscluster/redistest"}, // the cluster mode benchmarks
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
 		why:   "the gateway joins chat, agent, sessions and cluster through interfaces: it never names a platform SDK, a provider or a tool"},

@@ -1,0 +1,387 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/worktree"
+	"github.com/pibot/pibot/session"
+)
+
+// Worktrees makes and keeps the git worktrees of one agent's
+// conversations (agents.NAME.worktree: per_thread); *worktree.Manager is
+// one.
+type Worktrees interface {
+	Create(ctx context.Context, name, from string) (worktree.Tree, error)
+	Open(ctx context.Context, t worktree.Tree) (recreated bool, err error)
+	State(ctx context.Context, t worktree.Tree) (head string, dirty bool, err error)
+	Diff(ctx context.Context, t worktree.Tree, maxPatch int) (worktree.Diff, error)
+	Prune(ctx context.Context, idle time.Duration, now time.Time) ([]string, error)
+}
+
+// customWorktree is the custom entry that records a branch's worktree:
+// where it was made (path, branch, base commit), and after a run that
+// changed its state, the commit it was at.
+const customWorktree = "pibot.worktree"
+
+// worktreeRecord is a customWorktree entry's data.
+type worktreeRecord struct {
+	worktree.Tree
+	// Head is the commit the worktree was at when the entry was written
+	// (its base when made); Dirty: it had changes not committed then.
+	Head  string `json:"head"`
+	Dirty bool   `json:"dirty,omitempty"`
+	// From is the branch a fork's worktree started from.
+	From string `json:"from,omitempty"`
+	// id is the entry's id; loc its location.
+	id, loc string
+}
+
+// writingTools are the tools that change files in the workspace: an
+// agent without any of them gets no worktree.
+var writingTools = []string{"write", "edit", "bash"}
+
+// writes reports whether tools has a tool that writes files.
+func writes(tools []agent.Tool) bool {
+	for _, t := range tools {
+		if slices.Contains(writingTools, t.Spec().Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// worktreeOf returns the worktree of loc's branch (the last worktree entry
+// on it), and whether the branch owns it: the entry is the location's own
+// and no other branch of the location went on from it first. From the
+// entry to the head the branch must take, at every entry, the first child
+// of the location there, and the head must have none: a fork (the head
+// moved back to an entry the location already went on from) or another
+// thread starts a worktree of its own from it instead.
+func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) {
+	tree := o.sess.Tree()
+	branch, err := tree.Branch(o.head(loc))
+	if err != nil {
+		return rec, false, false
+	}
+	at := -1
+	for i := len(branch) - 1; i >= 0 && at < 0; i-- {
+		if r, ok := readWorktree(branch[i]); ok {
+			rec, found, at = r, true, i
+		}
+	}
+	if !found || rec.loc != loc.key {
+		return rec, found, false
+	}
+	for i := at; i < len(branch); i++ {
+		first := ""
+		for _, c := range tree.Children(branch[i].ID) {
+			// An entry without a location (a lease's) belongs to its
+			// parent's, as session.Tree.Heads has it.
+			if c.Pibot == nil || c.Pibot.Loc == "" || c.Pibot.Loc == loc.key {
+				first = c.ID
+				break
+			}
+		}
+		next := ""
+		if i+1 < len(branch) {
+			next = branch[i+1].ID
+		}
+		if first != next {
+			return rec, true, false
+		}
+	}
+	return rec, true, true
+}
+
+func readWorktree(e session.Entry) (worktreeRecord, bool) {
+	if e.Type != session.TypeCustom || e.CustomType != customWorktree {
+		return worktreeRecord{}, false
+	}
+	var r worktreeRecord
+	if json.Unmarshal(e.Data, &r) != nil || r.Path == "" || r.Branch == "" {
+		return worktreeRecord{}, false
+	}
+	r.id = e.ID
+	if e.Pibot != nil {
+		r.loc = e.Pibot.Loc
+	}
+	return r, true
+}
+
+// openWorktree gives the run the worktree of its branch when its agent
+// works in worktrees and has tools that write: the branch's own, made
+// again from its branch if it was pruned, or a new one, started from the
+// parent branch's state at the fork (or from the repository's HEAD for a
+// branch without a parent worktree). It returns a notice for the chat when
+// the new worktree is a fork's.
+func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
+	o, loc := r.o, r.loc
+	a := o.agentConfig()
+	if a.Worktrees == nil || !writes(a.Tools(ToolRun{})) {
+		return "", nil
+	}
+	rec, found, own := o.worktreeOf(loc)
+	if own {
+		if _, err := a.Worktrees.Open(ctx, rec.Tree); err != nil {
+			return "", err
+		}
+		r.setWorktree(rec)
+		return "", nil
+	}
+	name := worktree.Name(string(loc.conv.Platform), loc.conv.Channel, loc.conv.Thread)
+	var t worktree.Tree
+	if found {
+		t, err = a.Worktrees.Create(ctx, name, rec.Head)
+		switch {
+		case err == nil && rec.Dirty:
+			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`), started from `%s` at %s, where the conversation forked; the changes not committed there then are not in it.",
+				t.Branch, rec.Branch, short(rec.Head))
+		case err == nil:
+			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`), started from `%s` at %s, where the conversation forked.",
+				t.Branch, rec.Branch, short(rec.Head))
+		default:
+			// The commit of that point is gone (a reset, then git's gc):
+			// the parent's worktree as it is now.
+			o.log.Warn("worktree: fork point not in the repository", "commit", rec.Head, "err", err)
+			var head string
+			if _, oerr := a.Worktrees.Open(ctx, rec.Tree); oerr != nil {
+				return "", errors.Join(err, oerr)
+			}
+			if head, _, err = a.Worktrees.State(ctx, rec.Tree); err != nil {
+				return "", err
+			}
+			if t, err = a.Worktrees.Create(ctx, name, head); err != nil {
+				return "", err
+			}
+			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`). Git no longer has `%s` as it was where the conversation forked, so it started from that branch's worktree as it is now (%s).",
+				t.Branch, rec.Branch, short(head))
+		}
+	} else {
+		t, err = a.Worktrees.Create(ctx, name, "")
+	}
+	if err != nil {
+		return "", err
+	}
+	made := worktreeRecord{Tree: t, Head: t.Base}
+	if found {
+		made.From = rec.Branch
+	}
+	if err := r.recordWorktree(made); err != nil {
+		return "", err
+	}
+	return notice, nil
+}
+
+// recordWorktree appends rec as the location's worktree entry, durably.
+func (r *run) recordWorktree(rec worktreeRecord) error {
+	data, _ := json.Marshal(rec)
+	e, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customWorktree, Data: data}, session.SyncAlways)
+	if err != nil {
+		return err
+	}
+	rec.id, rec.loc = e.ID, r.loc.key
+	r.setWorktree(rec)
+	return nil
+}
+
+// closeWorktree records the state of the run's worktree after the run
+// when it changed (a commit, changes made or committed), so a fork from
+// here starts where this branch was.
+func (r *run) closeWorktree(ctx context.Context) {
+	rec, ok := r.worktree()
+	if !ok || r.frozen.Load() || r.silent.Load() {
+		return
+	}
+	head, dirty, err := r.o.agentConfig().Worktrees.State(ctx, rec.Tree)
+	if err != nil {
+		r.o.log.Warn("worktree: state", "loc", r.loc.key, "err", err)
+		return
+	}
+	if head == rec.Head && dirty == rec.Dirty {
+		return
+	}
+	rec.Head, rec.Dirty = head, dirty
+	if err := r.recordWorktree(rec); err != nil {
+		r.o.log.Warn("worktree: record", "loc", r.loc.key, "err", err)
+	}
+}
+
+func (r *run) setWorktree(rec worktreeRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wt = &rec
+}
+
+// worktree is the run's worktree, if it has one.
+func (r *run) worktree() (worktreeRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.wt == nil {
+		return worktreeRecord{}, false
+	}
+	return *r.wt, true
+}
+
+// dir is where the run's tools work: its worktree, or "" for the agent's
+// workspace.
+func (r *run) dir() string {
+	if rec, ok := r.worktree(); ok {
+		return rec.Path
+	}
+	return ""
+}
+
+// short is a commit's abbreviation.
+func short(commit string) string {
+	if len(commit) > 10 {
+		return "`" + commit[:10] + "`"
+	}
+	return "`" + commit + "`"
+}
+
+// shownPath is a worktree's path as the chat is shown it: relative to the
+// agent's workspace (no server paths in chat).
+func shownPath(a *Agent, p string) string {
+	if rel, err := filepath.Rel(a.Workspace, p); err == nil {
+		return rel
+	}
+	return filepath.Base(p)
+}
+
+// maxDiffPatch bounds the patch /diff shows, in bytes.
+const maxDiffPatch = 3000
+
+// cmdWorktree is /worktree: the path and branch of this branch's worktree.
+func cmdWorktree(ctx context.Context, c *invocation) {
+	a := c.o.agentConfig()
+	if a.Worktrees == nil {
+		c.tell(ctx, "This conversation's agent (`%s`) works in its workspace, not in worktrees (`agents.NAME.worktree: per_thread`).", c.o.agentRec().Name)
+		return
+	}
+	rec, found, own := c.o.worktreeOf(c.loc)
+	if !own {
+		c.tell(ctx, "%s", noWorktreeYet(rec, found))
+		return
+	}
+	c.tell(ctx, "**Worktree** `%s`\n- branch: `%s`\n- started from %s%s", shownPath(a, rec.Path), rec.Branch, short(rec.Base), forkedFrom(rec))
+}
+
+// cmdDiff is /diff: what this branch changed in its worktree against
+// where it started, commits and changes not committed alike.
+func cmdDiff(ctx context.Context, c *invocation) {
+	a := c.o.agentConfig()
+	if a.Worktrees == nil {
+		c.tell(ctx, "This conversation's agent (`%s`) works in its workspace, not in worktrees, so there is no diff of this thread.", c.o.agentRec().Name)
+		return
+	}
+	rec, found, own := c.o.worktreeOf(c.loc)
+	if !own {
+		c.tell(ctx, "%s", noWorktreeYet(rec, found))
+		return
+	}
+	if _, err := a.Worktrees.Open(ctx, rec.Tree); err != nil {
+		c.failed(ctx, "opening the worktree", err)
+		return
+	}
+	d, err := a.Worktrees.Diff(ctx, rec.Tree, maxDiffPatch)
+	if err != nil {
+		c.failed(ctx, "reading the worktree's changes", err)
+		return
+	}
+	if d.Files == 0 {
+		c.tell(ctx, "No changes on `%s` since %s.", rec.Branch, short(rec.Base))
+		return
+	}
+	more := ""
+	if d.Truncated {
+		more = fmt.Sprintf("\n(cut: %d of %d lines shown)", lineCount(d.Patch), d.Lines)
+	}
+	sf, pf := fence(d.Stat), fence(d.Patch)
+	c.tell(ctx, "**Diff** of `%s` against %s: %s changed\n%s\n%s\n%s\n%sdiff\n%s\n%s%s", rec.Branch, short(rec.Base), plural(d.Files, "file"),
+		sf, d.Stat, sf, pf, d.Patch, pf, more)
+}
+
+// noWorktreeYet says why a branch has no worktree of its own.
+func noWorktreeYet(rec worktreeRecord, found bool) string {
+	if found {
+		return fmt.Sprintf("This branch has no worktree of its own yet: its next run makes one, started from `%s` at %s.", rec.Branch, short(rec.Head))
+	}
+	return "This branch has no worktree yet: its next run makes one."
+}
+
+func forkedFrom(rec worktreeRecord) string {
+	if rec.From == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (forked from `%s`)", rec.From)
+}
+
+func lineCount(s string) int {
+	if s == "" {
+		return 0
+	}
+	return strings.Count(s, "\n") + 1
+}
+
+// worktreeStatus is /status's line about the branch's worktree.
+func worktreeStatus(o *owner, loc *location) string {
+	if o.agentConfig().Worktrees == nil {
+		return ""
+	}
+	rec, _, own := o.worktreeOf(loc)
+	if !own {
+		return "\n- worktree: none yet (the next run makes one)"
+	}
+	return fmt.Sprintf("\n- worktree: `%s` on branch `%s`", shownPath(o.agentConfig(), rec.Path), rec.Branch)
+}
+
+// worktreePruneEvery is how often idle worktrees are looked for.
+const worktreePruneEvery = time.Hour
+
+// pruneWorktrees removes, every interval, the worktrees of every agent
+// that were idle and clean for longer than its WorktreePruneAfter, until
+// ctx ends.
+func (g *Gateway) pruneWorktrees(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		for _, name := range g.agents.names() {
+			a := g.agents[name]
+			if a.Worktrees == nil || a.WorktreePruneAfter <= 0 {
+				continue
+			}
+			gone, err := a.Worktrees.Prune(ctx, a.WorktreePruneAfter, time.Now())
+			if err != nil && ctx.Err() == nil {
+				g.log.Warn("worktree: prune", "agent", name, "err", err)
+			}
+			if len(gone) > 0 {
+				g.log.Info("idle worktrees removed (their branches stay)", "agent", name, "count", len(gone))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sendNotice posts text to the run's conversation (a fork's worktree).
+func (r *run) sendNotice(ctx context.Context, text string) {
+	ad := r.o.adapters[r.loc.conv.Platform]
+	if ad == nil || text == "" || r.silent.Load() {
+		return
+	}
+	if _, err := ad.Send(ctx, r.loc.conv, chat.Out{Markdown: text}); err != nil {
+		r.o.log.Warn("send", "err", err)
+	}
+}

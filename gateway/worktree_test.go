@@ -1,0 +1,241 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/gateway"
+	"github.com/pibot/pibot/internal/worktree"
+	"github.com/pibot/pibot/llm"
+	"github.com/pibot/pibot/providers/faux"
+)
+
+// gitIn runs git in dir for the test's setup and checks.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gitRepo makes a repository whose one commit has shared.txt.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(dir, "shared.txt"), []byte("base\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, dir, "add", "shared.txt")
+	gitIn(t, dir, "commit", "-q", "-m", "base")
+	return dir
+}
+
+// barrier holds the first two calls until both are in flight.
+type barrier struct {
+	calls atomic.Int32
+	both  sync.WaitGroup
+}
+
+func newBarrier() *barrier {
+	b := &barrier{}
+	b.both.Add(2)
+	return b
+}
+
+func (b *barrier) pass() {
+	if b != nil && b.calls.Add(1) <= 2 {
+		b.both.Done()
+		b.both.Wait()
+	}
+}
+
+// dirWrite is a write tool that writes where its run works (ToolRun.Dir,
+// else the workspace), as the real tools do; the barrier (nil: none)
+// holds the first calls until two runs are in them together.
+type dirWrite struct {
+	dir     string
+	barrier *barrier
+}
+
+func (w dirWrite) Spec() llm.ToolSpec {
+	return llm.ToolSpec{Name: "write", Description: "write a file", Parameters: json.RawMessage(`{"type":"object"}`)}
+}
+
+func (w dirWrite) Execute(ctx context.Context, _ string, raw json.RawMessage, _ func(llm.ToolOutput)) (llm.ToolOutput, error) {
+	var a struct{ Path, Content string }
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	w.barrier.pass()
+	if err := os.WriteFile(filepath.Join(w.dir, a.Path), []byte(a.Content), 0o644); err != nil {
+		return llm.ToolOutput{}, err
+	}
+	return llm.ToolOutput{Content: []llm.Content{llm.TextBlock("wrote " + a.Path)}}, nil
+}
+
+// editor is the scripted model: "edit TEXT" writes shared.txt with TEXT,
+// the tool's result is answered "done TEXT", anything else "ok".
+func editor(req llm.Request) faux.Turn {
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == llm.RoleToolResult {
+		for i := len(req.Messages) - 1; i >= 0; i-- {
+			if m := req.Messages[i]; m.Role == llm.RoleUser {
+				return faux.Text("done " + strings.TrimPrefix(m.Text(), "edit "))
+			}
+		}
+	}
+	if text, ok := strings.CutPrefix(last.Text(), "edit "); ok {
+		args, _ := json.Marshal(map[string]string{"path": "shared.txt", "content": text + "\n"})
+		return faux.ToolCalls(faux.Call(fmt.Sprintf("c-%d", len(req.Messages)), "write", string(args)))
+	}
+	return faux.Text("ok")
+}
+
+// settled waits until the runs have ended (their messages left the
+// inbox).
+func settled(h *harness) {
+	h.t.Helper()
+	h.waitFor("the runs' end", func() bool { return h.inbox.Len() == 0 })
+}
+
+// worktreeHarness runs the default agent with worktree: per_thread over a
+// repository; barrier, when set, holds each write until both are in
+// flight.
+func worktreeHarness(t *testing.T, barrier *barrier) (*harness, string, *worktree.Manager) {
+	repo := gitRepo(t)
+	m, err := worktree.New(t.Context(), repo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := make([]faux.Turn, 40)
+	for i := range script {
+		script[i] = faux.Turn{Reply: editor}
+	}
+	h := newHarness(t, script, withConfig(func(c *gateway.Config) {
+		c.Workspace = repo
+		c.Worktrees = m
+		c.Tools = func(r gateway.ToolRun) []agent.Tool {
+			dir := r.Dir
+			if dir == "" {
+				dir = repo
+			}
+			return []agent.Tool{dirWrite{dir: dir, barrier: barrier}}
+		}
+	}))
+	return h, repo, m
+}
+
+// Two threads of one channel edit the same file of one repository at the
+// same time: each change is on its own branch, /diff shows each thread its
+// own, and a restart in between changes none of it.
+func TestWorktreePerThread(t *testing.T) {
+	h, repo, _ := worktreeHarness(t, newBarrier())
+	one := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "t1"}
+	two := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "t2"}
+	h.send("edit from one", inConv(one), mentioned())
+	h.send("edit from two", inConv(two), mentioned())
+	h.waitText(one, "done from one")
+	h.waitText(two, "done from two")
+	settled(h)
+
+	h.restart()
+	diffOne := h.answer(one, "owner", "/diff")
+	diffTwo := h.answer(two, "owner", "/diff")
+	if !strings.Contains(diffOne, "+from one") || strings.Contains(diffOne, "from two") || !strings.Contains(diffOne, "-base") {
+		t.Fatalf("/diff in thread one:\n%s", diffOne)
+	}
+	if !strings.Contains(diffTwo, "+from two") || strings.Contains(diffTwo, "from one") {
+		t.Fatalf("/diff in thread two:\n%s", diffTwo)
+	}
+	wtOne, wtTwo := h.answer(one, "bob", "/worktree"), h.answer(two, "bob", "/worktree")
+	if !strings.Contains(wtOne, "`pibot/test-group-t1`") || !strings.Contains(wtTwo, "`pibot/test-group-t2`") ||
+		!strings.Contains(wtOne, ".pibot-worktrees/test-group-t1") || strings.Contains(wtOne, repo) {
+		t.Fatalf("/worktree: %q / %q", wtOne, wtTwo)
+	}
+	if st := h.answer(one, "owner", "/status"); !strings.Contains(st, "worktree: `.pibot-worktrees/test-group-t1` on branch `pibot/test-group-t1`") {
+		t.Fatalf("/status: %q", st)
+	}
+	// Each file on disk is its thread's; the main checkout is untouched.
+	for conv, want := range map[string]string{"test-group-t1": "from one\n", "test-group-t2": "from two\n", "": "base\n"} {
+		p := filepath.Join(repo, worktree.Dir, conv, "shared.txt")
+		if conv == "" {
+			p = filepath.Join(repo, "shared.txt")
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s = %q (%v), want %q", p, b, err, want)
+		}
+	}
+	if st := gitIn(t, repo, "status", "--porcelain"); st != "" {
+		t.Errorf("the main checkout changed: %q", st)
+	}
+	// After the restart thread one works on in its own worktree: no new
+	// branch.
+	h.send("edit again", inConv(one), mentioned())
+	h.waitText(one, "done again")
+	settled(h)
+	if got := gitIn(t, repo, "branch", "--list", "pibot/*", "--format=%(refname:short)"); got != "pibot/test-group-t1\npibot/test-group-t2" {
+		t.Fatalf("branches: %q", got)
+	}
+	if d := h.answer(one, "owner", "/diff"); !strings.Contains(d, "+again") || strings.Contains(d, "from two") {
+		t.Fatalf("/diff after the second edit:\n%s", d)
+	}
+}
+
+// A fork starts a worktree of its own from the state the branch had at
+// that point (the commit recorded there), and says so; the parent's
+// worktree keeps its changes.
+func TestWorktreeFork(t *testing.T) {
+	h, repo, _ := worktreeHarness(t, nil)
+	conv := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "f"}
+	h.send("edit one", inConv(conv), mentioned())
+	h.waitText(conv, "done one")
+	settled(h)
+	parent := filepath.Join(repo, worktree.Dir, "test-group-f")
+	// The change is committed (as the agent's git would), and the next
+	// runs change the file without committing.
+	gitIn(t, parent, "commit", "-q", "-am", "one")
+	one := gitIn(t, parent, "rev-parse", "HEAD")
+	h.send("edit two", inConv(conv), mentioned())
+	h.waitText(conv, "done two")
+	settled(h)
+	third := h.send("edit three", inConv(conv), mentioned())
+	h.waitText(conv, "done three")
+	settled(h)
+	h.send("/fork", inConv(conv), replyTo(third.Msg))
+	h.waitText(conv, "Forked")
+	h.send("edit four", inConv(conv), mentioned())
+	h.waitText(conv, "worktree of its own", "`pibot/test-group-f-2`", "from `pibot/test-group-f` at `"+one[:10]+"`", "not committed there")
+	h.waitText(conv, "done four")
+	settled(h)
+	fork := filepath.Join(repo, worktree.Dir, "test-group-f-2")
+	if b, err := os.ReadFile(filepath.Join(fork, "shared.txt")); err != nil || string(b) != "four\n" {
+		t.Fatalf("fork's file %q %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(parent, "shared.txt")); err != nil || string(b) != "three\n" {
+		t.Fatalf("parent's file %q %v", b, err)
+	}
+	if d := h.answer(conv, "owner", "/diff"); !strings.Contains(d, "-one") || !strings.Contains(d, "+four") || strings.Contains(d, "three") {
+		t.Fatalf("/diff of the fork:\n%s", d)
+	}
+	if w := h.answer(conv, "owner", "/worktree"); !strings.Contains(w, "forked from `pibot/test-group-f`") {
+		t.Fatalf("/worktree of the fork: %q", w)
+	}
+}
