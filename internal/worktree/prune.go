@@ -42,11 +42,11 @@ func (m *Manager) Prune(ctx context.Context, idle time.Duration, now time.Time) 
 }
 
 // pruneOne removes the worktree at path if it is idle and clean, under
-// its lock.
+// the repository's lock.
 func (m *Manager) pruneOne(ctx context.Context, path string, idle time.Duration, now time.Time) (bool, error) {
-	unlock, err := lockFile(m.side(path, ""))
+	unlock, err := m.lock()
 	if err != nil {
-		return false, fmt.Errorf("worktree: prune: %w", err)
+		return false, err
 	}
 	defer unlock()
 	st, err := os.Stat(m.usedFile(path))

@@ -113,6 +113,13 @@ func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
 	if err != nil {
 		return Tree{}, fmt.Errorf("worktree: create: no commit to start from (%s): %w", from, err)
 	}
+	// One change to the repository's worktrees at a time, across
+	// processes: the name is free until the branch is made.
+	unlock, err := m.lock()
+	if err != nil {
+		return Tree{}, err
+	}
+	defer unlock()
 	for i := 1; i <= 100; i++ {
 		branch := name
 		if i > 1 {
@@ -125,20 +132,15 @@ func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
 			continue // taken: branches are never reused
 		}
 		t := Tree{Path: filepath.Join(m.root, leaf(branch)), Branch: branch, Base: base}
-		made, err := m.locked(t, func() (bool, error) {
-			if _, err := os.Lstat(t.Path); err == nil {
-				return false, nil // a directory of something else: next name
-			}
-			_, err := m.run(ctx, nil, "-C", m.repo, "worktree", "add", "-b", t.Branch, t.Path, base)
-			return err == nil, err
-		})
-		if err != nil {
+		if _, err := os.Lstat(t.Path); err == nil {
+			continue // a directory of something else: next name
+		}
+		if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "add", "-b", t.Branch, t.Path, base); err != nil {
 			return Tree{}, fmt.Errorf("worktree: create: %w", err)
 		}
-		if made {
-			m.log.Info("worktree made", "path", t.Path, "branch", t.Branch, "base", base)
-			return t, nil
-		}
+		_ = touch(m.usedFile(t.Path))
+		m.log.Info("worktree made", "path", t.Path, "branch", t.Branch, "base", base)
+		return t, nil
 	}
 	return Tree{}, fmt.Errorf("worktree: create: no free branch name for %s", name)
 }
@@ -231,12 +233,21 @@ func (m *Manager) prepare() error {
 	return nil
 }
 
-// locked runs fn under the lock of t's worktree (a lock file beside it),
-// then marks the worktree used.
-func (m *Manager) locked(t Tree, fn func() (bool, error)) (bool, error) {
-	unlock, err := lockFile(m.side(t.Path, ""))
+// lock takes the lock of the repository's worktrees (a file in Root),
+// which every change to them holds, in every process.
+func (m *Manager) lock() (func(), error) {
+	unlock, err := atomicfile.Lock(filepath.Join(m.root, ".repo"))
 	if err != nil {
-		return false, fmt.Errorf("worktree: %w", err)
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	return unlock, nil
+}
+
+// locked runs fn under lock, then marks t's worktree used.
+func (m *Manager) locked(t Tree, fn func() (bool, error)) (bool, error) {
+	unlock, err := m.lock()
+	if err != nil {
+		return false, err
 	}
 	defer unlock()
 	ok, err := fn()
@@ -254,9 +265,6 @@ func (m *Manager) side(path, suffix string) string {
 
 // usedFile's modification time is when the worktree was last used.
 func (m *Manager) usedFile(path string) string { return m.side(path, ".used") }
-
-// lockFile takes the lock of path (atomicfile.Lock: path+".lock").
-func lockFile(path string) (func(), error) { return atomicfile.Lock(path) }
 
 func touch(path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)

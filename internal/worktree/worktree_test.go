@@ -289,3 +289,30 @@ func TestNoHooksAndNoRedirect(t *testing.T) {
 		t.Fatalf("diff did not read the real repository:\n%s", d.Patch)
 	}
 }
+
+// Worktrees made at the same time for the same name get branches of
+// their own, none fails.
+func TestCreateConcurrent(t *testing.T) {
+	dir := repo(t)
+	m := manager(t, dir)
+	const n = 4
+	got := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			tr, err := m.Create(t.Context(), "pibot/same", "")
+			errs <- err
+			got <- tr.Branch
+		}()
+	}
+	seen := map[string]bool{}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		seen[<-got] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("branches %v", seen)
+	}
+}
