@@ -136,7 +136,7 @@ func (r *run) execute(ps []*pending) {
 	err := r.setUp(ctx, ps, prompts, ctl, span)
 	if err == nil && wtErr != nil {
 		o.log.Error("worktree", "loc", loc.key, "err", wtErr)
-		err = errors.New("⚠️ This thread's git worktree could not be made or opened, so nothing was run (the details are in pibot's log).")
+		err = errors.New("⚠️ This thread's git worktree could not be made or opened, so nothing was run (the details are in pibot's log)")
 	}
 	if err != nil {
 		// Keep the user's message, and say what is missing.

@@ -239,3 +239,37 @@ func TestWorktreeFork(t *testing.T) {
 		t.Fatalf("/worktree of the fork: %q", w)
 	}
 }
+
+// failingWorktrees makes no worktree.
+type failingWorktrees struct{ gateway.Worktrees }
+
+func (failingWorktrees) Create(context.Context, string, string) (worktree.Tree, error) {
+	return worktree.Tree{}, fmt.Errorf("disk full")
+}
+
+// A thread whose worktree cannot be made runs nothing, and never in the
+// shared workspace instead.
+func TestWorktreeFailureRunsNothing(t *testing.T) {
+	repo := gitRepo(t)
+	h := newHarness(t, []faux.Turn{{Reply: editor}, {Reply: editor}}, withConfig(func(c *gateway.Config) {
+		c.Workspace = repo
+		c.Worktrees = failingWorktrees{}
+		c.Tools = func(r gateway.ToolRun) []agent.Tool {
+			dir := r.Dir
+			if dir == "" {
+				dir = repo
+			}
+			return []agent.Tool{dirWrite{dir: dir}}
+		}
+	}))
+	conv := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "x"}
+	h.send("edit lost", inConv(conv), mentioned())
+	h.waitText(conv, "worktree could not be made")
+	settled(h)
+	if n := h.model.Calls(); n != 0 {
+		t.Fatalf("the model was called %d times", n)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "shared.txt")); string(b) != "base\n" {
+		t.Fatalf("the shared workspace was written: %q", b)
+	}
+}
