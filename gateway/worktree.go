@@ -68,22 +68,22 @@ func writes(tools []agent.Tool) bool {
 // thread starts a worktree of its own from it instead.
 func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) {
 	tree := o.sess.Tree()
-	branch, err := tree.Branch(o.head(loc))
-	if err != nil {
-		return rec, false, false
-	}
-	at := -1
-	for i := len(branch) - 1; i >= 0 && at < 0; i-- {
-		if r, ok := readWorktree(branch[i]); ok {
-			rec, found, at = r, true, i
+	// From the head back to the entry, without decoding a message.
+	var path []string
+	for e := range tree.BranchBack(o.head(loc)) {
+		path = append(path, e.ID)
+		if r, ok := readWorktree(e); ok {
+			rec, found = r, true
+			break
 		}
 	}
 	if !found || rec.loc != loc.key {
 		return rec, found, false
 	}
-	for i := at; i < len(branch); i++ {
+	slices.Reverse(path)
+	for i, id := range path {
 		first := ""
-		for _, c := range tree.Children(branch[i].ID) {
+		for _, c := range tree.Children(id) {
 			// An entry without a location (a lease's) belongs to its
 			// parent's, as session.Tree.Heads has it.
 			if c.Pibot == nil || c.Pibot.Loc == "" || c.Pibot.Loc == loc.key {
@@ -92,8 +92,8 @@ func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) 
 			}
 		}
 		next := ""
-		if i+1 < len(branch) {
-			next = branch[i+1].ID
+		if i+1 < len(path) {
+			next = path[i+1]
 		}
 		if first != next {
 			return rec, true, false

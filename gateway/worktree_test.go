@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
@@ -271,5 +272,33 @@ func TestWorktreeFailureRunsNothing(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "shared.txt")); string(b) != "base\n" {
 		t.Fatalf("the shared workspace was written: %q", b)
+	}
+}
+
+// pruneRecorder records the prune calls.
+type pruneRecorder struct {
+	gateway.Worktrees
+	idle chan time.Duration
+}
+
+func (p pruneRecorder) Prune(_ context.Context, idle time.Duration, _ time.Time) ([]string, error) {
+	p.idle <- idle
+	return nil, nil
+}
+
+// The gateway prunes each agent's idle worktrees after its prune time
+// from its start on.
+func TestWorktreePrunedAtStart(t *testing.T) {
+	rec := pruneRecorder{idle: make(chan time.Duration, 4)}
+	newHarness(t, nil, withConfig(func(c *gateway.Config) {
+		c.Worktrees, c.WorktreePruneAfter = rec, 5*time.Hour
+	}))
+	select {
+	case idle := <-rec.idle:
+		if idle != 5*time.Hour {
+			t.Fatalf("pruned after %s, want 5h", idle)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no prune")
 	}
 }
