@@ -31,7 +31,7 @@ type Agent struct {
 	// Approvals, paths and confinement: see the Config fields of the
 	// same names.
 	DMApprovals, GroupApprovals map[string]string
-	ToolPaths                   func(tool string, args json.RawMessage) ([]ToolPath, error)
+	ToolPaths                   func(dir, tool string, args json.RawMessage) ([]ToolPath, error)
 	WorkspaceOnly               bool
 	NonOwnersWorkspaceOnly      bool
 	// QueueMode is the default queue mode of its locations.

@@ -39,6 +39,7 @@ func (s runSite) status(text string) {
 	s.r.ctl.Status(text)
 }
 func (s runSite) frozen() bool { return s.r.frozen.Load() }
+func (s runSite) dir() string  { return s.r.dir() }
 func (s runSite) cut(ctx context.Context) error {
 	return s.r.ctl.Cut(ctx)
 }

@@ -93,8 +93,10 @@ type Config struct {
 	// ToolPaths says which paths a tool call would touch (nil: none
 	// known). In groups a call that would touch a path outside the
 	// workspace asks for approval even when its tool's policy is allow;
-	// approval messages show the paths.
-	ToolPaths func(tool string, args json.RawMessage) ([]ToolPath, error)
+	// approval messages show the paths. dir is where the run's tools
+	// work (ToolRun.Dir: its worktree; "" the workspace), against which
+	// relative paths resolve and "inside" is judged.
+	ToolPaths func(dir, tool string, args json.RawMessage) ([]ToolPath, error)
 	// WorkspaceOnly: the tools themselves refuse paths outside the
 	// workspace, so such calls are not asked about.
 	WorkspaceOnly bool

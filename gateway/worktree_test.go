@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,7 +121,7 @@ func settled(h *harness) {
 // worktreeHarness runs the default agent with worktree: per_thread over a
 // repository; barrier, when set, holds each write until both are in
 // flight.
-func worktreeHarness(t *testing.T, barrier *barrier) (*harness, string, *worktree.Manager) {
+func worktreeHarness(t *testing.T, barrier *barrier) (*harness, string, *dirsSeen) {
 	repo := gitRepo(t)
 	m, err := worktree.New(t.Context(), repo, nil)
 	if err != nil {
@@ -130,9 +131,14 @@ func worktreeHarness(t *testing.T, barrier *barrier) (*harness, string, *worktre
 	for i := range script {
 		script[i] = faux.Turn{Reply: editor}
 	}
+	seen := &dirsSeen{}
 	h := newHarness(t, script, withConfig(func(c *gateway.Config) {
 		c.Workspace = repo
 		c.Worktrees = m
+		c.ToolPaths = func(dir, _ string, _ json.RawMessage) ([]gateway.ToolPath, error) {
+			seen.add(dir)
+			return nil, nil
+		}
 		c.Tools = func(r gateway.ToolRun) []agent.Tool {
 			dir := r.Dir
 			if dir == "" {
@@ -141,14 +147,34 @@ func worktreeHarness(t *testing.T, barrier *barrier) (*harness, string, *worktre
 			return []agent.Tool{dirWrite{dir: dir, barrier: barrier}}
 		}
 	}))
-	return h, repo, m
+	return h, repo, seen
+}
+
+// dirsSeen are the directories the approvals asked ToolPaths about.
+type dirsSeen struct {
+	mu   sync.Mutex
+	dirs []string
+}
+
+func (d *dirsSeen) add(dir string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.dirs = append(d.dirs, dir)
+}
+
+func (d *dirsSeen) list() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := slices.Clone(d.dirs)
+	slices.Sort(out)
+	return out
 }
 
 // Two threads of one channel edit the same file of one repository at the
 // same time: each change is on its own branch, /diff shows each thread its
 // own, and a restart in between changes none of it.
 func TestWorktreePerThread(t *testing.T) {
-	h, repo, _ := worktreeHarness(t, newBarrier())
+	h, repo, seen := worktreeHarness(t, newBarrier())
 	one := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "t1"}
 	two := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "t2"}
 	h.send("edit from one", inConv(one), mentioned())
@@ -157,6 +183,11 @@ func TestWorktreePerThread(t *testing.T) {
 	h.waitText(two, "done from two")
 	settled(h)
 
+	// The approvals judged each call's paths in its worktree.
+	root := filepath.Join(repo, worktree.Dir)
+	if got := seen.list(); !slices.Equal(got, []string{filepath.Join(root, "test-group-t1"), filepath.Join(root, "test-group-t2")}) {
+		t.Fatalf("tool paths asked in %q", got)
+	}
 	h.restart()
 	diffOne := h.answer(one, "owner", "/diff")
 	diffTwo := h.answer(two, "owner", "/diff")

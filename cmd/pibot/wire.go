@@ -215,8 +215,15 @@ func retryConfig(cfg config.Config) agent.RetryConfig {
 
 // toolPaths tells the gateway which paths a tool call would touch, so
 // group calls that reach outside the workspace ask first.
-func (t *toolbox) toolPaths(tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
-	touches, err := t.set.Workspace().Paths(tool, args)
+func (t *toolbox) toolPaths(dir, tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
+	set := t.set
+	if dir != "" {
+		var err error
+		if set, err = t.atDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	touches, err := set.Workspace().Paths(tool, args)
 	out := make([]gateway.ToolPath, len(touches))
 	for i, p := range touches {
 		out[i] = gateway.ToolPath{Path: p.Path, Inside: p.Inside, Write: p.Write}
