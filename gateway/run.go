@@ -328,7 +328,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 	cfg := agent.Config{
 		Model:        r.model,
 		Thinking:     thinking,
-		SystemPrompt: o.agentConfig().SystemPrompt(),
+		SystemPrompt: o.agentConfig().SystemPrompt() + r.worktreePrompt(),
 		Tools:        o.agentConfig().Tools(r.toolRun()),
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,

@@ -240,6 +240,18 @@ func (r *run) dir() string {
 	return ""
 }
 
+// worktreePrompt tells the model where the run works when it has a
+// worktree: the system prompt names the workspace as the working
+// directory, and the tools work in the worktree.
+func (r *run) worktreePrompt() string {
+	rec, ok := r.worktree()
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("\n\nThis conversation works in a git worktree of its own: %s (branch %s, made from the repository at %s). It is the working directory of every tool, and relative paths resolve in it; work on files there, not in %s itself.",
+		rec.Path, rec.Branch, r.o.agentConfig().Workspace, r.o.agentConfig().Workspace)
+}
+
 // short is a commit's abbreviation.
 func short(commit string) string {
 	if len(commit) > 10 {

@@ -183,6 +183,16 @@ func TestWorktreePerThread(t *testing.T) {
 	h.waitText(two, "done from two")
 	settled(h)
 
+	// The model was told where each thread works.
+	told := 0
+	for _, req := range h.model.Requests() {
+		if strings.Contains(req.SystemPrompt, "git worktree of its own: "+filepath.Join(repo, worktree.Dir, "test-group-t")) {
+			told++
+		}
+	}
+	if told != 4 {
+		t.Fatalf("%d requests named the worktree, want 4", told)
+	}
 	// The approvals judged each call's paths in its worktree.
 	root := filepath.Join(repo, worktree.Dir)
 	if got := seen.list(); !slices.Equal(got, []string{filepath.Join(root, "test-group-t1"), filepath.Join(root, "test-group-t2")}) {
