@@ -5,45 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/worktree"
 	"github.com/pibot/pibot/session"
 )
-
-// Worktrees makes and keeps the git worktrees of one agent's
-// conversations (agents.NAME.worktree: per_thread); *worktree.Manager is
-// one.
-type Worktrees interface {
-	Create(ctx context.Context, name, from string) (worktree.Tree, error)
-	Open(ctx context.Context, t worktree.Tree) (recreated bool, err error)
-	State(ctx context.Context, t worktree.Tree) (head string, dirty bool, err error)
-	Diff(ctx context.Context, t worktree.Tree, maxPatch int) (worktree.Diff, error)
-	Prune(ctx context.Context, idle time.Duration, now time.Time) ([]string, error)
-}
-
-// customWorktree is the custom entry that records a branch's worktree:
-// where it was made (path, branch, base commit), and after a run that
-// changed its state, the commit it was at.
-const customWorktree = "pibot.worktree"
-
-// worktreeRecord is a customWorktree entry's data.
-type worktreeRecord struct {
-	worktree.Tree
-	// Head is the commit the worktree was at when the entry was written
-	// (its base when made); Dirty: it had changes not committed then.
-	Head  string `json:"head"`
-	Dirty bool   `json:"dirty,omitempty"`
-	// From is the branch a fork's worktree started from.
-	From string `json:"from,omitempty"`
-	// id is the entry's id; loc its location.
-	id, loc string
-}
 
 // writingTools are the tools that change files in the workspace: an
 // agent without any of them gets no worktree.
@@ -67,7 +35,7 @@ func writes(tools []agent.Tool) bool {
 // moved back to an entry the location already went on from) or another
 // thread starts a worktree of its own from it instead.
 func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) {
-	tree := o.sess.Tree()
+	tree := o.tree()
 	// From the head back to the entry, without decoding a message.
 	var path []string
 	for e := range tree.BranchBack(o.head(loc)) {
@@ -250,141 +218,6 @@ func (r *run) worktreePrompt() string {
 	}
 	return fmt.Sprintf("\n\nThis conversation works in a git worktree of its own: %s (branch %s, made from the repository at %s). It is the working directory of every tool, and relative paths resolve in it; work on files there, not in %s itself.",
 		rec.Path, rec.Branch, r.o.agentConfig().Workspace, r.o.agentConfig().Workspace)
-}
-
-// short is a commit's abbreviation.
-func short(commit string) string {
-	if len(commit) > 10 {
-		return "`" + commit[:10] + "`"
-	}
-	return "`" + commit + "`"
-}
-
-// shownPath is a worktree's path as the chat is shown it: relative to the
-// agent's workspace (no server paths in chat).
-func shownPath(a *Agent, p string) string {
-	if rel, err := filepath.Rel(a.Workspace, p); err == nil {
-		return rel
-	}
-	return filepath.Base(p)
-}
-
-// maxDiffPatch bounds the patch /diff shows, in bytes.
-const maxDiffPatch = 3000
-
-// cmdWorktree is /worktree: the path and branch of this branch's worktree.
-func cmdWorktree(ctx context.Context, c *invocation) {
-	a := c.o.agentConfig()
-	if a.Worktrees == nil {
-		c.tell(ctx, "This conversation's agent (`%s`) works in its workspace, not in worktrees (`agents.NAME.worktree: per_thread`).", c.o.agentRec().Name)
-		return
-	}
-	rec, found, own := c.o.worktreeOf(c.loc)
-	if !own {
-		c.tell(ctx, "%s", noWorktreeYet(rec, found))
-		return
-	}
-	c.tell(ctx, "**Worktree** `%s`\n- branch: `%s`\n- started from %s%s", shownPath(a, rec.Path), rec.Branch, short(rec.Base), forkedFrom(rec))
-}
-
-// cmdDiff is /diff: what this branch changed in its worktree against
-// where it started, commits and changes not committed alike.
-func cmdDiff(ctx context.Context, c *invocation) {
-	a := c.o.agentConfig()
-	if a.Worktrees == nil {
-		c.tell(ctx, "This conversation's agent (`%s`) works in its workspace, not in worktrees, so there is no diff of this thread.", c.o.agentRec().Name)
-		return
-	}
-	rec, found, own := c.o.worktreeOf(c.loc)
-	if !own {
-		c.tell(ctx, "%s", noWorktreeYet(rec, found))
-		return
-	}
-	if _, err := a.Worktrees.Open(ctx, rec.Tree); err != nil {
-		c.failed(ctx, "opening the worktree", err)
-		return
-	}
-	d, err := a.Worktrees.Diff(ctx, rec.Tree, maxDiffPatch)
-	if err != nil {
-		c.failed(ctx, "reading the worktree's changes", err)
-		return
-	}
-	if d.Files == 0 {
-		c.tell(ctx, "No changes on `%s` since %s.", rec.Branch, short(rec.Base))
-		return
-	}
-	more := ""
-	if d.Truncated {
-		more = fmt.Sprintf("\n(cut: %d of %d lines shown)", lineCount(d.Patch), d.Lines)
-	}
-	sf, pf := fence(d.Stat), fence(d.Patch)
-	c.tell(ctx, "**Diff** of `%s` against %s: %s changed\n%s\n%s\n%s\n%sdiff\n%s\n%s%s", rec.Branch, short(rec.Base), plural(d.Files, "file"),
-		sf, d.Stat, sf, pf, d.Patch, pf, more)
-}
-
-// noWorktreeYet says why a branch has no worktree of its own.
-func noWorktreeYet(rec worktreeRecord, found bool) string {
-	if found {
-		return fmt.Sprintf("This branch has no worktree of its own yet: its next run makes one, started from `%s` at %s.", rec.Branch, short(rec.Head))
-	}
-	return "This branch has no worktree yet: its next run makes one."
-}
-
-func forkedFrom(rec worktreeRecord) string {
-	if rec.From == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (forked from `%s`)", rec.From)
-}
-
-func lineCount(s string) int {
-	if s == "" {
-		return 0
-	}
-	return strings.Count(s, "\n") + 1
-}
-
-// worktreeStatus is /status's line about the branch's worktree.
-func worktreeStatus(o *owner, loc *location) string {
-	if o.agentConfig().Worktrees == nil {
-		return ""
-	}
-	rec, _, own := o.worktreeOf(loc)
-	if !own {
-		return "\n- worktree: none yet (the next run makes one)"
-	}
-	return fmt.Sprintf("\n- worktree: `%s` on branch `%s`", shownPath(o.agentConfig(), rec.Path), rec.Branch)
-}
-
-// worktreePruneEvery is how often idle worktrees are looked for.
-const worktreePruneEvery = time.Hour
-
-// pruneWorktrees removes, every interval, the worktrees of every agent
-// that were idle and clean for longer than its WorktreePruneAfter, until
-// ctx ends.
-func (g *Gateway) pruneWorktrees(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		for _, name := range g.agents.names() {
-			a := g.agents[name]
-			if a.Worktrees == nil || a.WorktreePruneAfter <= 0 {
-				continue
-			}
-			gone, err := a.Worktrees.Prune(ctx, a.WorktreePruneAfter, time.Now())
-			if err != nil && ctx.Err() == nil {
-				g.log.Warn("worktree: prune", "agent", name, "err", err)
-			}
-			if len(gone) > 0 {
-				g.log.Info("idle worktrees removed (their branches stay)", "agent", name, "count", len(gone))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // sendNotice posts text to the run's conversation (a fork's worktree).
