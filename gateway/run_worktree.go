@@ -28,12 +28,16 @@ func writes(tools []agent.Tool) bool {
 }
 
 // worktreeOf returns the worktree of loc's branch (the last worktree entry
-// on it), and whether the branch owns it: the entry is the location's own
-// and no other branch of the location went on from it first. From the
-// entry to the head the branch must take, at every entry, the first child
-// of the location there, and the head must have none: a fork (the head
-// moved back to an entry the location already went on from) or another
-// thread starts a worktree of its own from it instead.
+// on it), and whether the branch owns it: the entry is the location's own,
+// and no other line of the location worked on from a point between it and
+// the head (inclusive). Another line worked on when a child there, off
+// the branch, has a message below it: that line's runs changed the
+// worktree since, so this branch is a fork (/fork, a reply to an earlier
+// message, a jump back) and starts a worktree of its own from the state
+// recorded at that point. What follows the head without a message (the
+// delivery of the reply, a lease taken) is no other line: a reply to the
+// latest answer goes on in the same worktree. A child that made a
+// worktree of another branch is a fork's and never worked in this one.
 func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) {
 	tree := o.tree()
 	// From the head back to the entry, without decoding a message.
@@ -50,24 +54,39 @@ func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) 
 	}
 	slices.Reverse(path)
 	for i, id := range path {
-		first := ""
-		for _, c := range tree.Children(id) {
-			// An entry without a location (a lease's) belongs to its
-			// parent's, as session.Tree.Heads has it.
-			if c.Pibot == nil || c.Pibot.Loc == "" || c.Pibot.Loc == loc.key {
-				first = c.ID
-				break
-			}
-		}
 		next := ""
 		if i+1 < len(path) {
 			next = path[i+1]
 		}
-		if first != next {
-			return rec, true, false
+		for _, c := range tree.Children(id) {
+			if c.ID != next && workedIn(tree, c, loc.key, rec.Branch) {
+				return rec, true, false
+			}
 		}
 	}
 	return rec, true, true
+}
+
+// workedIn reports whether the line from e on worked in the worktree of
+// branch: a message of location key is at e or below it, not below a
+// worktree entry of another branch (a fork's own) nor in another
+// location.
+func workedIn(tree *session.Tree, e session.Entry, key, branch string) bool {
+	todo := []session.Entry{e}
+	for len(todo) > 0 {
+		e, todo = todo[len(todo)-1], todo[:len(todo)-1]
+		if e.Pibot != nil && e.Pibot.Loc != "" && e.Pibot.Loc != key {
+			continue
+		}
+		if r, ok := readWorktree(e); ok && r.Branch != branch {
+			continue
+		}
+		if e.Type == session.TypeMessage || e.Type == session.TypeCustomMessage {
+			return true
+		}
+		todo = append(todo, tree.Children(e.ID)...)
+	}
+	return false
 }
 
 func readWorktree(e session.Entry) (worktreeRecord, bool) {

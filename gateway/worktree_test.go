@@ -228,9 +228,9 @@ func TestWorktreePerThread(t *testing.T) {
 	if st := gitIn(t, repo, "status", "--porcelain"); st != "" {
 		t.Errorf("the main checkout changed: %q", st)
 	}
-	// After the restart thread one works on in its own worktree: no new
-	// branch.
-	h.send("edit again", inConv(one), mentioned())
+	// After the restart thread one works on in its own worktree, also when
+	// the message replies to the latest answer: no new branch.
+	h.send("edit again", inConv(one), mentioned(), replyTo(answerRef(h, one, "done from one")))
 	h.waitText(one, "done again")
 	settled(h)
 	if got := gitIn(t, repo, "branch", "--list", "pibot/*", "--format=%(refname:short)"); got != "pibot/test-group-t1\npibot/test-group-t2" {
@@ -280,6 +280,34 @@ func TestWorktreeFork(t *testing.T) {
 	if w := h.answer(conv, "owner", "/worktree"); !strings.Contains(w, "forked from `pibot/test-group-f`") {
 		t.Fatalf("/worktree of the fork: %q", w)
 	}
+	// A reply to the first line's last answer goes back to that line, and
+	// to its worktree.
+	h.send("edit five", inConv(conv), mentioned(), replyTo(answerRef(h, conv, "done three")))
+	h.waitText(conv, "done five")
+	settled(h)
+	if b, err := os.ReadFile(filepath.Join(parent, "shared.txt")); err != nil || string(b) != "five\n" {
+		f, _ := os.ReadFile(filepath.Join(fork, "shared.txt"))
+		t.Fatalf("parent's file after going back %q %v; fork %q; branches %s; msgs %q", b, err, f, gitIn(t, repo, "branch", "--list"), h.ad.Messages(conv))
+	}
+	if b, err := os.ReadFile(filepath.Join(fork, "shared.txt")); err != nil || string(b) != "four\n" {
+		t.Fatalf("fork's file after going back %q %v", b, err)
+	}
+	if got := gitIn(t, repo, "branch", "--list", "pibot/*", "--format=%(refname:short)"); got != "pibot/test-group-f\npibot/test-group-f-2" {
+		t.Fatalf("branches: %q", got)
+	}
+}
+
+// answerRef is the chat message of the bot's answer in conv that says
+// text.
+func answerRef(h *harness, conv chat.ConvRef, text string) chat.MsgRef {
+	h.t.Helper()
+	for _, c := range h.ad.Calls() {
+		if c.Conv == conv && c.Ref.ID != "" && strings.Contains(c.Text, text) {
+			return c.Ref
+		}
+	}
+	h.t.Fatalf("no answer %q in %s", text, conv.Key())
+	return chat.MsgRef{}
 }
 
 // failingWorktrees makes no worktree.
