@@ -14,7 +14,8 @@ import (
 // and every change not committed, untracked files included (files git
 // ignores are not).
 type Diff struct {
-	// Files is how many files changed; Stat is git's summary of them.
+	// Files is how many files changed; Stat is git's summary of them
+	// (the first 20 files, then the totals).
 	Files int
 	Stat  string
 	// Patch is the unified diff, cut at a line to at most the size asked
@@ -72,7 +73,7 @@ func (m *Manager) Diff(ctx context.Context, t Tree, maxPatch int) (Diff, error) 
 	if names != "" {
 		d.Files = strings.Count(names, "\n") + 1
 	}
-	if d.Stat, err = m.in(ctx, gd, t.Path, nil, append(args, "--stat=72", t.Base, tree)...); err != nil {
+	if d.Stat, err = m.in(ctx, gd, t.Path, nil, append(args, "--stat=72", "--stat-count=20", t.Base, tree)...); err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
 	patch, err := m.in(ctx, gd, t.Path, nil, append(args, t.Base, tree)...)

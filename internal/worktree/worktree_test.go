@@ -2,6 +2,7 @@ package worktree_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,5 +315,25 @@ func TestCreateConcurrent(t *testing.T) {
 	}
 	if len(seen) != n {
 		t.Fatalf("branches %v", seen)
+	}
+}
+
+// A diff of many files lists a few in its summary and counts them all.
+func TestDiffOfManyFiles(t *testing.T) {
+	dir := repo(t)
+	m := manager(t, dir)
+	a, err := m.Create(t.Context(), "pibot/many", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 60 {
+		write(t, filepath.Join(a.Path, fmt.Sprintf("f%02d.txt", i)), "x\n")
+	}
+	d, err := m.Diff(t.Context(), a, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Files != 60 || strings.Count(d.Stat, "\n") > 22 || !strings.Contains(d.Stat, "60 files changed") || !d.Truncated || len(d.Patch) > 500 {
+		t.Fatalf("files %d truncated %v stat:\n%s", d.Files, d.Truncated, d.Stat)
 	}
 }
