@@ -47,7 +47,7 @@ type toolbox struct {
 	// at are the sets working in worktrees of the workspace, by
 	// directory (tools.Set.At), made on first use.
 	mu  sync.Mutex
-	at  map[string]*tools.Set
+	at  map[string]atSet
 	log *slog.Logger
 }
 
@@ -95,7 +95,7 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger, extraD
 	if err != nil {
 		return nil, err
 	}
-	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws, mcp: m, at: map[string]*tools.Set{}, log: log}, nil
+	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws, mcp: m, at: map[string]atSet{}, log: log}, nil
 }
 
 // sandboxCacheFile is where a successful probe of bwrap is remembered
@@ -143,18 +143,32 @@ func (t *toolbox) forRun(dir string, to tools.Attacher, owner func() bool) []age
 	return out
 }
 
-// atDir is the set working in dir, made once.
+// atSet is a set working in a directory, and that directory as it was
+// when the set was made.
+type atSet struct {
+	set *tools.Set
+	fi  os.FileInfo
+}
+
+// atDir is the set working in dir, made once per directory: a worktree
+// removed and made again at the same path (pruned, then used again) is a
+// new directory, and gets a new set (the old one's handle is of the
+// removed directory).
 func (t *toolbox) atDir(dir string) (*tools.Set, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if s, ok := t.at[dir]; ok {
-		return s, nil
+	if s, ok := t.at[dir]; ok && os.SameFile(s.fi, fi) {
+		return s.set, nil
 	}
 	s, err := t.set.At(dir)
 	if err != nil {
 		return nil, err
 	}
-	t.at[dir] = s
+	t.at[dir] = atSet{set: s, fi: fi}
 	return s, nil
 }
 
