@@ -93,18 +93,28 @@ func (w dirWrite) Execute(ctx context.Context, _ string, raw json.RawMessage, _ 
 	return llm.ToolOutput{Content: []llm.Content{llm.TextBlock("wrote " + a.Path)}}, nil
 }
 
-// editor is the scripted model: "edit TEXT" writes shared.txt with TEXT,
-// the tool's result is answered "done TEXT", anything else "ok".
+// editor is the scripted model: "edit TEXT" (or "slowly TEXT") writes
+// shared.txt with TEXT, the tool's result is answered "done TEXT" (slowly
+// for "slowly"), anything else "ok".
 func editor(req llm.Request) faux.Turn {
 	last := req.Messages[len(req.Messages)-1]
 	if last.Role == llm.RoleToolResult {
 		for i := len(req.Messages) - 1; i >= 0; i-- {
 			if m := req.Messages[i]; m.Role == llm.RoleUser {
+				if text, ok := strings.CutPrefix(m.Text(), "slowly "); ok {
+					// Streamed slowly: a stop finds the run between the
+					// write and its answer.
+					return faux.Text("done " + text).WithDelay(300 * time.Millisecond)
+				}
 				return faux.Text("done " + strings.TrimPrefix(m.Text(), "edit "))
 			}
 		}
 	}
-	if text, ok := strings.CutPrefix(last.Text(), "edit "); ok {
+	text, ok := strings.CutPrefix(last.Text(), "edit ")
+	if !ok {
+		text, ok = strings.CutPrefix(last.Text(), "slowly ")
+	}
+	if ok {
 		args, _ := json.Marshal(map[string]string{"path": "shared.txt", "content": text + "\n"})
 		return faux.ToolCalls(faux.Call(fmt.Sprintf("c-%d", len(req.Messages)), "write", string(args)))
 	}
@@ -135,6 +145,7 @@ func worktreeHarness(t *testing.T, barrier *barrier) (*harness, string, *dirsSee
 	h := newHarness(t, script, withConfig(func(c *gateway.Config) {
 		c.Workspace = repo
 		c.Worktrees = m
+		c.DrainTimeout = 100 * time.Millisecond // a stop interrupts runs at once
 		c.ToolPaths = func(dir, _ string, _ json.RawMessage) ([]gateway.ToolPath, error) {
 			seen.add(dir)
 			return nil, nil
@@ -369,5 +380,35 @@ func TestWorktreePrunedAtStart(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no prune")
+	}
+}
+
+// A restart in the middle of a run (its file written, its answer not yet
+// given) changes nothing: the resumed run works in the same worktree, no
+// other is made, and the change is the thread's.
+func TestWorktreeRestartMidRun(t *testing.T) {
+	h, repo, _ := worktreeHarness(t, nil)
+	conv := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "r"}
+	tree := filepath.Join(repo, worktree.Dir, "test-group-r")
+	h.send("slowly written", inConv(conv), mentioned())
+	h.waitFor("the write", func() bool {
+		b, _ := os.ReadFile(filepath.Join(tree, "shared.txt"))
+		return string(b) == "written\n"
+	})
+	h.stop()
+	if h.countIn("done written") != 0 {
+		t.Fatal("the run answered before the stop; the test needs it cut")
+	}
+	h.start()
+	h.waitText(conv, "done written")
+	settled(h)
+	if got := gitIn(t, repo, "branch", "--list", "pibot/*", "--format=%(refname:short)"); got != "pibot/test-group-r" {
+		t.Fatalf("branches after the restart: %q", got)
+	}
+	if d := h.answer(conv, "owner", "/diff"); !strings.Contains(d, "+written") || !strings.Contains(d, "test-group-r`") {
+		t.Fatalf("/diff after the restart:\n%s", d)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "shared.txt")); string(b) != "base\n" {
+		t.Fatalf("the shared workspace was written: %q", b)
 	}
 }
