@@ -104,7 +104,7 @@ func TestConfigCheckAgentWorktree(t *testing.T) {
 func TestAgentsCommand(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "c.yaml", `agent: {model: p/default}
-agents: {ops: {workspace: /srv/infra, model: p/ops}, web: {workspace: /srv/web}}
+agents: {ops: {workspace: /srv/infra, model: p/ops}, web: {workspace: /srv/web, worktree: per_thread}}
 bindings:
   - {agent: ops, platform: slack, channel: C0OPS}
   - {agent: web, platform: slack, workspace: T0TEAM, channel: C0WEB}
@@ -112,7 +112,7 @@ bindings:
   - {agent: web, platform: discord, workspace: "987", role: "555"}
 `)
 	out := ok(t, dir, "agents", "-c", "c.yaml")
-	for _, want := range []string{"default", "ops", "model p/ops, workspace /srv/infra (agents.ops)", "bindings[1] → web: platform=slack workspace=T0TEAM channel=C0WEB"} {
+	for _, want := range []string{"default", "ops", "model p/ops, workspace /srv/infra (agents.ops)", "bindings[1] → web: platform=slack workspace=T0TEAM channel=C0WEB", "workspace /srv/web, a git worktree per thread (agents.web)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("pibot agents lacks %q:\n%s", want, out)
 		}
