@@ -135,7 +135,7 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 		case err == nil:
 			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`), started from `%s` at %s, where the conversation forked.",
 				t.Branch, rec.Branch, short(rec.Head))
-		default:
+		case errors.Is(err, worktree.ErrNoCommit):
 			// The commit of that point is gone (a reset, then git's gc):
 			// the parent's worktree as it is now.
 			o.log.Warn("worktree: fork point not in the repository", "commit", rec.Head, "err", err)

@@ -412,3 +412,40 @@ func TestWorktreeRestartMidRun(t *testing.T) {
 		t.Fatalf("the shared workspace was written: %q", b)
 	}
 }
+
+// A fork whose point's commit git no longer has (the parent reset its
+// branch, git collected the commit) starts from the parent's worktree as
+// it is now, and says so.
+func TestWorktreeForkPointGone(t *testing.T) {
+	h, repo, _ := worktreeHarness(t, nil)
+	conv := chat.ConvRef{Platform: groupConv.Platform, Channel: groupConv.Channel, Thread: "g"}
+	parent := filepath.Join(repo, worktree.Dir, "test-group-g")
+	h.send("edit one", inConv(conv), mentioned())
+	h.waitText(conv, "done one")
+	settled(h)
+	base := gitIn(t, parent, "rev-parse", "HEAD")
+	gitIn(t, parent, "commit", "-q", "-am", "one")
+	one := gitIn(t, parent, "rev-parse", "HEAD")
+	h.send("edit two", inConv(conv), mentioned())
+	h.waitText(conv, "done two")
+	settled(h)
+	third := h.send("edit three", inConv(conv), mentioned())
+	h.waitText(conv, "done three")
+	settled(h)
+	// The parent's branch goes back; git forgets the commit.
+	gitIn(t, parent, "reset", "-q", "--hard", base)
+	gitIn(t, repo, "reflog", "expire", "--expire=now", "--all")
+	gitIn(t, repo, "gc", "-q", "--prune=now")
+	if err := exec.Command("git", "-C", repo, "cat-file", "-e", one+"^{commit}").Run(); err == nil {
+		t.Fatal("git still has the commit; the test needs it gone")
+	}
+	h.send("/fork", inConv(conv), replyTo(third.Msg))
+	h.waitText(conv, "Forked")
+	h.send("edit four", inConv(conv), mentioned())
+	h.waitText(conv, "`pibot/test-group-g-2`", "Git no longer has `pibot/test-group-g`", "as it is now (`"+base[:10]+"`)")
+	h.waitText(conv, "done four")
+	settled(h)
+	if b, err := os.ReadFile(filepath.Join(repo, worktree.Dir, "test-group-g-2", "shared.txt")); err != nil || string(b) != "four\n" {
+		t.Fatalf("fork's file %q %v", b, err)
+	}
+}

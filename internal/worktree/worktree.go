@@ -59,6 +59,10 @@ type Manager struct {
 // top level of a git repository.
 var ErrNotRepo = errors.New("not the top level of a git repository")
 
+// ErrNoCommit is returned by Create when the commit to start from is not
+// in the repository (or the repository has none).
+var ErrNoCommit = errors.New("no such commit")
+
 // Check says whether worktrees can be made of repo: git is installed and
 // repo is the top level of a git repository.
 func Check(ctx context.Context, repo string) error {
@@ -111,7 +115,7 @@ func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
 	}
 	base, err := m.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--end-of-options", from+"^{commit}")
 	if err != nil {
-		return Tree{}, fmt.Errorf("worktree: create: no commit to start from (%s): %w", from, err)
+		return Tree{}, fmt.Errorf("worktree: create: %w to start from (%s): %w", ErrNoCommit, from, err)
 	}
 	// One change to the repository's worktrees at a time, across
 	// processes: the name is free until the branch is made.

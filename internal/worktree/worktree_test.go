@@ -2,6 +2,7 @@ package worktree_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -173,8 +174,8 @@ func TestForkFromCommit(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(f.Path, "a.txt")); err != nil || string(b) != "a\n" {
 		t.Fatalf("fork lacks the parent's file: %q %v", b, err)
 	}
-	if _, err := m.Create(ctx, "pibot/x", "no-such-commit"); err == nil {
-		t.Fatal("created from a commit that does not exist")
+	if _, err := m.Create(ctx, "pibot/x", "0123456789abcdef0123456789abcdef01234567"); !errors.Is(err, worktree.ErrNoCommit) {
+		t.Fatalf("created from a commit that does not exist: %v", err)
 	}
 }
 
