@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -180,12 +179,7 @@ adapters:
 // and waits for it to end.
 func startServe(t *testing.T, dir, bin string, sl *slacktest.Server, nth int) (stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopbackAddr(t)
 	cmd := exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
