@@ -115,3 +115,62 @@ func TestClusterDedupeLostAnswerRedelivered(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterReplayedEventSeenAnswerLost: the other use of Seen apart from
+// an enqueue is no hole. A replica that takes over a stopped replica's
+// message records its dedupe key (the replay's markSeen) and that Seen's
+// answer is lost after Redis ran it: the message is replayed all the
+// same, and the platform's redelivery, a duplicate now, is dropped, so
+// the message runs once. (Were the key not recorded, the redelivery would
+// be taken and its session would recognise it.)
+func TestClusterReplayedEventSeenAnswerLost(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	model := newStampModel(faux.Text("ok"))
+	dir := t.TempDir()
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	// A's run of "stall" streams until the stop's drain timeout ends it.
+	a := startRedisReplica(t, adA, stallModel{model, "stall"}, dir,
+		redisReplica{prefix: prefix, id: "replica-a", poll: 50 * time.Millisecond, drain: 100 * time.Millisecond})
+	clusterSay(t, adA, model, 0, "first")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	w := sayStall(ctx, t, adA, model)
+	select {
+	case <-w.started:
+	case <-ctx.Done():
+		t.Fatal("the stalled message's run never started")
+	}
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	h := &redistest.LostAnswers{}
+	h.LoseNextSeen()
+	w = model.expect("stall")
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", poll: 50 * time.Millisecond, hook: h})
+	select {
+	case <-w.started:
+	case <-ctx.Done():
+		t.Fatal("replica B never ran the message A left")
+	}
+	<-w.ended
+	want := []string{"first", "stall"}
+	if got := waitSessionTexts(t, dir, len(want), 20*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q", got, want)
+	}
+	if lost, _, _ := h.DedupeCounts(); lost != 1 {
+		t.Fatalf("%d Seen answers lost, want 1 (the replay's)", lost)
+	}
+	// The platform delivers the message again, to B.
+	in := benchMessage(adB.Platform(), 1, 1, "stall")
+	in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "say:1"
+	if err := adB.Inject(ctx, in); err != nil {
+		t.Fatalf("redelivery: %v", err)
+	}
+	clusterSay(t, adB, model, 2, "last")
+	want = append(want, "last")
+	if got := waitSessionTexts(t, dir, len(want), 10*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q: the replayed message ran twice", got, want)
+	}
+}
