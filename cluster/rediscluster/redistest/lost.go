@@ -247,7 +247,7 @@ func scriptKind(cmd redis.Cmder) string {
 	}
 	switch fmt.Sprint(args[2]) {
 	case "1":
-		if !strings.Contains(fmt.Sprint(args[3]), "{inbox}:d:") {
+		if len(args) < 3+1 || !strings.Contains(fmt.Sprint(args[3]), "{inbox}:d:") {
 			return ""
 		}
 		switch len(args) {
