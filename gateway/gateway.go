@@ -307,6 +307,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 			g.intake.admit = g.pump.admit
 		}
 		g.intake.dropStale = g.pump.dropStale
+		g.intake.forgets = g.pump.forgets
 		g.intake.ackLater = func(ref inboxRef) bool {
 			// A command or press: retried while the session it acted on
 			// is held here.
