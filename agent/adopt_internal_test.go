@@ -16,7 +16,7 @@ func TestAdoptedHistoryIsNeverOverwritten(t *testing.T) {
 	answer := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.TextBlock("old answer")}, StopReason: llm.StopStop}
 	history := append(make([]llm.Message, 0, 2+Headroom), llm.UserText("old question", 1), answer)
 	a := Adopt(Config{Model: agenttest.NewScript(agenttest.ModelInfo(), agenttest.Reply(agenttest.Text("new answer")))}, history)
-	a.removeLastAssistant()
+	a.msgs.removeLastAssistant()
 	if err := a.Prompt(context.Background(), nil, llm.UserText("new question", 2)); err != nil {
 		t.Fatal(err)
 	}

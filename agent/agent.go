@@ -3,8 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/pibot/pibot/internal/backoff"
@@ -87,39 +85,23 @@ type Config struct {
 
 // Agent is a stateful agent, like pi's Agent class: it holds the messages
 // of a conversation and the steering and follow-up queues, and runs the
-// loop on Prompt and Continue.
+// loop on Prompt and Continue. It composes one part per job: its
+// configuration (settings), the conversation, the queues, and whether a
+// run is active (lifecycle); a run's state and loop live in run.
 //
 // Concurrency: Prompt and Continue run the loop on the calling goroutine
 // and call emit synchronously from it, one event at a time, in pi's order.
-// Only one run is active at a time. While a run is active, Steer, FollowUp,
-// ClearQueues, Queued, QueueUpdate, Abort, Messages, Running, SetModel and
-// SetThinking are safe to call from other goroutines; SetMessages must only
+// Only one run is active at a time. While a run is active, SteerTagged,
+// FollowUpTagged, ClearTagged, Queued, QueueUpdate, Abort, Messages,
+// Running, Model and SetThinking are safe to call from other goroutines; SetMessages must only
 // be called while no run is active. Tool calls of a parallel batch execute
 // on goroutines owned by the run, which waits for all of them before it
 // continues.
 type Agent struct {
-	mu       sync.Mutex
-	cfg      Config
-	messages []llm.Message
-	// conv is messages[:convSrc] converted for a model (llm.ConvertToLLM),
-	// grown by what a run adds (convertedLocked) so that a model call
-	// does not convert and copy the whole conversation again; nil after
-	// the conversation changed otherwise.
-	conv    []llm.Message
-	convSrc int
-	steer   []pending
-	follow  []pending
-	// shownSteer and shownFollow are the display texts pi's session keeps
-	// for queue_update: a text leaves when its message starts.
-	shownSteer  []string
-	shownFollow []string
-	running     bool
-	cancel      context.CancelCauseFunc
-	wd          *watchdog // the active run's limits
-	// streaming: the last message is the run's live partial, whose
-	// Content the run goroutine rewrites (under mu) on every update;
-	// Messages copies it.
-	streaming bool
+	settings settings
+	msgs     conversation
+	queue    queues
+	life     lifecycle
 }
 
 // New returns an agent with cfg and a copy of the given conversation
@@ -158,7 +140,9 @@ func Adopt(cfg Config, history []llm.Message) *Agent {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Agent{cfg: cfg, messages: history}
+	a := &Agent{settings: settings{cfg: cfg}, msgs: conversation{messages: history}}
+	a.queue.steerMode, a.queue.followMode = cfg.SteeringMode, cfg.FollowUpMode
+	return a
 }
 
 // Headroom is the spare capacity after a history that lets a run add its
@@ -180,12 +164,12 @@ func (a *Agent) Prompt(ctx context.Context, emit func(Event), prompts ...llm.Mes
 // PromptTagged is Prompt for tagged messages: each prompt's message_start
 // and message_end carry its tag.
 func (a *Agent) PromptTagged(ctx context.Context, emit func(Event), prompts ...Tagged) error {
-	runCtx, err := a.begin(ctx)
+	runCtx, wd, err := a.life.begin(ctx, a.settings.get().Watchdog)
 	if err != nil {
 		return err
 	}
-	defer a.end()
-	r := a.newRun(emit)
+	defer a.life.end()
+	r := newRun(a, emit, wd)
 	items := make([]pending, len(prompts))
 	for i, p := range prompts {
 		items[i] = pending{msg: p.Message, tag: p.Tag}
@@ -201,26 +185,20 @@ func (a *Agent) PromptTagged(ctx context.Context, emit func(Event), prompts ...T
 // the model is called on the current messages. It returns ErrRunning if a
 // run is active, or an error if there is nothing to continue.
 func (a *Agent) Continue(ctx context.Context, emit func(Event)) error {
-	runCtx, err := a.begin(ctx)
+	runCtx, wd, err := a.life.begin(ctx, a.settings.get().Watchdog)
 	if err != nil {
 		return err
 	}
-	defer a.end()
-	a.mu.Lock()
-	n := len(a.messages)
-	var last llm.Role
-	if n > 0 {
-		last = a.messages[n-1].Role
-	}
-	a.mu.Unlock()
-	r := a.newRun(emit)
+	defer a.life.end()
+	n, last := a.msgs.last()
+	r := newRun(a, emit, wd)
 	switch {
 	case n == 0:
 		return nothingToContinue("agent: no messages to continue from")
 	case last == llm.RoleAssistant:
-		if steer := a.drainSteer(); len(steer) > 0 {
+		if steer := a.queue.drainSteer(); len(steer) > 0 {
 			r.loop(runCtx, steer, true)
-		} else if follow := a.drainFollow(); len(follow) > 0 {
+		} else if follow := a.queue.drainFollow(); len(follow) > 0 {
 			r.loop(runCtx, follow, false)
 		} else {
 			return nothingToContinue("agent: cannot continue from message role: assistant")
@@ -232,193 +210,24 @@ func (a *Agent) Continue(ctx context.Context, emit func(Event)) error {
 	return nil
 }
 
-func (a *Agent) begin(ctx context.Context) (context.Context, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.running {
-		return nil, ErrRunning
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	a.running = true
-	a.cancel = cancel
-	a.wd = startWatchdog(a.cfg.Watchdog, cancel)
-	return runCtx, nil
-}
-
-func (a *Agent) end() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.wd.stop()
-	if a.cancel != nil {
-		a.cancel(nil)
-	}
-	a.running = false
-	a.cancel = nil
-	a.wd = nil
-}
-
 // Abort cancels the active run: the provider stream and running tools see
 // their context cancelled, and a pending retry sleep ends. It does nothing
 // when no run is active.
-func (a *Agent) Abort() {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cancel != nil {
-		a.cancel(nil)
-	}
-}
+func (a *Agent) Abort() { a.life.abort() }
 
 // Running reports whether a run is active.
-func (a *Agent) Running() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.running
-}
+func (a *Agent) Running() bool { return a.life.active() }
 
 // Messages returns a copy of the conversation, including a partial
 // assistant message while one streams.
-func (a *Agent) Messages() []llm.Message {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := slices.Clone(a.messages)
-	if n := len(out); a.streaming && n > 0 {
-		// The live partial's blocks change with the next update.
-		out[n-1].Content = slices.Clone(out[n-1].Content)
-	}
-	return out
-}
+func (a *Agent) Messages() []llm.Message { return a.msgs.snapshot() }
 
 // SetMessages replaces the conversation (e.g. after compaction). It must
 // not be called while a run is active.
-func (a *Agent) SetMessages(msgs []llm.Message) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.messages = slices.Clone(msgs)
-	a.conv, a.convSrc = nil, 0
-}
-
-// SetModel changes the model used from the next model call on.
-func (a *Agent) SetModel(m llm.Model) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.cfg.Model = m
-}
+func (a *Agent) SetMessages(msgs []llm.Message) { a.msgs.set(msgs) }
 
 // Model returns the current model.
-func (a *Agent) Model() llm.Model {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cfg.Model
-}
+func (a *Agent) Model() llm.Model { return a.settings.model() }
 
 // SetThinking changes the thinking level from the next model call on.
-func (a *Agent) SetThinking(l llm.ThinkingLevel) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.cfg.Thinking = l
-}
-
-// SetQueueModes changes how the steering and follow-up queues drain; an
-// empty mode leaves that queue's mode unchanged.
-func (a *Agent) SetQueueModes(steering, followUp QueueMode) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if steering != "" {
-		a.cfg.SteeringMode = steering
-	}
-	if followUp != "" {
-		a.cfg.FollowUpMode = followUp
-	}
-}
-
-// removeLastAssistant drops a trailing assistant message from the
-// conversation (pi does this before a retry or an overflow compaction; the
-// message stays in the session file).
-// removeLastAssistant drops the conversation's last message if it is an
-// assistant message and returns it (ok false when it was not).
-func (a *Agent) removeLastAssistant() (llm.Message, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if n := len(a.messages); n > 0 && a.messages[n-1].Role == llm.RoleAssistant {
-		m := a.messages[n-1]
-		// Clipped: the next message must not overwrite the dropped one,
-		// which may be an adopted history's (see Adopt) or in a request
-		// a provider was given.
-		a.messages = slices.Clip(a.messages[:n-1])
-		a.conv, a.convSrc = nil, 0
-		return m, true
-	}
-	return llm.Message{}, false
-}
-
-// restoreLast puts back the message removeLastAssistant dropped.
-func (a *Agent) restoreLast(m llm.Message) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.messages = append(a.messages, m)
-}
-
-// hooks returns the configured hooks.
-func (a *Agent) hooks() Hooks {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cfg.Hooks
-}
-
-func (a *Agent) now() int64 {
-	a.mu.Lock()
-	now := a.cfg.Now
-	a.mu.Unlock()
-	return now().UnixMilli()
-}
-
-// failureMessage is the synthetic assistant message pi's Agent records
-// when the loop itself fails.
-func (a *Agent) failureMessage(ctx context.Context, err error) llm.Message {
-	a.mu.Lock()
-	model := a.cfg.Model
-	a.mu.Unlock()
-	m := llm.Message{
-		Role:         llm.RoleAssistant,
-		Content:      []llm.Content{llm.TextBlock("")},
-		StopReason:   llm.StopError,
-		ErrorMessage: err.Error(),
-		Timestamp:    a.now(),
-	}
-	if model != nil {
-		info := model.Info()
-		m.API, m.Provider, m.Model = info.API, info.Provider, info.ID
-	}
-	if ctx.Err() != nil {
-		m.StopReason = llm.StopAborted
-	}
-	return m
-}
-
-func (a *Agent) contextWindow() int64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.cfg.Model == nil {
-		return 0
-	}
-	return a.cfg.Model.Info().ContextWindow
-}
-
-// convertedLocked returns the conversation converted for a model
-// (llm.ConvertToLLM), converting only the messages added since the last
-// call. The messages it converted are never changed in place: a run only
-// appends, and replaces only the message streaming after them. The
-// result is clipped, so a request keeps its snapshot while the run
-// appends. The caller holds mu.
-func (a *Agent) convertedLocked() []llm.Message {
-	if a.convSrc > len(a.messages) {
-		a.conv, a.convSrc = nil, 0
-	}
-	if a.conv == nil {
-		// Room for a few tool rounds: a run's later calls append to it.
-		a.conv = make([]llm.Message, 0, len(a.messages)+16)
-	}
-	a.conv = llm.AppendConverted(a.conv, a.messages[a.convSrc:])
-	a.convSrc = len(a.messages)
-	return slices.Clip(a.conv)
-}
+func (a *Agent) SetThinking(l llm.ThinkingLevel) { a.settings.setThinking(l) }

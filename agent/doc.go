@@ -22,9 +22,10 @@
 //
 // [Agent.Prompt] and [Agent.Continue] run on the caller's goroutine and call
 // emit synchronously from it, one event at a time; a consumer may persist
-// on message_end before the loop continues. Steer, FollowUp, Abort and the
-// read accessors are safe from any goroutine, including from inside emit.
-// Tool goroutines of a batch are owned by the run and always awaited.
+// on message_end before the loop continues. SteerTagged, FollowUpTagged,
+// Abort and the read accessors are safe from any goroutine, including from
+// inside emit. Tool goroutines of a batch are owned by the run and always
+// awaited.
 //
 // # Failures
 //

@@ -29,16 +29,19 @@ type toolMsg struct {
 	final  bool
 }
 
+// toolBatch runs the tool calls of one assistant message for a run: it
+// prepares them, executes them and records their results.
+type toolBatch struct {
+	run   *run
+	hooks Hooks
+}
+
 // executeBatch runs the tool calls of one assistant message (pi §3.5) and
 // returns the toolResult messages in the assistant's order, and whether
 // every result asked to terminate.
 func (r *run) executeBatch(ctx context.Context, assistant *llm.Message, blocks []llm.Content) ([]llm.Message, bool) {
-	a := r.a
-	a.mu.Lock()
-	tools := a.cfg.Tools
-	sequential := a.cfg.Sequential
-	hooks := a.cfg.Hooks
-	a.mu.Unlock()
+	cfg := r.a.settings.get()
+	tools, sequential, hooks := cfg.Tools, cfg.Sequential, cfg.Hooks
 
 	calls := make([]*call, len(blocks))
 	for i, b := range blocks {
@@ -47,25 +50,26 @@ func (r *run) executeBatch(ctx context.Context, assistant *llm.Message, blocks [
 			sequential = true
 		}
 	}
+	tb := &toolBatch{run: r, hooks: hooks}
 	results := make([]llm.Message, 0, len(calls))
 	if sequential {
 		for i, c := range calls {
-			if !r.prepare(ctx, hooks, assistant, c) {
-				r.runTools(ctx, hooks, calls, []int{i})
+			if !tb.prepare(ctx, assistant, c) {
+				tb.runTools(ctx, calls, []int{i})
 			}
-			results = append(results, r.resultMessage(c))
+			results = append(results, tb.resultMessage(c))
 		}
 		return results, allTerminate(calls)
 	}
 	var runnable []int
 	for i, c := range calls {
-		if !r.prepare(ctx, hooks, assistant, c) {
+		if !tb.prepare(ctx, assistant, c) {
 			runnable = append(runnable, i)
 		}
 	}
-	r.runTools(ctx, hooks, calls, runnable)
+	tb.runTools(ctx, calls, runnable)
 	for _, c := range calls {
-		results = append(results, r.resultMessage(c))
+		results = append(results, tb.resultMessage(c))
 	}
 	return results, allTerminate(calls)
 }
@@ -94,12 +98,12 @@ func allTerminate(calls []*call) bool {
 // prepare emits tool_execution_start, then looks the tool up, validates
 // the arguments and asks BeforeToolCall. It reports true when the call
 // already has its (error) outcome, for which tool_execution_end is emitted.
-func (r *run) prepare(ctx context.Context, hooks Hooks, assistant *llm.Message, c *call) bool {
+func (tb *toolBatch) prepare(ctx context.Context, assistant *llm.Message, c *call) bool {
 	b := c.block
-	r.send(Event{Type: EventToolExecutionStart, ToolCallID: b.ID, ToolName: b.Name, Args: rawOrEmpty(b.Arguments)})
+	tb.run.send(Event{Type: EventToolExecutionStart, ToolCallID: b.ID, ToolName: b.Name, Args: rawOrEmpty(b.Arguments)})
 	immediate := func(text string) bool {
 		c.res = errorResult(text)
-		r.sendEnd(c)
+		tb.sendEnd(c)
 		return true
 	}
 	if c.tool == nil {
@@ -110,8 +114,8 @@ func (r *run) prepare(ctx context.Context, hooks Hooks, assistant *llm.Message, 
 		return immediate(err.Error())
 	}
 	c.tc = ToolCall{ID: b.ID, Name: b.Name, Args: args, Assistant: assistant}
-	if hooks.BeforeToolCall != nil {
-		d, err := hooks.BeforeToolCall(ctx, c.tc)
+	if tb.hooks.BeforeToolCall != nil {
+		d, err := tb.hooks.BeforeToolCall(ctx, c.tc)
 		if err != nil {
 			return immediate(err.Error())
 		}
@@ -135,7 +139,7 @@ func errorResult(text string) ToolResult {
 // runTools executes calls[idx...] concurrently and finalizes each in
 // completion order (AfterToolCall, then tool_execution_end), relaying
 // partial results as tool_execution_update.
-func (r *run) runTools(ctx context.Context, hooks Hooks, calls []*call, idx []int) {
+func (tb *toolBatch) runTools(ctx context.Context, calls []*call, idx []int) {
 	if len(idx) == 0 {
 		return
 	}
@@ -152,7 +156,7 @@ func (r *run) runTools(ctx context.Context, hooks Hooks, calls []*call, idx []in
 		m := <-ch
 		c := calls[m.idx]
 		if !m.final {
-			r.send(Event{Type: EventToolExecutionUpdate, ToolCallID: c.block.ID, ToolName: c.block.Name,
+			tb.run.send(Event{Type: EventToolExecutionUpdate, ToolCallID: c.block.ID, ToolName: c.block.Name,
 				Args: rawOrEmpty(c.block.Arguments), Result: m.update})
 			continue
 		}
@@ -162,12 +166,12 @@ func (r *run) runTools(ctx context.Context, hooks Hooks, calls []*call, idx []in
 		} else {
 			c.res = ToolResult{Content: m.out.Content, Details: m.out.Details, Terminate: m.out.Terminate}
 		}
-		if hooks.AfterToolCall != nil {
-			if err := hooks.AfterToolCall(ctx, c.tc, &c.res); err != nil {
+		if tb.hooks.AfterToolCall != nil {
+			if err := tb.hooks.AfterToolCall(ctx, c.tc, &c.res); err != nil {
 				c.res = errorResult(err.Error())
 			}
 		}
-		r.sendEnd(c)
+		tb.sendEnd(c)
 	}
 	wg.Wait()
 }
@@ -202,14 +206,15 @@ func safeExecute(ctx context.Context, c *call, update func(llm.ToolOutput)) (out
 	return c.tool.Execute(ctx, c.block.ID, c.tc.Args, update)
 }
 
-func (r *run) sendEnd(c *call) {
+// sendEnd emits the call's tool_execution_end.
+func (tb *toolBatch) sendEnd(c *call) {
 	out := &llm.ToolOutput{Content: c.res.Content, Details: c.res.Details, Terminate: c.res.Terminate}
-	r.send(Event{Type: EventToolExecutionEnd, ToolCallID: c.block.ID, ToolName: c.block.Name, Result: out, IsError: c.res.IsError})
+	tb.run.send(Event{Type: EventToolExecutionEnd, ToolCallID: c.block.ID, ToolName: c.block.Name, Result: out, IsError: c.res.IsError})
 }
 
 // resultMessage appends the call's toolResult message to the conversation
 // and emits its message_start/message_end.
-func (r *run) resultMessage(c *call) llm.Message {
+func (tb *toolBatch) resultMessage(c *call) llm.Message {
 	content := c.res.Content
 	if content == nil {
 		content = []llm.Content{}
@@ -220,18 +225,16 @@ func (r *run) resultMessage(c *call) llm.Message {
 		ToolName:   c.block.Name,
 		Content:    content,
 		IsError:    c.res.IsError,
-		Timestamp:  r.a.now(),
+		Timestamp:  tb.run.a.settings.now(),
 	}
 	if c.res.Details != nil {
 		if d, err := llm.MarshalJSONNoEscape(c.res.Details); err == nil {
 			m.Details = json.RawMessage(d)
 		}
 	}
-	r.a.mu.Lock()
-	r.a.messages = append(r.a.messages, m)
-	r.a.mu.Unlock()
+	tb.run.a.msgs.add(m)
 	s, e := m, m
-	r.send(Event{Type: EventMessageStart, Message: &s})
-	r.send(Event{Type: EventMessageEnd, Message: &e})
+	tb.run.send(Event{Type: EventMessageStart, Message: &s})
+	tb.run.send(Event{Type: EventMessageEnd, Message: &e})
 	return m
 }

@@ -27,13 +27,11 @@ type run struct {
 	refused bool
 }
 
-func (a *Agent) newRun(emit func(Event)) *run {
+// newRun returns the state of a run of a under the watchdog wd.
+func newRun(a *Agent, emit func(Event), wd *watchdog) *run {
 	if emit == nil {
 		emit = func(Event) {}
 	}
-	a.mu.Lock()
-	wd := a.wd
-	a.mu.Unlock()
 	return &run{a: a, emit: emit, wd: wd}
 }
 
@@ -122,7 +120,7 @@ func (r *run) drainSteer(ctx context.Context) []pending {
 	if ctx.Err() != nil {
 		return nil
 	}
-	return r.a.drainSteer()
+	return r.a.queue.drainSteer()
 }
 
 // drainFollow takes the follow-up queue, unless the run is aborted (see
@@ -131,18 +129,16 @@ func (r *run) drainFollow(ctx context.Context) []pending {
 	if ctx.Err() != nil {
 		return nil
 	}
-	return r.a.drainFollow()
+	return r.a.queue.drainFollow()
 }
 
 // inject appends a prompt or queued message to the conversation with its
 // message_start/message_end (preceded by queue_update for queued texts).
 func (r *run) inject(p pending) llm.Message {
-	if ev, ok := r.a.unshow(p); ok {
+	if ev, ok := r.a.queue.unshow(p); ok {
 		r.send(ev)
 	}
-	r.a.mu.Lock()
-	r.a.messages = append(r.a.messages, p.msg)
-	r.a.mu.Unlock()
+	r.a.msgs.add(p.msg)
 	m := p.msg
 	r.send(Event{Type: EventMessageStart, Message: &m, Tag: p.tag})
 	r.send(Event{Type: EventMessageEnd, Message: &m, Tag: p.tag})
@@ -154,34 +150,15 @@ func (r *run) inject(p pending) llm.Message {
 // message_start/end, so a session that persists on message_end does not
 // store it).
 func (r *run) fail(ctx context.Context, err error) {
-	m := r.wd.explain(r.a.failureMessage(ctx, err))
-	r.a.mu.Lock()
-	r.a.messages = append(r.a.messages, m)
-	r.a.mu.Unlock()
+	m := r.wd.explain(r.a.settings.failureMessage(ctx, err))
+	r.a.msgs.add(m)
 	r.send(Event{Type: EventAgentEnd, Messages: []llm.Message{m}})
 }
 
 // request builds the next model request: transform, convert, repair.
 func (r *run) request(ctx context.Context) (llm.Model, llm.Request, error) {
-	a := r.a
-	a.mu.Lock()
-	cfg := a.cfg
-	var msgs []llm.Message
-	switch {
-	case cfg.Hooks.TransformContext != nil:
-		msgs = slices.Clone(a.messages)
-	case llmNative(a.messages):
-		// Nothing to convert: the request shares the conversation. It is
-		// a snapshot all the same: while the model streams, the run
-		// goroutine (the only writer) adds messages after these, never
-		// over them, and the clipped slice cannot grow into them.
-		msgs = slices.Clip(a.messages)
-	default:
-		// Converted once, grown by what was added since (a session
-		// with a compaction has a summary to convert on every call).
-		msgs = a.convertedLocked()
-	}
-	a.mu.Unlock()
+	cfg := r.a.settings.get()
+	msgs := r.a.msgs.forRequest(cfg.Hooks.TransformContext != nil)
 	if cfg.Model == nil {
 		return nil, llm.Request{}, errors.New("agent: no model configured")
 	}
@@ -216,7 +193,7 @@ func (r *run) streamAssistant(ctx context.Context) (llm.Message, error) {
 		return llm.Message{}, err
 	}
 	var after func(llm.Message)
-	if before := r.a.hooks().BeforeModelCall; before != nil {
+	if before := r.a.settings.hooks().BeforeModelCall; before != nil {
 		if after, err = before(ctx, model.Info(), req); err != nil {
 			return r.refuse(model, err), nil
 		}
@@ -233,7 +210,7 @@ func (r *run) refuse(model llm.Model, err error) llm.Message {
 	info := model.Info()
 	m := llm.Message{
 		Role: llm.RoleAssistant, Content: []llm.Content{}, StopReason: llm.StopError, ErrorMessage: err.Error(),
-		API: info.API, Provider: info.Provider, Model: info.ID, Timestamp: r.a.now(),
+		API: info.API, Provider: info.Provider, Model: info.ID, Timestamp: r.a.settings.now(),
 	}
 	return r.finish(m, false)
 }
@@ -264,7 +241,7 @@ stream:
 			} else {
 				partial = llm.Message{Role: llm.RoleAssistant}
 			}
-			r.setLast(partial, started)
+			r.a.msgs.setLast(partial, started)
 			started = true
 			p := partial
 			r.send(Event{Type: EventMessageStart, Message: &p})
@@ -281,7 +258,7 @@ stream:
 				continue
 			}
 			if ev.Partial != nil {
-				live = r.setLive(&partial, ev.Partial, live)
+				live = r.a.msgs.setLive(&partial, ev.Partial, live)
 			}
 			// Valid during the call only (see EventMessageUpdate): the
 			// next update rewrites both.
@@ -315,7 +292,7 @@ func (r *run) unfinished(ctx context.Context, model llm.Model, partial llm.Messa
 		final.ErrorMessage = "Request was aborted"
 	}
 	if final.Timestamp == 0 {
-		final.Timestamp = r.a.now()
+		final.Timestamp = r.a.settings.now()
 	}
 	info := model.Info()
 	if final.Provider == "" {
@@ -326,7 +303,7 @@ func (r *run) unfinished(ctx context.Context, model llm.Model, partial llm.Messa
 
 func (r *run) finish(final llm.Message, started bool) llm.Message {
 	final = r.wd.explain(final)
-	r.setLast(final, started)
+	r.a.msgs.setLast(final, started)
 	if !started {
 		s := final
 		r.send(Event{Type: EventMessageStart, Message: &s})
@@ -334,48 +311,6 @@ func (r *run) finish(final llm.Message, started bool) llm.Message {
 	e := final
 	r.send(Event{Type: EventMessageEnd, Message: &e})
 	return final
-}
-
-// setLast replaces the streaming message (replace) or appends it.
-func (r *run) setLast(m llm.Message, replace bool) {
-	r.a.mu.Lock()
-	defer r.a.mu.Unlock()
-	r.a.streaming = false
-	if replace && len(r.a.messages) > 0 {
-		r.a.messages[len(r.a.messages)-1] = m
-		return
-	}
-	r.a.messages = append(r.a.messages, m)
-}
-
-// setLive makes *partial the provider's message src, its blocks copied
-// into live (reusing its array), and the conversation's last message; it
-// returns the array. The caller streams: the last message is the one
-// message_start appended.
-func (r *run) setLive(partial, src *llm.Message, live []llm.Content) []llm.Content {
-	r.a.mu.Lock()
-	defer r.a.mu.Unlock()
-	live = append(live[:0], src.Content...)
-	*partial = *src
-	partial.Content = live
-	if n := len(r.a.messages); n > 0 {
-		r.a.messages[n-1] = *partial
-	}
-	r.a.streaming = true
-	return live
-}
-
-// llmNative reports whether every message has a role a model takes as is,
-// so that llm.ConvertToLLM would copy them unchanged.
-func llmNative(msgs []llm.Message) bool {
-	for i := range msgs {
-		switch msgs[i].Role {
-		case llm.RoleUser, llm.RoleAssistant, llm.RoleToolResult:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func copyMessage(m llm.Message) llm.Message {
@@ -386,16 +321,14 @@ func copyMessage(m llm.Message) llm.Message {
 // retry is pi's session-level auto-retry, run after each agent_end.
 func (r *run) retry(ctx context.Context) {
 	a := r.a
-	a.mu.Lock()
-	rc := a.cfg.Retry
-	a.mu.Unlock()
+	rc := a.settings.get().Retry
 	// A run its watchdog stopped, or whose call a hook refused, is over:
 	// it is not retried.
 	for rc.Enabled && r.wd.tripped() == nil && !r.refused {
 		msg := r.lastAssistant
 		// The error this process got decides before pi's pattern reads
 		// the message's text (llm.ShouldRetry).
-		if msg == nil || !llm.ShouldRetry(*msg, r.lastErr, a.contextWindow()) {
+		if msg == nil || !llm.ShouldRetry(*msg, r.lastErr, a.settings.contextWindow()) {
 			return
 		}
 		r.retryAttempt++
@@ -414,7 +347,7 @@ func (r *run) retry(ctx context.Context) {
 		delay := backoff.Exp(rc.BaseDelay, r.retryAttempt, 0)
 		r.send(Event{Type: EventAutoRetryStart, Attempt: r.retryAttempt, MaxAttempts: limit,
 			DelayMs: delay.Milliseconds(), ErrorMessage: msg.ErrorMessage})
-		a.removeLastAssistant()
+		a.msgs.removeLastAssistant()
 		if err := rc.Sleep(ctx, delay); err != nil {
 			r.send(Event{Type: EventAutoRetryEnd, Success: false, Attempt: r.retryAttempt, FinalError: "Retry cancelled"})
 			r.retryAttempt = 0

@@ -185,7 +185,7 @@ func TestGoldenProviderError(t *testing.T) {
 	m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Fail("400 invalid request"))
 	a := newAgent(m, nil, func(c *agent.Config) { c.Retry = agent.DefaultRetry() })
 	r := &recorder{}
-	a.FollowUp(user("later"))
+	a.FollowUpTagged(agent.Tagged{Message: user("later")})
 	prompt(t, a, r, "hi")
 	checkLines(t, r.lines(), seq(promptHead,
 		[]string{"message_start assistant", "message_end assistant", "turn_end", "agent_end"}))
@@ -252,7 +252,7 @@ func TestGoldenSteeringDuringToolBatch(t *testing.T) {
 	var a *agent.Agent
 	r := &recorder{hook: func(e agent.Event) {
 		if e.Type == agent.EventToolExecutionStart && e.ToolCallID == "c1" {
-			a.Steer(user("change course"))
+			a.SteerTagged(agent.Tagged{Message: user("change course")})
 		}
 	}}
 	a = newAgent(m, []agent.Tool{echoTool("a")}, func(c *agent.Config) { c.Sequential = true })
@@ -287,7 +287,7 @@ func TestGoldenFollowUp(t *testing.T) {
 	var a *agent.Agent
 	r := &recorder{hook: func(e agent.Event) {
 		if e.Type == agent.EventMessageStart && e.Message.Role == llm.RoleAssistant && e.Message.Text() == "" && len(a.Messages()) == 2 {
-			a.FollowUp(user("and then?"))
+			a.FollowUpTagged(agent.Tagged{Message: user("and then?")})
 		}
 	}}
 	a = newAgent(m, nil, nil)
@@ -424,8 +424,8 @@ func TestAbortLeavesQueuesForTheNextRun(t *testing.T) {
 		if e.Type == agent.EventToolExecutionStart {
 			// Stop first, then a message arrives while the tool dies.
 			a.Abort()
-			a.Steer(user("and also this"))
-			a.FollowUp(user("and later that"))
+			a.SteerTagged(agent.Tagged{Message: user("and also this")})
+			a.FollowUpTagged(agent.Tagged{Message: user("and later that")})
 		}
 	}}
 	a = newAgent(m, []agent.Tool{agenttest.Blocking("bash", "Command aborted", nil)}, nil)

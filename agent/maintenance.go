@@ -116,14 +116,14 @@ func (m *Maintenance) check(ctx context.Context, a *Agent, emit func(Event), aft
 			return nil
 		}
 		m.overflowTried = true
-		last, removed := a.removeLastAssistant()
+		last, removed := a.msgs.removeLastAssistant()
 		_, err := m.run(ctx, a, emit, ReasonOverflow, "", afterRun)
 		if nothingToCompact(err) {
 			// Nothing before the overflowing request to summarize (pi's
 			// preparation is empty then): the run ends as it did, with
 			// the provider's error or, for a silent overflow, the answer.
 			if removed {
-				a.restoreLast(last)
+				a.msgs.add(last)
 			}
 			return nil
 		}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/pibot/pibot/llm"
 )
@@ -25,83 +26,99 @@ type Tagged struct {
 	Tag     any
 }
 
-// Steer queues m to be injected at the next turn boundary (after the
-// current tool batch). It works when idle too: the message then waits for
-// the next run, right after its prompt. Callers that forward events emit
-// QueueUpdate() afterwards, as pi does.
-func (a *Agent) Steer(m llm.Message) { a.SteerTagged(Tagged{Message: m}) }
+// SteerTagged queues t's message to be injected at the next turn boundary
+// (after the current tool batch). It works when idle too: the message then
+// waits for the next run, right after its prompt. Callers that forward
+// events emit QueueUpdate() afterwards, as pi does.
+func (a *Agent) SteerTagged(t Tagged) { a.queue.push(t, 's') }
 
-// SteerTagged is Steer for a tagged message.
-func (a *Agent) SteerTagged(t Tagged) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.steer = append(a.steer, pending{msg: t.Message, tag: t.Tag, queue: 's'})
-	if t.Message.Role == llm.RoleUser {
-		a.shownSteer = append(a.shownSteer, t.Message.Text())
-	}
-}
-
-// FollowUp queues m to run after the current run would stop.
-func (a *Agent) FollowUp(m llm.Message) { a.FollowUpTagged(Tagged{Message: m}) }
-
-// FollowUpTagged is FollowUp for a tagged message.
-func (a *Agent) FollowUpTagged(t Tagged) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.follow = append(a.follow, pending{msg: t.Message, tag: t.Tag, queue: 'f'})
-	if t.Message.Role == llm.RoleUser {
-		a.shownFollow = append(a.shownFollow, t.Message.Text())
-	}
-}
-
-// ClearQueues empties both queues and returns what they held.
-func (a *Agent) ClearQueues() (steer, follow []llm.Message) {
-	st, fu := a.ClearTagged()
-	return untag(st), untag(fu)
-}
+// FollowUpTagged queues t's message to run after the current run would
+// stop.
+func (a *Agent) FollowUpTagged(t Tagged) { a.queue.push(t, 'f') }
 
 // ClearTagged empties both queues and returns what they held, with tags.
-func (a *Agent) ClearTagged() (steer, follow []Tagged) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st, fu := a.steer, a.follow
-	a.steer, a.follow = nil, nil
-	a.shownSteer, a.shownFollow = nil, nil
-	return tagged(st), tagged(fu)
-}
+func (a *Agent) ClearTagged() (steer, follow []Tagged) { return a.queue.clear() }
 
 // Queued returns copies of the queued steering and follow-up messages.
-func (a *Agent) Queued() (steer, follow []llm.Message) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return untag(tagged(a.steer)), untag(tagged(a.follow))
-}
+func (a *Agent) Queued() (steer, follow []llm.Message) { return a.queue.queued() }
 
 // QueueUpdate returns the queue_update event describing the queues now
 // (the texts of queued user messages that have not started yet).
-func (a *Agent) QueueUpdate() Event {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.queueUpdateLocked()
+func (a *Agent) QueueUpdate() Event { return a.queue.update() }
+
+// queues holds an agent's steering and follow-up queues and the display
+// texts pi's session keeps for queue_update. It is safe for concurrent use.
+type queues struct {
+	mu     sync.Mutex
+	steer  []pending
+	follow []pending
+	// shownSteer and shownFollow are the display texts pi's session keeps
+	// for queue_update: a text leaves when its message starts.
+	shownSteer  []string
+	shownFollow []string
+	steerMode   QueueMode
+	followMode  QueueMode
 }
 
-func (a *Agent) queueUpdateLocked() Event {
-	return Event{Type: EventQueueUpdate, Steering: slices.Clone(a.shownSteer), FollowUp: slices.Clone(a.shownFollow)}
+// push appends t to the steering queue (which 's') or the follow-up
+// queue ('f').
+func (q *queues) push(t Tagged, which byte) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	list, shown := &q.steer, &q.shownSteer
+	if which == 'f' {
+		list, shown = &q.follow, &q.shownFollow
+	}
+	*list = append(*list, pending{msg: t.Message, tag: t.Tag, queue: which})
+	if t.Message.Role == llm.RoleUser {
+		*shown = append(*shown, t.Message.Text())
+	}
 }
 
-func (a *Agent) drainSteer() []pending {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// clear empties both queues and returns what they held, with tags.
+func (q *queues) clear() (steer, follow []Tagged) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st, fu := q.steer, q.follow
+	q.steer, q.follow = nil, nil
+	q.shownSteer, q.shownFollow = nil, nil
+	return tagged(st), tagged(fu)
+}
+
+// queued returns copies of the queued messages.
+func (q *queues) queued() (steer, follow []llm.Message) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return untag(tagged(q.steer)), untag(tagged(q.follow))
+}
+
+// update returns the queue_update event describing the queues now.
+func (q *queues) update() Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.updateLocked()
+}
+
+func (q *queues) updateLocked() Event {
+	return Event{Type: EventQueueUpdate, Steering: slices.Clone(q.shownSteer), FollowUp: slices.Clone(q.shownFollow)}
+}
+
+// drainSteer takes what the steering mode lets go of the steering queue.
+func (q *queues) drainSteer() []pending {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	var out []pending
-	out, a.steer = drain(a.steer, a.cfg.SteeringMode)
+	out, q.steer = drain(q.steer, q.steerMode)
 	return out
 }
 
-func (a *Agent) drainFollow() []pending {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// drainFollow takes what the follow-up mode lets go of the follow-up
+// queue.
+func (q *queues) drainFollow() []pending {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	var out []pending
-	out, a.follow = drain(a.follow, a.cfg.FollowUpMode)
+	out, q.follow = drain(q.follow, q.followMode)
 	return out
 }
 
@@ -139,21 +156,21 @@ func untag(ts []Tagged) []llm.Message {
 
 // unshow removes a started queued message's text from its display queue
 // and reports the queue_update event to emit, if any.
-func (a *Agent) unshow(p pending) (Event, bool) {
+func (q *queues) unshow(p pending) (Event, bool) {
 	if p.queue == 0 || p.msg.Role != llm.RoleUser {
 		return Event{}, false
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	text := p.msg.Text()
-	list := &a.shownSteer
+	list := &q.shownSteer
 	if p.queue == 'f' {
-		list = &a.shownFollow
+		list = &q.shownFollow
 	}
 	i := slices.Index(*list, text)
 	if i < 0 {
 		return Event{}, false
 	}
 	*list = slices.Delete(slices.Clone(*list), i, i+1)
-	return a.queueUpdateLocked(), true
+	return q.updateLocked(), true
 }

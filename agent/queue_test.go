@@ -22,8 +22,8 @@ func TestQueueModes(t *testing.T) {
 		t.Run(string(tt.mode), func(t *testing.T) {
 			m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Reply(agenttest.Text("1")), agenttest.Reply(agenttest.Text("2")), agenttest.Reply(agenttest.Text("3")))
 			a := newAgent(m, nil, func(c *agent.Config) { c.SteeringMode = tt.mode })
-			a.Steer(user("s1"))
-			a.Steer(user("s2"))
+			a.SteerTagged(agent.Tagged{Message: user("s1")})
+			a.SteerTagged(agent.Tagged{Message: user("s2")})
 			if ev := a.QueueUpdate(); len(ev.Steering) != 2 {
 				t.Fatalf("queue_update = %+v", ev)
 			}
@@ -66,7 +66,7 @@ func TestContinue(t *testing.T) {
 	if err := a.Continue(t.Context(), nil); err == nil {
 		t.Error("Continue after assistant with empty queues succeeded")
 	}
-	a.FollowUp(user("more"))
+	a.FollowUpTagged(agent.Tagged{Message: user("more")})
 	r = &recorder{}
 	if err := a.Continue(t.Context(), r.emit); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestConcurrentSteer(t *testing.T) {
 		defer wg.Done()
 		<-started
 		for range 5 {
-			a.Steer(user("s"))
+			a.SteerTagged(agent.Tagged{Message: user("s")})
 			a.Queued()
 			a.Messages()
 			a.Running()

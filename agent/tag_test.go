@@ -40,7 +40,7 @@ func TestTagsComeBackOnTheirMessages(t *testing.T) {
 		}
 	}
 	// Untagged queueing still works, and ClearTagged returns the tags.
-	a.Steer(user("plain"))
+	a.SteerTagged(agent.Tagged{Message: user("plain")})
 	a.FollowUpTagged(agent.Tagged{Message: user("f"), Tag: "f"})
 	st, fu := a.ClearTagged()
 	if len(st) != 1 || st[0].Tag != nil || st[0].Message.Text() != "plain" || len(fu) != 1 || fu[0].Tag != "f" {

@@ -71,7 +71,7 @@ func TestRepairTranscript(t *testing.T) {
 func TestRequestsNeverBroken(t *testing.T) {
 	m := agenttest.NewScript(llm.ModelInfo{}, agenttest.Reply(agenttest.Text("ok")))
 	a := agent.New(agent.Config{Model: m}, []llm.Message{user("q"), asst(llm.StopToolUse, "1", "2"), res("1")})
-	a.FollowUp(user("x"))
+	a.FollowUpTagged(agent.Tagged{Message: user("x")})
 	if err := a.Prompt(t.Context(), nil, user("again")); err != nil {
 		t.Fatal(err)
 	}
