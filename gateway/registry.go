@@ -31,6 +31,9 @@ type registry struct {
 	metrics *Metrics
 	// files stores the session files (Deps.SessionFiles).
 	files session.Storage
+	// indexes keeps the indexes of large sessions evicted, so that their
+	// next load reads only what was appended (nil: none kept).
+	indexes *session.Indexes
 	// newOwner builds the owner of a session just loaded (the gateway
 	// wires its collaborators).
 	newOwner func(path string, s *session.Session, lease cluster.Lease) *owner
@@ -311,7 +314,8 @@ func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
 		}
 		return nil, err
 	}
-	s, err := session.Open(reg.files, path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow})
+	s, err := session.Open(reg.files, path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow,
+		Lazy: true, Indexes: reg.indexes})
 	if err != nil {
 		release(ctx, reg.log, lease)
 		return nil, fmt.Errorf("gateway: %w", err)
@@ -426,3 +430,13 @@ func (reg *registry) unloaded(o *owner) {
 func fileLost(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, session.ErrNotSession)
 }
+
+// keptIndexMin and keptIndexMax bound the indexes of evicted sessions the
+// gateway keeps (session.Indexes): those of sessions of at least 5,000
+// entries, whose load costs, 500,000 entries in all (about 420 bytes
+// each, so up to about 200 MiB when many long conversations are idle at
+// once); an idle small session keeps nothing.
+const (
+	keptIndexMin = 5_000
+	keptIndexMax = 500_000
+)

@@ -58,17 +58,22 @@ type node struct {
 	ts       string
 	line     int
 	index    int // position among entries in file order
-	meta     *Meta
-	fence    int64
-	loc      string                      // resolved location
-	role     string                      // message role
-	provider string                      // assistant provider
-	model    string                      // assistant model
-	msg      [2]int                      // span of the message object in raw
-	ent      *Entry                      // decoded non-message entry
-	decoded  atomic.Pointer[llm.Message] // decoded message: kept by Context.LLMMessages, or left by Append for a BranchCache to take
-	parent   *node                       // resolved parent (nil = root)
-	children []*node
+	// Where the line is in the file, its length and checksum: a lazily
+	// loaded tree (Options.Lazy) holds no message's line (raw is nil)
+	// and reads it there (bodyReader).
+	off       int64
+	size, sum uint32
+	meta      *Meta
+	fence     int64
+	loc       string                      // resolved location
+	role      string                      // message role
+	provider  string                      // assistant provider
+	model     string                      // assistant model
+	msg       [2]int                      // span of the message object in raw
+	ent       *Entry                      // decoded non-message entry
+	decoded   atomic.Pointer[llm.Message] // decoded message: kept by Context.LLMMessages, or left by Append for a BranchCache to take
+	parent    *node                       // resolved parent (nil = root)
+	children  []*node
 	// v1 migration
 	fkIndex    int64
 	hasFKIndex bool
