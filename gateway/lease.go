@@ -19,7 +19,9 @@ import (
 // counter (Redis after a failover) must not hand out a fence the file's
 // readers would ignore. It returns that highest fence too.
 func (reg *registry) acquireSession(ctx context.Context, path string) (cluster.Lease, int64, error) {
-	seen, err := session.HighestFence(session.FileStorage{}, path)
+	// A kept index of the file (an evicted session) answers for what it
+	// indexed: only the lines appended since are read.
+	seen, err := reg.indexes.HighestFence(session.FileStorage{}, path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}

@@ -58,10 +58,24 @@ func (x *Indexes) take(path string) *keptIndex {
 	return k
 }
 
+// drop forgets k, the index kept of path, unless another replaced it.
+func (x *Indexes) drop(path string, k *keptIndex) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.kept[path] == k {
+		delete(x.kept, path)
+		x.total -= len(k.tree.nodes)
+	}
+}
+
 // put keeps t, the detached tree of path, when it is large enough and
 // fits, dropping the oldest others to make room.
-func (x *Indexes) put(path string, t *Tree) {
-	if x == nil || len(t.nodes) < x.min || len(t.nodes) > x.max {
+func (x *Indexes) put(path string, t *Tree) { x.keep(path, t, true) }
+
+// keep is put; a tree kept for the Open about to follow (not closed) is
+// kept whatever its size (bounded: that Open takes it).
+func (x *Indexes) keep(path string, t *Tree, closed bool) {
+	if x == nil || (closed && len(t.nodes) < x.min) || len(t.nodes) > x.max {
 		return
 	}
 	x.mu.Lock()

@@ -47,12 +47,20 @@ type lazyLoad struct {
 
 // scan scans the lines of f in [from, to); from is the start of a line.
 // A file the full loader would read differently (a damaged line, a stale
-// fence, a last line without a newline, a line starting with white
-// space after the first) ends it with a notLazy error.
+// fence, a last line without a newline) ends it with a notLazy error.
 func (ld *lazyLoad) scan(f io.ReaderAt, from, to int64) error {
+	return forChunks(f, from, to, ld.chunk, false, ld.lines)
+}
+
+// forChunks reads the bytes of f in [from, to) (from is the start of a
+// line) in chunks of whole lines, lazyChunk bytes or so (size, if not 0),
+// and calls fn with each and its file offset. A last line without a
+// newline is passed alone at the end when partial is true, else it is a
+// notLazy error.
+func forChunks(f io.ReaderAt, from, to int64, size int, partial bool, fn func(chunk []byte, base int64) error) error {
 	chunk := int64(lazyChunk)
-	if ld.chunk > 0 {
-		chunk = int64(ld.chunk)
+	if size > 0 {
+		chunk = int64(size)
 	}
 	buf := make([]byte, min(chunk, max(to-from, 1)))
 	base, n := from, 0 // file offset of buf[0]; bytes in buf
@@ -73,13 +81,15 @@ func (ld *lazyLoad) scan(f io.ReaderAt, from, to int64) error {
 			switch {
 			case n == 0:
 				return nil
+			case base+int64(n) >= to && partial:
+				return fn(buf[:n], base)
 			case base+int64(n) >= to:
 				return notLazy("the last line has no newline")
 			}
 			buf = append(buf, make([]byte, len(buf))...) // a line longer than the buffer
 			continue
 		}
-		if err := ld.lines(buf[:last+1], base); err != nil {
+		if err := fn(buf[:last+1], base); err != nil {
 			return err
 		}
 		n = copy(buf, buf[last+1:n])
@@ -89,10 +99,7 @@ func (ld *lazyLoad) scan(f io.ReaderAt, from, to int64) error {
 
 // lines scans the whole lines of chunk, which starts at file offset base.
 func (ld *lazyLoad) lines(chunk []byte, base int64) error {
-	if ld.lineNo > 0 && leadingSpace(chunk) > 0 {
-		return notLazy(fmt.Sprintf("the line at byte %d starts with white space", base))
-	}
-	ls := scanLines(chunk)
+	ls := scanLinesFrom(chunk, ld.lineNo == 0)
 	for li := range ls {
 		l := &ls[li]
 		ld.lineNo++

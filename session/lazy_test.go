@@ -502,3 +502,76 @@ func TestLazyWritesTheSameBytes(t *testing.T) {
 }
 
 func fixedNow() time.Time { return time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC) }
+
+// TestIndexesHighestFence: with an index kept of the file, the highest
+// fence is what session.HighestFence reads, found by reading only the
+// lines appended since (and the two it checks); without one, or once
+// the file changed under it, the whole file is read.
+func TestIndexesHighestFence(t *testing.T) {
+	path := generatedFile(t, 300, 100)
+	idx := session.NewIndexes(1, 1<<20)
+	s, err := session.OpenFile(path, session.Options{Lazy: true, Indexes: idx, Fence: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendUser(t, s, "fenced 4")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cs := &countingStorage{}
+	check := func(name string, limit int64) {
+		t.Helper()
+		want, err := session.HighestFence(session.FileStorage{}, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.read.Store(0)
+		got, err := idx.HighestFence(cs, path)
+		if err != nil || got != want {
+			t.Fatalf("%s: fence %d (%v), want %d", name, got, err, want)
+		}
+		if limit >= 0 && cs.read.Load() > limit {
+			t.Fatalf("%s: read %d bytes, limit %d", name, cs.read.Load(), limit)
+		}
+		if limit < 0 && cs.read.Load() < fileSize(t, path) {
+			t.Fatalf("%s: read %d of %d bytes: the kept index answered", name, cs.read.Load(), fileSize(t, path))
+		}
+	}
+	check("kept", 8<<10)
+	w, err := session.OpenFile(path, session.Options{Fence: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendUser(t, w, "fenced 9 by another writer")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("appended", 8<<10)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut the last two lines: the kept index's last entry is gone.
+	data = data[:bytes.LastIndexByte(data[:len(data)-1], '\n')+1]
+	data = data[:bytes.LastIndexByte(data[:len(data)-1], '\n')+1]
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("cut", -1)
+	// The index that answered is the one the Open after it takes.
+	cs.read.Store(0)
+	s2, err := session.Open(cs, path, session.Options{Lazy: true, Indexes: idx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if cs.read.Load() > 8<<10 {
+		t.Fatalf("open after HighestFence read %d bytes", cs.read.Load())
+	}
+	eager, err := session.OpenFile(path, session.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eager.Close()
+	sameIndex(t, eager.Tree(), s2.Tree())
+}

@@ -29,24 +29,12 @@ func openLazy(rs RangeStorage, path string, opts Options) (s *Session, ok bool, 
 		}
 	}
 	if t == nil {
-		ld := &lazyLoad{}
-		if err := ld.scan(f, 0, size); err != nil {
-			if _, nl := errors.AsType[notLazy](err); nl {
-				return nil, false, nil
-			}
-			return nil, false, fmt.Errorf("session: open %s: %w", path, err)
+		if t, err = loadIndex(rs, path, f, size); t == nil {
+			return nil, false, err
 		}
-		if !ld.headerSeen || ld.header.Version < CurrentVersion {
-			return nil, false, nil
-		}
-		var rep Report
-		t = newTree(path, ld.header, ld.nodes, &rep)
-		if !rep.Clean() {
-			return nil, false, nil // a parent loop: the full loader rewrites it
-		}
-		t.src, t.end, t.loaded, t.maxFence = &bodySource{storage: rs, path: path}, size, len(ld.nodes), ld.maxFence
-		maxFence = ld.maxFence
+		maxFence = t.maxFence
 	}
+	t.src = &bodySource{storage: rs, path: path}
 	s = newSession(rs, path, opts)
 	s.report = Report{Path: path, FromVersion: t.header.Version}
 	s.tree = t
@@ -68,6 +56,28 @@ func openLazy(rs RangeStorage, path string, opts Options) (s *Session, ok bool, 
 		s.w.start()
 	}
 	return s, true, nil
+}
+
+// loadIndex loads the lazy tree of the file at path (f, size bytes): nil
+// and no error when the full loader must open it instead (see notLazy).
+func loadIndex(rs RangeStorage, path string, f RangeFile, size int64) (*Tree, error) {
+	ld := &lazyLoad{}
+	if err := ld.scan(f, 0, size); err != nil {
+		if _, nl := errors.AsType[notLazy](err); nl {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("session: open %s: %w", path, err)
+	}
+	if !ld.headerSeen || ld.header.Version < CurrentVersion {
+		return nil, nil
+	}
+	var rep Report
+	t := newTree(path, ld.header, ld.nodes, &rep)
+	if !rep.Clean() {
+		return nil, nil // a parent loop: the full loader rewrites it
+	}
+	t.src, t.end, t.loaded, t.maxFence = &bodySource{storage: rs, path: path}, size, len(ld.nodes), ld.maxFence
+	return t, nil
 }
 
 // reopen extends the kept tree with the lines appended to its file (f,

@@ -412,9 +412,16 @@ const parallelMin = 4 << 20
 // scanLines splits data into lines (no length limit) and scans every
 // non-blank line, in parallel for large files. All goroutines finish before
 // it returns.
-func scanLines(data []byte) []lineScan {
+func scanLines(data []byte) []lineScan { return scanLinesFrom(data, true) }
+
+// scanLinesFrom is scanLines over data that starts the file (first: white
+// space before the header is not part of it) or a later line of it.
+func scanLinesFrom(data []byte, first bool) []lineScan {
 	lines := make([]lineScan, 0, 1+len(data)/1024)
-	lead := leadingSpace(data)
+	lead := 0
+	if first {
+		lead = leadingSpace(data)
+	}
 	for off := 0; off < len(data); {
 		l := lineScan{start: off, end: len(data)}
 		if nl := bytes.IndexByte(data[off:], '\n'); nl >= 0 {
