@@ -433,10 +433,11 @@ func fileLost(err error) bool {
 
 // keptIndexMin and keptIndexMax bound the indexes of evicted sessions the
 // gateway keeps (session.Indexes): those of sessions of at least 5,000
-// entries, whose load costs, 500,000 entries in all (about 420 bytes
-// each, so up to about 200 MiB when many long conversations are idle at
-// once); an idle small session keeps nothing.
+// entries, whose load costs, 2,000,000 entries in all (about 420 bytes
+// each: up to about 800 MiB when long conversations are idle; a
+// conversation of a million entries is kept); an idle small session keeps
+// nothing.
 const (
 	keptIndexMin = 5_000
-	keptIndexMax = 500_000
+	keptIndexMax = 2_000_000
 )

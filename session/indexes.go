@@ -73,17 +73,19 @@ func (x *Indexes) drop(path string, k *keptIndex) {
 func (x *Indexes) put(path string, t *Tree) { x.keep(path, t, true) }
 
 // keep is put; a tree kept for the Open about to follow (not closed) is
-// kept whatever its size (bounded: that Open takes it).
+// kept whatever its size, the others dropped to make room (that Open
+// takes it).
 func (x *Indexes) keep(path string, t *Tree, closed bool) {
-	if x == nil || (closed && len(t.nodes) < x.min) || len(t.nodes) > x.max {
+	if x == nil || (closed && (len(t.nodes) < x.min || len(t.nodes) > x.max)) {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old := x.kept[path]; old != nil {
 		x.total -= len(old.tree.nodes)
+		delete(x.kept, path)
 	}
-	for x.total+len(t.nodes) > x.max {
+	for len(x.kept) > 0 && x.total+len(t.nodes) > x.max {
 		var oldest string
 		var seq uint64
 		for p, k := range x.kept {

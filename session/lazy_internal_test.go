@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -61,5 +62,49 @@ func TestLazyScanChunks(t *testing.T) {
 				t.Fatalf("chunk %d: entry %d: line or kept bytes wrong", chunk, i)
 			}
 		}
+	}
+}
+
+// TestIndexesBounds: an Indexes keeps closed sessions' indexes of at
+// least min entries, at most max in all, dropping the oldest first; an
+// index loaded for the Open about to follow is kept whatever its size.
+func TestIndexesBounds(t *testing.T) {
+	tree := func(n int) *Tree { return &Tree{nodes: make([]*node, n)} }
+	type step struct {
+		path   string
+		n      int
+		closed bool
+	}
+	for _, tc := range []struct {
+		name    string
+		steps   []step
+		want    []string // kept paths
+		entries int
+	}{
+		{"too small", []step{{"a", 9, true}}, nil, 0},
+		{"too large", []step{{"a", 101, true}}, nil, 0},
+		{"kept", []step{{"a", 10, true}, {"b", 50, true}}, []string{"a", "b"}, 60},
+		{"oldest dropped", []step{{"a", 40, true}, {"b", 40, true}, {"c", 40, true}}, []string{"b", "c"}, 80},
+		{"replaced", []step{{"a", 40, true}, {"a", 60, true}}, []string{"a"}, 60},
+		{"for an open: any size", []step{{"a", 40, true}, {"b", 5, false}, {"c", 150, false}}, []string{"c"}, 150},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewIndexes(10, 100)
+			for _, s := range tc.steps {
+				x.keep(s.path, tree(s.n), s.closed)
+			}
+			var got []string
+			for _, p := range []string{"a", "b", "c"} {
+				if x.kept[p] != nil {
+					got = append(got, p)
+				}
+			}
+			if n, e := x.Len(); strings.Join(got, ",") != strings.Join(tc.want, ",") || e != tc.entries || n != len(tc.want) {
+				t.Fatalf("kept %v (%d entries), want %v (%d)", got, e, tc.want, tc.entries)
+			}
+			if k := x.take("a"); (k != nil) != slices.Contains(tc.want, "a") {
+				t.Fatalf("take a: %v", k)
+			}
+		})
 	}
 }
