@@ -9,11 +9,11 @@ import (
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
-// Budget is a set of token buckets keyed by string (a sender, a chat),
+// LocalBudget is a set of token buckets keyed by string (a sender, a chat),
 // all with the same rate and burst: the inbound per-sender budget.
 // Reserve takes a token even when the bucket is empty, so a sender who
 // keeps sending keeps waiting longer.
-type Budget struct {
+type LocalBudget struct {
 	mu      sync.Mutex
 	rate    float64 // tokens per second
 	burst   float64
@@ -34,14 +34,14 @@ func (bk *bucket) refill(now time.Time, rate, burst float64) {
 }
 
 // NewBudget allows rate events per second with the given burst, per key.
-func NewBudget(rate float64, burst int) *Budget {
-	return &Budget{rate: rate, burst: float64(burst), now: time.Now, buckets: map[string]*bucket{}}
+func NewBudget(rate float64, burst int) *LocalBudget {
+	return &LocalBudget{rate: rate, burst: float64(burst), now: time.Now, buckets: map[string]*bucket{}}
 }
 
 // Reserve takes one token for key and returns how long the caller must wait
 // before using it (0 when available now). The in-process budget never
 // fails.
-func (b *Budget) Reserve(_ context.Context, key string) (time.Duration, error) {
+func (b *LocalBudget) Reserve(_ context.Context, key string) (time.Duration, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -59,7 +59,7 @@ func (b *Budget) Reserve(_ context.Context, key string) (time.Duration, error) {
 }
 
 // Wait blocks until key has a token or ctx ends.
-func (b *Budget) Wait(ctx context.Context, key string) error {
+func (b *LocalBudget) Wait(ctx context.Context, key string) error {
 	d, err := b.Reserve(ctx, key)
 	if err != nil || d <= 0 {
 		return err

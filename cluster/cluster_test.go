@@ -133,7 +133,7 @@ func TestInboxSurvivesReopenAndTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	add := func(ib *Inbox, data string) string {
+	add := func(ib *LocalInbox, data string) string {
 		t.Helper()
 		id, durable, err := ib.Enqueue(t.Context(), "k", []byte(data))
 		if err == nil {

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Dedupe remembers keys for a TTL, bounded in size (oldest evicted first).
-type Dedupe struct {
+// LocalDedupe remembers keys for a TTL, bounded in size (oldest evicted first).
+type LocalDedupe struct {
 	mu    sync.Mutex
 	ttl   time.Duration
 	max   int
@@ -23,12 +23,12 @@ type dedupeItem struct {
 }
 
 // NewDedupe remembers up to max keys for ttl each.
-func NewDedupe(ttl time.Duration, max int) *Dedupe {
-	return &Dedupe{ttl: ttl, max: max, now: time.Now, seen: map[string]*list.Element{}, order: list.New()}
+func NewDedupe(ttl time.Duration, max int) *LocalDedupe {
+	return &LocalDedupe{ttl: ttl, max: max, now: time.Now, seen: map[string]*list.Element{}, order: list.New()}
 }
 
 // Seen records key and reports whether it was already recorded within the TTL.
-func (d *Dedupe) Seen(_ context.Context, key string) (bool, error) {
+func (d *LocalDedupe) Seen(_ context.Context, key string) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
@@ -49,7 +49,7 @@ func (d *Dedupe) Seen(_ context.Context, key string) (bool, error) {
 
 // Forget removes key, so a redelivery is accepted again (used when
 // processing failed before the message became durable).
-func (d *Dedupe) Forget(_ context.Context, key string) error {
+func (d *LocalDedupe) Forget(_ context.Context, key string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e, ok := d.seen[key]; ok {

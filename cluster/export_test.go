@@ -7,10 +7,10 @@ import (
 )
 
 // SetClock makes d read the time from now (tests).
-func (d *Dedupe) SetClock(now func() time.Time) { d.now = now }
+func (d *LocalDedupe) SetClock(now func() time.Time) { d.now = now }
 
 // SetClock makes b read the time from now (tests).
-func (b *Budget) SetClock(now func() time.Time) { b.now = now }
+func (b *LocalBudget) SetClock(now func() time.Time) { b.now = now }
 
 // SetClock makes r read the time from now (tests).
 func (r *Rates) SetClock(now func() time.Time) {
@@ -18,4 +18,4 @@ func (r *Rates) SetClock(now func() time.Time) {
 }
 
 // SetCompactMin makes ib compact its file after n records (tests).
-func (ib *Inbox) SetCompactMin(n int64) { ib.compactMin = n }
+func (ib *LocalInbox) SetCompactMin(n int64) { ib.compactMin = n }

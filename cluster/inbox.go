@@ -24,7 +24,7 @@ type InboxItem struct {
 	Key  string          `json:"key,omitempty"`
 	Data json.RawMessage `json:"data"`
 	// Crashes counts the processes that started handling the item and
-	// crashed before it was done (see Inbox).
+	// crashed before it was done (see LocalInbox).
 	Crashes int `json:"crashes,omitempty"`
 }
 
@@ -54,7 +54,7 @@ func (r inboxRecord) line() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// Inbox is the embedded durable inbox: an fsynced JSONL log of accepted
+// LocalInbox is the embedded durable inbox: an fsynced JSONL log of accepted
 // events and their acknowledgements, queued under a key each (the chat
 // location; inbox_keys.go). An item is durable once Enqueue's durable
 // function returns; after a crash, Claim hands over what the dead process
@@ -67,7 +67,7 @@ func (r inboxRecord) line() ([]byte, error) {
 // taken, queued behind others) counts nothing: a crash is not its doing.
 // Quarantine sets an item aside for good: it is kept in the file, never
 // pending again.
-type Inbox struct {
+type LocalInbox struct {
 	// swap is held shared by every change (a record written and the
 	// state in memory changed with it) and exclusively while the file is
 	// compacted and replaced (inbox_compact.go): f and the state in
@@ -104,8 +104,8 @@ const (
 // OpenInbox opens (or creates) the inbox at path and compacts it to the
 // pending and quarantined items, counting the crash of the last process
 // if it did not close the inbox. A torn last line is dropped.
-func OpenInbox(path string) (*Inbox, error) {
-	ib := &Inbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}, compactMin: compactLines}
+func OpenInbox(path string) (*LocalInbox, error) {
+	ib := &LocalInbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}, compactMin: compactLines}
 	handled := map[string]bool{} // executing in the last process
 	clean := true
 	// Streamed: a file a crash left uncompacted may be long.
@@ -135,7 +135,7 @@ func OpenInbox(path string) (*Inbox, error) {
 
 // replay reads the records of r into ib. clean says whether the file is
 // empty or ends with a clean stop. A torn last line is dropped.
-func (ib *Inbox) replay(r io.Reader, handled map[string]bool, clean *bool) error {
+func (ib *LocalInbox) replay(r io.Reader, handled map[string]bool, clean *bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -164,7 +164,7 @@ func (ib *Inbox) replay(r io.Reader, handled map[string]bool, clean *bool) error
 
 // apply replays one record of the file into ib. handled collects the items
 // whose work the process that wrote the records was executing.
-func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
+func (ib *LocalInbox) apply(rec inboxRecord, handled map[string]bool) {
 	switch rec.Op {
 	case "add", "keep":
 		if _, ok := ib.pending[rec.ID]; !ok {
@@ -200,7 +200,7 @@ func (ib *Inbox) apply(rec inboxRecord, handled map[string]bool) {
 // Quarantine sets the pending item id of key aside durably: it stays in
 // the file (Quarantined lists it) and is never pending again. An item
 // that is not pending under key is left alone.
-func (ib *Inbox) Quarantine(_ context.Context, key, id string) error {
+func (ib *LocalInbox) Quarantine(_ context.Context, key, id string) error {
 	ib.mu.Lock()
 	it, ok := ib.pending[id]
 	ib.mu.Unlock()
@@ -223,7 +223,7 @@ func (ib *Inbox) Quarantine(_ context.Context, key, id string) error {
 }
 
 // Quarantined returns the items set aside, oldest first.
-func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
+func (ib *LocalInbox) Quarantined(context.Context) ([]InboxItem, error) {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	return append([]InboxItem(nil), ib.quarantined...), nil
@@ -233,7 +233,7 @@ func (ib *Inbox) Quarantined(context.Context) ([]InboxItem, error) {
 // to be handled again, which its session recognises, so it is written but
 // not fsynced, and it waits for no fsync: while the inbox's group commit
 // runs, its caller writes the ack out as soon as the fsync returns. Acknowledging an item that is not pending does nothing.
-func (ib *Inbox) Ack(_ context.Context, key, id string) error {
+func (ib *LocalInbox) Ack(_ context.Context, key, id string) error {
 	if err := ib.ack(key, id); err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (ib *Inbox) Ack(_ context.Context, key, id string) error {
 }
 
 // ack is Ack but for the compaction it may call for.
-func (ib *Inbox) ack(key, id string) error {
+func (ib *LocalInbox) ack(key, id string) error {
 	line, _ := inboxRecord{Op: "ack", ID: id, Key: key}.line()
 	ib.swap.RLock()
 	defer ib.swap.RUnlock()
@@ -265,7 +265,7 @@ func (ib *Inbox) ack(key, id string) error {
 }
 
 // forget drops id from the pending items; false if it was not pending.
-func (ib *Inbox) forget(id string) bool {
+func (ib *LocalInbox) forget(id string) bool {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	if _, ok := ib.pending[id]; !ok {
@@ -288,10 +288,10 @@ func (ib *Inbox) forget(id string) bool {
 
 // All returns every item not yet acknowledged, of every key, oldest
 // first (for tests and tools; the gateway asks per key).
-func (ib *Inbox) All() []InboxItem { return ib.items(func(*InboxItem) bool { return true }) }
+func (ib *LocalInbox) All() []InboxItem { return ib.items(func(*InboxItem) bool { return true }) }
 
 // items lists the pending items that keep accepts, oldest first.
-func (ib *Inbox) items(keep func(it *InboxItem) bool) []InboxItem {
+func (ib *LocalInbox) items(keep func(it *InboxItem) bool) []InboxItem {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	var out []InboxItem
@@ -304,7 +304,7 @@ func (ib *Inbox) items(keep func(it *InboxItem) bool) []InboxItem {
 }
 
 // Len returns the number of pending items.
-func (ib *Inbox) Len() int {
+func (ib *LocalInbox) Len() int {
 	ib.mu.Lock()
 	defer ib.mu.Unlock()
 	return len(ib.pending)
@@ -313,7 +313,7 @@ func (ib *Inbox) Len() int {
 // Sync makes every write so far durable. After a failed write (a full
 // disk) it tries to recover the file, so it doubles as a health probe:
 // nil means the inbox can take messages again.
-func (ib *Inbox) Sync() error {
+func (ib *LocalInbox) Sync() error {
 	ib.swap.RLock()
 	defer ib.swap.RUnlock()
 	if err := ib.f.Sync(); err != nil {
@@ -324,7 +324,7 @@ func (ib *Inbox) Sync() error {
 
 // Close records a clean stop (the items still pending did not crash this
 // process) and closes the file.
-func (ib *Inbox) Close() error {
+func (ib *LocalInbox) Close() error {
 	line, _ := json.Marshal(inboxRecord{Op: "clean"})
 	ib.swap.Lock()
 	defer ib.swap.Unlock()

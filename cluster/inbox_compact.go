@@ -19,7 +19,7 @@ const compactLines = 4096
 // compactDue reports whether the file should be compacted: enough
 // records written since the last compaction, most of them of items that
 // are done.
-func (ib *Inbox) compactDue() bool {
+func (ib *LocalInbox) compactDue() bool {
 	n := ib.lines.Load()
 	if n < ib.compactMin {
 		return false
@@ -33,7 +33,7 @@ func (ib *Inbox) compactDue() bool {
 // maybeCompact compacts the file when it is due. A failed compaction
 // leaves the file as it was (it is tried again after as many records);
 // the inbox goes on appending to it.
-func (ib *Inbox) maybeCompact() {
+func (ib *LocalInbox) maybeCompact() {
 	if !ib.compactDue() {
 		return
 	}
@@ -63,7 +63,7 @@ func (ib *Inbox) maybeCompact() {
 // crash counts against it as the records it replaces would have), and
 // opens it for appending. The caller holds swap exclusively, or is
 // OpenInbox.
-func (ib *Inbox) rewrite() error {
+func (ib *LocalInbox) rewrite() error {
 	var buf bytes.Buffer
 	write := func(rec inboxRecord) {
 		line, _ := json.Marshal(rec)

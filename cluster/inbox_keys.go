@@ -17,7 +17,7 @@ import (
 //
 // The item is pending for key and held by nobody until a Consume takes
 // it. A crash counts against it only once its work begins (Begin).
-func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string, durable func() error, err error) {
+func (ib *LocalInbox) Enqueue(_ context.Context, key string, data []byte) (id string, durable func() error, err error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	id = hex.EncodeToString(rnd[:])
@@ -49,7 +49,7 @@ func (ib *Inbox) Enqueue(_ context.Context, key string, data []byte) (id string,
 // Consume hands this process the items of key that nobody handles yet,
 // oldest first, and records durably that it handles them (a crash counts
 // against one once its work begins: Begin).
-func (ib *Inbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
+func (ib *LocalInbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
 	return ib.take(ctx, key, heldByNone)
 }
 
@@ -58,7 +58,7 @@ func (ib *Inbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
 // left (Leave), oldest first, and records durably that this process
 // handles them now. In the embedded inbox every item carried over from an
 // earlier process is such an item.
-func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
+func (ib *LocalInbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
 	return ib.take(ctx, key, heldByDead)
 }
 
@@ -69,7 +69,7 @@ func (ib *Inbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
 // (Begin) counts one crash, durably, as if this process had crashed while
 // it executed it, and a later crash of this process does not count it
 // again; those that only waited count nothing.
-func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
+func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 	ib.swap.RLock()
 	defer ib.swap.RUnlock()
 	ib.mu.Lock()
@@ -120,7 +120,7 @@ func (ib *Inbox) Leave(_ context.Context, key string, cut bool) error {
 // fsynced: a crash of pibot keeps it, a crash of the machine may lose it
 // (the item is then not blamed for that crash). Items not pending under
 // key are left alone.
-func (ib *Inbox) Begin(_ context.Context, key string, ids ...string) error {
+func (ib *LocalInbox) Begin(_ context.Context, key string, ids ...string) error {
 	var buf []byte
 	ib.swap.RLock()
 	defer ib.swap.RUnlock()
@@ -149,7 +149,7 @@ func (ib *Inbox) Begin(_ context.Context, key string, ids ...string) error {
 }
 
 // take moves the items of key held by from to this process.
-func (ib *Inbox) take(_ context.Context, key string, from holder) ([]InboxItem, error) {
+func (ib *LocalInbox) take(_ context.Context, key string, from holder) ([]InboxItem, error) {
 	ib.swap.RLock()
 	defer ib.swap.RUnlock()
 	ib.mu.Lock()
@@ -187,13 +187,13 @@ func (ib *Inbox) take(_ context.Context, key string, from holder) ([]InboxItem, 
 
 // Pending lists the items of key not yet acknowledged, whoever handles
 // them, oldest first.
-func (ib *Inbox) Pending(_ context.Context, key string) ([]InboxItem, error) {
+func (ib *LocalInbox) Pending(_ context.Context, key string) ([]InboxItem, error) {
 	return ib.items(func(it *InboxItem) bool { return it.Key == key }), nil
 }
 
 // Keys lists the keys with pending items, each once, in the order of
 // their oldest item.
-func (ib *Inbox) Keys(context.Context) ([]string, error) {
+func (ib *LocalInbox) Keys(context.Context) ([]string, error) {
 	var keys []string
 	seen := map[string]bool{}
 	for _, it := range ib.All() {

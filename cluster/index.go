@@ -17,13 +17,13 @@ import (
 // the store recovers when a later write or Sync succeeds.
 var ErrWrite = errors.New("cluster: write failed")
 
-// Index maps a location key to the session file that holds it, in a local
+// LocalIndex maps a location key to the session file that holds it, in a local
 // JSONL file (one {"loc","path"} record a line; the last record of a key
 // wins, an empty path unbinds). It is a cache: the session files are the
 // truth, and a missing file is seeded from them (IndexOptions.Seed).
 // Bindings share fsyncs (group commit): Bind returns at once and Sync
 // makes every binding so far durable.
-type Index struct {
+type LocalIndex struct {
 	mu   sync.Mutex
 	f    *groupsync.File
 	locs map[string]string
@@ -43,8 +43,8 @@ type IndexOptions struct {
 }
 
 // OpenIndex opens (or creates) the index file at path.
-func OpenIndex(path string, opts IndexOptions) (*Index, error) {
-	ix := &Index{locs: map[string]string{}}
+func OpenIndex(path string, opts IndexOptions) (*LocalIndex, error) {
+	ix := &LocalIndex{locs: map[string]string{}}
 	data, err := os.ReadFile(path)
 	var seed map[string]string
 	switch {
@@ -92,7 +92,7 @@ func OpenIndex(path string, opts IndexOptions) (*Index, error) {
 }
 
 // Get returns the session file bound to loc.
-func (ix *Index) Get(_ context.Context, loc string) (string, bool, error) {
+func (ix *LocalIndex) Get(_ context.Context, loc string) (string, bool, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	p, ok := ix.locs[loc]
@@ -101,7 +101,7 @@ func (ix *Index) Get(_ context.Context, loc string) (string, bool, error) {
 
 // KeysWithPrefix lists the bound locations of a conversation (its main
 // line and threads): keys equal to prefix or starting with prefix + ":".
-func (ix *Index) KeysWithPrefix(_ context.Context, prefix string) ([]string, error) {
+func (ix *LocalIndex) KeysWithPrefix(_ context.Context, prefix string) ([]string, error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var out []string
@@ -115,7 +115,7 @@ func (ix *Index) KeysWithPrefix(_ context.Context, prefix string) ([]string, err
 
 // Bind binds loc to path ("" unbinds) without waiting for the disk: Get
 // sees it at once, Sync makes it durable.
-func (ix *Index) Bind(_ context.Context, loc, path string) error {
+func (ix *LocalIndex) Bind(_ context.Context, loc, path string) error {
 	ix.mu.Lock()
 	if cur, ok := ix.locs[loc]; ok == (path != "") && cur == path {
 		ix.mu.Unlock()
@@ -135,7 +135,7 @@ func (ix *Index) Bind(_ context.Context, loc, path string) error {
 }
 
 // Set binds loc to path ("" unbinds) durably.
-func (ix *Index) Set(ctx context.Context, loc, path string) error {
+func (ix *LocalIndex) Set(ctx context.Context, loc, path string) error {
 	if err := ix.Bind(ctx, loc, path); err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (ix *Index) Set(ctx context.Context, loc, path string) error {
 }
 
 // Sync makes every binding so far durable.
-func (ix *Index) Sync(context.Context) error {
+func (ix *LocalIndex) Sync(context.Context) error {
 	if err := ix.f.Sync(); err != nil {
 		return fmt.Errorf("cluster: index sync: %w: %w", ErrWrite, err)
 	}
@@ -151,7 +151,7 @@ func (ix *Index) Sync(context.Context) error {
 }
 
 // Close writes and syncs what is buffered, then closes the file.
-func (ix *Index) Close() error {
+func (ix *LocalIndex) Close() error {
 	if err := ix.f.Close(); err != nil {
 		return fmt.Errorf("cluster: index close: %w", err)
 	}

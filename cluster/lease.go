@@ -31,7 +31,7 @@ type localLease struct {
 	key   string
 	fence int64
 
-	l    *Locker
+	l    *LocalLocker
 	done chan struct{}
 	once sync.Once
 }
@@ -59,12 +59,12 @@ func (le *localLease) Release(context.Context) error {
 	return nil
 }
 
-// Locker grants in-process leases. Fences come from a counter file in the
+// LocalLocker grants in-process leases. Fences come from a counter file in the
 // data directory, bumped once per process start, so fences keep growing
 // across restarts exactly as in cluster mode. The data directory lock
 // (LockDir) keeps every other process out, so a fence of this process's
 // epoch in a file was written by this process.
-type Locker struct {
+type LocalLocker struct {
 	mu    sync.Mutex
 	path  string // the counter file
 	held  map[string]*localLease
@@ -72,7 +72,7 @@ type Locker struct {
 }
 
 // NewLocker reads and bumps <dir>/fence (created if missing).
-func NewLocker(dir string) (*Locker, error) {
+func NewLocker(dir string) (*LocalLocker, error) {
 	p := filepath.Join(dir, "fence")
 	var n int64
 	if b, err := os.ReadFile(p); err == nil {
@@ -87,7 +87,7 @@ func NewLocker(dir string) (*Locker, error) {
 	if err := atomicfile.Write(p, []byte(strconv.FormatInt(n, 10)+"\n")); err != nil {
 		return nil, fmt.Errorf("cluster: write fence: %w", err)
 	}
-	return &Locker{path: p, held: map[string]*localLease{}, epoch: n}, nil
+	return &LocalLocker{path: p, held: map[string]*localLease{}, epoch: n}, nil
 }
 
 // Acquire grants key's lease or returns ErrLeaseHeld. minFence is the
@@ -95,7 +95,7 @@ func NewLocker(dir string) (*Locker, error) {
 // process's epoch: a file holding it was written by this process, which
 // may go on. A file holding a higher fence (the counter file was lost or
 // copied back) raises the epoch, durably, above it.
-func (l *Locker) Acquire(_ context.Context, key string, minFence int64) (Lease, error) {
+func (l *LocalLocker) Acquire(_ context.Context, key string, minFence int64) (Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.held[key]; ok {

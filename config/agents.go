@@ -91,7 +91,7 @@ func (c Config) AgentHooks(name string) []string {
 // inheritAgents decodes each agents.NAME over the agent: block, so that a
 // named agent has the block's settings for every key it leaves out, but
 // for what belongs to an agent alone: workspace, skills and prompt
-// folders, mcp, hooks and system_prompt. Maps (approvals.dm,
+// folders, mcp, hooks, system_prompt and spend. Maps (approvals.dm,
 // approvals.group) merge key by key.
 func inheritAgents(doc *yaml.Node, cfg *Config) error {
 	node := mappingValue(doc, "agents")
@@ -101,7 +101,7 @@ func inheritAgents(doc *yaml.Node, cfg *Config) error {
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		name, v := node.Content[i].Value, node.Content[i+1]
 		a := cfg.Agent
-		a.Workspace, a.Skills, a.Prompts, a.MCP, a.Hooks, a.SystemPrompt = "", nil, nil, nil, nil, ""
+		a.Workspace, a.Skills, a.Prompts, a.MCP, a.Hooks, a.SystemPrompt, a.Spend = "", nil, nil, nil, nil, "", SpendLimits{}
 		a.Tools, a.Fallbacks = slices.Clone(a.Tools), slices.Clone(a.Fallbacks)
 		a.Approvals.DM, a.Approvals.Group = maps.Clone(a.Approvals.DM), maps.Clone(a.Approvals.Group)
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
@@ -158,6 +158,11 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 // validateAgents checks agents.*, the agents' mcp and hooks lists and
 // bindings[*]; every problem names its key.
 func (c Config) validateAgents(bad func(key, format string, args ...any)) {
+	if len(c.Agents) == 0 && c.Agent.Spend.Enabled() {
+		// Without agents every conversation is the default agent's, and
+		// its use is the whole bot's: limits says it.
+		bad("agent.spend", "caps the default agent's use beside other agents; without agents: set the top-level limits key instead")
+	}
 	for _, name := range c.AgentNames() {
 		a, _ := c.AgentConfig(name)
 		key := AgentKey(name)

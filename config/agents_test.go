@@ -56,11 +56,12 @@ func TestAgentsInheritTheAgentBlock(t *testing.T) {
 
 func TestAgentsOwnKeysAreNotInherited(t *testing.T) {
 	cfg, err := Parse(strings.NewReader(`
-agent: {workspace: /srv/main, skills: [/opt/skills], mcp: [gh], hooks: [audit], system_prompt: "be brief"}
+agent: {workspace: /srv/main, skills: [/opt/skills], mcp: [gh], hooks: [audit], system_prompt: "be brief", spend: {global: {daily_usd: 3}}}
 mcp: {servers: {gh: {command: gh-mcp}}}
 hooks: {audit: {command: /bin/true, events: [input]}}
 agents:
   ops: {workspace: /srv/infra}
+  web: {workspace: /srv/web, spend: {per_user: {daily_tokens: 1000}}}
 `), env(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +70,11 @@ agents:
 		t.Fatalf("Validate = %v", err)
 	}
 	ops := cfg.Agents["ops"]
-	if ops.Skills != nil || ops.MCP != nil || ops.Hooks != nil || ops.SystemPrompt != "" {
+	if ops.Skills != nil || ops.MCP != nil || ops.Hooks != nil || ops.SystemPrompt != "" || ops.Spend.Enabled() {
 		t.Fatalf("ops inherited what is the default agent's own: %+v", ops)
+	}
+	if web := cfg.Agents["web"].Spend; web.PerUser.DailyTokens != 1000 || web.Global != (SpendCap{}) || cfg.Agent.Spend.Global.DailyUSD != 3 {
+		t.Fatalf("spend caps: web %+v, agent: %+v", web, cfg.Agent.Spend)
 	}
 	if got := cfg.AgentMCP("ops"); len(got) != 0 {
 		t.Fatalf("AgentMCP(ops) = %v", got)
@@ -124,6 +128,11 @@ agents: {ops: {workspace: /srv/x}, web: {workspace: /srv/x/web}}`, "agents.web.w
 		{"agents.default", `agents: {default: {workspace: /srv/d}}`, "agents.default", "agent: block"},
 		{"bad name", `agents: {"Ops!": {workspace: /srv/o}}`, "agents.Ops!", "agent names"},
 		{"agent's own keys validated", `agents: {ops: {workspace: /srv/o, queue: {mode: shout}}}`, "agents.ops.queue.mode", "shout"},
+		{"negative agent spend cap", `agents: {ops: {workspace: /srv/o, spend: {global: {daily_usd: -1}}}}`, "agents.ops.spend.global.daily_usd", "non-negative"},
+		{"negative default agent spend cap", `
+agent: {spend: {per_user: {daily_tokens: -5}}}
+agents: {ops: {workspace: /srv/o}}`, "agent.spend.per_user.daily_tokens", "negative"},
+		{"agent spend without agents", `agent: {spend: {global: {daily_usd: 5}}}`, "agent.spend", "set the top-level limits key instead"},
 		{"unknown mcp server", `agents: {ops: {workspace: /srv/o, mcp: [gh]}}`, "agents.ops.mcp[0]", "not a server"},
 		{"unknown hook", `agents: {ops: {workspace: /srv/o, hooks: [audit]}}`, "agents.ops.hooks[0]", "not a hook"},
 		{"role off discord", `bindings: [{agent: default, platform: slack, role: "5"}]`, "bindings[0].role", "Discord"},

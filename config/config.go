@@ -127,6 +127,9 @@ type Agent struct {
 	// Hooks lists the hooks this agent runs; unset: all of them for a
 	// bare agent: block (no agents), none otherwise.
 	Hooks []string `yaml:"hooks"`
+	// Spend caps this agent's daily model usage, with the names of the
+	// top-level limits key; those still apply on top.
+	Spend SpendLimits `yaml:"spend"`
 }
 
 // Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.

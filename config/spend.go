@@ -27,14 +27,15 @@ func (l SpendLimits) Enabled() bool {
 	return l.PerUser != (SpendCap{}) || l.PerConversation != (SpendCap{}) || l.Global != (SpendCap{})
 }
 
-// validate checks limits.*; every problem names its key.
-func (l SpendLimits) validate(bad func(key, format string, args ...any)) {
+// validate checks the caps set at key (limits, agents.NAME.spend); every
+// problem names its key.
+func (l SpendLimits) validate(key string, bad func(key, format string, args ...any)) {
 	for name, c := range map[string]SpendCap{"per_user": l.PerUser, "per_conversation": l.PerConversation, "global": l.Global} {
 		if c.DailyUSD < 0 || math.IsNaN(c.DailyUSD) || math.IsInf(c.DailyUSD, 0) {
-			bad("limits."+name+".daily_usd", "must be a non-negative number of US dollars (0: no cap)")
+			bad(key+"."+name+".daily_usd", "must be a non-negative number of US dollars (0: no cap)")
 		}
 		if c.DailyTokens < 0 {
-			bad("limits."+name+".daily_tokens", "must not be negative (0: no cap)")
+			bad(key+"."+name+".daily_tokens", "must not be negative (0: no cap)")
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (c Config) Validate() error {
 	c.validateExtend(bad)
 	c.MCP.validate(bad)
 	validateSchedules(c.Schedules, bad)
-	c.Limits.validate(bad)
+	c.Limits.validate("limits", bad)
 	c.OTel.validate(bad)
 	c.validateQuiet(bad)
 	for name, p := range c.Providers {
@@ -237,6 +237,7 @@ func (c Config) validateAgent(key string, a Agent, bad func(key, format string, 
 		bad(key+".compaction", "token counts must not be negative")
 	}
 	a.Limits.validate(bad)
+	a.Spend.validate(key+".spend", bad)
 	if a.MaxRun < 0 {
 		bad(key+".max_run", "must not be negative (0: no limit)")
 	}

@@ -12,7 +12,7 @@ import (
 var allCrashPoints = []string{
 	crashpoint.InboxAppend, crashpoint.UserEntry, crashpoint.ToolCall, crashpoint.ToolResult, crashpoint.AnswerEntry,
 	crashpoint.PostedPart, crashpoint.ReplyJournal, crashpoint.ReplyFinal, crashpoint.DeliveryRecord, crashpoint.InboxAck,
-	crashpoint.Lease, crashpoint.Fence, crashpoint.PumpHandoff,
+	crashpoint.Lease, crashpoint.Fence, crashpoint.PumpHandoff, crashpoint.Bound,
 }
 
 // checkRelease: the binary `go build` makes holds neither the crash

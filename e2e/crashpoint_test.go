@@ -74,6 +74,7 @@ func (p cpPoint) name() string {
 // gateway's, then cluster mode's.
 var cpPoints = []cpPoint{
 	{point: crashpoint.Lease, hit: 1, what: "the new conversation's session lease granted, no file yet"},
+	{point: crashpoint.Bound, hit: 1, what: "the new conversation bound to its session file in the index, the file not created"},
 	{point: crashpoint.InboxAppend, hit: 1, what: "q1 durable in the inbox, not acknowledged to Telegram"},
 	{point: crashpoint.UserEntry, hit: 1, what: "q1's entry appended"},
 	{point: crashpoint.ToolCall, hit: 1, what: "the tool call flushed, the tool not started"},
@@ -97,6 +98,7 @@ var cpPoints = []cpPoint{
 	{point: crashpoint.InboxAck, hit: 3, what: "the run's last message acknowledged"},
 
 	{point: crashpoint.Lease, hit: 1, cluster: true, what: "a replica took the new conversation's session lease; the other takes over"},
+	{point: crashpoint.Bound, hit: 1, cluster: true, what: "a replica bound the new conversation to its session file, not created; the other takes over"},
 	{point: crashpoint.PumpHandoff, hit: 1, cluster: true, what: "the pump claimed q1 for its new session, not handed to the mailbox"},
 	{point: crashpoint.AnswerEntry, hit: 2, cluster: true, what: "q1's answer and q2 on disk, q2's answer appended; the other replica takes over",
 		onDisk: []string{"END-q1", "q2: this steers"}},

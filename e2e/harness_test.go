@@ -113,7 +113,7 @@ type world struct {
 type process struct {
 	cancel context.CancelFunc
 	done   chan error
-	inbox  *cluster.Inbox
+	inbox  *cluster.LocalInbox
 }
 
 type option func(*world)
@@ -180,7 +180,7 @@ func (w *world) apiURL() string {
 // localDeps opens the embedded cluster pieces of a pibot data dir (inbox,
 // fence counter, pairing store) the way `pibot serve` does; the caller adds
 // adapters and models and closes the inbox.
-func localDeps(t testing.TB, dir string, policy access.Policy) (gateway.Deps, *cluster.Inbox) {
+func localDeps(t testing.TB, dir string, policy access.Policy) (gateway.Deps, *cluster.LocalInbox) {
 	t.Helper()
 	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
 	if err != nil {
@@ -223,7 +223,7 @@ func (w *world) start() {
 // run starts a pibot process on the world's state with adapter ad over
 // deps and inbox: the gateway configuration every world shares, with
 // cfgMod applied, and the timed model when there is one.
-func (w *world) run(deps gateway.Deps, inbox *cluster.Inbox, ad chat.Adapter) {
+func (w *world) run(deps gateway.Deps, inbox *cluster.LocalInbox, ad chat.Adapter) {
 	w.t.Helper()
 	cfg := gateway.Config{
 		DataDir:         w.dir,

@@ -172,19 +172,12 @@ func (ar *adapterRunner) runLeased(ctx context.Context, a chat.Adapter, lease cl
 	}
 }
 
-// leaseBounded is an adapter that can bound what it does by the lease it
-// runs under (telegram.Adapter: each long poll ends, on Telegram's side,
-// before the lease may pass on). held returns how long the lease is sure
-// to stay held from now on.
-type leaseBounded interface {
-	RunBounded(ctx context.Context, sink chat.Sink, held func() time.Duration) error
-}
-
 // runUnder runs a under lease: bounded by the lease's deadline when both
-// can (a local lease has none: it is never lost).
+// can (chat.BoundedRunner, cluster.DeadlineLease; a local lease has no
+// deadline: it is never lost).
 func (ar *adapterRunner) runUnder(ctx context.Context, a chat.Adapter, lease cluster.Lease) error {
-	b, ok := a.(leaseBounded)
-	d, dok := lease.(deadlined)
+	b, ok := a.(chat.BoundedRunner)
+	d, dok := lease.(cluster.DeadlineLease)
 	if !ok || !dok {
 		return a.Run(ctx, ar.sink)
 	}

@@ -21,7 +21,7 @@ import (
 type refusingLocker struct {
 	errs  []error
 	calls int
-	real  *cluster.Locker
+	real  *cluster.LocalLocker
 }
 
 func (l *refusingLocker) Acquire(ctx context.Context, key string, minFence int64) (cluster.Lease, error) {

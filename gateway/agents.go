@@ -193,7 +193,7 @@ func (g *Gateway) extensionsFor(ctx context.Context, in chat.Inbound) Extensions
 		return g.cfg.Extensions
 	}
 	if path, ok, err := g.index.Get(ctx, in.Conv.Key()); err == nil && ok {
-		if o, err := g.sessions.owner(ctx, path); err == nil {
+		if o, err := g.sessions.owner(ctx, path, nil); err == nil {
 			return o.agentConfig().Extensions
 		}
 	}

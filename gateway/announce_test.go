@@ -16,6 +16,7 @@ import (
 // writes the pairing file); the running gateway tells the stranger, once,
 // in the DM where they asked, and they can talk.
 func TestApprovedUserIsTold(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []faux.Turn{faux.Text("hello zed")})
 	zed := chat.ConvRef{Platform: "test", Channel: "dm-zed", DM: true}
 	h.send("hi", inConv(zed), from("zed"))

@@ -34,9 +34,7 @@ func (a *approvals) decideRecovered(ctx context.Context, in chat.Inbound, id, d 
 	if refusal := a.mayDecide(in, ap, d); refusal != "" {
 		return refusal, nil
 	}
-	o.mu.Lock()
-	busy := loc.run != nil
-	o.mu.Unlock()
+	busy := o.activeRun(loc) != nil
 	if busy {
 		return "A run is active here; try again when it ends.", nil
 	}
@@ -82,7 +80,7 @@ const (
 // findPendingApproval looks on loc's branch for approval id without a
 // decision whose tool call still has no result.
 func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, approvalState) {
-	branch, err := o.sess.Tree().Branch(o.head(loc))
+	branch, err := o.branch(loc)
 	if err != nil {
 		return nil, llm.Content{}, approvalUnknown
 	}

@@ -21,17 +21,9 @@ func (s locSite) record(ap *approval) error {
 	return err
 }
 
-func (s locSite) granted(key string) bool {
-	s.o.mu.Lock()
-	defer s.o.mu.Unlock()
-	return s.loc.allowed[key]
-}
+func (s locSite) granted(key string) bool { return s.o.granted(s.loc, key) }
 
-func (s locSite) grant(key string) {
-	s.o.mu.Lock()
-	s.loc.allowed[key] = true
-	s.o.mu.Unlock()
-}
+func (s locSite) grant(key string) { s.o.grant(s.loc, key) }
 
 // runSite is the approvalRun of a run.
 type runSite struct {
@@ -74,8 +66,8 @@ func (r *run) toolRun() ToolRun {
 func (r *run) requester() string {
 	who := r.msgs.lastSender()
 	if who == "" {
-		if h, ok := r.o.sess.Tree().Get(r.o.head(r.loc)); ok {
-			b, _ := r.o.sess.Tree().Branch(h.ID)
+		if h, ok := r.o.tree().Get(r.o.head(r.loc)); ok {
+			b, _ := r.o.tree().Branch(h.ID)
 			for _, e := range b {
 				if e.Pibot != nil && e.Pibot.From != "" {
 					who = e.Pibot.From

@@ -137,10 +137,16 @@ type redisReplica struct {
 	leaseTTL   time.Duration
 	poll       time.Duration
 	drain      time.Duration
+	// mode is the queue mode (default steer).
+	mode string
 	// url is the Redis (default benchRedisURL); events, if set, gets what
 	// the Redis implementations report.
 	url    string
 	events *redisEvents
+	// mod, if set, changes the replica's configuration further; models,
+	// if set, resolves its model references (else every one is m).
+	mod    func(*gateway.Config)
+	models gateway.Models
 }
 
 // testClusterSecret is the cluster.secret of the tests' replicas: every
@@ -222,7 +228,12 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 	cfg := func(c *gateway.Config) {
 		c.Cluster = gateway.ClusterConfig{Enabled: true, Poll: r.poll}
 		c.DrainTimeout = r.drain
+		c.QueueMode = r.mode
+		if r.mod != nil {
+			r.mod(c)
+		}
 	}
+	deps.Models = r.models
 	return startSharedGateway(b, ad, m, dir, deps, cfg, pending, func() {
 		_ = inbox.Close()
 		_ = rdb.Close()
@@ -244,7 +255,9 @@ func startSharedGateway(b testing.TB, ad chat.Adapter, m llm.Model, dir string, 
 		mod(&cfg)
 	}
 	deps.Adapters = []chat.Adapter{ad}
-	deps.Models = models{m}
+	if deps.Models == nil {
+		deps.Models = models{m}
+	}
 	deps.Access = access.NewChecker(access.Policy{DMPolicy: "open"}, store)
 	g, err := gateway.New(cfg, deps)
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 // Before, a replay after a lost lease counted nothing, and the message
 // looped.
 func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
+	t.Parallel()
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	model := newStampModel(faux.Text("ok"))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
@@ -74,6 +75,7 @@ func TestClusterLeaseLostTwiceQuarantines(t *testing.T) {
 // inbox, well before the session's lease (a minute) would end. Before, it
 // stayed pending until the lease ended.
 func TestClusterFailedAckIsRetried(t *testing.T) {
+	t.Parallel()
 	for _, text := range []string{"second", "/status"} {
 		t.Run(text, func(t *testing.T) {
 			probe, prefix := redistest.LocalPrefix(t, "gateway")
@@ -172,6 +174,7 @@ func (m stallModel) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Ev
 // the third replica runs it. (With the owner's close leaving its items as
 // cut, the third replica sets the message aside.)
 func TestClusterStoppedReplicaReleasesItsMessages(t *testing.T) {
+	t.Parallel()
 	_, prefix := redistest.LocalPrefix(t, "gateway")
 	model := newStampModel(faux.Text("ok"))
 	dir := t.TempDir()

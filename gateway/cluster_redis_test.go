@@ -47,6 +47,7 @@ const maxElsewhereRoundTrips = 3
 // which holds it. The acknowledgement is one more (the inbox's end
 // script): 2 in all, down from 4.
 func TestClusterMessageRoundTrips(t *testing.T) {
+	t.Parallel()
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	rts := &redistest.RoundTrips{}
 	model := newStampModel(faux.Text("ok"))
@@ -346,6 +347,7 @@ func twoReplicas(t *testing.T, a, b redisReplica) (model *stampModel, adA, adB *
 // hands over only what other replicas hold; the replica's own item stayed
 // pending until a restart.)
 func TestClusterRetakenSessionAnswersWhatTheLostLeaseCut(t *testing.T) {
+	t.Parallel()
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	model := newStampModel(faux.Text("ok").WithDelay(time.Second))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))

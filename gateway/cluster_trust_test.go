@@ -23,6 +23,7 @@ import (
 // have the model run bash. The replica drops it (reported, never handed
 // to the model) and answers the owner's next real message.
 func TestClusterForgedItemIsNotRun(t *testing.T) {
+	t.Parallel()
 	probe, prefix := redistest.LocalPrefix(t, "gateway")
 	model := newStampModel(faux.Text("ok"))
 	ad := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
@@ -74,6 +75,7 @@ func TestClusterForgedItemIsNotRun(t *testing.T) {
 // once; the replicas report the loss and what they enqueued again. It
 // runs on a private redis-server (the shared one is never flushed).
 func TestClusterFlushAllLosesNoMessage(t *testing.T) {
+	t.Parallel()
 	srv := redistest.PrivateServer(t)
 	url := "redis://" + srv.Addr + "/0"
 	model := newStampModel(faux.Text("ok").WithDelay(1500 * time.Millisecond))

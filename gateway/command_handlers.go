@@ -16,7 +16,7 @@ import (
 // customQueue records a location's queue mode in the session.
 const customQueue = "pibot.queue"
 
-// The handlers of the command table (tree.go has /tree and /fork).
+// The handlers of the command table (command_tree.go has /tree and /fork).
 
 func cmdHelp(ctx context.Context, c *invocation) { c.tell(ctx, "%s", c.cmds.helpText()) }
 
@@ -114,9 +114,7 @@ func cmdQueue(ctx context.Context, c *invocation) {
 	o, loc, arg := c.o, c.loc, c.arg
 	switch {
 	case arg == "" || arg == "list":
-		o.mu.Lock()
-		mode := loc.mode
-		o.mu.Unlock()
+		mode := o.state(loc).mode
 		q := o.queue.queuedTexts(loc)
 		if len(q) == 0 {
 			c.tell(ctx, "Queue mode: **%s**. Nothing queued.", mode)
@@ -131,9 +129,7 @@ func cmdQueue(ctx context.Context, c *invocation) {
 			c.failed(ctx, "saving the queue mode", err)
 			return
 		}
-		o.mu.Lock()
-		loc.mode = arg
-		o.mu.Unlock()
+		o.setMode(loc, arg)
 		c.say(ctx, "Queue mode set to **%s**.", arg)
 	default:
 		c.tell(ctx, "Usage: `/queue [steer|followup|collect|interrupt|list|drop]`")
@@ -168,9 +164,7 @@ func cmdModel(ctx context.Context, c *invocation) {
 		c.failed(ctx, "saving the model", err)
 		return
 	}
-	o.mu.Lock()
-	loc.model = info.Ref()
-	o.mu.Unlock()
+	o.setModel(loc, info.Ref())
 	c.say(ctx, "Model set to `%s`.", info.Ref())
 }
 
@@ -235,16 +229,15 @@ func cmdStatus(ctx context.Context, c *invocation) {
 	if ref == "" {
 		ref = c.cmds.model
 	}
-	o.mu.Lock()
-	running, mode := loc.run != nil, loc.mode
-	o.mu.Unlock()
+	st := o.state(loc)
+	running, mode := st.run != nil, st.mode
 	state := "idle"
 	if running {
 		state = "running"
 	}
-	name := o.sess.Tree().Name()
+	name := o.tree().Name()
 	if name == "" {
-		name = o.sess.Tree().Header().ID
+		name = o.tree().Header().ID
 	}
 	model := "`" + ref + "`"
 	if ref == "" {
@@ -283,7 +276,7 @@ func plural(n int, noun string) string {
 }
 
 func cmdUsage(ctx context.Context, c *invocation) {
-	branch, err := c.o.sess.Tree().Branch(c.o.head(c.loc))
+	branch, err := c.o.branch(c.loc)
 	if err != nil {
 		c.failed(ctx, "reading the session", err)
 		return
@@ -309,7 +302,7 @@ func cmdUsage(ctx context.Context, c *invocation) {
 // comes after its latest message (markers such as a lease takeover may
 // follow it).
 func compactedLast(o *owner, loc *location) bool {
-	branch, err := o.sess.Tree().Branch(o.head(loc))
+	branch, err := o.branch(loc)
 	if err != nil {
 		return false
 	}

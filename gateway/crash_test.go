@@ -106,6 +106,7 @@ func dropLines(t *testing.T, path string, subs ...string) {
 // (The copy already in the chat stands for a post whose journal write the
 // crash took: the one moment where a second copy is unavoidable.)
 func TestStoredAnswerReachesTheChatAfterACrash(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []faux.Turn{faux.Text("forty-two")})
 	h.send("the question")
 	h.waitText(dmConv, "forty-two")
@@ -156,6 +157,7 @@ func replyStates(h *harness) []string {
 // journal's entry in the session is closed by the delivery: the restart
 // neither marks the delivered reply interrupted nor sends it again.
 func TestDeliveredAnswerIsNotTouchedAfterACrash(t *testing.T) {
+	t.Parallel()
 	// Streamed slowly enough that its message is posted (and journaled)
 	// before the run ends.
 	long := strings.Repeat("word ", 30) + "forty-two"
@@ -189,6 +191,7 @@ func TestDeliveredAnswerIsNotTouchedAfterACrash(t *testing.T) {
 // first message's delivery only up to the next user message, the
 // follow-up, and sent its answer a second time.)
 func TestDeliveredFollowUpRunIsNotSentAgainAfterACrash(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, []faux.Turn{
 		faux.Text(strings.Repeat("word ", 30) + "first answer").WithDelay(10 * time.Millisecond),
 		faux.Text("second answer"),
@@ -220,6 +223,7 @@ func TestDeliveredFollowUpRunIsNotSentAgainAfterACrash(t *testing.T) {
 // again. (The crash is a stop whose last records are dropped: the drained
 // run's own note and the inbox's acknowledgements.)
 func TestReplyCutMidStreamIsMarkedAfterACrash(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("word ", 200) + "END"
 	h := newHarness(t, []faux.Turn{faux.Text(long).WithDelay(20 * time.Millisecond), faux.Text("the full answer")}, withConfig(fastDrain))
 	h.send("tell me a long story")
@@ -345,6 +349,7 @@ func TestToolNotRunTwiceAfterACrashInANewConversation(t *testing.T) {
 // crashes in a row is set aside with a notice instead of being replayed
 // again; a message in flight only during the first crash is answered.
 func TestMessageThatCrashesTwiceIsQuarantined(t *testing.T) {
+	t.Parallel()
 	// "bomb" never finishes (it stands for a message that takes pibot
 	// down); "innocent" takes a moment.
 	model := faux.Turn{Reply: func(req llm.Request) faux.Turn {

@@ -31,6 +31,7 @@ func (h *harness) inject(id, text string) error {
 // session file: TestMessageDuringAnUnloadKeepsItsSession.) A failure
 // prints the session files.
 func TestFullDiskRefusesThenRecovers(t *testing.T) {
+	t.Parallel()
 	dir := tinyfs.Mount(t, 4<<20)
 	h := newHarness(t, nil, withDir(dir)) // the faux model echoes
 	if err := h.inject("m1", "one"); err != nil {

@@ -174,6 +174,7 @@ func checkAnsweredOnce(t *testing.T, h2 *harness, before int, answer string, wan
 // answer waited in memory for the end write: the restart marked the reply
 // interrupted and asked the model again, answering twice.)
 func TestCrashAfterTheFinalEditFinishesThatReply(t *testing.T) {
+	t.Parallel()
 	answer := strings.Repeat("word ", 40) + "END"
 	tr := newTrap(t)
 	h := newHarness(t, []faux.Turn{faux.Text(answer).WithDelay(5 * time.Millisecond)}, withSessionFiles(deliveryTrap{session.FileStorage{}, tr}))
@@ -197,6 +198,7 @@ func TestCrashAfterTheFinalEditFinishesThatReply(t *testing.T) {
 // the final delivery). Every message is journaled as the platform posts
 // it, so the restart edits them all and posts none again.
 func TestCrashAfterASplitReplyFinishesIt(t *testing.T) {
+	t.Parallel()
 	var words []string
 	for i := range 120 {
 		words = append(words, "w"+strings.Repeat("x", i%7))
@@ -220,6 +222,7 @@ func TestCrashAfterASplitReplyFinishesIt(t *testing.T) {
 // never gets it. The answer is in the session file already: the restart
 // posts it once, without asking the model again.
 func TestCrashBeforeTheFirstPostPostsTheAnswerOnce(t *testing.T) {
+	t.Parallel()
 	const answer = "short END"
 	tr := newTrap(t)
 	h := newHarness(t, []faux.Turn{faux.Text(answer)},

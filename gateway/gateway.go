@@ -28,49 +28,20 @@ type Models interface {
 	Model(ref string) (llm.Model, error)
 }
 
-// Inbox keeps accepted events durable until they are applied, queued
-// under the key of their chat location (cluster.Inbox). Enqueue stores an
-// item and returns a function that waits until it is durable; Ack lets it
-// go; Pending lists a key's items not acknowledged; at start Keys and
-// Claim hand over what a process that ended left unfinished.
-type Inbox interface {
-	Enqueue(ctx context.Context, key string, data []byte) (id string, durable func() error, err error)
-	Ack(ctx context.Context, key, id string) error
-	Pending(ctx context.Context, key string) ([]cluster.InboxItem, error)
-	Keys(ctx context.Context) ([]string, error)
-	Claim(ctx context.Context, key string) ([]cluster.InboxItem, error)
-}
-
-// Dedupe drops redelivered platform events. Forget lets a key be seen
-// again (its event was not taken after all).
-type Dedupe interface {
-	Seen(ctx context.Context, key string) (bool, error)
-	Forget(ctx context.Context, key string) error
-}
-
-// Budget rate-limits inbound messages per sender: Reserve takes one token
-// for key and says how long the caller would have to wait for it.
-type Budget interface {
-	Reserve(ctx context.Context, key string) (time.Duration, error)
-}
-
-// Index maps a location key to the session file that holds it. It is a
-// cache of what the session files say (their heads name their locations):
-// Bind is seen by Get at once and made durable by the next Sync; Set binds
-// durably; an empty path unbinds. KeysWithPrefix lists the locations of a
-// conversation: the key itself and keys that start with prefix + ":".
-type Index interface {
-	Get(ctx context.Context, loc string) (path string, ok bool, err error)
-	KeysWithPrefix(ctx context.Context, prefix string) ([]string, error)
-	Bind(ctx context.Context, loc, path string) error
-	Set(ctx context.Context, loc, path string) error
-	Sync(ctx context.Context) error
-}
-
-// Locker grants the right to write a session file.
-type Locker interface {
-	Acquire(ctx context.Context, key string, minFence int64) (cluster.Lease, error)
-}
+// The collaborators of the cluster contract (cluster/contract.go, where
+// their error semantics are written down): the gateway's names for them.
+type (
+	// Inbox keeps accepted events durable until they are applied.
+	Inbox = cluster.Inbox
+	// Dedupe drops redelivered platform events.
+	Dedupe = cluster.Dedupe
+	// Budget rate-limits inbound messages per sender.
+	Budget = cluster.Budget
+	// Index maps a location key to the session file that holds it.
+	Index = cluster.Index
+	// Locker grants the right to write a session file.
+	Locker = cluster.Locker
+)
 
 // Attacher sends a file from the workspace to the conversation a tool runs
 // for. The gateway implements it per run; the attach tool calls it.
@@ -168,7 +139,7 @@ type Config struct {
 	// the traceparent kept in the inbox item (otel.endpoint); nil: off.
 	Tracer *otlp.Tracer
 	// Cluster: the shared seams of Deps are shared with other replicas
-	// (shared.go).
+	// (cluster_shared.go).
 	Cluster ClusterConfig
 	// Agents are the agents besides the default one, which the fields
 	// above configure (Model, Thinking, SystemPrompt, Workspace, Tools,
@@ -217,12 +188,12 @@ type Gateway struct {
 	ready    chan struct{}  // closed once Run has recovered and started the adapters
 	health   *health        // can the data directory be written (health.go)
 	replier  *replier       // the gateway's own messages to the chats (replier.go)
-	threads  *threads       // reply threads of channels (threads.go)
+	threads  *threads       // reply threads of channels (intake_threads.go)
 	runner   *adapterRunner // runs the adapters (adapters.go)
 	sched    *schedules     // scheduled prompts (schedules.go)
-	pump     *pump          // cluster mode: the shared inbox to the sessions (shared.go)
-	outage   *outage        // cluster mode: is the shared store reachable (outage.go)
-	leaver   *inboxLeaver   // cluster mode: tells the shared inbox what an owner gave up (leave.go)
+	pump     *pump          // cluster mode: the shared inbox to the sessions (cluster_shared.go)
+	outage   *outage        // cluster mode: is the shared store reachable (cluster_outage.go)
+	leaver   *inboxLeaver   // cluster mode: tells the shared inbox what an owner gave up (cluster_leave.go)
 }
 
 // Deps are the collaborators of a Gateway.
@@ -239,7 +210,7 @@ type Deps struct {
 	// caps.
 	Spend SpendLimiter
 	// Index binds locations to session files; nil: the gateway opens
-	// DataDir/index.jsonl (cluster.Index), rebuilt from the session files
+	// DataDir/index.jsonl (cluster.LocalIndex), rebuilt from the session files
 	// when missing, and closes it when Run ends.
 	Index Index
 	// Notices, when set, is watched for users approved by `pibot pairing
@@ -259,6 +230,11 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	if d.Inbox == nil || d.Dedupe == nil || d.Locker == nil || d.Access == nil {
 		return nil, errors.New("gateway: Inbox, Dedupe, Locker and Access are required")
+	}
+	if _, ok := d.Inbox.(cluster.Consumer); cfg.Cluster.Enabled && !ok {
+		// Without Consume there is no pump: accepted items would wait
+		// for a restart instead of reaching their session's holder.
+		return nil, fmt.Errorf("gateway: cluster mode needs an inbox that hands out its items (cluster.Consumer); %T is not one", d.Inbox)
 	}
 	setDefaults(&cfg)
 	g := &Gateway{
@@ -295,7 +271,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.agents = newAgents(&g.cfg)
 	g.replier = &replier{adapters: g.adapters, log: g.log, metrics: g.metrics, finalWait: cfg.FinalWait}
 	g.threads = newThreads(g.adapters, g.index, g.log)
-	wireCommands(g) // host.go
+	wireCommands(g) // command_host.go
 	g.intake = wireIntake(g)
 	sched, err := wireSchedules(g)
 	if err != nil {
@@ -309,7 +285,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	if g.sessions.files == nil {
 		g.sessions.files = session.FileStorage{}
 	}
-	offerHistory(g.adapters, g.index, g.sessions) // history.go
+	offerHistory(g.adapters, g.index, g.sessions) // registry_history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post, later: g.mail.post}
 	if g.pump = newPump(g); g.pump != nil {
@@ -320,6 +296,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		if g.pump.store != nil {
 			g.intake.admit = g.pump.admit
 		}
+		g.intake.dropStale = g.pump.dropStale
 		g.intake.ackLater = func(ref inboxRef) bool {
 			// A command or press: retried while the session it acted on
 			// is held here.
@@ -408,7 +385,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.runner.registerCommands(ctx, &wg)
 	if g.pump != nil {
 		// Cluster mode: what a replica left is taken over per session,
-		// by whichever replica gets its lease (shared.go).
+		// by whichever replica gets its lease (cluster_shared.go).
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

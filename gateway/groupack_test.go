@@ -71,6 +71,7 @@ func answerTwice(t *testing.T, h *harness, files *sessiontest.FaultyStorage) (du
 // and the second one made no fsync of the session; the stop's one fsync
 // lets both go, and the restart finds nothing to do.
 func TestRunsAreAcknowledgedWithTheGroupCommit(t *testing.T) {
+	t.Parallel()
 	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
 	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
 	_, base := answerTwice(t, h, files)
@@ -101,6 +102,7 @@ func TestRunsAreAcknowledgedWithTheGroupCommit(t *testing.T) {
 // keeps what a dead process wrote), so the replay finds both answers
 // delivered: nothing is sent again, nothing asked again.
 func TestProcessCrashAfterTheRunsWriteAnswersNothingAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil, withConfig(longWindow))
 	answerTwice(t, h, nil)
 	if n := h.inbox.Len(); n != 2 {
@@ -161,6 +163,7 @@ func TestMachineCrashInTheWindowAnswersAgain(t *testing.T) {
 // the inbox. The restart (its fsyncs work) finds the runs in the file and
 // answers nothing twice.
 func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
+	t.Parallel()
 	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
 	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
 	answerTwice(t, h, files)
@@ -182,6 +185,7 @@ func TestFailedSessionFsyncKeepsTheMessagesInTheInbox(t *testing.T) {
 // again the message is taken up: its run is found in the file, delivered,
 // so it is acknowledged without being answered again.
 func TestFailedGroupCommitStrandsTheMessageUntilTheDiskWorks(t *testing.T) {
+	t.Parallel()
 	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
 	h := newHarness(t, nil, withConfig(longWindow), withSessionFiles(files))
 	secondRunEnded(h)
@@ -283,6 +287,7 @@ func (rp *releaseProbe) notes() []releaseNote {
 // acknowledges the run's message, and only then gives the session's lease
 // back.
 func TestEvictionFlushesAcknowledgesThenReleases(t *testing.T) {
+	t.Parallel()
 	files := &sessiontest.FaultyStorage{Storage: session.FileStorage{}}
 	rp := &releaseProbe{files: files}
 	var h *harness
@@ -313,6 +318,7 @@ func TestEvictionFlushesAcknowledgesThenReleases(t *testing.T) {
 // not acknowledged (the session's next holder takes it); the restart that
 // holds it finds the run delivered and answers nothing again.
 func TestLostLeaseLeavesTheFinishedRunsMessageInTheInbox(t *testing.T) {
+	t.Parallel()
 	locker := &revocable{}
 	h := newHarness(t, nil, withLocker(locker), withConfig(longWindow))
 	secondRunEnded(h)

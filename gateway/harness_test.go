@@ -62,7 +62,7 @@ type harness struct {
 	g      *gateway.Gateway
 	cancel context.CancelFunc
 	done   chan error
-	inbox  *cluster.Inbox
+	inbox  *cluster.LocalInbox
 	seq    atomic.Int64
 }
 
@@ -129,6 +129,11 @@ func (h *harness) start() {
 		ApprovalTimeout: 5 * time.Second,
 		CollectDebounce: 100 * time.Millisecond,
 		FinalWait:       5 * time.Second,
+		// A short group commit: a run's messages leave the inbox soon
+		// after it ends, so a test waits for that in tens of
+		// milliseconds, not the default second (groupack_test.go tests
+		// the long window itself).
+		SessionGroupWindow: 20 * time.Millisecond,
 	}
 	if h.mod != nil {
 		h.mod(&cfg)

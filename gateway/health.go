@@ -182,16 +182,12 @@ func (h *health) probeLoop(ctx context.Context) {
 	}
 }
 
-// syncer is an inbox that can be made durable and recovered after a
-// failed write (cluster.Inbox).
-type syncer interface{ Sync() error }
-
 // probe writes the data directory: the inbox and the index (which recover
 // after a failed write) and a probe file. If all works, the gateway is
 // healthy again and routes the stranded messages.
 func (h *health) probe(ctx context.Context) {
 	var err error
-	if s, ok := h.inbox.(syncer); ok {
+	if s, ok := h.inbox.(cluster.Syncer); ok {
 		err = s.Sync()
 	}
 	err = errors.Join(err, h.index.Sync(ctx), probeWrite(h.dataDir))

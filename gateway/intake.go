@@ -14,9 +14,10 @@ import (
 	"github.com/pibot/pibot/internal/otlp"
 )
 
-// intake takes events from the adapters: access, dedupe, the sender's
-// budget, a durable inbox item, and the item posted to its location's
-// mailbox (mailbox.go). It holds no gateway: its collaborators are
+// intake takes events from the adapters (sink: screen, classify, admit):
+// access, dedupe, the sender's budget, a durable inbox item through its
+// admission (intake_admission.go), and the item posted to its location's mailbox
+// (mailbox.go). It holds no gateway: its collaborators are
 // injected (wireIntake).
 type intake struct {
 	log      *slog.Logger
@@ -29,7 +30,7 @@ type intake struct {
 	commands *commands
 	mail     *mailboxes
 	// threads opens the reply threads of channel messages and knows
-	// which threads are bound (threads.go).
+	// which threads are bound (intake_threads.go).
 	threads *threads
 	// reply answers in in's conversation; respond answers in, through its
 	// interaction if it has one; moved handles a platform's "conversation
@@ -47,22 +48,26 @@ type intake struct {
 	// when set, gives the extensions of a message's agent instead.
 	ext    Extensions
 	extFor func(ctx context.Context, in chat.Inbound) Extensions
-	// accepted hands an enqueued item on (nil: post it here; cluster mode:
-	// the pump of the session's holder takes it).
+	// accepted hands an item the local admission enqueued on (nil: post
+	// it here; cluster mode: the pump of the session's holder takes it).
 	accepted func(ref inboxRef, item inboxItem)
 	// shared is set in cluster mode: a failing dedupe or inbox is the
-	// shared store (Redis) down, not the disk (degraded.go).
+	// shared store (Redis) down, not the disk (cluster_degraded.go).
 	shared *degraded
 	// outage counts the failures of the shared store (cluster mode; nil
-	// otherwise), which it logs as an outage (outage.go).
+	// otherwise), which it logs as an outage (cluster_outage.go).
 	outage *outage
 	// admit is set in cluster mode when the dedupe admits in one round
-	// trip (admit.go): it enqueues in place of the inbox, and hands what
-	// it enqueued on in place of accepted.
+	// trip (cluster_admit.go): the intake's admission is then the shared one
+	// (intake_admission.go), which enqueues in place of the inbox and hands
+	// what it enqueued on in place of accepted.
 	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
 	// ackLater queues a failed acknowledgement for a retry (cluster mode:
-	// ackretry.go); false when it is not queued.
+	// cluster_ackretry.go); false when it is not queued.
 	ackLater func(ref inboxRef) bool
+	// dropStale lets an item go that this replica gave up since it was
+	// handed (cluster mode: pump.dropStale; nil: none is).
+	dropStale func(ctx context.Context, refs ...inboxRef) bool
 }
 
 // wireIntake builds the intake of g.
@@ -92,27 +97,58 @@ func wireIntake(g *Gateway) *intake {
 	}
 }
 
-// sink is the chat.Sink of every adapter.
+// sink is the chat.Sink of every adapter, in three steps: screen (a moved
+// conversation, the bound flag, access, and, unless the admission takes
+// them in its one round trip, the dedupe and the sender's budget), then
+// classify (a button press, a command, a message), then admit (the
+// admission seam, intake_admission.go).
 func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	i.metrics.inbound(in.Conv.Platform)
 	ctx, span := i.tracer.Start(ctx, "pibot.intake")
 	defer span.End()
 	span.Set("pibot.conv", in.Conv.Key())
-	if in.Kind == chat.KindMoved {
-		// A platform event, judged by the group it moves, not by a sender.
-		i.moved(ctx, in)
+	if pass, err := i.screen(ctx, &in, span); !pass {
+		return err
+	}
+	adm := i.admission()
+	if adm.oneTrip() {
+		// An item known as it came is admitted in one round trip
+		// (cluster_admit.go).
+		if item, ok := i.direct(in, span.Traceparent()); ok {
+			return i.admitDirect(ctx, adm, in, item, span)
+		}
+	}
+	// The dedupe and the budget come before classify, which may act (open
+	// a thread, answer a command): a redelivery must not act twice.
+	if pass, err := i.unseen(ctx, in, span); !pass {
+		return err
+	}
+	in, item, done := i.classify(ctx, in, span.Traceparent())
+	if done {
 		return nil
 	}
-	// In a thread the bot takes part in, no mention is needed.
-	i.threads.markBound(ctx, &in)
-	d := i.access.Check(ctx, in)
+	return i.enqueue(ctx, adm, in, item, span)
+}
+
+// screen decides whether in goes on: a platform's "conversation moved"
+// event is handled here, and the sender's access is checked (in a thread
+// the bot takes part in, no mention is needed: in is marked bound). A
+// refusal the platform must redeliver is returned as an error.
+func (i *intake) screen(ctx context.Context, in *chat.Inbound, span *otlp.Span) (bool, error) {
+	if in.Kind == chat.KindMoved {
+		// A platform event, judged by the group it moves, not by a sender.
+		i.moved(ctx, *in)
+		return false, nil
+	}
+	i.threads.markBound(ctx, in)
+	d := i.access.Check(ctx, *in)
 	if d.Err != nil && i.shared != nil {
 		// Cluster mode: the shared pairing store (Redis) is down. Refused,
 		// so the platform delivers it again, but no notice: the sender
 		// may be a stranger, or a group member who did not call the bot.
 		i.outage.report(i.log, "access check failed; event refused", d.Err)
 		span.Fail(d.Err)
-		return fmt.Errorf("gateway: access: %w: %w", chat.ErrUnavailable, d.Err)
+		return false, fmt.Errorf("gateway: access: %w: %w", chat.ErrUnavailable, d.Err)
 	}
 	if d.Err != nil {
 		// Not let in on a store that cannot say; the next message asks again.
@@ -121,23 +157,23 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	switch d.Verdict {
 	case access.Ignore:
 		// Nothing is said, but a platform spinner still ends.
-		i.respond(ctx, in, "", false)
-		return nil
+		i.respond(ctx, *in, "", false)
+		return false, nil
 	case access.Pair, access.Deny:
-		i.respond(ctx, in, d.Reply, true)
-		return nil
+		i.respond(ctx, *in, d.Reply, true)
+		return false, nil
 	}
-	if i.admit != nil {
-		// Cluster mode: an item known as it came is admitted in one round
-		// trip (admit.go).
-		if item, ok := i.direct(in, span.Traceparent()); ok {
-			return i.admitDirect(ctx, in, item, span)
-		}
-	}
+	return true, nil
+}
+
+// unseen drops a duplicate of an event seen before and an event over its
+// sender's budget (messages and commands, not presses), asking both in
+// one round trip when the dedupe can (cluster.SeenReserver).
+func (i *intake) unseen(ctx context.Context, in chat.Inbound, span *otlp.Span) (bool, error) {
 	var budgetWait *time.Duration // the sender's budget, when asked with the dedupe
 	if in.DedupKey != "" {
 		dup, err := false, error(nil)
-		if a, ok := i.dedupe.(admitter); ok && i.budgeted(in) {
+		if a, ok := i.dedupe.(cluster.SeenReserver); ok && i.budgeted(in) {
 			var wait time.Duration
 			dup, wait, err = a.SeenReserve(ctx, in.DedupKey, budgetKey(in))
 			budgetWait = &wait
@@ -150,16 +186,21 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 			i.outage.report(i.log, "dedupe: event refused", err)
 			i.shared.sharedDown(ctx, in)
 			span.Fail(err)
-			return fmt.Errorf("gateway: dedupe: %w: %w", chat.ErrUnavailable, err)
+			return false, fmt.Errorf("gateway: dedupe: %w: %w", chat.ErrUnavailable, err)
 		}
 		if dup {
 			i.log.Debug("duplicate event dropped", "key", in.DedupKey)
-			return nil
+			return false, nil
 		}
 	}
-	if !i.withinBudget(ctx, in, budgetWait) { // messages and commands, not presses
-		return nil
-	}
+	return i.withinBudget(ctx, in, budgetWait), nil
+}
+
+// classify decides the inbox item of in: a button press, a command that
+// acts on a session, or a message (a command answered without a session
+// is answered here, done). A channel message that wants a thread has it
+// opened first: in is returned as moved there.
+func (i *intake) classify(ctx context.Context, in chat.Inbound, trace string) (chat.Inbound, inboxItem, bool) {
 	if i.threads.wantsThread(in) {
 		// After the access check: an ignored message opens nothing.
 		moved, err := i.threads.open(ctx, in)
@@ -170,115 +211,109 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 		}
 		in = moved
 	}
-	item := inboxItem{In: in, Trace: span.Traceparent()}
+	item := inboxItem{In: in, Trace: trace}
 	switch {
 	case in.Kind == chat.KindAction && in.Action != nil:
 		item.Kind = itemPress
+	case in.Command != nil && i.commands.needsSession(in.Command.Name):
+		item.Kind = itemCommand
 	case in.Command != nil:
-		if !i.commands.needsSession(in.Command.Name) {
-			// /help, /whoami, an unknown command, and the usage and
-			// rights answers of /steer and /followup: no session needed.
-			// Behind commands still waiting at its location, it waits
-			// its turn there, so replies come in the order sent.
-			if key := in.Conv.Key(); i.commands.answeredAtIntake(in.Command.Name) && i.mail.busy(key) {
-				at := in
-				if i.mail.post(key, func() { i.commands.dispatch(i.runContext(), at, false) }) {
-					return nil
-				}
-			}
-			mode, handled := i.commands.dispatch(ctx, in, false)
-			if handled {
-				return nil
-			}
-			// Its interaction is answered (dispatch): the run replies.
-			item.Mode = mode
-			item.In.Text = in.Command.Args
-			if mode == "" { // a prompt template: expanded before the run
-				item.In.Text = messageText(in.Command)
-			}
-			item.In.Command = nil
-			item.In.Interaction = nil
-		} else {
-			item.Kind = itemCommand
+		if i.answerAtIntake(ctx, in, &item) {
+			return in, item, true
 		}
 	}
-	if item.Kind == itemMessage && item.In.Text == "" && len(item.In.Files) == 0 {
-		return nil
+	empty := item.Kind == itemMessage && item.In.Text == "" && len(item.In.Files) == 0
+	return in, item, empty
+}
+
+// answerAtIntake dispatches in, a command that needs no session (/help,
+// /whoami, an unknown command, and the usage and rights answers of /steer
+// and /followup), and reports whether it was answered. Otherwise it is a
+// message to a run (/steer, /followup, a prompt template): item becomes
+// it.
+func (i *intake) answerAtIntake(ctx context.Context, in chat.Inbound, item *inboxItem) bool {
+	// Behind commands still waiting at its location, it waits its turn
+	// there, so replies come in the order sent.
+	if key := in.Conv.Key(); i.commands.answeredAtIntake(in.Command.Name) && i.mail.busy(key) {
+		at := in // a copy of its own for the closure: in stays on the stack
+		if i.mail.post(key, func() { i.commands.dispatch(i.runContext(), at, false) }) {
+			return true
+		}
 	}
+	mode, handled := i.commands.dispatch(ctx, in, false)
+	if handled {
+		return true
+	}
+	// Its interaction is answered (dispatch): the run replies.
+	item.Mode = mode
+	item.In.Text = in.Command.Args
+	if mode == "" { // a prompt template: expanded before the run
+		item.In.Text = messageText(in.Command)
+	}
+	item.In.Command = nil
+	item.In.Interaction = nil
+	return false
+}
+
+// enqueue admits item, the event in as classify decided it, whose dedupe
+// and budget unseen asked already. A command or press the inbox refuses
+// is executed anyway; a refused message is refused to the platform.
+func (i *intake) enqueue(ctx context.Context, adm admission, in chat.Inbound, item inboxItem, span *otlp.Span) error {
 	data, err := json.Marshal(item)
 	if err != nil {
 		return fmt.Errorf("gateway: encode inbound: %w", err)
 	}
 	key := in.Conv.Key()
-	id, err := "", error(nil)
-	if i.admit != nil {
-		// Enqueued, and taken at once if this replica holds the session.
-		var res cluster.Admitted
-		res, err = i.admit(ctx, cluster.Admission{Key: key, Data: data, Seen: in.DedupKey})
-		id = res.ID
-	} else {
-		var durable func() error
-		id, durable, err = i.inbox.Enqueue(ctx, key, data)
-		if err == nil {
-			// The run may start while the inbox fsync is in flight; the
-			// platform hears "received" only once the message is durable.
-			if i.accepted != nil {
-				i.accepted(inboxRef{key: key, id: id}, item)
-			} else {
-				i.post(inboxRef{key: key, id: id}, item, false)
-			}
-			err = durable()
-		}
-	}
-	if err == nil && id != "" {
+	// Shared: enqueued, and taken at once if this replica holds the
+	// session.
+	res, err := adm.admit(ctx, cluster.Admission{Key: key, Data: data, Seen: in.DedupKey}, item)
+	if err == nil && res.ID != "" {
 		crashpoint.Hit(crashpoint.InboxAppend)
 	}
 	if err != nil && item.Kind != itemMessage {
 		// A command or press works without the inbox, as it always did
 		// (/stop on a full disk): it is only not replayed after a crash.
 		i.log.Warn("inbox: a command or button press is not durable; executed anyway", "conv", in.Conv.Key(), "err", err)
-		if id == "" {
+		if res.ID == "" {
 			i.post(inboxRef{}, item, false)
 		}
 		return nil
 	}
 	if err != nil {
-		// Not acknowledged: the platform sends it again, and a copy
-		// that already reached its session is recognised there. (A
-		// shared dedupe keeps a key whose item the admission enqueued
-		// before its answer was lost: the redelivery is a duplicate.)
-		if in.DedupKey != "" {
-			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
-				// The redelivery will be dropped as a duplicate.
-				i.outage.report(i.log, "dedupe: forget a refused event", ferr)
-			}
-		}
-		if i.shared != nil {
-			i.outage.report(i.log, "inbox: event refused", err)
-			i.shared.sharedDown(ctx, in) // Redis, not the disk
-		} else {
-			i.refused(ctx, in, err) // health.go: degraded until a probe succeeds; the sender is told
-		}
-		if id != "" {
-			// Not taken: the redelivery is. (On a failing disk this ack
-			// may fail too; the copy then replays at the next start and
-			// its session recognises it.)
-			if aerr := i.inbox.Ack(ctx, key, id); aerr != nil {
-				i.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
-			}
-		}
-		span.Fail(err)
-		return fmt.Errorf("gateway: inbox: %w: %w", chat.ErrUnavailable, err)
+		return i.refuse(ctx, in, res.ID, err, span)
 	}
 	return nil
 }
 
-// admitter is a Dedupe that also takes the sender's budget token, from
-// the gateway's Budget, in the same round trip (rediscluster.Admission):
-// Seen, then Reserve unless the key was seen. A budget that cannot be
-// asked answers 0.
-type admitter interface {
-	SeenReserve(ctx context.Context, key, budgetKey string) (dup bool, wait time.Duration, err error)
+// refuse answers a message the inbox refused (err; id, when it was
+// enqueued all the same, is acknowledged): not acknowledged to the
+// platform, which sends it again, and a copy that already reached its
+// session is recognised there. (A shared dedupe keeps a key whose item
+// the admission enqueued before its answer was lost: the redelivery is a
+// duplicate.)
+func (i *intake) refuse(ctx context.Context, in chat.Inbound, id string, err error, span *otlp.Span) error {
+	if in.DedupKey != "" {
+		if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
+			// The redelivery will be dropped as a duplicate.
+			i.outage.report(i.log, "dedupe: forget a refused event", ferr)
+		}
+	}
+	if i.shared != nil {
+		i.outage.report(i.log, "inbox: event refused", err)
+		i.shared.sharedDown(ctx, in) // Redis, not the disk
+	} else {
+		i.refused(ctx, in, err) // health.go: degraded until a probe succeeds; the sender is told
+	}
+	if id != "" {
+		// Not taken: the redelivery is. (On a failing disk this ack may
+		// fail too; the copy then replays at the next start and its
+		// session recognises it.)
+		if aerr := i.inbox.Ack(ctx, in.Conv.Key(), id); aerr != nil {
+			i.log.Warn("inbox: ack a refused message", "id", id, "err", aerr)
+		}
+	}
+	span.Fail(err)
+	return fmt.Errorf("gateway: inbox: %w: %w", chat.ErrUnavailable, err)
 }
 
 // budgeted reports whether in is subject to the per-sender budget.
@@ -339,6 +374,9 @@ func (i *intake) post(ref inboxRef, item inboxItem, replay bool) {
 // whose run starts at once runs on it (runStarter.launch); commands and
 // presses do not take it.
 func (i *intake) execute(ctx context.Context, ref inboxRef, item inboxItem, replay bool, take takeOver) {
+	if i.dropStale != nil && i.dropStale(ctx, ref) {
+		return // the inbox hands it over again (cluster_given.go)
+	}
 	switch item.Kind {
 	case itemMessage:
 		ext := i.ext

@@ -15,8 +15,8 @@ import (
 // owner is the one writer of a session file. Its sessionFile (embedded:
 // the file's lock is the owner's) holds the lease, the head of every
 // location and the appends; the owner keeps the locations, its queue
-// (queue.go) decides what happens to a message that arrives while a run
-// works, and its runs (start.go) start and hand over the agent runs of
+// (owner_queue.go) decides what happens to a message that arrives while a run
+// works, and its runs (owner_start.go) start and hand over the agent runs of
 // its locations. Runs in different locations proceed concurrently;
 // appends are serialised by mu.
 type owner struct {
@@ -28,6 +28,10 @@ type owner struct {
 	runs runStarter
 
 	locs map[string]*location // guarded by mu
+	// left: watchLease gave the owner's items up (a cut Leave) before
+	// the registry forgot the owner; close does not leave them again
+	// (guarded by mu).
+	left bool
 	// stopWatch ends watchLease when the owner closes.
 	stopWatch chan struct{}
 	// done is closed when close has ended: the session is closed and the
@@ -138,10 +142,13 @@ type pending struct {
 
 // inboxRef names an inbox item: its key (the location it was enqueued
 // for) and id. begun: the inbox knows the item's work executes
-// (Gateway.beginAll; or its admission said so, admit.go).
+// (Gateway.beginAll; or its admission said so, cluster_admit.go).
 type inboxRef struct {
 	key, id string
 	begun   bool
+	// left is how often this replica had given key's items up when the
+	// item was handed (givenUp): a Leave since makes it stale.
+	left uint64
 }
 
 // inboxRefs lists the inbox items p stands for.
@@ -154,14 +161,10 @@ func (p *pending) msgKey() string {
 	return p.item.In.Msg.Key()
 }
 
-// permanentLease is a lease that is never lost, only released (the local
-// Locker's); its owner needs no watcher.
-type permanentLease interface{ Permanent() bool }
-
 // permanent reports whether lease is never lost, only released: nothing
 // to watch, and no other replica can take its session over.
 func permanent(lease cluster.Lease) bool {
-	p, ok := lease.(permanentLease)
+	p, ok := lease.(cluster.PermanentLease)
 	return ok && p.Permanent()
 }
 
@@ -184,10 +187,16 @@ func (o *owner) watchLease() {
 	o.sess.SetFenced(errLeaseLost)
 	o.metrics.fenceRejected()
 	// Not a word more to the chat: the replica that takes the session
-	// over tells the user (shared.go).
+	// over tells the user (cluster_shared.go).
 	o.silenceAll()
 	if o.leave != nil {
-		o.leave(o, true) // cut, before close leaves them as released
+		// Cut, while the registry still has o: until it forgets o, no
+		// take of this replica claims the items (pump.take), so none
+		// it takes after is given up with them.
+		o.leave(o, true)
+		o.mu.Lock()
+		o.left = true
+		o.mu.Unlock()
 	}
 	o.forget(o)
 	o.close()
@@ -291,15 +300,22 @@ func (o *owner) close() {
 	for _, l := range o.locs {
 		l.waits.stop()
 	}
+	left := o.left
 	o.mu.Unlock()
 	if err := o.sess.Close(); err != nil {
 		o.log.Warn("close session", "path", o.path, "err", err)
 	}
+	// The items are given up while the lease still keeps every other
+	// owner out: a Leave after the release could give up what a new
+	// owner of the session, in this replica, took since (its take
+	// would hand them over a second time). Once watchLease gave them up,
+	// the registry has forgotten o and a new owner may hold them
+	// already: they are not given up again.
+	if o.leave != nil && !left {
+		o.leave(o, false)
+	}
 	if o.lease != nil {
 		release(context.Background(), o.log, o.lease)
-	}
-	if o.leave != nil {
-		o.leave(o, false)
 	}
 	if o.unloaded != nil {
 		o.unloaded(o)

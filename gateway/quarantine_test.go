@@ -60,6 +60,7 @@ func TestWaitingMessageIsNotSetAsideByACrashLoop(t *testing.T) {
 // during both crashes, but it is answered: it is not set aside and its
 // sender gets no notice; the third start delivers the answer.
 func TestAnsweredMessageIsNotSetAside(t *testing.T) {
+	t.Parallel()
 	answer := strings.Repeat("word ", 20) + "END"
 	tr1 := newTrap(t)
 	h1 := newHarness(t, []faux.Turn{faux.Text(answer).WithDelay(5 * time.Millisecond)}, withSessionFiles(deliveryTrap{session.FileStorage{}, tr1}))

@@ -13,7 +13,7 @@ import (
 
 // recovery replays, at start, what a crash or restart left unfinished:
 // the accepted messages of the inbox and the replies cut off mid-stream
-// (replies.go).
+// (recover_replies.go).
 type recovery struct {
 	log      *slog.Logger
 	inbox    Inbox
@@ -31,11 +31,11 @@ type recovery struct {
 	later func(loc string, f func()) bool
 }
 
-// recover marks replies a crash interrupted (replies.go) and replays the
+// recover marks replies a crash interrupted (recover_replies.go) and replays the
 // inbox: every accepted message whose run did not finish. A message not yet in its
 // session is posted to its mailbox again; one already there resumes its run when that
 // is safe (see resumable), and answers in the session but not in the chat
-// are delivered (replay.go). An item whose work was executing during
+// are delivered (recover_replay.go). An item whose work was executing during
 // quarantineAfter crashes is set aside instead, unless its answer is in
 // the session (setAside).
 func (rc *recovery) recover(ctx context.Context) {
@@ -102,12 +102,6 @@ func (rc *recovery) markSeen(ctx context.Context, key string) {
 // item aside for good.
 const quarantineAfter = 2
 
-// crashCounter is an inbox that counts the crashes of its items
-// (InboxItem.Crashes) and can set one aside (cluster.Inbox).
-type crashCounter interface {
-	Quarantine(ctx context.Context, key, id string) error
-}
-
 // quarantineNotice tells the sender of an item set aside. Its handling
 // was cut twice: pibot crashed, or (cluster mode) stalled past its lease.
 const quarantineNotice = "⚠️ Handling this message stopped pibot twice (a crash or a stall) before it was answered, so it was set aside and will not be processed again. Send a different request if you still need something. (The operator finds it in pibot's log.)"
@@ -142,7 +136,7 @@ func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
 	if err != nil || !ok {
 		return false
 	}
-	o, err := rc.sessions.owner(ctx, path)
+	o, err := rc.sessions.owner(ctx, path, nil)
 	if err != nil {
 		return false
 	}
@@ -154,7 +148,7 @@ func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
 // tells its sender (on the location's mailbox: start-up does not wait
 // for the platform). It reports whether the item was set aside.
 func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem, notify bool) bool {
-	c, ok := rc.inbox.(crashCounter)
+	c, ok := rc.inbox.(cluster.Quarantiner)
 	if !ok {
 		return false
 	}

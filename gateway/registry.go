@@ -44,7 +44,7 @@ type registry struct {
 	// path (their lease is still held; see owner).
 	closing map[string]*owner
 	// located: in cluster mode, the loaded owner each location was found
-	// bound to (located.go).
+	// bound to (cluster_located.go).
 	located  locatedCache
 	watchers sync.WaitGroup // lease watchers, one per loaded owner
 }
@@ -143,7 +143,7 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		return nil, nil, fmt.Errorf("gateway: index: %w", err)
 	}
 	if ok {
-		o, err := reg.owner(ctx, path)
+		o, err := reg.owner(ctx, path, &in)
 		if err == nil {
 			if shared {
 				reg.located.remember(key, o)
@@ -176,20 +176,20 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 		if !ok {
 			continue
 		}
-		o, err := reg.owner(ctx, path)
+		o, err := reg.owner(ctx, path, nil)
 		if err != nil {
 			continue
 		}
 		// A thread hangs off the message itself: its first head is that
 		// message's entry (docs/architecture.md, "Locations and branches").
-		target, ok := o.sess.Tree().EntryForMsg(ref.Key())
+		target, ok := o.tree().EntryForMsg(ref.Key())
 		if !ok {
 			continue
 		}
 		loc := o.location(key, in.Conv)
 		// A location the file already has a head for (its binding was
 		// lost in a crash) keeps that head.
-		if _, known := o.sess.Tree().Head(key); !known {
+		if _, known := o.tree().Head(key); !known {
 			if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
 				return nil, nil, err
 			}
@@ -210,18 +210,11 @@ func (reg *registry) locate(ctx context.Context, in chat.Inbound) (*owner, *loca
 // sessions) a custom entry records the agent and why.
 func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef, rec agentRecord) (*owner, *location, error) {
 	key := conv.Key()
-	name, ag := reg.agents.get(rec.Name)
-	rec.Name = name
-	dir := session.Dir(reg.cfg.DataDir, string(conv.Platform))
-	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(ag.Thinking), Pibot: &session.Meta{Loc: key}}
-	if prov, id, ok := strings.Cut(ag.Model, "/"); ok {
-		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
-	}
+	now := time.Now()
+	path := filepath.Join(session.Dir(reg.cfg.DataDir, string(conv.Platform)),
+		session.FileName(session.Timestamp(now), session.NewSessionID(now)))
 	// Take the lease before the file exists, so even its first entries
 	// carry the fence.
-	now := time.Now()
-	h := session.Header{ID: session.NewSessionID(now), Timestamp: session.Timestamp(now), Cwd: ag.Workspace}
-	path := filepath.Join(dir, session.FileName(h.Timestamp, h.ID))
 	// A new file: no fence to stay above yet.
 	lease, err := reg.locker.Acquire(ctx, path, 0)
 	if err != nil {
@@ -230,22 +223,51 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef, rec agen
 	crashpoint.Hit(crashpoint.Lease)
 	// The binding is durable before the file exists (BeforeCreate): once
 	// an entry of this conversation is on disk, a restart finds its file
-	// instead of opening a second session and running a tool again.
+	// instead of opening a second session and running a tool again. A
+	// crash before the file exists leaves the binding: whoever loads the
+	// location next creates the file there (owner).
 	if err := reg.index.Bind(ctx, key, path); err != nil {
 		release(ctx, reg.log, lease)
 		return nil, nil, err
 	}
-	// The file is created by the session's first flush, off the message's
-	// path: until the run has ended and the session is fsynced, the
-	// inbox holds the message. That flush starts at once, on the group
-	// commit's goroutine (EagerCreate): left to the run, the first reply
-	// entry's write would create the file on the provider's stream and
-	// hold up the reply's tokens for its fsyncs (the index's, the
-	// file's, its directory's).
-	s, err := session.Create(reg.files, dir, h, first, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow,
-		DeferCreate: true, EagerCreate: true, BeforeCreate: func() error { return reg.index.Sync(context.Background()) }})
-	if err != nil {
+	crashpoint.Hit(crashpoint.Bound)
+	o, loc, err := reg.createSession(path, conv, rec, lease, true)
+	if o == nil {
 		release(ctx, reg.log, lease)
+	}
+	return o, loc, err
+}
+
+// createSession creates the session file at path (its header's id and
+// time are the name's) for the location conv, under lease, and loads its
+// owner. deferred leaves the file's creation to the session's first
+// flush, off the message's path: until the run has ended and the session
+// is fsynced, the inbox holds the message. That flush starts at once, on
+// the group commit's goroutine (EagerCreate): left to the run, the first
+// reply entry's write would create the file on the provider's stream and
+// hold up the reply's tokens for its fsyncs (the index's, the file's, its
+// directory's). Without an owner (an error before it was made) the caller
+// still holds the lease; with one, the owner does.
+func (reg *registry) createSession(path string, conv chat.ConvRef, rec agentRecord, lease cluster.Lease, deferred bool) (*owner, *location, error) {
+	key := conv.Key()
+	ts, id, ok := session.ParseFileName(path)
+	if !ok {
+		return nil, nil, fmt.Errorf("gateway: new session: %s is not a session file name", path)
+	}
+	name, ag := reg.agents.get(rec.Name)
+	rec.Name = name
+	h := session.Header{ID: id, Timestamp: ts, Cwd: ag.Workspace}
+	first := session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(ag.Thinking), Pibot: &session.Meta{Loc: key}}
+	if prov, id, ok := strings.Cut(ag.Model, "/"); ok {
+		first = session.Entry{Type: session.TypeModelChange, Provider: prov, ModelID: id, Pibot: &session.Meta{Loc: key}}
+	}
+	opts := session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow}
+	if deferred {
+		opts.DeferCreate, opts.EagerCreate = true, true
+		opts.BeforeCreate = func() error { return reg.index.Sync(context.Background()) }
+	}
+	s, err := session.Create(reg.files, filepath.Dir(path), h, first, opts)
+	if err != nil {
 		return nil, nil, fmt.Errorf("gateway: new session: %w", err)
 	}
 	o := reg.installOwner(path, s, lease)
@@ -256,13 +278,13 @@ func (reg *registry) newSession(ctx context.Context, conv chat.ConvRef, rec agen
 	loc := o.location(key, conv)
 	if first.Type == session.TypeModelChange {
 		if _, err := o.append(loc, session.Entry{Type: session.TypeThinkingLevelChange, ThinkingLevel: string(ag.Thinking)}, session.SyncGrouped); err != nil {
-			return nil, nil, err
+			return o, nil, err
 		}
 	}
 	if reg.cfg.Route != nil {
 		data, _ := json.Marshal(rec)
 		if _, err := o.append(loc, session.Entry{Type: session.TypeCustom, CustomType: customAgent, Data: data}, session.SyncGrouped); err != nil {
-			return nil, nil, err
+			return o, nil, err
 		}
 	}
 	return o, loc, nil
@@ -284,7 +306,13 @@ func absWorkspace(dir string) string {
 // arrives; an idle one can be evicted as it does). In cluster mode a held
 // lease is answered at once (the item stays in the inbox): waiting there
 // could wait for a close that waits for the caller's take of the key.
-func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
+//
+// unborn, when not nil, is the event that asks for the location bound to
+// path: if the file does not exist (a crash came between its binding and
+// its creation, see newSession), it is created there for that location,
+// so the conversation keeps its one file and whoever takes it over is not
+// stuck on a file that will never appear.
+func (reg *registry) owner(ctx context.Context, path string, unborn *chat.Inbound) (*owner, error) {
 	for {
 		reg.mu.Lock()
 		if o, ok := reg.owners[path]; ok {
@@ -316,6 +344,17 @@ func (reg *registry) owner(ctx context.Context, path string) (*owner, error) {
 	}
 	s, err := session.Open(reg.files, path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow,
 		Lazy: true, Indexes: reg.indexes})
+	if err != nil && unborn != nil && errors.Is(err, fs.ErrNotExist) {
+		reg.log.Warn("the session file of a bound location was never created (a crash); creating it", "loc", unborn.Conv.Key(), "path", path)
+		o, _, err := reg.createSession(path, unborn.Conv, chooseAgent(reg.cfg, *unborn), lease, false)
+		if o == nil {
+			release(ctx, reg.log, lease)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	}
 	if err != nil {
 		release(ctx, reg.log, lease)
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -31,15 +31,15 @@ type run struct {
 	// rec records the agent's messages at the location's head.
 	rec *sessionrun.Runner
 
-	// msgs are the chat messages the run answers (runmsgs.go).
+	// msgs are the chat messages the run answers (run_msgs.go).
 	msgs runMessages
-	// journal records the chat messages of the reply (replies.go).
+	// journal records the chat messages of the reply (recover_replies.go).
 	journal replyJournal
 	// resumes names the chat messages of a reply posted before a crash
 	// that this run finishes instead of posting a new one (redeliver).
 	resumes []chat.MsgRef
 	// gate closes the agent's queues once the run has answered
-	// (runmsgs.go).
+	// (run_msgs.go).
 	gate queueGate
 
 	mu        sync.Mutex
@@ -56,7 +56,7 @@ type run struct {
 	// payer is the user the run's spend is counted for (spend.go).
 	payer string
 	// silent: the session's lease is lost; the run makes no chat call
-	// at all any more (shared.go).
+	// at all any more (cluster_shared.go).
 	silent atomic.Bool
 }
 
@@ -111,7 +111,7 @@ func (r *run) execute(ps []*pending) {
 		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters,
 		Continue: r.resumes,
 		// Each message of the reply is journaled as soon as the platform
-		// posted it, before the next platform call (replies.go).
+		// posted it, before the next platform call (recover_replies.go).
 		OnPost: func() {
 			crashpoint.Hit(crashpoint.PostedPart)
 			r.journal.update(ctl, replySite{r})
@@ -207,7 +207,7 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 		r.model, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, modelRef)
 	}
 	r.payer = r.recipient(ps)
-	if msg := o.spend.refusal(ctx, loc.conv, r.payer); err == nil && msg != "" {
+	if msg := o.spend.refusal(ctx, loc.conv, r.payer, r.spendAgent()); err == nil && msg != "" {
 		err = errors.New(msg)
 		span.Set("pibot.spend_refused", true)
 	}

@@ -195,6 +195,7 @@ func TestScheduleStoppedMarkedHere(t *testing.T) {
 // A user keeps at most Config.SchedulesPerUser schedules (default 10),
 // over all their conversations; owners are not limited (issue #30.8).
 func TestSchedulesPerUserCap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, nil)
 	<-h.g.Ready()
 	h.pairUser("alice")
@@ -301,6 +302,7 @@ func (l *schedLocker) askedN() int {
 // The gateway's scheduler fires a due schedule on its own, under the
 // schedules lease; a replica without the lease fires nothing.
 func TestScheduleFiresUnderLease(t *testing.T) {
+	t.Parallel()
 	t.Run("holder", func(t *testing.T) {
 		locker := &schedLocker{}
 		h := newHarness(t, []faux.Turn{faux.Text("fired by the scheduler")}, withLocker(locker))

@@ -44,19 +44,21 @@ func spendWho(conv chat.ConvRef, user string) spend.Who {
 	return spend.Who{User: string(conv.Platform) + ":" + user, Conv: conv.Key()}
 }
 
-// refusal returns the message refusing a run for user at conv, "" when
-// it may go.
-func (s spendCaps) refusal(ctx context.Context, conv chat.ConvRef, user string) string {
+// refusal returns the message refusing a run for user at conv with agent
+// ("": none), "" when it may go.
+func (s spendCaps) refusal(ctx context.Context, conv chat.ConvRef, user, agent string) string {
 	if s.lim == nil || user == "" || s.rights.IsOwner(conv.Platform, user) {
 		return ""
 	}
-	err := s.lim.Check(ctx, spendWho(conv, user))
+	who := spendWho(conv, user)
+	who.Agent = agent
+	err := s.lim.Check(ctx, who)
 	var r *spend.Refusal
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &r):
-		s.log.Info("spend cap reached; run refused", "loc", conv.Key(), "user", user, "scope", string(r.Scope))
+		s.log.Info("spend cap reached; run refused", "loc", conv.Key(), "user", user, "scope", string(r.Scope), "agent", r.Agent)
 		return r.Error()
 	default:
 		s.log.Error("spend caps unreadable; letting the run go", "err", err)
@@ -97,7 +99,7 @@ func (s spendCaps) beforeCall(conv chat.ConvRef, user, agent string) func(contex
 		var r *spend.Refusal
 		switch {
 		case errors.As(err, &r):
-			s.log.Info("spend cap reached; model call refused", "loc", conv.Key(), "user", user, "scope", string(r.Scope),
+			s.log.Info("spend cap reached; model call refused", "loc", conv.Key(), "user", user, "scope", string(r.Scope), "agent", r.Agent,
 				"estimate_tokens", est.Tokens, "estimate_usd", est.USD)
 			return nil, r
 		case err != nil:

@@ -91,6 +91,7 @@ func (l *ledger) bound() int64 {
 // refused, and the total passes the cap by at most what the calls in
 // flight used beyond their estimates.
 func TestSpendCapConcurrentMentions(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 6, 12, 0, 0, 0, time.UTC)
 	const capTokens = 4000
 	lim := newLedger(t, spend.Caps{PerUser: spend.Cap{Tokens: capTokens}}, now)

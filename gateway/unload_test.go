@@ -19,6 +19,7 @@ import (
 // the same session file. Before, taking the lease failed, and a second
 // session file was started: the conversation lost its history.
 func TestMessageDuringAnUnloadKeepsItsSession(t *testing.T) {
+	t.Parallel()
 	files := newSlowClose()
 	h := answerThenEvict(t, files)
 	h.send("two")
@@ -37,6 +38,7 @@ func TestMessageDuringAnUnloadKeepsItsSession(t *testing.T) {
 // message is answered in the conversation's file. Before, the message
 // started a new session file, and the conversation lost its history.
 func TestUnreadableSessionIsNotReplaced(t *testing.T) {
+	t.Parallel()
 	files := newSlowClose()
 	close(files.release)
 	h := answerThenEvict(t, files)

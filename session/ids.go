@@ -50,6 +50,26 @@ func FileName(timestamp, id string) string {
 	return ts + "_" + id + ".jsonl"
 }
 
+// ParseFileName is FileName's inverse: the header timestamp and session id
+// of the file named name (a base name or a path). It reports false for a
+// name FileName does not make.
+func ParseFileName(name string) (timestamp, id string, ok bool) {
+	base, ok := strings.CutSuffix(filepath.Base(name), ".jsonl")
+	if !ok {
+		return "", "", false
+	}
+	ts, id, ok := strings.Cut(base, "_")
+	// 2006-01-02T15-04-05-000Z: the time's ':' and '.' became '-'.
+	if !ok || id == "" || len(ts) != len("2006-01-02T15-04-05-000Z") || ts[10] != 'T' {
+		return "", "", false
+	}
+	timestamp = ts[:13] + ":" + ts[14:16] + ":" + ts[17:19] + "." + ts[20:]
+	if t, err := time.Parse("2006-01-02T15:04:05.000Z", timestamp); err != nil || Timestamp(t) != timestamp {
+		return "", "", false
+	}
+	return timestamp, id, true
+}
+
 // Dir returns the directory for a space (a location or workspace name)
 // under dataDir: <dataDir>/sessions/<sanitized space>. Path separators, dots
 // at the start and characters outside [A-Za-z0-9._-] become '-', so a space

@@ -25,6 +25,24 @@ func TestIDsAndNames(t *testing.T) {
 	if got := FileName(Timestamp(now), id); got != "2026-11-29T21-00-37-621Z_"+id+".jsonl" {
 		t.Errorf("FileName = %s", got)
 	}
+	for _, tc := range []struct {
+		name, ts, id string
+		ok           bool
+	}{
+		{FileName(Timestamp(now), id), Timestamp(now), id, true},
+		{"/data/sessions/telegram-1/" + FileName(Timestamp(now), id), Timestamp(now), id, true},
+		{"2026-11-29T21-00-37-621Z_" + id + ".json", "", "", false},
+		{"2026-11-29T21-00-37-621Z.jsonl", "", "", false},
+		{"2026-11-29T21-00-37-621Z_.jsonl", "", "", false},
+		{"2026-11-29T25-00-37-621Z_x.jsonl", "", "", false},
+		{"2026-11-29X21-00-37-621Z_x.jsonl", "", "", false},
+		{"notes.jsonl", "", "", false},
+	} {
+		ts, gotID, ok := ParseFileName(tc.name)
+		if ts != tc.ts || gotID != tc.id || ok != tc.ok {
+			t.Errorf("ParseFileName(%q) = %q, %q, %v; want %q, %q, %v", tc.name, ts, gotID, ok, tc.ts, tc.id, tc.ok)
+		}
+	}
 	seen := map[string]bool{}
 	for range 1000 {
 		e := newEntryID(func(s string) bool { return seen[s] })

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pibot/pibot/internal/fsync"
@@ -68,11 +69,44 @@ func (FileStorage) OpenAppend(path string) (File, error) {
 	return osFile{f}, nil
 }
 
-// Create creates path exclusively (O_EXCL), writes data with one write,
-// fdatasyncs it and syncs the directory. Readers can see the file empty
-// for the instant between the create and the write; Open refuses an empty
-// file as not a session.
+// Create writes data to a temporary file, fdatasyncs it and links it to
+// path, which must not exist, then syncs the directory: path never exists
+// without its data, so a crash cannot leave an empty session file behind
+// (which Open refuses as not a session, and no later create may replace).
+// A file system without hard links gets an exclusive create (O_EXCL) and
+// one write instead, where readers can see the file empty for an instant.
 func (s FileStorage) Create(path string, data []byte) (File, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".new*")
+	if err != nil {
+		return nil, err
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = fsync.Data(tmp)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Link(name, path); err != nil {
+		if errors.Is(err, fs.ErrExist) || !linkUnsupported(err) {
+			return nil, err
+		}
+		return s.createExclusive(path, data)
+	}
+	if err := s.SyncDir(dir); err != nil {
+		return nil, err
+	}
+	return s.OpenAppend(path)
+}
+
+// createExclusive is Create without hard links.
+func (s FileStorage) createExclusive(path string, data []byte) (File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
@@ -410,3 +444,10 @@ func (r memRange) Size() (int64, error) {
 }
 
 func (memRange) Close() error { return nil }
+
+// linkUnsupported reports whether err, from os.Link, says the file system
+// has no hard links (rather than that the link failed).
+func linkUnsupported(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EMLINK)
+}

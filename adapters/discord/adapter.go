@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -11,7 +14,104 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/pibot/pibot/chat"
+	"github.com/pibot/pibot/internal/secret"
 )
+
+// Adapter connects pibot to one Discord bot. Create it with New.
+type Adapter struct {
+	cfg    Config
+	log    *slog.Logger
+	calls  *caller
+	client *http.Client // downloads: no Authorization header, no rewrite
+	api    *url.URL     // nil: the real Discord
+
+	app      *application
+	in       *reader
+	edits    *editLog
+	answerer *answerer
+	gw       *gatewayClient
+	feeder   *feeder
+}
+
+// New validates cfg and builds an adapter. It makes no network call.
+func New(cfg Config) (*Adapter, error) {
+	if cfg.Token.IsZero() {
+		return nil, errors.New("discord: adapters.discord.token is required (developer portal > your application > Bot > Reset Token)")
+	}
+	tok := strings.TrimPrefix(strings.TrimSpace(cfg.Token.Reveal()), "Bot ")
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return nil, errors.New("discord: adapters.discord.token does not look like a bot token")
+	}
+	cfg.Token = secret.New(tok)
+	a := &Adapter{cfg: cfg, edits: &editLog{last: map[string]editMark{}}}
+	root, err := APIRoot(cfg.APIURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.APIURL != "" {
+		a.api, _ = url.Parse(strings.TrimSuffix(root, apiPath)) // APIRoot parsed it
+	}
+	if cfg.ApplicationID != "" && !isID(cfg.ApplicationID) {
+		return nil, fmt.Errorf("discord: adapters.discord.application_id %q is not a Discord id", cfg.ApplicationID)
+	}
+	for i, g := range cfg.Guilds {
+		if !isID(g) {
+			return nil, fmt.Errorf("discord: adapters.discord.guilds[%d] %q is not a Discord guild id", i, g)
+		}
+	}
+	if a.cfg.Command == "" {
+		a.cfg.Command = "pi"
+	}
+	if !isCommand(a.cfg.Command) {
+		return nil, fmt.Errorf("discord: adapters.discord.command %q must be 1-32 characters of a-z, 0-9, _ and -", a.cfg.Command)
+	}
+	if a.cfg.MaxDownload <= 0 {
+		a.cfg.MaxDownload = 20 << 20
+	}
+	if a.cfg.IdentifyBackoff <= 0 {
+		a.cfg.IdentifyBackoff = 5 * time.Second
+	}
+	a.log = cfg.Logger
+	if a.log == nil {
+		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a.log = a.log.With("adapter", "discord")
+	base := cfg.HTTPClient
+	if base == nil {
+		base = &http.Client{Timeout: 30 * time.Second}
+	}
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	plain := *base
+	a.client = &plain
+	a.calls = &caller{log: a.log, token: cfg.Token, api: a.api, root: root, limiter: newLimiter()}
+	hc := *base
+	hc.Transport = &transport{r: a.calls, base: rt}
+	s, err := discordgo.New("Bot " + tok)
+	if err != nil {
+		return nil, errors.New("discord: new client failed")
+	}
+	s.Client = &hc
+	s.ShouldRetryOnRateLimit = false // a 429 is returned, never slept on without bound
+	s.MaxRestRetries = 0             // 5xx retries are this adapter's, bounded
+	s.LogLevel = -1                  // discordgo's own log stays silent (its debug level prints secrets)
+	s.Debug = false
+	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
+	a.calls.s = s
+	a.app = &application{calls: a.calls, id: cfg.ApplicationID}
+	a.in = &reader{calls: a.calls, log: a.log, command: a.cfg.Command, app: a.app.known,
+		channels: map[string]channelInfo{}, threads: map[string]bool{}}
+	a.answerer = &answerer{calls: a.calls, edits: a.edits, log: a.log, out: a, app: a.app.get, acking: map[string]chan struct{}{}}
+	a.gw = &gatewayClient{calls: a.calls, log: a.log, token: cfg.Token,
+		state: &resumeState{store: &stateStore{path: cfg.StatePath}, log: a.log, identifyBase: a.cfg.IdentifyBackoff}, onReady: func(user, app string) { // from READY
+			a.in.setMe(user)
+			a.app.learn(app)
+		}}
+	a.feeder = &feeder{seen: newRecent(4096), in: a.in, answerer: a.answerer, log: a.log, command: a.cfg.Command}
+	return a, nil
+}
 
 // platform is this adapter's chat.Platform.
 const platform chat.Platform = "discord"
@@ -153,8 +253,8 @@ func (a *Adapter) Send(ctx context.Context, conv chat.ConvRef, m chat.Out) (chat
 			ms.Reference = &discordgo.MessageReference{MessageID: m.ReplyTo.ID, ChannelID: ch, FailIfNotExists: &fail}
 		}
 		var msg *discordgo.Message
-		err = a.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "send", func(opts ...discordgo.RequestOption) (err error) {
-			msg, err = a.rest.s.ChannelMessageSendComplex(ch, ms, opts...)
+		err = a.calls.do(ctx, modeSend, chanRoute(ch, "messages"), "send", func(opts ...discordgo.RequestOption) (err error) {
+			msg, err = a.calls.s.ChannelMessageSendComplex(ch, ms, opts...)
 			return err
 		})
 		if err != nil {
@@ -203,7 +303,7 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 		return nil
 	}
 	if h, ok := parseHandle(ref.Handle); ok {
-		err = a.ix.webhookEdit(ctx, h, id, &discordgo.WebhookEdit{Content: &content, Components: &comps, AllowedMentions: noMentions()})
+		err = a.answerer.webhookEdit(ctx, h, id, &discordgo.WebhookEdit{Content: &content, Components: &comps, AllowedMentions: noMentions()})
 		if !errors.Is(err, chat.ErrExpired) {
 			if err == nil {
 				a.edits.mark(id, content, comps, true)
@@ -213,8 +313,8 @@ func (a *Adapter) Edit(ctx context.Context, ref chat.MsgRef, m chat.Out) error {
 	}
 	me := &discordgo.MessageEdit{ID: id, Channel: ch, Content: &content, Components: &comps,
 		AllowedMentions: noMentions(), Flags: discordgo.MessageFlagsSuppressEmbeds}
-	err = a.rest.do(ctx, modeLive, chanRoute(ch, "messages"), "edit", func(opts ...discordgo.RequestOption) error {
-		_, err := a.rest.s.ChannelMessageEditComplex(me, opts...)
+	err = a.calls.do(ctx, modeLive, chanRoute(ch, "messages"), "edit", func(opts ...discordgo.RequestOption) error {
+		_, err := a.calls.s.ChannelMessageEditComplex(me, opts...)
 		return err
 	})
 	if err == nil {
@@ -233,8 +333,8 @@ func (a *Adapter) Delete(ctx context.Context, ref chat.MsgRef) error {
 	if err != nil {
 		return err
 	}
-	return a.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "delete", func(opts ...discordgo.RequestOption) error {
-		return a.rest.s.ChannelMessageDelete(ch, id, opts...)
+	return a.calls.do(ctx, modeSend, chanRoute(ch, "messages"), "delete", func(opts ...discordgo.RequestOption) error {
+		return a.calls.s.ChannelMessageDelete(ch, id, opts...)
 	})
 }
 
@@ -248,8 +348,8 @@ func (a *Adapter) SetStatus(ctx context.Context, conv chat.ConvRef, status strin
 	if err != nil {
 		return err
 	}
-	return a.rest.do(ctx, modeLive, chanRoute(ch, "typing"), "typing", func(opts ...discordgo.RequestOption) error {
-		return a.rest.s.ChannelTyping(ch, opts...)
+	return a.calls.do(ctx, modeLive, chanRoute(ch, "typing"), "typing", func(opts ...discordgo.RequestOption) error {
+		return a.calls.s.ChannelTyping(ch, opts...)
 	})
 }
 
@@ -266,7 +366,7 @@ func (a *Adapter) React(ctx context.Context, ref chat.MsgRef, emoji string) erro
 	if emoji == "" || strings.ContainsAny(emoji, "/?#") {
 		return fmt.Errorf("discord: react: %q is not an emoji", emoji)
 	}
-	return a.rest.do(ctx, modeSend, chanRoute(ch, "reactions"), "react", func(opts ...discordgo.RequestOption) error {
-		return a.rest.s.MessageReactionAdd(ch, id, url.PathEscape(emoji), opts...)
+	return a.calls.do(ctx, modeSend, chanRoute(ch, "reactions"), "react", func(opts ...discordgo.RequestOption) error {
+		return a.calls.s.MessageReactionAdd(ch, id, url.PathEscape(emoji), opts...)
 	})
 }

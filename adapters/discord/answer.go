@@ -40,11 +40,11 @@ func parseHandleData(s string) (handleData, error) {
 	return handleData{kind: kind, app: app}, nil
 }
 
-// interactions answers interactions: the acknowledgement within 3 s,
+// answerer answers interactions: the acknowledgement within 3 s,
 // answers and follow-ups through the token, the fallback to ordinary
 // messages after the deadline.
-type interactions struct {
-	rest  *restClient
+type answerer struct {
+	calls *caller
 	edits *editLog
 	log   *slog.Logger
 	// out posts and edits ordinary messages (the late fallback).
@@ -58,11 +58,11 @@ type interactions struct {
 
 // notice answers an interaction at once with a message only its user
 // sees.
-func (x *interactions) notice(ctx context.Context, ix *discordgo.Interaction, text string) {
+func (x *answerer) notice(ctx context.Context, ix *discordgo.Interaction, text string) {
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
 		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}}
-	err := x.rest.do(ctx, modeAck, "interactions/"+ix.ID, "answer interaction", func(opts ...discordgo.RequestOption) error {
-		return x.rest.s.InteractionRespond(ix, resp, opts...)
+	err := x.calls.do(ctx, modeAck, "interactions/"+ix.ID, "answer interaction", func(opts ...discordgo.RequestOption) error {
+		return x.calls.s.InteractionRespond(ix, resp, opts...)
 	})
 	if err != nil {
 		x.log.Warn("discord: interaction answer failed", "id", ix.ID, "err", err)
@@ -70,9 +70,9 @@ func (x *interactions) notice(ctx context.Context, ix *discordgo.Interaction, te
 }
 
 // Answer answers an interaction through its token, from any replica (see
-// interactions.answer).
+// answerer.answer).
 func (a *Adapter) Answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
-	return a.ix.answer(ctx, ix, r)
+	return a.answerer.answer(ctx, ix, r)
 }
 
 // tokenHandle is a message reachable through an interaction token
@@ -101,7 +101,7 @@ func (h tokenHandle) route() string { return "webhooks/" + h.app + "/" + shortHa
 // interaction: a deferred message for a command (ephemeral for commands
 // that concern only the user), a deferred update for a button. When the
 // sink failed the user is told so, ephemerally.
-func (x *interactions) acknowledge(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sinkErr error) {
+func (x *answerer) acknowledge(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sinkErr error) {
 	resp := &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}
 	if sinkErr != nil {
 		x.log.Warn("discord: interaction not taken", "id", ix.ID, "err", sinkErr)
@@ -117,8 +117,8 @@ func (x *interactions) acknowledge(ctx context.Context, ix *discordgo.Interactio
 			}
 		}
 	}
-	err := x.rest.do(ctx, modeAck, "interactions/"+ix.ID, "acknowledge interaction", func(opts ...discordgo.RequestOption) error {
-		return x.rest.s.InteractionRespond(ix, resp, opts...)
+	err := x.calls.do(ctx, modeAck, "interactions/"+ix.ID, "acknowledge interaction", func(opts ...discordgo.RequestOption) error {
+		return x.calls.s.InteractionRespond(ix, resp, opts...)
 	})
 	if err != nil {
 		x.log.Warn("discord: interaction acknowledgement failed", "id", ix.ID, "err", err)
@@ -135,7 +135,7 @@ func (x *interactions) acknowledge(ctx context.Context, ix *discordgo.Interactio
 // follow-up, the Reply a follow-up. After the 15-minute deadline (or when
 // Discord no longer knows the token) Replace becomes an ordinary edit and
 // Reply and Toast normal messages in the conversation.
-func (x *interactions) answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+func (x *answerer) answer(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	if ix.Platform != platform || !isID(ix.ID) || ix.Token == "" {
 		return chat.MsgRef{}, errors.New("discord: answer: not a Discord interaction")
 	}
@@ -175,7 +175,7 @@ const ackGrace = 5 * time.Second
 
 // startAck marks an interaction's acknowledgement as in flight; the
 // returned func marks it done.
-func (x *interactions) startAck(id string) func() {
+func (x *answerer) startAck(id string) func() {
 	ch := make(chan struct{})
 	x.mu.Lock()
 	x.acking[id] = ch
@@ -189,7 +189,7 @@ func (x *interactions) startAck(id string) func() {
 }
 
 // waitAck waits (up to 3 s) for this process's acknowledgement of id.
-func (x *interactions) waitAck(ctx context.Context, id string) {
+func (x *answerer) waitAck(ctx context.Context, id string) {
 	x.mu.Lock()
 	ch := x.acking[id]
 	x.mu.Unlock()
@@ -205,7 +205,7 @@ func (x *interactions) waitAck(ctx context.Context, id string) {
 	}
 }
 
-func (x *interactions) answerToken(ctx context.Context, ix chat.Interaction, hd handleData, th tokenHandle, r chat.Answer) (chat.MsgRef, error) {
+func (x *answerer) answerToken(ctx context.Context, ix chat.Interaction, hd handleData, th tokenHandle, r chat.Answer) (chat.MsgRef, error) {
 	if hd.kind == kindButton {
 		if rp := r.Replace; rp != nil {
 			comps, err := components(rp.Buttons)
@@ -284,7 +284,7 @@ func (x *interactions) answerToken(ctx context.Context, ix chat.Interaction, hd 
 }
 
 // answerLate delivers an answer without the interaction token.
-func (x *interactions) answerLate(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
+func (x *answerer) answerLate(ctx context.Context, ix chat.Interaction, r chat.Answer) (chat.MsgRef, error) {
 	delivered := false
 	if rp := r.Replace; rp != nil && ix.Msg.ID != "" {
 		msg := ix.Msg
@@ -316,7 +316,7 @@ func (x *interactions) answerLate(ctx context.Context, ix chat.Interaction, r ch
 }
 
 // editButtons replaces only the buttons of a bot message.
-func (x *interactions) editButtons(ctx context.Context, ref chat.MsgRef, rows [][]chat.Button) error {
+func (x *answerer) editButtons(ctx context.Context, ref chat.MsgRef, rows [][]chat.Button) error {
 	ch, err := channelOf(ref.Conv)
 	if err != nil {
 		return err
@@ -333,14 +333,14 @@ func (x *interactions) editButtons(ctx context.Context, ref chat.MsgRef, rows []
 		comps = []discordgo.MessageComponent{}
 	}
 	me := &discordgo.MessageEdit{ID: id, Channel: ch, Components: &comps}
-	return x.rest.do(ctx, modeSend, chanRoute(ch, "messages"), "edit buttons", func(opts ...discordgo.RequestOption) error {
-		_, err := x.rest.s.ChannelMessageEditComplex(me, opts...)
+	return x.calls.do(ctx, modeSend, chanRoute(ch, "messages"), "edit buttons", func(opts ...discordgo.RequestOption) error {
+		_, err := x.calls.s.ChannelMessageEditComplex(me, opts...)
 		return err
 	})
 }
 
 // followUp posts m through the interaction token, split like Send.
-func (x *interactions) followUp(ctx context.Context, conv chat.ConvRef, th tokenHandle, m chat.Out, ephemeral bool) (chat.MsgRef, error) {
+func (x *answerer) followUp(ctx context.Context, conv chat.ConvRef, th tokenHandle, m chat.Out, ephemeral bool) (chat.MsgRef, error) {
 	comps, err := components(m.Buttons)
 	if err != nil {
 		return chat.MsgRef{}, err
@@ -361,8 +361,8 @@ func (x *interactions) followUp(ctx context.Context, conv chat.ConvRef, th token
 			p.Components = comps
 		}
 		var msg *discordgo.Message
-		err = x.rest.do(ctx, modeSend, th.route(), "follow-up", func(opts ...discordgo.RequestOption) (err error) {
-			msg, err = x.rest.s.FollowupMessageCreate(dix, true, p, opts...)
+		err = x.calls.do(ctx, modeSend, th.route(), "follow-up", func(opts ...discordgo.RequestOption) (err error) {
+			msg, err = x.calls.s.FollowupMessageCreate(dix, true, p, opts...)
 			return err
 		})
 		if err != nil {
@@ -375,22 +375,22 @@ func (x *interactions) followUp(ctx context.Context, conv chat.ConvRef, th token
 }
 
 // webhookEdit edits a message through an interaction token.
-func (x *interactions) webhookEdit(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) error {
+func (x *answerer) webhookEdit(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) error {
 	_, err := x.webhookEditMsg(ctx, th, id, e)
 	return err
 }
 
-func (x *interactions) webhookEditMsg(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) (*discordgo.Message, error) {
+func (x *answerer) webhookEditMsg(ctx context.Context, th tokenHandle, id string, e *discordgo.WebhookEdit) (*discordgo.Message, error) {
 	var msg *discordgo.Message
-	err := x.rest.do(ctx, modeSend, th.route(), "edit through the interaction", func(opts ...discordgo.RequestOption) (err error) {
-		msg, err = x.rest.s.WebhookMessageEdit(th.app, th.token, id, e, opts...)
+	err := x.calls.do(ctx, modeSend, th.route(), "edit through the interaction", func(opts ...discordgo.RequestOption) (err error) {
+		msg, err = x.calls.s.WebhookMessageEdit(th.app, th.token, id, e, opts...)
 		return err
 	})
 	return msg, err
 }
 
-func (x *interactions) webhookDelete(ctx context.Context, th tokenHandle, id string) error {
-	return x.rest.do(ctx, modeSend, th.route(), "delete through the interaction", func(opts ...discordgo.RequestOption) error {
-		return x.rest.s.WebhookMessageDelete(th.app, th.token, id, opts...)
+func (x *answerer) webhookDelete(ctx context.Context, th tokenHandle, id string) error {
+	return x.calls.do(ctx, modeSend, th.route(), "delete through the interaction", func(opts ...discordgo.RequestOption) error {
+		return x.calls.s.WebhookMessageDelete(th.app, th.token, id, opts...)
 	})
 }

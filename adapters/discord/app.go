@@ -12,7 +12,7 @@ import (
 // application knows the bot's application id: configured, learnt from
 // READY, or asked for with GET /applications/@me.
 type application struct {
-	rest *restClient
+	calls *caller
 
 	mu sync.Mutex
 	id string
@@ -25,8 +25,8 @@ func (p *application) get(ctx context.Context) (string, error) {
 		return id, nil
 	}
 	var app discordgo.Application
-	err := p.rest.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
-		body, err := p.rest.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
+	err := p.calls.do(ctx, modeSend, "applications/@me", "application", func(opts ...discordgo.RequestOption) error {
+		body, err := p.calls.s.RequestWithBucketID("GET", discordgo.EndpointApplication("@me"), nil, discordgo.EndpointApplication(""), opts...)
 		if err != nil {
 			return err
 		}

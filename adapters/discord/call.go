@@ -51,7 +51,7 @@ const (
 
 // do runs one REST call on route under the rate windows with bounded
 // retries, and returns an error with every secret removed.
-func (r *restClient) do(ctx context.Context, m mode, route, op string, fn func(opts ...discordgo.RequestOption) error) error {
+func (r *caller) do(ctx context.Context, m mode, route, op string, fn func(opts ...discordgo.RequestOption) error) error {
 	for attempt := 1; ; attempt++ {
 		if err := r.refusedErr(); err != nil {
 			return err
@@ -133,7 +133,7 @@ func restCode(err error) (code, status int) {
 	return code, status
 }
 
-func (r *restClient) wrap(op string, err error) error {
+func (r *caller) wrap(op string, err error) error {
 	e := &apiError{op: op}
 	var re *discordgo.RESTError
 	if errors.As(err, &re) && re.Response != nil {
@@ -162,7 +162,7 @@ func (r *restClient) wrap(op string, err error) error {
 
 // clean returns err's text without the bot token or interaction tokens
 // (which appear in webhook URLs).
-func (r *restClient) clean(err error) string {
+func (r *caller) clean(err error) string {
 	s := err.Error()
 	// A transport error names the URL discordgo built; the call went to
 	// the configured root (adapters.discord.api_url).

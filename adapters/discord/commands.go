@@ -51,8 +51,8 @@ func (a *Adapter) RegisterCommands(ctx context.Context, cmds []chat.CommandSpec)
 	var errs []error
 	for _, g := range scopes {
 		route := "applications/" + app
-		err := a.rest.do(ctx, modeSend, route, "register commands", func(opts ...discordgo.RequestOption) error {
-			_, err := a.rest.s.ApplicationCommandBulkOverwrite(app, g, list, opts...)
+		err := a.calls.do(ctx, modeSend, route, "register commands", func(opts ...discordgo.RequestOption) error {
+			_, err := a.calls.s.ApplicationCommandBulkOverwrite(app, g, list, opts...)
 			return err
 		})
 		if err != nil {

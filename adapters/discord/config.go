@@ -1,9 +1,7 @@
 package discord
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -103,109 +101,13 @@ func isCommand(s string) bool {
 	return true
 }
 
-// Adapter connects pibot to one Discord bot. Create it with New.
-type Adapter struct {
-	cfg    Config
-	log    *slog.Logger
-	rest   *restClient
-	client *http.Client // downloads: no Authorization header, no rewrite
-	api    *url.URL     // nil: the real Discord
-
-	app    *application
-	in     *reader
-	edits  *editLog
-	ix     *interactions
-	gw     *gatewayClient
-	feeder *feeder
-}
-
-// New validates cfg and builds an adapter. It makes no network call.
-func New(cfg Config) (*Adapter, error) {
-	if cfg.Token.IsZero() {
-		return nil, errors.New("discord: adapters.discord.token is required (developer portal > your application > Bot > Reset Token)")
-	}
-	tok := strings.TrimPrefix(strings.TrimSpace(cfg.Token.Reveal()), "Bot ")
-	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
-		return nil, errors.New("discord: adapters.discord.token does not look like a bot token")
-	}
-	cfg.Token = secret.New(tok)
-	a := &Adapter{cfg: cfg, edits: &editLog{last: map[string]editMark{}}}
-	root, err := APIRoot(cfg.APIURL)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.APIURL != "" {
-		a.api, _ = url.Parse(strings.TrimSuffix(root, apiPath)) // APIRoot parsed it
-	}
-	if cfg.ApplicationID != "" && !isID(cfg.ApplicationID) {
-		return nil, fmt.Errorf("discord: adapters.discord.application_id %q is not a Discord id", cfg.ApplicationID)
-	}
-	for i, g := range cfg.Guilds {
-		if !isID(g) {
-			return nil, fmt.Errorf("discord: adapters.discord.guilds[%d] %q is not a Discord guild id", i, g)
-		}
-	}
-	if a.cfg.Command == "" {
-		a.cfg.Command = "pi"
-	}
-	if !isCommand(a.cfg.Command) {
-		return nil, fmt.Errorf("discord: adapters.discord.command %q must be 1-32 characters of a-z, 0-9, _ and -", a.cfg.Command)
-	}
-	if a.cfg.MaxDownload <= 0 {
-		a.cfg.MaxDownload = 20 << 20
-	}
-	if a.cfg.IdentifyBackoff <= 0 {
-		a.cfg.IdentifyBackoff = 5 * time.Second
-	}
-	a.log = cfg.Logger
-	if a.log == nil {
-		a.log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	a.log = a.log.With("adapter", "discord")
-	base := cfg.HTTPClient
-	if base == nil {
-		base = &http.Client{Timeout: 30 * time.Second}
-	}
-	rt := base.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	plain := *base
-	a.client = &plain
-	a.rest = &restClient{log: a.log, token: cfg.Token, api: a.api, root: root, limiter: newLimiter()}
-	hc := *base
-	hc.Transport = &transport{r: a.rest, base: rt}
-	s, err := discordgo.New("Bot " + tok)
-	if err != nil {
-		return nil, errors.New("discord: new client failed")
-	}
-	s.Client = &hc
-	s.ShouldRetryOnRateLimit = false // a 429 is returned, never slept on without bound
-	s.MaxRestRetries = 0             // 5xx retries are this adapter's, bounded
-	s.LogLevel = -1                  // discordgo's own log stays silent (its debug level prints secrets)
-	s.Debug = false
-	s.UserAgent = "DiscordBot (https://github.com/pibot/pibot, 1) pibot"
-	a.rest.s = s
-	a.app = &application{rest: a.rest, id: cfg.ApplicationID}
-	a.in = &reader{rest: a.rest, log: a.log, command: a.cfg.Command, app: a.app.known,
-		channels: map[string]channelInfo{}, threads: map[string]bool{}}
-	a.ix = &interactions{rest: a.rest, edits: a.edits, log: a.log, out: a, app: a.app.get, acking: map[string]chan struct{}{}}
-	a.gw = &gatewayClient{rest: a.rest, log: a.log, token: cfg.Token,
-		state: &resumeState{store: &stateStore{path: cfg.StatePath}, log: a.log, identifyBase: a.cfg.IdentifyBackoff}, onReady: func(user, app string) { // from READY
-			a.in.setMe(user)
-			a.app.learn(app)
-		}}
-	a.feeder = &feeder{seen: newRecent(4096), in: a.in, ix: a.ix, log: a.log, command: a.cfg.Command}
-	return a, nil
-}
-
 // Health returns nil while the adapter can work, or why it stopped (a
 // refused token, a refused intent).
-func (a *Adapter) Health() error { return a.rest.refusedErr() }
+func (a *Adapter) Health() error { return a.calls.refusedErr() }
 
-// restClient makes REST calls: discordgo's session, Discord's rate windows,
+// caller makes REST calls: discordgo's session, Discord's rate windows,
 // bounded retries, errors without secrets, and the stop after a refusal.
-type restClient struct {
+type caller struct {
 	s       *discordgo.Session
 	log     *slog.Logger
 	token   secret.Secret
@@ -219,7 +121,7 @@ type restClient struct {
 }
 
 // refuse stops the adapter for good with err and logs it once.
-func (r *restClient) refuse(err error) error {
+func (r *caller) refuse(err error) error {
 	r.mu.Lock()
 	if r.refused == nil {
 		r.refused = err
@@ -235,7 +137,7 @@ func (r *restClient) refuse(err error) error {
 }
 
 // refusedErr returns the refusal, if any.
-func (r *restClient) refusedErr() error {
+func (r *caller) refusedErr() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.refused

@@ -18,7 +18,7 @@ import (
 // for it. A refused token (401, 4004) or intent (4014) ends Run with an
 // error after one log line: the adapter stops, pibot keeps running.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
-	if err := a.rest.refusedErr(); err != nil {
+	if err := a.calls.refusedErr(); err != nil {
 		return err
 	}
 	events := make(chan dispatch, eventQueueSize)
@@ -38,8 +38,8 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 	close(events)
 	wg.Wait()
 	a.gw.state.persist(true) // after the last event was handled: a restart resumes from there
-	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.rest.refusedErr() != nil {
-		return a.rest.refuse(err)
+	if errors.Is(err, ErrTokenRefused) || errors.Is(err, errIntent) || a.calls.refusedErr() != nil {
+		return a.calls.refuse(err)
 	}
 	if ctx.Err() != nil {
 		return nil
@@ -50,11 +50,11 @@ func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error {
 // feeder hands the gateway's message and interaction dispatches to the
 // sink, once each (a resumed session may deliver one again).
 type feeder struct {
-	seen    *recent
-	in      *reader
-	ix      *interactions
-	log     *slog.Logger
-	command string // the slash command's name (Config.Command)
+	seen     *recent
+	in       *reader
+	answerer *answerer
+	log      *slog.Logger
+	command  string // the slash command's name (Config.Command)
 }
 
 // handle delivers one dispatch.
@@ -93,12 +93,12 @@ func (f *feeder) handle(ctx context.Context, ev dispatch, sink chat.Sink) {
 			if ix.Type == discordgo.InteractionApplicationCommand && ix.Token != "" {
 				// An old or foreign command name: say so rather than
 				// let Discord report a failure.
-				f.ix.notice(ctx, &ix, "This command is not pibot's: use /"+f.command+" <subcommand>.")
+				f.answerer.notice(ctx, &ix, "This command is not pibot's: use /"+f.command+" <subcommand>.")
 			}
 			return
 		}
-		done := f.ix.startAck(ix.ID)
-		f.ix.take(ctx, &ix, in, sink)
+		done := f.answerer.startAck(ix.ID)
+		f.answerer.take(ctx, &ix, in, sink)
 		done()
 	}
 }
@@ -111,7 +111,7 @@ const ackBy = 2 * time.Second
 // take hands an interaction to sink and acknowledges it once
 // sink returned, or after ackBy if sink is slow; a sink that then fails
 // is reported to the user through the interaction, only to them.
-func (x *interactions) take(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sink chat.Sink) {
+func (x *answerer) take(ctx context.Context, ix *discordgo.Interaction, in chat.Inbound, sink chat.Sink) {
 	res := make(chan error, 1)
 	go func() { res <- sink(ctx, in) }() // owned: both paths below wait for it
 	t := time.NewTimer(ackBy)

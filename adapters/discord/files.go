@@ -53,8 +53,8 @@ func (a *Adapter) Upload(ctx context.Context, conv chat.ConvRef, f chat.OutFile,
 		ms.Reference = &discordgo.MessageReference{MessageID: replyTo.ID, ChannelID: ch, FailIfNotExists: &fail}
 	}
 	var msg *discordgo.Message
-	err = a.rest.do(ctx, modeUpload, chanRoute(ch, "messages"), "upload "+name, func(opts ...discordgo.RequestOption) (err error) {
-		msg, err = a.rest.s.ChannelMessageSendComplex(ch, ms, opts...)
+	err = a.calls.do(ctx, modeUpload, chanRoute(ch, "messages"), "upload "+name, func(opts ...discordgo.RequestOption) (err error) {
+		msg, err = a.calls.s.ChannelMessageSendComplex(ch, ms, opts...)
 		return err
 	})
 	if err != nil {

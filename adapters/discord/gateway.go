@@ -46,7 +46,7 @@ var errIntent = errors.New("discord: Discord refused the MESSAGE_CONTENT intent 
 // time, the session a RESUME needs, and the identifies that set the
 // back-off, kept in a stateStore across restarts.
 type gatewayClient struct {
-	rest  *restClient // gateway discovery
+	calls *caller // gateway discovery
 	log   *slog.Logger
 	token secret.Secret
 	state *resumeState

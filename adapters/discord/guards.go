@@ -2,8 +2,9 @@ package discord
 
 import "github.com/pibot/pibot/chat"
 
-// The gateway finds optional abilities by type assertion; these guards make
-// losing one a compile error instead of a silent downgrade.
+// The gateway (and cmd/pibot, for Health) finds optional abilities by type
+// assertion; these guards make losing one a compile error instead of a
+// silent downgrade.
 var (
 	_ chat.Adapter          = (*Adapter)(nil)
 	_ chat.Deleter          = (*Adapter)(nil)
@@ -15,6 +16,7 @@ var (
 	_ chat.CommandRegistrar = (*Adapter)(nil)
 	_ chat.ThreadOpener     = (*Adapter)(nil)
 	_ chat.Singleton        = (*Adapter)(nil)
+	_ chat.HealthReporter   = (*Adapter)(nil)
 )
 
 // SingletonKey names the lease the gateway connection runs under: one

@@ -27,7 +27,7 @@ type channelInfo struct {
 // reader turns gateway events into chat.Inbound: it places messages
 // (channel lookups, cached), knows the bot's id and the threads it is in.
 type reader struct {
-	rest    *restClient
+	calls   *caller
 	log     *slog.Logger
 	command string        // the application command's name
 	app     func() string // the application id, if known
@@ -64,8 +64,8 @@ func (rd *reader) channel(ctx context.Context, id string) (channelInfo, error) {
 		return ci, nil
 	}
 	var c *discordgo.Channel
-	err := rd.rest.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
-		c, err = rd.rest.s.Channel(id, opts...)
+	err := rd.calls.do(ctx, modeSend, "channels/"+id, "get channel", func(opts ...discordgo.RequestOption) (err error) {
+		c, err = rd.calls.s.Channel(id, opts...)
 		return err
 	})
 	if err != nil {
@@ -88,8 +88,8 @@ func (rd *reader) channel(ctx context.Context, id string) (channelInfo, error) {
 // a thread started on it has the same id.
 func (rd *reader) botStarter(ctx context.Context, parent, id, me string) bool {
 	var m *discordgo.Message
-	err := rd.rest.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
-		m, err = rd.rest.s.ChannelMessage(parent, id, opts...)
+	err := rd.calls.do(ctx, modeSend, chanRoute(parent, "messages"), "get starter message", func(opts ...discordgo.RequestOption) (err error) {
+		m, err = rd.calls.s.ChannelMessage(parent, id, opts...)
 		return err
 	})
 	return err == nil && m != nil && m.Author != nil && m.Author.ID == me

@@ -314,7 +314,7 @@ func TestStripMention(t *testing.T) {
 }
 
 func TestCleanRemovesTokens(t *testing.T) {
-	a := &restClient{token: secretOf("bot-token-xyz")}
+	a := &caller{token: secretOf("bot-token-xyz")}
 	err := errors.New(`Post "https://discord.com/api/v9/webhooks/123/itok-secret/messages/@original": bot-token-xyz dial tcp; ` +
 		`Post "https://discord.com/api/v9/interactions/5/itok-other/callback": refused`)
 	got := a.clean(err)

@@ -37,7 +37,7 @@ func (g *gatewayClient) loop(ctx context.Context, events chan<- dispatch) error 
 				}
 				failures++
 				d := backoff.Jitter(backoff.Exp(resumeBase, failures, resumeMax))
-				g.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", g.rest.clean(err))
+				g.log.Warn("discord: gateway discovery failed; retrying", "in", d, "err", g.calls.clean(err))
 				if tokenbucket.Wait(ctx, d) != nil {
 					return nil
 				}
@@ -103,8 +103,8 @@ func closeError(code int) error {
 // daily session-start budget is spent.
 func (g *gatewayClient) gatewayURL(ctx context.Context) (string, error) {
 	var gb *discordgo.GatewayBotResponse
-	err := g.rest.do(ctx, modeSend, "gateway/bot", "gateway", func(opts ...discordgo.RequestOption) (err error) {
-		gb, err = g.rest.s.GatewayBot(opts...)
+	err := g.calls.do(ctx, modeSend, "gateway/bot", "gateway", func(opts ...discordgo.RequestOption) (err error) {
+		gb, err = g.calls.s.GatewayBot(opts...)
 		return err
 	})
 	if err != nil {

@@ -33,8 +33,8 @@ func (a *Adapter) OpenThread(ctx context.Context, msg chat.MsgRef, name string) 
 		return chat.ConvRef{}, err
 	}
 	ts := &discordgo.ThreadStart{Name: threadName(name), AutoArchiveDuration: threadArchive, Type: discordgo.ChannelTypeGuildPublicThread}
-	err = a.rest.do(ctx, modeSend, chanRoute(ch, "threads"), "open thread", func(opts ...discordgo.RequestOption) error {
-		_, err := a.rest.s.MessageThreadStartComplex(ch, id, ts, opts...)
+	err = a.calls.do(ctx, modeSend, chanRoute(ch, "threads"), "open thread", func(opts ...discordgo.RequestOption) error {
+		_, err := a.calls.s.MessageThreadStartComplex(ch, id, ts, opts...)
 		return err
 	})
 	if err != nil && !isThreadExists(err) {

@@ -24,7 +24,7 @@ var ErrTokenRefused = errors.New("discord: invalid token: Discord refused the bo
 // when global) for the time Discord asks, read from the body's retry_after
 // or the Retry-After header.
 type transport struct {
-	r    *restClient
+	r    *caller
 	base http.RoundTripper
 }
 

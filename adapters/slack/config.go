@@ -1,19 +1,15 @@
 package slack
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
-	slackapi "github.com/slack-go/slack"
-
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Modes of receiving events.
@@ -75,7 +71,7 @@ type Config struct {
 	Tiers map[string]float64
 	// Rates keeps the buckets of the pace; nil: in this process. Cluster
 	// mode passes one the replicas share.
-	Rates Rates
+	Rates tokenbucket.Rates
 	// PingInterval is the longest Socket Mode waits for Slack's websocket
 	// ping before it reconnects; default 30 s.
 	PingInterval time.Duration
@@ -83,89 +79,6 @@ type Config struct {
 
 // retryBase is the first back-off step of retries and reconnects.
 const retryBase = 500 * time.Millisecond
-
-// Adapter connects pibot to one Slack app in one workspace. Create it with
-// New.
-type Adapter struct {
-	cfg   Config
-	api   *slackapi.Client
-	log   *slog.Logger
-	calls *caller
-
-	rd       *reader   // deliveries → chat.Inbound
-	recv     *receiver // Socket Mode and HTTP deliveries
-	out      *sender   // posts and updates
-	answerer *answerer // interactions
-
-	mu     sync.Mutex
-	noAsst bool // the assistant status is refused (no scope, not an assistant thread)
-}
-
-// New validates cfg and builds an adapter. It makes no network call.
-func New(cfg Config) (*Adapter, error) {
-	if cfg.BotToken.IsZero() {
-		return nil, errors.New("slack: adapters.slack.bot_token is required (the xoxb- bot token of the app)")
-	}
-	if !strings.HasPrefix(cfg.BotToken.Reveal(), "xoxb-") {
-		return nil, errors.New("slack: adapters.slack.bot_token does not look like a bot token (xoxb-…)")
-	}
-	switch cfg.Mode {
-	case "":
-		cfg.Mode = ModeSocket
-	case ModeSocket, ModeHTTP:
-	default:
-		return nil, fmt.Errorf("slack: adapters.slack.mode %q must be %q or %q", cfg.Mode, ModeSocket, ModeHTTP)
-	}
-	if cfg.Mode == ModeSocket && cfg.AppToken.IsZero() {
-		return nil, errors.New("slack: adapters.slack.app_token is required in socket mode (an xapp- app-level token with connections:write)")
-	}
-	if cfg.Mode == ModeSocket && !strings.HasPrefix(cfg.AppToken.Reveal(), "xapp-") {
-		return nil, errors.New("slack: adapters.slack.app_token does not look like an app-level token (xapp-…)")
-	}
-	if cfg.Mode == ModeHTTP && cfg.SigningSecret.IsZero() {
-		return nil, errors.New("slack: adapters.slack.signing_secret is required in http mode")
-	}
-	root, err := APIRoot(cfg.APIURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.APIURL = root
-	u, _ := url.Parse(root) // APIRoot parsed it
-	if cfg.Command == "" {
-		cfg.Command = "/pi"
-	}
-	if cfg.MaxDownload <= 0 {
-		cfg.MaxDownload = 20 << 20
-	}
-	if cfg.PingInterval <= 0 {
-		cfg.PingInterval = 30 * time.Second
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{Timeout: 60 * time.Second}
-	}
-	opts := []slackapi.Option{slackapi.OptionAPIURL(cfg.APIURL), slackapi.OptionHTTPClient(client)}
-	if !cfg.AppToken.IsZero() {
-		opts = append(opts, slackapi.OptionAppLevelToken(cfg.AppToken.Reveal()))
-	}
-	a := &Adapter{
-		cfg: cfg,
-		api: slackapi.New(cfg.BotToken.Reveal(), opts...),
-		log: log.With("adapter", "slack"),
-	}
-	a.rd = &reader{log: a.log}
-	a.recv = &receiver{cfg: cfg, api: a.api, rd: a.rd, log: a.log, retryBase: retryBase, ready: make(chan struct{})}
-	a.calls = &caller{limiter: newLimiter(cfg.Tiers, cfg.Rates), log: a.log, retryBase: retryBase,
-		secrets: []secret.Secret{cfg.BotToken, cfg.AppToken, cfg.SigningSecret}, scopes: map[string]bool{}}
-	a.recv.calls = a.calls
-	a.out = &sender{calls: a.calls, api: a.api}
-	a.answerer = &answerer{out: a.out, calls: a.calls, api: a.api, log: a.log, apiHost: u.Host}
-	return a, nil
-}
 
 // Mode returns "socket" or "http".
 func (a *Adapter) Mode() string { return a.cfg.Mode }

@@ -2,8 +2,9 @@ package slack
 
 import "github.com/pibot/pibot/chat"
 
-// The gateway finds optional abilities by type assertion; these guards make
-// losing one a compile error instead of a silent downgrade.
+// The gateway (and cmd/pibot, for Health) finds optional abilities by type
+// assertion; these guards make losing one a compile error instead of a
+// silent downgrade.
 var (
 	_ chat.Adapter          = (*Adapter)(nil)
 	_ chat.Deleter          = (*Adapter)(nil)
@@ -15,5 +16,6 @@ var (
 	_ chat.Streamer         = (*Adapter)(nil)
 	_ chat.ThreadOpener     = (*Adapter)(nil)
 	_ chat.CommandRegistrar = (*Adapter)(nil)
+	_ chat.HealthReporter   = (*Adapter)(nil)
 	_ chat.Stream           = (*stream)(nil)
 )

@@ -26,30 +26,6 @@ const appendInterval = 800 * time.Millisecond
 // RateLimitError, so the stream controller keeps only the latest text.
 const liveMaxWait = 1500 * time.Millisecond
 
-// Rates holds the token buckets that pace outbound calls
-// (Config.Rates). The default keeps them in this process; in cluster mode
-// the replicas share one, so a workspace's pace is not spent once per
-// replica. cluster.Rates is the in-process implementation.
-type Rates interface {
-	// TakeAll takes one token from each of buckets (each refilling at its
-	// PerSec up to its Burst), all or none, and returns 0; when one has
-	// none, or pause ("" for none) is paused in a store the replicas share,
-	// it takes nothing and returns how long until it may, and the index of
-	// the bucket that asked for the wait (-1: the pause). One call of a
-	// shared store is one round trip.
-	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
-}
-
-// SharedPause is a Rates whose pause windows every replica sees (cluster
-// mode's Redis rates): a 429 answered to one replica makes the method's
-// calls on every replica wait out its Retry-After. Rates without it pause
-// only this process.
-type SharedPause interface {
-	// Pause makes key wait d on every replica, unless it already waits
-	// longer: the store's TakeAll with key as its pause waits it out.
-	Pause(ctx context.Context, key string, d time.Duration) error
-}
-
 // defaultTiers are the per-minute paces per method and workspace, a
 // little under Slack's tiers (Tier 2: 20+, Tier 3: 50+, Tier 4: 100+ per
 // minute). chat.postMessage is "special": about one per second per
@@ -80,14 +56,14 @@ var defaultTiers = map[string]float64{
 // for posts), and a pause of a method after its 429.
 type limiter struct {
 	tiers  map[string]float64
-	rates  Rates
-	shared SharedPause // nil: a pause is this process's
+	rates  tokenbucket.Rates
+	shared tokenbucket.SharedPause // nil: a pause is this process's
 
 	mu     sync.Mutex
 	paused map[string]time.Time // method (team-wide) → end of its Retry-After window
 }
 
-func newLimiter(tiers map[string]float64, rates Rates) *limiter {
+func newLimiter(tiers map[string]float64, rates tokenbucket.Rates) *limiter {
 	t := make(map[string]float64, len(defaultTiers))
 	for k, v := range defaultTiers {
 		t[k] = v
@@ -98,7 +74,7 @@ func newLimiter(tiers map[string]float64, rates Rates) *limiter {
 	if rates == nil {
 		rates = tokenbucket.NewLocal(0.05)
 	}
-	shared, _ := rates.(SharedPause)
+	shared, _ := rates.(tokenbucket.SharedPause)
 	return &limiter{tiers: t, rates: rates, shared: shared, paused: map[string]time.Time{}}
 }
 

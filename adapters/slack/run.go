@@ -26,6 +26,21 @@ const maxBackoff = 2 * time.Minute
 // through EventsHandler. A refused token ends Run with an error.
 func (a *Adapter) Run(ctx context.Context, sink chat.Sink) error { return a.recv.run(ctx, sink) }
 
+// Health returns nil while the adapter can work, or why it cannot: it
+// stopped because Slack refused the bot or app token, or it is still
+// starting because auth.test failed and is retried in the background.
+// pibot keeps serving its other adapters and fails /readyz with this
+// error.
+func (a *Adapter) Health() error {
+	if err := a.recv.refused.Load(); err != nil {
+		return *err
+	}
+	if err := a.recv.starting.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
 // receiver receives Slack's deliveries, through Socket Mode or HTTP, and
 // hands them to the sink; it acknowledges a delivery only once the sink
 // took it.
@@ -42,6 +57,10 @@ type receiver struct {
 
 	// foreignN counts deliveries of another workspace or app, dropped.
 	foreignN atomic.Uint64
+	// refused is why run stopped for good (Slack refused a token);
+	// starting, while auth.test has failed and is being retried.
+	refused  atomic.Pointer[error]
+	starting atomic.Pointer[error]
 
 	mu      sync.Mutex
 	sink    chat.Sink
@@ -53,6 +72,7 @@ func (a *receiver) run(ctx context.Context, sink chat.Sink) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		a.refused.Store(&err)
 		return err
 	}
 	if a.cfg.Mode == ModeHTTP {
@@ -80,16 +100,21 @@ func (a *receiver) learnIdentity(ctx context.Context) error {
 			return err
 		})
 		if err == nil {
+			a.starting.Store(nil)
 			a.rd.setIdentity(identity{userID: r.UserID, botID: r.BotID, teamID: r.TeamID})
 			a.log.Info("slack: connected", "bot_user", r.UserID, "team", r.TeamID, "mode", a.cfg.Mode)
 			return nil
 		}
+		a.starting.Store(nil)
 		if errors.Is(err, errAuth) {
 			return fmt.Errorf("slack: the bot token (adapters.slack.bot_token) was refused: %w", err)
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		waiting := fmt.Errorf("slack: starting: Slack has not answered auth.test yet; retrying in the background: %s",
+			strings.TrimPrefix(err.Error(), "slack: "))
+		a.starting.Store(&waiting)
 		d := backoff.Exp(a.retryBase, min(attempt, 8)+1, maxBackoff)
 		a.log.Warn("slack: auth.test failed; retrying", "in", d, "err", err)
 		if err := tokenbucket.Wait(ctx, d); err != nil {
@@ -117,7 +142,9 @@ func (a *receiver) runSocket(ctx context.Context, sink chat.Sink) error {
 				return
 			}
 			if msg := a.calls.redact(err); isAuthError(msg) {
-				fatal <- fmt.Errorf("slack: the app token (adapters.slack.app_token) was refused: %s", msg)
+				err := fmt.Errorf("slack: the app token (adapters.slack.app_token) was refused: %s", msg)
+				a.refused.Store(&err)
+				fatal <- err
 				cancel()
 				return
 			}

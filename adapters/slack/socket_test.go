@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -131,8 +132,9 @@ func TestSocketCommandAndPress(t *testing.T) {
 	}
 }
 
-// A refused token ends Run with an error that names its key; a temporary
-// failure to connect is retried.
+// A refused token ends Run with an error that names its key, which Health
+// reports from then on (/readyz fails); a temporary failure to connect is
+// retried.
 func TestRunRefusedTokens(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, key string
@@ -150,6 +152,9 @@ func TestRunRefusedTokens(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.key) {
 					t.Fatalf("Run = %v, want an error naming %s", err, tc.key)
 				}
+				if herr := h.a.Health(); herr == nil || herr.Error() != err.Error() {
+					t.Fatalf("Health = %v after Run ended with %v", herr, err)
+				}
 			case <-time.After(15 * time.Second):
 				t.Fatal("Run did not give up on a refused token")
 			}
@@ -160,5 +165,29 @@ func TestRunRefusedTokens(t *testing.T) {
 	h.run(t)
 	if n := len(h.srv.CallsOf("apps.connections.open")); n < 3 {
 		t.Errorf("%d connection attempts, want the failures retried", n)
+	}
+	if err := h.a.Health(); err != nil {
+		t.Errorf("Health of a connected adapter = %v", err)
+	}
+}
+
+// While auth.test keeps failing (Slack unreachable at start), Health says
+// the adapter is still starting; it is not ready.
+func TestHealthWhileStarting(t *testing.T) {
+	h := newHarness(t, "")
+	if err := h.a.Health(); err != nil {
+		t.Fatalf("Health before Run = %v", err)
+	}
+	h.srv.Fail("auth.test", 1<<20, slacktest.Fault{Kind: slacktest.Fault5xx})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.a.Run(ctx, h.sink) }()
+	waitFor(t, "Health to say the adapter is starting", func() bool {
+		err := h.a.Health()
+		return err != nil && strings.Contains(err.Error(), "starting")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v after its context ended", err)
 	}
 }

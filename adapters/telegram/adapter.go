@@ -29,13 +29,13 @@ const maxLen = 4000
 
 // Adapter connects pibot to one Telegram bot. Create it with New. It
 // implements the chat interfaces by delegating to the parts that do the
-// work: the poller or the webhook receives updates, the decoder turns them
+// work: the poller or the webhook receives updates, the reader turns them
 // into events, the sender, answerer and transfers make the outbound calls,
 // and all calls go through one caller (pacing, retries, redaction).
 type Adapter struct {
 	mode      string
 	calls     *caller
-	decoder   *decoder
+	reader    *reader
 	poller    *poller
 	webhook   *webhook
 	sender    *sender
@@ -119,15 +119,15 @@ func New(cfg Config) (*Adapter, error) {
 	calls.bot = b
 
 	chats := newChats(log)
-	dec := &decoder{chats: chats, me: identity{id: b.ID()}}
-	wh.calls, wh.decoder, wh.log = calls, dec, log
+	dec := &reader{chats: chats, me: identity{id: b.ID()}}
+	wh.calls, wh.reader, wh.log = calls, dec, log
 	out := &sender{calls: calls, chats: chats, log: log}
 	out.draftSeq.Store(mrand.Int64N(1 << 30)) // draft ids: non-zero, distinct per stream
 	return &Adapter{
-		mode:    cfg.Mode,
-		calls:   calls,
-		decoder: dec,
-		poller: &poller{calls: calls, decoder: dec, log: log, timeout: cfg.PollTimeout, allowed: cfg.AllowedUpdates,
+		mode:   cfg.Mode,
+		calls:  calls,
+		reader: dec,
+		poller: &poller{calls: calls, reader: dec, log: log, timeout: cfg.PollTimeout, allowed: cfg.AllowedUpdates,
 			retryBase: calls.retryBase, conflictBase: 5 * time.Second},
 		webhook:   wh,
 		sender:    out,
@@ -193,7 +193,7 @@ func (a *Adapter) RunBounded(ctx context.Context, sink chat.Sink, held func() ti
 		a.refused.Store(&err)
 		return err
 	}
-	a.decoder.learnt(me)
+	a.reader.learnt(me)
 	a.log.Info("telegram: connected", "bot", "@"+me.username, "mode", a.mode)
 	if a.mode == ModeWebhook {
 		return a.webhook.run(ctx, sink)

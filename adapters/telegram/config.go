@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // Modes of receiving updates.
@@ -48,7 +49,7 @@ type Config struct {
 	Pacing Pacing
 	// Rates keeps the buckets of Pacing; nil: in this process. Cluster
 	// mode passes one the replicas share.
-	Rates Rates
+	Rates tokenbucket.Rates
 }
 
 // Pacing is the adapter's outbound pacing, applied before every send,

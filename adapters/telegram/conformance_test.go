@@ -2,12 +2,15 @@ package telegram
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-telegram/bot/models"
 
 	"github.com/pibot/pibot/adapters/telegram/telegramtest"
 	"github.com/pibot/pibot/chat"
@@ -47,6 +50,10 @@ func TestConformance(t *testing.T) {
 					RateLimit: func(d time.Duration) {
 						h.srv.Fail("editMessageText", 1, telegramtest.Fault{Kind: telegramtest.Fault429, RetryAfter: int(d / time.Second)})
 					},
+					Deliver: func(ctx context.Context, ev adaptertest.Event) (adaptertest.Delivered, error) {
+						h.ready(t)
+						return deliverTelegram(h, ev)
+					},
 				}
 			})
 		})
@@ -60,4 +67,35 @@ func mustParse(t *testing.T, s string) int64 {
 		t.Fatalf("chat id %q: %v", s, err)
 	}
 	return id
+}
+
+// deliverTelegram has alice do ev: in her private chat, in a group (a
+// mention is the bot's @username), in a forum topic (Telegram's threads).
+// An update the adapter did not confirm is fetched again by itself.
+func deliverTelegram(h *harness, ev adaptertest.Event) (adaptertest.Delivered, error) {
+	const group, forum = int64(-555), int64(-1001234567890)
+	switch ev.Kind {
+	case adaptertest.EventDM:
+		h.srv.AddText(alice.ID, alice, ev.Text)
+		return adaptertest.Delivered{Conv: dm(alice.ID)}, nil
+	case adaptertest.EventCommand:
+		h.srv.AddText(alice.ID, alice, "/"+ev.Text)
+		return adaptertest.Delivered{Conv: dm(alice.ID)}, nil
+	case adaptertest.EventMention:
+		h.srv.AddText(group, alice, "@pibot_test_bot "+ev.Text)
+		return adaptertest.Delivered{Conv: dm(group)}, nil
+	case adaptertest.EventGroup:
+		h.srv.AddText(group, alice, ev.Text)
+		return adaptertest.Delivered{Conv: dm(group)}, nil
+	case adaptertest.EventThreadReply:
+		h.srv.AddChat(models.Chat{ID: forum, Type: models.ChatTypeSupergroup, Title: "forum", IsForum: true})
+		m := h.srv.UserMessage(forum, alice, ev.Text)
+		m.MessageThreadID, m.IsTopicMessage = 7, true
+		m.ReplyToMessage = &models.Message{ID: 7, Chat: m.Chat}
+		h.srv.AddMessage(m)
+		conv := dm(forum)
+		conv.Thread = "7"
+		return adaptertest.Delivered{Conv: conv}, nil
+	}
+	return adaptertest.Delivered{}, errors.ErrUnsupported
 }

@@ -114,7 +114,7 @@ func (h *harness) run(t *testing.T, sink func(chat.Inbound) error) <-chan chat.I
 // ready waits until Run has learnt the bot's identity.
 func (h *harness) ready(t *testing.T) {
 	t.Helper()
-	waitFor(t, func() bool { return h.a.decoder.identity().username != "" })
+	waitFor(t, func() bool { return h.a.reader.identity().username != "" })
 }
 
 func next(t *testing.T, ch <-chan chat.Inbound) chat.Inbound {

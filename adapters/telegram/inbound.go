@@ -12,10 +12,10 @@ import (
 	"github.com/pibot/pibot/chat"
 )
 
-// decoder turns Bot API updates into chat.Inbound events. It knows the
+// reader turns Bot API updates into chat.Inbound events. It knows the
 // bot's own identity (to drop its own messages and strip mentions of it)
 // and records group migrations in chats.
-type decoder struct {
+type reader struct {
 	chats *chats
 
 	mu sync.Mutex
@@ -30,7 +30,7 @@ type identity struct {
 
 // inbound normalises an update; false means the update carries nothing for
 // the gateway (it is still confirmed).
-func (d *decoder) inbound(u *models.Update) (chat.Inbound, bool) {
+func (d *reader) inbound(u *models.Update) (chat.Inbound, bool) {
 	me := d.identity()
 	dedup := "telegram:" + strconv.FormatInt(me.id, 10) + ":" + strconv.FormatInt(u.ID, 10)
 	switch {
@@ -48,21 +48,21 @@ func (d *decoder) inbound(u *models.Update) (chat.Inbound, bool) {
 
 // identity returns the bot's own user as last learnt (only its id before
 // getMe).
-func (d *decoder) identity() identity {
+func (d *reader) identity() identity {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.me
 }
 
 // learnt records the bot's own user (from getMe).
-func (d *decoder) learnt(me identity) {
+func (d *reader) learnt(me identity) {
 	d.mu.Lock()
 	d.me = me
 	d.mu.Unlock()
 }
 
 // feed hands one update to sink; nil means it may be confirmed.
-func (d *decoder) feed(ctx context.Context, sink chat.Sink, u *models.Update) error {
+func (d *reader) feed(ctx context.Context, sink chat.Sink, u *models.Update) error {
 	in, ok := d.inbound(u)
 	if !ok {
 		return nil
@@ -92,7 +92,7 @@ func user(u *models.User) chat.User {
 	return chat.User{ID: strconv.FormatInt(u.ID, 10), Name: name, IsBot: u.IsBot}
 }
 
-func (d *decoder) message(m *models.Message, me identity) (chat.Inbound, bool) {
+func (d *reader) message(m *models.Message, me identity) (chat.Inbound, bool) {
 	c := conv(m)
 	in := chat.Inbound{
 		Kind: chat.KindMessage,
@@ -140,7 +140,7 @@ func (d *decoder) message(m *models.Message, me identity) (chat.Inbound, bool) {
 // migrate_from_chat_id in the new supergroup; either one yields the same
 // move (the gateway applies it once). Only these fields, which only
 // Telegram sets, produce a chat.KindMoved event.
-func (d *decoder) moved(m *models.Message) (*chat.Move, bool) {
+func (d *reader) moved(m *models.Message) (*chat.Move, bool) {
 	var from, to int64
 	switch {
 	case m.MigrateToChatID != 0:

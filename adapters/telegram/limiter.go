@@ -16,53 +16,29 @@ import (
 // token; a longer wait is returned as a RateLimitError instead.
 const liveMaxWait = 1500 * time.Millisecond
 
-// Rates holds the token buckets that pace outbound calls (Config.Rates).
-// The default keeps them in this process; in cluster mode the replicas
-// share one (cluster's Redis rates), so a bot's pace is not spent once
-// per replica. cluster.Rates is the in-process implementation.
-type Rates interface {
-	// TakeAll takes one token from each of buckets (each refilling at its
-	// PerSec up to its Burst), all or none, and returns 0; when one has
-	// none, or pause ("" for none) is paused in a store the replicas share,
-	// it takes nothing and returns how long until it may, and the index of
-	// the bucket that asked for the wait (-1: the pause). One call of a
-	// shared store is one round trip.
-	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
-}
-
-// SharedPause is a Rates whose pause windows every replica sees (cluster
-// mode's Redis rates): a 429 answered to one replica makes the bot's
-// calls on every replica wait out its retry_after. Rates without it pause
-// only this process.
-type SharedPause interface {
-	// Pause makes key wait d on every replica, unless it already waits
-	// longer: the store's TakeAll with key as its pause waits it out.
-	Pause(ctx context.Context, key string, d time.Duration) error
-}
-
-// pauseKey is the key of the bot-wide pause in a SharedPause, under the
+// pauseKey is the key of the bot-wide pause in a tokenbucket.SharedPause, under the
 // limiter's prefix.
 const pauseKey = "bot"
 
 // limiter paces outbound calls: a bucket per chat and one for the bot in
 // a Rates, and a bot-wide pause after a 429 (shared by the replicas when
-// the Rates is a SharedPause).
+// the Rates is a tokenbucket.SharedPause).
 type limiter struct {
 	pacing Pacing
-	rates  Rates
-	shared SharedPause // nil: the pause is this process's
-	prefix string      // of the bucket keys: "telegram/<bot id>/"
+	rates  tokenbucket.Rates
+	shared tokenbucket.SharedPause // nil: the pause is this process's
+	prefix string                  // of the bucket keys: "telegram/<bot id>/"
 
 	mu          sync.Mutex
 	pausedUntil time.Time
 }
 
 // newLimiter paces the bot botID with rates (nil: in this process).
-func newLimiter(b Pacing, rates Rates, botID string) *limiter {
+func newLimiter(b Pacing, rates tokenbucket.Rates, botID string) *limiter {
 	if rates == nil {
 		rates = tokenbucket.NewLocal(0.1)
 	}
-	shared, _ := rates.(SharedPause)
+	shared, _ := rates.(tokenbucket.SharedPause)
 	return &limiter{pacing: b, rates: rates, shared: shared, prefix: "telegram/" + botID + "/"}
 }
 

@@ -15,7 +15,7 @@ import (
 // sharedRates is one Rates given to several adapters, as replicas
 // share the Redis one; it records the keys it was asked for.
 type sharedRates struct {
-	Rates
+	tokenbucket.Rates
 	mu   sync.Mutex
 	keys map[string]bool
 }

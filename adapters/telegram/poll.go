@@ -30,7 +30,7 @@ type getUpdatesParams struct {
 // lease named by Adapter.SingletonKey.
 type poller struct {
 	calls   *caller
-	decoder *decoder
+	reader  *reader
 	log     *slog.Logger
 	timeout time.Duration // long-poll timeout (Config.PollTimeout)
 	allowed []string      // Config.AllowedUpdates
@@ -145,7 +145,7 @@ func (p *poller) run(ctx context.Context, sink chat.Sink, held func() time.Durat
 			if u.ID < offset {
 				continue
 			}
-			if err := p.decoder.feed(ctx, sink, u); err != nil {
+			if err := p.reader.feed(ctx, sink, u); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}

@@ -37,7 +37,7 @@ type webhook struct {
 	url     string // public URL: Config.WebhookURL + path
 	allowed []string
 	calls   *caller
-	decoder *decoder
+	reader  *reader
 	log     *slog.Logger
 
 	mu   sync.Mutex
@@ -145,7 +145,7 @@ func (w *webhook) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		http.Error(rw, "bad update", http.StatusBadRequest)
 		return
 	}
-	if err := w.decoder.feed(r.Context(), sink, &u); err != nil {
+	if err := w.reader.feed(r.Context(), sink, &u); err != nil {
 		w.log.Log(r.Context(), chat.RefusedLevel(err), "telegram: update not taken; Telegram will deliver it again", "update_id", u.ID, "err", err)
 		http.Error(rw, "not stored", http.StatusInternalServerError)
 		return

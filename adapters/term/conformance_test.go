@@ -2,6 +2,7 @@ package term
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -45,6 +46,20 @@ func conformance(t *testing.T, live bool) {
 			Press: func(ctx context.Context, _ chat.MsgRef, n int, _ string) error {
 				_, err := fmt.Fprintf(typed, "%d\n", n+1)
 				return err
+			},
+			// The user types a line: a message or a command in the one
+			// conversation there is (no groups, no threads).
+			Deliver: func(ctx context.Context, ev adaptertest.Event) (adaptertest.Delivered, error) {
+				line := ev.Text
+				switch ev.Kind {
+				case adaptertest.EventDM:
+				case adaptertest.EventCommand:
+					line = "/" + ev.Text
+				default:
+					return adaptertest.Delivered{}, errors.ErrUnsupported
+				}
+				_, err := fmt.Fprintln(typed, line)
+				return adaptertest.Delivered{Conv: Conv()}, err
 			},
 		}
 	})

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ func TestConformance(t *testing.T) {
 	adaptertest.Run(t, func(t *testing.T) adaptertest.Target {
 		a := newAdapter(t, Config{})
 		srv := serve(t, a)
-		presses := 0
+		presses, sent := 0, 0
 		return adaptertest.Target{
 			Adapter:    a,
 			Conv:       conv("c1", ""),
@@ -31,6 +32,34 @@ func TestConformance(t *testing.T) {
 					return fmt.Errorf("POST /api/action: %d %s", code, resp)
 				}
 				return nil
+			},
+			// The browser posts a message, in a thread it named or not;
+			// a refused one is shown with Retry, which sends it again
+			// under the same id. There are no groups, so no mentions.
+			Deliver: func(ctx context.Context, ev adaptertest.Event) (adaptertest.Delivered, error) {
+				sent++
+				req := map[string]string{"conv": "c1", "id": fmt.Sprintf("m%d", sent), "text": ev.Text}
+				switch ev.Kind {
+				case adaptertest.EventDM:
+				case adaptertest.EventCommand:
+					req["text"] = "/" + ev.Text
+				case adaptertest.EventThreadReply:
+					req["thread"] = "t1"
+				default:
+					return adaptertest.Delivered{}, errors.ErrUnsupported
+				}
+				body, _ := json.Marshal(req)
+				send := func(context.Context) error {
+					if code, resp := post(t, srv, "/api/send", string(body)); code != 200 {
+						return fmt.Errorf("POST /api/send: %d %s", code, resp)
+					}
+					return nil
+				}
+				first := send(ctx)
+				if first != nil && !strings.Contains(first.Error(), ": 503 ") {
+					return adaptertest.Delivered{}, first
+				}
+				return adaptertest.Delivered{Conv: conv("c1", req["thread"]), Again: send}, nil
 			},
 		}
 	})

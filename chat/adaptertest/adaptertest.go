@@ -7,9 +7,16 @@
 // optional interface it does not implement (chat.Deleter, chat.Reactor,
 // chat.Typer, chat.Streamer, chat.Responder, chat.ThreadOpener), a Caps
 // field that says so (NativeStream, Ephemeral), or a platform fault the
-// Target cannot inject (no rate limits to provoke). Outbound calls are made
-// while Run is not active, as on a replica that does not poll the platform,
-// unless a test needs inbound events.
+// Target cannot inject (no rate limits to provoke), or an event the
+// platform does not have (a group mention in the terminal). Outbound calls
+// are made while Run is not active, as on a replica that does not poll the
+// platform, unless a test needs inbound events.
+//
+// The inbound cases (a DM, a mention and a plain group message, a reply
+// in a thread, a command, a refused event delivered again) check what the
+// gateway relies on: the conversation ref, the dedupe key (the same on a
+// redelivery), the mention and the bound flags, the user and the text with
+// the mention stripped.
 package adaptertest
 
 import (
@@ -51,6 +58,12 @@ type Target struct {
 	// RateLimit makes the platform answer the next edit with a 429 that
 	// asks to retry after d. nil if the platform has no rate limits.
 	RateLimit func(d time.Duration)
+	// Deliver makes the User do ev on the platform, which delivers it to
+	// the running Adapter (Deliver waits until the adapter is connected),
+	// and says where it happened. An error wrapping errors.ErrUnsupported
+	// means the platform has no such event (no groups, no threads); the
+	// case is skipped. nil: no inbound cases.
+	Deliver func(ctx context.Context, ev Event) (Delivered, error)
 }
 
 // NewTarget returns a fresh target for one test; it registers its own
@@ -79,6 +92,11 @@ func Run(t *testing.T, newTarget NewTarget) {
 		{"RateLimitError", testRateLimit},
 		{"EphemeralFallback", testEphemeral},
 		{"OpenThread", testOpenThread},
+		{"InboundDM", testInboundDM},
+		{"InboundMention", testInboundMention},
+		{"InboundThreadReply", testInboundThreadReply},
+		{"InboundCommand", testInboundCommand},
+		{"InboundRedelivery", testInboundRedelivery},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

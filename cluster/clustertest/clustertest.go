@@ -16,10 +16,8 @@ import (
 	"github.com/pibot/pibot/cluster"
 )
 
-// Locker is what RunLockerTests drives.
-type Locker interface {
-	Acquire(ctx context.Context, key string, minFence int64) (cluster.Lease, error)
-}
+// Locker is what RunLockerTests drives: the gateway's cluster.Locker.
+type Locker = cluster.Locker
 
 // LockerHarness opens lockers for RunLockerTests.
 type LockerHarness struct {

@@ -10,23 +10,17 @@ import (
 	"github.com/pibot/pibot/cluster"
 )
 
-// Inbox is what RunInboxTests drives: the gateway's inbox, keyed by chat
-// location, with its crash counting (Quarantine).
+// Inbox is what RunInboxTests drives: the gateway's cluster.Inbox with
+// the abilities cluster mode needs of it (taking items, leaving them,
+// counting crashes against what executed, setting items aside).
 type Inbox interface {
-	Enqueue(ctx context.Context, key string, data []byte) (id string, durable func() error, err error)
-	Consume(ctx context.Context, key string) ([]cluster.InboxItem, error)
-	Claim(ctx context.Context, key string) ([]cluster.InboxItem, error)
-	Ack(ctx context.Context, key, id string) error
-	Pending(ctx context.Context, key string) ([]cluster.InboxItem, error)
-	Keys(ctx context.Context) ([]string, error)
-	Quarantine(ctx context.Context, key, id string) error
+	cluster.Inbox
+	cluster.Consumer
+	cluster.Leaver
+	cluster.Beginner
+	cluster.Quarantiner
+	// Quarantined lists the items set aside, oldest first.
 	Quarantined(ctx context.Context) ([]cluster.InboxItem, error)
-	// Leave gives up the items of key this process took (its session's
-	// lease was lost, cut, or released).
-	Leave(ctx context.Context, key string, cut bool) error
-	// Begin records that this process executes the work of items of key:
-	// only then does its crash count against them.
-	Begin(ctx context.Context, key string, ids ...string) error
 	// Close records a clean stop.
 	Close() error
 }

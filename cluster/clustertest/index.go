@@ -6,15 +6,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/pibot/pibot/cluster"
 )
 
-// Index is what RunIndexTests drives: the gateway's location index.
+// Index is what RunIndexTests drives: the gateway's cluster.Index, and
+// Close.
 type Index interface {
-	Get(ctx context.Context, loc string) (path string, ok bool, err error)
-	KeysWithPrefix(ctx context.Context, prefix string) ([]string, error)
-	Bind(ctx context.Context, loc, path string) error
-	Set(ctx context.Context, loc, path string) error
-	Sync(ctx context.Context) error
+	cluster.Index
 	Close() error
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -34,11 +35,8 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// Dedupe is what RunDedupeTests drives.
-type Dedupe interface {
-	Seen(ctx context.Context, key string) (bool, error)
-	Forget(ctx context.Context, key string) error
-}
+// Dedupe is what RunDedupeTests drives: the gateway's cluster.Dedupe.
+type Dedupe = cluster.Dedupe
 
 // DedupeHarness opens dedupers for RunDedupeTests.
 type DedupeHarness struct {
@@ -111,10 +109,9 @@ func RunDedupeTests(t *testing.T, h DedupeHarness) {
 	})
 }
 
-// Budget is what RunBudgetTests drives: the inbound per-sender budget.
-type Budget interface {
-	Reserve(ctx context.Context, key string) (time.Duration, error)
-}
+// Budget is what RunBudgetTests drives: the inbound per-sender budget
+// (cluster.Budget).
+type Budget = cluster.Budget
 
 // BudgetHarness opens budgets for RunBudgetTests.
 type BudgetHarness struct {
@@ -174,10 +171,10 @@ func RunBudgetTests(t *testing.T, h BudgetHarness) {
 }
 
 // Rates is what RunRatesTests drives: the outbound pacing store of the
-// chat adapters (telegram.Rates).
+// chat adapters (tokenbucket.Rates), and Take.
 type Rates interface {
+	tokenbucket.Rates
 	Take(ctx context.Context, key string, perSec float64, burst int) (time.Duration, error)
-	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (time.Duration, int, error)
 }
 
 // RatesHarness opens outbound pacing stores for RunRatesTests.

@@ -222,3 +222,41 @@ func TestAcquireWhoseAnswerIsLostFreesTheKey(t *testing.T) {
 		t.Fatalf("fence %d: the lost grant did not happen (want the second fence, 2)", le.Fence())
 	}
 }
+
+// Redis losing its data while leases are held, and Recheck called (the
+// inbox saw its epoch mark gone): every lease whose key is gone ends at
+// once with ErrLeaseLost, not at its next renewal a third of the TTL (20
+// s here) later, so its holder stops before another replica, which sees
+// the loss too, takes its session over; a lease granted since is kept.
+func TestChaosRecheckEndsTheLeasesRedisLost(t *testing.T) {
+	srv := redistest.PrivateServer(t)
+	l := rediscluster.NewLocker(client(t, srv.Addr), rediscluster.Options{LeaseTTL: time.Minute}, nil)
+	a, b := mustAcquire(t, l, "s1", 0), mustAcquire(t, l, "s2", 0)
+	if err := client(t, srv.Addr).FlushAll(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c := mustAcquire(t, l, "s3", 0)
+	l.Recheck()
+	for _, le := range []*rediscluster.Lease{a, b} {
+		select {
+		case <-le.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("a lease Redis lost was not ended by Recheck")
+		}
+		if !errors.Is(le.Err(), rediscluster.ErrLeaseLost) {
+			t.Fatalf("lease ended with %v, want ErrLeaseLost", le.Err())
+		}
+	}
+	if st := l.Stats(); st.Lost != 2 || st.Held != 1 {
+		t.Fatalf("Stats after Recheck = %+v, want 2 lost and 1 held", st)
+	}
+	time.Sleep(200 * time.Millisecond) // c's renewal, sent with the others
+	select {
+	case <-c.Done():
+		t.Fatalf("the lease granted after the loss ended: %v", c.Err())
+	default:
+	}
+	if err := c.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -108,6 +108,9 @@ type Locker struct {
 	ttl    time.Duration
 	log    *slog.Logger
 	stats  lockerStats
+
+	mu   sync.Mutex
+	live map[*Lease]struct{} // the leases held now, for Recheck
 }
 
 // LockerStats counts what a Locker's leases went through, for metrics.
@@ -208,11 +211,36 @@ func (l *Locker) Acquire(ctx context.Context, key string, minFence int64) (clust
 		done:     make(chan struct{}),
 		stop:     make(chan struct{}),
 		exited:   make(chan struct{}),
+		poke:     make(chan struct{}, 1),
 	}
+	l.mu.Lock()
+	if l.live == nil {
+		l.live = map[*Lease]struct{}{}
+	}
+	l.live[le] = struct{}{}
+	l.mu.Unlock()
 	l.stats.granted.Add(1)
 	l.stats.held.Add(1)
 	le.start()
 	return le, nil
+}
+
+// Recheck has every lease held now renewed at once, instead of at its
+// next renewal: Redis lost its data (the inbox saw its epoch mark gone),
+// so their keys are likely gone, and another replica may take their
+// sessions over as soon as it sees the loss too. A lease whose key is
+// gone ends (ErrLeaseLost) a round trip later rather than up to a third
+// of the TTL later, so its runs stop before the new holder's replay
+// (issue 29).
+func (l *Locker) Recheck() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for le := range l.live {
+		select {
+		case le.poke <- struct{}{}:
+		default: // one is already due
+		}
+	}
 }
 
 // validUntil is the local deadline of a grant or renewal sent at sent.
@@ -240,6 +268,7 @@ type Lease struct {
 
 	stop   chan struct{} // closed by Release
 	exited chan struct{} // closed when the renewer returns
+	poke   chan struct{} // Locker.Recheck: renew now
 	once   sync.Once
 
 	mu       sync.Mutex
@@ -309,6 +338,9 @@ func (le *Lease) end(cause error, counted *atomic.Int64) bool {
 	}
 	le.cause = cause
 	le.expiry.Stop()
+	le.l.mu.Lock()
+	delete(le.l.live, le)
+	le.l.mu.Unlock()
 	le.l.stats.held.Add(-1)
 	if counted != nil {
 		counted.Add(1)
@@ -351,6 +383,8 @@ func (le *Lease) renew() {
 		case <-le.done:
 			return // expired
 		case <-timer.C:
+		case <-le.poke:
+			timer.Stop() // Reset below (Go 1.23 timers keep no stale tick)
 		}
 		ok, err := le.renewOnce()
 		next := ttl / 3

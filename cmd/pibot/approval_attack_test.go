@@ -43,6 +43,7 @@ func allowOnce(t *testing.T, m telegramtest.Message) string {
 // tool_result hook as without a restart, and a call approved after a
 // restart with bash now denied does not run.
 func TestApprovalAfterRestartRunsWhatWasShown(t *testing.T) {
+	t.Parallel()
 	b := newTgBot(t, func(r modelRequest) string {
 		switch {
 		case r.LastRole == "tool":

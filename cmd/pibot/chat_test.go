@@ -118,6 +118,7 @@ func TestChatWithoutModel(t *testing.T) {
 }
 
 func TestChatTerminal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
 	r := pibot(t, dir, "hello terminal\n", nil, "chat", "-c", cfg)

@@ -88,6 +88,7 @@ func (p *cutProxy) cut() {
 // once Redis answers again the redelivered messages are answered, each
 // once.
 func TestClusterRedisDownNotice(t *testing.T) {
+	t.Parallel()
 	_, prefix := realRedis(t)
 	px := newCutProxy(t, "127.0.0.1:6379")
 	const token, secret = "4242:down-test-token", "down-webhook-secret"

@@ -84,6 +84,7 @@ func waitSession(t *testing.T, dir, want string, logs ...*server) {
 // finds its lease gone and refuses to write (a fence rejection). The
 // spend of both is counted in Redis, not in spend.json.
 func TestClusterMetrics(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := realRedis(t)
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", fauxConfig+"limits:\n  global: {daily_usd: 0, daily_tokens: 100000000}\n"+
@@ -141,6 +142,7 @@ func TestClusterMetrics(t *testing.T) {
 // TestRedisErrorMetric: the hook counts failed commands by name, and
 // neither a missing key nor a script's first EVALSHA.
 func TestRedisErrorMetric(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := realRedis(t)
 	reg := prometheus.NewRegistry()
 	locker := rediscluster.NewLocker(rdb, rediscluster.Options{Prefix: prefix}, nil)

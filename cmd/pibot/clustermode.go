@@ -11,8 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pibot/pibot/adapters/slack"
-	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/cluster/rediscluster"
@@ -25,28 +23,14 @@ import (
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
-// The Redis implementations are what cluster mode passes as the gateway's
-// collaborators and the adapters' outbound rates.
+// The Redis implementations of the pairings, the spend caps and the web
+// chat's bus (the gateway's collaborators and the adapters' outbound
+// rates carry their guards in cluster/rediscluster).
 var (
-	_ gateway.Inbox   = (*rediscluster.Inbox)(nil)
-	_ gateway.Dedupe  = (*rediscluster.Dedupe)(nil)
-	_ gateway.Dedupe  = (*rediscluster.Admission)(nil)
-	_ gateway.Budget  = (*rediscluster.Budget)(nil)
-	_ gateway.Locker  = (*rediscluster.Locker)(nil)
-	_ gateway.Index   = (*rediscluster.Index)(nil)
 	_ access.Pairings = (*redispairing.Pairings)(nil)
 	_ spend.Store     = (*redisspend.Store)(nil)
-	_ telegram.Rates  = (*rediscluster.Rates)(nil)
-	_ slack.Rates     = (*rediscluster.Rates)(nil)
-	_ outboundRates   = (*cluster.Rates)(nil)
 	_ web.Bus         = (*rediscluster.Topic)(nil)
 )
-
-// outboundRates paces the calls of the Telegram and Slack adapters: in
-// the process (cluster.Rates), or shared by the replicas.
-type outboundRates interface {
-	TakeAll(ctx context.Context, pause string, buckets []tokenbucket.Bucket) (wait time.Duration, which int, err error)
-}
 
 // replicaState is the Redis side of cluster mode: one client, the key
 // options and this replica's identity.
@@ -96,7 +80,7 @@ func openReplica(ctx context.Context, cfg config.Config, log *slog.Logger) (*rep
 // rates returns the outbound rates the adapters share: through Redis in
 // cluster mode (falling back to the process's while Redis does not
 // answer), else in the process.
-func (r *replicaState) rates() outboundRates {
+func (r *replicaState) rates() tokenbucket.Rates {
 	if r == nil {
 		return cluster.NewRates()
 	}
@@ -126,9 +110,8 @@ type fallbackRates struct {
 }
 
 var (
-	_ telegram.SharedPause = (*fallbackRates)(nil)
-	_ slack.SharedPause    = (*fallbackRates)(nil)
-	_ outboundRates        = (*fallbackRates)(nil)
+	_ tokenbucket.SharedPause = (*fallbackRates)(nil)
+	_ tokenbucket.Rates       = (*fallbackRates)(nil)
 )
 
 // TakeAll takes a call's tokens from the shared buckets, or from the
@@ -203,6 +186,7 @@ func (r *replicaState) openCluster(ctx context.Context, cfg config.Config, log *
 		return nil, err
 	}
 	locker := rediscluster.NewLocker(r.rdb, r.opts, log)
+	r.events.setRecheck(locker.Recheck)
 	index := rediscluster.NewIndex(r.rdb, r.opts, rediscluster.IndexOptions{
 		Seed: func() (map[string]string, error) { return gateway.RebuildIndex(cfg.DataDir, log) },
 	})

@@ -13,16 +13,13 @@ import (
 	"github.com/pibot/pibot/internal/secret"
 )
 
-// The Redis rates cluster mode gives the adapters share the bot-wide
-// pause after a 429.
-var _ telegram.SharedPause = (*rediscluster.Rates)(nil)
-
 // TestTelegram429PausesEveryReplica: two replicas' Telegram adapters on
 // the rates cluster mode wires (real Redis). The fake Bot API answers one
 // replica's send with a 429 and retry_after 2; the other replica's send to
 // another chat, made right after, waits out that window too, and no call
 // reaches the fake before its retry_after expired.
 func TestTelegram429PausesEveryReplica(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := realRedis(t)
 	const token = "123456789:AAtest-token-of-the-pause"
 	srv := telegramtest.New(token)

@@ -42,6 +42,7 @@ func TestClusterStatusKinds(t *testing.T) {
 // `pibot cluster status` prints one line naming the address and why, and
 // none of go-redis's own log lines (one per failed dial before).
 func TestClusterStatusRedisDown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	addr := freeListen(t) // nothing listens there now
 	writeFile(t, dir, "c.yaml", fauxConfig+`cluster:

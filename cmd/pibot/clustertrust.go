@@ -67,6 +67,17 @@ type clusterEvents struct {
 	mu        sync.Mutex
 	lostAt    time.Time
 	requeuedN int
+	// recheck has the session leases renewed at once after a loss
+	// (rediscluster.Locker.Recheck; nil until the locker exists).
+	recheck func()
+}
+
+// setRecheck sets what a loss of Redis's data calls to have the leases
+// held checked at once.
+func (e *clusterEvents) setRecheck(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.recheck = f
 }
 
 func newClusterEvents(log *slog.Logger) *clusterEvents {
@@ -104,8 +115,15 @@ func (e *clusterEvents) options(opts *rediscluster.Options) {
 		e.lost.Inc()
 		e.mu.Lock()
 		e.lostAt = time.Now()
+		recheck := e.recheck
 		e.mu.Unlock()
 		e.log.Error("Redis lost its data (the inbox's epoch mark is gone: FLUSHALL, an eviction, or a restart without persistence); enqueuing again the items this replica holds")
+		if recheck != nil {
+			// The leases went with the data: their runs stop now, not
+			// at their next renewal, before another replica that saw
+			// the loss takes their sessions over and answers again.
+			recheck()
+		}
 	}
 	opts.OnRequeued = func(key string, n int) {
 		e.requeued.Add(float64(n))

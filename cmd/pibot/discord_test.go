@@ -33,6 +33,7 @@ func TestDiscordInvite(t *testing.T) {
 // fails naming Discord, the adapter stops after a handful of calls with one
 // clear log line, and the token never appears, even at debug level.
 func TestServeDiscordRefusedToken(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srv := discordtest.New("the-right-token")
 	t.Cleanup(srv.Close)

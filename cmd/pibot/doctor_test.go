@@ -175,6 +175,7 @@ func TestProbeBase(t *testing.T) {
 // against the same fakes. A rejected token is reported as rejected, a
 // missing file names its key, a wrong api_url names api_url.
 func TestDoctorChecksWhatServeUses(t *testing.T) {
+	t.Parallel()
 	const tgToken = "222:file-telegram-token"
 	tg := telegramtest.New(tgToken, telegramtest.WithUsername("files_bot"))
 	defer tg.Close()

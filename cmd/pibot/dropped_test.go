@@ -17,6 +17,7 @@ import (
 // second message is not processed, the user is told so, and /metrics
 // counts it in pibot_sender_budget_dropped_total (issue #30.9).
 func TestServeSenderBudget(t *testing.T) {
+	t.Parallel()
 	srv := slacktest.New()
 	defer srv.Close()
 	dir := t.TempDir()
@@ -75,6 +76,7 @@ func TestServeSenderBudget(t *testing.T) {
 // workspace) even from an owner's id, and counts it in
 // pibot_foreign_events_total{platform="slack"} (issue #30.7).
 func TestServeSlackForeignWorkspace(t *testing.T) {
+	t.Parallel()
 	srv := slacktest.New()
 	defer srv.Close()
 	dir := t.TempDir()

@@ -41,6 +41,7 @@ var approveRE = regexp.MustCompile("/extensions approve ([0-9a-f]{12})")
 // has seen the files (/extensions) and approved them, they are used; the
 // paired user cannot approve; a later change waits again.
 func TestPlantedSkillsAndTemplatesNeedAnOwner(t *testing.T) {
+	t.Parallel()
 	b := newTgBot(t, func(r modelRequest) string {
 		switch {
 		case r.LastRole == "tool":

@@ -160,6 +160,7 @@ func processWith(marker string) int {
 // they do. pibot's own environment, the MCP server's and a hook's hold
 // none of the secrets pibot was configured with but their own.
 func TestFileToolsAttackThroughServe(t *testing.T) {
+	t.Parallel()
 	modes := []string{"off"}
 	if _, err := sandbox.New(t.Context(), sandbox.ModeBwrap, nil); err == nil {
 		modes = append(modes, "bwrap")
@@ -351,6 +352,7 @@ adapters:
 // reserve), and is then held to file writes blocked; every user's
 // messages are still taken and answered, and /readyz stays ok.
 func TestDiskQuotaThroughServe(t *testing.T) {
+	t.Parallel()
 	fs := tinyfs.Mount(t, 48<<20)
 	srv := slacktest.New()
 	defer srv.Close()

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/pibot/pibot/adapters/discord"
-	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/internal/extensions"
@@ -16,12 +14,6 @@ var (
 	_ chat.Typer     = (*endOnEOF)(nil)
 	_ chat.Responder = (*endOnEOF)(nil)
 	_ chat.Streamer  = (*endOnEOF)(nil)
-)
-
-// Adapters that can stop on their own (a refused token) fail /readyz.
-var (
-	_ healthChecker = (*telegram.Adapter)(nil)
-	_ healthChecker = (*discord.Adapter)(nil)
 )
 
 // The extensions are what the gateway plugs into runs.

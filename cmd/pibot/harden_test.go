@@ -16,6 +16,7 @@ import (
 // dumpable, and runs the call without CAP_SYS_PTRACE: nothing leaks.
 // (The attack's own text never spells the secrets' common part.)
 func TestBashCannotReadPibotSecrets(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const (
 		configKey  = "sk-SECRET-config-4f1c2a9b"

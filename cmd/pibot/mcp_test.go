@@ -47,6 +47,7 @@ func runTestMCPServer() int {
 // its credential arrives, pibot's provider keys do not; the model calls
 // its tool as probe__environ.
 func TestMCPStdioServerEnvironment(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const (
 		providerKey = "sk-SECRET-provider-1b2c3d4e"
@@ -95,6 +96,7 @@ mcp:
 // pibot mcp list shows each server's state and tools: a stdio one, an
 // HTTP one (with its header) and one that cannot start.
 func TestMCPList(t *testing.T) {
+	t.Parallel()
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return newTestMCPServer() }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Token") != "hdr-value-123" {
@@ -161,6 +163,7 @@ func slowNPX(t *testing.T) string {
 // A server that has not answered yet is "starting, no tools yet", with
 // the hint that npx fetches its package, not "starting 0".
 func TestMCPListStarting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFile(t, dir, "c.yaml", "data_dir: ./data\nmcp:\n  servers:\n    fetching:\n      command: "+slowNPX(t)+"\n      args: [\"-y\", \"@example/server\"]\n")
 	out := ok(t, dir, "mcp", "list", "-c", "c.yaml", "--wait", "500ms")
@@ -178,6 +181,7 @@ func TestMCPListStarting(t *testing.T) {
 // tools, a broken one fails naming its key, one still starting at the
 // deadline is a warning that says what it is doing.
 func TestDoctorMCP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o700); err != nil {
 		t.Fatal(err)

@@ -195,6 +195,7 @@ func waitShown(t *testing.T, text func() string, s string, n int) {
 // the chat with the terminal restored; a second chat says which session it
 // resumed, and ↑ is history within a chat.
 func TestChatOnPty(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
 	out := ptyChat(t, dir, cfg, []ptyTurn{

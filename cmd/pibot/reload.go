@@ -19,7 +19,7 @@ import (
 // reloadable names the keys a SIGHUP applies to the running gateway:
 // access but its budget and schedule cap, which are read at start.
 var reloadable = []string{"access.owners", "access.users", "access.dm_policy", "access.groups", "access.mention_required",
-	"agent.approvals.dm", "agent.approvals.group", "limits", "bindings"}
+	"agent.approvals.dm", "agent.approvals.group", "agent.spend", "limits", "bindings"}
 
 // accessPolicy is the access policy of cfg (the local adapters' users are
 // owners).
@@ -35,8 +35,25 @@ func accessPolicy(cfg config.Config) access.Policy {
 
 // spendCaps are the daily spend caps of cfg (the top-level limits key).
 func spendCaps(cfg config.Config) spend.Caps {
+	return caps(cfg.Limits)
+}
+
+// caps are the spend caps l configures.
+func caps(l config.SpendLimits) spend.Caps {
 	c := func(s config.SpendCap) spend.Cap { return spend.Cap{USD: s.DailyUSD, Tokens: s.DailyTokens} }
-	return spend.Caps{PerUser: c(cfg.Limits.PerUser), PerConversation: c(cfg.Limits.PerConversation), Global: c(cfg.Limits.Global)}
+	return spend.Caps{PerUser: c(l.PerUser), PerConversation: c(l.PerConversation), Global: c(l.Global)}
+}
+
+// agentSpendCaps are the agents' spend caps of cfg (agent.spend,
+// agents.NAME.spend), by agent name; agents without caps are left out.
+func agentSpendCaps(cfg config.Config) map[string]spend.AgentCaps {
+	out := map[string]spend.AgentCaps{}
+	for _, name := range cfg.AgentNames() {
+		if a, _ := cfg.AgentConfig(name); a.Spend.Enabled() {
+			out[name] = spend.AgentCaps{Key: config.AgentKey(name) + ".spend", Caps: caps(a.Spend)}
+		}
+	}
+	return out
 }
 
 // reloader re-reads the configuration file on SIGHUP and applies what can
@@ -80,20 +97,22 @@ func (r *reloader) reload() {
 	r.st.access.SetPolicy(accessPolicy(cfg))
 	r.st.gw.SetApprovals(cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group)
 	r.st.spend.SetCaps(spendCaps(cfg))
+	r.st.spend.SetAgentCaps(agentSpendCaps(cfg))
 	bindingsApplied := r.reloadAgents(cfg)
 	// What runs now: the reloaded keys of cfg, the rest as before.
 	next := r.running
 	next.Access, next.Agent.Approvals.DM, next.Agent.Approvals.Group, next.Limits = cfg.Access, cfg.Agent.Approvals.DM, cfg.Agent.Approvals.Group, cfg.Limits
+	next.Agent.Spend = cfg.Agent.Spend
 	next.Access.Budget, next.Access.SchedulesPerUser = r.running.Access.Budget, r.running.Access.SchedulesPerUser
 	if bindingsApplied {
 		next.Bindings = cfg.Bindings
 	}
-	// The named agents' approvals were applied; their other keys wait for
-	// a restart.
+	// The named agents' approvals and spend caps were applied; their
+	// other keys wait for a restart.
 	next.Agents = maps.Clone(r.running.Agents)
 	for name, a := range next.Agents {
 		if c, ok := cfg.Agents[name]; ok {
-			a.Approvals.DM, a.Approvals.Group = c.Approvals.DM, c.Approvals.Group
+			a.Approvals.DM, a.Approvals.Group, a.Spend = c.Approvals.DM, c.Approvals.Group, c.Spend
 			next.Agents[name] = a
 		}
 	}

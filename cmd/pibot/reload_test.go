@@ -21,6 +21,7 @@ import (
 // and they are let in. A changed key that needs a restart is named in the
 // log, and not applied.
 func TestServeReloadsOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	srv := slacktest.New()
 	defer srv.Close()
 	// An OTLP collector: the traces of the messages are sent to it.
@@ -128,5 +129,24 @@ func TestChangedKeys(t *testing.T) {
 		if strings.Contains(k, "secret") {
 			t.Errorf("a value leaked into %q", k)
 		}
+	}
+}
+
+// agentSpendCaps gives the limiter each agent's caps under the key they
+// are set at; an agent without caps has none.
+func TestAgentSpendCaps(t *testing.T) {
+	cfg, err := config.Parse(strings.NewReader(`
+agent: {spend: {per_user: {daily_usd: 2}}}
+agents:
+  ops: {workspace: /srv/infra, spend: {global: {daily_tokens: 5000}}}
+  web: {workspace: /srv/web}
+`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := agentSpendCaps(cfg)
+	if len(got) != 2 || got["ops"].Key != "agents.ops.spend" || got["ops"].Global.Tokens != 5000 ||
+		got["default"].Key != "agent.spend" || got["default"].PerUser.USD != 2 {
+		t.Fatalf("agentSpendCaps = %+v", got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/web"
@@ -27,6 +28,7 @@ import (
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/internal/buildinfo"
 	"github.com/pibot/pibot/internal/secret"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
@@ -91,7 +93,8 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.close()
-	// SIGHUP reloads access, approvals and spend caps (reload.go).
+	// SIGHUP reloads access, approvals and spend caps (reload.go); a
+	// signal that comes before the reloader runs waits in hup.
 	hup, stopHUP := notifyHUP()
 	defer stopHUP()
 	rl := &reloader{st: st, log: log, running: cfg, load: func() (config.Config, error) {
@@ -101,15 +104,6 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 		}
 		return next, err
 	}}
-	reloadDone := make(chan struct{})
-	go func() {
-		defer close(reloadDone)
-		rl.run(ctx, hup)
-	}()
-	defer func() {
-		stop() // ends rl.run on every return path
-		<-reloadDone
-	}()
 
 	var ready atomic.Bool
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -130,7 +124,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 			return
 		}
 		for _, a := range adapters {
-			if h, ok := a.(healthChecker); ok {
+			if h, ok := a.(chat.HealthReporter); ok {
 				if err := h.Health(); err != nil {
 					http.Error(w, platformError(a.Platform(), err), http.StatusServiceUnavailable)
 					return
@@ -148,18 +142,35 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 		return &config.Error{Key: "http.listen", Msg: err.Error()}
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.Serve(ln) }()
 
-	gwCtx, cancelGW := context.WithCancel(ctx)
-	defer cancelGW()
-	gwErr := make(chan error, 1)
-	go func() { gwErr <- st.gw.Run(gwCtx) }()
+	// Every goroutine of serve belongs to g: the first that fails (or a
+	// signal) cancels gctx, and that stops the others.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		rl.run(gctx, hup)
+		return nil
+	})
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	gwDone := make(chan struct{})
+	g.Go(func() error {
+		defer close(gwDone)
+		err := st.gw.Run(gctx)
+		if gctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
+			return nil // stopped as asked
+		}
+		if err == nil {
+			err = errors.New("gateway stopped")
+		}
+		return err
+	})
 	select {
 	case <-st.gw.Ready():
-	case err := <-gwErr:
-		gwErr <- err
-	case <-ctx.Done():
+	case <-gctx.Done():
 	}
 	ready.Store(true)
 	log.Info("pibot started", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled())
@@ -169,42 +180,24 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	debug.FreeOSMemory()
 	releaseStartupPages()
 
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case err := <-srvErr:
-		runErr = fmt.Errorf("http: %w", err)
-		srvErr <- nil
-	case err := <-gwErr:
-		runErr = err
-		if ctx.Err() != nil && (err == nil || errors.Is(err, context.Canceled)) {
-			// A signal stopped the gateway before this select saw it.
-			runErr = nil
-		} else if runErr == nil {
-			runErr = errors.New("gateway stopped")
-		}
-		gwErr <- nil
-	}
+	<-gctx.Done()
 	stop()
 	done := make(chan struct{})
 	defer close(done)
 	go c.exitOnSecondSignal(done)
 	ready.Store(false)
 	log.Info("shutting down")
-	cancelGW()
 	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
-	if err := <-gwErr; err != nil && runErr == nil {
-		runErr = err
-	}
+	// The gateway drains first (its runs finish, the rest is marked
+	// interrupted) while the HTTP server still answers; then the server.
+	<-gwDone
 	if err := srv.Shutdown(shutCtx); err != nil {
 		_ = srv.Close()
 	}
-	if err := <-srvErr; err != nil && !errors.Is(err, http.ErrServerClosed) && runErr == nil {
-		runErr = fmt.Errorf("http: %w", err)
-	}
+	err = g.Wait()
 	log.Info("stopped")
-	return runErr
+	return err
 }
 
 // exitOnSecondSignal ends the process at once on another SIGINT/SIGTERM
@@ -224,7 +217,7 @@ func (c serveCmd) exitOnSecondSignal(done <-chan struct{}) {
 // adapters builds the configured adapters and mounts their HTTP
 // handlers on mux. bus carries the web chat's events between replicas
 // (nil: one process).
-func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates outboundRates, bus web.Bus) ([]chat.Adapter, error) {
+func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates tokenbucket.Rates, bus web.Bus) ([]chat.Adapter, error) {
 	var out []chat.Adapter
 	if cfg.WebEnabled() {
 		tok, err := webToken(cfg)
@@ -293,12 +286,6 @@ func platformError(p chat.Platform, err error) string {
 		return msg
 	}
 	return string(p) + ": " + msg
-}
-
-// healthChecker is an adapter that can stop on its own (a refused token):
-// its Health fails /readyz while pibot keeps serving the other adapters.
-type healthChecker interface {
-	Health() error
 }
 
 // strongToken checks a token that guards a listener: on a non-loopback

@@ -101,6 +101,7 @@ func TestServeMetricsNeedTokenOffLoopback(t *testing.T) {
 // `config check`; serve with a Redis that does not answer stops with an
 // error naming the key and never the password.
 func TestServeRefusesUnreachableRedis(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -166,6 +166,7 @@ func TestServeRefusesUnsafeConfig(t *testing.T) {
 }
 
 func TestServeWebChatRunsTheAgent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
 	s := startServe(t, dir, "-c", cfg, "--listen", "127.0.0.1:0")
@@ -208,6 +209,7 @@ func TestLocalOwnerKeys(t *testing.T) {
 // states the token minimum states web.MinTokenLen, and every `openssl
 // rand -hex N` it suggests prints at least that many characters.
 func TestDocsTokenMinimum(t *testing.T) {
+	t.Parallel()
 	files := []string{"README.md", "SECURITY.md", "config.example.yaml", "config/config.example.yaml",
 		"deploy/pibot.env.example", "deploy/docker/config.yaml", "deploy/systemd/config.yaml", "deploy/systemd/pibot.service",
 		"deploy/docker-compose.yml", "deploy/docker-compose.cluster.yml"}

@@ -27,6 +27,7 @@ func expectedContexts(t *testing.T, name string) map[string]map[string]any {
 }
 
 func TestSessionContextMatchesPi(t *testing.T) {
+	t.Parallel()
 	vectors := []string{
 		"agent-tools", "agent-compaction", "agent-retry-abort", "agent-tree", "agent-images-unicode",
 		"agent-long-lines", "agent-queue-bash-custom", "sm-labels-custom-info", "sm-roots-summaries",
@@ -119,6 +120,7 @@ func TestSessionTree(t *testing.T) {
 // TestSessionByID: every session subcommand takes a path, a session id or
 // an unambiguous prefix of one, found in the configured data directory.
 func TestSessionByID(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", fauxConfig)
 	ok(t, dir, "chat", "-c", cfg, "-p", "one")
@@ -199,6 +201,7 @@ func TestSessionList(t *testing.T) {
 }
 
 func TestSessionFork(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := copyVector(t, dir, "fork-source")
 	want := expectedContexts(t, "fork-source")
@@ -233,6 +236,7 @@ func readFile(t *testing.T, p string) string {
 }
 
 func TestSessionExport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := copyVector(t, dir, "agent-tree")
 	src := jsonLines(t, readFile(t, p))
@@ -369,6 +373,7 @@ func TestSessionParentLoop(t *testing.T) {
 // rewrites the file without it (keeping a copy), and the conversation
 // goes on.
 func TestSessionDamagedMessage(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{`"x"`, `[]`, `null`, `{"role":"assistant","content":7}`} {
 		t.Run(bad, func(t *testing.T) {
 			dir := t.TempDir()
@@ -454,6 +459,7 @@ func TestSessionDamagedMessageChat(t *testing.T) {
 // messages at all. pi's answers are NAME.context.jsonl, version-1 leaves
 // by position (pi's migration gave them new ids).
 func TestSessionContextPiMigrated(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, name := range []string{"legacy-v1", "legacy-v2"} {
 		t.Run(name, func(t *testing.T) {

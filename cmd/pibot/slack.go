@@ -9,13 +9,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pibot/pibot/adapters/slack"
-	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/config"
+	"github.com/pibot/pibot/internal/tokenbucket"
 )
-
-// cluster.Rates are the outbound rates given to the Slack adapter, which
-// may not import cluster.
-var _ slack.Rates = (*cluster.Rates)(nil)
 
 // runSlack runs `pibot slack manifest`.
 func runSlack(c *cli, args []string) error {
@@ -63,7 +59,7 @@ func runSlack(c *cli, args []string) error {
 
 // slackAdapter builds the Slack adapter from adapters.slack and, in http
 // mode, mounts its handler at POST /slack/events.
-func slackAdapter(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates slack.Rates) (*slack.Adapter, error) {
+func slackAdapter(cfg config.Config, log *slog.Logger, mux *http.ServeMux, rates tokenbucket.Rates) (*slack.Adapter, error) {
 	sc, err := slackConfig(cfg)
 	if err != nil {
 		return nil, err

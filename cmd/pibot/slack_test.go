@@ -73,6 +73,7 @@ func TestSlackManifest(t *testing.T) {
 // `pibot serve` with adapters.slack runs the agent for a DM, in socket
 // mode and in http mode (POST /slack/events on http.listen).
 func TestServeSlack(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"socket", "http"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := slacktest.New()
@@ -126,4 +127,34 @@ func answered(srv *slacktest.Server) bool {
 		}
 	}
 	return false
+}
+
+// A refused Slack bot token fails /readyz with the adapter's reason, as
+// Telegram's and Discord's do, while pibot keeps serving (/healthz).
+func TestServeSlackRefusedToken(t *testing.T) {
+	dir := t.TempDir()
+	srv := slacktest.New()
+	t.Cleanup(srv.Close)
+	srv.Fail("auth.test", 1000, slacktest.Fault{Kind: slacktest.FaultError, Error: "invalid_auth"})
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\nadapters:\n  web:\n    enabled: false\n  slack:\n    bot_token: "+srv.BotToken+
+		"\n    app_token: "+srv.AppToken+"\n    api_url: "+srv.APIURL+"\n")
+	s := startServe(t, dir, "-c", cfg, "--listen", "127.0.0.1:0")
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		code, body := s.get(t, "/readyz")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "slack") && strings.Contains(body, "adapters.slack.bot_token") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz = %d %q; stderr:\n%s", code, body, s.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, _ := s.get(t, "/healthz"); code != http.StatusOK {
+		t.Errorf("pibot is not up: /healthz = %d", code)
+	}
+	s.stop(t)
+	if logs := s.stderr.String(); strings.Contains(logs, srv.BotToken) {
+		t.Errorf("the token is in the output:\n%s", logs)
+	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/pibot/pibot/adapters/telegram"
 	"github.com/pibot/pibot/adapters/term"
 	"github.com/pibot/pibot/adapters/web"
 	"github.com/pibot/pibot/agent"
@@ -30,10 +29,6 @@ import (
 	"github.com/pibot/pibot/providers"
 )
 
-// cluster.Rates is the outbound pacing store given to the Telegram adapter,
-// which may not import cluster; only here are both visible.
-var _ telegram.Rates = (*cluster.Rates)(nil)
-
 // Embedded cluster settings.
 const (
 	dedupeTTL = 48 * time.Hour
@@ -44,7 +39,7 @@ const (
 // directory, which it holds exclusively.
 type stack struct {
 	lock    *cluster.DirLock
-	inbox   *cluster.Inbox
+	inbox   *cluster.LocalInbox
 	cluster *clusterParts // cluster mode (clustermode.go); lock and inbox are then nil
 	gw      *gateway.Gateway
 	tools   *toolbox
@@ -195,6 +190,7 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		st.spendFile = spendFile
 		st.spend = spend.NewLimiter(spendFile, spendCaps(cfg), nil)
 	}
+	st.spend.SetAgentCaps(agentSpendCaps(cfg))
 	reg, err := newRegistry(cfg, getenv, log, 0)
 	if err != nil {
 		return err

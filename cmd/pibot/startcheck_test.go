@@ -32,6 +32,7 @@ import (
 // system says, both commands now exit 1 with the same error lines, and
 // the lines name the key.
 func TestConfigCheckRefusesWhatServeRefuses(t *testing.T) {
+	t.Parallel()
 	const base = "data_dir: ./d\nhttp: {listen: '127.0.0.1:0'}\n"
 	const ws = "agent: {workspace: ./ws}\n"
 	good := strings.Repeat("0123456789abcdef", 2) // 32 characters

@@ -16,6 +16,7 @@ import (
 // Bot API answers 401, /readyz fails naming telegram, one clear line is
 // logged, and pibot keeps serving (its web chat answers /healthz).
 func TestServeTelegramRefusedToken(t *testing.T) {
+	t.Parallel()
 	const token = "111:the-bogus-telegram-token"
 	tg := telegramtest.New("222:the-real-token")
 	t.Cleanup(tg.Close)

@@ -92,6 +92,7 @@ func screenFrom(t *testing.T, shown, first string) string {
 // its outcome, no "waiting for approval" left behind and no "↻ edited"
 // anywhere in what was printed.
 func TestTermChatApprovalOnPty(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, key, result, want string
 	}{

@@ -18,6 +18,7 @@ import (
 // chat -p` must end (not hang) and tell the user which timeout fired and
 // what to raise.
 func TestChatProviderStallShowsHint(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../providers/openai/testdata/cc_text.sse")
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestChatProviderStallShowsHint(t *testing.T) {
 // partial answer once, then why it stopped and how often it was retried,
 // and the provider was called once more than that.
 func TestServeProviderStallReply(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../providers/openai/testdata/cc_text.sse")
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 // the real binary: agent.max_idle stops the run, the chat is told why, the
 // stop is counted in /metrics and logged.
 func TestServeWatchdogStopsAStuckRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "c.yaml", `data_dir: ./data
 providers:

@@ -94,6 +94,7 @@ func webPost(t *testing.T, base, conv, id, text string) (int, string) {
 // The log has one line for the outage and its end, and none of
 // go-redis's own.
 func TestWebChatRedisDown(t *testing.T) {
+	t.Parallel()
 	_, prefix := realRedis(t)
 	px := newCutProxy(t, "127.0.0.1:6379")
 	dir := t.TempDir()

@@ -13,7 +13,9 @@ import (
 type Limiter struct {
 	store Store
 	caps  atomic.Pointer[Caps]
-	now   func() time.Time
+	// agents are the agents' caps by name (SetAgentCaps).
+	agents atomic.Pointer[map[string]AgentCaps]
+	now    func() time.Time
 }
 
 // NewLimiter returns a limiter over store; now is the clock (nil:
@@ -34,7 +36,13 @@ func (l *Limiter) SetCaps(c Caps) { l.caps.Store(&c) }
 // Caps returns the configured caps.
 func (l *Limiter) Caps() Caps { return *l.caps.Load() }
 
-// effective returns the caps in force for w today, scope order.
+// allKeys returns the store keys of w: the gateway-wide scopes', then
+// its agent's (Who.agentKeys).
+func (w Who) allKeys() []string { return append(w.keys(), w.agentKeys()...) }
+
+// effective returns the caps in force for w today, one for each of
+// w.allKeys(): the gateway-wide ones (with today's overrides), then its
+// agent's.
 func (l *Limiter) effective(ctx context.Context, today string, w Who) ([]Cap, error) {
 	ovs, err := l.store.Overrides(ctx, today, w.keys())
 	if err != nil {
@@ -51,7 +59,35 @@ func (l *Limiter) effective(ctx context.Context, today string, w Who) ([]Cap, er
 			out[i] = caps.Of(s)
 		}
 	}
+	if w.Agent != "" {
+		ac := l.agentCaps(w.Agent)
+		for _, s := range scopes {
+			out = append(out, ac.Of(s))
+		}
+	}
 	return out, nil
+}
+
+// none reports whether no cap of caps is in force.
+func none(caps []Cap) bool {
+	for _, c := range caps {
+		if c != (Cap{}) {
+			return false
+		}
+	}
+	return true
+}
+
+// refusal is the refusal of w's cap i of effective (a gateway-wide scope,
+// then the agent's), with usage used, at now; next is the estimate of
+// the call refused (zero: a run refused before it starts).
+func (l *Limiter) refusal(w Who, i int, c Cap, used, next Amount, usd bool, now time.Time) *Refusal {
+	reset := nextReset(now)
+	r := &Refusal{Scope: scopes[i%len(scopes)], USD: usd, Cap: c, Used: used, Next: next, ResetsAt: reset, ResetsIn: reset.Sub(now)}
+	if i >= len(scopes) {
+		r.Agent, r.Key = w.Agent, l.agentCaps(w.Agent).Key
+	}
+	return r
 }
 
 // Check returns a *Refusal when w has reached a cap in force today, and
@@ -64,19 +100,18 @@ func (l *Limiter) Check(ctx context.Context, w Who) error {
 	if err != nil {
 		return err
 	}
-	if caps[0] == (Cap{}) && caps[1] == (Cap{}) && caps[2] == (Cap{}) {
+	if none(caps) {
 		return nil
 	}
-	used, err := l.store.Usage(ctx, today, w.keys())
+	used, err := l.store.Usage(ctx, today, w.allKeys())
 	if err != nil {
 		return fmt.Errorf("spend: usage: %w", err)
 	}
-	for i, s := range scopes {
-		c, u := caps[i], used[i]
+	for i, c := range caps {
+		u := used[i]
 		usd := c.USD > 0 && u.USD >= c.USD
 		if usd || c.Tokens > 0 && u.Tokens >= c.Tokens {
-			reset := nextReset(now)
-			return &Refusal{Scope: s, USD: usd, Cap: c, Used: u, ResetsAt: reset, ResetsIn: reset.Sub(now)}
+			return l.refusal(w, i, c, u, Amount{}, usd, now)
 		}
 	}
 	return nil
@@ -87,10 +122,7 @@ func (l *Limiter) Check(ctx context.Context, w Who) error {
 type Hold struct {
 	day  string
 	keys []string
-	// counted are keys counted under no cap (the agent's): nothing is
-	// held there, the actual usage is added by Settle.
-	counted []string
-	a       Amount
+	a    Amount
 }
 
 // Amount is what the hold reserved.
@@ -104,12 +136,12 @@ func (h Hold) Amount() Amount { return h.a }
 func (l *Limiter) Reserve(ctx context.Context, w Who, a Amount) (Hold, error) {
 	now := l.now()
 	today := day(now)
-	h := Hold{day: today, keys: w.keys(), counted: w.counted()}
+	h := Hold{day: today, keys: w.allKeys()}
 	caps, err := l.effective(ctx, today, w)
 	if err != nil {
 		return h, err
 	}
-	if caps[0] == (Cap{}) && caps[1] == (Cap{}) && caps[2] == (Cap{}) {
+	if none(caps) {
 		return h, nil
 	}
 	ok, used, err := l.store.Reserve(ctx, today, h.keys, caps, a)
@@ -120,14 +152,12 @@ func (l *Limiter) Reserve(ctx context.Context, w Who, a Amount) (Hold, error) {
 		h.a = a
 		return h, nil
 	}
-	for i, s := range scopes {
-		c, u := caps[i], used[i]
+	for i, c := range caps {
+		u := used[i]
 		if c.Fits(u, a) {
 			continue
 		}
-		reset := nextReset(now)
-		usd := !Cap{USD: c.USD}.Fits(u, a)
-		return h, &Refusal{Scope: s, USD: usd, Cap: c, Used: u, Next: a, ResetsAt: reset, ResetsIn: reset.Sub(now)}
+		return h, l.refusal(w, i, c, u, a, !Cap{USD: c.USD}.Fits(u, a), now)
 	}
 	// The store refused, yet every cap fits what it read: the usage
 	// changed in between (another replica). Refused all the same.
@@ -139,11 +169,6 @@ func (l *Limiter) Reserve(ctx context.Context, w Who, a Amount) (Hold, error) {
 // hold's day (a call that ends after midnight counts for the day it
 // started).
 func (l *Limiter) Settle(ctx context.Context, h Hold, actual Amount) error {
-	if len(h.counted) > 0 && actual != (Amount{}) {
-		if err := l.store.Add(ctx, h.day, h.counted, actual); err != nil {
-			return fmt.Errorf("spend: settle: %w", err)
-		}
-	}
 	d := actual.Sub(h.a)
 	if d == (Amount{}) || len(h.keys) == 0 {
 		return nil
@@ -154,12 +179,13 @@ func (l *Limiter) Settle(ctx context.Context, h Hold, actual Amount) error {
 	return nil
 }
 
-// Record counts a on w's user, conversation and the global total today.
+// Record counts a on w's user, conversation, the global total and its
+// agent's counts today.
 func (l *Limiter) Record(ctx context.Context, w Who, a Amount) error {
 	if a == (Amount{}) {
 		return nil
 	}
-	if err := l.store.Add(ctx, day(l.now()), append(w.keys(), w.counted()...), a); err != nil {
+	if err := l.store.Add(ctx, day(l.now()), w.allKeys(), a); err != nil {
 		return fmt.Errorf("spend: record: %w", err)
 	}
 	return nil
@@ -219,12 +245,21 @@ func (l *Limiter) Report(ctx context.Context, w Who) (string, error) {
 			}
 		}
 	}
-	if keys := w.counted(); len(keys) > 0 {
+	if keys := w.agentKeys(); len(keys) > 0 {
 		used, err := l.store.Usage(ctx, today, keys)
 		if err != nil {
 			return "", fmt.Errorf("spend: usage: %w", err)
 		}
-		fmt.Fprintf(&b, "\n- agent `%s` (everyone's use of this agent): $%.4f, %d tokens; no cap", w.Agent, used[0].USD, used[0].Tokens)
+		ac := l.agentCaps(w.Agent)
+		// The agent's use by this user and in this conversation are shown
+		// where the agent caps them.
+		for i, s := range scopes[:2] {
+			if c := ac.Of(s); c != (Cap{}) {
+				fmt.Fprintf(&b, "\n- agent `%s` %s (%s.%s): $%.4f, %d tokens; %s", w.Agent, agentWords(s), ac.Key, s, used[i].USD, used[i].Tokens, capText(c))
+			}
+		}
+		g := used[len(scopes)-1]
+		fmt.Fprintf(&b, "\n- agent `%s` (everyone's use of this agent): $%.4f, %d tokens; %s", w.Agent, g.USD, g.Tokens, capText(ac.Global))
 	}
 	return b.String(), nil
 }

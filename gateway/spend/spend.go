@@ -113,17 +113,20 @@ type Who struct {
 	// Conv is the chat location's key.
 	Conv string
 	// Agent is the agent whose usage it is ("": none): counted per agent
-	// (read with Report), under no cap.
+	// as well (read with Report), under the agent's caps if it has any
+	// (Limiter.SetAgentCaps).
 	Agent string
 }
 
-// counted returns the store keys usage of w is counted under besides the
-// capped scopes (the agent's).
-func (w Who) counted() []string {
+// agentKeys returns the store keys of w's use of its agent in scope
+// order: this user's, this conversation's and everyone's (none without
+// an agent).
+func (w Who) agentKeys() []string {
 	if w.Agent == "" {
 		return nil
 	}
-	return []string{"agent:" + w.Agent}
+	a := "agent:" + w.Agent
+	return []string{a + ":user:" + w.User, a + ":conv:" + w.Conv, a}
 }
 
 // keys returns the store keys of w in scope order.
@@ -144,6 +147,9 @@ func nextReset(t time.Time) time.Time {
 // the chat.
 type Refusal struct {
 	Scope Scope
+	// Agent is the agent whose cap it is (agents.NAME.spend), "" for the
+	// gateway-wide caps (limits); Key is then the cap's config key prefix.
+	Agent, Key string
 	// USD: the dollar cap (else the token cap).
 	USD bool
 	Cap Cap
@@ -174,8 +180,12 @@ func (r *Refusal) Error() string {
 		}
 		state = fmt.Sprintf("leaves no room for the next model call: %s used today (calls in flight included), and the call needs about %s", what, next)
 	}
-	return fmt.Sprintf("⛔ The daily spend cap %s (limits.%s.%s) %s. It resets at 00:00 UTC (in %dh%02dm). An owner can lift it for today with /limits.",
-		words(r.Scope), r.Scope, key, state, int(in.Hours()), int(in.Minutes())%60)
+	prefix, who, lift := "limits", words(r.Scope), "An owner can lift it for today with /limits."
+	if r.Agent != "" {
+		prefix, who, lift = r.Key, "of agent `"+r.Agent+"` "+agentWords(r.Scope), "An owner can raise it in the configuration file."
+	}
+	return fmt.Sprintf("⛔ The daily spend cap %s (%s.%s.%s) %s. It resets at 00:00 UTC (in %dh%02dm). %s",
+		who, prefix, r.Scope, key, state, int(in.Hours()), int(in.Minutes())%60, lift)
 }
 
 // words describes a scope in a sentence.

@@ -17,6 +17,9 @@ const (
 	// InboxAppend: an accepted event's inbox item is durable (the
 	// platform is told "received" next).
 	InboxAppend = "inbox.append"
+	// Bound: a new conversation's location is bound to its session file
+	// in the index; the file is not created yet.
+	Bound = "session.bound"
 	// UserEntry: a run appended the entry of a chat message.
 	UserEntry = "session.user"
 	// ToolCall: the model's tool call is flushed to the session; the

@@ -26,6 +26,7 @@ const (
 	goldmark     = "github.com/yuin/goldmark"
 	yaml         = "go.yaml.in/yaml"
 	xsys         = "golang.org/x/sys"
+	xsync        = "golang.org/x/sync"
 	prometheus   = "github.com/prometheus/client_golang"
 	websocket    = "github.com/gorilla/websocket"
 	mcpSDK       = "github.com/modelcontextprotocol/go-sdk"
@@ -180,7 +181,7 @@ var rules = []rule{
 	// The wiring.
 	{pkg: "cmd/pibot",
 		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionrun", "internal/tokenbucket",
-			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys},
+			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys, xsync},
 		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", "internal/tinyfs", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 

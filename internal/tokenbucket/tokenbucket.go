@@ -11,6 +11,30 @@ import (
 	"time"
 )
 
+// Rates holds the token buckets that pace a platform adapter's outbound
+// calls (the adapters' Config.Rates). The default keeps them in this
+// process (Local, cluster.Rates); in cluster mode the replicas share one
+// (rediscluster.Rates), so a bot's pace is not spent once per replica.
+type Rates interface {
+	// TakeAll takes one token from each of buckets (each refilling at its
+	// PerSec up to its Burst), all or none, and returns 0; when one has
+	// none, or pause ("" for none) is paused in a store the replicas share,
+	// it takes nothing and returns how long until it may, and the index of
+	// the bucket that asked for the wait (-1: the pause). One call of a
+	// shared store is one round trip.
+	TakeAll(ctx context.Context, pause string, buckets []Bucket) (time.Duration, int, error)
+}
+
+// SharedPause is a Rates whose pause windows every replica sees (cluster
+// mode's Redis rates): a 429 answered to one replica makes the paused
+// calls on every replica wait out its retry-after. Rates without it pause
+// only this process.
+type SharedPause interface {
+	// Pause makes key wait d on every replica, unless it already waits
+	// longer: the store's TakeAll with key as its pause waits it out.
+	Pause(ctx context.Context, key string, d time.Duration) error
+}
+
 // maxBuckets bounds the buckets a Local keeps: beyond it, full buckets
 // (which grant the same as a new one) are dropped.
 const maxBuckets = 4096
