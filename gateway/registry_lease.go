@@ -20,8 +20,14 @@ import (
 // readers would ignore. It returns that highest fence too.
 func (reg *registry) acquireSession(ctx context.Context, path string) (cluster.Lease, int64, error) {
 	// A kept index of the file (an evicted session) answers for what it
-	// indexed: only the lines appended since are read.
-	seen, err := reg.indexes.HighestFence(session.FileStorage{}, path)
+	// indexed: only the lines appended since are read; else the index
+	// loaded to answer is the one the Open that follows takes (when the
+	// session files are read lazily: a RangeStorage).
+	fences := reg.indexes
+	if _, lazy := reg.files.(session.RangeStorage); !lazy {
+		fences = nil // reads the file as session.HighestFence does
+	}
+	seen, err := fences.HighestFence(session.FileStorage{}, path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}

@@ -90,7 +90,9 @@ func fenceOf(f io.ReaderAt, from, to int64) (int64, error) {
 
 // HighestFence is session.HighestFence answered from the index kept of
 // path, when there is one and the file still holds what it indexed: only
-// the lines appended since are read.
+// the lines appended since are read. Else it loads the file's lazy index
+// and keeps it for the Open that follows (loadFence). A nil *Indexes, or
+// a storage that is no RangeStorage, reads as session.HighestFence.
 func (x *Indexes) HighestFence(storage Storage, path string) (int64, error) {
 	rs, ok := storage.(RangeStorage)
 	if !ok || x == nil {
