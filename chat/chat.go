@@ -139,13 +139,17 @@ type Inbound struct {
 	// Mentioned is true if the bot was mentioned (or, in a group, replied to).
 	Mentioned bool
 	// Bound is true when the bot already takes part in this thread, so
-	// that people need not mention it there. The adapter sets it when the
-	// platform says so (a Discord thread the bot opened, a Slack thread it
-	// replied in); a gateway that knows Conv.Key() is bound to a session
-	// may set it before the access check too. access.Check waives the
-	// mention rule only when Bound and Conv.Thread != "", never for a main
-	// line. Telegram forum topics are channels of their own, not reply
-	// threads: the Telegram adapter never sets it.
+	// that people need not mention it there. An adapter sets it when the
+	// event itself says so: the Discord adapter for a thread the bot
+	// opened, or one started on a message of the bot's. Otherwise the
+	// gateway sets it before the access check when Conv.Key() is bound
+	// to a session (a thread the bot answered in, on a platform whose
+	// adapter is a ThreadOpener): Slack's events do not tell whether the
+	// bot replied in a thread, so the Slack adapter never sets it.
+	// access.Check waives the mention rule only when Bound and
+	// Conv.Thread != "", never for a main line. Telegram forum topics are
+	// channels of their own, not reply threads: the Telegram adapter
+	// never sets it.
 	Bound bool
 	// Command is set when the text is a command.
 	Command *Command

@@ -32,11 +32,15 @@ import (
 //     shown by chat.HealthShower adapters) rather than logging each.
 //   - Maybe done. Any error of a call that changes a shared store may
 //     come after the change was made and its answer lost. Such calls are
-//     written to be repeated: an Enqueue or Admit whose answer was lost
-//     keeps its dedupe key (Dedupe.Forget leaves it), a take (Consume,
-//     Claim, Admit with Take) whose answer was lost hands its items over
-//     with the next take of the key, an Ack, Leave or Begin run twice
-//     does nothing the second time. A caller that gets an error from a
+//     written to be repeated: an Admit whose answer was lost after it
+//     enqueued keeps its dedupe key (Dedupe.Forget leaves a key that
+//     names an item), so the redelivery is a duplicate; a Seen whose
+//     answer was lost is undone by Forget; an Enqueue whose answer was
+//     lost may leave a second item of the event once the redelivery is
+//     taken, which its session recognises; a take (Consume, Claim, Admit
+//     with Take) whose answer was lost hands its items over with the next
+//     take of the key; an Ack, Leave or Begin run twice does nothing the
+//     second time. A caller that gets an error from a
 //     change therefore retries it or takes the key again soon; it never
 //     assumes the change did not happen.
 //   - Refused. ErrLeaseHeld from Locker.Acquire: another holder has the
@@ -140,9 +144,13 @@ type Syncer interface {
 // so the redelivery of an event whose item is in the inbox is still a
 // duplicate. The embedded LocalDedupe (memory) never fails; a shared
 // one's error from Seen is unreachable, and maybe done (the key may be
-// recorded): the event is refused (the platform delivers it again) and
-// the gateway does not Forget the key. An error from Forget means the
-// redelivery may be dropped as a duplicate.
+// recorded): a caller that then refuses the event (the platform delivers
+// it again) must Forget the key, or the redelivery is dropped as a
+// duplicate of an event never taken. Forget's error is maybe done too:
+// the caller repeats it until it succeeds (the gateway retries it in the
+// background, and a redelivery that finds such a key forgets it first).
+// Forgetting a key twice, or one an admission recorded its item in,
+// changes nothing more.
 type Dedupe interface {
 	Seen(ctx context.Context, key string) (bool, error)
 	Forget(ctx context.Context, key string) error

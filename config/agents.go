@@ -91,7 +91,7 @@ func (c Config) AgentHooks(name string) []string {
 // inheritAgents decodes each agents.NAME over the agent: block, so that a
 // named agent has the block's settings for every key it leaves out, but
 // for what belongs to an agent alone: workspace, skills and prompt
-// folders, mcp, hooks, system_prompt and spend. Maps (approvals.dm,
+// folders, mcp, hooks, system_prompt, spend and worktree. Maps (approvals.dm,
 // approvals.group) merge key by key.
 func inheritAgents(doc *yaml.Node, cfg *Config) error {
 	node := mappingValue(doc, "agents")
@@ -101,7 +101,7 @@ func inheritAgents(doc *yaml.Node, cfg *Config) error {
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		name, v := node.Content[i].Value, node.Content[i+1]
 		a := cfg.Agent
-		a.Workspace, a.Skills, a.Prompts, a.MCP, a.Hooks, a.SystemPrompt, a.Spend = "", nil, nil, nil, nil, "", SpendLimits{}
+		a.Workspace, a.Skills, a.Prompts, a.MCP, a.Hooks, a.SystemPrompt, a.Spend, a.Worktree = "", nil, nil, nil, nil, "", SpendLimits{}, ""
 		a.Tools, a.Fallbacks = slices.Clone(a.Tools), slices.Clone(a.Fallbacks)
 		a.Approvals.DM, a.Approvals.Group = maps.Clone(a.Approvals.DM), maps.Clone(a.Approvals.Group)
 		if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {

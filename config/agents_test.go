@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // pinnedAgents is the agents and bindings example of the issue that
@@ -56,7 +57,7 @@ func TestAgentsInheritTheAgentBlock(t *testing.T) {
 
 func TestAgentsOwnKeysAreNotInherited(t *testing.T) {
 	cfg, err := Parse(strings.NewReader(`
-agent: {workspace: /srv/main, skills: [/opt/skills], mcp: [gh], hooks: [audit], system_prompt: "be brief", spend: {global: {daily_usd: 3}}}
+agent: {workspace: /srv/main, skills: [/opt/skills], mcp: [gh], hooks: [audit], system_prompt: "be brief", spend: {global: {daily_usd: 3}}, worktree: per_thread, worktree_prune_after: 48h}
 mcp: {servers: {gh: {command: gh-mcp}}}
 hooks: {audit: {command: /bin/true, events: [input]}}
 agents:
@@ -70,11 +71,18 @@ agents:
 		t.Fatalf("Validate = %v", err)
 	}
 	ops := cfg.Agents["ops"]
-	if ops.Skills != nil || ops.MCP != nil || ops.Hooks != nil || ops.SystemPrompt != "" || ops.Spend.Enabled() {
+	if ops.Skills != nil || ops.MCP != nil || ops.Hooks != nil || ops.SystemPrompt != "" || ops.Spend.Enabled() || ops.Worktree != "" {
 		t.Fatalf("ops inherited what is the default agent's own: %+v", ops)
 	}
 	if web := cfg.Agents["web"].Spend; web.PerUser.DailyTokens != 1000 || web.Global != (SpendCap{}) || cfg.Agent.Spend.Global.DailyUSD != 3 {
 		t.Fatalf("spend caps: web %+v, agent: %+v", web, cfg.Agent.Spend)
+	}
+	// The prune time is a setting like any other: inherited.
+	if cfg.Agent.Worktree != WorktreePerThread || ops.WorktreePruneAfter.D() != 48*time.Hour {
+		t.Fatalf("worktree settings: agent %q, ops prune after %s", cfg.Agent.Worktree, ops.WorktreePruneAfter.D())
+	}
+	if d := Default().Agent.WorktreePruneAfter.D(); d != 7*24*time.Hour {
+		t.Fatalf("default worktree_prune_after %s", d)
 	}
 	if got := cfg.AgentMCP("ops"); len(got) != 0 {
 		t.Fatalf("AgentMCP(ops) = %v", got)
@@ -138,6 +146,8 @@ agents: {ops: {workspace: /srv/o}}`, "agent.spend.per_user.daily_tokens", "negat
 		{"role off discord", `bindings: [{agent: default, platform: slack, role: "5"}]`, "bindings[0].role", "Discord"},
 		{"unknown platform", `bindings: [{agent: default, platform: irc}]`, "bindings[0].platform", "irc"},
 		{"unknown binding key", `bindings: [{agent: default, team: T1}]`, "bindings[0].team", "unknown key"},
+		{"worktree value", `agents: {web: {workspace: /srv/w, worktree: per_branch}}`, "agents.web.worktree", "per_branch"},
+		{"worktree prune negative", `agents: {web: {workspace: /srv/w, worktree: per_thread, worktree_prune_after: -1h}}`, "agents.web.worktree_prune_after", "negative"},
 		{"a gateway-wide key", `agents: {ops: {workspace: /srv/o, max_run: 1h}}`, "agents.ops.max_run", "set agent.max_run instead"},
 		{"a gateway-wide nested key", `agents: {ops: {workspace: /srv/o, queue: {mode: collect, collect: {cap: 3}}}}`, "agents.ops.queue.collect", "same for every agent"},
 	}

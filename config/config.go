@@ -130,7 +130,18 @@ type Agent struct {
 	// Spend caps this agent's daily model usage, with the names of the
 	// top-level limits key; those still apply on top.
 	Spend SpendLimits `yaml:"spend"`
+	// Worktree "per_thread" gives each branch of a conversation (a
+	// thread, a fork) a git worktree of the workspace, which must be a
+	// git repository; "" or "off": the runs work in the workspace.
+	Worktree string `yaml:"worktree"`
+	// WorktreePruneAfter removes a worktree that was idle and clean this
+	// long (its branch stays); 0: never. Default 7 days.
+	WorktreePruneAfter Duration `yaml:"worktree_prune_after"`
 }
+
+// WorktreePerThread is the value of agents.NAME.worktree that gives each
+// branch of a conversation a worktree of its own.
+const WorktreePerThread = "per_thread"
 
 // Approvals sets the per-tool policy (allow|ask|deny) in DMs and groups.
 type Approvals struct {
@@ -361,9 +372,11 @@ func Default() Config {
 			Compaction: Compaction{Enabled: true, ReserveTokens: 16384, KeepRecentTokens: 20000},
 			Retry:      Retry{Enabled: true, MaxRetries: 3, BaseDelay: Duration(2 * time.Second)},
 			IdleEvict:  Duration(10 * time.Minute),
-			MaxRun:     Duration(2 * time.Hour),
-			MaxIdle:    Duration(15 * time.Minute),
-			Limits:     DefaultLimits(),
+			// A week idle and clean; the branch stays.
+			WorktreePruneAfter: Duration(7 * 24 * time.Hour),
+			MaxRun:             Duration(2 * time.Hour),
+			MaxIdle:            Duration(15 * time.Minute),
+			Limits:             DefaultLimits(),
 		},
 		Access:  Access{DMPolicy: "pairing", Budget: Budget{PerMinute: 20, Burst: 10}, SchedulesPerUser: 10},
 		Cluster: Cluster{LeaseTTL: Duration(15 * time.Second), KeyPrefix: "pibot:"},

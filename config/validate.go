@@ -213,6 +213,10 @@ func (c Config) validateAgent(key string, a Agent, bad func(key, format string, 
 	oneOf(key+".sandbox", a.Sandbox, "auto", "bwrap", "off")
 	oneOf(key+".workspace_only", string(a.WorkspaceOnly), "true", "false", "non_owners")
 	oneOf(key+".verbosity", a.Verbosity, "quiet", "tools", "verbose")
+	oneOf(key+".worktree", a.Worktree, "", "off", WorktreePerThread)
+	if a.WorktreePruneAfter < 0 {
+		bad(key+".worktree_prune_after", "%s must not be negative (0: never)", a.WorktreePruneAfter.D())
+	}
 	oneOf(key+".queue.mode", a.Queue.Mode, "steer", "followup", "collect", "interrupt")
 	oneOf(key+".queue.collect.drop", a.Queue.Collect.Drop, "old", "new")
 	if a.Queue.Collect.Cap < 1 {

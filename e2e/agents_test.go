@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -209,12 +208,7 @@ adapters:
 		}
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopbackAddr(t)
 	cmd := exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}

@@ -176,7 +176,7 @@ func TestGroupMemberCannotExfiltrate(t *testing.T) {
 		c.Tools = func(r gateway.ToolRun) []agent.Tool {
 			return []agent.Tool{set.Get("read"), set.Get("grep"), tools.NewAttach(set.Workspace(), r.Attach)}
 		}
-		c.ToolPaths = func(tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
+		c.ToolPaths = func(_, tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
 			touches, err := set.Workspace().Paths(tool, args)
 			var out []gateway.ToolPath
 			for _, p := range touches {

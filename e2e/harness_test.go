@@ -8,6 +8,8 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -631,4 +633,23 @@ func (w *world) callLog() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// loopbackAddr returns a loopback address free a moment ago, on a port
+// outside the kernel's ephemeral range (32768-60999 by default): a port
+// from that range can be handed to another socket (a parallel test's
+// listener or connection) in the instant before pibot binds it.
+func loopbackAddr(t testing.TB) string {
+	t.Helper()
+	for range 100 {
+		addr := "127.0.0.1:" + strconv.Itoa(20000+rand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return addr
+	}
+	t.Fatal("no free port in 20000-31999")
+	return ""
 }

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,12 +57,7 @@ adapters:
 	if err := os.WriteFile(filepath.Join(dir, "pibot.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopbackAddr(t)
 	cmd := exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}

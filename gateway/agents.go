@@ -31,12 +31,17 @@ type Agent struct {
 	// Approvals, paths and confinement: see the Config fields of the
 	// same names.
 	DMApprovals, GroupApprovals map[string]string
-	ToolPaths                   func(tool string, args json.RawMessage) ([]ToolPath, error)
+	ToolPaths                   func(dir, tool string, args json.RawMessage) ([]ToolPath, error)
 	WorkspaceOnly               bool
 	NonOwnersWorkspaceOnly      bool
 	// QueueMode is the default queue mode of its locations.
 	QueueMode  string
 	Extensions Extensions
+	// Worktrees, when set, gives each branch of a conversation a git
+	// worktree of the workspace to work in (worktree.go); its idle clean
+	// ones are removed after WorktreePruneAfter (0: never).
+	Worktrees          Worktrees
+	WorktreePruneAfter time.Duration
 }
 
 // customAgent is the custom entry that records the agent of a session
@@ -58,7 +63,8 @@ type agents map[string]*Agent
 func newAgents(cfg *Config) agents {
 	out := agents{DefaultAgent: {Model: cfg.Model, Thinking: cfg.Thinking, SystemPrompt: cfg.SystemPrompt, Workspace: absWorkspace(cfg.Workspace),
 		Tools: cfg.Tools, DMApprovals: cfg.DMApprovals, GroupApprovals: cfg.GroupApprovals, ToolPaths: cfg.ToolPaths,
-		WorkspaceOnly: cfg.WorkspaceOnly, NonOwnersWorkspaceOnly: cfg.NonOwnersWorkspaceOnly, QueueMode: cfg.QueueMode, Extensions: cfg.Extensions}}
+		WorkspaceOnly: cfg.WorkspaceOnly, NonOwnersWorkspaceOnly: cfg.NonOwnersWorkspaceOnly, QueueMode: cfg.QueueMode, Extensions: cfg.Extensions,
+		Worktrees: cfg.Worktrees, WorktreePruneAfter: cfg.WorktreePruneAfter}}
 	for name, a := range cfg.Agents {
 		if name == DefaultAgent {
 			continue

@@ -69,7 +69,7 @@ type approvalPolicy struct {
 	dm, group map[string]string // tool (or "*") → allow|ask|deny
 	// toolPaths, workspaceOnly, nonOwnersOnly: see Config.ToolPaths,
 	// WorkspaceOnly and NonOwnersWorkspaceOnly.
-	toolPaths     func(tool string, args json.RawMessage) ([]ToolPath, error)
+	toolPaths     func(dir, tool string, args json.RawMessage) ([]ToolPath, error)
 	workspaceOnly bool
 	nonOwnersOnly bool
 	workspace     string // absolute
@@ -110,6 +110,8 @@ type approvalRun interface {
 	cut(ctx context.Context) error
 	// frozen reports that the run records nothing more (shutdown).
 	frozen() bool
+	// dir is where the run's tools work (ToolRun.Dir).
+	dir() string
 }
 
 type approval struct {
@@ -250,7 +252,7 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 	pol := a.policyOf(name)
 	confined := pol.workspaceOnly ||
 		pol.nonOwnersOnly && !a.deps.host.isOwner(conv.Platform, r.requester())
-	paths, outside := a.toolPaths(pol, conv, c, confined)
+	paths, outside := a.toolPaths(pol, r.dir(), conv, c, confined)
 	switch a.policyFor(name, conv, c.Name) {
 	case "deny":
 		return agent.Decision{Block: true, Reason: fmt.Sprintf("The %s tool is disabled in this chat.", c.Name)}
@@ -328,11 +330,11 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 // one of them is outside the workspace (arguments that cannot be read
 // count as outside: the call is asked about rather than trusted). A
 // confined call is never outside: the tool itself refuses such paths.
-func (a *approvals) toolPaths(p approvalPolicy, conv chat.ConvRef, c agent.ToolCall, confined bool) ([]ToolPath, bool) {
+func (a *approvals) toolPaths(p approvalPolicy, dir string, conv chat.ConvRef, c agent.ToolCall, confined bool) ([]ToolPath, bool) {
 	if p.toolPaths == nil {
 		return nil, false
 	}
-	paths, err := p.toolPaths(c.Name, c.Args)
+	paths, err := p.toolPaths(dir, c.Name, c.Args)
 	if conv.DM || confined {
 		return paths, false
 	}

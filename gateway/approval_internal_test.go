@@ -82,6 +82,7 @@ func (f *fakeRun) status(text string) {
 	f.mu.Unlock()
 }
 func (f *fakeRun) frozen() bool { return false }
+func (f *fakeRun) dir() string  { return "" }
 func (f *fakeRun) cut(context.Context) error {
 	f.mu.Lock()
 	f.cuts++
@@ -99,7 +100,7 @@ func newTestApprovals() (*approvals, *fakeHost, *fakeRun) {
 	a := newApprovals(approvalDeps{
 		policy: approvalPolicy{
 			group: map[string]string{"bash": "ask"},
-			toolPaths: func(tool string, _ json.RawMessage) ([]ToolPath, error) {
+			toolPaths: func(_, tool string, _ json.RawMessage) ([]ToolPath, error) {
 				if tool == "cat" {
 					return []ToolPath{{Path: "/etc/passwd"}}, nil
 				}

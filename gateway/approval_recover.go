@@ -164,7 +164,7 @@ func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call 
 	}
 	var tool agent.Tool
 	owner := a.deps.host.isOwner(r.loc.conv.Platform, ap.Requester)
-	for _, t := range r.o.agentConfig().Tools(ToolRun{Attach: &attacher{r: r}, Owner: func() bool { return owner }}) {
+	for _, t := range r.o.agentConfig().Tools(ToolRun{Attach: &attacher{r: r}, Dir: r.dir(), Owner: func() bool { return owner }}) {
 		if t.Spec().Name == ap.Tool {
 			tool = t
 		}

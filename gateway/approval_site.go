@@ -39,6 +39,7 @@ func (s runSite) status(text string) {
 	s.r.ctl.Status(text)
 }
 func (s runSite) frozen() bool { return s.r.frozen.Load() }
+func (s runSite) dir() string  { return s.r.dir() }
 func (s runSite) cut(ctx context.Context) error {
 	return s.r.ctl.Cut(ctx)
 }
@@ -56,7 +57,7 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 // toolRun is what the run's tools know of it: where files are attached,
 // and whether its requester is an owner at the time of each call.
 func (r *run) toolRun() ToolRun {
-	return ToolRun{Attach: &attacher{r: r}, Owner: func() bool {
+	return ToolRun{Attach: &attacher{r: r}, Dir: r.dir(), Owner: func() bool {
 		return r.o.approval.deps.host.isOwner(r.loc.conv.Platform, r.requester())
 	}}
 }

@@ -290,8 +290,8 @@ func TestApprovalShowsTargetAndSizeFirst(t *testing.T) {
 
 // fakeToolPaths reads the "path" argument like the file tools: relative
 // to the workspace, inside when under it.
-func fakeToolPaths(ws string) func(string, json.RawMessage) ([]gateway.ToolPath, error) {
-	return func(tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
+func fakeToolPaths(ws string) func(string, string, json.RawMessage) ([]gateway.ToolPath, error) {
+	return func(_, tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
 		var a struct {
 			Path *string `json:"path"`
 		}

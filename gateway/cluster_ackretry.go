@@ -83,6 +83,13 @@ func (a *ackRetries) run(ctx context.Context) {
 		a.stopped, a.due = true, nil
 		a.mu.Unlock()
 	}()
+	retryLoop(ctx, a.wake, a.retry)
+}
+
+// retryLoop runs retry once something wakes it, and again while it
+// leaves something to retry: resyncFirst later, twice as long after each
+// failure up to resyncMax. It returns when ctx ends.
+func retryLoop(ctx context.Context, wake <-chan struct{}, retry func(ctx context.Context) (left int, failed bool)) {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	defer t.Stop()
@@ -90,7 +97,7 @@ func (a *ackRetries) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-a.wake:
+		case <-wake:
 		}
 		for wait := resyncFirst; ; {
 			t.Reset(wait)
@@ -99,7 +106,7 @@ func (a *ackRetries) run(ctx context.Context) {
 				return
 			case <-t.C:
 			}
-			left, failed := a.retry(ctx)
+			left, failed := retry(ctx)
 			if left == 0 {
 				break
 			}

@@ -59,11 +59,7 @@ func (i *intake) admitDirect(ctx context.Context, adm admission, in chat.Inbound
 		// the redelivery is a duplicate and the item is answered; else
 		// it is forgotten and the redelivery taken.
 		i.outage.report(i.log, "admit: event refused", err)
-		if in.DedupKey != "" {
-			if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
-				i.outage.report(i.log, "dedupe: forget a refused event", ferr)
-			}
-		}
+		_ = i.forget(ctx, in.DedupKey)
 		i.shared.sharedDown(ctx, in)
 		span.Fail(err)
 		return fmt.Errorf("gateway: admit: %w: %w", chat.ErrUnavailable, err)

@@ -85,6 +85,9 @@ type pump struct {
 	// acks retries failed acknowledgements (cluster_ackretry.go) on a goroutine
 	// run owns.
 	acks *ackRetries
+	// forgets retries the failed Forgets of refused events' dedupe keys
+	// (cluster_forgetretry.go) on a goroutine run owns.
+	forgets *forgetRetries
 	// busy reports whether a location's mailbox has work (mailboxes.busy).
 	busy func(key string) bool
 	// outage follows whether the shared store answers (cluster_outage.go): the
@@ -117,7 +120,7 @@ func newPump(g *Gateway) *pump {
 	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
 		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs(),
-		acks: newAckRetries(g.inbox, g.log), busy: g.mail.busy}
+		acks: newAckRetries(g.inbox, g.log), forgets: newForgetRetries(g.dedupe, g.log), busy: g.mail.busy}
 }
 
 // kick asks for key to be looked at now (an item was enqueued for it).
@@ -129,8 +132,8 @@ func (p *pump) kick(key string) {
 }
 
 // run pumps until ctx ends. It owns the inbox's watch and the retries of
-// failed acknowledgements, which it stops and waits for before it
-// returns.
+// failed acknowledgements and Forgets, which it stops and waits for
+// before it returns.
 func (p *pump) run(ctx context.Context) {
 	t := time.NewTicker(p.poll)
 	defer t.Stop()
@@ -142,6 +145,14 @@ func (p *pump) run(ctx context.Context) {
 			p.acks.run(ctx)
 		}()
 		defer func() { <-acked }()
+	}
+	if p.forgets != nil {
+		forgot := make(chan struct{})
+		go func() {
+			defer close(forgot)
+			p.forgets.run(ctx)
+		}()
+		defer func() { <-forgot }()
 	}
 	if p.watch != nil {
 		wctx, stop := context.WithCancel(ctx)

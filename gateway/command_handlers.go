@@ -249,6 +249,7 @@ func cmdStatus(ctx context.Context, c *invocation) {
 			waiting = "\n- ⏳ workspace files wait for an owner's approval and are not used: `/extensions`"
 		}
 	}
+	waiting = worktreeStatus(o, loc) + waiting
 	if o.cfg.Route != nil {
 		rec := o.agentRec()
 		waiting = fmt.Sprintf("\n- agent: `%s` (%s)", rec.Name, agentWhy(rec)) + waiting

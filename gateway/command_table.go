@@ -90,6 +90,8 @@ func commandTable() []command {
 		{name: "tree", help: "show the branches of this session", session: sessionBound, handle: cmdTree},
 		{name: "fork", help: "branch from a message (reply to it with /fork)", group: rightOwners, session: sessionBound, handle: cmdFork},
 		{name: "status", help: "show session, model and queue state", session: sessionBound, handle: cmdStatus},
+		{name: "diff", help: "show what this thread changed in its git worktree", session: sessionBound, handle: cmdDiff},
+		{name: "worktree", help: "show this thread's git worktree and branch", session: sessionBound, handle: cmdWorktree},
 		// Anyone looks; the handler lets only owners switch, in DMs too (an
 		// agent is a set of rights, which a binding never grants).
 		{name: "agent", args: "[NAME]", help: "show this conversation's agent and why (owners: switch to agent NAME, in a new session)",

@@ -24,7 +24,8 @@
 //   - gateway.go: the composition root (New, Run, Deps, Config); doc.go,
 //     metrics.go, adapters.go (the adapter runner), replier.go (the
 //     gateway's own short messages), extend.go (Extensions), agents.go,
-//     announce.go, schedules.go, spend.go.
+//     announce.go, schedules.go, spend.go, worktrees.go (the worktrees
+//     seam, the pibot.worktree entry, pruning).
 //   - intake*.go: events from the adapters. intake.go (sink: screen,
 //     classify, admit; execute), intake_admission.go (the admission seam,
 //     local and shared), intake_inbound.go (inbox item kinds, route),
@@ -33,7 +34,8 @@
 //   - command_*.go: commands and buttons. command_table.go (the table,
 //     dispatch), command_handlers.go, command_tree.go (/tree, /fork),
 //     command_limits.go (/limits), command_buttons.go (presses),
-//     command_host.go (what commands and approvals get of the gateway).
+//     command_host.go (what commands and approvals get of the gateway),
+//     command_worktree.go (/diff, /worktree).
 //   - mailbox.go: one ordered queue of work per location.
 //   - registry*.go: the loaded owners and how a location finds its session.
 //     registry.go (locate), registry_lease.go (session leases),
@@ -47,14 +49,17 @@
 //     durable).
 //   - run*.go: one agent run. run.go, run_events.go, run_record.go,
 //     run_maintain.go (compaction), run_msgs.go (the chat messages a run
-//     answers), run_files.go (received files), run_stack.go.
+//     answers), run_files.go (received files), run_stack.go,
+//     run_journal.go (the reply journal a run writes: its pibot.reply and
+//     pibot.delivery entries), run_worktree.go (the branch's git worktree).
 //   - approval*.go: tool approvals: the policy, decisions, MCP tools, the
 //     approval of a run that no longer exists (approval_recover.go),
 //     live policy reloads (approval_reload.go).
 //   - health.go: storage health (degraded after a failed write).
 //   - recover*.go: what a restart left unfinished. recover.go (replay of
 //     the inbox), recover_replay.go (what a replayed message finds),
-//     recover_replies.go (the reply journal and cut-off replies).
+//     recover_replies.go (replies the journal shows cut off, marked
+//     interrupted).
 //   - cluster_*.go: cluster mode. cluster_shared.go (ClusterConfig, the
 //     pump), cluster_pumptake.go, cluster_admit.go (one-round-trip
 //     admission), cluster_ackretry.go, cluster_resync.go,

@@ -53,6 +53,10 @@ type Attacher interface {
 type ToolRun struct {
 	// Attach delivers files to the run's conversation.
 	Attach Attacher
+	// Dir is where the tools work: the worktree of the run's branch
+	// (Agent.Worktrees), a directory inside the workspace the tools then
+	// treat as their workspace; "" is the agent's workspace.
+	Dir string
 	// Owner reports, at the time of a tool call, whether the user the run
 	// acts for (its requester: the sender of its latest message) is an
 	// owner of the bot. The file tools confine the calls of everyone else
@@ -89,8 +93,10 @@ type Config struct {
 	// ToolPaths says which paths a tool call would touch (nil: none
 	// known). In groups a call that would touch a path outside the
 	// workspace asks for approval even when its tool's policy is allow;
-	// approval messages show the paths.
-	ToolPaths func(tool string, args json.RawMessage) ([]ToolPath, error)
+	// approval messages show the paths. dir is where the run's tools
+	// work (ToolRun.Dir: its worktree; "" the workspace), against which
+	// relative paths resolve and "inside" is judged.
+	ToolPaths func(dir, tool string, args json.RawMessage) ([]ToolPath, error)
 	// WorkspaceOnly: the tools themselves refuse paths outside the
 	// workspace, so such calls are not asked about.
 	WorkspaceOnly bool
@@ -141,6 +147,10 @@ type Config struct {
 	// Cluster: the shared seams of Deps are shared with other replicas
 	// (cluster_shared.go).
 	Cluster ClusterConfig
+	// Worktrees and WorktreePruneAfter are the default agent's (see
+	// Agent).
+	Worktrees          Worktrees
+	WorktreePruneAfter time.Duration
 	// Agents are the agents besides the default one, which the fields
 	// above configure (Model, Thinking, SystemPrompt, Workspace, Tools,
 	// the approvals, ToolPaths, the confinement, QueueMode, Extensions).
@@ -297,6 +307,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 			g.intake.admit = g.pump.admit
 		}
 		g.intake.dropStale = g.pump.dropStale
+		g.intake.forgets = g.pump.forgets
 		g.intake.ackLater = func(ref inboxRef) bool {
 			// A command or press: retried while the session it acted on
 			// is held here.
@@ -419,6 +430,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		g.sched.run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.pruneWorktrees(ctx, worktreePruneEvery)
 	}()
 	if g.notices != nil {
 		wg.Add(1)

@@ -62,6 +62,9 @@ type intake struct {
 	// (intake_admission.go), which enqueues in place of the inbox and hands
 	// what it enqueued on in place of accepted.
 	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
+	// forgets retries a refused event's Forget that failed (cluster mode;
+	// nil: not retried).
+	forgets *forgetRetries
 	// ackLater queues a failed acknowledgement for a retry (cluster mode:
 	// cluster_ackretry.go); false when it is not queued.
 	ackLater func(ref inboxRef) bool
@@ -172,18 +175,21 @@ func (i *intake) screen(ctx context.Context, in *chat.Inbound, span *otlp.Span) 
 func (i *intake) unseen(ctx context.Context, in chat.Inbound, span *otlp.Span) (bool, error) {
 	var budgetWait *time.Duration // the sender's budget, when asked with the dedupe
 	if in.DedupKey != "" {
-		dup, err := false, error(nil)
-		if a, ok := i.dedupe.(cluster.SeenReserver); ok && i.budgeted(in) {
-			var wait time.Duration
-			dup, wait, err = a.SeenReserve(ctx, in.DedupKey, budgetKey(in))
-			budgetWait = &wait
-		} else {
-			dup, err = i.dedupe.Seen(ctx, in.DedupKey)
+		dup, err := i.seen(ctx, in, &budgetWait)
+		if err == nil && dup && i.forgets.take(in.DedupKey) {
+			// A refusal of this replica could not forget the key yet
+			// (forgetRetries): this is its redelivery, not a duplicate.
+			if err = i.forget(ctx, in.DedupKey); err == nil {
+				dup, err = i.seen(ctx, in, &budgetWait)
+			}
 		}
 		if err != nil {
 			// Refused: the platform delivers it again (cluster mode: the
-			// sender is told why, once in a while).
+			// sender is told why, once in a while). The key may be
+			// recorded all the same (an answer lost after the script
+			// ran): forgotten, or the redelivery would be a duplicate.
 			i.outage.report(i.log, "dedupe: event refused", err)
+			_ = i.forget(ctx, in.DedupKey)
 			i.shared.sharedDown(ctx, in)
 			span.Fail(err)
 			return false, fmt.Errorf("gateway: dedupe: %w: %w", chat.ErrUnavailable, err)
@@ -292,12 +298,7 @@ func (i *intake) enqueue(ctx context.Context, adm admission, in chat.Inbound, it
 // the admission enqueued before its answer was lost: the redelivery is a
 // duplicate.)
 func (i *intake) refuse(ctx context.Context, in chat.Inbound, id string, err error, span *otlp.Span) error {
-	if in.DedupKey != "" {
-		if ferr := i.dedupe.Forget(ctx, in.DedupKey); ferr != nil {
-			// The redelivery will be dropped as a duplicate.
-			i.outage.report(i.log, "dedupe: forget a refused event", ferr)
-		}
-	}
+	_ = i.forget(ctx, in.DedupKey)
 	if i.shared != nil {
 		i.outage.report(i.log, "inbox: event refused", err)
 		i.shared.sharedDown(ctx, in) // Redis, not the disk
@@ -314,6 +315,43 @@ func (i *intake) refuse(ctx context.Context, in chat.Inbound, id string, err err
 	}
 	span.Fail(err)
 	return fmt.Errorf("gateway: inbox: %w: %w", chat.ErrUnavailable, err)
+}
+
+// seen asks the dedupe about in's key (unseen), with its sender's budget
+// in one round trip when the dedupe can (cluster.SeenReserver): then
+// *budgetWait is set to the budget's answer.
+func (i *intake) seen(ctx context.Context, in chat.Inbound, budgetWait **time.Duration) (bool, error) {
+	if a, ok := i.dedupe.(cluster.SeenReserver); ok && i.budgeted(in) {
+		dup, wait, err := a.SeenReserve(ctx, in.DedupKey, budgetKey(in))
+		*budgetWait = &wait
+		return dup, err
+	}
+	return i.dedupe.Seen(ctx, in.DedupKey)
+}
+
+// forget lets key ("": none), the dedupe key of a refused event, be seen
+// again, so the platform's redelivery is taken: the dedupe may have
+// recorded it (Seen, or an admission, whose outcome the refusal does not
+// know). A key whose item an admission enqueued stays (Dedupe's
+// contract). It is asked even when ctx ended (a deadline is the usual
+// refusal); a Forget that fails is retried until Redis answers
+// (forgetRetries, cluster mode), or the redelivery may be dropped as a
+// duplicate. It returns Forget's error.
+func (i *intake) forget(ctx context.Context, key string) error {
+	if key == "" {
+		return nil
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), forgetTimeout)
+	err := i.dedupe.Forget(fctx, key)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	i.outage.report(i.log, "dedupe: forget a refused event", err)
+	if !i.forgets.add(key) {
+		i.log.Warn("dedupe: a refused event's key is not forgotten; its redelivery may be dropped as a duplicate", "key", key)
+	}
+	return err
 }
 
 // budgeted reports whether in is subject to the per-sender budget.

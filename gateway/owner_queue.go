@@ -264,7 +264,7 @@ func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 		q.park(r, p)
 		return true
 	}
-	t := tagged(p, r.o.message(r.ctx, p, time.Now().UnixMilli()))
+	t := tagged(p, r.o.message(r.ctx, r.dir(), p, time.Now().UnixMilli()))
 	fed := r.gate.pass(func() {
 		r.msgs.wait(p)
 		if steer {

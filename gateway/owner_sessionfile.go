@@ -63,7 +63,7 @@ func (f *sessionFile) agentConfig() *Agent {
 	}
 	c := f.env.cfg
 	return &Agent{Model: c.Model, Thinking: c.Thinking, SystemPrompt: c.SystemPrompt, Workspace: absWorkspace(c.Workspace), Tools: c.Tools,
-		QueueMode: c.QueueMode, Extensions: c.Extensions}
+		QueueMode: c.QueueMode, Extensions: c.Extensions, Worktrees: c.Worktrees, WorktreePruneAfter: c.WorktreePruneAfter}
 }
 
 // fileEnv are the collaborators of a sessionFile.

@@ -173,21 +173,6 @@ func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem, notify
 	return true
 }
 
-// delivery is the data of a pibot.delivery entry.
-type delivery struct {
-	Entry string   `json:"entry"`
-	Refs  []string `json:"refs"`
-	State string   `json:"state"`
-}
-
-func deliveryOf(e session.Entry) (delivery, bool) {
-	var d delivery
-	if e.Type != session.TypeCustom || e.CustomType != customDelivery {
-		return d, false
-	}
-	return d, json.Unmarshal(e.Data, &d) == nil
-}
-
 // redeliver sends answers that are in the session but whose delivery is
 // not recorded (a crash between the two), as a run of its own, and records
 // their delivery. When the reply journal names chat messages of the

@@ -33,7 +33,7 @@ type run struct {
 
 	// msgs are the chat messages the run answers (run_msgs.go).
 	msgs runMessages
-	// journal records the chat messages of the reply (recover_replies.go).
+	// journal records the chat messages of the reply (run_journal.go).
 	journal replyJournal
 	// resumes names the chat messages of a reply posted before a crash
 	// that this run finishes instead of posting a new one (redeliver).
@@ -58,15 +58,22 @@ type run struct {
 	// silent: the session's lease is lost; the run makes no chat call
 	// at all any more (cluster_shared.go).
 	silent atomic.Bool
+	// wt is the worktree the run works in (worktree.go); nil: the
+	// agent's workspace.
+	wt *worktreeRecord
 }
 
 // message builds the user message of a pending item.
-func (o *owner) message(ctx context.Context, p *pending, ts int64) llm.Message {
+// Uploads land in ws ("": the agent's workspace).
+func (o *owner) message(ctx context.Context, ws string, p *pending, ts int64) llm.Message {
 	in := p.item.In
 	text := in.Text
+	if ws == "" {
+		ws = o.agentConfig().Workspace
+	}
 	var blocks []llm.Content
 	for _, f := range in.Files {
-		note, img := o.receiveFile(ctx, o.agentConfig().Workspace, in.Conv, f)
+		note, img := o.receiveFile(ctx, ws, in.Conv, f)
 		if img != nil {
 			blocks = append(blocks, *img)
 		}
@@ -111,7 +118,7 @@ func (r *run) execute(ps []*pending) {
 		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters,
 		Continue: r.resumes,
 		// Each message of the reply is journaled as soon as the platform
-		// posted it, before the next platform call (recover_replies.go).
+		// posted it, before the next platform call (run_journal.go).
 		OnPost: func() {
 			crashpoint.Hit(crashpoint.PostedPart)
 			r.journal.update(ctl, replySite{r})
@@ -123,8 +130,14 @@ func (r *run) execute(ps []*pending) {
 	if ref := replyBranch(loc, ps); ref != nil {
 		o.branchTo(loc, *ref)
 	}
+	// The branch's worktree first: uploads land in it.
+	notice, wtErr := r.openWorktree(ctx)
 	prompts := r.prompts(ctx, ps)
 	err := r.setUp(ctx, ps, prompts, ctl, span)
+	if err == nil && wtErr != nil {
+		o.log.Error("worktree", "loc", loc.key, "err", wtErr)
+		err = errors.New("⚠️ This thread's git worktree could not be made or opened, so nothing was run (the details are in pibot's log)")
+	}
 	if err != nil {
 		// Keep the user's message, and say what is missing.
 		for _, t := range prompts {
@@ -135,8 +148,10 @@ func (r *run) execute(ps []*pending) {
 		}
 		return
 	}
+	r.sendNotice(ctx, notice)
 	r.ctl.Start(ctx)
 	o.metrics.runStarted()
+	defer r.closeWorktree(context.WithoutCancel(ctx))
 	if r.prelude != nil {
 		if !r.prelude(ctx, r) {
 			r.deliver()
@@ -190,7 +205,7 @@ func (r *run) prompts(ctx context.Context, ps []*pending) []agent.Tagged {
 			continue
 		}
 		r.msgs.wait(p)
-		prompts = append(prompts, tagged(p, r.o.message(ctx, p, time.Now().UnixMilli())))
+		prompts = append(prompts, tagged(p, r.o.message(ctx, r.dir(), p, time.Now().UnixMilli())))
 	}
 	return prompts
 }
@@ -313,7 +328,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 	cfg := agent.Config{
 		Model:        r.model,
 		Thinking:     thinking,
-		SystemPrompt: o.agentConfig().SystemPrompt(),
+		SystemPrompt: o.agentConfig().SystemPrompt() + r.worktreePrompt(),
 		Tools:        o.agentConfig().Tools(r.toolRun()),
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,

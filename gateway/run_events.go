@@ -163,8 +163,6 @@ func (r *run) deliver() {
 	crashpoint.Hit(crashpoint.DeliveryRecord)
 }
 
-const customDelivery = "pibot.delivery"
-
 // times says how often: "once", "twice", "3 times".
 func times(n int) string {
 	switch n {

@@ -91,6 +91,8 @@ type Set struct {
 	jail  *jail.Jail
 	bash  *Bash
 	tools []Tool
+	// defaultEnv: bash has DefaultEnv of the workspace (Options.Env nil).
+	defaultEnv bool
 }
 
 // New builds the tools for one session. It probes the sandbox once (mode
@@ -131,7 +133,7 @@ func New(ctx context.Context, opts Options) (*Set, error) {
 	if env == nil {
 		env = DefaultEnv(ws.Root())
 	}
-	s := &Set{ws: ws, sb: sb, jail: opts.Jail,
+	s := &Set{ws: ws, sb: sb, jail: opts.Jail, defaultEnv: opts.Env == nil,
 		bash: &Bash{ws: ws, sb: sb, jail: opts.Jail, allowNet: opts.AllowNetwork, env: env, shell: opts.Shell,
 			defTimeout: opts.DefaultTimeout, outDir: &outputDir{parent: tmp}, maxOutput: opts.MaxOutputFile, log: log}}
 	s.build(opts.Attacher)
@@ -154,7 +156,7 @@ func (s *Set) build(to Attacher) {
 // adds attach for that conversation. Bind is cheap: the sandbox, jail,
 // locks and quota are shared.
 func (s *Set) Bind(owner func() bool, to Attacher) *Set {
-	b := &Set{ws: s.ws.Bind(owner), sb: s.sb, jail: s.jail, bash: s.bash}
+	b := &Set{ws: s.ws.Bind(owner), sb: s.sb, jail: s.jail, bash: s.bash, defaultEnv: s.defaultEnv}
 	b.build(to)
 	return b
 }

@@ -243,7 +243,7 @@ func (rd *reader) isBotThread(id string) bool {
 const interactionDeadline = 15 * time.Minute
 
 // ephemeralSubcommands answer only the user who asked.
-var ephemeralSubcommands = map[string]bool{"status": true, "help": true, "usage": true, "whoami": true}
+var ephemeralSubcommands = map[string]bool{"status": true, "help": true, "usage": true, "whoami": true, "diff": true, "worktree": true}
 
 // interaction normalises an INTERACTION_CREATE: an application command of
 // this bot, or a button press.

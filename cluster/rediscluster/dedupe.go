@@ -47,7 +47,9 @@ func NewDedupe(rdb redis.UniversalClient, opts Options, ttl time.Duration) *Dedu
 }
 
 // Seen records key and reports whether it was already recorded within the
-// TTL, by this replica or another.
+// TTL, by this replica or another. An error may come after Redis recorded
+// key (a lost answer): a caller that refuses the event then Forgets key,
+// or the platform's redelivery is a duplicate.
 func (d *Dedupe) Seen(ctx context.Context, key string) (bool, error) {
 	token, err := newToken()
 	if err != nil {

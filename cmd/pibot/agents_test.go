@@ -3,6 +3,7 @@ package main
 import (
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,12 +60,51 @@ func TestConfigCheckAgentWorkspace(t *testing.T) {
 	}
 }
 
+// agents.NAME.worktree: per_thread needs the workspace to be a git
+// repository's top level; config check and serve say so under the key,
+// and refuse a value they do not know.
+func TestConfigCheckAgentWorktree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	dir := t.TempDir()
+	for _, d := range []string{"ws", "web"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ yaml, key, msg string }{
+		{"agents: {web: {workspace: ./web, worktree: per_thread}}\n", "agents.web.worktree:", "git repository"},
+		{"agents: {web: {workspace: ./web, worktree: sometimes}}\n", "agents.web.worktree", "sometimes"},
+	} {
+		cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\nhttp: {listen: '127.0.0.1:0'}\nagent: {workspace: ./ws}\n"+tt.yaml)
+		check := refusal(t, dir, "config", "check", "-c", cfg)
+		serve := refusal(t, dir, "serve", "-c", cfg)
+		if !slices.Equal(check, serve) {
+			t.Fatalf("config check and serve disagree:\ncheck: %q\nserve: %q", check, serve)
+		}
+		if len(check) != 1 || !strings.Contains(check[0], tt.key) || !strings.Contains(check[0], tt.msg) {
+			t.Fatalf("want one line naming %s and saying %q: %q", tt.key, tt.msg, check)
+		}
+	}
+	// A repository's top level passes.
+	if out, err := exec.Command("git", "init", "-q", filepath.Join(dir, "web")).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./d\nhttp: {listen: '127.0.0.1:0'}\nagent: {workspace: ./ws}\nagents: {web: {workspace: ./web, worktree: per_thread}}\n")
+	cmd := exec.Command(binary, "config", "check", "-c", cfg)
+	cmd.Dir, cmd.Env = dir, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("config check over a repository: %v\n%s", err, out)
+	}
+}
+
 // pibot agents lists the agents and bindings and marks a shadowed one;
 // pibot agents which names the agent first, then why.
 func TestAgentsCommand(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "c.yaml", `agent: {model: p/default}
-agents: {ops: {workspace: /srv/infra, model: p/ops}, web: {workspace: /srv/web}}
+agents: {ops: {workspace: /srv/infra, model: p/ops}, web: {workspace: /srv/web, worktree: per_thread}}
 bindings:
   - {agent: ops, platform: slack, channel: C0OPS}
   - {agent: web, platform: slack, workspace: T0TEAM, channel: C0WEB}
@@ -72,7 +112,7 @@ bindings:
   - {agent: web, platform: discord, workspace: "987", role: "555"}
 `)
 	out := ok(t, dir, "agents", "-c", "c.yaml")
-	for _, want := range []string{"default", "ops", "model p/ops, workspace /srv/infra (agents.ops)", "bindings[1] → web: platform=slack workspace=T0TEAM channel=C0WEB"} {
+	for _, want := range []string{"default", "ops", "model p/ops, workspace /srv/infra (agents.ops)", "bindings[1] → web: platform=slack workspace=T0TEAM channel=C0WEB", "workspace /srv/web, a git worktree per thread (agents.web)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("pibot agents lacks %q:\n%s", want, out)
 		}

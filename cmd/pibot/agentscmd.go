@@ -37,7 +37,11 @@ func runAgents(c *cli, args []string) error {
 		if model == "" {
 			model = "(the first configured model)"
 		}
-		fmt.Fprintf(c.stdout, "  %-12s model %s, workspace %s (%s)\n", name, model, a.Workspace, config.AgentKey(name))
+		wt := ""
+		if a.Worktree == config.WorktreePerThread {
+			wt = ", a git worktree per thread"
+		}
+		fmt.Fprintf(c.stdout, "  %-12s model %s, workspace %s%s (%s)\n", name, model, a.Workspace, wt, config.AgentKey(name))
 	}
 	fmt.Fprintln(c.stdout, "Bindings (most specific wins; ties: the earlier; no match: default):")
 	if len(cfg.Bindings) == 0 {

@@ -172,7 +172,7 @@ func (c chatCmd) open(ctx context.Context, o chatOptions, cfg config.Config) (*c
 		return nil, err
 	}
 	a := agent.New(agent.Config{
-		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun(nil, localOwner),
+		Model: model, Thinking: thinking, SystemPrompt: prompt, Tools: tb.forRun("", nil, localOwner),
 		Retry: retryConfig(cfg), SessionID: sess.Tree().Header().ID,
 		Watchdog: watchdog(cfg, log, nil), Hooks: ext.Hooks(agent.Hooks{}),
 	}, history)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,12 +22,21 @@ import (
 // freeListen returns a loopback address nothing listens on now.
 func freeListen(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Outside the kernel's ephemeral range (32768-60999 by default): a
+	// port the kernel hands to another socket (a parallel test's
+	// listener or connection) in the instant between this check and
+	// pibot's own bind made serve fail with "address already in use".
+	for range 100 {
+		addr := "127.0.0.1:" + strconv.Itoa(20000+rand.IntN(12000))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port in 20000-31999")
+	return ""
 }
 
 // metric returns the value of the series name (with its labels, if any)

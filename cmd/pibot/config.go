@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,7 +84,7 @@ func runConfig(c *cli, args []string) error {
 			return &exitError{code: 1}
 		}
 		// Everything serve would refuse at start, in serve's words.
-		if err := startChecks(c, cfg); err != nil {
+		if err := startChecks(context.Background(), c, cfg); err != nil {
 			c.printConfigErrors(configErrors(path, err))
 			return &exitError{code: 1}
 		}

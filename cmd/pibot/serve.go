@@ -60,7 +60,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	}
 	// What the configuration and the file system alone make impossible is
 	// refused before anything opens, as `pibot config check` refuses it.
-	if err := startChecks(c.cli, cfg); err != nil {
+	if err := startChecks(ctx, c.cli, cfg); err != nil {
 		c.printConfigErrors(configErrors(path, err))
 		return &exitError{code: 1}
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +25,28 @@ import (
 type server struct {
 	cmd    *exec.Cmd
 	url    string
-	stderr *bytes.Buffer
+	stderr *logBuffer
 	done   chan error
+}
+
+// logBuffer is a process's stderr as it writes it: read (a failing
+// test's message) while the process still writes.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startServe starts `pibot serve args...` in dir and waits for its ready
@@ -45,7 +66,7 @@ func startServeEnv(t *testing.T, dir string, env []string, args ...string) *serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	s := &server{cmd: cmd, stderr: &logBuffer{}, done: make(chan error, 1)}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

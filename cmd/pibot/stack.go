@@ -74,6 +74,10 @@ func (st *stack) buildAgents(ctx context.Context, cfg config.Config, log *slog.L
 			return nil, agentKeys(name, err)
 		}
 		prompt := tb.prompt(view, true, ext)
+		wts, err := worktrees(ctx, view, name, tb.ws, alog)
+		if err != nil {
+			return nil, err
+		}
 		out[name] = gateway.Agent{
 			Model:    view.Agent.Model,
 			Thinking: llm.ThinkingLevel(view.Agent.Thinking),
@@ -86,7 +90,9 @@ func (st *stack) buildAgents(ctx context.Context, cfg config.Config, log *slog.L
 				return p
 			},
 			Workspace:              tb.ws,
-			Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Attach, r.Owner) },
+			Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Dir, r.Attach, r.Owner) },
+			Worktrees:              wts,
+			WorktreePruneAfter:     view.Agent.WorktreePruneAfter.D(),
 			DMApprovals:            view.Agent.Approvals.DM,
 			GroupApprovals:         view.Agent.Approvals.Group,
 			ToolPaths:              tb.toolPaths,
@@ -216,6 +222,10 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		return err
 	}
 	prompt := tb.prompt(agentView(cfg, config.DefaultAgent), true, ext)
+	wts, err := worktrees(ctx, cfg, config.DefaultAgent, tb.ws, log)
+	if err != nil {
+		return err
+	}
 	scheds, err := scheduleSpecs(cfg)
 	if err != nil {
 		return err
@@ -234,7 +244,9 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 			return p
 		},
 		Workspace:              tb.ws,
-		Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Attach, r.Owner) },
+		Tools:                  func(r gateway.ToolRun) []agent.Tool { return tb.forRun(r.Dir, r.Attach, r.Owner) },
+		Worktrees:              wts,
+		WorktreePruneAfter:     cfg.Agent.WorktreePruneAfter.D(),
 		DMApprovals:            cfg.Agent.Approvals.DM,
 		GroupApprovals:         cfg.Agent.Approvals.Group,
 		ToolPaths:              tb.toolPaths,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,7 +24,7 @@ import (
 // without side effects: nothing is created, nothing is started, nothing
 // is dialled. What needs the network (Redis, the platforms, the
 // providers) is for `pibot doctor`.
-func startChecks(c *cli, cfg config.Config) error {
+func startChecks(ctx context.Context, c *cli, cfg config.Config) error {
 	quiet := slog.New(slog.DiscardHandler)
 	var errs []error
 	add := func(err error) {
@@ -62,6 +63,8 @@ func startChecks(c *cli, cfg config.Config) error {
 	if ws != "" {
 		_, err = newExtensions(cfg, ws, quiet)
 		add(err)
+		_, err = worktrees(ctx, cfg, config.DefaultAgent, ws, quiet)
+		add(err)
 	}
 	// Each further agent's workspace, prompt file and extensions, under
 	// its own keys.
@@ -73,6 +76,8 @@ func startChecks(c *cli, cfg config.Config) error {
 		if ws != "" {
 			_, err = newExtensions(view, ws, quiet)
 			add(agentKeys(name, err))
+			_, err = worktrees(ctx, view, name, ws, quiet)
+			add(err)
 		}
 	}
 	return errors.Join(errs...)

@@ -189,7 +189,7 @@ func TestImageConfigServes(t *testing.T) {
 			if err := os.Mkdir(cfg.Agent.Workspace, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := startChecks(c, cfg); err != nil {
+			if err := startChecks(t.Context(), c, cfg); err != nil {
 				t.Fatalf("serve would refuse: %v", err)
 			}
 			adapters, err := serveCmd{c}.adapters(cfg, slog.New(slog.DiscardHandler), http.NewServeMux(), cluster.NewRates(), nil)

@@ -3,17 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/agent/compaction"
 	"github.com/pibot/pibot/config"
 	"github.com/pibot/pibot/gateway"
 	"github.com/pibot/pibot/internal/extensions"
+	"github.com/pibot/pibot/internal/worktree"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/tools"
 	"github.com/pibot/pibot/tools/mcp"
@@ -41,6 +44,11 @@ type toolbox struct {
 	names []string // agent.tools, in order
 	ws    string   // absolute workspace
 	mcp   *mcp.Manager
+	// at are the sets working in worktrees of the workspace, by
+	// directory (tools.Set.At), made on first use.
+	mu  sync.Mutex
+	at  map[string]atSet
+	log *slog.Logger
 }
 
 // newToolbox builds the tools configured in cfg.
@@ -87,7 +95,7 @@ func newToolbox(ctx context.Context, cfg config.Config, log *slog.Logger, extraD
 	if err != nil {
 		return nil, err
 	}
-	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws, mcp: m}, nil
+	return &toolbox{set: set, names: slices.Clone(cfg.Agent.Tools), ws: ws, mcp: m, at: map[string]atSet{}, log: log}, nil
 }
 
 // sandboxCacheFile is where a successful probe of bwrap is remembered
@@ -105,12 +113,23 @@ func sandboxCacheFile() string {
 // close stops the MCP servers.
 func (t *toolbox) close() { _ = t.mcp.Close() }
 
-// forRun returns the configured tools of one run. owner says, at each
+// forRun returns the configured tools of one run, working in dir (a
+// worktree of the workspace; "": the workspace). owner says, at each
 // call, whether the run's requester is an owner (the file tools confine
 // everyone else's calls under agent.workspace_only: non_owners); attach
 // is included only when to is not nil (a conversation to send files to).
-func (t *toolbox) forRun(to tools.Attacher, owner func() bool) []agent.Tool {
-	set := t.set.Bind(owner, to)
+// A worktree the tools cannot work in gives no tools at all, never the
+// workspace's.
+func (t *toolbox) forRun(dir string, to tools.Attacher, owner func() bool) []agent.Tool {
+	base := t.set
+	if dir != "" {
+		var err error
+		if base, err = t.atDir(dir); err != nil {
+			t.log.Error("tools in a worktree", "dir", dir, "err", err)
+			return nil
+		}
+	}
+	set := base.Bind(owner, to)
 	var out []agent.Tool
 	for _, name := range t.names {
 		if tool := set.Get(name); tool != nil {
@@ -122,6 +141,48 @@ func (t *toolbox) forRun(to tools.Attacher, owner func() bool) []agent.Tool {
 		out = append(out, tool)
 	}
 	return out
+}
+
+// atSet is a set working in a directory, and that directory as it was
+// when the set was made.
+type atSet struct {
+	set *tools.Set
+	fi  os.FileInfo
+}
+
+// atDir is the set working in dir, made once per directory: a worktree
+// removed and made again at the same path (pruned, then used again) is a
+// new directory, and gets a new set (the old one's handle is of the
+// removed directory).
+func (t *toolbox) atDir(dir string) (*tools.Set, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.at[dir]; ok && os.SameFile(s.fi, fi) {
+		return s.set, nil
+	}
+	s, err := t.set.At(dir)
+	if err != nil {
+		return nil, err
+	}
+	t.at[dir] = atSet{set: s, fi: fi}
+	return s, nil
+}
+
+// worktrees is the worktree manager of an agent whose view sets
+// worktree: per_thread (nil otherwise), over its workspace ws.
+func worktrees(ctx context.Context, view config.Config, name, ws string, log *slog.Logger) (gateway.Worktrees, error) {
+	if view.Agent.Worktree != config.WorktreePerThread {
+		return nil, nil
+	}
+	m, err := worktree.New(ctx, ws, log)
+	if err != nil {
+		return nil, &config.Error{Key: config.AgentKey(name) + ".worktree", Msg: fmt.Sprintf("per_thread needs the workspace %s to be the top level of a git repository and git installed: %v", ws, err)}
+	}
+	return m, nil
 }
 
 // specs describes the tools forRun returns.
@@ -168,8 +229,15 @@ func retryConfig(cfg config.Config) agent.RetryConfig {
 
 // toolPaths tells the gateway which paths a tool call would touch, so
 // group calls that reach outside the workspace ask first.
-func (t *toolbox) toolPaths(tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
-	touches, err := t.set.Workspace().Paths(tool, args)
+func (t *toolbox) toolPaths(dir, tool string, args json.RawMessage) ([]gateway.ToolPath, error) {
+	set := t.set
+	if dir != "" {
+		var err error
+		if set, err = t.atDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	touches, err := set.Workspace().Paths(tool, args)
 	out := make([]gateway.ToolPath, len(touches))
 	for i, p := range touches {
 		out[i] = gateway.ToolPath{Path: p.Path, Inside: p.Inside, Write: p.Write}

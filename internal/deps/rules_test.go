@@ -143,7 +143,7 @@ var rules = []rule{
 	// The gateway and what it stands on.
 	{pkg: "gateway",
 		may: []string{"agent", "agent/compaction", "chat", "cluster", "gateway/access", "gateway/spend", "gateway/stream", "llm", "session",
-			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionrun", "gateway/schedule", "gateway/binding", prometheus},
+			"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/otlp", "internal/sessionrun", "internal/worktree", "gateway/schedule", "gateway/binding", prometheus},
 		test: []string{"providers/faux", "internal/tinyfs", "internal/extensions", "agent/hooks", "agent/skills",
 			"cluster/rediscluster", "cluster/rediscluster/redistest"}, // the cluster mode benchmarks
 		never: join(sdks, []string{"adapters/...", "providers/...", "tools/..."}),
@@ -181,7 +181,7 @@ var rules = []rule{
 	// The wiring.
 	{pkg: "cmd/pibot",
 		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionrun", "internal/tokenbucket",
-			"internal/transcript", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys, xsync},
+			"internal/transcript", "internal/worktree", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys, xsync},
 		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", "internal/tinyfs", mcpSDK, telegramSDK},
 		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
 
@@ -191,6 +191,8 @@ var rules = []rule{
 	{pkg: "internal/fsync", may: []string{xsys}, never: sdks, why: whyStdlib},
 	{pkg: "internal/tokenbucket", never: sdks, why: whyStdlib},
 	{pkg: "internal/backoff", never: sdks, why: whyStdlib},
+	{pkg: "internal/worktree", may: []string{"internal/atomicfile"}, never: sdks,
+		why: "git worktrees of conversations: runs git itself, knows no chat, session or gateway"},
 	{pkg: "internal/buildinfo", never: sdks, why: whyStdlib},
 	{pkg: "internal/otlp", never: sdks, why: whyStdlib + " (a hand-written OTLP/HTTP JSON exporter instead of the OpenTelemetry SDK)"},
 	{pkg: "internal/doctor", test: []string{"adapters/telegram/telegramtest", "internal/tinyfs"}, never: sdks,

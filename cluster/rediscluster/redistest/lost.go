@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -22,16 +23,29 @@ type Hook interface {
 // after LoseNextAdmit runs in Redis and its answer is lost, and the
 // client then runs it again (Rerun, as go-redis does after a read
 // timeout) or the caller gets an error.
+//
+// The dedupe's calls too: the first Seen (alone, or in SeenReserve's
+// pipeline) after LoseNextSeen records its key in Redis and its answer is
+// lost (run again with Rerun); while FailForgets is set, Dedupe.Forget
+// fails before it reaches Redis, and while FailAdmits is set, so does
+// every admission (Admit, with Take or not).
 type LostAnswers struct {
 	Rerun bool
 
-	mu         sync.Mutex
-	failTakes  bool
-	takesError int
-	loseAdmit  bool
-	admitsLost int
-	failAcks   bool
-	acksError  int
+	mu          sync.Mutex
+	failTakes   bool
+	takesError  int
+	loseAdmit   bool
+	admitsLost  int
+	failAcks    bool
+	acksError   int
+	loseSeen    bool
+	seensLost   int
+	failForgets bool
+	forgetsFail int
+	forgets     int
+	failAdmits  bool
+	admitsFail  int
 }
 
 var _ Hook = (*LostAnswers)(nil)
@@ -72,12 +86,69 @@ func (h *LostAnswers) Counts() (takesFailed, admitsLost int) {
 	return h.takesError, h.admitsLost
 }
 
+// LoseNextSeen loses the answer of the next Seen that records its key.
+func (h *LostAnswers) LoseNextSeen() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.loseSeen = true
+}
+
+// FailForgets makes Dedupe.Forget fail (on) or pass again.
+func (h *LostAnswers) FailForgets(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failForgets = on
+}
+
+// FailAdmits makes every admission fail before it reaches Redis (on) or
+// pass again.
+func (h *LostAnswers) FailAdmits(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.failAdmits = on
+}
+
+// DedupeCounts returns the Seens whose answers were lost, the Forgets
+// failed and the Forgets that reached Redis and answered, so far.
+func (h *LostAnswers) DedupeCounts() (seensLost, forgetsFailed, forgotten int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.seensLost, h.forgetsFail, h.forgets
+}
+
 // DialHook passes dials through.
 func (h *LostAnswers) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-// ProcessPipelineHook passes pipelines through.
+// ProcessPipelineHook loses the answer of a Seen in a pipeline
+// (SeenReserve) as LoseNextSeen asks; the rest passes through.
 func (h *LostAnswers) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if scriptKind(cmd) == "seen" && cmd.Err() == nil && h.takeSeenLoss() {
+				if h.Rerun {
+					// Run again, as a client retrying it would.
+					_ = next(ctx, []redis.Cmder{cmd})
+					continue
+				}
+				cmd.SetErr(errors.New("redistest: answer lost"))
+			}
+		}
+		return err
+	}
+}
+
+// takeSeenLoss reports whether a Seen that ran is to lose its answer
+// (LoseNextSeen), and counts it.
+func (h *LostAnswers) takeSeenLoss() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.loseSeen {
+		return false
+	}
+	h.loseSeen = false
+	h.seensLost++
+	return true
 }
 
 // ProcessHook fails takes and loses an admission's answer as set.
@@ -97,8 +168,45 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if lose {
 			h.loseAdmit = false
 		}
+		failAdmit := (kind == "admit" || kind == "admit-only") && h.failAdmits
+		if failAdmit {
+			h.admitsFail++
+		}
+		failForget := kind == "forget" && h.failForgets
+		if failForget {
+			h.forgetsFail++
+		}
 		h.mu.Unlock()
 		switch {
+		case failAdmit:
+			err := errors.New("redistest: admission not sent")
+			cmd.SetErr(err)
+			return err
+		case failForget:
+			err := errors.New("redistest: forget not sent")
+			cmd.SetErr(err)
+			return err
+		case kind == "forget":
+			err := next(ctx, cmd)
+			if cmd.Err() == nil {
+				h.mu.Lock()
+				h.forgets++
+				h.mu.Unlock()
+			}
+			return err
+		case kind == "seen":
+			err := next(ctx, cmd)
+			// A script Redis does not have yet did not run: the client
+			// sends its source next, and that one loses its answer.
+			if cmd.Err() != nil || !h.takeSeenLoss() {
+				return err
+			}
+			if h.Rerun {
+				return next(ctx, cmd)
+			}
+			err = errors.New("redistest: answer lost")
+			cmd.SetErr(err)
+			return err
 		case failTake:
 			err := errors.New("redistest: take not sent")
 			cmd.SetErr(err)
@@ -127,14 +235,27 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // scriptKind tells the inbox's take script ("take": 2 keys, its second
 // argument "consume" or "claim"), its end script acknowledging an item ("ack": 5 keys, its
-// fourth argument "ack") and the admission script run with Take ("admit":
-// 8 keys, its eleventh argument "take") from any other command.
+// fourth argument "ack"), the admission script run with Take ("admit":
+// 8 keys, its eleventh argument "take") or without ("admit-only"), and
+// the dedupe's Seen ("seen": 1 key, a dedupe key "…{inbox}:d:…", and 2
+// arguments) and Forget ("forget": the same key, no arguments) from any
+// other command.
 func scriptKind(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 3 {
 		return ""
 	}
 	switch fmt.Sprint(args[2]) {
+	case "1":
+		if len(args) < 3+1 || !strings.Contains(fmt.Sprint(args[3]), "{inbox}:d:") {
+			return ""
+		}
+		switch len(args) {
+		case 3 + 1 + 2:
+			return "seen"
+		case 3 + 1:
+			return "forget"
+		}
 	case "2":
 		if len(args) > 3+2+1 {
 			if m := fmt.Sprint(args[3+2+1]); m == "consume" || m == "claim" {
@@ -149,6 +270,7 @@ func scriptKind(cmd redis.Cmder) string {
 		if len(args) > 3+8+10 && fmt.Sprint(args[3+8+10]) == "take" {
 			return "admit"
 		}
+		return "admit-only"
 	}
 	return ""
 }
