@@ -291,7 +291,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, agents: g.agents, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
-		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner}
+		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewIndexes(keptIndexMin, keptIndexMax)}
 	if g.sessions.files == nil {
 		g.sessions.files = session.FileStorage{}
 	}

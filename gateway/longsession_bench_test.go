@@ -45,16 +45,34 @@ const longSessionWait = 5 * time.Minute
 // evicted-MB, the bytes allocated meanwhile; first-rss-MiB and
 // evicted-rss-MiB, the process's peak resident set during that message
 // above its resident set before it (after the heap was returned to the
-// system); later-us/msg and later-KB/msg, CPU time (user and system) and
+// system); idle-heap-MiB, the live heap once the session was evicted
+// above the live heap before the gateway started (what an evicted
+// session keeps: its index, see session.Indexes); later-us/msg and later-KB/msg, CPU time (user and system) and
 // bytes allocated per later message, from the inbound message to the end
 // of the reply's stream (the fake model's share included; it streams a
 // short answer and encodes nothing of the request).
 func BenchmarkLongSession(b *testing.B) {
-	for _, n := range []int{1000, 10000, 100000} {
-		for _, c := range []struct {
-			name  string
-			every int
-		}{{"none", -1}, {"every1000", 1000}} {
+	benchLongSessions(b, []int{-1, 1000}, 1000, 10000, 100000)
+}
+
+// BenchmarkMillionEntrySession is BenchmarkLongSession at 1,000,000
+// entries with a compaction every 1,000 (a 1.7 GB file; run it with
+// -benchtime 1x; without compactions each message's context is the whole
+// file). Its name does not match -bench LongSession.
+func BenchmarkMillionEntrySession(b *testing.B) {
+	benchLongSessions(b, []int{1000}, 1000000)
+}
+
+func benchLongSessions(b *testing.B, everys []int, sizes ...int) {
+	for _, n := range sizes {
+		for _, every := range everys {
+			c := struct {
+				name  string
+				every int
+			}{"none", every}
+			if every > 0 {
+				c.name = fmt.Sprintf("every%d", every)
+			}
 			b.Run(fmt.Sprintf("entries=%dk/compactions=%s", n/1000, c.name), func(b *testing.B) {
 				benchLongSession(b, n, c.every)
 			})
@@ -75,7 +93,7 @@ func benchLongSession(b *testing.B, n, every int) {
 		b.Fatal(err)
 	}
 
-	var first, evicted, firstAlloc, evictedAlloc, firstRSS, evictedRSS, laterCPU, laterAlloc float64
+	var first, evicted, firstAlloc, evictedAlloc, firstRSS, evictedRSS, keptHeap, laterCPU, laterAlloc float64
 	seq := 0
 	send := func(ad *discardAdapter) (toRequest time.Duration, allocated uint64) {
 		seq++
@@ -98,6 +116,7 @@ func benchLongSession(b *testing.B, n, every int) {
 	b.ResetTimer()
 	for range b.N {
 		ad := newDiscardAdapter()
+		heap0 := liveHeap()
 		base := settleRSS(b)
 		bg := startLongGateway(b, dir, ad, model)
 		d, a := send(ad)
@@ -106,6 +125,7 @@ func benchLongSession(b *testing.B, n, every int) {
 		firstAlloc += float64(a)
 		bg.waitMetric(b, "pibot_run_seconds", time.Minute, func(v float64) bool { return v >= 1 })
 		bg.waitMetric(b, "pibot_session_owners", time.Minute, func(v float64) bool { return v == 0 })
+		keptHeap += float64(liveHeap()) - float64(heap0)
 
 		base = settleRSS(b)
 		d, a = send(ad)
@@ -133,6 +153,7 @@ func benchLongSession(b *testing.B, n, every int) {
 	b.ReportMetric(evicted/N, "evicted-ms")
 	b.ReportMetric(evictedAlloc/N/1e6, "evicted-MB")
 	b.ReportMetric(evictedRSS/N, "evicted-rss-MiB")
+	b.ReportMetric(keptHeap/N/(1<<20), "idle-heap-MiB")
 	b.ReportMetric(laterCPU/N, "later-us/msg")
 	b.ReportMetric(laterAlloc/N, "later-KB/msg")
 }
@@ -204,6 +225,14 @@ func startLongGateway(tb testing.TB, dir string, ad chat.Adapter, m llm.Model) *
 		tb.Fatal(err)
 	}
 	return runBenchGateway(tb, g, reg, inbox.Len, func() { inbox.Close() })
+}
+
+// liveHeap is the bytes of live heap after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
 
 // totalAlloc is the bytes allocated on the heap so far.

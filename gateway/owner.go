@@ -86,7 +86,8 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
-		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) }}}
+		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) },
+			changed: func() { g.health.unload(o) }}}
 	rec := recordedAgent(s.Tree())
 	name, a := g.agents.get(rec.Name)
 	rec.Name = name

@@ -73,6 +73,10 @@ type fileEnv struct {
 	index Index
 	// failed is told of a failed write (health.storageFailed).
 	failed func(err error)
+	// changed is told that the file changed under the session's index
+	// (session.ErrFileChanged): the owner is unloaded, so the next
+	// message loads the file anew.
+	changed func()
 }
 
 func (f *sessionFile) touch() {
@@ -242,6 +246,11 @@ func (f *sessionFile) branchContext(loc *location) ([]llm.Message, llm.ThinkingL
 // chat does not.
 func (f *sessionFile) contextError(loc *location, err error) error {
 	f.env.log.Error("read session context", "path", f.path, "loc", loc.key, "err", err)
+	if errors.Is(err, session.ErrFileChanged) && f.env.changed != nil {
+		// Not a line more into a file its index no longer describes.
+		f.sess.SetFenced(err)
+		f.env.changed()
+	}
 	return errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
 }
 

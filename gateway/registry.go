@@ -31,6 +31,9 @@ type registry struct {
 	metrics *Metrics
 	// files stores the session files (Deps.SessionFiles).
 	files session.Storage
+	// indexes keeps the indexes of large sessions evicted, so that their
+	// next load reads only what was appended (nil: none kept).
+	indexes *session.Indexes
 	// newOwner builds the owner of a session just loaded (the gateway
 	// wires its collaborators).
 	newOwner func(path string, s *session.Session, lease cluster.Lease) *owner
@@ -339,7 +342,8 @@ func (reg *registry) owner(ctx context.Context, path string, unborn *chat.Inboun
 		}
 		return nil, err
 	}
-	s, err := session.Open(reg.files, path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow})
+	s, err := session.Open(reg.files, path, session.Options{Fence: lease.Fence(), Logger: reg.log, GroupWindow: reg.cfg.SessionGroupWindow,
+		Lazy: true, Indexes: reg.indexes})
 	if err != nil && unborn != nil && errors.Is(err, fs.ErrNotExist) {
 		reg.log.Warn("the session file of a bound location was never created (a crash); creating it", "loc", unborn.Conv.Key(), "path", path)
 		o, _, err := reg.createSession(path, unborn.Conv, chooseAgent(reg.cfg, *unborn), lease, false)
@@ -465,3 +469,14 @@ func (reg *registry) unloaded(o *owner) {
 func fileLost(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, session.ErrNotSession)
 }
+
+// keptIndexMin and keptIndexMax bound the indexes of evicted sessions the
+// gateway keeps (session.Indexes): those of sessions of at least 5,000
+// entries, whose load costs, 2,000,000 entries in all (about 420 bytes
+// each: up to about 800 MiB when long conversations are idle; a
+// conversation of a million entries is kept); an idle small session keeps
+// nothing.
+const (
+	keptIndexMin = 5_000
+	keptIndexMax = 2_000_000
+)

@@ -19,7 +19,17 @@ import (
 // counter (Redis after a failover) must not hand out a fence the file's
 // readers would ignore. It returns that highest fence too.
 func (reg *registry) acquireSession(ctx context.Context, path string) (cluster.Lease, int64, error) {
-	seen, err := session.HighestFence(session.FileStorage{}, path)
+	// Session files read lazily (a RangeStorage): a kept index of the file
+	// (an evicted session) answers for what it indexed, and only the lines
+	// appended since are read; else the index loaded to answer is the one
+	// the Open that follows takes. The file is read once either way.
+	var seen int64
+	var err error
+	if _, lazy := reg.files.(session.RangeStorage); lazy {
+		seen, err = reg.indexes.HighestFence(reg.files, path)
+	} else {
+		seen, err = session.HighestFence(session.FileStorage{}, path)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("gateway: lease %s: %w", path, err)
 	}

@@ -139,7 +139,31 @@ func (s *Session) Write() error { return s.w.write() }
 // deferred file) and closes the file. The OnDurable callbacks run before
 // it returns: with nil when the flush made their entries durable, else
 // with the failure.
-func (s *Session) Close() error { return s.w.close() }
+func (s *Session) Close() error {
+	err := s.w.close()
+	if err == nil && s.opts.Indexes != nil && s.tree.src != nil && !s.kept.Swap(true) {
+		size, ok := s.w.closedSize()
+		if s.opts.ReadOnly {
+			size, ok = s.tree.endOf(), true
+		}
+		if ok {
+			if d := s.tree.detach(size); d != nil {
+				s.opts.Indexes.put(s.path, d)
+			}
+		}
+	}
+	return err
+}
+
+// closedSize is the size of the file a closed writer left, unless it was
+// fenced or never opened the file.
+func (s *sink) closedSize() (int64, bool) {
+	s.fileMu.Lock()
+	defer s.fileMu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.size, s.fenced == nil && s.size > 0
+}
 
 // flush is Session.Flush.
 func (s *sink) flush() error {

@@ -52,12 +52,14 @@ func (c *BranchCache) Context(t *Tree, leafID string) (BranchContext, error) {
 	if err != nil {
 		return BranchContext{}, err
 	}
+	br := t.bodies()
+	defer br.close()
 	if added, ok := c.since(t, leaf); ok {
-		if err := c.extend(added); err == nil {
+		if err := c.extend(added, &br); err == nil {
 			return c.context(), nil
 		}
 	}
-	if err := c.rebuild(t, leaf); err != nil {
+	if err := c.rebuild(t, leaf, &br); err != nil {
 		*c = BranchCache{rebuilds: c.rebuilds}
 		return BranchContext{}, err
 	}
@@ -91,7 +93,7 @@ func (c *BranchCache) since(t *Tree, leaf *node) ([]*node, bool) {
 
 // extend appends the messages of added, which follow the cached leaf on
 // its branch. On an error the cache is left as it was before.
-func (c *BranchCache) extend(added []*node) error {
+func (c *BranchCache) extend(added []*node, br *bodyReader) error {
 	msgs, thinking, model := c.msgs, c.thinking, c.model
 	more := 0 // at most this many messages are appended
 	for _, n := range added {
@@ -111,7 +113,7 @@ func (c *BranchCache) extend(added []*node) error {
 		thinking, model = settings(n, thinking, model)
 		appendMessage(0, n, func(k int, derived []byte) {
 			if err == nil {
-				msgs, err = appendDecoded(msgs, n, k, derived)
+				msgs, err = appendDecoded(msgs, n, k, derived, br)
 			}
 		})
 	}
@@ -126,7 +128,7 @@ func (c *BranchCache) extend(added []*node) error {
 }
 
 // rebuild builds the context at leaf from the root.
-func (c *BranchCache) rebuild(t *Tree, leaf *node) error {
+func (c *BranchCache) rebuild(t *Tree, leaf *node, br *bodyReader) error {
 	path := t.pathLocked(leaf)
 	c.rebuilds++
 	c.tree, c.leaf = t, leaf
@@ -142,7 +144,7 @@ func (c *BranchCache) rebuild(t *Tree, leaf *node) error {
 			if k >= 0 {
 				n = path[k]
 			}
-			c.msgs, err = appendDecoded(c.msgs, n, k, derived)
+			c.msgs, err = appendDecoded(c.msgs, n, k, derived, br)
 		}
 	})
 	c.msgs = withHeadroom(c.msgs)
@@ -151,14 +153,14 @@ func (c *BranchCache) rebuild(t *Tree, leaf *node) error {
 
 // appendDecoded appends the message buildContext emitted: n's stored
 // message (k >= 0) or the derived one.
-func appendDecoded(msgs []llm.Message, n *node, k int, derived []byte) ([]llm.Message, error) {
+func appendDecoded(msgs []llm.Message, n *node, k int, derived []byte, br *bodyReader) ([]llm.Message, error) {
 	msgs = append(msgs, llm.Message{}) // decoded in place: no copy on the heap
 	dst := &msgs[len(msgs)-1]
 	var err error
 	if k < 0 {
 		err = json.Unmarshal(derived, dst)
 	} else {
-		err = takeDecoded(dst, n)
+		err = takeDecoded(dst, n, br)
 	}
 	if err != nil {
 		return msgs[:len(msgs)-1], fmt.Errorf("session: context message %d: %w", len(msgs)-1, err)
@@ -170,12 +172,16 @@ func appendDecoded(msgs []llm.Message, n *node, k int, derived []byte) ([]llm.Me
 // on n moves to the cache, which holds it from now on: a live session
 // keeps one decoded copy of each message, not two. Without one, the
 // message is decoded from n's line and n is left without a copy.
-func takeDecoded(dst *llm.Message, n *node) error {
+func takeDecoded(dst *llm.Message, n *node, br *bodyReader) error {
 	if d := n.decoded.Swap(nil); d != nil {
 		*dst = *d
 		return nil
 	}
-	return json.Unmarshal(n.raw[n.msg[0]:n.msg[1]], dst)
+	raw := br.message(n)
+	if raw == nil {
+		return br.err
+	}
+	return json.Unmarshal(raw, dst)
 }
 
 // withHeadroom returns msgs with at least branchHeadroom spare capacity.

@@ -161,6 +161,8 @@ func (t *Tree) Context(leafID string) (Context, error) {
 	}
 	c.Messages = make([]json.RawMessage, 0, len(path)+1)
 	c.from = make([]*node, 0, len(path)+1)
+	br := t.bodies()
+	defer br.close()
 	c.ThinkingLevel, c.Model = buildContext(path, func(k int, derived []byte) {
 		if k < 0 {
 			c.Messages = append(c.Messages, derived)
@@ -168,9 +170,12 @@ func (t *Tree) Context(leafID string) (Context, error) {
 			return
 		}
 		n := path[k]
-		c.Messages = append(c.Messages, json.RawMessage(n.raw[n.msg[0]:n.msg[1]]))
+		c.Messages = append(c.Messages, json.RawMessage(br.message(n)))
 		c.from = append(c.from, n)
 	})
+	if br.err != nil {
+		return Context{}, br.err
+	}
 	return c, nil
 }
 

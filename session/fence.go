@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 )
 
@@ -26,6 +27,9 @@ type LeaseMarker struct {
 // its counter must not hand out a fence the file's readers would ignore).
 // Only top-level "fence" members count; a torn or bad line is skipped.
 func HighestFence(storage Storage, path string) (int64, error) {
+	if rs, ok := storage.(RangeStorage); ok {
+		return streamFence(rs, path)
+	}
 	data, err := storage.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -41,4 +45,118 @@ func HighestFence(storage Storage, path string) (int64, error) {
 		highest = max(highest, l.n.fence)
 	}
 	return highest, nil
+}
+
+// streamFence is HighestFence read in chunks, the file never whole in
+// memory.
+func streamFence(rs RangeStorage, path string) (int64, error) {
+	f, err := rs.OpenRange(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
+	}
+	highest, err := fenceOf(f, 0, size)
+	if err != nil {
+		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
+	}
+	return highest, nil
+}
+
+// fenceOf is the highest fence of the lines of f in [from, to); from is
+// the start of a line (0: the file's).
+func fenceOf(f io.ReaderAt, from, to int64) (int64, error) {
+	var highest int64
+	err := forChunks(f, from, to, 0, true, func(chunk []byte, base int64) error {
+		for _, l := range scanLinesFrom(chunk, base == 0) {
+			if l.blank || l.err != nil || l.n == nil {
+				continue
+			}
+			highest = max(highest, l.n.fence)
+		}
+		return nil
+	})
+	if _, ok := errors.AsType[notLazy](err); ok {
+		err = nil // shrank while read: the lines read are what there is
+	}
+	return highest, err
+}
+
+// HighestFence is session.HighestFence answered from the index kept of
+// path, when there is one and the file still holds what it indexed: only
+// the lines appended since are read. Else it loads the file's lazy index
+// and keeps it for the Open that follows (loadFence). A nil *Indexes, or
+// a storage that is no RangeStorage, reads as session.HighestFence.
+func (x *Indexes) HighestFence(storage Storage, path string) (int64, error) {
+	rs, ok := storage.(RangeStorage)
+	if !ok || x == nil {
+		return HighestFence(storage, path)
+	}
+	x.mu.Lock()
+	k := x.kept[path]
+	var end, fence int64
+	var check []node
+	if k != nil {
+		t := k.tree
+		end, fence = t.end, t.maxFence
+		if len(t.nodes) > 0 {
+			for _, n := range []*node{t.nodes[0], t.nodes[len(t.nodes)-1]} {
+				check = append(check, node{id: n.id, off: n.off, size: n.size, sum: n.sum})
+			}
+		}
+	}
+	x.mu.Unlock()
+	if k == nil {
+		return x.loadFence(rs, path)
+	}
+	f, err := rs.OpenRange(path)
+	if err != nil {
+		return HighestFence(storage, path)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return HighestFence(storage, path)
+	}
+	br := bodyReader{src: &bodySource{storage: rs, path: path}, f: f}
+	for i := -1; i < len(check); i++ {
+		if size < end || (i >= 0 && br.line(&check[i]) == nil) {
+			// The file changed under the kept index: load it anew.
+			x.drop(path, k)
+			return x.loadFence(rs, path)
+		}
+	}
+	tail, err := fenceOf(f, end, size)
+	if err != nil {
+		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
+	}
+	return max(fence, tail), nil
+}
+
+// loadFence answers HighestFence by loading the file's lazy index, which
+// it keeps for the Open that follows (the lease is taken between the
+// two): the file is read once, not twice. A file the full loader must
+// open is read by HighestFence.
+func (x *Indexes) loadFence(rs RangeStorage, path string) (int64, error) {
+	f, err := rs.OpenRange(path)
+	if err != nil {
+		return HighestFence(rs, path)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return HighestFence(rs, path)
+	}
+	t, err := loadIndex(rs, path, f, size)
+	if t == nil || err != nil {
+		return HighestFence(rs, path)
+	}
+	x.keep(path, t, false)
+	return t.maxFence, nil
 }

@@ -78,8 +78,14 @@ func writeCopy(src *Session, nodes []*node, extra []Entry, dir, cwd string, opts
 	buf.WriteByte('\n')
 	ids := map[string]bool{}
 	last := ""
+	br := src.tree.bodies()
+	defer br.close()
 	for _, n := range nodes {
-		buf.Write(n.raw)
+		line := br.line(n)
+		if line == nil {
+			return nil, fmt.Errorf("session: fork: %w", br.err)
+		}
+		buf.Write(line)
 		buf.WriteByte('\n')
 		ids[n.id] = true
 		last = n.id

@@ -58,17 +58,22 @@ type node struct {
 	ts       string
 	line     int
 	index    int // position among entries in file order
-	meta     *Meta
-	fence    int64
-	loc      string                      // resolved location
-	role     string                      // message role
-	provider string                      // assistant provider
-	model    string                      // assistant model
-	msg      [2]int                      // span of the message object in raw
-	ent      *Entry                      // decoded non-message entry
-	decoded  atomic.Pointer[llm.Message] // decoded message: kept by Context.LLMMessages, or left by Append for a BranchCache to take
-	parent   *node                       // resolved parent (nil = root)
-	children []*node
+	// Where the line is in the file, its length and checksum: a lazily
+	// loaded tree (Options.Lazy) holds no message's line (raw is nil)
+	// and reads it there (bodyReader).
+	off       int64
+	size, sum uint32
+	meta      *Meta
+	fence     int64
+	loc       string                      // resolved location
+	role      string                      // message role
+	provider  string                      // assistant provider
+	model     string                      // assistant model
+	msg       [2]int                      // span of the message object in raw
+	ent       *Entry                      // decoded non-message entry
+	decoded   atomic.Pointer[llm.Message] // decoded message: kept by Context.LLMMessages, or left by Append for a BranchCache to take
+	parent    *node                       // resolved parent (nil = root)
+	children  []*node
 	// v1 migration
 	fkIndex    int64
 	hasFKIndex bool
@@ -407,9 +412,16 @@ const parallelMin = 4 << 20
 // scanLines splits data into lines (no length limit) and scans every
 // non-blank line, in parallel for large files. All goroutines finish before
 // it returns.
-func scanLines(data []byte) []lineScan {
+func scanLines(data []byte) []lineScan { return scanLinesFrom(data, true) }
+
+// scanLinesFrom is scanLines over data that starts the file (first: white
+// space before the header is not part of it) or a later line of it.
+func scanLinesFrom(data []byte, first bool) []lineScan {
 	lines := make([]lineScan, 0, 1+len(data)/1024)
-	lead := leadingSpace(data)
+	lead := 0
+	if first {
+		lead = leadingSpace(data)
+	}
 	for off := 0; off < len(data); {
 		l := lineScan{start: off, end: len(data)}
 		if nl := bytes.IndexByte(data[off:], '\n'); nl >= 0 {

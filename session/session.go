@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,17 @@ const DefaultGroupWindow = 50 * time.Millisecond
 type Options struct {
 	// ReadOnly opens without a writer: damage is skipped, never repaired.
 	ReadOnly bool
+	// Lazy makes Open, on a RangeStorage, stream the file once and keep
+	// each entry's envelope and where its line is, not the lines of its
+	// messages: a message is read from the file when it is needed (the
+	// context from the last compaction, Get, Branch), and checked to be
+	// the line that was indexed (ErrFileChanged otherwise). A file that
+	// needs repair, migration or the report of damage is loaded whole, as
+	// without Lazy. The file's bytes are the same either way.
+	Lazy bool
+	// Indexes, with Lazy, keeps the index of a lazily opened session when
+	// it closes, for the next Open of its file (see Indexes).
+	Indexes *Indexes
 	// Fence, when non-zero, is written on every entry (cluster mode).
 	Fence int64
 	// Logger receives repair reports; nil discards.
@@ -112,6 +124,8 @@ type Session struct {
 	w      *sink  // the file's writing end; it guards itself
 	tree   *Tree  // the entries in memory; it guards itself
 	report Report // set before Create or Open returns, never changed
+	// kept: Close offered the tree to Options.Indexes (once).
+	kept atomic.Bool
 }
 
 // Create writes a new session file in dir: the header and first entry in
@@ -178,6 +192,11 @@ func OpenFile(path string, opts Options) (*Session, error) {
 // rewritten without them (with a copy), and re-attached orphans are
 // recorded in one pibot.repair entry.
 func Open(storage Storage, path string, opts Options) (*Session, error) {
+	if rs, ok := storage.(RangeStorage); ok && opts.Lazy {
+		if s, ok, err := openLazy(rs, path, opts); ok || err != nil {
+			return s, err
+		}
+	}
 	data, err := storage.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("session: open %s: %w", path, err)

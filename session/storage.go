@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -365,6 +366,84 @@ func (f *memFile) Close() error {
 	f.closed = true
 	return nil
 }
+
+// RangeFile is a session file open for reading parts of it.
+type RangeFile interface {
+	io.ReaderAt
+	// Size returns the current size of the file.
+	Size() (int64, error)
+	Close() error
+}
+
+// RangeStorage is a Storage that reads parts of a file. Open with
+// Options.Lazy streams such a file once, keeps each entry's envelope and
+// where its line is, and reads a message's line when it is needed.
+type RangeStorage interface {
+	Storage
+	// OpenRange opens an existing file for reading parts of it.
+	OpenRange(path string) (RangeFile, error)
+}
+
+// OpenRange opens path read-only.
+func (FileStorage) OpenRange(path string) (RangeFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return rangeFile{f}, nil
+}
+
+type rangeFile struct{ f *os.File }
+
+func (r rangeFile) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+func (r rangeFile) Size() (int64, error)                    { return fileSize(r.f) }
+func (r rangeFile) Close() error                            { return r.f.Close() }
+
+// OpenRange opens an existing in-memory file for reading parts of it; it
+// reads the file's bytes as they are at each read.
+func (m *MemStorage) OpenRange(path string) (RangeFile, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	path = filepath.Clean(path)
+	if _, ok := m.files[path]; !ok {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	return memRange{m: m, path: path}, nil
+}
+
+type memRange struct {
+	m    *MemStorage
+	path string
+}
+
+func (r memRange) ReadAt(p []byte, off int64) (int, error) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	f, ok := r.m.files[r.path]
+	if !ok {
+		return 0, &fs.PathError{Op: "read", Path: r.path, Err: fs.ErrNotExist}
+	}
+	if off >= int64(len(f.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (r memRange) Size() (int64, error) {
+	r.m.mu.Lock()
+	defer r.m.mu.Unlock()
+	f, ok := r.m.files[r.path]
+	if !ok {
+		return 0, &fs.PathError{Op: "stat", Path: r.path, Err: fs.ErrNotExist}
+	}
+	return int64(len(f.data)), nil
+}
+
+func (memRange) Close() error { return nil }
 
 // linkUnsupported reports whether err, from os.Link, says the file system
 // has no hard links (rather than that the link failed).

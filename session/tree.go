@@ -23,10 +23,20 @@ type Tree struct {
 	path   string // the file's, for errors
 	header Header // set before the Tree is shared, never changed
 
+	// src, for a lazily loaded tree, is where the lines it does not hold
+	// are read; nil: it holds every line. Set before the Tree is shared.
+	src *bodySource
+
 	mu    sync.RWMutex // guards the fields below
 	nodes []*node
-	byID  map[string]*node
-	st    replayState
+	// end is where the lines indexed from the file end, and loaded how
+	// many entries were (the rest were appended since): a lazily loaded
+	// tree can be kept when its session closes (see Indexes).
+	end      int64
+	loaded   int
+	maxFence int64 // the highest fence of the lines indexed from the file
+	byID     map[string]*node
+	st       replayState
 }
 
 // replayState is what replaying a tree's entries in file order yields;
@@ -161,20 +171,41 @@ func (t *Tree) checkNew(e *Entry) error {
 // Header returns the file header.
 func (t *Tree) Header() Header { return t.header }
 
-// entry converts a node to a public Entry with the message decoded.
-func (n *node) entry() Entry {
+// entry converts a node to a public Entry with the message decoded, its
+// line read by br when the tree does not hold it. When that read fails
+// (br.err says why), the entry has no Message and no Raw.
+func (n *node) entry(br *bodyReader) Entry {
 	var e Entry
+	var raw []byte
 	if n.ent != nil {
 		e = *n.ent
-	} else if d, err := decodeEntry(n.raw); err == nil {
-		e = d
+		raw = n.raw
+		if raw == nil {
+			raw = br.line(n)
+		}
+	} else if raw = br.line(n); raw != nil {
+		if d, err := decodeEntry(raw); err == nil {
+			e = d
+		}
 	}
 	e.Type, e.ID, e.ParentID, e.Timestamp = n.typ, n.id, n.parentID, n.ts
 	if n.parent != nil {
 		e.ParentID = n.parent.id // re-attached orphans report their new parent
 	}
-	e.Pibot, e.Fence, e.Raw = n.meta, n.fence, n.raw
+	e.Pibot, e.Fence, e.Raw = n.meta, n.fence, raw
 	return e
+}
+
+// entries converts nodes to public Entries, reading the lines t does not
+// hold with one reader; it returns that reader's failure.
+func (t *Tree) entries(nodes []*node) ([]Entry, error) {
+	br := t.bodies()
+	defer br.close()
+	out := make([]Entry, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.entry(&br)
+	}
+	return out, br.err
 }
 
 // Get returns the entry with id.
@@ -185,7 +216,11 @@ func (t *Tree) Get(id string) (Entry, bool) {
 	if n == nil {
 		return Entry{}, false
 	}
-	return n.entry(), true
+	out, err := t.entries([]*node{n})
+	if err != nil {
+		return Entry{}, false
+	}
+	return out[0], true
 }
 
 // Len returns the number of entries.
@@ -195,15 +230,14 @@ func (t *Tree) Len() int {
 	return len(t.nodes)
 }
 
-// Entries returns every entry in file order.
+// Entries returns every entry in file order. Of a lazily loaded tree
+// whose file changed under it (ErrFileChanged), the messages it could not
+// read again come without Message and Raw.
 func (t *Tree) Entries() []Entry {
 	t.mu.RLock()
 	nodes := slices.Clone(t.nodes)
 	t.mu.RUnlock()
-	out := make([]Entry, len(nodes))
-	for i, n := range nodes {
-		out[i] = n.entry()
-	}
+	out, _ := t.entries(nodes)
 	return out
 }
 
@@ -214,10 +248,7 @@ func (t *Tree) First(n int) []Entry {
 	t.mu.RLock()
 	nodes := t.nodes[:min(n, len(t.nodes))]
 	t.mu.RUnlock()
-	out := make([]Entry, len(nodes))
-	for i, nd := range nodes {
-		out[i] = nd.entry()
-	}
+	out, _ := t.entries(nodes)
 	return out
 }
 
@@ -246,10 +277,7 @@ func (t *Tree) Children(id string) []Entry {
 		kids = sortedChildren(n.children)
 	}
 	t.mu.RUnlock()
-	out := make([]Entry, len(kids))
-	for i, k := range kids {
-		out[i] = k.entry()
-	}
+	out, _ := t.entries(kids)
 	return out
 }
 
@@ -298,11 +326,7 @@ func (t *Tree) Branch(leafID string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Entry, len(path))
-	for i, n := range path {
-		out[i] = n.entry()
-	}
-	return out, nil
+	return t.entries(path)
 }
 
 // Leaf returns pi's default leaf: the last entry in file order ("" if none).
@@ -413,8 +437,10 @@ func (t *Tree) Roots() []*Node {
 		}
 	}
 	t.mu.RUnlock()
+	br := t.bodies()
+	defer br.close()
 	for _, it := range all {
-		it.out.Entry = it.n.entry() // raw, ent and parent never change once indexed
+		it.out.Entry = it.n.entry(&br) // raw, ent and parent never change once indexed
 	}
 	return roots
 }
@@ -425,7 +451,8 @@ func (t *Tree) Roots() []*Node {
 // body was decoded when the file was read); a message entry comes as its
 // envelope only: type, ids, timestamp, pibot fields and Raw, with Message
 // nil (Get decodes it). A walk to the entries a caller looks for decodes
-// none of the messages it passes.
+// none of the messages it passes; in a lazily loaded tree (Options.Lazy)
+// it reads none of them either, and their Raw is nil.
 func (t *Tree) BranchBack(leafID string) iter.Seq[Entry] {
 	return func(yield func(Entry) bool) {
 		t.mu.RLock()
@@ -437,8 +464,10 @@ func (t *Tree) BranchBack(leafID string) iter.Seq[Entry] {
 		}
 		// A node's parent never changes once it is indexed: the walk
 		// needs no lock. limit ends a cycle.
+		br := t.bodies()
+		defer br.close()
 		for n, i := leaf, 0; n != nil && i <= limit; n, i = n.parent, i+1 {
-			if !yield(n.envelope()) {
+			if !yield(n.envelope(&br)) {
 				return
 			}
 		}
@@ -446,10 +475,11 @@ func (t *Tree) BranchBack(leafID string) iter.Seq[Entry] {
 }
 
 // envelope is n as BranchBack yields it: whole unless a message, whose
-// body it leaves undecoded.
-func (n *node) envelope() Entry {
+// body it leaves undecoded (and, in a lazily loaded tree, unread: Raw is
+// nil).
+func (n *node) envelope(br *bodyReader) Entry {
 	if n.typ != TypeMessage {
-		return n.entry()
+		return n.entry(br)
 	}
 	e := Entry{Type: n.typ, ID: n.id, ParentID: n.parentID, Timestamp: n.ts, Pibot: n.meta, Fence: n.fence, Raw: n.raw}
 	if n.parent != nil {
