@@ -20,23 +20,9 @@ import (
 // location's state; every other file goes through the owner's methods
 // (owner_state.go).
 func inEngine(name string) bool {
-	return strings.HasPrefix(name, "owner") || strings.HasPrefix(name, "run") || name == "health.go" ||
-		engineBeforeRename[name]
+	return strings.HasPrefix(name, "owner") || strings.HasPrefix(name, "run") || name == "health.go"
 }
 
-// engineBeforeRename are the engine's files as they were named before
-// the files were named by layer (doc.go's file map): the commit that
-// renames them changes no file's contents, this one's neither. Drop
-// them once the renames are merged everywhere.
-var engineBeforeRename = map[string]bool{
-	"sessionfile.go": true,
-	"queue.go":       true,
-	"start.go":       true,
-	"events.go":      true,
-	"record.go":      true,
-	"maintain.go":    true,
-	"durable.go":     true,
-}
 
 // sealedFields are the engine's state no other file may touch, by type:
 // the owner's lock and the state it guards.
