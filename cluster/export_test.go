@@ -18,4 +18,4 @@ func (r *Rates) SetClock(now func() time.Time) {
 }
 
 // SetCompactMin makes ib compact its file after n records (tests).
-func (ib *LocalInbox) SetCompactMin(n int64) { ib.compactMin = n }
+func (ib *LocalInbox) SetCompactMin(n int64) { ib.log.compactMin = n }

@@ -67,7 +67,34 @@ func (r inboxRecord) line() ([]byte, error) {
 // taken, queued behind others) counts nothing: a crash is not its doing.
 // Quarantine sets an item aside for good: it is kept in the file, never
 // pending again.
+//
+// LocalInbox holds the gateway-facing methods over two parts: its state
+// in memory (inboxState) and its file (inboxLog), whose records change
+// the state.
 type LocalInbox struct {
+	st  *inboxState
+	log *inboxLog
+}
+
+// inboxState is what the LocalInbox holds in memory: its pending and
+// quarantined items and who handles them. The log changes it as it
+// writes the records of each change.
+type inboxState struct {
+	mu          sync.Mutex
+	pending     map[string]*InboxItem
+	order       []string
+	quarantined []InboxItem
+	// holders says who handles each pending item (Consume, Claim).
+	holders map[string]holder
+	// running are the pending items whose work this process executes
+	// (Begin).
+	running map[string]bool
+}
+
+// inboxLog is the LocalInbox's file: the records of every change of its
+// state, written as the state changes, and compacted while it runs
+// (inbox_compact.go).
+type inboxLog struct {
 	// swap is held shared by every change (a record written and the
 	// state in memory changed with it) and exclusively while the file is
 	// compacted and replaced (inbox_compact.go): f and the state in
@@ -79,17 +106,9 @@ type LocalInbox struct {
 	lines      atomic.Int64
 	compactMin int64
 
-	mu          sync.Mutex
-	path        string
-	f           *groupsync.File // concurrent Adds share one fsync
-	pending     map[string]*InboxItem
-	order       []string
-	quarantined []InboxItem
-	// holders says who handles each pending item (Consume, Claim).
-	holders map[string]holder
-	// running are the pending items whose work this process executes
-	// (Begin).
-	running map[string]bool
+	path string
+	f    *groupsync.File // concurrent Adds share one fsync
+	st   *inboxState
 }
 
 // holder says who handles a pending item.
@@ -105,12 +124,13 @@ const (
 // pending and quarantined items, counting the crash of the last process
 // if it did not close the inbox. A torn last line is dropped.
 func OpenInbox(path string) (*LocalInbox, error) {
-	ib := &LocalInbox{path: path, pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}, compactMin: compactLines}
+	st := &inboxState{pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}}
+	ib := &LocalInbox{st: st, log: &inboxLog{path: path, compactMin: compactLines, st: st}}
 	handled := map[string]bool{} // executing in the last process
 	clean := true
 	// Streamed: a file a crash left uncompacted may be long.
 	if f, err := os.Open(path); err == nil {
-		err = ib.replay(f, handled, &clean)
+		err = ib.st.replay(f, handled, &clean)
 		_ = f.Close()
 		if err != nil {
 			return nil, fmt.Errorf("cluster: inbox %s: %w", path, err)
@@ -118,24 +138,24 @@ func OpenInbox(path string) (*LocalInbox, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("cluster: inbox: %w", err)
 	}
-	for _, id := range ib.order {
-		if it, ok := ib.pending[id]; ok {
+	for _, id := range ib.st.order {
+		if it, ok := ib.st.pending[id]; ok {
 			if !clean && handled[id] {
 				it.Crashes++
 			}
-			ib.holders[id] = heldByDead
+			ib.st.holders[id] = heldByDead
 		}
 	}
 	// The crash counts are durable before anything is replayed.
-	if err := ib.rewrite(); err != nil {
+	if err := ib.log.rewrite(); err != nil {
 		return nil, fmt.Errorf("cluster: inbox compact: %w", err)
 	}
 	return ib, nil
 }
 
-// replay reads the records of r into ib. clean says whether the file is
+// replay reads the records of r into s. clean says whether the file is
 // empty or ends with a clean stop. A torn last line is dropped.
-func (ib *LocalInbox) replay(r io.Reader, handled map[string]bool, clean *bool) error {
+func (s *inboxState) replay(r io.Reader, handled map[string]bool, clean *bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -150,7 +170,7 @@ func (ib *LocalInbox) replay(r io.Reader, handled map[string]bool, clean *bool) 
 			var rec inboxRecord
 			if json.Unmarshal(line, &rec) == nil {
 				*clean = rec.Op == "clean"
-				ib.apply(rec, handled)
+				s.apply(rec, handled)
 			}
 		}
 		if err == io.EOF {
@@ -162,38 +182,38 @@ func (ib *LocalInbox) replay(r io.Reader, handled map[string]bool, clean *bool) 
 	}
 }
 
-// apply replays one record of the file into ib. handled collects the items
+// apply replays one record of the file into s. handled collects the items
 // whose work the process that wrote the records was executing.
-func (ib *LocalInbox) apply(rec inboxRecord, handled map[string]bool) {
+func (s *inboxState) apply(rec inboxRecord, handled map[string]bool) {
 	switch rec.Op {
 	case "add", "keep":
-		if _, ok := ib.pending[rec.ID]; !ok {
-			ib.order = append(ib.order, rec.ID)
+		if _, ok := s.pending[rec.ID]; !ok {
+			s.order = append(s.order, rec.ID)
 		}
-		ib.pending[rec.ID] = &InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes}
+		s.pending[rec.ID] = &InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes}
 		handled[rec.ID] = false
 	case "try":
 		// Taken again after the process left it: waiting until its work
 		// begins anew.
 		handled[rec.ID] = false
 	case "run":
-		if _, ok := ib.pending[rec.ID]; ok {
+		if _, ok := s.pending[rec.ID]; ok {
 			handled[rec.ID] = true
 		}
 	case "cut":
-		if it, ok := ib.pending[rec.ID]; ok {
+		if it, ok := s.pending[rec.ID]; ok {
 			it.Crashes++
 			handled[rec.ID] = false
 		}
 	case "ack":
-		delete(ib.pending, rec.ID)
+		delete(s.pending, rec.ID)
 	case "quarantine":
-		if it, ok := ib.pending[rec.ID]; ok {
-			delete(ib.pending, rec.ID)
-			ib.quarantined = append(ib.quarantined, *it)
+		if it, ok := s.pending[rec.ID]; ok {
+			delete(s.pending, rec.ID)
+			s.quarantined = append(s.quarantined, *it)
 		}
 	case "held":
-		ib.quarantined = append(ib.quarantined, InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes})
+		s.quarantined = append(s.quarantined, InboxItem{ID: rec.ID, Key: rec.Key, Data: rec.Data, Crashes: rec.Crashes})
 	}
 }
 
@@ -201,32 +221,32 @@ func (ib *LocalInbox) apply(rec inboxRecord, handled map[string]bool) {
 // the file (Quarantined lists it) and is never pending again. An item
 // that is not pending under key is left alone.
 func (ib *LocalInbox) Quarantine(_ context.Context, key, id string) error {
-	ib.mu.Lock()
-	it, ok := ib.pending[id]
-	ib.mu.Unlock()
+	ib.st.mu.Lock()
+	it, ok := ib.st.pending[id]
+	ib.st.mu.Unlock()
 	if !ok || it.Key != key {
 		return nil
 	}
 	line, _ := json.Marshal(inboxRecord{Op: "quarantine", ID: id, Key: key})
-	ib.swap.RLock()
-	defer ib.swap.RUnlock()
-	ib.lines.Add(1)
-	if err := ib.f.WriteSync(append(line, '\n')); err != nil {
+	ib.log.swap.RLock()
+	defer ib.log.swap.RUnlock()
+	ib.log.lines.Add(1)
+	if err := ib.log.f.WriteSync(append(line, '\n')); err != nil {
 		return fmt.Errorf("cluster: inbox quarantine: %w", err)
 	}
-	if ib.forget(id) {
-		ib.mu.Lock()
-		ib.quarantined = append(ib.quarantined, *it)
-		ib.mu.Unlock()
+	if ib.st.forget(id) {
+		ib.st.mu.Lock()
+		ib.st.quarantined = append(ib.st.quarantined, *it)
+		ib.st.mu.Unlock()
 	}
 	return nil
 }
 
 // Quarantined returns the items set aside, oldest first.
 func (ib *LocalInbox) Quarantined(context.Context) ([]InboxItem, error) {
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	return append([]InboxItem(nil), ib.quarantined...), nil
+	ib.st.mu.Lock()
+	defer ib.st.mu.Unlock()
+	return append([]InboxItem(nil), ib.st.quarantined...), nil
 }
 
 // Ack marks the item id of key applied. A lost ack only causes the item
@@ -234,69 +254,69 @@ func (ib *LocalInbox) Quarantined(context.Context) ([]InboxItem, error) {
 // not fsynced, and it waits for no fsync: while the inbox's group commit
 // runs, its caller writes the ack out as soon as the fsync returns. Acknowledging an item that is not pending does nothing.
 func (ib *LocalInbox) Ack(_ context.Context, key, id string) error {
-	if err := ib.ack(key, id); err != nil {
+	if err := ib.log.ack(key, id); err != nil {
 		return err
 	}
-	ib.maybeCompact()
+	ib.log.maybeCompact()
 	return nil
 }
 
 // ack is Ack but for the compaction it may call for.
-func (ib *LocalInbox) ack(key, id string) error {
+func (l *inboxLog) ack(key, id string) error {
 	line, _ := inboxRecord{Op: "ack", ID: id, Key: key}.line()
-	ib.swap.RLock()
-	defer ib.swap.RUnlock()
-	ib.mu.Lock()
-	it, ok := ib.pending[id]
-	ib.mu.Unlock()
-	if !ok || it.Key != key || !ib.forget(id) {
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	l.st.mu.Lock()
+	it, ok := l.st.pending[id]
+	l.st.mu.Unlock()
+	if !ok || it.Key != key || !l.st.forget(id) {
 		return nil
 	}
-	// Written outside ib.mu: the write may wait behind an fsync, and
+	// Written outside l.st.mu: the write may wait behind an fsync, and
 	// Begin must not.
-	ib.lines.Add(1)
-	if err := ib.f.Write(line); err != nil {
+	l.lines.Add(1)
+	if err := l.f.Write(line); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
-	if err := ib.f.Flush(); err != nil {
+	if err := l.f.Flush(); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
 	return nil
 }
 
 // forget drops id from the pending items; false if it was not pending.
-func (ib *LocalInbox) forget(id string) bool {
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	if _, ok := ib.pending[id]; !ok {
+func (s *inboxState) forget(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pending[id]; !ok {
 		return false
 	}
-	delete(ib.pending, id)
-	delete(ib.holders, id)
-	delete(ib.running, id)
-	if len(ib.order) > 2*len(ib.pending)+64 {
-		kept := ib.order[:0]
-		for _, o := range ib.order {
-			if _, ok := ib.pending[o]; ok {
+	delete(s.pending, id)
+	delete(s.holders, id)
+	delete(s.running, id)
+	if len(s.order) > 2*len(s.pending)+64 {
+		kept := s.order[:0]
+		for _, o := range s.order {
+			if _, ok := s.pending[o]; ok {
 				kept = append(kept, o)
 			}
 		}
-		ib.order = kept
+		s.order = kept
 	}
 	return true
 }
 
 // All returns every item not yet acknowledged, of every key, oldest
 // first (for tests and tools; the gateway asks per key).
-func (ib *LocalInbox) All() []InboxItem { return ib.items(func(*InboxItem) bool { return true }) }
+func (ib *LocalInbox) All() []InboxItem { return ib.st.items(func(*InboxItem) bool { return true }) }
 
 // items lists the pending items that keep accepts, oldest first.
-func (ib *LocalInbox) items(keep func(it *InboxItem) bool) []InboxItem {
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
+func (s *inboxState) items(keep func(it *InboxItem) bool) []InboxItem {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []InboxItem
-	for _, id := range ib.order {
-		if it, ok := ib.pending[id]; ok && keep(it) {
+	for _, id := range s.order {
+		if it, ok := s.pending[id]; ok && keep(it) {
 			out = append(out, *it)
 		}
 	}
@@ -305,18 +325,18 @@ func (ib *LocalInbox) items(keep func(it *InboxItem) bool) []InboxItem {
 
 // Len returns the number of pending items.
 func (ib *LocalInbox) Len() int {
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
-	return len(ib.pending)
+	ib.st.mu.Lock()
+	defer ib.st.mu.Unlock()
+	return len(ib.st.pending)
 }
 
 // Sync makes every write so far durable. After a failed write (a full
 // disk) it tries to recover the file, so it doubles as a health probe:
 // nil means the inbox can take messages again.
 func (ib *LocalInbox) Sync() error {
-	ib.swap.RLock()
-	defer ib.swap.RUnlock()
-	if err := ib.f.Sync(); err != nil {
+	ib.log.swap.RLock()
+	defer ib.log.swap.RUnlock()
+	if err := ib.log.f.Sync(); err != nil {
 		return fmt.Errorf("cluster: inbox: %w", err)
 	}
 	return nil
@@ -326,8 +346,8 @@ func (ib *LocalInbox) Sync() error {
 // process) and closes the file.
 func (ib *LocalInbox) Close() error {
 	line, _ := json.Marshal(inboxRecord{Op: "clean"})
-	ib.swap.Lock()
-	defer ib.swap.Unlock()
-	err := ib.f.Write(append(line, '\n'))
-	return errors.Join(err, ib.f.Close())
+	ib.log.swap.Lock()
+	defer ib.log.swap.Unlock()
+	err := ib.log.f.Write(append(line, '\n'))
+	return errors.Join(err, ib.log.f.Close())
 }

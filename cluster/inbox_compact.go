@@ -19,82 +19,82 @@ const compactLines = 4096
 // compactDue reports whether the file should be compacted: enough
 // records written since the last compaction, most of them of items that
 // are done.
-func (ib *LocalInbox) compactDue() bool {
-	n := ib.lines.Load()
-	if n < ib.compactMin {
+func (l *inboxLog) compactDue() bool {
+	n := l.lines.Load()
+	if n < l.compactMin {
 		return false
 	}
-	ib.mu.Lock()
-	live := int64(len(ib.pending) + len(ib.quarantined))
-	ib.mu.Unlock()
+	l.st.mu.Lock()
+	live := int64(len(l.st.pending) + len(l.st.quarantined))
+	l.st.mu.Unlock()
 	return n > 4*live
 }
 
 // maybeCompact compacts the file when it is due. A failed compaction
 // leaves the file as it was (it is tried again after as many records);
 // the inbox goes on appending to it.
-func (ib *LocalInbox) maybeCompact() {
-	if !ib.compactDue() {
+func (l *inboxLog) maybeCompact() {
+	if !l.compactDue() {
 		return
 	}
-	ib.swap.Lock()
-	defer ib.swap.Unlock()
-	if !ib.compactDue() || ib.f == nil {
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	if !l.compactDue() || l.f == nil {
 		return
 	}
 	// Everything the old file was told is durable first: a caller still
 	// waiting for an fsync of it (Enqueue's durable) then finds its write
 	// synced, and a crash before the rename keeps the old file whole.
-	if err := ib.f.Sync(); err != nil {
-		ib.lines.Store(0)
+	if err := l.f.Sync(); err != nil {
+		l.lines.Store(0)
 		return
 	}
-	old := ib.f
-	if err := ib.rewrite(); err != nil {
-		ib.lines.Store(0)
+	old := l.f
+	if err := l.rewrite(); err != nil {
+		l.lines.Store(0)
 		return
 	}
 	_ = old.Close()
 }
 
 // rewrite replaces the file, atomically and durably, with the records of
-// what ib holds: each quarantined item (held), each pending item (keep,
+// what the state holds: each quarantined item (held), each pending item (keep,
 // with its crash count, and run when its work executes here, so that a
 // crash counts against it as the records it replaces would have), and
 // opens it for appending. The caller holds swap exclusively, or is
 // OpenInbox.
-func (ib *LocalInbox) rewrite() error {
+func (l *inboxLog) rewrite() error {
 	var buf bytes.Buffer
 	write := func(rec inboxRecord) {
 		line, _ := json.Marshal(rec)
 		buf.Write(line)
 		buf.WriteByte('\n')
 	}
-	ib.mu.Lock()
-	for _, q := range ib.quarantined {
+	l.st.mu.Lock()
+	for _, q := range l.st.quarantined {
 		write(inboxRecord{Op: "held", ID: q.ID, Key: q.Key, Data: q.Data, Crashes: q.Crashes})
 	}
-	order := ib.order[:0]
-	for _, id := range ib.order {
-		it, ok := ib.pending[id]
+	order := l.st.order[:0]
+	for _, id := range l.st.order {
+		it, ok := l.st.pending[id]
 		if !ok {
 			continue
 		}
 		order = append(order, id)
 		write(inboxRecord{Op: "keep", ID: id, Key: it.Key, Data: it.Data, Crashes: it.Crashes})
-		if ib.running[id] {
+		if l.st.running[id] {
 			write(inboxRecord{Op: "run", ID: id, Key: it.Key})
 		}
 	}
-	ib.order = order
-	ib.mu.Unlock()
-	// Opened before the rename: a failure leaves the old file, and ib.f
+	l.st.order = order
+	l.st.mu.Unlock()
+	// Opened before the rename: a failure leaves the old file, and l.f
 	// on it, as they were.
-	f, err := atomicfile.WriteOpen(ib.path, buf.Bytes(), os.O_APPEND|os.O_WRONLY)
+	f, err := atomicfile.WriteOpen(l.path, buf.Bytes(), os.O_APPEND|os.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	ib.f = groupsync.NewNamed(f, ib.path)
-	ib.lines.Store(0)
+	l.f = groupsync.NewNamed(f, l.path)
+	l.lines.Store(0)
 	return nil
 }

@@ -25,19 +25,19 @@ func (ib *LocalInbox) Enqueue(_ context.Context, key string, data []byte) (id st
 	if err != nil {
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
 	}
-	ib.swap.RLock()
-	ib.lines.Add(1)
-	wait, err := ib.f.WriteAsync(line)
+	ib.log.swap.RLock()
+	ib.log.lines.Add(1)
+	wait, err := ib.log.f.WriteAsync(line)
 	if err != nil {
-		ib.swap.RUnlock()
+		ib.log.swap.RUnlock()
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
 	}
-	ib.mu.Lock()
-	ib.pending[id] = &InboxItem{ID: id, Key: key, Data: append(json.RawMessage(nil), data...)}
-	ib.holders[id] = heldByNone
-	ib.order = append(ib.order, id)
-	ib.mu.Unlock()
-	ib.swap.RUnlock()
+	ib.st.mu.Lock()
+	ib.st.pending[id] = &InboxItem{ID: id, Key: key, Data: append(json.RawMessage(nil), data...)}
+	ib.st.holders[id] = heldByNone
+	ib.st.order = append(ib.st.order, id)
+	ib.st.mu.Unlock()
+	ib.log.swap.RUnlock()
 	return id, func() error {
 		if err := wait(); err != nil {
 			return fmt.Errorf("cluster: inbox sync: %w", err)
@@ -50,7 +50,7 @@ func (ib *LocalInbox) Enqueue(_ context.Context, key string, data []byte) (id st
 // oldest first, and records durably that it handles them (a crash counts
 // against one once its work begins: Begin).
 func (ib *LocalInbox) Consume(ctx context.Context, key string) ([]InboxItem, error) {
-	return ib.take(ctx, key, heldByNone)
+	return ib.log.take(ctx, key, heldByNone)
 }
 
 // Claim takes over the items of key that a process which ended (crashed,
@@ -59,7 +59,7 @@ func (ib *LocalInbox) Consume(ctx context.Context, key string) ([]InboxItem, err
 // handles them now. In the embedded inbox every item carried over from an
 // earlier process is such an item.
 func (ib *LocalInbox) Claim(ctx context.Context, key string) ([]InboxItem, error) {
-	return ib.take(ctx, key, heldByDead)
+	return ib.log.take(ctx, key, heldByDead)
 }
 
 // Leave tells the inbox that this process no longer handles the items of
@@ -70,19 +70,19 @@ func (ib *LocalInbox) Claim(ctx context.Context, key string) ([]InboxItem, error
 // it executed it, and a later crash of this process does not count it
 // again; those that only waited count nothing.
 func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
-	ib.swap.RLock()
-	defer ib.swap.RUnlock()
-	ib.mu.Lock()
+	ib.log.swap.RLock()
+	defer ib.log.swap.RUnlock()
+	ib.st.mu.Lock()
 	var ids, cuts []string
-	for _, id := range ib.order {
-		if it, ok := ib.pending[id]; ok && it.Key == key && ib.holders[id] == heldBySelf {
+	for _, id := range ib.st.order {
+		if it, ok := ib.st.pending[id]; ok && it.Key == key && ib.st.holders[id] == heldBySelf {
 			ids = append(ids, id)
-			if cut && ib.running[id] {
+			if cut && ib.st.running[id] {
 				cuts = append(cuts, id)
 			}
 		}
 	}
-	ib.mu.Unlock()
+	ib.st.mu.Unlock()
 	if len(ids) == 0 {
 		return nil
 	}
@@ -92,23 +92,23 @@ func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 			line, _ := json.Marshal(inboxRecord{Op: "cut", ID: id, Key: key})
 			buf = append(append(buf, line...), '\n')
 		}
-		ib.lines.Add(int64(len(cuts)))
-		if err := ib.f.WriteSync(buf); err != nil {
+		ib.log.lines.Add(int64(len(cuts)))
+		if err := ib.log.f.WriteSync(buf); err != nil {
 			return fmt.Errorf("cluster: inbox leave: %w", err)
 		}
 	}
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
+	ib.st.mu.Lock()
+	defer ib.st.mu.Unlock()
 	for _, id := range ids {
-		it, ok := ib.pending[id]
-		if !ok || ib.holders[id] != heldBySelf {
+		it, ok := ib.st.pending[id]
+		if !ok || ib.st.holders[id] != heldBySelf {
 			continue // acknowledged meanwhile
 		}
-		ib.holders[id] = heldByDead
-		if cut && ib.running[id] {
+		ib.st.holders[id] = heldByDead
+		if cut && ib.st.running[id] {
 			it.Crashes++
 		}
-		delete(ib.running, id)
+		delete(ib.st.running, id)
 	}
 	return nil
 }
@@ -122,44 +122,45 @@ func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 // key are left alone.
 func (ib *LocalInbox) Begin(_ context.Context, key string, ids ...string) error {
 	var buf []byte
-	ib.swap.RLock()
-	defer ib.swap.RUnlock()
-	ib.mu.Lock()
+	ib.log.swap.RLock()
+	defer ib.log.swap.RUnlock()
+	ib.st.mu.Lock()
 	for _, id := range ids {
-		if it, ok := ib.pending[id]; ok && it.Key == key && !ib.running[id] {
-			ib.running[id] = true
+		if it, ok := ib.st.pending[id]; ok && it.Key == key && !ib.st.running[id] {
+			ib.st.running[id] = true
 			line, _ := json.Marshal(inboxRecord{Op: "run", ID: id, Key: key})
 			buf = append(append(buf, line...), '\n')
 		}
 	}
-	ib.mu.Unlock()
+	ib.st.mu.Unlock()
 	if len(buf) == 0 {
 		return nil
 	}
-	// Written outside ib.mu, as Ack is: the write may wait behind an
+	// Written outside ib.st.mu, as Ack is: the write may wait behind an
 	// fsync.
-	ib.lines.Add(int64(bytes.Count(buf, []byte{'\n'})))
-	if err := ib.f.Write(buf); err != nil {
+	ib.log.lines.Add(int64(bytes.Count(buf, []byte{'\n'})))
+	if err := ib.log.f.Write(buf); err != nil {
 		return fmt.Errorf("cluster: inbox begin: %w", err)
 	}
-	if err := ib.f.Flush(); err != nil {
+	if err := ib.log.f.Flush(); err != nil {
 		return fmt.Errorf("cluster: inbox begin: %w", err)
 	}
 	return nil
 }
 
-// take moves the items of key held by from to this process.
-func (ib *LocalInbox) take(_ context.Context, key string, from holder) ([]InboxItem, error) {
-	ib.swap.RLock()
-	defer ib.swap.RUnlock()
-	ib.mu.Lock()
+// take moves the items of key held by from to this process (Consume,
+// Claim), recording it durably.
+func (l *inboxLog) take(_ context.Context, key string, from holder) ([]InboxItem, error) {
+	l.swap.RLock()
+	defer l.swap.RUnlock()
+	l.st.mu.Lock()
 	var out []InboxItem
-	for _, id := range ib.order {
-		if it, ok := ib.pending[id]; ok && it.Key == key && ib.holders[id] == from {
+	for _, id := range l.st.order {
+		if it, ok := l.st.pending[id]; ok && it.Key == key && l.st.holders[id] == from {
 			out = append(out, *it)
 		}
 	}
-	ib.mu.Unlock()
+	l.st.mu.Unlock()
 	if len(out) == 0 {
 		return nil, nil
 	}
@@ -168,17 +169,17 @@ func (ib *LocalInbox) take(_ context.Context, key string, from holder) ([]InboxI
 		line, _ := json.Marshal(inboxRecord{Op: "try", ID: it.ID, Key: key})
 		buf = append(append(buf, line...), '\n')
 	}
-	ib.lines.Add(int64(len(out)))
-	if err := ib.f.WriteSync(buf); err != nil {
+	l.lines.Add(int64(len(out)))
+	if err := l.f.WriteSync(buf); err != nil {
 		return nil, fmt.Errorf("cluster: inbox take: %w", err)
 	}
-	ib.mu.Lock()
-	defer ib.mu.Unlock()
+	l.st.mu.Lock()
+	defer l.st.mu.Unlock()
 	taken := out[:0]
 	for _, it := range out {
 		// Not acknowledged or taken by another caller meanwhile.
-		if h, ok := ib.holders[it.ID]; ok && h == from {
-			ib.holders[it.ID] = heldBySelf
+		if h, ok := l.st.holders[it.ID]; ok && h == from {
+			l.st.holders[it.ID] = heldBySelf
 			taken = append(taken, it)
 		}
 	}
@@ -188,7 +189,7 @@ func (ib *LocalInbox) take(_ context.Context, key string, from holder) ([]InboxI
 // Pending lists the items of key not yet acknowledged, whoever handles
 // them, oldest first.
 func (ib *LocalInbox) Pending(_ context.Context, key string) ([]InboxItem, error) {
-	return ib.items(func(it *InboxItem) bool { return it.Key == key }), nil
+	return ib.st.items(func(it *InboxItem) bool { return it.Key == key }), nil
 }
 
 // Keys lists the keys with pending items, each once, in the order of

@@ -108,7 +108,7 @@ return out
 // (Inbox.Consume, Inbox.Claim, or Admit with Take): see given.
 func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error) {
 	ib := a.inbox
-	dedupeKey, token := ib.base+"d:", ""
+	dedupeKey, token := ib.st.base+"d:", ""
 	if ad.Dedupe != "" {
 		t, err := newToken()
 		if err != nil {
@@ -122,7 +122,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	}
 	// Placeholders in the inbox's slot when there is no budget: a Redis
 	// Cluster checks every key a script names, used or not.
-	budgetKeys, rate := []string{ib.base + "b:", ib.base + "b::pause"}, ""
+	budgetKeys, rate := []string{ib.st.base + "b:", ib.st.base + "b::pause"}, ""
 	call, err := callToken()
 	if err != nil {
 		return cluster.Admitted{}, err
@@ -132,19 +132,19 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	}
 	take, since, run := "", "0", ""
 	if ad.Take {
-		take, since = "take", ib.given.since(ad.Key)
+		take, since = "take", ib.takes.given.since(ad.Key)
 		if ad.Run {
 			run = "run"
 		}
 	}
-	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.stream(ad.Key), ib.base + "keys", ib.base + "seq",
-		ib.touched(), ib.base + "c:" + ad.Key}
-	sealed := ib.seal(ad.Key, ad.Data)
+	keys := []string{dedupeKey, budgetKeys[0], budgetKeys[1], ib.st.stream(ad.Key), ib.st.base + "keys", ib.st.base + "seq",
+		ib.st.touched(), ib.st.base + "c:" + ad.Key}
+	sealed := ib.st.seal(ad.Key, ad.Data)
 	var out cluster.Admitted
 	var order []int64
-	err = ib.fixing(ctx, ad.Key, func() error {
+	err = ib.st.fixing(ctx, ad.Key, func() error {
 		res, err := admitScript().Run(ctx, a.rdb, keys, token, a.ttl.Milliseconds(), rate, a.budget.burst, a.budget.now.arg(),
-			call, sealed, ad.Key, ib.consumer, ib.channel(), take, since, mark, run).Slice()
+			call, sealed, ad.Key, ib.st.consumer, ib.st.channel(), take, since, mark, run).Slice()
 		if err != nil {
 			return err
 		}
@@ -155,11 +155,11 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 		return cluster.Admitted{}, fmt.Errorf("rediscluster: admit: %w", err)
 	}
 	if out.ID != "" {
-		ib.kept.add(ad.Key, out.ID, sealed, false)
+		ib.loss.kept.add(ad.Key, out.ID, sealed, false)
 	}
-	out.Taken, order = ib.opened(ctx, ad.Key, out.Taken, order)
+	out.Taken, order = ib.takes.opened(ctx, ad.Key, out.Taken, order)
 	sortItems(out.Taken, order)
-	ib.given.add(ad.Key, out.Taken)
+	ib.takes.given.add(ad.Key, out.Taken)
 	return out, nil
 }
 

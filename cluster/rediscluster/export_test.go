@@ -19,9 +19,9 @@ func (le *Lease) RenewOnce() (bool, error) { return le.renewOnce() }
 
 // InHand returns how many items of key this process has in hand (given).
 func (ib *Inbox) InHand(key string) int {
-	ib.given.mu.Lock()
-	defer ib.given.mu.Unlock()
-	if k := ib.given.keys[key]; k != nil {
+	ib.takes.given.mu.Lock()
+	defer ib.takes.given.mu.Unlock()
+	if k := ib.takes.given.keys[key]; k != nil {
 		return len(k.ids)
 	}
 	return 0

@@ -2,12 +2,8 @@ package rediscluster
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
-	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -202,18 +198,17 @@ var streamID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(
 // predecessor did not Close; items that only waited count nothing. Items are
 // durable as Redis makes them (appendonly is recommended): Enqueue's
 // durable function has nothing to wait for.
+//
+// Inbox holds the gateway-facing methods and delegates to its parts, each
+// with one job: the store (the client, the key names, sealing, repair),
+// the loss guard (the copies of items and the epoch mark: lost.go), the
+// taker (the consumer and claim side) and the crash counter (Begin, cut
+// Leave, the quarantine list, the clean stop).
 type Inbox struct {
-	rdb      redis.UniversalClient
-	base     string // P{inbox}:
-	replica  string
-	consumer string
-	// given is what this process's takes brought it, to find the items
-	// of takes whose answers were lost.
-	given given
-	opts  Options
-	// kept holds copies of the items this process enqueued or took, to
-	// enqueue again what a Redis that lost its data lost (lost.go).
-	kept kept
+	st    *inboxStore
+	loss  *lossGuard
+	takes *taker
+	crash *crashCounter
 }
 
 // OpenInbox starts this process's consumer of the inbox for replica (the
@@ -226,48 +221,28 @@ func OpenInbox(ctx context.Context, rdb redis.UniversalClient, opts Options, rep
 	if err != nil {
 		return nil, err
 	}
-	ib := &Inbox{rdb: rdb, base: opts.KeyPrefix() + "{inbox}:", replica: replica, consumer: replica + "#" + token, opts: opts}
-	err = ib.fixing(ctx, "", func() error {
-		return openScript().Run(ctx, rdb, []string{ib.base + "r:" + replica}, ib.consumer, ib.base).Err()
-	})
-	if err != nil {
+	st := &inboxStore{rdb: rdb, base: opts.KeyPrefix() + "{inbox}:", replica: replica, consumer: replica + "#" + token, opts: opts}
+	st.fix = &repairer{st: st}
+	loss := &lossGuard{st: st}
+	ib := &Inbox{st: st, loss: loss, takes: &taker{st: st, loss: loss}, crash: &crashCounter{st: st}}
+	if err := ib.crash.open(ctx); err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox open: %w", err)
 	}
-	if err := ib.markEpoch(ctx); err != nil {
+	if err := loss.markEpoch(ctx); err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox open: %w", err)
 	}
 	return ib, nil
 }
 
-func (ib *Inbox) stream(key string) string { return ib.base + "s:" + key }
-func (ib *Inbox) touched() string          { return ib.base + "t:" + ib.consumer }
-func (ib *Inbox) channel() string          { return ib.base + "enqueued" }
-
 // Enqueue appends data to key's stream. The item is pending and held by
 // nobody until a Consume takes it; a crash counts against it once its
 // work begins (Begin). durable returns nil: the item is in Redis.
 func (ib *Inbox) Enqueue(ctx context.Context, key string, data []byte) (string, func() error, error) {
-	id, err := ib.enqueueSealed(ctx, key, ib.seal(key, data))
+	id, err := ib.loss.enqueueSealed(ctx, key, ib.st.seal(key, data))
 	if err != nil {
 		return "", nil, fmt.Errorf("rediscluster: inbox enqueue: %w", err)
 	}
 	return id, func() error { return nil }, nil
-}
-
-// enqueueSealed enqueues an item sealed for key and keeps a copy of it.
-func (ib *Inbox) enqueueSealed(ctx context.Context, key, sealed string) (string, error) {
-	var id string
-	err := ib.fixing(ctx, key, func() (err error) {
-		id, err = enqueueScript().Run(ctx, ib.rdb,
-			[]string{ib.stream(key), ib.base + "keys", ib.base + "seq"},
-			sealed, key, ib.consumer, ib.channel()).Text()
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	ib.kept.add(key, id, sealed, false)
-	return id, nil
 }
 
 // Consume hands this process the items of key nobody took yet, oldest
@@ -275,7 +250,7 @@ func (ib *Inbox) enqueueSealed(ctx context.Context, key, sealed string) (string,
 // lost (given). The caller holds the session's lease; a failed take is
 // worth trying again soon, since it may have taken items.
 func (ib *Inbox) Consume(ctx context.Context, key string) ([]cluster.InboxItem, error) {
-	return ib.take(ctx, key, "consume")
+	return ib.takes.take(ctx, key, "consume")
 }
 
 // Claim takes the items of key nobody took yet and those other processes
@@ -283,109 +258,13 @@ func (ib *Inbox) Consume(ctx context.Context, key string) ([]cluster.InboxItem, 
 // this process left: Leave). The caller holds the session's lease, so
 // whoever held them before is gone (crashed, stopped, or lost the lease).
 func (ib *Inbox) Claim(ctx context.Context, key string) ([]cluster.InboxItem, error) {
-	return ib.take(ctx, key, "claim")
-}
-
-// take runs the take script: one round trip, crash counts included. A
-// claim (rare: a takeover, every tenth poll of a held key) asks for every
-// item this consumer holds and keeps those not in hand, so a lost answer
-// of a claim, whose items may be older than since, is made up for too.
-func (ib *Inbox) take(ctx context.Context, key, mode string) ([]cluster.InboxItem, error) {
-	since := "0"
-	if mode != "claim" {
-		since = ib.given.since(key)
-	}
-	var res []string
-	var retaken int
-	err := ib.fixing(ctx, key, func() (err error) {
-		res, err = takeScript().Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key},
-			ib.consumer, mode, since).StringSlice()
-		if err != nil || len(res) == 0 {
-			return err
-		}
-		retaken, _ = strconv.Atoi(res[0])
-		res = res[1:]
-		if len(res)%4 != 0 || retaken < 0 || 4*retaken > len(res) {
-			return errMalformed
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("rediscluster: inbox %s: %w", mode, err)
-	}
-	if len(res) == 0 {
-		return nil, nil
-	}
-	items := make([]cluster.InboxItem, 0, len(res)/4)
-	order := make([]int64, 0, len(res)/4)
-	for i := 0; i < len(res); i += 4 {
-		if i < 4*retaken && ib.given.has(key, res[i]) {
-			continue // in hand
-		}
-		it := cluster.InboxItem{ID: res[i], Key: key, Data: json.RawMessage(res[i+1])}
-		it.Crashes, _ = strconv.Atoi(res[i+3])
-		n, _ := strconv.ParseInt(res[i+2], 10, 64)
-		items = append(items, it)
-		order = append(order, n)
-	}
-	items, order = ib.opened(ctx, key, items, order)
-	if len(items) == 0 {
-		return nil, nil
-	}
-	sortItems(items, order)
-	ib.given.add(key, items)
-	return items, nil
-}
-
-// withCrashes turns id, data, n triples into items with their crash
-// counts, and their order numbers.
-func (ib *Inbox) withCrashes(ctx context.Context, key string, res []string) ([]cluster.InboxItem, []int64, error) {
-	if len(res) == 0 {
-		return nil, nil, nil
-	}
-	if len(res)%3 != 0 {
-		return nil, nil, errors.New("malformed reply")
-	}
-	ids := make([]string, 0, len(res)/3)
-	for i := 0; i < len(res); i += 3 {
-		ids = append(ids, res[i])
-	}
-	counts, err := ib.rdb.HMGet(ctx, ib.base+"c:"+key, ids...).Result()
-	if err != nil {
-		return nil, nil, err
-	}
-	items := make([]cluster.InboxItem, 0, len(ids))
-	order := make([]int64, 0, len(ids))
-	for i := 0; i < len(res); i += 3 {
-		it := cluster.InboxItem{ID: res[i], Key: key, Data: json.RawMessage(res[i+1])}
-		if s, ok := counts[i/3].(string); ok {
-			it.Crashes, _ = strconv.Atoi(s)
-		}
-		n, _ := strconv.ParseInt(res[i+2], 10, 64)
-		items = append(items, it)
-		order = append(order, n)
-	}
-	return items, order, nil
-}
-
-// sortItems orders items by their order numbers.
-func sortItems(items []cluster.InboxItem, order []int64) {
-	idx := make([]int, len(items))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return order[idx[a]] < order[idx[b]] })
-	sorted := make([]cluster.InboxItem, len(items))
-	for i, j := range idx {
-		sorted[i] = items[j]
-	}
-	copy(items, sorted)
+	return ib.takes.take(ctx, key, "claim")
 }
 
 // Pending lists the items of key not yet acknowledged, whoever handles
 // them, oldest first.
 func (ib *Inbox) Pending(ctx context.Context, key string) ([]cluster.InboxItem, error) {
-	msgs, err := ib.rdb.XRange(ctx, ib.stream(key), "-", "+").Result()
+	msgs, err := ib.st.rdb.XRange(ctx, ib.st.stream(key), "-", "+").Result()
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox pending: %w", err)
 	}
@@ -395,17 +274,17 @@ func (ib *Inbox) Pending(ctx context.Context, key string) ([]cluster.InboxItem, 
 		n, _ := m.Values["n"].(string)
 		res = append(res, m.ID, d, n)
 	}
-	items, _, err := ib.withCrashes(ctx, key, res)
+	items, _, err := ib.crash.withCrashes(ctx, key, res)
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox pending: %w", err)
 	}
-	return ib.readable(key, items), nil
+	return ib.st.readable(key, items), nil
 }
 
 // Keys lists the keys with pending items, each once, in the order of
 // their oldest item.
 func (ib *Inbox) Keys(ctx context.Context) ([]string, error) {
-	ks, err := ib.keysChecked(ctx)
+	ks, err := ib.loss.keysChecked(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("rediscluster: inbox keys: %w", err)
 	}
@@ -418,7 +297,7 @@ func (ib *Inbox) Keys(ctx context.Context) ([]string, error) {
 // Ack ends item id of key: acknowledged and deleted. Acknowledging an
 // item that is not pending under key does nothing.
 func (ib *Inbox) Ack(ctx context.Context, key, id string) error {
-	if err := ib.end(ctx, key, id, "ack"); err != nil {
+	if err := ib.takes.end(ctx, key, id, "ack"); err != nil {
 		return fmt.Errorf("rediscluster: inbox ack: %w", err)
 	}
 	return nil
@@ -428,60 +307,21 @@ func (ib *Inbox) Ack(ctx context.Context, key, id string) error {
 // stream and is kept in a list (Quarantined). An item that is not pending
 // under key is left alone.
 func (ib *Inbox) Quarantine(ctx context.Context, key, id string) error {
-	if err := ib.end(ctx, key, id, "quarantine"); err != nil {
+	if err := ib.takes.end(ctx, key, id, "quarantine"); err != nil {
 		return fmt.Errorf("rediscluster: inbox quarantine: %w", err)
 	}
 	return nil
 }
 
-func (ib *Inbox) end(ctx context.Context, key, id, mode string) error {
-	if !streamID().MatchString(id) {
-		return nil // never an item of a stream
-	}
-	err := ib.fixing(ctx, key, func() error {
-		return endScript().Run(ctx, ib.rdb,
-			[]string{ib.stream(key), ib.base + "c:" + key, ib.base + "keys", ib.touched(), ib.base + "q"},
-			id, key, ib.consumer, mode, ib.base+"t:").Err()
-	})
-	if err == nil {
-		ib.given.ended(key, id)
-		ib.kept.ended(key, id)
-	}
-	return err
-}
-
 // Quarantined returns the items set aside, oldest first.
 func (ib *Inbox) Quarantined(ctx context.Context) ([]cluster.InboxItem, error) {
-	raw, err := ib.rdb.LRange(ctx, ib.base+"q", 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("rediscluster: inbox quarantined: %w", err)
-	}
-	out := make([]cluster.InboxItem, 0, len(raw))
-	for _, r := range raw {
-		var q struct {
-			ID      string `json:"id"`
-			Key     string `json:"key"`
-			Data    string `json:"data"`
-			Crashes int    `json:"crashes"`
-		}
-		if err := json.Unmarshal([]byte(r), &q); err != nil {
-			return nil, fmt.Errorf("rediscluster: inbox quarantined: %w", err)
-		}
-		out = append(out, ib.readable(q.Key, []cluster.InboxItem{{ID: q.ID, Key: q.Key, Data: json.RawMessage(q.Data), Crashes: q.Crashes}})...)
-	}
-	return out, nil
+	return ib.crash.quarantined(ctx)
 }
 
 // Close records a clean stop of this process: the items it still holds
 // did not crash it. It does not close the client.
 func (ib *Inbox) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := ib.rdb.HSet(ctx, ib.base+"r:"+ib.replica, "c", ib.consumer, "clean", "1").Err()
-	if err != nil {
-		return fmt.Errorf("rediscluster: inbox close: %w", err)
-	}
-	return nil
+	return ib.crash.close()
 }
 
 // Begin records that this process now executes the work of the items ids
@@ -490,19 +330,7 @@ func (ib *Inbox) Close() error {
 // Leave) counts against them. One round trip; an admission that runs its
 // item at once records it in its own (cluster.Admission.Run).
 func (ib *Inbox) Begin(ctx context.Context, key string, ids ...string) error {
-	members := make([]any, 0, len(ids))
-	for _, id := range ids {
-		if streamID().MatchString(id) {
-			members = append(members, id+" "+key)
-		}
-	}
-	if len(members) == 0 {
-		return nil
-	}
-	if err := ib.rdb.SAdd(ctx, ib.touched(), members...).Err(); err != nil {
-		return fmt.Errorf("rediscluster: inbox begin: %w", err)
-	}
-	return nil
+	return ib.crash.begin(ctx, key, ids)
 }
 
 // Sync checks that Redis answers: the inbox's health probe (nil means it
@@ -510,7 +338,7 @@ func (ib *Inbox) Begin(ctx context.Context, key string, ids ...string) error {
 func (ib *Inbox) Sync() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := ib.rdb.Ping(ctx).Err(); err != nil {
+	if err := ib.st.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("rediscluster: inbox: %w", err)
 	}
 	return nil

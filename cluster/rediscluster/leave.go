@@ -49,18 +49,24 @@ return n
 // doing. Items a lost answer took were never in hand: they count nothing.
 // Without cut, Leave makes no round trip.
 func (ib *Inbox) Leave(ctx context.Context, key string, cut bool) (err error) {
-	defer ib.afterLeave(ctx, key, &err) // lost.go
-	ids := ib.given.forget(key)
+	defer ib.loss.afterLeave(ctx, key, &err) // lost.go
+	ids := ib.takes.given.forget(key)
 	if !cut || len(ids) == 0 {
 		return nil
 	}
+	return ib.crash.cut(ctx, key, ids)
+}
+
+// cut counts one crash against each item ids of key whose work began
+// (leaveScript): Leave with cut.
+func (c *crashCounter) cut(ctx context.Context, key string, ids []string) error {
 	sort.Strings(ids) // a stable script argument list, for tests and logs
 	args := make([]any, 0, 1+len(ids))
 	args = append(args, key)
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	err = leaveScript().Run(ctx, ib.rdb, []string{ib.stream(key), ib.base + "c:" + key, ib.touched()}, args...).Err()
+	err := leaveScript().Run(ctx, c.st.rdb, []string{c.st.stream(key), c.st.base + "c:" + key, c.st.touched()}, args...).Err()
 	if err != nil {
 		return fmt.Errorf("rediscluster: inbox leave: %w", err)
 	}

@@ -149,6 +149,14 @@ func (k *kept) delivered(key, last string) {
 	}
 }
 
+// lossGuard is the data-loss side of the Inbox: it keeps a copy of every
+// item this process enqueued or took (kept), watches the epoch mark, and
+// enqueues again what a Redis that lost its data lost.
+type lossGuard struct {
+	st   *inboxStore
+	kept kept
+}
+
 // keptRef names one copy.
 type keptRef struct {
 	key, id string
@@ -181,50 +189,48 @@ func (k *kept) lost(key, epoch string, taken bool) []keptRef {
 	return out
 }
 
-func (ib *Inbox) epochKey() string { return ib.base + "epoch" }
-
 // markEpoch sets the epoch mark unless it is set and records it.
-func (ib *Inbox) markEpoch(ctx context.Context) error {
+func (g *lossGuard) markEpoch(ctx context.Context) error {
 	token, err := newToken()
 	if err != nil {
 		return err
 	}
-	if err := ib.rdb.SetNX(ctx, ib.epochKey(), token, 0).Err(); err != nil {
+	if err := g.st.rdb.SetNX(ctx, g.st.epochKey(), token, 0).Err(); err != nil {
 		return err
 	}
-	mark, err := ib.rdb.Get(ctx, ib.epochKey()).Result()
+	mark, err := g.st.rdb.Get(ctx, g.st.epochKey()).Result()
 	if err != nil {
 		return err
 	}
-	ib.kept.mu.Lock()
-	ib.kept.epoch = mark
-	ib.kept.mu.Unlock()
+	g.kept.mu.Lock()
+	g.kept.epoch = mark
+	g.kept.mu.Unlock()
 	return nil
 }
 
 // knownEpoch returns the epoch mark this process last saw.
-func (ib *Inbox) knownEpoch() string {
-	ib.kept.mu.Lock()
-	defer ib.kept.mu.Unlock()
-	return ib.kept.epoch
+func (g *lossGuard) knownEpoch() string {
+	g.kept.mu.Lock()
+	defer g.kept.mu.Unlock()
+	return g.kept.epoch
 }
 
 // keysChecked lists the keys with pending items and, in the same round
 // trip, reads the epoch mark: when Redis lost its data, it recovers
 // (recoverLost) and lists them again. Otherwise it drops the copies of
 // keys that have no pending items left.
-func (ib *Inbox) keysChecked(ctx context.Context) ([]string, error) {
+func (g *lossGuard) keysChecked(ctx context.Context) ([]string, error) {
 	since := time.Now()
 	var mark *redis.StringCmd
 	var keys *redis.StringSliceCmd
-	watched := ib.kept.untakenKeys(maxWatched)
+	watched := g.kept.untakenKeys(maxWatched)
 	groups := make([]*redis.XInfoGroupsCmd, len(watched))
-	err := ib.fixing(ctx, "", func() error {
-		_, err := ib.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			mark = p.Get(ctx, ib.epochKey())
-			keys = p.ZRange(ctx, ib.base+"keys", 0, -1)
+	err := g.st.fixing(ctx, "", func() error {
+		_, err := g.st.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			mark = p.Get(ctx, g.st.epochKey())
+			keys = p.ZRange(ctx, g.st.base+"keys", 0, -1)
 			for i, k := range watched {
-				groups[i] = p.XInfoGroups(ctx, ib.stream(k))
+				groups[i] = p.XInfoGroups(ctx, g.st.stream(k))
 			}
 			return nil
 		})
@@ -241,53 +247,53 @@ func (ib *Inbox) keysChecked(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for i, k := range watched {
-		for _, g := range groups[i].Val() {
-			if g.Name == "pibot" {
-				ib.kept.delivered(k, g.LastDeliveredID)
+		for _, grp := range groups[i].Val() {
+			if grp.Name == "pibot" {
+				g.kept.delivered(k, grp.LastDeliveredID)
 			}
 		}
 	}
-	if m, _ := mark.Result(); m != ib.knownEpoch() {
-		if err := ib.recoverLost(ctx); err != nil {
+	if m, _ := mark.Result(); m != g.knownEpoch() {
+		if err := g.recoverLost(ctx); err != nil {
 			return nil, err
 		}
-		return ib.rdb.ZRange(ctx, ib.base+"keys", 0, -1).Result()
+		return g.st.rdb.ZRange(ctx, g.st.base+"keys", 0, -1).Result()
 	}
 	ks := keys.Val()
-	ib.kept.prune(ks, since)
+	g.kept.prune(ks, since)
 	// Copies a recovery could not enqueue again (Redis failed meanwhile).
-	if retry := ib.kept.lost("", ib.knownEpoch(), false); len(retry) > 0 {
-		if err := ib.requeue(ctx, retry); err != nil {
+	if retry := g.kept.lost("", g.knownEpoch(), false); len(retry) > 0 {
+		if err := g.requeue(ctx, retry); err != nil {
 			return nil, err
 		}
-		return ib.rdb.ZRange(ctx, ib.base+"keys", 0, -1).Result()
+		return g.st.rdb.ZRange(ctx, g.st.base+"keys", 0, -1).Result()
 	}
 	return ks, nil
 }
 
 // checkEpoch reads the epoch mark and recovers when Redis lost its data.
-func (ib *Inbox) checkEpoch(ctx context.Context) error {
-	m, err := ib.rdb.Get(ctx, ib.epochKey()).Result()
+func (g *lossGuard) checkEpoch(ctx context.Context) error {
+	m, err := g.st.rdb.Get(ctx, g.st.epochKey()).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	if m == ib.knownEpoch() {
+	if m == g.knownEpoch() {
 		return nil
 	}
-	return ib.recoverLost(ctx)
+	return g.recoverLost(ctx)
 }
 
 // recoverLost handles a Redis that lost its data: it marks a new epoch
 // (or takes the one another replica marked), reports the loss, and
 // enqueues again the copies not in hand whose items are gone.
-func (ib *Inbox) recoverLost(ctx context.Context) error {
-	if err := ib.markEpoch(ctx); err != nil {
+func (g *lossGuard) recoverLost(ctx context.Context) error {
+	if err := g.markEpoch(ctx); err != nil {
 		return fmt.Errorf("rediscluster: inbox: mark a new epoch: %w", err)
 	}
-	if ib.opts.OnDataLost != nil {
-		ib.opts.OnDataLost()
+	if g.st.opts.OnDataLost != nil {
+		g.st.opts.OnDataLost()
 	}
-	return ib.requeue(ctx, ib.kept.lost("", ib.knownEpoch(), false))
+	return g.requeue(ctx, g.kept.lost("", g.knownEpoch(), false))
 }
 
 // afterLeave ends Leave (adding its error to *err): after a loss of data,
@@ -295,37 +301,37 @@ func (ib *Inbox) recoverLost(ctx context.Context) error {
 // Redis, and the owner that gives them up stopped their runs: they are
 // enqueued again here. Those stored since stay for a Claim as usual, as
 // copies not in hand.
-func (ib *Inbox) afterLeave(ctx context.Context, key string, err *error) {
-	if lerr := ib.leaving(ctx, key); lerr != nil {
+func (g *lossGuard) afterLeave(ctx context.Context, key string, err *error) {
+	if lerr := g.leaving(ctx, key); lerr != nil {
 		*err = errors.Join(*err, fmt.Errorf("rediscluster: inbox leave: %w", lerr))
 	}
 }
 
-func (ib *Inbox) leaving(ctx context.Context, key string) error {
-	if err := ib.checkEpoch(ctx); err != nil {
+func (g *lossGuard) leaving(ctx context.Context, key string) error {
+	if err := g.checkEpoch(ctx); err != nil {
 		return err
 	}
-	lost := ib.kept.lost(key, ib.knownEpoch(), true)
-	ib.kept.mu.Lock()
-	for _, it := range ib.kept.keys[key] {
+	lost := g.kept.lost(key, g.knownEpoch(), true)
+	g.kept.mu.Lock()
+	for _, it := range g.kept.keys[key] {
 		it.taken = false // no longer in hand; still a copy
 	}
-	ib.kept.mu.Unlock()
-	return ib.requeue(ctx, lost)
+	g.kept.mu.Unlock()
+	return g.requeue(ctx, lost)
 }
 
 // requeue enqueues again each copy whose item is no longer in its stream,
 // unless another replica did first (the guard key), and reports how many
 // it enqueued per key. A copy it could not enqueue stays, stored before
 // the new epoch, for the next recovery.
-func (ib *Inbox) requeue(ctx context.Context, copies []keptRef) error {
+func (g *lossGuard) requeue(ctx context.Context, copies []keptRef) error {
 	if len(copies) == 0 {
 		return nil
 	}
 	present := make([]*redis.XMessageSliceCmd, len(copies))
-	if _, err := ib.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	if _, err := g.st.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range copies {
-			present[i] = p.XRange(ctx, ib.stream(c.key), c.id, c.id)
+			present[i] = p.XRange(ctx, g.st.stream(c.key), c.id, c.id)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
@@ -338,32 +344,32 @@ func (ib *Inbox) requeue(ctx context.Context, copies []keptRef) error {
 	var errs []error
 	for i, c := range copies {
 		if msgs, _ := present[i].Result(); len(msgs) == 1 && msgs[0].Values["d"] == c.it.sealed {
-			ib.kept.restamp(c.key, c.id, ib.knownEpoch())
+			g.kept.restamp(c.key, c.id, g.knownEpoch())
 			continue // still there (stored after the loss)
 		}
 		sum := sha256.Sum256([]byte(c.key + "\x00" + c.it.sealed))
-		first, err := ib.rdb.SetNX(ctx, ib.base+"re:"+hex.EncodeToString(sum[:16]), "1", requeueGuard).Result()
+		first, err := g.st.rdb.SetNX(ctx, g.st.base+"re:"+hex.EncodeToString(sum[:16]), "1", requeueGuard).Result()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		ib.kept.ended(c.key, c.id)
+		g.kept.ended(c.key, c.id)
 		if !first {
 			continue // another replica enqueued it again
 		}
-		if _, err := ib.enqueueSealed(ctx, c.key, c.it.sealed); err != nil {
-			ib.kept.mu.Lock() // for the next try: still lost
-			ib.kept.addLocked(c.key, c.id, c.it.sealed, false, "")
-			ib.kept.mu.Unlock()
-			_ = ib.rdb.Del(ctx, ib.base+"re:"+hex.EncodeToString(sum[:16])).Err()
+		if _, err := g.enqueueSealed(ctx, c.key, c.it.sealed); err != nil {
+			g.kept.mu.Lock() // for the next try: still lost
+			g.kept.addLocked(c.key, c.id, c.it.sealed, false, "")
+			g.kept.mu.Unlock()
+			_ = g.st.rdb.Del(ctx, g.st.base+"re:"+hex.EncodeToString(sum[:16])).Err()
 			errs = append(errs, err)
 			continue
 		}
 		counts[c.key]++
 	}
-	if ib.opts.OnRequeued != nil {
+	if g.st.opts.OnRequeued != nil {
 		for key, n := range counts {
-			ib.opts.OnRequeued(key, n)
+			g.st.opts.OnRequeued(key, n)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -379,4 +385,20 @@ func (k *kept) restamp(key, id, epoch string) {
 	if it := k.keys[key][id]; it != nil {
 		it.epoch = epoch
 	}
+}
+
+// enqueueSealed enqueues an item sealed for key and keeps a copy of it.
+func (g *lossGuard) enqueueSealed(ctx context.Context, key, sealed string) (string, error) {
+	var id string
+	err := g.st.fixing(ctx, key, func() (err error) {
+		id, err = enqueueScript().Run(ctx, g.st.rdb,
+			[]string{g.st.stream(key), g.st.base + "keys", g.st.base + "seq"},
+			sealed, key, g.st.consumer, g.st.channel()).Text()
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	g.kept.add(key, id, sealed, false)
+	return id, nil
 }

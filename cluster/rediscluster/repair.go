@@ -18,6 +18,12 @@ var errMalformed = errors.New("malformed reply")
 // last error showed, and a key can be wrong in a few ways at once.
 const maxRepairs = 3
 
+// repairer keeps the shape of the inbox's keys: it repairs what someone
+// with write access to Redis left misshapen.
+type repairer struct {
+	st *inboxStore
+}
+
 // fixing runs fn and, when Redis refused it for the shape of the inbox's
 // keys (a stream without the consumer group, a key of another type, an
 // entry without pibot's fields: what someone with write access to Redis
@@ -26,13 +32,13 @@ const maxRepairs = 3
 // on every call. Each repair is reported (Options.OnRepaired). Errors
 // that are not Redis's answer (the network, a cancelled context) are
 // returned at once.
-func (ib *Inbox) fixing(ctx context.Context, key string, fn func() error) error {
+func (r *repairer) fixing(ctx context.Context, key string, fn func() error) error {
 	err := fn()
 	for range maxRepairs {
 		if !misshapen(err) {
 			return err
 		}
-		fixed, ferr := ib.repair(ctx, key)
+		fixed, ferr := r.repair(ctx, key)
 		if ferr != nil || !fixed {
 			return err
 		}
@@ -66,31 +72,31 @@ func misshapen(err error) bool {
 // pibot wrote), a stream gets its consumer group back (delivering from
 // its start: the items enqueued meanwhile), and stream entries without
 // pibot's fields are deleted. It reports whether it changed anything.
-func (ib *Inbox) repair(ctx context.Context, key string) (bool, error) {
+func (r *repairer) repair(ctx context.Context, key string) (bool, error) {
 	want := map[string]string{
-		ib.base + "keys": "zset", ib.base + "seq": "string", ib.touched(): "set",
-		ib.base + "r:" + ib.replica: "hash", ib.base + "q": "list", ib.epochKey(): "string",
+		r.st.base + "keys": "zset", r.st.base + "seq": "string", r.st.touched(): "set",
+		r.st.base + "r:" + r.st.replica: "hash", r.st.base + "q": "list", r.st.epochKey(): "string",
 	}
 	if key != "" {
-		want[ib.stream(key)] = "stream"
-		want[ib.base+"c:"+key] = "hash"
+		want[r.st.stream(key)] = "stream"
+		want[r.st.base+"c:"+key] = "hash"
 	}
 	fixed := false
 	for k, typ := range want {
-		got, err := ib.rdb.Type(ctx, k).Result()
+		got, err := r.st.rdb.Type(ctx, k).Result()
 		if err != nil {
 			return fixed, err
 		}
 		if got == "none" || got == typ {
 			continue
 		}
-		if err := ib.rdb.Del(ctx, k).Err(); err != nil {
+		if err := r.st.rdb.Del(ctx, k).Err(); err != nil {
 			return fixed, err
 		}
-		ib.repaired(k, fmt.Sprintf("deleted a %s where a %s belongs", got, typ))
+		r.repaired(k, fmt.Sprintf("deleted a %s where a %s belongs", got, typ))
 		fixed = true
-		if k == ib.base+"keys" {
-			if err := ib.relist(ctx); err != nil {
+		if k == r.st.base+"keys" {
+			if err := r.relist(ctx); err != nil {
 				return fixed, err
 			}
 		}
@@ -98,18 +104,18 @@ func (ib *Inbox) repair(ctx context.Context, key string) (bool, error) {
 	if key == "" {
 		return fixed, nil
 	}
-	f, err := ib.repairStream(ctx, ib.stream(key))
+	f, err := r.repairStream(ctx, r.st.stream(key))
 	return fixed || f, err
 }
 
 // repairStream gives stream its consumer group back and deletes the
 // entries without pibot's fields (d, and n an integer).
-func (ib *Inbox) repairStream(ctx context.Context, stream string) (bool, error) {
-	if n, err := ib.rdb.Exists(ctx, stream).Result(); err != nil || n == 0 {
+func (r *repairer) repairStream(ctx context.Context, stream string) (bool, error) {
+	if n, err := r.st.rdb.Exists(ctx, stream).Result(); err != nil || n == 0 {
 		return false, err
 	}
 	fixed := false
-	groups, err := ib.rdb.XInfoGroups(ctx, stream).Result()
+	groups, err := r.st.rdb.XInfoGroups(ctx, stream).Result()
 	if err != nil {
 		return false, err
 	}
@@ -118,13 +124,13 @@ func (ib *Inbox) repairStream(ctx context.Context, stream string) (bool, error) 
 		has = has || g.Name == "pibot"
 	}
 	if !has {
-		if err := ib.rdb.XGroupCreate(ctx, stream, "pibot", "0").Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
+		if err := r.st.rdb.XGroupCreate(ctx, stream, "pibot", "0").Err(); err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") {
 			return false, err
 		}
-		ib.repaired(stream, "created the missing consumer group")
+		r.repaired(stream, "created the missing consumer group")
 		fixed = true
 	}
-	msgs, err := ib.rdb.XRange(ctx, stream, "-", "+").Result()
+	msgs, err := r.st.rdb.XRange(ctx, stream, "-", "+").Result()
 	if err != nil {
 		return fixed, err
 	}
@@ -134,14 +140,14 @@ func (ib *Inbox) repairStream(ctx context.Context, stream string) (bool, error) 
 		if _, err := strconv.ParseInt(n, 10, 64); hasD && err == nil {
 			continue
 		}
-		if _, err := ib.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if _, err := r.st.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.XAck(ctx, stream, "pibot", m.ID)
 			p.XDel(ctx, stream, m.ID)
 			return nil
 		}); err != nil {
 			return fixed, err
 		}
-		ib.repaired(stream, "deleted entry "+m.ID+" without pibot's fields")
+		r.repaired(stream, "deleted entry "+m.ID+" without pibot's fields")
 		fixed = true
 	}
 	return fixed, nil
@@ -149,17 +155,17 @@ func (ib *Inbox) repairStream(ctx context.Context, stream string) (bool, error) 
 
 // relist lists again, in the sorted set of keys with pending items, every
 // stream of the inbox that has items, scored by its oldest one's order.
-func (ib *Inbox) relist(ctx context.Context) error {
-	iter := ib.rdb.Scan(ctx, 0, globEscape(ib.base+"s:")+"*", 1000).Iterator()
+func (r *repairer) relist(ctx context.Context) error {
+	iter := r.st.rdb.Scan(ctx, 0, globEscape(r.st.base+"s:")+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		stream := iter.Val()
-		first, err := ib.rdb.XRangeN(ctx, stream, "-", "+", 1).Result()
+		first, err := r.st.rdb.XRangeN(ctx, stream, "-", "+", 1).Result()
 		if err != nil || len(first) == 0 {
 			continue // not a stream (repaired when used), or empty
 		}
 		n, _ := first[0].Values["n"].(string)
 		score, _ := strconv.ParseFloat(n, 64)
-		if err := ib.rdb.ZAddNX(ctx, ib.base+"keys", redis.Z{Score: score, Member: stream[len(ib.base+"s:"):]}).Err(); err != nil {
+		if err := r.st.rdb.ZAddNX(ctx, r.st.base+"keys", redis.Z{Score: score, Member: stream[len(r.st.base+"s:"):]}).Err(); err != nil {
 			return err
 		}
 	}
@@ -167,8 +173,8 @@ func (ib *Inbox) relist(ctx context.Context) error {
 }
 
 // repaired reports a repair.
-func (ib *Inbox) repaired(at, what string) {
-	if ib.opts.OnRepaired != nil {
-		ib.opts.OnRepaired(at, what)
+func (r *repairer) repaired(at, what string) {
+	if r.st.opts.OnRepaired != nil {
+		r.st.opts.OnRepaired(at, what)
 	}
 }

@@ -27,9 +27,9 @@ const watchIdle = 15 * time.Second
 // they announced wait for the holder's poll. A lost notice costs latency,
 // never an item. A kick that blocks holds up the notices after it.
 func (ib *Inbox) Watch(ctx context.Context, kick func(key string)) error {
-	follow(ctx, ib.rdb, ib.channel(), func(payload string) {
+	follow(ctx, ib.st.rdb, ib.st.channel(), func(payload string) {
 		by, key, ok := strings.Cut(payload, " ")
-		if !ok || by == ib.consumer {
+		if !ok || by == ib.st.consumer {
 			return // this process kicks itself when it enqueues
 		}
 		kick(key)
