@@ -23,7 +23,6 @@ func inEngine(name string) bool {
 	return strings.HasPrefix(name, "owner") || strings.HasPrefix(name, "run") || name == "health.go"
 }
 
-
 // sealedFields are the engine's state no other file may touch, by type:
 // the owner's lock and the state it guards.
 var sealedFields = map[string][]string{
