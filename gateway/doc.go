@@ -21,7 +21,8 @@
 // A file's prefix names the layer it belongs to, in the order a message
 // passes them:
 //
-//   - gateway.go: the composition root (New, Run, Deps, Config); doc.go,
+//   - gateway.go: the composition root (New, Run, Deps), gateway_config.go
+//     (Config and its defaults); doc.go,
 //     metrics.go, adapters.go (the adapter runner), replier.go (the
 //     gateway's own short messages), extend.go (Extensions), agents.go,
 //     announce.go, schedules.go, spend.go, worktrees.go (the worktrees
