@@ -208,37 +208,7 @@ adapters:
 		}
 	}
 
-	addr := loopbackAddr(t)
-	cmd := exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("pibot stderr:\n%s", stderr.String())
-		}
-	})
-	waitUntil(t, "pibot ready", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	srv := serveReady(t, bin, dir)
 	if err := sl.WaitConnected(1, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -341,10 +311,10 @@ adapters:
 	// its agent; a new conversation there (a new thread) gets ops.
 	write("pibot.yaml", strings.Replace(cfg, "{agent: web, platform: slack, workspace: T0TEAM, channel: C0WEB}",
 		"{agent: ops, platform: slack, workspace: T0TEAM, channel: C0WEB}", 1))
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := srv.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the reload", 10*time.Second, func() bool { return strings.Contains(stderr.String(), "configuration reloaded") })
+	waitUntil(t, "the reload", 10*time.Second, func() bool { return strings.Contains(srv.out.String(), "configuration reloaded") })
 	sayIn(web, webThread, "still here q7")
 	waitBot(web, "hello from web-model")
 	say(web, "<@UBOT> a new conversation q8")

@@ -15,6 +15,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -652,4 +653,56 @@ func loopbackAddr(t testing.TB) string {
 	}
 	t.Fatal("no free port in 20000-31999")
 	return ""
+}
+
+// served is a `pibot serve` that serveReady started.
+type served struct {
+	base string        // http://127.0.0.1:PORT
+	cmd  *exec.Cmd     // the process, for signals
+	out  *lockedBuffer // its stdout and stderr
+	stop func()        // interrupts it and waits for it to end (once)
+}
+
+// serveReady starts `pibot serve -c pibot.yaml` of bin in dir on a free
+// loopback port and waits until /readyz says ok. It is stopped at the
+// test's cleanup, if not before; its output is logged when the test
+// failed.
+func serveReady(t *testing.T, bin, dir string) *served {
+	t.Helper()
+	addr := loopbackAddr(t)
+	s := &served{base: "http://" + addr, out: &lockedBuffer{}}
+	s.cmd = exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
+	s.cmd.Dir = dir
+	s.cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			_ = s.cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { _ = s.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = s.cmd.Process.Kill()
+				<-done
+			}
+			if t.Failed() {
+				t.Logf("pibot output:\n%s", s.out.String())
+			}
+		})
+	}
+	t.Cleanup(s.stop)
+	waitUntil(t, "pibot ready", 30*time.Second, func() bool {
+		resp, err := http.Get(s.base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return s
 }

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,38 +56,7 @@ adapters:
 	if err := os.WriteFile(filepath.Join(dir, "pibot.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := loopbackAddr(t)
-	cmd := exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("pibot stderr:\n%s", stderr.String())
-		}
-	})
-	base := "http://" + addr
-	waitUntil(t, "pibot ready", 30*time.Second, func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	base := serveReady(t, bin, dir).base
 
 	b := newWebBrowser(t, execPath, 90*time.Second)
 	// The page keeps its conversation in localStorage: open the bound one.

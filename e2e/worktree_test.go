@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,43 +178,7 @@ adapters:
 // and waits for it to end.
 func startServe(t *testing.T, dir, bin string, sl *slacktest.Server, nth int) (stop func()) {
 	t.Helper()
-	addr := loopbackAddr(t)
-	cmd := exec.Command(bin, "serve", "-c", "pibot.yaml", "--listen", addr)
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	var stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("pibot output:\n%s", stderr.String())
-		}
-	}
-	t.Cleanup(stop)
-	waitUntil(t, "pibot ready", 30*time.Second, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	stop = serveReady(t, bin, dir).stop
 	if err := sl.WaitConnected(nth, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
