@@ -62,16 +62,16 @@ func streamFence(rs RangeStorage, path string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
 	}
-	highest, err := fenceOf(f, 0, size)
+	highest, err := highestFenceIn(f, 0, size)
 	if err != nil {
 		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
 	}
 	return highest, nil
 }
 
-// fenceOf is the highest fence of the lines of f in [from, to); from is
+// highestFenceIn is the highest fence of the lines of f in [from, to); from is
 // the start of a line (0: the file's).
-func fenceOf(f io.ReaderAt, from, to int64) (int64, error) {
+func highestFenceIn(f io.ReaderAt, from, to int64) (int64, error) {
 	var highest int64
 	err := forChunks(f, from, to, 0, true, func(chunk []byte, base int64) error {
 		for _, l := range scanLinesFrom(chunk, base == 0) {
@@ -132,7 +132,7 @@ func (x *Indexes) HighestFence(storage Storage, path string) (int64, error) {
 			return x.loadFence(rs, path)
 		}
 	}
-	tail, err := fenceOf(f, end, size)
+	tail, err := highestFenceIn(f, end, size)
 	if err != nil {
 		return 0, fmt.Errorf("session: read fence of %s: %w", path, err)
 	}
