@@ -3,13 +3,10 @@ package main
 import (
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/pibot/pibot/providers/providertest"
 )
 
 // TestServeDrainsTheGatewayBeforeHTTP: on SIGTERM serve stops the gateway
@@ -18,15 +15,7 @@ import (
 // that stalls until its idle timeout (2 s) ends it.
 func TestServeDrainsTheGatewayBeforeHTTP(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../providers/openai/testdata/cc_text.sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := strings.Join(strings.SplitAfter(string(b), "\n\n")[:3], "")
-	srv := providertest.NewServer(t, providertest.Response{Body: head, Stall: true})
-	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./data\nproviders:\n  slow:\n    api: openai-completions\n    base_url: "+srv.URL+"/v1\n"+
-		"    models: [{id: m}]\n    timeouts: {idle: 2s}\nagent:\n  model: slow/m\n  retry: {enabled: false}\n")
+	dir, cfg, srv := stallingProvider(t, 3, "2s", "{enabled: false}")
 	s := startServe(t, dir, "-c", cfg, "--listen", "127.0.0.1:0")
 	if code, body := s.get(t, "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz before the signal: %d %q", code, body)

@@ -19,15 +19,7 @@ import (
 // what to raise.
 func TestChatProviderStallShowsHint(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../providers/openai/testdata/cc_text.sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := strings.Join(strings.SplitAfter(string(b), "\n\n")[:3], "")
-	srv := providertest.NewServer(t, providertest.Response{Body: head, Stall: true})
-	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./data\nproviders:\n  slow:\n    api: openai-completions\n    base_url: "+srv.URL+"/v1\n"+
-		"    models: [{id: m}]\n    timeouts: {idle: 300ms}\nagent:\n  model: slow/m\n  retry: {enabled: false}\n")
+	dir, cfg, srv := stallingProvider(t, 3, "300ms", "{enabled: false}")
 	r := pibot(t, dir, "", nil, "chat", "-c", cfg, "-p", "hello")
 	out := r.stdout + r.stderr
 	if !strings.Contains(out, "stopped sending for 300ms") || !strings.Contains(out, "raise providers.slow.timeouts.idle if this model thinks for long") {
@@ -46,15 +38,7 @@ func TestChatProviderStallShowsHint(t *testing.T) {
 // and the provider was called once more than that.
 func TestServeProviderStallReply(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../providers/openai/testdata/cc_text.sse")
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := strings.Join(strings.SplitAfter(string(b), "\n\n")[:4], "") // "Hello! How can I"
-	srv := providertest.NewServer(t, providertest.Response{Body: head, Stall: true})
-	dir := t.TempDir()
-	cfg := writeFile(t, dir, "c.yaml", "data_dir: ./data\nproviders:\n  slow:\n    api: openai-completions\n    base_url: "+srv.URL+"/v1\n"+
-		"    models: [{id: m}]\n    timeouts: {idle: 300ms}\nagent:\n  model: slow/m\n  retry: {enabled: true, max_retries: 3, base_delay: 10ms}\n")
+	dir, cfg, srv := stallingProvider(t, 4, "300ms", "{enabled: true, max_retries: 3, base_delay: 10ms}") // "Hello! How can I"
 	s := startServe(t, dir, "-c", cfg, "--listen", "127.0.0.1:0")
 	resp, err := http.Post(s.url+"/api/send", "application/json", strings.NewReader(`{"conv":"c1","id":"m1","text":"hello"}`))
 	if err != nil {
@@ -126,4 +110,23 @@ func webReply(t *testing.T, base, conv string) []string {
 		out[i] = texts[id]
 	}
 	return out
+}
+
+// stallingProvider starts a provider that streams the first events of a
+// recorded answer (events SSE events) and then stops sending, and writes
+// a config in a new directory whose model "slow/m" it serves with the idle
+// timeout idle and the agent's retry block retry. It returns the
+// directory, the config's path and the provider.
+func stallingProvider(t *testing.T, events int, idle, retry string) (dir, cfg string, srv *providertest.Server) {
+	t.Helper()
+	b, err := os.ReadFile("../../providers/openai/testdata/cc_text.sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := strings.Join(strings.SplitAfter(string(b), "\n\n")[:events], "")
+	srv = providertest.NewServer(t, providertest.Response{Body: head, Stall: true})
+	dir = t.TempDir()
+	cfg = writeFile(t, dir, "c.yaml", "data_dir: ./data\nproviders:\n  slow:\n    api: openai-completions\n    base_url: "+srv.URL+"/v1\n"+
+		"    models: [{id: m}]\n    timeouts: {idle: "+idle+"}\nagent:\n  model: slow/m\n  retry: "+retry+"\n")
+	return dir, cfg, srv
 }
