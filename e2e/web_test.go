@@ -229,6 +229,26 @@ func (b *webBrowser) eval(js string) string {
 	return s
 }
 
+// reload reloads the page and waits until it is connected again. The
+// wait polls the new document: chromedp's WaitVisible right after a
+// reload could resolve #conn in the old one and fail with "Could not
+// find node with given id" when the new one replaced it.
+func (b *webBrowser) reload() {
+	b.t.Helper()
+	b.do(chromedp.Reload())
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('#conn.ok') ? 'ok' : ''`))
+		if err == nil && s == "ok" {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("the reloaded page never connected (%v); page: %q", err, b.page())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // do runs chromedp actions.
 func (b *webBrowser) do(actions ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()

@@ -227,7 +227,7 @@ func TestWebChatTreeJumpOntoAThread(t *testing.T) {
 		t.Errorf("after the jump the tree marks %q and offers %q", here, buttons)
 	}
 
-	b.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
+	b.reload()
 	checkBoth("after a reload")
 
 	// Restart pibot with the page open: it reconnects and rebuilds.
@@ -240,7 +240,7 @@ func TestWebChatTreeJumpOntoAThread(t *testing.T) {
 		t.Fatalf("the restart changed the main line's context: %q", got)
 	}
 	checkBoth("after a restart")
-	b.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#conn.ok")))
+	b.reload()
 	checkBoth("after a reload of the restarted pibot")
 
 	// The conversation goes on from the thread's branch.
