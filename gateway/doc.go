@@ -48,11 +48,14 @@
 //     heads, appends), owner_queue.go (queue modes), owner_queuenote.go,
 //     owner_start.go (starting runs), owner_durable.go (acks once
 //     durable).
-//   - run*.go: one agent run. run.go, run_events.go, run_record.go,
-//     run_maintain.go (compaction), run_msgs.go (the chat messages a run
-//     answers), run_files.go (received files), run_stack.go,
-//     run_journal.go (the reply journal a run writes: its pibot.reply and
-//     pibot.delivery entries), run_worktree.go (the branch's git worktree).
+//   - run*.go: one agent run. run.go (the run: set up, run, deliver,
+//     stop), run_events.go, run_record.go, run_maintain.go (compaction),
+//     run_reply.go (runReply: what the chat is shown), run_journal.go
+//     (runJournal: what the run writes to the session, its messages and
+//     the reply journal's pibot.reply and pibot.delivery entries),
+//     run_worktree.go (runWorktree: the branch's git worktree),
+//     run_msgs.go (the chat messages a run answers), run_files.go
+//     (received files), run_stack.go.
 //   - approval*.go: tool approvals: the policy, decisions, MCP tools, the
 //     approval of a run that no longer exists (approval_recover.go),
 //     live policy reloads (approval_reload.go).

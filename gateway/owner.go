@@ -279,7 +279,7 @@ func (o *owner) freezeAll(note string) {
 	defer o.mu.Unlock()
 	for _, l := range o.locs {
 		if l.run != nil {
-			l.run.frozen.Store(true)
+			l.run.journal.freeze()
 			l.run.interrupt(note)
 		}
 	}

@@ -254,20 +254,6 @@ func (f *sessionFile) contextError(loc *location, err error) error {
 	return errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
 }
 
-// recorder returns the session runner of a run at loc: chat messages are
-// tagged with their *pending, whose sender and platform message go on the
-// entry; user messages are group-synced because the inbox holds them until
-// the session's first fsync after the run's end.
-func (f *sessionFile) recorder(loc *location) *sessionrun.Runner {
-	return sessionrun.NewRunner(locHead{f: f, loc: loc}, sessionrun.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
-		meta := &session.Meta{}
-		if p, ok := tag.(*pending); ok {
-			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
-		}
-		return meta
-	}})
-}
-
 // resumable reports whether loc's interrupted run can continue without
 // side effects, preparing it: an unanswered user message is answered
 // again; tool calls that were running get an "outcome unknown" result and

@@ -44,7 +44,7 @@ func (s runStarter) startWith(loc *location, ps []*pending, prelude func(context
 	o := s.o
 	parent := s.runContext()
 	r := s.newRun(parent, loc, prelude)
-	r.resumes = resumes
+	r.reply.resumes = resumes
 	o.mu.Lock()
 	if o.closed {
 		// Evicted since routing: route the messages again. Their runs
@@ -72,7 +72,7 @@ func (s runStarter) startWith(loc *location, ps []*pending, prelude func(context
 // taken under an owner's).
 func (s runStarter) newRun(parent context.Context, loc *location, prelude func(context.Context, *run) bool) *run {
 	ctx, cancel := context.WithCancel(parent)
-	return &run{o: s.o, loc: loc, ctx: ctx, cancel: cancel, rec: s.o.recorder(loc), prelude: prelude}
+	return newRunAt(ctx, cancel, s.o, loc, prelude)
 }
 
 // launch starts r, already installed as its location's run, on a
@@ -95,7 +95,7 @@ func (s runStarter) launch(r *run, ps []*pending, take takeOver) {
 // afterRun clears the run and starts the next one if messages wait.
 func (s runStarter) afterRun(loc *location, r *run) {
 	o := s.o
-	if r.frozen.Load() {
+	if r.journal.frozen() {
 		// Shutdown: unrecorded messages are still in the inbox, so the
 		// restart resumes this run.
 		o.mu.Lock()
@@ -104,7 +104,7 @@ func (s runStarter) afterRun(loc *location, r *run) {
 		return
 	}
 	r.gate.close()
-	steer, follow := r.agent.ClearTagged()
+	steer, follow := r.agent.Load().ClearTagged()
 	left := r.msgs.untag(append(steer, follow...))
 	parent := s.runContext()
 	o.mu.Lock()

@@ -188,7 +188,7 @@ func (o *owner) redeliver(loc *location, p *pending, answers []session.Entry) {
 	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "answers", len(answers), "finishing_messages", len(rr.Refs))
 	p.applied = true
 	o.runs.startWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
-		r.seed(answers)
+		r.reply.seed(answers)
 		return false
 	}, rr.Refs, nil)
 }

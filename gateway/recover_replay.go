@@ -159,7 +159,7 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 			var prelude func(context.Context, *run) bool
 			if len(st.answers) > 0 {
 				prelude = func(_ context.Context, r *run) bool {
-					r.seed(st.answers)
+					r.reply.seed(st.answers)
 					return true
 				}
 			}
@@ -193,16 +193,4 @@ func (q queue) joinRun(r *run, p *pending) bool {
 		r.msgs.done(p)
 		o.begin(r.ctx, []*pending{p})
 	})
-}
-
-// seed puts recorded answers first in r's reply: they were never shown
-// in the chat.
-func (r *run) seed(answers []session.Entry) {
-	for _, a := range answers {
-		r.ctl.SetText(answerText(a.Message))
-		r.ctl.EndMessage()
-	}
-	r.mu.Lock()
-	r.lastEntry = answers[len(answers)-1].ID
-	r.mu.Unlock()
 }

@@ -26,11 +26,11 @@ func tagged(p *pending, m llm.Message) agent.Tagged { return agent.Tagged{Messag
 // record writes the message of a message_end to the session and updates
 // the reply.
 func (r *run) record(e agent.Event) {
-	if e.Message == nil || r.frozen.Load() {
+	if e.Message == nil || r.journal.frozen() {
 		return
 	}
 	p, _ := e.Tag.(*pending)
-	rec, err := r.rec.Record(e)
+	rec, err := r.journal.message(e)
 	if p != nil {
 		r.msgs.unwait(p)
 	}
@@ -65,22 +65,7 @@ func (r *run) record(e agent.Event) {
 		} else {
 			crashpoint.Hit(crashpoint.AnswerEntry)
 		}
-		r.mu.Lock()
-		r.lastEntry = rec.Entry.ID
-		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
-		r.ctl.SetText(m.Text())
-		if m.StopReason != llm.StopError {
-			r.ctl.EndMessage()
-		}
-		// A failed call's partial answer stays open: a retry's answer
-		// replaces it, so the reply shows one partial answer however
-		// often the call was retried (the failure follows it at delivery).
-		r.mu.Lock()
-		r.failure = ""
-		if m.StopReason == llm.StopError {
-			r.failure = m.ErrorMessage
-		}
-		r.mu.Unlock()
+		r.reply.answer(m, rec.Entry.ID)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/pibot/pibot/agent"
-	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/worktree"
 	"github.com/pibot/pibot/session"
 )
@@ -104,14 +104,25 @@ func readWorktree(e session.Entry) (worktreeRecord, bool) {
 	return r, true
 }
 
-// openWorktree gives the run the worktree of its branch when its agent
-// works in worktrees and has tools that write: the branch's own, made
-// again from its branch if it was pruned, or a new one, started from the
-// parent branch's state at the fork (or from the repository's HEAD for a
-// branch without a parent worktree). It returns a notice for the chat when
-// the new worktree is a fork's.
-func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
-	o, loc := r.o, r.loc
+// runWorktree is the git worktree a run works in: its branch's, opened or
+// made when the run starts (open), and its state recorded when the run
+// ends (close). Without one the run works in the agent's workspace.
+type runWorktree struct {
+	o   *owner
+	loc *location
+
+	mu  sync.Mutex
+	rec *worktreeRecord // nil: the agent's workspace
+}
+
+// open gives the run the worktree of its branch when its agent works in
+// worktrees and has tools that write: the branch's own, made again from
+// its branch if it was pruned, or a new one, started from the parent
+// branch's state at the fork (or from the repository's HEAD for a branch
+// without a parent worktree). It returns a notice for the chat when the
+// new worktree is a fork's.
+func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
+	o, loc := w.o, w.loc
 	a := o.agentConfig()
 	if a.Worktrees == nil || !writes(a.Tools(ToolRun{})) {
 		return "", nil
@@ -121,7 +132,7 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 		if _, err := a.Worktrees.Open(ctx, rec.Tree); err != nil {
 			return "", err
 		}
-		r.setWorktree(rec)
+		w.set(rec)
 		return "", nil
 	}
 	name := worktree.Name(string(loc.conv.Platform), loc.conv.Channel, loc.conv.Thread)
@@ -162,90 +173,79 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	if found {
 		made.From = rec.Branch
 	}
-	if err := r.recordWorktree(made); err != nil {
+	if err := w.record(made); err != nil {
 		return "", err
 	}
 	return notice, nil
 }
 
-// recordWorktree appends rec as the location's worktree entry, durably.
-func (r *run) recordWorktree(rec worktreeRecord) error {
+// record appends rec as the location's worktree entry, durably.
+func (w *runWorktree) record(rec worktreeRecord) error {
 	data, _ := json.Marshal(rec)
-	e, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customWorktree, Data: data}, session.SyncAlways)
+	e, err := w.o.append(w.loc, session.Entry{Type: session.TypeCustom, CustomType: customWorktree, Data: data}, session.SyncAlways)
 	if err != nil {
 		return err
 	}
-	rec.id, rec.loc = e.ID, r.loc.key
-	r.setWorktree(rec)
+	rec.id, rec.loc = e.ID, w.loc.key
+	w.set(rec)
 	return nil
 }
 
-// closeWorktree records the state of the run's worktree after the run
-// when it changed (a commit, changes made or committed), so a fork from
-// here starts where this branch was.
-func (r *run) closeWorktree(ctx context.Context) {
-	rec, ok := r.worktree()
-	if !ok || r.frozen.Load() || r.silent.Load() {
+// close records the state of the run's worktree after the run when it
+// changed (a commit, changes made or committed), so a fork from here
+// starts where this branch was.
+func (w *runWorktree) close(ctx context.Context) {
+	rec, ok := w.current()
+	if !ok {
 		return
 	}
-	head, dirty, err := r.o.agentConfig().Worktrees.State(ctx, rec.Tree)
+	head, dirty, err := w.o.agentConfig().Worktrees.State(ctx, rec.Tree)
 	if err != nil {
-		r.o.log.Warn("worktree: state", "loc", r.loc.key, "err", err)
+		w.o.log.Warn("worktree: state", "loc", w.loc.key, "err", err)
 		return
 	}
 	if head == rec.Head && dirty == rec.Dirty {
 		return
 	}
 	rec.Head, rec.Dirty = head, dirty
-	if err := r.recordWorktree(rec); err != nil {
-		r.o.log.Warn("worktree: record", "loc", r.loc.key, "err", err)
+	if err := w.record(rec); err != nil {
+		w.o.log.Warn("worktree: record", "loc", w.loc.key, "err", err)
 	}
 }
 
-func (r *run) setWorktree(rec worktreeRecord) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.wt = &rec
+func (w *runWorktree) set(rec worktreeRecord) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rec = &rec
 }
 
-// worktree is the run's worktree, if it has one.
-func (r *run) worktree() (worktreeRecord, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.wt == nil {
+// current is the run's worktree, if it has one.
+func (w *runWorktree) current() (worktreeRecord, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rec == nil {
 		return worktreeRecord{}, false
 	}
-	return *r.wt, true
+	return *w.rec, true
 }
 
 // dir is where the run's tools work: its worktree, or "" for the agent's
 // workspace.
-func (r *run) dir() string {
-	if rec, ok := r.worktree(); ok {
+func (w *runWorktree) dir() string {
+	if rec, ok := w.current(); ok {
 		return rec.Path
 	}
 	return ""
 }
 
-// worktreePrompt tells the model where the run works when it has a
-// worktree: the system prompt names the workspace as the working
-// directory, and the tools work in the worktree.
-func (r *run) worktreePrompt() string {
-	rec, ok := r.worktree()
+// prompt tells the model where the run works when it has a worktree: the
+// system prompt names the workspace as the working directory, and the
+// tools work in the worktree.
+func (w *runWorktree) prompt() string {
+	rec, ok := w.current()
 	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("\n\nThis conversation works in a git worktree of its own: %s (branch %s, made from the repository at %s). It is the working directory of every tool, and relative paths resolve in it; work on files there, not in %s itself.",
-		rec.Path, rec.Branch, r.o.agentConfig().Workspace, r.o.agentConfig().Workspace)
-}
-
-// sendNotice posts text to the run's conversation (a fork's worktree).
-func (r *run) sendNotice(ctx context.Context, text string) {
-	ad := r.o.adapters[r.loc.conv.Platform]
-	if ad == nil || text == "" || r.silent.Load() {
-		return
-	}
-	if _, err := ad.Send(ctx, r.loc.conv, chat.Out{Markdown: text}); err != nil {
-		r.o.log.Warn("send", "err", err)
-	}
+		rec.Path, rec.Branch, w.o.agentConfig().Workspace, w.o.agentConfig().Workspace)
 }
