@@ -80,7 +80,7 @@ const (
 // findPendingApproval looks on loc's branch for approval id without a
 // decision whose tool call still has no result.
 func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, approvalState) {
-	branch, err := o.branch(loc)
+	branch, err := o.view(loc).branch()
 	if err != nil {
 		return nil, llm.Content{}, approvalUnknown
 	}

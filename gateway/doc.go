@@ -44,8 +44,9 @@
 //     history adapters show), registry_resume.go (SessionOf).
 //   - owner*.go: the session engine's owner of a session file. owner.go,
 //     owner_state.go (the methods the rest of the package uses: the engine
-//     is sealed, owner_boundary_test.go), owner_sessionfile.go (lease,
-//     heads, appends), owner_queue.go (queue modes), owner_queuenote.go,
+//     is sealed, owner_boundary_test.go; locView, what a location's branch
+//     says), owner_sessionfile.go (lease, heads, appends; fileAgent, the
+//     session's agent), owner_queue.go (queue modes), owner_queuenote.go,
 //     owner_start.go (starting runs), owner_durable.go (acks once
 //     durable).
 //   - run*.go: one agent run. run.go (the run: set up, run, deliver,

@@ -85,8 +85,8 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 		begin: g.beginAll, receiveFile: g.receiveFile, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
-	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
-		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) },
+	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(), fileAgent: fileAgent{cfg: &g.cfg},
+		env: fileEnv{log: g.log, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) },
 			changed: func() { g.health.unload(o) }}}
 	rec := recordedAgent(s.Tree())
 	name, a := g.agents.get(rec.Name)
@@ -249,7 +249,7 @@ func (o *owner) idleAt(key string) bool {
 // branchTo moves loc's head to the entry of ref. Callers make sure no
 // run is active at loc: a reply that comes during a run joins it.
 func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
-	target, ok := o.branchPoint(ref)
+	target, ok := branchPoint(o.tree(), ref)
 	if !ok {
 		return
 	}

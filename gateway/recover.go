@@ -140,7 +140,7 @@ func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
 	if err != nil {
 		return false
 	}
-	return o.answeredMsg(o.location(item.In.Conv.Key(), item.In.Conv), item.In.Msg.Key())
+	return o.view(o.location(item.In.Conv.Key(), item.In.Conv)).answered(item.In.Msg.Key())
 }
 
 // quarantine sets aside an item that was being handled during
@@ -181,7 +181,7 @@ func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem, notify
 // whole reply already, and the user sees it once. Without journaled
 // messages nothing of the reply was posted, and the answers are posted.
 func (o *owner) redeliver(loc *location, p *pending, answers []session.Entry) {
-	rr, open := o.openReply(loc.key, o.head(loc))
+	rr, open := o.view(loc).openReply()
 	if !open {
 		rr.Refs = nil
 	}

@@ -32,17 +32,17 @@ type replayState struct {
 	final bool
 }
 
-// replayOf reads loc's branch for the replayed message key ("" for an
-// item without a message: a resume after an approval).
-func (f *sessionFile) replayOf(loc *location, key string) replayState {
+// replay reads the branch for the replayed message key ("" for an item
+// without a message: a resume after an approval).
+func (v locView) replay(key string) replayState {
 	var st replayState
-	branch, err := f.branch(loc)
+	branch, err := v.branch()
 	if err != nil {
 		return replayState{delivered: true}
 	}
 	at := -1
 	if key != "" {
-		id, ok := f.tree().EntryForMsg(key)
+		id, ok := v.tree.EntryForMsg(key)
 		if !ok {
 			return replayState{delivered: true}
 		}
@@ -58,7 +58,7 @@ func (f *sessionFile) replayOf(loc *location, key string) replayState {
 		}
 	}
 	for i, e := range branch {
-		if shown, delivered := closesReply(e, loc.key); shown {
+		if shown, delivered := closesReply(e, v.key); shown {
 			st.answers = st.answers[:0]
 			if delivered && at >= 0 && i > at {
 				st.delivered = true
@@ -76,14 +76,14 @@ func (f *sessionFile) replayOf(loc *location, key string) replayState {
 	return st
 }
 
-// answeredMsg reports whether the entry of message key is on loc's branch
-// and followed there by a final answer of the model.
-func (f *sessionFile) answeredMsg(loc *location, key string) bool {
-	id, ok := f.tree().EntryForMsg(key)
+// answered reports whether the entry of message key is on the branch and
+// followed there by a final answer of the model.
+func (v locView) answered(key string) bool {
+	id, ok := v.tree.EntryForMsg(key)
 	if !ok {
 		return false
 	}
-	branch, err := f.branch(loc)
+	branch, err := v.branch()
 	if err != nil {
 		return false
 	}
@@ -137,7 +137,7 @@ func answerText(m *llm.Message) string {
 // take is the mailbox item's offer of its goroutine.
 func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeOver) {
 	o := q.o
-	st := o.replayOf(loc, p.msgKey())
+	st := o.view(loc).replay(p.msgKey())
 	switch {
 	case st.delivered:
 	case st.final && len(st.answers) > 0:
@@ -186,7 +186,7 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 // the message.
 func (q queue) joinRun(r *run, p *pending) bool {
 	o := q.o
-	if st := o.replayOf(r.loc, p.msgKey()); st.delivered {
+	if st := o.view(r.loc).replay(p.msgKey()); st.delivered {
 		return false
 	}
 	return r.gate.pass(func() {

@@ -27,9 +27,9 @@ func writes(tools []agent.Tool) bool {
 	return false
 }
 
-// worktreeOf returns the worktree of loc's branch (the last worktree entry
-// on it), and whether the branch owns it: the entry is the location's own,
-// and no other line of the location worked on from a point between it and
+// worktree returns the worktree of the location's branch (the last
+// worktree entry on it), and whether the branch owns it: the entry is the
+// location's own, and no other line of the location worked on from a point between it and
 // the head (inclusive). Another line worked on when a child there, off
 // the branch, has a message below it: that line's runs changed the
 // worktree since, so this branch is a fork (/fork, a reply to an earlier
@@ -38,18 +38,18 @@ func writes(tools []agent.Tool) bool {
 // delivery of the reply, a lease taken) is no other line: a reply to the
 // latest answer goes on in the same worktree. A child that made a
 // worktree of another branch is a fork's and never worked in this one.
-func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) {
-	tree := o.tree()
+func (v locView) worktree() (rec worktreeRecord, found, own bool) {
+	tree := v.tree
 	// From the head back to the entry, without decoding a message.
 	var path []string
-	for e := range tree.BranchBack(o.head(loc)) {
+	for e := range tree.BranchBack(v.head) {
 		path = append(path, e.ID)
 		if r, ok := readWorktree(e); ok {
 			rec, found = r, true
 			break
 		}
 	}
-	if !found || rec.loc != loc.key {
+	if !found || rec.loc != v.key {
 		return rec, found, false
 	}
 	slices.Reverse(path)
@@ -59,7 +59,7 @@ func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) 
 			next = path[i+1]
 		}
 		for _, c := range tree.Children(id) {
-			if c.ID != next && workedIn(tree, c, loc.key, rec.Branch) {
+			if c.ID != next && workedIn(tree, c, v.key, rec.Branch) {
 				return rec, true, false
 			}
 		}
@@ -127,7 +127,7 @@ func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
 	if a.Worktrees == nil || !writes(a.Tools(ToolRun{})) {
 		return "", nil
 	}
-	rec, found, own := o.worktreeOf(loc)
+	rec, found, own := o.view(loc).worktree()
 	if own {
 		if _, err := a.Worktrees.Open(ctx, rec.Tree); err != nil {
 			return "", err
