@@ -203,7 +203,7 @@ func cmdCompact(ctx context.Context, c *invocation) {
 		m, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, ref)
 	}
 	if err == nil {
-		err = o.compact(ctx, loc, m, c.arg)
+		_, err = locHead{f: o.sessionFile, loc: loc}.compact(ctx, m, o.cfg.Compaction, c.arg)
 	}
 	switch {
 	case errors.Is(err, compaction.ErrNothingToCompact):

@@ -47,8 +47,8 @@
 //     is sealed, owner_boundary_test.go; locView, what a location's branch
 //     says), owner_sessionfile.go (lease, heads, appends; fileAgent, the
 //     session's agent), owner_queue.go (queue modes), owner_queuenote.go,
-//     owner_start.go (starting runs), owner_durable.go (acks once
-//     durable).
+//     owner_start.go (starting runs), owner_durable.go (durableAcks:
+//     acks once durable).
 //   - run*.go: one agent run. run.go (the run: set up, run, deliver,
 //     stop), run_events.go, run_record.go, run_maintain.go (compaction),
 //     run_reply.go (runReply: what the chat is shown), run_journal.go

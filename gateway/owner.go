@@ -8,7 +8,6 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
@@ -26,6 +25,8 @@ type owner struct {
 	queue queue
 	// runs starts the runs of the owner's locations.
 	runs runStarter
+	// durable acknowledges its runs' messages once the file is durable.
+	durable durableAcks
 
 	locs map[string]*location // guarded by mu
 	// left: watchLease gave the owner's items up (a cut Leave) before
@@ -69,7 +70,7 @@ type ownerDeps struct {
 	// took, its lease lost (cut) or released (inboxLeaver.leave).
 	leave func(o *owner, cut bool)
 	// receiveFile saves a file of a message into the workspace.
-	receiveFile func(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
+	receiveFile receiver
 	// forget removes o from the loaded owners if it is still there
 	// (registry.forget).
 	forget func(o *owner) bool
@@ -94,6 +95,7 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 	o.setAgent(rec, a)
 	o.queue = queue{o}
 	o.runs = runStarter{o: o, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
+	o.durable = durableAcks{sess: s, index: g.index, log: g.log, path: path, done: deps.ack, failed: o.env.failed, strand: g.health.strand}
 	return o
 }
 
@@ -244,18 +246,6 @@ func (o *owner) idleAt(key string) bool {
 		return o.savedModeLocked(key) != modeCollect
 	}
 	return l.run == nil && l.waits.empty() && l.mode != modeCollect
-}
-
-// branchTo moves loc's head to the entry of ref. Callers make sure no
-// run is active at loc: a reply that comes during a run joins it.
-func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
-	target, ok := branchPoint(o.tree(), ref)
-	if !ok {
-		return
-	}
-	if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
-		o.log.Warn("branch", "loc", loc.key, "err", err)
-	}
 }
 
 // activeRuns counts the owner's active runs.

@@ -178,7 +178,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending, take takeO
 			// Its run is in the session: it leaves the inbox once that is
 			// durable (a redelivery may come while the run's last lines
 			// wait for the group commit).
-			o.ackDurable(ctx, []*pending{p})
+			o.durable.ack(ctx, []*pending{p})
 		}
 		return
 	}
@@ -263,7 +263,7 @@ func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 		q.park(r, p)
 		return true
 	}
-	t := tagged(p, r.o.message(r.ctx, r.wt.dir(), p, time.Now().UnixMilli()))
+	t := tagged(p, userMessage(r.ctx, r.o.receiveFile, r.wt.uploads(), p, time.Now().UnixMilli()))
 	fed := r.gate.pass(func() {
 		r.msgs.wait(p)
 		if steer {

@@ -131,5 +131,5 @@ func (s runStarter) afterRun(loc *location, r *run) {
 	// keeps them), and its messages leave the inbox once the session's
 	// next fsync has them (owner_durable.go). Until then a crash replays them
 	// and resumes the run.
-	o.ackDurable(context.WithoutCancel(r.ctx), r.msgs.finished())
+	o.durable.ack(context.WithoutCancel(r.ctx), r.msgs.finished())
 }

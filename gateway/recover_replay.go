@@ -141,7 +141,7 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 	switch {
 	case st.delivered:
 	case st.final && len(st.answers) > 0:
-		o.redeliver(loc, p, st.answers)
+		o.runs.redeliver(loc, p, st.answers)
 		return
 	case st.final:
 		// Shown by the reply a drained run ended with its note.
@@ -168,14 +168,14 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 		case len(st.answers) > 0:
 			// The run waits (an approval): what it answered so far
 			// reaches the chat meanwhile.
-			o.redeliver(loc, p, st.answers)
+			o.runs.redeliver(loc, p, st.answers)
 			return
 		}
 	}
 	// Its run is in the session: it leaves the inbox once that is
 	// durable (a redelivery may come while the run's last lines wait
 	// for the group commit).
-	o.ackDurable(ctx, []*pending{p})
+	o.durable.ack(ctx, []*pending{p})
 }
 
 // joinRun hands a replayed message to r, the run now working at its

@@ -57,17 +57,14 @@ func newRunAt(ctx context.Context, cancel context.CancelFunc, o *owner, loc *loc
 		journal: newRunJournal(o.sessionFile, loc, o.log), wt: runWorktree{o: o, loc: loc}}
 }
 
-// message builds the user message of a pending item.
-// Uploads land in ws ("": the agent's workspace).
-func (o *owner) message(ctx context.Context, ws string, p *pending, ts int64) llm.Message {
+// userMessage builds the user message of a pending item; receive
+// downloads its files into ws (ownerDeps.receiveFile).
+func userMessage(ctx context.Context, receive receiver, ws string, p *pending, ts int64) llm.Message {
 	in := p.item.In
 	text := in.Text
-	if ws == "" {
-		ws = o.agentConfig().Workspace
-	}
 	var blocks []llm.Content
 	for _, f := range in.Files {
-		note, img := o.receiveFile(ctx, ws, in.Conv, f)
+		note, img := receive(ctx, ws, in.Conv, f)
 		if img != nil {
 			blocks = append(blocks, *img)
 		}
@@ -119,7 +116,7 @@ func (r *run) execute(ps []*pending) {
 		Allowed: func() bool { return !r.reply.silenced() && leaseLive(o.lease) }})
 
 	if ref := replyBranch(loc, ps); ref != nil {
-		o.branchTo(loc, *ref)
+		locHead{f: o.sessionFile, loc: loc}.branchTo(*ref)
 	}
 	// The branch's worktree first: uploads land in it.
 	notice, wtErr := r.wt.open(ctx)
@@ -205,7 +202,7 @@ func (r *run) prompts(ctx context.Context, ps []*pending) []agent.Tagged {
 			continue
 		}
 		r.msgs.wait(p)
-		prompts = append(prompts, tagged(p, r.o.message(ctx, r.wt.dir(), p, time.Now().UnixMilli())))
+		prompts = append(prompts, tagged(p, userMessage(ctx, r.o.receiveFile, r.wt.uploads(), p, time.Now().UnixMilli())))
 	}
 	return prompts
 }

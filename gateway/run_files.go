@@ -27,6 +27,11 @@ const (
 // A sync.OnceValue of an immutable value: built on first use, not at start-up.
 var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
+// receiver downloads an inbound file into the uploads directory of
+// workspace ws; it returns a note for the prompt and, for images, a block
+// (Gateway.receiveFile).
+type receiver func(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
+
 // receiveFile downloads an inbound file into the uploads directory of
 // workspace ws (the conversation's agent's). It returns a note for the
 // prompt and, for images, a block.

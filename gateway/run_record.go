@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
-// locHead is a location's head as the place a run writes.
+// locHead is a location's head as the place a run writes
+// (sessionrun.Head), compacts (run_maintain.go) and branches from.
 type locHead struct {
 	f   *sessionFile
 	loc *location
@@ -17,6 +19,18 @@ func (h locHead) Leaf() string { return h.f.head(h.loc) }
 
 func (h locHead) Append(e session.Entry, sync session.SyncPolicy) (session.Entry, error) {
 	return h.f.append(h.loc, e, sync)
+}
+
+// branchTo moves the head to the entry of ref. Callers make sure no run
+// is active at the location: a reply that comes during a run joins it.
+func (h locHead) branchTo(ref chat.MsgRef) {
+	target, ok := branchPoint(h.f.tree(), ref)
+	if !ok {
+		return
+	}
+	if err := h.f.moveHead(h.loc, target, session.SyncGrouped); err != nil {
+		h.f.env.log.Warn("branch", "loc", h.loc.key, "err", err)
+	}
 }
 
 // tagged is p's user message tagged with p, so that its entry is tied to

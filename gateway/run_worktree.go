@@ -238,6 +238,15 @@ func (w *runWorktree) dir() string {
 	return ""
 }
 
+// uploads is where the run's received files land: its worktree, or the
+// agent's workspace.
+func (w *runWorktree) uploads() string {
+	if rec, ok := w.current(); ok {
+		return rec.Path
+	}
+	return w.o.agentConfig().Workspace
+}
+
 // prompt tells the model where the run works when it has a worktree: the
 // system prompt names the workspace as the working directory, and the
 // tools work in the worktree.
