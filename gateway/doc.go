@@ -57,9 +57,10 @@
 //     run_worktree.go (runWorktree: the branch's git worktree),
 //     run_msgs.go (the chat messages a run answers), run_files.go
 //     (received files), run_stack.go.
-//   - approval*.go: tool approvals: the policy, decisions, MCP tools, the
-//     approval of a run that no longer exists (approval_recover.go),
-//     live policy reloads (approval_reload.go).
+//   - approval*.go: tool approvals: decisions (approval.go,
+//     approval_decide.go), the policies per agent (approval_rules.go), MCP
+//     tools, the approval of a run that no longer exists
+//     (approval_recover.go), live policy reloads (approval_reload.go).
 //   - health.go: storage health (degraded after a failed write).
 //   - recover*.go: what a restart left unfinished. recover.go (replay of
 //     the inbox), recover_replay.go (what a replayed message finds),
