@@ -22,7 +22,8 @@
 // passes them:
 //
 //   - gateway.go: the composition root (New, Run, Deps), gateway_config.go
-//     (Config and its defaults); doc.go,
+//     (Config and its defaults), gateway_work.go (workGroup: the goroutines
+//     of work shutdown waits for); doc.go,
 //     metrics.go, adapters.go (the adapter runner), replier.go (the
 //     gateway's own short messages), extend.go (Extensions), agents.go,
 //     announce.go, schedules.go, spend.go, worktrees.go (the worktrees

@@ -83,7 +83,7 @@ type ownerDeps struct {
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
 		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaver.leave,
-		begin: g.beginAll, receiveFile: g.receiveFile, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
+		begin: g.beginAll, receiveFile: fileReceiver{adapters: g.adapters}.receive, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
 	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(), fileAgent: fileAgent{cfg: &g.cfg},
@@ -94,7 +94,7 @@ func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease)
 	rec.Name = name
 	o.setAgent(rec, a)
 	o.queue = queue{o}
-	o.runs = runStarter{o: o, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
+	o.runs = runStarter{o: o, track: g.work.track, trackHere: g.work.trackHere, runContext: g.work.context}
 	o.durable = durableAcks{sess: s, index: g.index, log: g.log, path: path, done: deps.ack, failed: o.env.failed, strand: g.health.strand}
 	return o
 }

@@ -18,13 +18,13 @@ import (
 type runStarter struct {
 	o *owner
 	// track runs f on a new goroutine the gateway waits for
-	// (Gateway.track).
+	// (workGroup.track).
 	track func(f func(context.Context))
 	// trackHere runs f on the calling goroutine, the gateway waiting for
 	// it as for track's, once take gave the goroutine over; it reports
-	// whether it did (Gateway.trackHere).
+	// whether it did (workGroup.trackHere).
 	trackHere func(take takeOver, f func(context.Context)) bool
-	// runContext is the parent of every run (Gateway.runContext).
+	// runContext is the parent of every run (workGroup.context).
 	runContext func() context.Context
 }
 

@@ -29,14 +29,20 @@ var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompil
 
 // receiver downloads an inbound file into the uploads directory of
 // workspace ws; it returns a note for the prompt and, for images, a block
-// (Gateway.receiveFile).
+// (fileReceiver.receive).
 type receiver func(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
 
-// receiveFile downloads an inbound file into the uploads directory of
+// fileReceiver receives the files of inbound messages through the
+// adapters that can download them.
+type fileReceiver struct {
+	adapters map[chat.Platform]chat.Adapter
+}
+
+// receive downloads an inbound file into the uploads directory of
 // workspace ws (the conversation's agent's). It returns a note for the
 // prompt and, for images, a block.
-func (g *Gateway) receiveFile(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content) {
-	dl, ok := g.adapters[conv.Platform].(chat.Downloader)
+func (fr fileReceiver) receive(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content) {
+	dl, ok := fr.adapters[conv.Platform].(chat.Downloader)
 	if !ok {
 		return fmt.Sprintf("[a file %q was attached, but this chat cannot download files]", f.Name), nil
 	}
