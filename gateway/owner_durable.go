@@ -33,7 +33,7 @@ type durableAcks struct {
 // session share an fsync. If the session fails first (a full disk, a lost
 // lease), ps stay in the inbox: a failed write strands them until the disk
 // works again, a lost lease leaves them to the session's next holder.
-func (d durableAcks) ack(ctx context.Context, ps []*pending) {
+func (d *durableAcks) ack(ctx context.Context, ps []*pending) {
 	if err := errors.Join(d.sess.Write(), d.index.Sync(ctx)); err != nil {
 		d.keep(err, ps)
 		return
@@ -53,7 +53,7 @@ func (d durableAcks) ack(ctx context.Context, ps []*pending) {
 // keep leaves ps in the inbox after the session failed to store their
 // runs. A failed write makes the gateway degraded and strands them: they
 // are routed again once a probe finds the disk writable.
-func (d durableAcks) keep(err error, ps []*pending) {
+func (d *durableAcks) keep(err error, ps []*pending) {
 	var fe *session.FencedError
 	if errors.As(err, &fe) && errors.Is(fe.Cause, errLeaseLost) {
 		d.log.Info("session lease lost; its next holder takes the messages of its runs", "path", d.path)

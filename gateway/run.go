@@ -33,7 +33,7 @@ type run struct {
 	// reply is what the run shows in the chat.
 	reply runReply
 	// journal is what the run writes to the session.
-	journal *runJournal
+	journal runJournal
 	// wt is the git worktree the run works in.
 	wt runWorktree
 
@@ -53,8 +53,9 @@ type run struct {
 // newRunAt returns a run for loc of o that is not started: ctx is its
 // context, cancel ends it.
 func newRunAt(ctx context.Context, cancel context.CancelFunc, o *owner, loc *location, prelude func(context.Context, *run) bool) *run {
-	return &run{o: o, loc: loc, ctx: ctx, cancel: cancel, prelude: prelude,
-		journal: newRunJournal(o.sessionFile, loc, o.log), wt: runWorktree{o: o, loc: loc}}
+	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, prelude: prelude, wt: runWorktree{o: o, loc: loc}}
+	r.journal.open(o.sessionFile, loc, o.log)
+	return r
 }
 
 // userMessage builds the user message of a pending item; receive

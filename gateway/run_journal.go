@@ -69,21 +69,19 @@ type runJournal struct {
 	replies replyJournal
 }
 
-// newRunJournal returns the journal of a run at loc of f. Its session
-// runner tags chat messages with their *pending, whose sender and
-// platform message go on the entry; user messages are group-synced
-// because the inbox holds them until the session's first fsync after the
-// run's end.
-func newRunJournal(f *sessionFile, loc *location, log *slog.Logger) *runJournal {
-	head := locHead{f: f, loc: loc}
-	rec := sessionrun.NewRunner(head, sessionrun.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
+// open makes j the journal of a run at loc of f. Its session runner tags
+// chat messages with their *pending, whose sender and platform message go
+// on the entry; user messages are group-synced because the inbox holds
+// them until the session's first fsync after the run's end.
+func (j *runJournal) open(f *sessionFile, loc *location, log *slog.Logger) {
+	j.head, j.log = locHead{f: f, loc: loc}, log
+	j.rec = sessionrun.NewRunner(j.head, sessionrun.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
 		meta := &session.Meta{}
 		if p, ok := tag.(*pending); ok {
 			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
 		}
 		return meta
 	}})
-	return &runJournal{rec: rec, head: head, log: log}
 }
 
 // freeze stops all recording: nothing more is appended.
