@@ -32,12 +32,14 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binary = filepath.Join(dir, "pibot")
-	// go build leaves a target whose build ID is current alone: on a warm
-	// cache the same binary is not linked again (seconds per run saved).
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pibot/pibot/internal/buildinfo.version=v0.0.0-test -X github.com/pibot/pibot/internal/buildinfo.commit=0123456789abcdef0123456789abcdef01234567 -X github.com/pibot/pibot/internal/buildinfo.date=2026-12-01T12:00:00Z", "-o", binary, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
+	// Two test processes of one checkout share dir: cachedBinary builds
+	// one at a time and installs the binary atomically.
+	binary, err = cachedBinary(dir, func(out string) error {
+		cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pibot/pibot/internal/buildinfo.version=v0.0.0-test -X github.com/pibot/pibot/internal/buildinfo.commit=0123456789abcdef0123456789abcdef01234567 -X github.com/pibot/pibot/internal/buildinfo.date=2026-12-01T12:00:00Z", "-o", out, ".")
+		cmd.Stderr = os.Stderr
+		return cmd.Run()
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build pibot:", err)
 		return 1
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/pibot/pibot/gateway/spend"
 	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/internal/buildinfo"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
@@ -144,7 +145,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
-	if st.inbox, err = cluster.OpenInbox(dataPath(cfg, "inbox.jsonl")); err != nil {
+	// A crashpoints build's suite lowers the compaction threshold; a
+	// release build's InboxCompactAfter is 0 (the inbox's own).
+	inboxOpts := cluster.InboxOptions{CompactAfter: crashpoint.InboxCompactAfter()}
+	if st.inbox, err = cluster.OpenInboxWith(dataPath(cfg, "inbox.jsonl"), inboxOpts); err != nil {
 		return st, err
 	}
 	store, err := access.OpenStore(dataPath(cfg, "pairing.json"))
