@@ -57,7 +57,7 @@ func (m *Manager) pruneOne(ctx context.Context, path string, idle time.Duration,
 	if err != nil {
 		return false, nil // not a worktree (any more): not pibot's to remove
 	}
-	out, err := m.in(ctx, gd, path, nil, "status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--ignore-submodules=none")
+	out, err := m.in(ctx, gd, path, nil, statusArgs()...)
 	if err != nil {
 		return false, fmt.Errorf("worktree: prune %s: %w", path, err)
 	}

@@ -6,14 +6,19 @@
 // branch, says what a worktree changed against the commit it started
 // from (commits, uncommitted and untracked files), and removes worktrees
 // that were idle and clean for long enough. It never removes a worktree
-// with any change, never deletes a branch and never commits.
+// with any change, never deletes a branch and never commits. A worktree
+// made for a place and never recorded (a crash in between) is adopted by
+// the place's next Create; Mounts says what a sandbox must show of the
+// repository for git to work in a worktree, and what it must show
+// read-only.
 //
 // Git runs with explicit arguments, never through a shell, without the
 // repository's hooks (core.hooksPath=/dev/null) and fsmonitor, with no
 // GIT_* variable of pibot's environment, and inside a worktree with an
 // explicit --git-dir and --work-tree: the .git file of a worktree is in
 // the agent's reach, so it is never what tells git where the repository
-// is.
+// is. Its status never looks inside submodules, whose configuration is
+// the agent's too.
 package worktree
 
 import (
@@ -96,6 +101,9 @@ func New(ctx context.Context, repo string, log *slog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %s: %w", repo, err)
 	}
+	if r, err := filepath.EvalSymlinks(common); err == nil {
+		common = r
+	}
 	m.common = common
 	return m, nil
 }
@@ -106,7 +114,15 @@ func (m *Manager) Root() string { return m.root }
 // Create makes a worktree for a branch named like name (made unique with
 // a number) starting at from, a commit; "" starts at the repository's
 // HEAD. The new worktree is its own base.
-func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
+//
+// key, when not "", names what the worktree is for (a conversation's
+// place): the worktree stays marked as not recorded under key until
+// Recorded is called. A Create for the same name and key adopts such a
+// worktree, one made at the same commit and never used since (its branch
+// still at its base, nothing changed in it), instead of making another
+// branch: what a crash between the worktree's making and its record
+// leaves behind.
+func (m *Manager) Create(ctx context.Context, name, from, key string) (Tree, error) {
 	if err := m.prepare(); err != nil {
 		return Tree{}, err
 	}
@@ -124,11 +140,11 @@ func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
 		return Tree{}, err
 	}
 	defer unlock()
+	if t, ok := m.adopt(ctx, name, base, key); ok {
+		return t, nil
+	}
 	for i := 1; i <= 100; i++ {
-		branch := name
-		if i > 1 {
-			branch = fmt.Sprintf("%s-%d", name, i)
-		}
+		branch := numbered(name, i)
 		if _, err := m.run(ctx, nil, "check-ref-format", "--branch", branch); err != nil {
 			return Tree{}, fmt.Errorf("worktree: create: branch name %q: %w", branch, err)
 		}
@@ -139,7 +155,11 @@ func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
 		if _, err := os.Lstat(t.Path); err == nil {
 			continue // a directory of something else: next name
 		}
+		if err := m.markUnrecorded(t, key); err != nil {
+			return Tree{}, err
+		}
 		if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "add", "-b", t.Branch, t.Path, base); err != nil {
+			_ = os.Remove(m.unrecordedFile(t.Path))
 			return Tree{}, fmt.Errorf("worktree: create: %w", err)
 		}
 		_ = touch(m.usedFile(t.Path))
@@ -191,7 +211,7 @@ func (m *Manager) State(ctx context.Context, t Tree) (head string, dirty bool, e
 	if err != nil {
 		return "", false, fmt.Errorf("worktree: state: %w", err)
 	}
-	out, err := m.in(ctx, gd, t.Path, nil, "status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--ignore-submodules=none")
+	out, err := m.in(ctx, gd, t.Path, nil, statusArgs()...)
 	if err != nil {
 		return "", false, fmt.Errorf("worktree: state: %w", err)
 	}
@@ -324,6 +344,15 @@ func (m *Manager) run(ctx context.Context, env []string, args ...string) (string
 		return "", fmt.Errorf("git %s: %w: %s", what, err, strings.TrimSpace(errb.String()))
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// statusArgs is git status listing every change of a worktree: modified,
+// staged, untracked and ignored files, and a submodule checked out at
+// another commit. What changed inside a submodule is not looked at: git
+// would run git in it, with the submodule's own configuration (a filter
+// driver, say) that the agent may have written.
+func statusArgs() []string {
+	return []string{"status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--ignore-submodules=dirty"}
 }
 
 // gitEnv is pibot's environment without GIT_* variables, with git's
