@@ -18,22 +18,6 @@ func numbered(name string, i int) string {
 	return fmt.Sprintf("%s-%d", name, i)
 }
 
-// unrecordedFile marks the worktree at path as made and not recorded
-// yet; it holds the key it was made for and its base.
-func (m *Manager) unrecordedFile(path string) string { return m.side(path, ".unrecorded") }
-
-// markUnrecorded marks t, about to be made for key, as not recorded
-// (nothing for an empty key).
-func (m *Manager) markUnrecorded(t Tree, key string) error {
-	if key == "" {
-		return nil
-	}
-	if err := os.WriteFile(m.unrecordedFile(t.Path), []byte(key+"\n"+t.Base+"\n"), 0o644); err != nil {
-		return fmt.Errorf("worktree: create: %w", err)
-	}
-	return nil
-}
-
 // Recorded says that t, made by Create, is recorded where its key's user
 // keeps it: a later Create no longer adopts it.
 func (m *Manager) Recorded(t Tree) error {
@@ -62,7 +46,7 @@ func (m *Manager) adopt(ctx context.Context, name, base, key string) (Tree, bool
 		b, err := os.ReadFile(m.unrecordedFile(t.Path))
 		if err != nil {
 			_, dirErr := os.Lstat(t.Path)
-			_, refErr := m.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+t.Branch)
+			_, refErr := m.git.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+t.Branch)
 			if dirErr != nil && refErr != nil {
 				return Tree{}, false // the first free name: none made after it
 			}
@@ -82,7 +66,7 @@ func (m *Manager) adopt(ctx context.Context, name, base, key string) (Tree, bool
 // no change of any kind; a worktree whose directory is gone is made again
 // from the branch first.
 func (m *Manager) unused(ctx context.Context, t Tree) bool {
-	at, err := m.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+t.Branch+"^{commit}")
+	at, err := m.git.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+t.Branch+"^{commit}")
 	if err != nil || at != t.Base {
 		return false
 	}
@@ -92,18 +76,18 @@ func (m *Manager) unused(ctx context.Context, t Tree) bool {
 	case errors.Is(statErr, os.ErrNotExist):
 		// Pruned since, or made no further than its branch: check the
 		// branch out again.
-		if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "prune"); err != nil {
+		if _, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "prune"); err != nil {
 			return false
 		}
-		_, err := m.run(ctx, nil, "-C", m.repo, "worktree", "add", t.Path, t.Branch)
+		_, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "add", t.Path, t.Branch)
 		return err == nil
 	case statErr != nil || err != nil || !st.IsDir():
 		return false // something that is not the branch's worktree
 	}
-	head, err := m.in(ctx, gd, t.Path, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	head, err := m.git.in(ctx, gd, t.Path, nil, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil || head != t.Base {
 		return false
 	}
-	out, err := m.in(ctx, gd, t.Path, nil, statusArgs()...)
+	out, err := m.git.in(ctx, gd, t.Path, nil, statusArgs()...)
 	return err == nil && strings.TrimSpace(out) == ""
 }

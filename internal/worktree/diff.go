@@ -57,18 +57,18 @@ func (m *Manager) Diff(ctx context.Context, t Tree, maxPatch int) (Diff, error) 
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	if err := m.dropGitlinks(ctx, gd, t.Path, env); err != nil {
+	if err := m.git.dropGitlinks(ctx, gd, t.Path, env); err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
-	if _, err := m.in(ctx, gd, t.Path, env, "add", "--all", "--", "."); err != nil {
+	if _, err := m.git.in(ctx, gd, t.Path, env, "add", "--all", "--", "."); err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
-	tree, err := m.in(ctx, gd, t.Path, env, "write-tree")
+	tree, err := m.git.in(ctx, gd, t.Path, env, "write-tree")
 	if err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
 	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames"}
-	names, err := m.in(ctx, gd, t.Path, nil, append(args, "--name-only", t.Base, tree)...)
+	names, err := m.git.in(ctx, gd, t.Path, nil, append(args, "--name-only", t.Base, tree)...)
 	if err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
@@ -76,10 +76,10 @@ func (m *Manager) Diff(ctx context.Context, t Tree, maxPatch int) (Diff, error) 
 	if names != "" {
 		d.Files = strings.Count(names, "\n") + 1
 	}
-	if d.Stat, err = m.in(ctx, gd, t.Path, nil, append(args, "--stat=72", "--stat-count=20", t.Base, tree)...); err != nil {
+	if d.Stat, err = m.git.in(ctx, gd, t.Path, nil, append(args, "--stat=72", "--stat-count=20", t.Base, tree)...); err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
-	patch, err := m.in(ctx, gd, t.Path, nil, append(args, t.Base, tree)...)
+	patch, err := m.git.in(ctx, gd, t.Path, nil, append(args, t.Base, tree)...)
 	if err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
@@ -89,32 +89,6 @@ func (m *Manager) Diff(ctx context.Context, t Tree, maxPatch int) (Diff, error) 
 	}
 	d.Patch, d.Truncated = cut(patch, maxPatch)
 	return d, nil
-}
-
-// dropGitlinks removes the submodules from the index env names. git add
-// --all would otherwise ask each submodule already in the index whether
-// it changed inside, running git in it with the submodule's own
-// configuration (the agent's: a filter driver, say), whatever pibot's
-// options say; a submodule not in the index is added at the commit it is
-// at without that question.
-func (m *Manager) dropGitlinks(ctx context.Context, gd, work string, env []string) error {
-	out, err := m.in(ctx, gd, work, env, "ls-files", "--stage", "-z")
-	if err != nil {
-		return err
-	}
-	var links []string
-	for e := range strings.SplitSeq(out, "\x00") {
-		if mode, rest, ok := strings.Cut(e, " "); ok && mode == "160000" {
-			if _, path, ok := strings.Cut(rest, "\t"); ok {
-				links = append(links, path)
-			}
-		}
-	}
-	if len(links) == 0 {
-		return nil
-	}
-	_, err = m.in(ctx, gd, work, env, append([]string{"update-index", "--force-remove", "--"}, links...)...)
-	return err
 }
 
 // cut shortens s to at most max bytes, at the end of a line.
