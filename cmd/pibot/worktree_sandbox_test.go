@@ -74,12 +74,19 @@ func sandboxedWorktree(t *testing.T) (tb *toolbox, m *worktree.Manager, tree wor
 // run would, and returns its output and whether the tool said it failed.
 func bashIn(t *testing.T, tb *toolbox, dir, command string) (string, bool) {
 	t.Helper()
-	for _, tool := range tb.forRun(dir, nil, func() bool { return true }) {
-		if tool.Spec().Name != "bash" {
+	return toolIn(t, tb, dir, true, "bash", map[string]string{"command": command})
+}
+
+// toolIn calls the tool name of a run in dir for an owner or not, and
+// returns its output and whether it failed.
+func toolIn(t *testing.T, tb *toolbox, dir string, owner bool, name string, args map[string]string) (string, bool) {
+	t.Helper()
+	for _, tool := range tb.forRun(dir, nil, func() bool { return owner }) {
+		if tool.Spec().Name != name {
 			continue
 		}
-		args, _ := json.Marshal(map[string]string{"command": command})
-		out, err := tool.Execute(t.Context(), "c", args, nil)
+		raw, _ := json.Marshal(args)
+		out, err := tool.Execute(t.Context(), "c", raw, nil)
 		if err != nil {
 			return err.Error(), true
 		}
@@ -91,7 +98,7 @@ func bashIn(t *testing.T, tb *toolbox, dir, command string) (string, bool) {
 		}
 		return text.String(), false
 	}
-	t.Fatal("no bash tool")
+	t.Fatalf("no %s tool", name)
 	return "", false
 }
 
@@ -171,6 +178,24 @@ func TestGitInAWorktreesSandboxPlantsNothing(t *testing.T) {
 	}
 	if after := snapshot(t, repo, common, gd, tree); after != before {
 		t.Fatalf("the repository changed under the agent's attacks:\nbefore %s\nafter  %s", before, after)
+	}
+	// The file tools of an owner (not confined) see what bash sees: the
+	// repository's files are read-only to them too.
+	for _, p := range []string{filepath.Join(common, "config"), filepath.Join(gd, "config.worktree"), filepath.Join(tree.Path, ".git")} {
+		if out, failed := toolIn(t, tb, tree.Path, true, "write", map[string]string{"path": p, "content": "planted"}); !failed {
+			t.Errorf("an owner's write of %s: %s", p, out)
+		}
+	}
+	// A confined write (not an owner's) reaches the worktree's .git file;
+	// the next sandboxed call puts back what git wrote there.
+	if out, failed := toolIn(t, tb, tree.Path, false, "write", map[string]string{"path": ".git", "content": "gitdir: /tmp/elsewhere\n"}); failed {
+		t.Fatalf("a confined write of .git failed, the test needs it: %s", out)
+	}
+	if out, failed := bashIn(t, tb, tree.Path, "git status --porcelain"); failed {
+		t.Fatalf("git after the .git file was rewritten: %s", out)
+	}
+	if got := readT(t, filepath.Join(tree.Path, ".git")); got != "gitdir: "+gd+"\n" {
+		t.Fatalf("the .git file is %q, want it put back", got)
 	}
 	// pibot's git, then the user's, in the worktree and the repository.
 	if err := os.WriteFile(filepath.Join(tree.Path, "x.txt"), []byte("x\n"), 0o644); err != nil {
