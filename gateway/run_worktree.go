@@ -109,7 +109,7 @@ func readWorktree(e session.Entry) (worktreeRecord, bool) {
 // again from its branch if it was pruned, or a new one, started from the
 // parent branch's state at the fork (or from the repository's HEAD for a
 // branch without a parent worktree). A worktree made for the location
-// before a crash, never recorded, is adopted (Worktrees.Create). It
+// before a crash, never claimed, is adopted (Worktrees.Create). It
 // returns a notice for the chat when the new worktree is a fork's.
 func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	o, loc := r.o, r.loc
@@ -163,14 +163,14 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	if found {
 		made.From = rec.Branch
 	}
-	if err := r.recordWorktree(made); err != nil {
+	// Claimed before the record, so that no later Create (a fork of this
+	// place from the same commit) ever adopts a recorded worktree; a crash
+	// between the two leaves the worktree to a "-2", as before adoption.
+	if err := a.Worktrees.Claim(t); err != nil {
 		return "", err
 	}
-	// Recorded: no longer adopted by the next run of this location. A
-	// failure leaves a mark a fork of this place at the same commit could
-	// take for a crash's, and adopt while it is still unused.
-	if err := a.Worktrees.Recorded(t); err != nil {
-		o.log.Warn("worktree: mark recorded", "loc", loc.key, "err", err)
+	if err := r.recordWorktree(made); err != nil {
+		return "", err
 	}
 	return notice, nil
 }

@@ -26,13 +26,13 @@ import (
 // worktree and its branch made, no session entry naming them.
 type crashingWorktrees struct {
 	*worktree.Manager
-	crashed  atomic.Bool
-	recorded atomic.Int32
+	crashed atomic.Bool
+	claimed atomic.Int32
 }
 
-func (c *crashingWorktrees) Recorded(t worktree.Tree) error {
-	c.recorded.Add(1)
-	return c.Manager.Recorded(t)
+func (c *crashingWorktrees) Claim(t worktree.Tree) error {
+	c.claimed.Add(1)
+	return c.Manager.Claim(t)
 }
 
 func (c *crashingWorktrees) Create(ctx context.Context, name, from, key string) (worktree.Tree, error) {
@@ -93,8 +93,8 @@ func TestWorktreeMadeBeforeACrashIsAdopted(t *testing.T) {
 	if d := h.answer(conv, "owner", "/diff"); !strings.Contains(d, "+kept") || !strings.Contains(d, "test-group-c`") {
 		t.Fatalf("/diff:\n%s", d)
 	}
-	if got := cw.recorded.Load(); got != 1 {
-		t.Fatalf("Recorded called %d times, want once (after the adopted worktree's record)", got)
+	if got := cw.claimed.Load(); got != 1 {
+		t.Fatalf("Claim called %d times, want once (before the adopted worktree's record)", got)
 	}
 }
 

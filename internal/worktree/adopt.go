@@ -18,20 +18,22 @@ func numbered(name string, i int) string {
 	return fmt.Sprintf("%s-%d", name, i)
 }
 
-// Recorded says that t, made by Create, is recorded where its key's user
-// keeps it: a later Create no longer adopts it.
-func (m *Manager) Recorded(t Tree) error {
+// Claim says that t, made by Create, is taken by what it was made for: no
+// later Create adopts it. Call it just before recording t where its key's
+// user keeps it (a session entry), so that a recorded worktree is never
+// adopted by another branch; a crash between the two leaves t unused.
+func (m *Manager) Claim(t Tree) error {
 	if err := m.owns(t); err != nil {
 		return err
 	}
-	if err := os.Remove(m.unrecordedFile(t.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("worktree: recorded: %w", err)
+	if err := os.Remove(m.unclaimedFile(t.Path)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("worktree: claim: %w", err)
 	}
 	return nil
 }
 
 // adopt returns a worktree of a branch named like name that Create made
-// for key at base and that was not recorded, when it was never used
+// for key at base and that was never claimed, when it was never used
 // since: its branch at base and, where its directory is, no change of
 // any kind in it. A removed directory (pruned since) is made again from
 // the branch. Called under the repository's lock; the names are looked
@@ -43,7 +45,7 @@ func (m *Manager) adopt(ctx context.Context, name, base, key string) (Tree, bool
 	for i := 1; i <= 100; i++ {
 		t := Tree{Branch: numbered(name, i), Base: base}
 		t.Path = filepath.Join(m.root, leaf(t.Branch))
-		b, err := os.ReadFile(m.unrecordedFile(t.Path))
+		b, err := os.ReadFile(m.unclaimedFile(t.Path))
 		if err != nil {
 			_, dirErr := os.Lstat(t.Path)
 			_, refErr := m.git.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+t.Branch)

@@ -9,10 +9,10 @@ import (
 	"github.com/pibot/pibot/internal/worktree"
 )
 
-// A worktree made for a place and never recorded (pibot died between
+// A worktree made for a place and never claimed (pibot died between
 // making it and writing the session entry) is the one the place's next
 // Create gets, not a "-2": only while it is unused, only for the same
-// key and start, and never once it is recorded.
+// key and start, and never once it is claimed.
 func TestCreateAdoptsWhatACrashLeft(t *testing.T) {
 	dir := repo(t)
 	m := manager(t, dir)
@@ -22,7 +22,7 @@ func TestCreateAdoptsWhatACrashLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The crash: no Recorded. The place's next run adopts it.
+	// The crash: no Claim. The place's next run adopts it.
 	again, err := m.Create(ctx, name, "", "loc-a")
 	if err != nil || again != orphan {
 		t.Fatalf("second Create = %+v, %v; want the orphan %+v", again, err, orphan)
@@ -45,13 +45,13 @@ func TestCreateAdoptsWhatACrashLeft(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(orphan.Path, "main.txt")); err != nil {
 		t.Fatalf("the adopted worktree was not checked out again: %v", err)
 	}
-	// Recorded: the next Create of the place is a new worktree (a fork).
-	if err := m.Recorded(orphan); err != nil {
+	// Claimed: the next Create of the place is a new worktree (a fork).
+	if err := m.Claim(orphan); err != nil {
 		t.Fatal(err)
 	}
 	fork, err := m.Create(ctx, name, "", "loc-a")
 	if err != nil || fork.Branch != name+"-4" {
-		t.Fatalf("Create after Recorded = %+v, %v; want %s-4", fork, err, name)
+		t.Fatalf("Create after Claim = %+v, %v; want %s-4", fork, err, name)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // places are where a repository's worktrees and pibot's files about them
 // are: the repository's top level, its common git directory, the
 // directory of the worktrees, the side files beside each worktree there
-// (when it was used, whether it is recorded) and the lock of them all.
+// (when it was used, whether it is claimed) and the lock of them all.
 type places struct {
 	repo   string // the repository's top level, symlinks evaluated
 	common string // its common git directory, symlinks evaluated
@@ -97,17 +97,17 @@ func (p places) adminDir(path string) (string, error) {
 	return "", fmt.Errorf("worktree: %s is not a worktree of %s", path, p.repo)
 }
 
-// unrecordedFile marks the worktree at path as made and not recorded
-// yet; it holds the key it was made for and its base.
-func (p places) unrecordedFile(path string) string { return p.side(path, ".unrecorded") }
+// unclaimedFile marks the worktree at path as made and not claimed yet
+// (Claim); it holds the key it was made for and its base.
+func (p places) unclaimedFile(path string) string { return p.side(path, ".unclaimed") }
 
-// markUnrecorded marks t, about to be made for key, as not recorded
+// markUnclaimed marks t, about to be made for key, as not claimed
 // (nothing for an empty key).
-func (p places) markUnrecorded(t Tree, key string) error {
+func (p places) markUnclaimed(t Tree, key string) error {
 	if key == "" {
 		return nil
 	}
-	if err := os.WriteFile(p.unrecordedFile(t.Path), []byte(key+"\n"+t.Base+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(p.unclaimedFile(t.Path), []byte(key+"\n"+t.Base+"\n"), 0o644); err != nil {
 		return fmt.Errorf("worktree: create: %w", err)
 	}
 	return nil

@@ -7,8 +7,8 @@
 // from (commits, uncommitted and untracked files), and removes worktrees
 // that were idle and clean for long enough. It never removes a worktree
 // with any change, never deletes a branch and never commits. A worktree
-// made for a place and never recorded (a crash in between) is adopted by
-// the place's next Create; Mounts says what a sandbox must show of the
+// made for a place and never claimed (a crash before its record) is
+// adopted by the place's next Create; Mounts says what a sandbox must show of the
 // repository for git to work in a worktree, and what it must show
 // read-only.
 //
@@ -110,8 +110,8 @@ func (m *Manager) Root() string { return m.root }
 // HEAD. The new worktree is its own base.
 //
 // key, when not "", names what the worktree is for (a conversation's
-// place): the worktree stays marked as not recorded under key until
-// Recorded is called. A Create for the same name and key adopts such a
+// place): the worktree stays marked as unclaimed under key until Claim
+// is called. A Create for the same name and key adopts such a
 // worktree, one made at the same commit and never used since (its branch
 // still at its base, nothing changed in it), instead of making another
 // branch: what a crash between the worktree's making and its record
@@ -149,11 +149,11 @@ func (m *Manager) Create(ctx context.Context, name, from, key string) (Tree, err
 		if _, err := os.Lstat(t.Path); err == nil {
 			continue // a directory of something else: next name
 		}
-		if err := m.markUnrecorded(t, key); err != nil {
+		if err := m.markUnclaimed(t, key); err != nil {
 			return Tree{}, err
 		}
 		if _, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "add", "-b", t.Branch, t.Path, base); err != nil {
-			_ = os.Remove(m.unrecordedFile(t.Path))
+			_ = os.Remove(m.unclaimedFile(t.Path))
 			return Tree{}, fmt.Errorf("worktree: create: %w", err)
 		}
 		_ = touch(m.usedFile(t.Path))
