@@ -81,8 +81,9 @@ func hostSecrets() []string {
 
 // Args returns bwrap's options for l: the system directories read-only,
 // fresh /dev and /proc, private tmpfs /tmp, /var/tmp and home (HOME set to
-// it), the workspace read-write, then the further mounts, the denied
-// paths and host secrets masked, every namespace unshared (network shared back when allowed), killed with
+// it), the workspace read-write and the further mounts (each after those
+// that contain it), the denied paths and host secrets masked, every
+// namespace unshared (network shared back when allowed), killed with
 // its parent, in a new session (no terminal injection).
 //
 // Args reads the host's file system to see which system directories exist
@@ -120,16 +121,27 @@ func Args(l Layout) []string {
 	if r, err := filepath.EvalSymlinks(ws); err == nil {
 		wsReal = r
 	}
+	// The workspace and the further mounts, each after those that
+	// contain it where they appear: the innermost decides, as in Sees.
+	type bind struct {
+		src, dst string
+		write    bool
+	}
+	var binds []bind
 	if ws != "/" {
-		a = append(a, "--bind", wsReal, ws)
+		binds = append(binds, bind{wsReal, ws, true})
 	}
 	for _, m := range sortedMounts(l.Mounts) {
+		binds = append(binds, bind{m.Path, at(m.Path, ws, wsReal), m.Write})
+		mounted = append(mounted, m.Path)
+	}
+	slices.SortStableFunc(binds, func(x, y bind) int { return strings.Compare(x.dst, y.dst) })
+	for _, b := range binds {
 		opt := "--ro-bind"
-		if m.Write {
+		if b.write {
 			opt = "--bind"
 		}
-		a = append(a, opt, m.Path, at(m.Path, ws, wsReal))
-		mounted = append(mounted, m.Path)
+		a = append(a, opt, b.src, b.dst)
 	}
 	a = append(a, masks(hostSecrets(), mounted, ws, wsReal)...)
 	a = append(a, masks(l.Deny, mounted, ws, wsReal)...)

@@ -212,9 +212,10 @@ func TestStartProbesAutoInTheBackground(t *testing.T) {
 	}
 }
 
-// TestMounts checks the further mounts: after the workspace, each after
-// the mounts that contain it (whatever order they were given in), a
-// denied path inside one masked, and Sees deciding by the innermost.
+// TestMounts checks the further mounts: after the private directories,
+// each after the mounts (and the workspace) that contain it, whatever
+// order they were given in, a denied path inside one masked, and Sees
+// deciding by the innermost.
 func TestMounts(t *testing.T) {
 	root := t.TempDir()
 	ws, repo := filepath.Join(root, "ws"), filepath.Join(root, "repo")
@@ -237,7 +238,6 @@ func TestMounts(t *testing.T) {
 	}}
 	got := strings.Join(Args(l), " ")
 	order := []string{
-		"--bind " + ws + " " + ws,
 		"--ro-bind " + repo + " " + repo,
 		"--bind " + repo + "/objects " + repo + "/objects",
 		"--ro-bind " + repo + "/objects/pack " + repo + "/objects/pack",
@@ -251,11 +251,21 @@ func TestMounts(t *testing.T) {
 		}
 		last = i
 	}
-	if i := strings.Index(got, "--ro-bind "+dotGit+" "+dotGit); i < strings.Index(got, order[0]) {
+	if i, j := strings.Index(got, "--ro-bind "+dotGit+" "+dotGit), strings.Index(got, "--bind "+ws+" "+ws); j < 0 || i < j || j < strings.Index(got, "--tmpfs /tmp") {
 		t.Fatalf("the workspace's read-only file is not mounted after the workspace: %s", got)
 	}
 	if strings.Contains(got, "relative") {
 		t.Fatalf("a relative mount is in: %s", got)
+	}
+	// A mount that contains the workspace comes before it: the workspace
+	// stays writable, as Sees says.
+	around := Layout{Workspace: ws, Mounts: []Mount{{Path: root}}}
+	got = strings.Join(Args(around), " ")
+	if i, j := strings.Index(got, "--ro-bind "+root+" "+root), strings.Index(got, "--bind "+ws+" "+ws); i < 0 || j < i {
+		t.Fatalf("a mount around the workspace is not mounted before it: %s", got)
+	}
+	if a := around.Sees(filepath.Join(ws, "file")); a != ReadWrite {
+		t.Fatalf("Sees of the workspace inside a read-only mount = %v", a)
 	}
 	for p, want := range map[string]Access{
 		filepath.Join(repo, "config"):                ReadOnly,
