@@ -14,12 +14,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pibot/pibot/tools/jail"
 )
 
 // binary is the pibot executable built once by TestMain.
 var binary string
 
 func TestMain(m *testing.M) {
+	jail.Main() // the launcher of the bash calls of toolboxes made in-process
 	if os.Getenv(mcpServerEnv) == "1" {
 		os.Exit(runTestMCPServer()) // started by pibot as a stdio MCP server
 	}

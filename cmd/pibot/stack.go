@@ -75,7 +75,7 @@ func (st *stack) buildAgents(ctx context.Context, cfg config.Config, log *slog.L
 			return nil, agentKeys(name, err)
 		}
 		prompt := tb.prompt(view, true, ext)
-		wts, err := worktrees(ctx, view, name, tb.ws, alog)
+		wts, err := worktrees(ctx, view, name, tb.ws, tb, alog)
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +226,7 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		return err
 	}
 	prompt := tb.prompt(agentView(cfg, config.DefaultAgent), true, ext)
-	wts, err := worktrees(ctx, cfg, config.DefaultAgent, tb.ws, log)
+	wts, err := worktrees(ctx, cfg, config.DefaultAgent, tb.ws, tb, log)
 	if err != nil {
 		return err
 	}

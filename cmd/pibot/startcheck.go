@@ -63,7 +63,7 @@ func startChecks(ctx context.Context, c *cli, cfg config.Config) error {
 	if ws != "" {
 		_, err = newExtensions(cfg, ws, quiet)
 		add(err)
-		_, err = worktrees(ctx, cfg, config.DefaultAgent, ws, quiet)
+		_, err = worktrees(ctx, cfg, config.DefaultAgent, ws, nil, quiet)
 		add(err)
 	}
 	// Each further agent's workspace, prompt file and extensions, under
@@ -76,7 +76,7 @@ func startChecks(ctx context.Context, c *cli, cfg config.Config) error {
 		if ws != "" {
 			_, err = newExtensions(view, ws, quiet)
 			add(agentKeys(name, err))
-			_, err = worktrees(ctx, view, name, ws, quiet)
+			_, err = worktrees(ctx, view, name, ws, nil, quiet)
 			add(err)
 		}
 	}
