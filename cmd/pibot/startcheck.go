@@ -95,7 +95,7 @@ func listenSet(cfg config.Config) error {
 // secret, from which every replica derives the same webhook path.
 func clusterWebhookSecret(cfg config.Config) error {
 	tg := cfg.Adapter.Telegram
-	if cfg.Cluster.RedisURL != "" && cfg.TelegramEnabled() && tg.Mode == "webhook" && tg.WebhookSecret == "" && tg.WebhookSecretFile == "" {
+	if cfg.Cluster.RedisURL != "" && cfg.Adapter.Telegram.Enabled() && tg.Mode == "webhook" && tg.WebhookSecret == "" && tg.WebhookSecretFile == "" {
 		return &config.Error{Key: "adapters.telegram.webhook_secret", Msg: "must be set in cluster mode (every replica serves the webhook path derived from it)"}
 	}
 	return nil
