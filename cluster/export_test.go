@@ -3,6 +3,7 @@ package cluster
 import (
 	"time"
 
+	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/internal/tokenbucket"
 )
 
@@ -17,5 +18,10 @@ func (r *Rates) SetClock(now func() time.Time) {
 	r.Local = tokenbucket.NewLocalClock(rateMargin, now)
 }
 
-// SetCompactMin makes ib compact its file after n records (tests).
-func (ib *LocalInbox) SetCompactMin(n int64) { ib.log.compactMin = n }
+// OnCompactStep has f told each step of ib's compactions' replacement
+// of the file, as the step is reached (tests: a crash there).
+func (ib *LocalInbox) OnCompactStep(f func(atomicfile.Step)) {
+	ib.log.swap.Lock()
+	defer ib.log.swap.Unlock()
+	ib.log.onStep = f
+}

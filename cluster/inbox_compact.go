@@ -6,11 +6,12 @@ import (
 	"os"
 
 	"github.com/pibot/pibot/internal/atomicfile"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
 // compactLines is how many records the inbox writes before it may
-// compact its file while running: then, when the records of items that
+// compact its file while running (InboxOptions.CompactAfter sets fewer): then, when the records of items that
 // are done outnumber those of the items it still holds (compactDue), the
 // file is rewritten to what it holds, so it stays as long as the pending
 // and quarantined items and not as the history of every message.
@@ -90,11 +91,31 @@ func (l *inboxLog) rewrite() error {
 	l.st.mu.Unlock()
 	// Opened before the rename: a failure leaves the old file, and l.f
 	// on it, as they were.
-	f, err := atomicfile.WriteOpen(l.path, buf.Bytes(), os.O_APPEND|os.O_WRONLY)
+	f, err := atomicfile.WriteOpenSteps(l.path, buf.Bytes(), os.O_APPEND|os.O_WRONLY, l.step)
 	if err != nil {
 		return err
 	}
 	l.f = groupsync.NewNamed(f, l.path)
 	l.lines.Store(0)
 	return nil
+}
+
+// step marks a step of the file's replacement: its crash point (a
+// crashpoints build can end the process there), then onStep (tests).
+func (l *inboxLog) step(s atomicfile.Step) {
+	// One Hit per constant: a release build inlines Hit away, and the
+	// points' names with it (e2e's release check).
+	switch s {
+	case atomicfile.StepPartial:
+		crashpoint.Hit(crashpoint.CompactPartial)
+	case atomicfile.StepWritten:
+		crashpoint.Hit(crashpoint.CompactWritten)
+	case atomicfile.StepRenamed:
+		crashpoint.Hit(crashpoint.CompactRenamed)
+	case atomicfile.StepSynced:
+		crashpoint.Hit(crashpoint.CompactSynced)
+	}
+	if l.onStep != nil {
+		l.onStep(s)
+	}
 }

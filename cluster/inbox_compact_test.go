@@ -20,11 +20,10 @@ import (
 func TestInboxCompactsWhileRunning(t *testing.T) {
 	ctx := t.Context()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(64)
 	enqueue := func(key, data string) string {
 		t.Helper()
 		id, durable, err := ib.Enqueue(ctx, key, []byte(data))
@@ -104,11 +103,10 @@ func TestInboxCompactsWhileRunning(t *testing.T) {
 func TestInboxCompactsUnderConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(32)
 	var mu sync.Mutex
 	kept := map[string]bool{}
 	var wg sync.WaitGroup

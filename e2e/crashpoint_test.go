@@ -54,6 +54,12 @@ type cpPoint struct {
 	// the model's call after the tool is held, and starts the second,
 	// armed: pibot dies in the replica that takes the session over.
 	cluster, taker bool
+	// compact is the embedded inbox's compaction threshold, in records,
+	// of every start (PIBOT_CRASHPOINT_INBOX_COMPACT; 0: the inbox's
+	// own 4,096, which the conversation never reaches). A row that sets
+	// it dies in a compaction while the inbox holds items (checked), and
+	// the restart finds no temporary file of it.
+	compact int
 }
 
 // spec is the point as PIBOT_CRASHPOINT names it.
@@ -96,6 +102,13 @@ var cpPoints = []cpPoint{
 	{point: crashpoint.DeliveryRecord, hit: 1, what: "the run's delivery recorded"},
 	{point: crashpoint.InboxAck, hit: 1, what: "q1 acknowledged, q2 and q3 not yet"},
 	{point: crashpoint.InboxAck, hit: 3, what: "the run's last message acknowledged"},
+	// The inbox compacts at every start (hit 1); with a threshold of one
+	// record it compacts again at the first acknowledgement that leaves
+	// four times more records of done items than items held (hit 2).
+	{point: crashpoint.CompactPartial, hit: 2, compact: 1, what: "the inbox compacting while it holds messages: half the new file written"},
+	{point: crashpoint.CompactWritten, hit: 2, compact: 1, what: "the inbox compacting while it holds messages: the new file whole and fsynced, not renamed"},
+	{point: crashpoint.CompactRenamed, hit: 2, compact: 1, what: "the inbox compacting while it holds messages: the new file renamed over the old, the directory not fsynced"},
+	{point: crashpoint.CompactSynced, hit: 2, compact: 1, what: "the inbox compacting while it holds messages: the rename durable, the inbox not yet appending to the new file"},
 
 	{point: crashpoint.Lease, hit: 1, cluster: true, what: "a replica took the new conversation's session lease; the other takes over"},
 	{point: crashpoint.Bound, hit: 1, cluster: true, what: "a replica bound the new conversation to its session file, not created; the other takes over"},
@@ -151,6 +164,9 @@ func (w *cpWorld) converse(pt cpPoint) {
 	if pt.taker {
 		armed = ""
 	}
+	if pt.compact > 0 {
+		w.env = []string{"PIBOT_CRASHPOINT_INBOX_COMPACT=" + strconv.Itoa(pt.compact)}
+	}
 	w.start(0, armed)
 	w.ask("q1", "q1: please use the tool, then answer at length")
 	if w.crash == nil {
@@ -187,6 +203,14 @@ func (w *cpWorld) check(pt cpPoint) {
 	for _, sub := range pt.onDisk {
 		if !strings.Contains(w.crash.file, sub) {
 			t.Fatalf("the session file did not hold %q when pibot died at %s: the test missed its aim", sub, pt.spec())
+		}
+	}
+	if pt.compact > 0 {
+		if w.crash.inboxHeld == 0 {
+			t.Fatalf("the inbox held no item when pibot died compacting it at %s: the test missed its aim", pt.spec())
+		}
+		if tmps, _ := filepath.Glob(filepath.Join(w.data, ".inbox.jsonl.tmp*")); len(tmps) > 0 {
+			t.Errorf("the killed compaction's temporary files outlived the restart: %q", tmps)
 		}
 	}
 	// One conversation: only a crash at a post can leave a post unnoted.
@@ -228,7 +252,8 @@ func (w *cpWorld) check(pt cpPoint) {
 			t.Errorf("%s is in the session %d times, want once", id, users[id])
 		}
 	}
-	t.Logf("%s (%s): every message answered once; %d markers posted twice in the window; tool runs %d", pt.name(), pt.what, reposted, runs)
+	t.Logf("%s (%s): every message answered once; %d markers posted twice in the window; tool runs %d; inbox items held at the crash %d",
+		pt.name(), pt.what, reposted, runs, w.crash.inboxHeld)
 }
 
 // loadCleanly opens a session file with the full loader, fails on any

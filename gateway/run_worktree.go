@@ -119,8 +119,9 @@ type runWorktree struct {
 // worktrees and has tools that write: the branch's own, made again from
 // its branch if it was pruned, or a new one, started from the parent
 // branch's state at the fork (or from the repository's HEAD for a branch
-// without a parent worktree). It returns a notice for the chat when the
-// new worktree is a fork's.
+// without a parent worktree). A worktree made for the location before a
+// crash, never claimed, is adopted (Worktrees.Create). It returns a
+// notice for the chat when the new worktree is a fork's.
 func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
 	o, loc := w.o, w.loc
 	a := o.agentConfig()
@@ -138,7 +139,7 @@ func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
 	name := worktree.Name(string(loc.conv.Platform), loc.conv.Channel, loc.conv.Thread)
 	var t worktree.Tree
 	if found {
-		t, err = a.Worktrees.Create(ctx, name, rec.Head)
+		t, err = a.Worktrees.Create(ctx, name, rec.Head, loc.key)
 		switch {
 		case err == nil && rec.Dirty:
 			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`), started from `%s` at %s, where the conversation forked; the changes not committed there then are not in it.",
@@ -157,14 +158,14 @@ func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
 			if head, _, err = a.Worktrees.State(ctx, rec.Tree); err != nil {
 				return "", err
 			}
-			if t, err = a.Worktrees.Create(ctx, name, head); err != nil {
+			if t, err = a.Worktrees.Create(ctx, name, head, loc.key); err != nil {
 				return "", err
 			}
 			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`). Git no longer has `%s` as it was where the conversation forked, so it started from that branch's worktree as it is now (%s).",
 				t.Branch, rec.Branch, short(head))
 		}
 	} else {
-		t, err = a.Worktrees.Create(ctx, name, "")
+		t, err = a.Worktrees.Create(ctx, name, "", loc.key)
 	}
 	if err != nil {
 		return "", err
@@ -172,6 +173,12 @@ func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
 	made := worktreeRecord{Tree: t, Head: t.Base}
 	if found {
 		made.From = rec.Branch
+	}
+	// Claimed before the record, so that no later Create (a fork of this
+	// place from the same commit) ever adopts a recorded worktree; a crash
+	// between the two leaves the worktree to a "-2", as before adoption.
+	if err := a.Worktrees.Claim(t); err != nil {
+		return "", err
 	}
 	if err := w.record(made); err != nil {
 		return "", err

@@ -17,7 +17,7 @@ import (
 // Write replaces path with data (mode 0600). The temporary file is
 // ".NAME.tmp" plus a random suffix, in path's directory.
 func Write(path string, data []byte) error {
-	_, err := replace(path, data, 0)
+	_, err := replace(path, data, 0, nil)
 	return err
 }
 
@@ -26,19 +26,65 @@ func Write(path string, data []byte) error {
 // before the rename, so a failure leaves path as it was and the handle
 // is never the old file's; its Name is the temporary one.
 func WriteOpen(path string, data []byte, flag int) (*os.File, error) {
-	return replace(path, data, flag)
+	return replace(path, data, flag, nil)
 }
 
-// replace is Write, and WriteOpen when flag is not 0.
-func replace(path string, data []byte, flag int) (*os.File, error) {
+// Step is a moment of a replacement, which WriteOpenSteps reports as it
+// passes it (a test build's crash points: the inbox's compaction).
+type Step int
+
+const (
+	// StepPartial: the temporary file holds the first half of the data
+	// (nothing, when there is none), not fsynced; path is untouched.
+	StepPartial Step = iota
+	// StepWritten: the temporary file is whole and fsynced, not renamed.
+	StepWritten
+	// StepRenamed: the temporary file is renamed over path; the directory
+	// is not fsynced yet.
+	StepRenamed
+	// StepSynced: the directory is fsynced: the replacement is durable.
+	StepSynced
+)
+
+// WriteOpenSteps is WriteOpen, calling step at each Step it passes, in
+// order (the steps after a failure are not reached).
+func WriteOpenSteps(path string, data []byte, flag int, step func(Step)) (*os.File, error) {
+	return replace(path, data, flag, step)
+}
+
+// TempPattern is the glob of the temporary files of path's replacements
+// (Write, WriteOpen): those a crashed process left behind, which the one
+// owner of path may remove when nothing else writes path.
+func TempPattern(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+}
+
+// replace is Write, and WriteOpen when flag is not 0; step (nil: none)
+// is told each Step passed.
+func replace(path string, data []byte, flag int, step func(Step)) (*os.File, error) {
+	half := len(data) // written in one piece unless a step is told
+	if step == nil {
+		step = func(Step) {}
+	} else {
+		half /= 2
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return nil, err
 	}
 	tmp := f.Name()
-	_, err = f.Write(data)
+	_, err = f.Write(data[:half])
+	if err == nil {
+		step(StepPartial) // told even when the half is nothing
+	}
+	if err == nil && half < len(data) {
+		_, err = f.Write(data[half:])
+	}
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil {
+		step(StepWritten)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -57,12 +103,14 @@ func replace(path string, data []byte, flag int) (*os.File, error) {
 		_ = os.Remove(tmp)
 		return nil, err
 	}
+	step(StepRenamed)
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		if opened != nil {
 			_ = opened.Close()
 		}
 		return nil, err
 	}
+	step(StepSynced)
 	return opened, nil
 }
 
