@@ -21,6 +21,7 @@ import (
 // appended, at leaves all over, lazily loaded (TestBranchTail in session
 // compares the eager and lazy reads).
 func TestContextOfIsContextEntries(t *testing.T) {
+	t.Parallel()
 	for _, every := range []int{0, 40, -1} {
 		t.Run(fmt.Sprintf("compactions=%d", every), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "s.jsonl")
