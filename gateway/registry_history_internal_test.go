@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 	"github.com/pibot/pibot/session/sessiontest"
@@ -109,4 +111,53 @@ func appendAgentsAndCompaction(t *testing.T, path string) {
 	add(session.Entry{Type: session.TypeCustom, CustomType: customAgent, Data: record("second")})
 	a := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.TextBlock("answer")}, StopReason: llm.StopStop}
 	add(session.Entry{Type: session.TypeMessage, Message: &a})
+}
+
+// TestHistoryReadsAFileRewrittenUnderIt: a session file rewritten (as a
+// repair rewrites one) after a history read opened it lazily is read
+// again as it is now, as a read of the whole file would have read it,
+// not answered with session.ErrFileChanged.
+func TestHistoryReadsAFileRewrittenUnderIt(t *testing.T) {
+	g := newBareGateway(t)
+	conv := chat.ConvRef{Platform: "test", Channel: "c", DM: true}
+	s, err := session.CreateFile(sessionsDir(g.cfg.DataDir), session.Header{}, session.Entry{Type: session.TypeModelChange, Provider: "faux", ModelID: "m"}, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := llm.UserText("question", 1)
+	a := llm.Message{Role: llm.RoleAssistant, Content: []llm.Content{llm.TextBlock("answer")}, StopReason: llm.StopStop}
+	for _, m := range []*llm.Message{&u, &a} {
+		if _, err := s.Append(session.Entry{Type: session.TypeMessage, ParentID: s.Tree().Leaf(), Message: m, Pibot: &session.Meta{Loc: conv.Key()}}, session.SyncAlways); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := s.Path()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.index.Bind(t.Context(), conv.Key(), path); err != nil {
+		t.Fatal(err)
+	}
+	h := &history{platform: conv.Platform, index: g.index, reg: g.sessions}
+	r := h.reading()
+	defer r.close()
+	if _, err := r.at(path); err != nil {
+		t.Fatal(err)
+	}
+	// A blank line after the header moves every entry's line.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := bytes.IndexByte(data, '\n') + 1
+	if err := os.WriteFile(path, append(append(data[:nl:nl], '\n'), data[nl:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.branchOf(t.Context(), conv.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := transcriptOf(b.context, "", conv.Key()); len(msgs) != 2 || msgs[0].Text != "question" || msgs[1].Text != "answer" {
+		t.Fatalf("transcript %+v, want the question and its answer", msgs)
+	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 
 	"github.com/pibot/pibot/session"
 )
@@ -11,6 +12,9 @@ import (
 type reading struct {
 	h     *history
 	trees map[string]openTree
+	// reopened are the files opened again after they changed under the
+	// index of this read's first open (see reopen).
+	reopened map[string]bool
 }
 
 // openTree is a session file as a reading has it: its tree, a function
@@ -22,7 +26,9 @@ type openTree struct {
 }
 
 // reading starts a read of the history.
-func (h *history) reading() *reading { return &reading{h: h, trees: map[string]openTree{}} }
+func (h *history) reading() *reading {
+	return &reading{h: h, trees: map[string]openTree{}, reopened: map[string]bool{}}
+}
 
 // close lets go of every session file r opened.
 func (r *reading) close() {
@@ -58,6 +64,21 @@ func (r *reading) at(path string) (*session.Tree, error) {
 	return t.tree, t.err
 }
 
+// reopen lets go of the session at path that r opened read-only, once:
+// the file changed under its index (session.ErrFileChanged: a repair
+// rewrote it), and the next at opens it as it is now, as a read of the
+// whole file would have read it. It reports whether it did.
+func (r *reading) reopen(path string) bool {
+	t, ok := r.trees[path]
+	if !ok || t.done == nil || r.reopened[path] {
+		return false
+	}
+	t.done()
+	delete(r.trees, path)
+	r.reopened[path] = true
+	return true
+}
+
 // branch is what a session file says about one location.
 type branch struct {
 	context []session.Entry // the entries of the branch the model's context is built from (contextEntries)
@@ -83,6 +104,9 @@ func (r *reading) branchOf(ctx context.Context, loc string) (branch, error) {
 		return branch{path: path}, nil
 	}
 	entries, agent, err := contextOf(tree, head)
+	if errors.Is(err, session.ErrFileChanged) && r.reopen(path) {
+		return r.branchOf(ctx, loc)
+	}
 	return branch{context: entries, agent: agent, name: tree.Name(), path: path}, err
 }
 
