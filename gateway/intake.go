@@ -203,6 +203,7 @@ func (i *intake) unseen(ctx context.Context, in chat.Inbound, span *otlp.Span) (
 			i.log.Debug("duplicate event dropped", "key", in.DedupKey)
 			return false, nil
 		}
+		crashpoint.Hit(crashpoint.DedupeSeen)
 	}
 	if !i.withinBudget(ctx, in, budgetWait) {
 		// Answered (a notice), not taken: its key stays, as a taken one's.
