@@ -14,6 +14,7 @@ var allCrashPoints = []string{
 	crashpoint.PostedPart, crashpoint.ReplyJournal, crashpoint.ReplyFinal, crashpoint.DeliveryRecord, crashpoint.InboxAck,
 	crashpoint.Lease, crashpoint.Fence, crashpoint.PumpHandoff, crashpoint.Bound,
 	crashpoint.CompactPartial, crashpoint.CompactWritten, crashpoint.CompactRenamed, crashpoint.CompactSynced,
+	crashpoint.DedupeSeen,
 }
 
 // checkRelease: the binary `go build` makes holds neither the crash

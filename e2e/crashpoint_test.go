@@ -113,6 +113,12 @@ var cpPoints = []cpPoint{
 	{point: crashpoint.Lease, hit: 1, cluster: true, what: "a replica took the new conversation's session lease; the other takes over"},
 	{point: crashpoint.Bound, hit: 1, cluster: true, what: "a replica bound the new conversation to its session file, not created; the other takes over"},
 	{point: crashpoint.PumpHandoff, hit: 1, cluster: true, what: "the pump claimed q1 for its new session, not handed to the mailbox"},
+	// q3 (/followup) is the first event the intake dedupes on its own
+	// before it classifies it: its key is recorded, pending, and its
+	// item never enqueued. The other replica refuses the redelivery as in
+	// flight until the key expires (30 s), then takes it. Before, the key
+	// lived 48 hours: q3 was dropped as a duplicate, never answered.
+	{point: crashpoint.DedupeSeen, hit: 1, cluster: true, what: "q3's dedupe key recorded (pending), its item not enqueued; the other replica takes its redelivery once the key expires"},
 	{point: crashpoint.AnswerEntry, hit: 2, cluster: true, what: "q1's answer and q2 on disk, q2's answer appended; the other replica takes over",
 		onDisk: []string{"END-q1", "q2: this steers"}},
 	{point: crashpoint.Fence, hit: 1, taker: true, what: "the replica taking over from a killed one wrote its lease marker, claimed nothing yet"},

@@ -20,6 +20,10 @@ package crashpoint
 
 // The points, in the order of a message's life.
 const (
+	// DedupeSeen: the dedupe recorded a new event's key (pending, in
+	// cluster mode) before the intake classified it (a command, a thread
+	// to open); its item is not enqueued.
+	DedupeSeen = "dedupe.seen"
 	// InboxAppend: an accepted event's inbox item is durable (the
 	// platform is told "received" next).
 	InboxAppend = "inbox.append"
