@@ -3,6 +3,7 @@ package rediscluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -52,18 +53,43 @@ return out
 `)
 })
 
+// maxPeeked bounds the keys one peekScript call looks at: a script
+// holds Redis for its whole run (about four commands a key), and an
+// admission waits behind it.
+const maxPeeked = 64
+
 // Takeable returns the keys among keys that a Consume would hand an item
 // now, and with claim also those a Claim would (peekScript), in one round
-// trip whatever their number: the pump asks it about the sessions it
-// holds before it takes any, so a poll of a replica with runs in
-// progress costs two round trips instead of one per run. It may name a
-// key whose take then hands nothing (an item ended meanwhile, or one a
-// lost answer of a claim took, which only a claim hands over). Each key
-// is named once.
+// trip per maxPeeked keys: the pump asks it about the sessions it holds
+// before it takes any, so a poll of a replica with runs in progress
+// costs one round trip more instead of one per run. It may name a key
+// whose take then hands nothing (an item ended meanwhile, or one a lost
+// answer of a claim took, which only a claim hands over). Each key is
+// named once.
 func (ib *Inbox) Takeable(ctx context.Context, keys []string, claim bool) ([]string, error) {
-	if len(keys) == 0 {
-		return nil, nil
+	var out []string
+	named := map[string]bool{}
+	for part := range slices.Chunk(keys, maxPeeked) {
+		at, err := ib.peek(ctx, part, claim)
+		if err != nil {
+			return nil, fmt.Errorf("rediscluster: inbox takeable: %w", err)
+		}
+		for _, i := range at {
+			if i < 1 || int(i) > len(part) {
+				return nil, fmt.Errorf("rediscluster: inbox takeable: %w", errMalformed)
+			}
+			if k := part[i-1]; !named[k] {
+				named[k] = true
+				out = append(out, k)
+			}
+		}
 	}
+	return out, nil
+}
+
+// peek runs peekScript on keys and returns the positions (from 1) of
+// those it names.
+func (ib *Inbox) peek(ctx context.Context, keys []string, claim bool) ([]int64, error) {
 	mode := ""
 	if claim {
 		mode = "claim"
@@ -75,20 +101,5 @@ func (ib *Inbox) Takeable(ctx context.Context, keys []string, claim bool) ([]str
 		streams[i] = ib.st.stream(k)
 		args = append(args, ib.takes.given.inHand(k))
 	}
-	at, err := peekScript().Run(ctx, ib.st.rdb, streams, args...).Int64Slice()
-	if err != nil {
-		return nil, fmt.Errorf("rediscluster: inbox takeable: %w", err)
-	}
-	out := make([]string, 0, len(at))
-	named := make(map[string]bool, len(at))
-	for _, i := range at {
-		if i < 1 || int(i) > len(keys) {
-			return nil, fmt.Errorf("rediscluster: inbox takeable: %w", errMalformed)
-		}
-		if k := keys[i-1]; !named[k] {
-			named[k] = true
-			out = append(out, k)
-		}
-	}
-	return out, nil
+	return peekScript().Run(ctx, ib.st.rdb, streams, args...).Int64Slice()
 }
