@@ -205,3 +205,31 @@ func (ib *LocalInbox) Keys(context.Context) ([]string, error) {
 	}
 	return keys, nil
 }
+
+// Takeable returns the keys among keys that have items a Consume would
+// hand over now (nobody handles them yet), and with claim also those a
+// Claim would (left by this process, or carried over from one that
+// ended). It changes nothing.
+func (ib *LocalInbox) Takeable(_ context.Context, keys []string, claim bool) ([]string, error) {
+	asked := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		asked[k] = true
+	}
+	found := map[string]bool{}
+	ib.st.mu.Lock()
+	for id, it := range ib.st.pending {
+		h := ib.st.holders[id]
+		if asked[it.Key] && (h == heldByNone || claim && h == heldByDead) {
+			found[it.Key] = true
+		}
+	}
+	ib.st.mu.Unlock()
+	var out []string
+	for _, k := range keys {
+		if found[k] {
+			out = append(out, k)
+			delete(found, k) // a key asked twice is named once
+		}
+	}
+	return out, nil
+}
