@@ -19,3 +19,11 @@ func (r *Rates) SetClock(now func() time.Time) {
 
 // SetCompactMin makes ib compact its file after n records (tests).
 func (ib *LocalInbox) SetCompactMin(n int64) { ib.log.compactMin = n }
+
+// WaitCompaction returns once a compaction of ib's file in progress
+// (started by an Ack) has ended (tests).
+func (ib *LocalInbox) WaitCompaction() { ib.log.bg.wg.Wait() }
+
+// SetCompactHook makes every compaction of ib's file call hook while it
+// writes the new file, no lock held (tests).
+func (ib *LocalInbox) SetCompactHook(hook func()) { ib.log.compactHook = hook }

@@ -109,6 +109,46 @@ type inboxLog struct {
 	path string
 	f    *groupsync.File // concurrent Adds share one fsync
 	st   *inboxState
+
+	// tail keeps the records written while a compaction writes the new
+	// file; bg runs the compactions (inbox_compact.go).
+	tail compactTail
+	bg   compactor
+	// compactHook, if set, runs while a compaction writes the new file,
+	// no lock held (tests).
+	compactHook func()
+}
+
+// add appends records (whole lines) to the file without waiting for the
+// disk, as groupsync.File.Write does; a compaction in progress keeps them
+// for the new file. The caller holds swap shared.
+func (l *inboxLog) add(b []byte) error {
+	if err := l.f.Write(b); err != nil {
+		return err
+	}
+	l.tail.keep(b)
+	return nil
+}
+
+// addAsync is add returning a wait for the records to be durable, as
+// groupsync.File.WriteAsync does.
+func (l *inboxLog) addAsync(b []byte) (wait func() error, err error) {
+	wait, err = l.f.WriteAsync(b)
+	if err != nil {
+		return nil, err
+	}
+	l.tail.keep(b)
+	return wait, nil
+}
+
+// addSync is add returning once the records are durable, as
+// groupsync.File.WriteSync does.
+func (l *inboxLog) addSync(b []byte) error {
+	wait, err := l.addAsync(b)
+	if err != nil {
+		return err
+	}
+	return wait()
 }
 
 // holder says who handles a pending item.
@@ -231,7 +271,7 @@ func (ib *LocalInbox) Quarantine(_ context.Context, key, id string) error {
 	ib.log.swap.RLock()
 	defer ib.log.swap.RUnlock()
 	ib.log.lines.Add(1)
-	if err := ib.log.f.WriteSync(append(line, '\n')); err != nil {
+	if err := ib.log.addSync(append(line, '\n')); err != nil {
 		return fmt.Errorf("cluster: inbox quarantine: %w", err)
 	}
 	if ib.st.forget(id) {
@@ -275,7 +315,7 @@ func (l *inboxLog) ack(key, id string) error {
 	// Written outside l.st.mu: the write may wait behind an fsync, and
 	// Begin must not.
 	l.lines.Add(1)
-	if err := l.f.Write(line); err != nil {
+	if err := l.add(line); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
 	if err := l.f.Flush(); err != nil {
@@ -346,6 +386,10 @@ func (ib *LocalInbox) Sync() error {
 // process) and closes the file.
 func (ib *LocalInbox) Close() error {
 	line, _ := json.Marshal(inboxRecord{Op: "clean"})
+	ib.log.bg.Lock()
+	ib.log.bg.closing = true
+	ib.log.bg.Unlock()
+	ib.log.bg.wg.Wait() // a compaction in progress ends first
 	ib.log.swap.Lock()
 	defer ib.log.swap.Unlock()
 	err := ib.log.f.Write(append(line, '\n'))

@@ -27,7 +27,7 @@ func (ib *LocalInbox) Enqueue(_ context.Context, key string, data []byte) (id st
 	}
 	ib.log.swap.RLock()
 	ib.log.lines.Add(1)
-	wait, err := ib.log.f.WriteAsync(line)
+	wait, err := ib.log.addAsync(line)
 	if err != nil {
 		ib.log.swap.RUnlock()
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
@@ -93,7 +93,7 @@ func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 			buf = append(append(buf, line...), '\n')
 		}
 		ib.log.lines.Add(int64(len(cuts)))
-		if err := ib.log.f.WriteSync(buf); err != nil {
+		if err := ib.log.addSync(buf); err != nil {
 			return fmt.Errorf("cluster: inbox leave: %w", err)
 		}
 	}
@@ -139,7 +139,7 @@ func (ib *LocalInbox) Begin(_ context.Context, key string, ids ...string) error 
 	// Written outside ib.st.mu, as Ack is: the write may wait behind an
 	// fsync.
 	ib.log.lines.Add(int64(bytes.Count(buf, []byte{'\n'})))
-	if err := ib.log.f.Write(buf); err != nil {
+	if err := ib.log.add(buf); err != nil {
 		return fmt.Errorf("cluster: inbox begin: %w", err)
 	}
 	if err := ib.log.f.Flush(); err != nil {
@@ -170,7 +170,7 @@ func (l *inboxLog) take(_ context.Context, key string, from holder) ([]InboxItem
 		buf = append(append(buf, line...), '\n')
 	}
 	l.lines.Add(int64(len(out)))
-	if err := l.f.WriteSync(buf); err != nil {
+	if err := l.addSync(buf); err != nil {
 		return nil, fmt.Errorf("cluster: inbox take: %w", err)
 	}
 	l.st.mu.Lock()
