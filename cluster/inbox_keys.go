@@ -121,20 +121,27 @@ func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 // (the item is then not blamed for that crash). Items not pending under
 // key are left alone.
 func (ib *LocalInbox) Begin(_ context.Context, key string, ids ...string) error {
-	var buf []byte
 	ib.log.swap.RLock()
 	defer ib.log.swap.RUnlock()
+	var few [4]string
+	begun := few[:0] // a run begins one item, or a few
 	ib.st.mu.Lock()
 	for _, id := range ids {
 		if it, ok := ib.st.pending[id]; ok && it.Key == key && !ib.st.running[id] {
 			ib.st.running[id] = true
-			line, _ := json.Marshal(inboxRecord{Op: "run", ID: id, Key: key})
-			buf = append(append(buf, line...), '\n')
+			begun = append(begun, id)
 		}
 	}
 	ib.st.mu.Unlock()
-	if len(buf) == 0 {
+	if len(begun) == 0 {
 		return nil
+	}
+	// Encoded outside ib.st.mu, which every accepted message's Enqueue
+	// takes: a run's Begin is on its way to the model.
+	var buf []byte
+	for _, id := range begun {
+		line, _ := json.Marshal(inboxRecord{Op: "run", ID: id, Key: key})
+		buf = append(append(buf, line...), '\n')
 	}
 	// Written outside ib.st.mu, as Ack is: the write may wait behind an
 	// fsync.
