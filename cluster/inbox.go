@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
@@ -102,7 +104,7 @@ type inboxLog struct {
 	swap sync.RWMutex
 	// lines counts the records written since the file was last
 	// compacted; compactMin is the least of them that starts a
-	// compaction (compactLines; tests set less).
+	// compaction (compactLines, or InboxOptions.CompactAfter).
 	lines      atomic.Int64
 	compactMin int64
 
@@ -114,9 +116,9 @@ type inboxLog struct {
 	// file; bg runs the compactions (inbox_compact.go).
 	tail compactTail
 	bg   compactor
-	// compactHook, if set, runs while a compaction writes the new file,
-	// no lock held (tests).
-	compactHook func()
+	// onStep, when set (tests), is told each step of a compaction's
+	// replacement of the file, after its crash point (inbox_compact.go).
+	onStep func(atomicfile.Step)
 }
 
 // add appends records (whole lines) to the file without waiting for the
@@ -151,6 +153,17 @@ func (l *inboxLog) addSync(b []byte) error {
 	return wait()
 }
 
+// InboxOptions tunes OpenInboxWith; the zero value is OpenInbox's inbox.
+type InboxOptions struct {
+	// CompactAfter is the least number of records written since the file
+	// was last compacted that lets the inbox compact it while running
+	// (0: 4,096). Tests set fewer, so that a short conversation reaches
+	// a compaction (a crashpoints build of pibot takes it from
+	// PIBOT_CRASHPOINT_INBOX_COMPACT); pibot's configuration has no key
+	// for it.
+	CompactAfter int64
+}
+
 // holder says who handles a pending item.
 type holder int8
 
@@ -162,10 +175,26 @@ const (
 
 // OpenInbox opens (or creates) the inbox at path and compacts it to the
 // pending and quarantined items, counting the crash of the last process
-// if it did not close the inbox. A torn last line is dropped.
-func OpenInbox(path string) (*LocalInbox, error) {
+// if it did not close the inbox. A torn last line is dropped, and so are
+// the temporary files of a compaction the last process did not finish.
+// The inbox is its process's alone (the data directory's lock).
+func OpenInbox(path string) (*LocalInbox, error) { return OpenInboxWith(path, InboxOptions{}) }
+
+// OpenInboxWith is OpenInbox with opts.
+func OpenInboxWith(path string, opts InboxOptions) (*LocalInbox, error) {
 	st := &inboxState{pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}}
-	ib := &LocalInbox{st: st, log: &inboxLog{path: path, compactMin: compactLines, st: st}}
+	compactMin := int64(compactLines)
+	if opts.CompactAfter > 0 {
+		compactMin = opts.CompactAfter
+	}
+	ib := &LocalInbox{st: st, log: &inboxLog{path: path, compactMin: compactMin, st: st}}
+	// A compaction killed before its rename left its temporary file: the
+	// inbox file is the old one, whole, and nothing else writes here.
+	if stale, _ := filepath.Glob(atomicfile.TempPattern(path)); len(stale) > 0 {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
+	}
 	handled := map[string]bool{} // executing in the last process
 	clean := true
 	// Streamed: a file a crash left uncompacted may be long.

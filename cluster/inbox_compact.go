@@ -7,14 +7,16 @@ import (
 	"sync"
 
 	"github.com/pibot/pibot/internal/atomicfile"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
 // compactLines is how many records the inbox writes before it may
-// compact its file while running: then, when the records of items that
-// are done outnumber those of the items it still holds (compactDue), the
-// file is rewritten to what it holds, so it stays as long as the pending
-// and quarantined items and not as the history of every message.
+// compact its file while running (InboxOptions.CompactAfter sets
+// another number): then, when the records of items that are done
+// outnumber those of the items it still holds (compactDue), the file is
+// rewritten to what it holds, so it stays as long as the pending and
+// quarantined items and not as the history of every message.
 const compactLines = 4096
 
 // compactDue reports whether the file should be compacted: enough
@@ -32,25 +34,37 @@ func (l *inboxLog) compactDue() bool {
 }
 
 // maybeCompact starts a compaction of the file when one is due and none
-// runs, on a goroutine of its own: the caller (an Ack, on its way from a
-// session's group commit) does not wait for the disk. Close waits for it.
+// runs. It takes what the state holds and starts keeping every record
+// written from then on (tail), under swap exclusively (no record is being
+// written: the caller waits for the writes in progress, not for the
+// disk), so the new file holds what the inbox held at the Ack that made
+// the compaction due; the rest runs on a goroutine of its own (compact):
+// the caller (an Ack, on its way from a session's group commit) does not
+// wait for the file's encoding, writing or syncing. Close waits for it.
 func (l *inboxLog) maybeCompact() {
 	if !l.compactDue() {
 		return
 	}
 	l.bg.Lock()
-	defer l.bg.Unlock()
 	if l.bg.closing || l.bg.compacting {
+		l.bg.Unlock()
 		return
 	}
 	l.bg.compacting = true
 	l.bg.wg.Add(1)
+	l.bg.Unlock()
+	l.swap.Lock()
+	if l.f == nil {
+		l.swap.Unlock()
+		l.bg.end()
+		return
+	}
+	snap := l.st.snapshot()
+	l.tail.start()
+	l.swap.Unlock()
 	go func() {
-		defer l.bg.wg.Done()
-		l.compact()
-		l.bg.Lock()
-		l.bg.compacting = false
-		l.bg.Unlock()
+		defer l.bg.end()
+		l.compact(snap)
 	}()
 }
 
@@ -63,29 +77,32 @@ type compactor struct {
 	wg                  sync.WaitGroup
 }
 
-// compact replaces the file with the records of what the state holds,
-// without holding the writers off while the disk works. Under swap
-// (exclusively: no record is being written) it takes the state's records
-// and starts keeping every record written from then on (tail); with no
-// lock held it writes them to a new file and syncs it; under swap again it
-// syncs the old file (so whoever waits for a write of it finds it durable,
-// and a crash before the rename keeps it whole), adds the records written
-// meanwhile to the new file, syncs it, renames it over the old one and
-// syncs the directory. So the writers wait for three small fsyncs, not
-// for the whole file's encoding, writing and syncing. A failure leaves the
-// file as it was (the compaction is tried again after as many records);
-// the inbox goes on appending to it.
-func (l *inboxLog) compact() {
-	l.swap.Lock()
-	if l.f == nil {
-		l.swap.Unlock()
-		return
-	}
-	snap := l.st.snapshot()
-	l.tail.start()
-	l.swap.Unlock()
+// end ends the compaction that runs.
+func (c *compactor) end() {
+	c.Lock()
+	c.compacting = false
+	c.Unlock()
+	c.wg.Done()
+}
 
-	t, err := atomicfile.Begin(l.path)
+// compact replaces the file with snap, the records of what the state
+// held when maybeCompact took it, without holding the writers off while
+// the disk works: with no lock held it writes them to a new file and
+// syncs it; under swap (exclusively) it syncs the old file (so whoever
+// waits for a write of it finds it durable, and a crash before the rename
+// keeps it whole), adds the records written meanwhile (tail) to the new
+// file, syncs it, renames it over the old one and syncs the directory. So
+// the writers wait for three small fsyncs, not for the whole file's
+// encoding, writing and syncing. Each step of the replacement is a crash
+// point (step): partial (the new file holds snap's records, not those
+// written meanwhile), written (the new file whole, the records written
+// meanwhile included, and synced), renamed and synced (the directory). A
+// failure leaves the file as it was (the compaction is tried again after
+// as many records); the inbox goes on appending to it.
+func (l *inboxLog) compact(snap inboxSnapshot) {
+	// Its first Write is its step StepPartial, reached here, with no lock
+	// held; the others are reached in Commit, under swap.
+	t, err := atomicfile.BeginSteps(l.path, l.step)
 	if err == nil {
 		err = t.Write(snap.encode())
 		if err == nil {
@@ -94,9 +111,6 @@ func (l *inboxLog) compact() {
 		if err != nil {
 			t.Discard()
 		}
-	}
-	if l.compactHook != nil {
-		l.compactHook()
 	}
 
 	l.swap.Lock()
@@ -141,10 +155,11 @@ func (l *inboxLog) failed(t *atomicfile.Temp) {
 }
 
 // rewrite replaces the file, atomically and durably, with the records of
-// what the state holds, and opens it for appending. OpenInbox calls it
-// before the inbox is used.
+// what the state holds, and opens it for appending, passing the crash
+// points of each step as compact does. OpenInbox calls it before the
+// inbox is used.
 func (l *inboxLog) rewrite() error {
-	f, err := atomicfile.WriteOpen(l.path, l.st.snapshot().encode(), os.O_APPEND|os.O_WRONLY)
+	f, err := atomicfile.WriteOpenSteps(l.path, l.st.snapshot().encode(), os.O_APPEND|os.O_WRONLY, l.step)
 	if err != nil {
 		return err
 	}
@@ -244,4 +259,26 @@ func (t *compactTail) stop() []byte {
 	b := t.buf
 	t.on, t.buf = false, nil
 	return b
+}
+
+// step marks a step of the file's replacement (compact, rewrite): its
+// crash point (a crashpoints build can end the process there), then
+// onStep (tests), on the goroutine that reached the step, as it is
+// reached.
+func (l *inboxLog) step(s atomicfile.Step) {
+	// One Hit per constant: a release build inlines Hit away, and the
+	// points' names with it (e2e's release check).
+	switch s {
+	case atomicfile.StepPartial:
+		crashpoint.Hit(crashpoint.CompactPartial)
+	case atomicfile.StepWritten:
+		crashpoint.Hit(crashpoint.CompactWritten)
+	case atomicfile.StepRenamed:
+		crashpoint.Hit(crashpoint.CompactRenamed)
+	case atomicfile.StepSynced:
+		crashpoint.Hit(crashpoint.CompactSynced)
+	}
+	if l.onStep != nil {
+		l.onStep(s)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/atomicfile"
 )
 
 // TestInboxCompactsWhileRunning delivers many messages through one
@@ -21,11 +22,10 @@ import (
 func TestInboxCompactsWhileRunning(t *testing.T) {
 	ctx := t.Context()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(64)
 	enqueue := func(key, data string) string {
 		t.Helper()
 		id, durable, err := ib.Enqueue(ctx, key, []byte(data))
@@ -106,11 +106,10 @@ func TestInboxCompactsWhileRunning(t *testing.T) {
 func TestInboxCompactsUnderConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(32)
 	var mu sync.Mutex
 	kept := map[string]bool{}
 	var wg sync.WaitGroup
@@ -171,11 +170,10 @@ func TestInboxCompactsUnderConcurrentWriters(t *testing.T) {
 func TestInboxWritesGoOnDuringACompaction(t *testing.T) {
 	ctx := t.Context()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(16)
 	enqueue := func(key string) string {
 		id, durable, err := ib.Enqueue(ctx, key, []byte(`"x"`))
 		if err == nil {
@@ -190,7 +188,10 @@ func TestInboxWritesGoOnDuringACompaction(t *testing.T) {
 	var waited, begun, acked string
 	var hooked sync.Once
 	done := make(chan struct{}) // the writes made during the compaction
-	ib.SetCompactHook(func() {
+	ib.OnCompactStep(func(s atomicfile.Step) {
+		if s != atomicfile.StepPartial { // the new file being written, no lock held
+			return
+		}
 		hooked.Do(func() {
 			go func() {
 				defer close(done)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -51,6 +52,11 @@ func (i *intake) admitDirect(ctx context.Context, adm admission, in chat.Inbound
 	res, err := adm.admit(ctx, ad, item)
 	if err == nil && res.ID != "" {
 		crashpoint.Hit(crashpoint.InboxAppend)
+	}
+	if errors.Is(err, cluster.ErrInFlight) {
+		// Another delivery's pending key (Seen, not committed): refused
+		// for now, nothing forgotten.
+		return i.inFlight(in, span, err)
 	}
 	if err != nil {
 		// Refused: the platform delivers it again. The answer may have

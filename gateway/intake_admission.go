@@ -71,7 +71,13 @@ func (a localAdmission) admit(ctx context.Context, ad cluster.Admission, item in
 	} else {
 		i.post(ref, item, false)
 	}
-	return cluster.Admitted{ID: id}, durable()
+	if err := durable(); err != nil {
+		return cluster.Admitted{ID: id}, err
+	}
+	// The key a step before recorded (pending, in a shared dedupe) now
+	// names an enqueued event.
+	i.commit(ctx, ad.Seen)
+	return cluster.Admitted{ID: id}, nil
 }
 
 func (localAdmission) oneTrip() bool { return false }
