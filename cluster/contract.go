@@ -90,6 +90,19 @@ type Consumer interface {
 	Consume(ctx context.Context, key string) ([]InboxItem, error)
 }
 
+// Peeker is a Consumer that tells, for many keys at once, which of them a
+// take would hand anything now (LocalInbox, rediscluster.Inbox: one round
+// trip where a take of each key costs one each): Takeable returns the
+// keys among keys that a Consume would hand an item, and with claim also
+// those a Claim would. It may name a key a take then finds empty (an item
+// ended meanwhile), never leaves out one with such items when it looks;
+// an item that comes after it looked comes with its own notice or the
+// next look. It changes nothing; an error is unreachable. The pump peeks
+// at the sessions it holds before it takes any (cluster mode's poll).
+type Peeker interface {
+	Takeable(ctx context.Context, keys []string, claim bool) ([]string, error)
+}
+
 // Watcher is a shared Inbox that tells, as they come, the keys other
 // replicas enqueue items for (rediscluster.Inbox): Watch calls kick on its
 // own goroutine until ctx ends, and returns nil then. A notice may be lost

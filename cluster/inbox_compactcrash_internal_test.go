@@ -11,15 +11,17 @@ import (
 
 // TestInboxCompactionCrashAtEachStep kills the inbox, in effect, at each
 // step of a compaction while it runs (the crash points of
-// internal/crashpoint: half the new file written, the new file whole,
+// internal/crashpoint: the new file holding the records taken when the
+// compaction began, the new file whole with those written meanwhile,
 // renamed, the directory fsynced): the data directory is copied as the
-// step is reached, which is what a restart after kill -9 there finds (the
-// page cache survives the process). The restart's inbox holds every item
-// the dead one held, once each, with the crash counted against the one
-// whose work executed only; after it hands them over and acknowledges
-// them nothing comes back. Before, a compaction killed before its rename
-// left its temporary file in the data directory for good (every such
-// crash one more).
+// step is reached, on the compaction's goroutine, which is what a restart
+// after kill -9 there finds (the page cache survives the process). The
+// restart's inbox holds every item the dead one held, once each, the one
+// enqueued while the compaction wrote its new file too, with the crash
+// counted against the one whose work executed only; after it hands them
+// over and acknowledges them nothing comes back. Before, a compaction
+// killed before its rename left its temporary file in the data directory
+// for good (every such crash one more).
 func TestInboxCompactionCrashAtEachStep(t *testing.T) {
 	steps := []struct {
 		name string
@@ -70,10 +72,29 @@ func TestInboxCompactionCrashAtEachStep(t *testing.T) {
 			if err := ib.Begin(ctx, "r", running); err != nil {
 				t.Fatal(err)
 			}
-			crashed := ""
+			// The compaction runs on a goroutine of its own: the data
+			// directory is copied there, as the step is reached. At
+			// its first step, with no lock held, one more item is
+			// enqueued: its record is written while the new file is,
+			// and must reach it.
+			var crashed, meanwhile string
+			to := t.TempDir()
 			ib.OnCompactStep(func(s atomicfile.Step) {
+				if s == atomicfile.StepPartial && meanwhile == "" {
+					id, durable, err := ib.Enqueue(ctx, "m", []byte(`"m"`))
+					if err == nil {
+						err = durable()
+					}
+					if err != nil {
+						t.Error(err)
+					}
+					meanwhile = id
+				}
 				if s == tc.step && crashed == "" {
-					crashed = copyDir(t, dir)
+					var err error
+					if crashed, err = copyDir(dir, to); err != nil {
+						t.Error(err)
+					}
 				}
 			})
 			for i := 0; crashed == "" && i < 200; i++ {
@@ -88,6 +109,9 @@ func TestInboxCompactionCrashAtEachStep(t *testing.T) {
 				if err := ib.Ack(ctx, key, id); err != nil {
 					t.Fatal(err)
 				}
+				// Nothing else is written while the compaction
+				// the Ack may have started runs.
+				ib.WaitCompaction()
 			}
 			if crashed == "" {
 				t.Fatal("the inbox never compacted while running")
@@ -112,7 +136,7 @@ func TestInboxCompactionCrashAtEachStep(t *testing.T) {
 				}
 				got[it.ID] = it.Crashes
 			}
-			want := map[string]int{waiting: 0, running: 1, taken: 0}
+			want := map[string]int{waiting: 0, running: 1, taken: 0, meanwhile: 0}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("pending after the crash (id: crashes) = %v, want %v", got, want)
 			}
@@ -122,7 +146,7 @@ func TestInboxCompactionCrashAtEachStep(t *testing.T) {
 			// Each held item is handed over once, and once acknowledged
 			// never again.
 			handed := 0
-			for _, key := range []string{"w", "r", "d0", "d1", "d2"} {
+			for _, key := range []string{"w", "r", "m", "d0", "d1", "d2"} {
 				items, err := ib2.Claim(ctx, key)
 				if err != nil {
 					t.Fatal(err)
@@ -152,23 +176,21 @@ func TestInboxCompactionCrashAtEachStep(t *testing.T) {
 	}
 }
 
-// copyDir copies the files of dir into a new temporary directory and
-// returns it.
-func copyDir(t *testing.T, dir string) string {
-	t.Helper()
-	to := t.TempDir()
+// copyDir copies the files of dir into to, and returns to (called on
+// the compaction's goroutine: no t.Fatal).
+func copyDir(dir, to string) (string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o600); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 	}
-	return to
+	return to, nil
 }

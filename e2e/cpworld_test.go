@@ -100,6 +100,9 @@ type cpCrash struct {
 	// inboxHeld counts the items the embedded inbox file held (0 in
 	// cluster mode).
 	inboxHeld int
+	// compactCarried counts the items a compaction of the embedded inbox
+	// carried over (cpCompactCarried; 0 in cluster mode).
+	compactCarried int
 }
 
 // newCPWorld makes a world of one pibot, or of two replicas with cluster;
@@ -299,6 +302,7 @@ func (w *cpWorld) checkExits() bool {
 		w.crash = &cpCrash{log: log, files: map[string]string{}}
 		if w.redis == nil {
 			w.crash.inboxHeld = cpInboxPending(w.data)
+			w.crash.compactCarried = cpCompactCarried(w.data)
 		}
 		files := sessionFiles(w.data)
 		for _, f := range files {

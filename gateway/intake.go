@@ -62,7 +62,7 @@ type intake struct {
 	// trip (cluster_admit.go): the intake's admission is then the shared one
 	// (intake_admission.go), which enqueues in place of the inbox and hands
 	// what it enqueued on in place of accepted.
-	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
+	admit func(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error)
 	// forgets retries a refused event's Forget that failed (cluster mode;
 	// nil: not retried).
 	forgets *forgetRetries

@@ -86,11 +86,11 @@ func (localAdmission) oneTrip() bool { return false }
 // (pump.admit over rediscluster.Admission.Admit); the pump hands the item
 // on, to this replica's mailbox if it holds the session.
 type sharedAdmission struct {
-	store func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
+	store func(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error)
 }
 
-func (a sharedAdmission) admit(ctx context.Context, ad cluster.Admission, _ inboxItem) (cluster.Admitted, error) {
-	return a.store(ctx, ad)
+func (a sharedAdmission) admit(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error) {
+	return a.store(ctx, ad, item)
 }
 
 func (sharedAdmission) oneTrip() bool { return true }

@@ -164,7 +164,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	if out.ID != "" {
 		ib.loss.kept.add(ad.Key, out.ID, sealed, false)
 	}
-	out.Taken, order = ib.takes.opened(ctx, ad.Key, out.Taken, order)
+	out.Taken, order = ib.takes.opened(ctx, ad.Key, out.Taken, order, sealedItem{id: out.ID, sealed: sealed, plain: ad.Data})
 	sortItems(out.Taken, order)
 	ib.takes.given.add(ad.Key, out.Taken)
 	return out, nil

@@ -13,6 +13,7 @@ import (
 var (
 	_ cluster.Inbox         = (*Inbox)(nil)
 	_ cluster.Consumer      = (*Inbox)(nil)
+	_ cluster.Peeker        = (*Inbox)(nil)
 	_ cluster.Watcher       = (*Inbox)(nil)
 	_ cluster.Leaver        = (*Inbox)(nil)
 	_ cluster.Beginner      = (*Inbox)(nil)

@@ -152,3 +152,47 @@ func TestWriteOpenStepsReportsEachStep(t *testing.T) {
 		t.Errorf("the handle returned does not append to the new file: %v, %q", err, read(p))
 	}
 }
+
+// TestBeginStepsReportsEachStep: a Temp from BeginSteps tells StepPartial
+// once, after its first Write (what it holds then, not fsynced, beside
+// the untouched file), and the others in Commit, with what was written
+// after the first Write in the file (the inbox's compaction adds the
+// records written meanwhile under its lock, crash points at each step).
+func TestBeginStepsReportsEachStep(t *testing.T) {
+	for _, first := range []string{"bulk", ""} {
+		t.Run(fmt.Sprintf("first %q", first), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "inbox.jsonl")
+			if err := Write(p, []byte("old")); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			tmp, err := BeginSteps(p, func(s Step) {
+				b, _ := os.ReadFile(p)
+				tmps, _ := filepath.Glob(TempPattern(p))
+				in := "none"
+				if len(tmps) == 1 {
+					c, _ := os.ReadFile(tmps[0])
+					in = "[" + string(c) + "]"
+				}
+				got = append(got, fmt.Sprintf("%d:%s:%s", s, b, in))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range []string{first, "", "+tail"} {
+				if err := tmp.Write([]byte(b)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := tmp.Commit(0)
+			if err != nil || f != nil {
+				t.Fatalf("Commit(0) = %v, %v", f, err)
+			}
+			whole := first + "+tail"
+			want := []string{"0:old:[" + first + "]", "1:old:[" + whole + "]", "2:" + whole + ":none", "3:" + whole + ":none"}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("steps (step:file:temporary file) %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -65,13 +65,17 @@ const (
 
 	// The embedded inbox's compaction of its file (cluster.LocalInbox),
 	// step by step. It also compacts when it opens, so every start passes
-	// each of them once: the first compaction while running is hit 2.
+	// each of them once: the first compaction while running (on a
+	// goroutine of its own, messages still accepted) is hit 2.
 
-	// CompactPartial: half of the compacted file is written to its
-	// temporary file, not fsynced; the inbox file is the old one, whole.
+	// CompactPartial: a first part of the compacted file is written to
+	// its temporary file, not fsynced (at the start: half of it; while
+	// running: the records of what the inbox held when the compaction
+	// began, no lock held); the inbox file is the old one, whole.
 	CompactPartial = "inbox.compact.partial"
-	// CompactWritten: the compacted file is whole and fsynced, not
-	// renamed over the inbox file.
+	// CompactWritten: the compacted file is whole (while running: with
+	// the records written meanwhile) and fsynced, not renamed over the
+	// inbox file.
 	CompactWritten = "inbox.compact.written"
 	// CompactRenamed: the compacted file is renamed over the inbox file;
 	// the directory is not fsynced.
