@@ -224,16 +224,6 @@ func agentsCommandTable(as agents, log *slog.Logger) []command {
 	return table
 }
 
-// spendAgent is the agent r's usage is counted for: its session's, when
-// the gateway routes sessions to agents ("" otherwise: no per-agent
-// count).
-func (r *run) spendAgent() string {
-	if r.o.cfg.Route == nil {
-		return ""
-	}
-	return r.o.agentRec().Name
-}
-
 // agentRecordOf is the agent e records, if it is an agent record (the first
 // on a branch, root first, is the branch's agent).
 func agentRecordOf(e session.Entry) (string, bool) {

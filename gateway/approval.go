@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,13 +34,11 @@ const (
 // waits in (approvalSite) and the run that waits (approvalRun).
 type approvals struct {
 	deps approvalDeps
-	// tables are the per-tool policies of DMs and groups, swapped whole
-	// by a configuration reload (setTables); agentTables are those of the
-	// agents besides the default, by name (setAgentTables).
-	tables      atomic.Pointer[approvalTables]
-	agentTables atomic.Pointer[map[string]*approvalTables]
-	mu          sync.Mutex
-	pending     map[string]*approval
+	// approvalRules are the policies calls are checked against
+	// (approval_rules.go).
+	approvalRules
+	mu      sync.Mutex
+	pending map[string]*approval
 	// waiting counts the tool calls waiting for a decision now: a
 	// shutdown whose runs all wait for one stops at once (drain).
 	waiting atomic.Int64
@@ -49,6 +46,7 @@ type approvals struct {
 
 // approvalDeps are the collaborators of approvals.
 type approvalDeps struct {
+	// policy is the default agent's approval policy (approvalRules).
 	policy approvalPolicy
 	host   approvalHost
 	log    *slog.Logger
@@ -140,35 +138,8 @@ func newApprovals(d approvalDeps) *approvals {
 		d.log = slog.New(slog.DiscardHandler)
 	}
 	a := &approvals{deps: d, pending: map[string]*approval{}}
-	a.setTables(d.policy.dm, d.policy.group)
-	tables := map[string]*approvalTables{}
-	for name, p := range d.agents {
-		tables[name] = &approvalTables{dm: maps.Clone(p.dm), group: maps.Clone(p.group)}
-	}
-	a.agentTables.Store(&tables)
+	a.approvalRules.reset(d.policy, d.agents)
 	return a
-}
-
-// setAgentTables replaces the per-tool policies of the named agents
-// (those the map names; the default agent's: setTables).
-func (a *approvals) setAgentTables(byAgent map[string][2]map[string]string) {
-	next := maps.Clone(*a.agentTables.Load())
-	for name, t := range byAgent {
-		if _, ok := next[name]; ok {
-			next[name] = &approvalTables{dm: maps.Clone(t[0]), group: maps.Clone(t[1])}
-		}
-	}
-	a.agentTables.Store(&next)
-}
-
-// policyOf is the approval policy of the agent called name (the default
-// agent's for an unknown name).
-func (a *approvals) policyOf(name string) approvalPolicy {
-	if p, ok := a.deps.agents[name]; ok {
-		p.timeout = a.deps.policy.timeout
-		return p
-	}
-	return a.deps.policy
 }
 
 // agentOf is the agent of the run r (optional: a run that cannot say
@@ -178,15 +149,6 @@ func agentOf(r approvalRun) string {
 		return ar.agentName()
 	}
 	return DefaultAgent
-}
-
-// approvalTables are the per-tool policies (tool or "*" → allow|ask|deny).
-type approvalTables struct{ dm, group map[string]string }
-
-// setTables replaces the per-tool policies; calls already waiting for a
-// decision keep waiting.
-func (a *approvals) setTables(dm, group map[string]string) {
-	a.tables.Store(&approvalTables{dm: maps.Clone(dm), group: maps.Clone(group)})
 }
 
 // pendingFor reports whether a call of session file path waits for a
@@ -214,33 +176,6 @@ func (a *approvals) waitingIn(convKey string) string {
 		}
 	}
 	return id
-}
-
-// policy returns allow|ask|deny for tool in conv, for the default agent.
-func (a *approvals) policy(conv chat.ConvRef, tool string) string {
-	return a.policyFor(DefaultAgent, conv, tool)
-}
-
-// policyFor returns allow|ask|deny for tool in conv, where agent works.
-func (a *approvals) policyFor(agent string, conv chat.ConvRef, tool string) string {
-	t := a.tables.Load()
-	if at, ok := (*a.agentTables.Load())[agent]; ok {
-		t = at
-	}
-	m := t.group
-	if conv.DM {
-		m = t.dm
-	}
-	if p, ok := mcpPolicy(m, conv.DM, tool); ok {
-		return p
-	}
-	if p, ok := m[tool]; ok {
-		return p
-	}
-	if p, ok := m["*"]; ok {
-		return p
-	}
-	return "allow"
 }
 
 // check applies the approval policy to call c of run r, which writes
@@ -288,7 +223,7 @@ func (a *approvals) check(ctx context.Context, r approvalRun, path string, conv 
 	}
 	r.status("waiting for approval of " + c.Name)
 	defer r.status("")
-	timeout, stop := a.deps.host.timer(a.deps.policy.timeout)
+	timeout, stop := a.deps.host.timer(a.def.timeout)
 	defer stop()
 	var d string
 	a.waiting.Add(1)

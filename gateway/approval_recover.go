@@ -80,7 +80,7 @@ const (
 // findPendingApproval looks on loc's branch for approval id without a
 // decision whose tool call still has no result.
 func findPendingApproval(o *owner, loc *location, id string) (*approval, llm.Content, approvalState) {
-	branch, err := o.branch(loc)
+	branch, err := o.view(loc).branch()
 	if err != nil {
 		return nil, llm.Content{}, approvalUnknown
 	}
@@ -134,12 +134,12 @@ func (a *approvals) resume(o *owner, loc *location, token *pending, ap *approval
 			res = errorResult("The user denied this tool call.")
 		}
 		out := llm.ToolOutput{Content: res.Content, Details: res.Details}
-		r.ctl.ToolEnd(call.ID, res.IsError, toolText(&out))
+		r.reply.ctl.ToolEnd(call.ID, res.IsError, toolText(&out))
 		msg := llm.Message{Role: llm.RoleToolResult, ToolCallID: call.ID, ToolName: call.Name, Content: res.Content, IsError: res.IsError, Timestamp: time.Now().UnixMilli()}
 		if res.Details != nil {
 			msg.Details, _ = json.Marshal(res.Details)
 		}
-		if r.frozen.Load() {
+		if r.journal.frozen() {
 			return false
 		}
 		if _, err := o.append(loc, session.Entry{Type: session.TypeMessage, Message: &msg}, session.SyncAlways); err != nil {
@@ -164,7 +164,7 @@ func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call 
 	}
 	var tool agent.Tool
 	owner := a.deps.host.isOwner(r.loc.conv.Platform, ap.Requester)
-	for _, t := range r.o.agentConfig().Tools(ToolRun{Attach: &attacher{r: r}, Dir: r.dir(), Owner: func() bool { return owner }}) {
+	for _, t := range r.o.agentConfig().Tools(ToolRun{Attach: &attacher{r: r}, Dir: r.wt.dir(), Owner: func() bool { return owner }}) {
 		if t.Spec().Name == ap.Tool {
 			tool = t
 		}
@@ -172,7 +172,7 @@ func (a *approvals) runApproved(ctx context.Context, r *run, ap *approval, call 
 	if tool == nil {
 		return errorResult("Tool " + ap.Tool + " not found")
 	}
-	r.ctl.ToolStart(call.ID, call.Name, ap.Args)
+	r.reply.ctl.ToolStart(call.ID, call.Name, ap.Args)
 	var res agent.ToolResult
 	if out, err := tool.Execute(ctx, call.ID, ap.Args, func(llm.ToolOutput) {}); err != nil {
 		res = errorResult(err.Error())

@@ -36,19 +36,18 @@ func (s runSite) requester() string { return s.r.requester() }
 // agentName is the run's agent, whose approval policy applies.
 func (s runSite) agentName() string { return s.r.o.agentRec().Name }
 func (s runSite) status(text string) {
-	s.r.ctl.Status(text)
+	s.r.reply.ctl.Status(text)
 }
-func (s runSite) frozen() bool { return s.r.frozen.Load() }
-func (s runSite) dir() string  { return s.r.dir() }
+func (s runSite) frozen() bool { return s.r.journal.frozen() }
+func (s runSite) dir() string  { return s.r.wt.dir() }
 func (s runSite) cut(ctx context.Context) error {
-	return s.r.ctl.Cut(ctx)
+	return s.r.reply.ctl.Cut(ctx)
 }
 
 // beforeToolCall is the agent hook of a run: the approvals decide.
-func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
-	site := runSite{locSite{r.o, r.loc}, r}
-	d := r.o.approval.check(ctx, site, r.o.path, r.loc.conv, c)
-	if _, ctl := r.handles(); ctl != nil {
+func (s runSite) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decision, error) {
+	d := s.o.approval.check(ctx, s, s.o.path, s.loc.conv, c)
+	if ctl := s.r.reply.controller(); ctl != nil {
 		ctl.ToolResumed(c.ID) // the wait for an approval is not the tool's time
 	}
 	return d, nil
@@ -57,7 +56,7 @@ func (r *run) beforeToolCall(ctx context.Context, c agent.ToolCall) (agent.Decis
 // toolRun is what the run's tools know of it: where files are attached,
 // and whether its requester is an owner at the time of each call.
 func (r *run) toolRun() ToolRun {
-	return ToolRun{Attach: &attacher{r: r}, Dir: r.dir(), Owner: func() bool {
+	return ToolRun{Attach: &attacher{r: r}, Dir: r.wt.dir(), Owner: func() bool {
 		return r.o.approval.deps.host.isOwner(r.loc.conv.Platform, r.requester())
 	}}
 }

@@ -27,7 +27,7 @@ func (a *approvals) text(ap *approval, paths []ToolPath) string {
 	for _, p := range paths {
 		shown := p.Path
 		if p.Inside {
-			if rel, err := filepath.Rel(cmp.Or(ap.workspace, a.deps.policy.workspace), p.Path); err == nil {
+			if rel, err := filepath.Rel(cmp.Or(ap.workspace, a.def.workspace), p.Path); err == nil {
 				shown = rel
 			}
 		}

@@ -92,7 +92,8 @@ func (c *locatedCache) reset() {
 }
 
 // place returns o's location key for in, created if needed; a reply to
-// an earlier message of the location moves its head there (branchTo).
+// an earlier message of the location moves its head there
+// (locHead.branchTo).
 func (o *owner) place(key string, in chat.Inbound) *location {
 	loc := o.location(key, in.Conv)
 	if in.ReplyTo != nil && in.ReplyTo.Conv.Key() == key {
@@ -101,7 +102,7 @@ func (o *owner) place(key string, in chat.Inbound) *location {
 		// answered already, starts the next one, which branches then
 		// (replyBranch).
 		if !busy {
-			o.branchTo(loc, *in.ReplyTo)
+			locHead{f: o.sessionFile, loc: loc}.branchTo(*in.ReplyTo)
 		}
 	}
 	return loc

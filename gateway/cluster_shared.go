@@ -291,8 +291,8 @@ func (p *pump) down(err error) bool {
 // silence stops r without a word more to the chat and without recording
 // anything: another replica holds its session now and answers.
 func (r *run) silence() {
-	r.silent.Store(true) // before anything else: emit drops what follows
-	r.frozen.Store(true)
+	r.reply.silence() // before anything else: emit drops what follows
+	r.journal.freeze()
 	r.cancel() // ends its stream's loop before another step
 	r.interrupt("")
 }

@@ -203,7 +203,7 @@ func cmdCompact(ctx context.Context, c *invocation) {
 		m, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, ref)
 	}
 	if err == nil {
-		err = o.compact(ctx, loc, m, c.arg)
+		_, err = locHead{f: o.sessionFile, loc: loc}.compact(ctx, m, o.cfg.Compaction, c.arg)
 	}
 	switch {
 	case errors.Is(err, compaction.ErrNothingToCompact):
@@ -277,7 +277,7 @@ func plural(n int, noun string) string {
 }
 
 func cmdUsage(ctx context.Context, c *invocation) {
-	branch, err := c.o.branch(c.loc)
+	branch, err := c.o.view(c.loc).branch()
 	if err != nil {
 		c.failed(ctx, "reading the session", err)
 		return
@@ -303,7 +303,7 @@ func cmdUsage(ctx context.Context, c *invocation) {
 // comes after its latest message (markers such as a lease takeover may
 // follow it).
 func compactedLast(o *owner, loc *location) bool {
-	branch, err := o.branch(loc)
+	branch, err := o.view(loc).branch()
 	if err != nil {
 		return false
 	}

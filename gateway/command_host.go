@@ -62,7 +62,7 @@ func (h gatewayHost) editLater(ref chat.MsgRef, out chat.Out) {
 	if ad == nil {
 		return
 	}
-	h.g.track(func(ctx context.Context) { h.g.replier.editRetry(ctx, ad, ref, out) })
+	h.g.work.track(func(ctx context.Context) { h.g.replier.editRetry(ctx, ad, ref, out) })
 }
 
 func (h gatewayHost) isOwner(p chat.Platform, user string) bool { return h.g.access.IsOwner(p, user) }

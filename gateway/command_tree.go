@@ -69,7 +69,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 		return
 	}
 	if c.in.ReplyTo != nil {
-		target, ok := o.branchPoint(*c.in.ReplyTo)
+		target, ok := branchPoint(o.tree(), *c.in.ReplyTo)
 		if !ok {
 			c.tell(ctx, "I don't know that message; reply to one of this conversation's messages.")
 			return
@@ -81,7 +81,7 @@ func cmdFork(ctx context.Context, c *invocation) {
 		c.say(ctx, "🌿 Forked. Your next message continues from the message you replied to.")
 		return
 	}
-	branch, err := o.branch(loc)
+	branch, err := o.view(loc).branch()
 	if err != nil {
 		c.failed(ctx, "reading the session", err)
 		return

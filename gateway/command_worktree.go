@@ -34,7 +34,7 @@ func cmdWorktree(ctx context.Context, c *invocation) {
 		c.tell(ctx, "This conversation's agent (`%s`) works in its workspace, not in worktrees (`agents.NAME.worktree: per_thread`).", c.o.agentRec().Name)
 		return
 	}
-	rec, found, own := c.o.worktreeOf(c.loc)
+	rec, found, own := c.o.view(c.loc).worktree()
 	if !own {
 		c.tell(ctx, "%s", noWorktreeYet(rec, found))
 		return
@@ -50,7 +50,7 @@ func cmdDiff(ctx context.Context, c *invocation) {
 		c.tell(ctx, "This conversation's agent (`%s`) works in its workspace, not in worktrees, so there is no diff of this thread.", c.o.agentRec().Name)
 		return
 	}
-	rec, found, own := c.o.worktreeOf(c.loc)
+	rec, found, own := c.o.view(c.loc).worktree()
 	if !own {
 		c.tell(ctx, "%s", noWorktreeYet(rec, found))
 		return
@@ -104,7 +104,7 @@ func worktreeStatus(o *owner, loc *location) string {
 	if o.agentConfig().Worktrees == nil {
 		return ""
 	}
-	rec, _, own := o.worktreeOf(loc)
+	rec, _, own := o.view(loc).worktree()
 	if !own {
 		return "\n- worktree: none yet (the next run makes one)"
 	}

@@ -22,7 +22,8 @@
 // passes them:
 //
 //   - gateway.go: the composition root (New, Run, Deps), gateway_config.go
-//     (Config and its defaults); doc.go,
+//     (Config and its defaults), gateway_work.go (workGroup: the goroutines
+//     of work shutdown waits for); doc.go,
 //     metrics.go, adapters.go (the adapter runner), replier.go (the
 //     gateway's own short messages), extend.go (Extensions), agents.go,
 //     announce.go, schedules.go, spend.go, worktrees.go (the worktrees
@@ -44,18 +45,23 @@
 //     history adapters show), registry_resume.go (SessionOf).
 //   - owner*.go: the session engine's owner of a session file. owner.go,
 //     owner_state.go (the methods the rest of the package uses: the engine
-//     is sealed, owner_boundary_test.go), owner_sessionfile.go (lease,
-//     heads, appends), owner_queue.go (queue modes), owner_queuenote.go,
-//     owner_start.go (starting runs), owner_durable.go (acks once
-//     durable).
-//   - run*.go: one agent run. run.go, run_events.go, run_record.go,
-//     run_maintain.go (compaction), run_msgs.go (the chat messages a run
-//     answers), run_files.go (received files), run_stack.go,
-//     run_journal.go (the reply journal a run writes: its pibot.reply and
-//     pibot.delivery entries), run_worktree.go (the branch's git worktree).
-//   - approval*.go: tool approvals: the policy, decisions, MCP tools, the
-//     approval of a run that no longer exists (approval_recover.go),
-//     live policy reloads (approval_reload.go).
+//     is sealed, owner_boundary_test.go; locView, what a location's branch
+//     says), owner_sessionfile.go (lease, heads, appends; fileAgent, the
+//     session's agent), owner_queue.go (queue modes), owner_queuenote.go,
+//     owner_start.go (starting runs), owner_durable.go (durableAcks:
+//     acks once durable).
+//   - run*.go: one agent run. run.go (the run: set up, run, deliver,
+//     stop), run_events.go, run_record.go, run_maintain.go (compaction),
+//     run_reply.go (runReply: what the chat is shown), run_journal.go
+//     (runJournal: what the run writes to the session, its messages and
+//     the reply journal's pibot.reply and pibot.delivery entries),
+//     run_worktree.go (runWorktree: the branch's git worktree),
+//     run_msgs.go (the chat messages a run answers), run_files.go
+//     (received files), run_stack.go.
+//   - approval*.go: tool approvals: decisions (approval.go,
+//     approval_decide.go), the policies per agent (approval_rules.go), MCP
+//     tools, the approval of a run that no longer exists
+//     (approval_recover.go), live policy reloads (approval_reload.go).
 //   - health.go: storage health (degraded after a failed write).
 //   - recover*.go: what a restart left unfinished. recover.go (replay of
 //     the inbox), recover_replay.go (what a replayed message finds),

@@ -95,12 +95,10 @@ type Gateway struct {
 	// closeIndex closes an index the gateway opened itself.
 	closeIndex func() error
 
-	mu       sync.Mutex
-	wg       sync.WaitGroup  // owner runs
-	mail     *mailboxes      // one per location: inbox items in order (mailbox.go)
-	runCtx   context.Context // set by Run: parent of every agent run
-	sessions *registry       // the loaded session owners (registry.go)
-	recovery *recovery       // replays what a restart left unfinished (recover.go)
+	work     workGroup  // the goroutines of work (runs, mailbox items) shutdown waits for (gateway_work.go)
+	mail     *mailboxes // one per location: inbox items in order (mailbox.go)
+	sessions *registry  // the loaded session owners (registry.go)
+	recovery *recovery  // replays what a restart left unfinished (recover.go)
 	approval *approvals
 	commands *commands      // the command table and button presses
 	intake   *intake        // the sink of every adapter (intake.go)
@@ -235,11 +233,11 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 		unload: func(o *owner) {
 			if g.sessions.forget(o) {
 				// Not under the caller's locks; its runs then stop writing.
-				g.track(func(context.Context) { o.close() })
+				g.work.track(func(context.Context) { o.close() })
 			}
 		},
 		reroute: func(p *pending) {
-			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.runContext(), p, nil) })
+			g.mail.post(p.item.In.Conv.Key(), func() { g.route(g.work.context(), p, nil) })
 		},
 	}
 	return g, nil
@@ -255,9 +253,7 @@ func sessionsDir(dataDir string) string { return filepath.Join(dataDir, "session
 func (g *Gateway) Run(ctx context.Context) error {
 	runCtx, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
-	g.mu.Lock()
-	g.runCtx = runCtx
-	g.mu.Unlock()
+	g.work.start(runCtx)
 
 	var wg sync.WaitGroup
 	g.runner.registerCommands(ctx, &wg)
@@ -338,7 +334,7 @@ func (g *Gateway) drain(cancel context.CancelFunc) {
 	// next start.
 	g.mail.close()
 	done := make(chan struct{})
-	go func() { g.mail.wait(); g.wg.Wait(); close(done) }()
+	go func() { g.mail.wait(); g.work.wait(); close(done) }()
 	// A run waiting for an approval waits for a person, not for work: when
 	// every active run does, waiting out the budget gains nothing (the
 	// approval is recorded and its buttons work after the restart).
@@ -368,26 +364,4 @@ wait:
 			g.log.Warn("close index", "err", err)
 		}
 	}
-}
-
-// runContext is the parent of the gateway's work (runs, mailboxes): it
-// ends when shutdown cancels the runs.
-func (g *Gateway) runContext() context.Context {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.runCtx == nil {
-		return context.Background()
-	}
-	return g.runCtx
-}
-
-// track runs f on a goroutine the gateway owns: shutdown waits for it, and
-// its context ends when the gateway's runs are cancelled.
-func (g *Gateway) track(f func(ctx context.Context)) {
-	ctx := g.runContext()
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		f(ctx)
-	}()
 }

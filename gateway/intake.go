@@ -95,7 +95,7 @@ func wireIntake(g *Gateway) *intake {
 			g.health.storageFailed(nil, err)
 			g.health.storageDown(ctx, in)
 		},
-		runContext: g.runContext,
+		runContext: g.work.context,
 		ext:        g.cfg.Extensions,
 		extFor:     g.extensionsFor,
 	}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -110,19 +109,6 @@ func (m *mailboxes) work(key string) {
 			return
 		}
 	}
-}
-
-// trackHere is runStarter.trackHere: a run taking its mailbox item's
-// goroutine over. The gateway counts f before take lets the mailbox's
-// count go, so a drain (mailboxes, then runs) never misses it.
-func (g *Gateway) trackHere(take takeOver, f func(ctx context.Context)) bool {
-	g.wg.Add(1)
-	defer g.wg.Done()
-	if !take() {
-		return false
-	}
-	f(g.runContext())
-	return true
 }
 
 // busy reports whether location key has work queued or running.

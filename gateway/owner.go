@@ -8,7 +8,6 @@ import (
 
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/cluster"
-	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
@@ -26,6 +25,8 @@ type owner struct {
 	queue queue
 	// runs starts the runs of the owner's locations.
 	runs runStarter
+	// durable acknowledges its runs' messages once the file is durable.
+	durable durableAcks
 
 	locs map[string]*location // guarded by mu
 	// left: watchLease gave the owner's items up (a cut Leave) before
@@ -69,7 +70,7 @@ type ownerDeps struct {
 	// took, its lease lost (cut) or released (inboxLeaver.leave).
 	leave func(o *owner, cut bool)
 	// receiveFile saves a file of a message into the workspace.
-	receiveFile func(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
+	receiveFile receiver
 	// forget removes o from the loaded owners if it is still there
 	// (registry.forget).
 	forget func(o *owner) bool
@@ -82,18 +83,19 @@ type ownerDeps struct {
 func (g *Gateway) newOwner(path string, s *session.Session, lease cluster.Lease) *owner {
 	deps := ownerDeps{log: g.log, cfg: &g.cfg, adapters: g.adapters, splitters: &g.splitters, models: g.models, metrics: g.metrics,
 		index: g.index, approval: g.approval, spend: g.spend, replier: g.replier, health: g.health, post: g.mail.post, route: g.route, leave: g.leaver.leave,
-		begin: g.beginAll, receiveFile: g.receiveFile, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
+		begin: g.beginAll, receiveFile: fileReceiver{adapters: g.adapters}.receive, forget: g.sessions.forget, unloaded: g.sessions.unloaded}
 	deps.ack = func(ctx context.Context, ps []*pending) { g.ackAll(ctx, lease, ps) }
 	o := &owner{ownerDeps: deps, locs: map[string]*location{}, done: make(chan struct{})}
-	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(),
-		env: fileEnv{log: g.log, cfg: &g.cfg, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) },
+	o.sessionFile = &sessionFile{path: path, sess: s, lease: lease, heads: s.Tree().Heads(), lastUsed: time.Now(), fileAgent: fileAgent{cfg: &g.cfg},
+		env: fileEnv{log: g.log, index: g.index, failed: func(err error) { g.health.storageFailed(o, err) },
 			changed: func() { g.health.unload(o) }}}
 	rec := recordedAgent(s.Tree())
 	name, a := g.agents.get(rec.Name)
 	rec.Name = name
 	o.setAgent(rec, a)
 	o.queue = queue{o}
-	o.runs = runStarter{o: o, track: g.track, trackHere: g.trackHere, runContext: g.runContext}
+	o.runs = runStarter{o: o, track: g.work.track, trackHere: g.work.trackHere, runContext: g.work.context}
+	o.durable = durableAcks{sess: s, index: g.index, log: g.log, path: path, done: deps.ack, failed: o.env.failed, strand: g.health.strand}
 	return o
 }
 
@@ -246,18 +248,6 @@ func (o *owner) idleAt(key string) bool {
 	return l.run == nil && l.waits.empty() && l.mode != modeCollect
 }
 
-// branchTo moves loc's head to the entry of ref. Callers make sure no
-// run is active at loc: a reply that comes during a run joins it.
-func (o *owner) branchTo(loc *location, ref chat.MsgRef) {
-	target, ok := o.branchPoint(ref)
-	if !ok {
-		return
-	}
-	if err := o.moveHead(loc, target, session.SyncGrouped); err != nil {
-		o.log.Warn("branch", "loc", loc.key, "err", err)
-	}
-}
-
 // activeRuns counts the owner's active runs.
 func (o *owner) activeRuns() int {
 	o.mu.Lock()
@@ -279,7 +269,7 @@ func (o *owner) freezeAll(note string) {
 	defer o.mu.Unlock()
 	for _, l := range o.locs {
 		if l.run != nil {
-			l.run.frozen.Store(true)
+			l.run.journal.freeze()
 			l.run.interrupt(note)
 		}
 	}

@@ -145,8 +145,7 @@ func runAgent(r *run) *agent.Agent {
 	if r == nil {
 		return nil
 	}
-	a, _ := r.handles()
-	return a
+	return r.agent.Load()
 }
 
 // accept takes a durable message for loc and applies the queue mode.
@@ -179,7 +178,7 @@ func (q queue) accept(ctx context.Context, loc *location, p *pending, take takeO
 			// Its run is in the session: it leaves the inbox once that is
 			// durable (a redelivery may come while the run's last lines
 			// wait for the group commit).
-			o.ackDurable(ctx, []*pending{p})
+			o.durable.ack(ctx, []*pending{p})
 		}
 		return
 	}
@@ -252,7 +251,7 @@ func (q queue) park(r *run, p *pending) {
 // and reports whether it waits for that run (the sender is told so). A
 // run that is ending takes no more: the message starts the next run.
 func (q queue) enqueue(r *run, p *pending, steer bool) bool {
-	a, ctl := r.handles()
+	a, ctl := r.agent.Load(), r.reply.controller()
 	o := q.o
 	o.mu.Lock()
 	behind := r.loc.waits.hasNext()
@@ -264,7 +263,7 @@ func (q queue) enqueue(r *run, p *pending, steer bool) bool {
 		q.park(r, p)
 		return true
 	}
-	t := tagged(p, r.o.message(r.ctx, r.dir(), p, time.Now().UnixMilli()))
+	t := tagged(p, userMessage(r.ctx, r.o.receiveFile, r.wt.uploads(), p, time.Now().UnixMilli()))
 	fed := r.gate.pass(func() {
 		r.msgs.wait(p)
 		if steer {

@@ -19,21 +19,28 @@ import (
 
 // sessionFile is a loaded session file as its one writer sees it: the
 // lease, the head of every location, appends and head moves (serialised
-// by mu), and what the file says about a location (its context, its last
-// run's answer and reply). Its owner embeds it and shares mu.
+// by mu), and a location's context. What the branch at a location's head
+// says is read through a locView (owner_view.go), the session's agent is
+// its fileAgent. Its owner embeds it and shares mu.
 type sessionFile struct {
 	env   fileEnv
 	path  string
 	sess  *session.Session
 	lease cluster.Lease
+	fileAgent
 
 	mu       sync.Mutex
 	heads    map[string]string
 	lastUsed time.Time
 	closed   bool
-	// agent is the session's agent (agents.go): set when the owner is
-	// built, and by newSession for the agent it chose.
-	agent atomic.Pointer[sessionAgent]
+}
+
+// fileAgent is a session file's agent (agents.go): set when the owner is
+// built, and by newSession for the agent it chose; until then the default
+// agent's settings, from the gateway's Config.
+type fileAgent struct {
+	cfg *Config // the gateway's, read-only
+	cur atomic.Pointer[sessionAgent]
 }
 
 // sessionAgent is a session's agent, its name and why it was chosen.
@@ -43,13 +50,13 @@ type sessionAgent struct {
 }
 
 // setAgent makes rec's agent a the session's.
-func (f *sessionFile) setAgent(rec agentRecord, a *Agent) {
-	f.agent.Store(&sessionAgent{rec: rec, a: a})
+func (f *fileAgent) setAgent(rec agentRecord, a *Agent) {
+	f.cur.Store(&sessionAgent{rec: rec, a: a})
 }
 
 // agentRec is the session's agent's name and why it was chosen.
-func (f *sessionFile) agentRec() agentRecord {
-	if s := f.agent.Load(); s != nil {
+func (f *fileAgent) agentRec() agentRecord {
+	if s := f.cur.Load(); s != nil {
 		return s.rec
 	}
 	return agentRecord{Name: DefaultAgent}
@@ -57,11 +64,11 @@ func (f *sessionFile) agentRec() agentRecord {
 
 // agentConfig returns the session's agent (the default agent's settings,
 // from the gateway's Config, before one is set).
-func (f *sessionFile) agentConfig() *Agent {
-	if s := f.agent.Load(); s != nil {
+func (f *fileAgent) agentConfig() *Agent {
+	if s := f.cur.Load(); s != nil {
 		return s.a
 	}
-	c := f.env.cfg
+	c := f.cfg
 	return &Agent{Model: c.Model, Thinking: c.Thinking, SystemPrompt: c.SystemPrompt, Workspace: absWorkspace(c.Workspace), Tools: c.Tools,
 		QueueMode: c.QueueMode, Extensions: c.Extensions, Worktrees: c.Worktrees, WorktreePruneAfter: c.WorktreePruneAfter}
 }
@@ -69,7 +76,6 @@ func (f *sessionFile) agentConfig() *Agent {
 // fileEnv are the collaborators of a sessionFile.
 type fileEnv struct {
 	log   *slog.Logger
-	cfg   *Config // the gateway's, read-only
 	index Index
 	// failed is told of a failed write (health.storageFailed).
 	failed func(err error)
@@ -176,15 +182,16 @@ func (f *sessionFile) setHead(loc *location, target string) error {
 	return nil
 }
 
-// branchPoint is the entry a new branch from message ref starts at: for a
-// reply to the bot, the reply's entry; for one of the user's own messages,
-// that message's parent (the question is asked again differently).
-func (f *sessionFile) branchPoint(ref chat.MsgRef) (string, bool) {
-	id, ok := f.sess.Tree().EntryForMsg(ref.Key())
+// branchPoint is the entry of tree a new branch from message ref starts
+// at: for a reply to the bot, the reply's entry; for one of the user's own
+// messages, that message's parent (the question is asked again
+// differently).
+func branchPoint(tree *session.Tree, ref chat.MsgRef) (string, bool) {
+	id, ok := tree.EntryForMsg(ref.Key())
 	if !ok {
 		return "", false
 	}
-	e, ok := f.sess.Tree().Get(id)
+	e, ok := tree.Get(id)
 	if !ok {
 		return "", false
 	}
@@ -252,20 +259,6 @@ func (f *sessionFile) contextError(loc *location, err error) error {
 		f.env.changed()
 	}
 	return errors.New("⚠️ I cannot read this conversation's session; the details are in pibot's log")
-}
-
-// recorder returns the session runner of a run at loc: chat messages are
-// tagged with their *pending, whose sender and platform message go on the
-// entry; user messages are group-synced because the inbox holds them until
-// the session's first fsync after the run's end.
-func (f *sessionFile) recorder(loc *location) *sessionrun.Runner {
-	return sessionrun.NewRunner(locHead{f: f, loc: loc}, sessionrun.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
-		meta := &session.Meta{}
-		if p, ok := tag.(*pending); ok {
-			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
-		}
-		return meta
-	}})
 }
 
 // resumable reports whether loc's interrupted run can continue without
@@ -345,27 +338,4 @@ func answerStored(tree *session.Tree, head string) bool {
 		}
 	}
 	return false
-}
-
-// openReply returns the reply of loc's last run when it is still marked
-// streaming: the last pibot.reply or pibot.delivery entry of the location
-// on its branch is a streaming pibot.reply.
-func (f *sessionFile) openReply(key, head string) (replyRecord, bool) {
-	for e := range f.sess.Tree().BranchBack(head) {
-		if e.Type != session.TypeCustom || e.Pibot == nil || e.Pibot.Loc != key {
-			continue
-		}
-		if _, ok := deliveryOf(e); ok {
-			return replyRecord{}, false
-		}
-		if e.CustomType != customReply {
-			continue
-		}
-		var rr replyRecord
-		if json.Unmarshal(e.Data, &rr) != nil {
-			return replyRecord{}, false
-		}
-		return rr, rr.State == replyStreaming && len(rr.Refs) > 0
-	}
-	return replyRecord{}, false
 }

@@ -18,13 +18,13 @@ import (
 type runStarter struct {
 	o *owner
 	// track runs f on a new goroutine the gateway waits for
-	// (Gateway.track).
+	// (workGroup.track).
 	track func(f func(context.Context))
 	// trackHere runs f on the calling goroutine, the gateway waiting for
 	// it as for track's, once take gave the goroutine over; it reports
-	// whether it did (Gateway.trackHere).
+	// whether it did (workGroup.trackHere).
 	trackHere func(take takeOver, f func(context.Context)) bool
-	// runContext is the parent of every run (Gateway.runContext).
+	// runContext is the parent of every run (workGroup.context).
 	runContext func() context.Context
 }
 
@@ -44,7 +44,7 @@ func (s runStarter) startWith(loc *location, ps []*pending, prelude func(context
 	o := s.o
 	parent := s.runContext()
 	r := s.newRun(parent, loc, prelude)
-	r.resumes = resumes
+	r.reply.resumes = resumes
 	o.mu.Lock()
 	if o.closed {
 		// Evicted since routing: route the messages again. Their runs
@@ -72,7 +72,7 @@ func (s runStarter) startWith(loc *location, ps []*pending, prelude func(context
 // taken under an owner's).
 func (s runStarter) newRun(parent context.Context, loc *location, prelude func(context.Context, *run) bool) *run {
 	ctx, cancel := context.WithCancel(parent)
-	return &run{o: s.o, loc: loc, ctx: ctx, cancel: cancel, rec: s.o.recorder(loc), prelude: prelude}
+	return newRunAt(ctx, cancel, s.o, loc, prelude)
 }
 
 // launch starts r, already installed as its location's run, on a
@@ -95,7 +95,7 @@ func (s runStarter) launch(r *run, ps []*pending, take takeOver) {
 // afterRun clears the run and starts the next one if messages wait.
 func (s runStarter) afterRun(loc *location, r *run) {
 	o := s.o
-	if r.frozen.Load() {
+	if r.journal.frozen() {
 		// Shutdown: unrecorded messages are still in the inbox, so the
 		// restart resumes this run.
 		o.mu.Lock()
@@ -104,7 +104,7 @@ func (s runStarter) afterRun(loc *location, r *run) {
 		return
 	}
 	r.gate.close()
-	steer, follow := r.agent.ClearTagged()
+	steer, follow := r.agent.Load().ClearTagged()
 	left := r.msgs.untag(append(steer, follow...))
 	parent := s.runContext()
 	o.mu.Lock()
@@ -131,5 +131,5 @@ func (s runStarter) afterRun(loc *location, r *run) {
 	// keeps them), and its messages leave the inbox once the session's
 	// next fsync has them (owner_durable.go). Until then a crash replays them
 	// and resumes the run.
-	o.ackDurable(context.WithoutCancel(r.ctx), r.msgs.finished())
+	o.durable.ack(context.WithoutCancel(r.ctx), r.msgs.finished())
 }

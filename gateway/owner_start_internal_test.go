@@ -64,7 +64,7 @@ func TestAcceptOffersTheGoroutineToTheRunItStarts(t *testing.T) {
 			}
 			if tc.busy {
 				r := newTestRun(o, loc, t.Context())
-				r.setHandles(agent.New(agent.Config{}, nil), nil)
+				r.agent.Store(agent.New(agent.Config{}, nil))
 				loc.run = r
 			}
 			if tc.closed {

@@ -96,9 +96,24 @@ func (f *sessionFile) headOf(key string) (string, bool) {
 // tree is the session's tree, for reading (it has a lock of its own).
 func (f *sessionFile) tree() *session.Tree { return f.sess.Tree() }
 
-// branch returns the entries from the root to loc's head.
-func (f *sessionFile) branch(loc *location) ([]session.Entry, error) {
-	return f.sess.Tree().Branch(f.head(loc))
+// view returns what the file says at loc's head now (locView).
+func (f *sessionFile) view(loc *location) locView {
+	return locView{tree: f.tree(), key: loc.key, head: f.head(loc)}
+}
+
+// locView reads a location's branch at its head as it was when the view
+// was taken (sessionFile.view), without the file's lock: the tree has a
+// lock of its own. Its readers say what a location's branch holds (its
+// replayed messages, its reply, its worktree).
+type locView struct {
+	tree *session.Tree
+	key  string // the location's
+	head string
+}
+
+// branch returns the entries from the root to the head.
+func (v locView) branch() ([]session.Entry, error) {
+	return v.tree.Branch(v.head)
 }
 
 // silenceAll stops every run of o at once, without a word to the chat and

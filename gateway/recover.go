@@ -148,7 +148,7 @@ func (rc *recovery) answered(ctx context.Context, it cluster.InboxItem) bool {
 	if err != nil {
 		return false
 	}
-	return o.answeredMsg(o.location(item.In.Conv.Key(), item.In.Conv), item.In.Msg.Key())
+	return o.view(o.location(item.In.Conv.Key(), item.In.Conv)).answered(item.In.Msg.Key())
 }
 
 // quarantine sets aside an item that was being handled during
@@ -188,15 +188,16 @@ func (rc *recovery) quarantine(ctx context.Context, it cluster.InboxItem, notify
 // cannot hold, removing extra ones): the platform may well have shown the
 // whole reply already, and the user sees it once. Without journaled
 // messages nothing of the reply was posted, and the answers are posted.
-func (o *owner) redeliver(loc *location, p *pending, answers []session.Entry) {
-	rr, open := o.openReply(loc.key, o.head(loc))
+func (s runStarter) redeliver(loc *location, p *pending, answers []session.Entry) {
+	o := s.o
+	rr, open := o.view(loc).openReply()
 	if !open {
 		rr.Refs = nil
 	}
 	o.log.Info("delivering an answer recorded before a restart", "loc", loc.key, "message", p.msgKey(), "answers", len(answers), "finishing_messages", len(rr.Refs))
 	p.applied = true
-	o.runs.startWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
-		r.seed(answers)
+	s.startWith(loc, []*pending{p}, func(_ context.Context, r *run) bool {
+		r.reply.seed(answers)
 		return false
 	}, rr.Refs, nil)
 }

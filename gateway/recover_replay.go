@@ -32,17 +32,17 @@ type replayState struct {
 	final bool
 }
 
-// replayOf reads loc's branch for the replayed message key ("" for an
-// item without a message: a resume after an approval).
-func (f *sessionFile) replayOf(loc *location, key string) replayState {
+// replay reads the branch for the replayed message key ("" for an item
+// without a message: a resume after an approval).
+func (v locView) replay(key string) replayState {
 	var st replayState
-	branch, err := f.branch(loc)
+	branch, err := v.branch()
 	if err != nil {
 		return replayState{delivered: true}
 	}
 	at := -1
 	if key != "" {
-		id, ok := f.tree().EntryForMsg(key)
+		id, ok := v.tree.EntryForMsg(key)
 		if !ok {
 			return replayState{delivered: true}
 		}
@@ -58,7 +58,7 @@ func (f *sessionFile) replayOf(loc *location, key string) replayState {
 		}
 	}
 	for i, e := range branch {
-		if shown, delivered := closesReply(e, loc.key); shown {
+		if shown, delivered := closesReply(e, v.key); shown {
 			st.answers = st.answers[:0]
 			if delivered && at >= 0 && i > at {
 				st.delivered = true
@@ -76,14 +76,14 @@ func (f *sessionFile) replayOf(loc *location, key string) replayState {
 	return st
 }
 
-// answeredMsg reports whether the entry of message key is on loc's branch
-// and followed there by a final answer of the model.
-func (f *sessionFile) answeredMsg(loc *location, key string) bool {
-	id, ok := f.tree().EntryForMsg(key)
+// answered reports whether the entry of message key is on the branch and
+// followed there by a final answer of the model.
+func (v locView) answered(key string) bool {
+	id, ok := v.tree.EntryForMsg(key)
 	if !ok {
 		return false
 	}
-	branch, err := f.branch(loc)
+	branch, err := v.branch()
 	if err != nil {
 		return false
 	}
@@ -137,11 +137,11 @@ func answerText(m *llm.Message) string {
 // take is the mailbox item's offer of its goroutine.
 func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeOver) {
 	o := q.o
-	st := o.replayOf(loc, p.msgKey())
+	st := o.view(loc).replay(p.msgKey())
 	switch {
 	case st.delivered:
 	case st.final && len(st.answers) > 0:
-		o.redeliver(loc, p, st.answers)
+		o.runs.redeliver(loc, p, st.answers)
 		return
 	case st.final:
 		// Shown by the reply a drained run ended with its note.
@@ -159,7 +159,7 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 			var prelude func(context.Context, *run) bool
 			if len(st.answers) > 0 {
 				prelude = func(_ context.Context, r *run) bool {
-					r.seed(st.answers)
+					r.reply.seed(st.answers)
 					return true
 				}
 			}
@@ -168,14 +168,14 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 		case len(st.answers) > 0:
 			// The run waits (an approval): what it answered so far
 			// reaches the chat meanwhile.
-			o.redeliver(loc, p, st.answers)
+			o.runs.redeliver(loc, p, st.answers)
 			return
 		}
 	}
 	// Its run is in the session: it leaves the inbox once that is
 	// durable (a redelivery may come while the run's last lines wait
 	// for the group commit).
-	o.ackDurable(ctx, []*pending{p})
+	o.durable.ack(ctx, []*pending{p})
 }
 
 // joinRun hands a replayed message to r, the run now working at its
@@ -186,23 +186,11 @@ func (q queue) replay(ctx context.Context, loc *location, p *pending, take takeO
 // the message.
 func (q queue) joinRun(r *run, p *pending) bool {
 	o := q.o
-	if st := o.replayOf(r.loc, p.msgKey()); st.delivered {
+	if st := o.view(r.loc).replay(p.msgKey()); st.delivered {
 		return false
 	}
 	return r.gate.pass(func() {
 		r.msgs.done(p)
 		o.begin(r.ctx, []*pending{p})
 	})
-}
-
-// seed puts recorded answers first in r's reply: they were never shown
-// in the chat.
-func (r *run) seed(answers []session.Entry) {
-	for _, a := range answers {
-		r.ctl.SetText(answerText(a.Message))
-		r.ctl.EndMessage()
-	}
-	r.mu.Lock()
-	r.lastEntry = answers[len(answers)-1].ID
-	r.mu.Unlock()
 }

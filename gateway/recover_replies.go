@@ -48,7 +48,7 @@ func (rc *recovery) markInterrupted(ctx context.Context, items []cluster.InboxIt
 		// consumer while its own run goes on): idleHeads leaves it out.
 		heads := o.idleHeads()
 		for key, head := range heads {
-			rr, open := o.openReply(key, head)
+			rr, open := locView{tree: o.tree(), key: key, head: head}.openReply()
 			if !open {
 				continue
 			}
@@ -147,4 +147,27 @@ func (rc *recovery) deliveredRefs(ctx context.Context, path, loc string) map[str
 		}
 	}
 	return nil
+}
+
+// openReply returns the reply of the location's last run when it is still
+// marked streaming: the last pibot.reply or pibot.delivery entry of the
+// location on its branch is a streaming pibot.reply.
+func (v locView) openReply() (replyRecord, bool) {
+	for e := range v.tree.BranchBack(v.head) {
+		if e.Type != session.TypeCustom || e.Pibot == nil || e.Pibot.Loc != v.key {
+			continue
+		}
+		if _, ok := deliveryOf(e); ok {
+			return replyRecord{}, false
+		}
+		if e.CustomType != customReply {
+			continue
+		}
+		var rr replyRecord
+		if json.Unmarshal(e.Data, &rr) != nil {
+			return replyRecord{}, false
+		}
+		return rr, rr.State == replyStreaming && len(rr.Refs) > 0
+	}
+	return replyRecord{}, false
 }

@@ -32,7 +32,7 @@ func TestReclaimLeavesALiveReplyAlone(t *testing.T) {
 	loc.run = &run{} // a run of this process streams the reply
 	o.mu.Unlock()
 	g.recovery.markInterrupted(t.Context(), items)
-	if _, open := o.openReply(loc.key, o.head(loc)); !open {
+	if _, open := o.view(loc).openReply(); !open {
 		t.Fatal("a reply its run still streams was marked interrupted by a claim")
 	}
 
@@ -40,7 +40,7 @@ func TestReclaimLeavesALiveReplyAlone(t *testing.T) {
 	loc.run = nil // the run is gone: the reply was cut off
 	o.mu.Unlock()
 	g.recovery.markInterrupted(t.Context(), items)
-	if _, open := o.openReply(loc.key, o.head(loc)); open {
+	if _, open := o.view(loc).openReply(); open {
 		t.Fatal("a reply nobody streams any more was not marked interrupted")
 	}
 }

@@ -5,75 +5,67 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/stream"
-	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
-	"github.com/pibot/pibot/internal/sessionrun"
 	"github.com/pibot/pibot/llm"
 )
 
-// run is one agent run for one location.
+// run is one agent run for one location: it sets the agent up, runs it
+// and delivers its reply, and it is how other goroutines stop it. What it
+// shows in the chat is its reply (runReply, run_reply.go), what it writes
+// to the session its journal (runJournal, run_journal.go), where its
+// tools work its worktree (runWorktree, run_worktree.go).
 type run struct {
 	o      *owner
 	loc    *location
-	agent  *agent.Agent
-	ctl    *stream.Controller
 	model  llm.Model
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// rec records the agent's messages at the location's head.
-	rec *sessionrun.Runner
+	// agent runs the run; nil until the run set it up. Goroutines other
+	// than the run's own load it.
+	agent atomic.Pointer[agent.Agent]
+	// reply is what the run shows in the chat.
+	reply runReply
+	// journal is what the run writes to the session.
+	journal runJournal
+	// wt is the git worktree the run works in.
+	wt runWorktree
 
 	// msgs are the chat messages the run answers (run_msgs.go).
 	msgs runMessages
-	// journal records the chat messages of the reply (run_journal.go).
-	journal replyJournal
-	// resumes names the chat messages of a reply posted before a crash
-	// that this run finishes instead of posting a new one (redeliver).
-	resumes []chat.MsgRef
 	// gate closes the agent's queues once the run has answered
 	// (run_msgs.go).
 	gate queueGate
 
-	mu        sync.Mutex
-	lastEntry string // last assistant entry
-	// failure is the error of the last failed model call, shown when the
-	// reply is delivered unless the agent retried the call (run.emit):
-	// the chat shows a failure once, not once per attempt.
-	failure     string
-	interrupted string
 	// prelude runs before the agent (a tool approved after a restart).
 	prelude func(context.Context, *run) bool
-	// frozen stops all recording (shutdown): nothing more is appended.
-	frozen atomic.Bool
-	// payer is the user the run's spend is counted for (spend.go).
-	payer string
-	// silent: the session's lease is lost; the run makes no chat call
-	// at all any more (cluster_shared.go).
-	silent atomic.Bool
-	// wt is the worktree the run works in (worktree.go); nil: the
-	// agent's workspace.
-	wt *worktreeRecord
+	// payer is the user the run's spend is counted for, payerAgent the
+	// agent when the gateway routes sessions to agents (spend.go).
+	payer, payerAgent string
 }
 
-// message builds the user message of a pending item.
-// Uploads land in ws ("": the agent's workspace).
-func (o *owner) message(ctx context.Context, ws string, p *pending, ts int64) llm.Message {
+// newRunAt returns a run for loc of o that is not started: ctx is its
+// context, cancel ends it.
+func newRunAt(ctx context.Context, cancel context.CancelFunc, o *owner, loc *location, prelude func(context.Context, *run) bool) *run {
+	r := &run{o: o, loc: loc, ctx: ctx, cancel: cancel, prelude: prelude, wt: runWorktree{o: o, loc: loc}}
+	r.journal.open(o.sessionFile, loc, o.log)
+	return r
+}
+
+// userMessage builds the user message of a pending item; receive
+// downloads its files into ws (ownerDeps.receiveFile).
+func userMessage(ctx context.Context, receive receiver, ws string, p *pending, ts int64) llm.Message {
 	in := p.item.In
 	text := in.Text
-	if ws == "" {
-		ws = o.agentConfig().Workspace
-	}
 	var blocks []llm.Content
 	for _, f := range in.Files {
-		note, img := o.receiveFile(ctx, ws, in.Conv, f)
+		note, img := receive(ctx, ws, in.Conv, f)
 		if img != nil {
 			blocks = append(blocks, *img)
 		}
@@ -110,28 +102,25 @@ func (r *run) execute(ps []*pending) {
 	ad := o.adapters[loc.conv.Platform]
 	if ad == nil {
 		o.log.Error("no adapter for location", "loc", loc.key)
-		r.setHandles(agent.New(agent.Config{}, nil), nil)
+		r.agent.Store(agent.New(agent.Config{}, nil))
 		return
 	}
 	var ctl *stream.Controller
 	ctl = stream.New(ad, loc.conv, stream.Options{Verbosity: o.cfg.Verbosity, ReplyTo: replyTo, Recipient: r.recipient(ps),
 		RecipientTeam: loc.conv.Workspace, FinalWait: o.cfg.FinalWait, Logger: o.log, Splitters: o.splitters,
-		Continue: r.resumes,
+		Continue: r.reply.resumes,
 		// Each message of the reply is journaled as soon as the platform
 		// posted it, before the next platform call (run_journal.go).
-		OnPost: func() {
-			crashpoint.Hit(crashpoint.PostedPart)
-			r.journal.update(ctl, replySite{r})
-		},
+		OnPost: func() { r.journal.posted(ctl) },
 		// Not a word more once the session's lease is lost, checked at
 		// each call: another replica answers.
-		Allowed: func() bool { return !r.silent.Load() && leaseLive(o.lease) }})
+		Allowed: func() bool { return !r.reply.silenced() && leaseLive(o.lease) }})
 
 	if ref := replyBranch(loc, ps); ref != nil {
-		o.branchTo(loc, *ref)
+		locHead{f: o.sessionFile, loc: loc}.branchTo(*ref)
 	}
 	// The branch's worktree first: uploads land in it.
-	notice, wtErr := r.openWorktree(ctx)
+	notice, wtErr := r.wt.open(ctx)
 	prompts := r.prompts(ctx, ps)
 	err := r.setUp(ctx, ps, prompts, ctl, span)
 	if err == nil && wtErr != nil {
@@ -148,17 +137,26 @@ func (r *run) execute(ps []*pending) {
 		}
 		return
 	}
-	r.sendNotice(ctx, notice)
-	r.ctl.Start(ctx)
+	if err := r.reply.notice(ctx, ad, loc.conv, notice); err != nil {
+		o.log.Warn("send", "err", err)
+	}
+	r.reply.ctl.Start(ctx)
 	o.metrics.runStarted()
-	defer r.closeWorktree(context.WithoutCancel(ctx))
+	defer func() {
+		// The worktree's state after the run, unless nothing more is
+		// recorded.
+		if !r.journal.frozen() && !r.reply.silenced() {
+			r.wt.close(context.WithoutCancel(ctx))
+		}
+	}()
+	a := r.agent.Load()
 	if r.prelude != nil {
 		if !r.prelude(ctx, r) {
 			r.deliver()
 			return
 		}
 		if history, _, _, err := o.contextFor(loc); err == nil {
-			r.agent.SetMessages(history)
+			a.SetMessages(history)
 		}
 	}
 	start := time.Now()
@@ -172,15 +170,15 @@ func (r *run) execute(ps []*pending) {
 		r.emit(e)
 	}
 	if len(prompts) == 0 {
-		err = r.agent.Continue(ctx, emit)
+		err = a.Continue(ctx, emit)
 	} else {
-		err = r.agent.PromptTagged(ctx, emit, prompts...)
+		err = a.PromptTagged(ctx, emit, prompts...)
 	}
 	if err != nil {
 		o.log.Error("agent run", "loc", loc.key, "err", err)
 	}
-	if r.stoppedReason() == "" && o.cfg.Compaction.Enabled {
-		if err := maint.AfterRun(ctx, r.agent, emit); err != nil {
+	if r.reply.stopped() == "" && o.cfg.Compaction.Enabled {
+		if err := maint.AfterRun(ctx, a, emit); err != nil {
 			o.log.Warn("compaction", "loc", loc.key, "err", err)
 		}
 	}
@@ -205,7 +203,7 @@ func (r *run) prompts(ctx context.Context, ps []*pending) []agent.Tagged {
 			continue
 		}
 		r.msgs.wait(p)
-		prompts = append(prompts, tagged(p, r.o.message(ctx, r.dir(), p, time.Now().UnixMilli())))
+		prompts = append(prompts, tagged(p, userMessage(ctx, r.o.receiveFile, r.wt.uploads(), p, time.Now().UnixMilli())))
 	}
 	return prompts
 }
@@ -222,7 +220,12 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 		r.model, err = resolveModel(o.cfg, o.agentConfig().Model, o.models, modelRef)
 	}
 	r.payer = r.recipient(ps)
-	if msg := o.spend.refusal(ctx, loc.conv, r.payer, r.spendAgent()); err == nil && msg != "" {
+	if o.cfg.Route != nil {
+		// Counted per agent only when the gateway routes sessions to
+		// agents.
+		r.payerAgent = o.agentRec().Name
+	}
+	if msg := o.spend.refusal(ctx, loc.conv, r.payer, r.payerAgent); err == nil && msg != "" {
 		err = errors.New(msg)
 		span.Set("pibot.spend_refused", true)
 	}
@@ -241,8 +244,10 @@ func (r *run) setUp(ctx context.Context, ps []*pending, prompts []agent.Tagged, 
 	}
 	span.Set("pibot.model", modelRef)
 	span.Fail(err)
-	// The agent takes history without a copy; it only appends to it.
-	r.setHandles(agent.Adopt(cfg, history), ctl)
+	// The agent takes history without a copy; it only appends to it. The
+	// controller is published first: whoever finds the agent finds it.
+	r.reply.setController(ctl)
+	r.agent.Store(agent.Adopt(cfg, history))
 	return err
 }
 
@@ -256,38 +261,13 @@ func (r *run) recipient(ps []*pending) string {
 	return r.requester()
 }
 
-func (r *run) stoppedReason() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.interrupted
-}
-
-// setHandles publishes the run's agent and controller to other goroutines.
-func (r *run) setHandles(a *agent.Agent, ctl *stream.Controller) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.agent, r.ctl = a, ctl
-}
-
-// handles returns the agent and controller; nil until the run set them
-// up. Goroutines other than the run's own use this.
-func (r *run) handles() (*agent.Agent, *stream.Controller) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.agent, r.ctl
-}
-
 // interrupt aborts the run; note is shown on the reply.
 func (r *run) interrupt(note string) {
-	r.mu.Lock()
-	if r.interrupted == "" {
-		r.interrupted = note
-	}
-	r.mu.Unlock()
+	r.reply.stop(note)
 	// A message that arrives from now on starts the next run rather than
 	// steering this one, which will answer nothing more.
 	r.gate.close()
-	if a, _ := r.handles(); a != nil {
+	if a := r.agent.Load(); a != nil {
 		a.Abort()
 	}
 }
@@ -316,7 +296,8 @@ func resolveModel(cfg *Config, def string, models Models, ref string) (llm.Model
 // tool hooks around them.
 func (r *run) hooks() agent.Hooks {
 	// Spend caps: every model call is reserved and counted (spend.go).
-	h := agent.Hooks{BeforeToolCall: r.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer, r.spendAgent())}
+	site := runSite{locSite{r.o, r.loc}, r}
+	h := agent.Hooks{BeforeToolCall: site.beforeToolCall, BeforeModelCall: r.o.spend.beforeCall(r.loc.conv, r.payer, r.payerAgent)}
 	if ext := r.o.agentConfig().Extensions; ext != nil {
 		h = ext.Hooks(h)
 	}
@@ -328,7 +309,7 @@ func (r *run) agentConfig(thinking llm.ThinkingLevel) agent.Config {
 	cfg := agent.Config{
 		Model:        r.model,
 		Thinking:     thinking,
-		SystemPrompt: o.agentConfig().SystemPrompt() + r.worktreePrompt(),
+		SystemPrompt: o.agentConfig().SystemPrompt() + r.wt.prompt(),
 		Tools:        o.agentConfig().Tools(r.toolRun()),
 		Retry:        o.cfg.Retry,
 		Watchdog:     o.cfg.Watchdog,

@@ -2,64 +2,27 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/crashpoint"
-	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
 // emit receives every agent event, in order, on the run goroutine.
 func (r *run) emit(e agent.Event) {
-	if r.silent.Load() {
+	if r.reply.silenced() {
 		return // the lease is lost: nothing more reaches the chat or the file
 	}
-	switch e.Type {
-	case agent.EventMessageUpdate:
-		if e.Message != nil && e.Message.Role == llm.RoleAssistant {
-			r.ctl.SetText(e.Message.Text())
-			if th := thinkingText(e.Message); th != "" {
-				r.ctl.SetThinking(th)
-			}
-		}
-	case agent.EventMessageEnd:
+	if e.Type == agent.EventMessageEnd {
 		r.record(e)
-	case agent.EventToolExecutionStart:
-		r.ctl.ToolStart(e.ToolCallID, e.ToolName, e.Args)
-	case agent.EventToolExecutionEnd:
-		r.ctl.ToolEnd(e.ToolCallID, e.IsError, toolText(e.Result))
-	case agent.EventAutoRetryStart:
-		r.mu.Lock()
-		r.failure = "" // retried: the status line says why
-		r.mu.Unlock()
-		r.ctl.Status(fmt.Sprintf("retrying (%d/%d) in %s: %s", e.Attempt, e.MaxAttempts, time.Duration(e.DelayMs)*time.Millisecond, e.ErrorMessage))
-	case agent.EventAutoRetryEnd:
-		if !e.Success && e.Attempt > 0 {
-			r.mu.Lock()
-			if r.failure != "" { // the reply says why it stopped, and how hard pibot tried
-				r.failure += " (retried " + times(e.Attempt) + ")"
-			}
-			r.mu.Unlock()
-		}
-		r.ctl.Status("")
-	case agent.EventCompactionEnd:
-		r.ctl.Status("")
-	case agent.EventCompactionStart:
-		r.ctl.Status("compacting the conversation…")
-	case agent.EventQueueUpdate:
-		if n := len(e.Steering) + len(e.FollowUp); n > 0 {
-			r.ctl.Status(plural(n, "queued message"))
-		} else {
-			r.ctl.Status("")
-		}
+		return
 	}
+	r.reply.show(e)
 }
 
 // fail stops the run after a storage failure: nothing more can be recorded.
@@ -84,53 +47,36 @@ func (r *run) fail(err error) {
 
 // deliver finishes the reply and records which messages carry it.
 func (r *run) deliver() {
-	if r.silent.Load() {
+	if r.reply.silenced() {
 		return // the lease is lost: the new holder answers
 	}
 	o := r.o
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), o.cfg.FinalWait+10*time.Second)
 	defer cancel()
-	r.mu.Lock()
-	note, failure := r.interrupted, r.failure
-	r.failure = ""
-	r.mu.Unlock()
-	if failure != "" {
-		if !strings.HasPrefix(failure, "⛔") { // a spend cap's refusal has its own sign
-			failure = "⚠️ " + failure
+	refs, err := r.reply.finish(fctx, func() {
+		// The run's lines (its answer above all) go into the file before
+		// the final edit: a crash of pibot after the platform took the
+		// edit then finds the answer after the message and the reply's
+		// journaled messages, and finishes that reply instead of
+		// answering again (redeliver). write(2) only: the end write and
+		// the group commit's fsync follow as before.
+		if err := errors.Join(o.sess.Write(), o.index.Sync(fctx)); err != nil {
+			o.log.Warn("write the run's lines before its final edit", "loc", r.loc.key, "err", err)
 		}
-		r.ctl.EndMessage()
-		r.ctl.SetText(failure)
-		r.ctl.EndMessage()
-	}
-	// The run's lines (its answer above all) go into the file before the
-	// final edit: a crash of pibot after the platform took the edit then
-	// finds the answer after the message and the reply's journaled
-	// messages, and finishes that reply instead of answering again
-	// (redeliver). write(2) only: the end write and the group commit's
-	// fsync follow as before.
-	if err := errors.Join(o.sess.Write(), o.index.Sync(fctx)); err != nil {
-		o.log.Warn("write the run's lines before its final edit", "loc", r.loc.key, "err", err)
-	}
-	var refs []chat.MsgRef
-	var err error
-	if note != "" {
-		refs, err = r.ctl.Abort(fctx, "_"+note+"_")
-	} else {
-		refs, err = r.ctl.Finish(fctx, chat.Out{})
-	}
+	})
 	if err != nil {
 		o.log.Error("deliver reply", "loc", r.loc.key, "err", err)
 	}
-	if r.frozen.Load() {
+	if r.journal.frozen() {
 		// The restart resumes this run, and the reply already says so:
 		// it is not marked again.
-		r.journal.close(refs, replyNoted, replySite{r})
+		r.journal.endReply(refs, replyNoted)
 		return
 	}
 	if len(refs) == 0 || err != nil {
 		// Not recorded as delivered: after a crash the answer is sent
 		// again rather than never.
-		r.journal.close(refs, replyEnded, replySite{r})
+		r.journal.endReply(refs, replyEnded)
 		return
 	}
 	crashpoint.Hit(crashpoint.ReplyFinal)
@@ -155,42 +101,11 @@ func (r *run) deliver() {
 	if o.agentConfig().Extensions != nil {
 		sync = session.SyncWritten
 	}
-	data, _ := json.Marshal(delivery{Entry: r.lastEntry, Refs: keys, State: "delivered"})
-	if _, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, sync); err != nil {
+	if err := r.journal.delivered(r.reply.answered(), keys, sync); err != nil {
 		o.log.Warn("record delivery", "err", err)
 		return
 	}
 	crashpoint.Hit(crashpoint.DeliveryRecord)
-}
-
-// times says how often: "once", "twice", "3 times".
-func times(n int) string {
-	switch n {
-	case 1:
-		return "once"
-	case 2:
-		return "twice"
-	}
-	return fmt.Sprintf("%d times", n)
-}
-
-func thinkingText(m *llm.Message) string {
-	var b strings.Builder
-	for _, c := range m.Content {
-		if c.Type == llm.ContentThinking && !c.Redacted {
-			b.WriteString(c.Thinking)
-		}
-	}
-	return b.String()
-}
-
-// toolText is the text of a tool's result, whole: the stream controller
-// decides what of it a reply shows (gateway/stream/render.go).
-func toolText(o *llm.ToolOutput) string {
-	if o == nil {
-		return ""
-	}
-	return llm.JoinText(o.Content, "\n")
 }
 
 // attacher sends files from a tool to the run's conversation.
@@ -198,7 +113,7 @@ type attacher struct{ r *run }
 
 func (a *attacher) Attach(ctx context.Context, name, mimeType string, rd io.Reader, size int64) error {
 	o := a.r.o
-	if a.r.silent.Load() || !leaseLive(o.lease) {
+	if a.r.reply.silenced() || !leaseLive(o.lease) {
 		return errors.New("attach: the session's lease is lost; another replica answers")
 	}
 	up, ok := o.adapters[a.r.loc.conv.Platform].(chat.Uploader)

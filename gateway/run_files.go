@@ -27,11 +27,22 @@ const (
 // A sync.OnceValue of an immutable value: built on first use, not at start-up.
 var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
-// receiveFile downloads an inbound file into the uploads directory of
+// receiver downloads an inbound file into the uploads directory of
+// workspace ws; it returns a note for the prompt and, for images, a block
+// (fileReceiver.receive).
+type receiver func(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content)
+
+// fileReceiver receives the files of inbound messages through the
+// adapters that can download them.
+type fileReceiver struct {
+	adapters map[chat.Platform]chat.Adapter
+}
+
+// receive downloads an inbound file into the uploads directory of
 // workspace ws (the conversation's agent's). It returns a note for the
 // prompt and, for images, a block.
-func (g *Gateway) receiveFile(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content) {
-	dl, ok := g.adapters[conv.Platform].(chat.Downloader)
+func (fr fileReceiver) receive(ctx context.Context, ws string, conv chat.ConvRef, f chat.FileRef) (string, *llm.Content) {
+	dl, ok := fr.adapters[conv.Platform].(chat.Downloader)
 	if !ok {
 		return fmt.Sprintf("[a file %q was attached, but this chat cannot download files]", f.Name), nil
 	}

@@ -2,12 +2,16 @@ package gateway
 
 import (
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
+	"github.com/pibot/pibot/agent"
 	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/internal/crashpoint"
+	"github.com/pibot/pibot/internal/sessionrun"
 	"github.com/pibot/pibot/session"
 )
 
@@ -43,15 +47,89 @@ type replyRecord struct {
 	State string        `json:"state"`
 }
 
-// replyWriter appends pibot.reply entries (a run's replySite, unless the
+// replyWriter appends pibot.reply entries (a run's journal, unless the
 // run is frozen).
 type replyWriter interface {
 	recordReply(refs []chat.MsgRef, state string)
 	frozen() bool
 }
 
-// replySite is a run as its reply journal writes it.
-type replySite struct{ r *run }
+// runJournal is what a run writes to its session at its location's head:
+// the messages of its agent (through the session runner), the reply
+// journal's pibot.reply entries and the reply's pibot.delivery. Once
+// frozen (shutdown, a lost session) it writes nothing more.
+type runJournal struct {
+	// rec records the agent's messages at the location's head.
+	rec  *sessionrun.Runner
+	head locHead
+	log  *slog.Logger
+	// halt stops all recording: nothing more is appended.
+	halt atomic.Bool
+	// replies are the reply's messages the journal names.
+	replies replyJournal
+}
+
+// open makes j the journal of a run at loc of f. Its session runner tags
+// chat messages with their *pending, whose sender and platform message go
+// on the entry; user messages are group-synced because the inbox holds
+// them until the session's first fsync after the run's end.
+func (j *runJournal) open(f *sessionFile, loc *location, log *slog.Logger) {
+	j.head, j.log = locHead{f: f, loc: loc}, log
+	j.rec = sessionrun.NewRunner(j.head, sessionrun.Options{UserHeld: true, Meta: func(tag any) *session.Meta {
+		meta := &session.Meta{}
+		if p, ok := tag.(*pending); ok {
+			meta.Msg, meta.From = p.msgKey(), p.item.In.User.ID
+		}
+		return meta
+	}})
+}
+
+// freeze stops all recording: nothing more is appended.
+func (j *runJournal) freeze() { j.halt.Store(true) }
+
+// frozen reports that the run records nothing more (shutdown).
+func (j *runJournal) frozen() bool { return j.halt.Load() }
+
+// message records the message of a message_end at the location's head.
+func (j *runJournal) message(e agent.Event) (sessionrun.Recorded, error) {
+	return j.rec.Record(e)
+}
+
+// posted journals the reply's messages once one more of them is posted
+// (stream.Options.OnPost).
+func (j *runJournal) posted(ctl *stream.Controller) {
+	crashpoint.Hit(crashpoint.PostedPart)
+	j.replies.update(ctl, j)
+}
+
+// endReply closes the reply's journal entry when the run records no
+// delivery: state says why (replyNoted, replyEnded).
+func (j *runJournal) endReply(refs []chat.MsgRef, state string) {
+	j.replies.close(refs, state, j)
+}
+
+// recordReply appends a pibot.reply entry and puts it into the file
+// without waiting for the disk: the group commit makes it durable within
+// Config.SessionGroupWindow.
+func (j *runJournal) recordReply(refs []chat.MsgRef, state string) {
+	data, _ := json.Marshal(replyRecord{Refs: refs, State: state})
+	e := session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}
+	if _, err := j.head.Append(e, session.SyncWritten); err != nil {
+		j.log.Warn("record the messages of a reply", "loc", j.head.loc.key, "err", err)
+		return
+	}
+	if state == replyStreaming {
+		crashpoint.Hit(crashpoint.ReplyJournal)
+	}
+}
+
+// delivered appends the pibot.delivery entry of a reply the platform
+// confirmed: keys name its chat messages, entry the answer it carries.
+func (j *runJournal) delivered(entry string, keys []string, sync session.SyncPolicy) error {
+	data, _ := json.Marshal(delivery{Entry: entry, Refs: keys, State: "delivered"})
+	_, err := j.head.Append(session.Entry{Type: session.TypeCustom, CustomType: customDelivery, Data: data, Pibot: &session.Meta{Msg: keys[len(keys)-1]}}, sync)
+	return err
+}
 
 // replyJournal keeps the chat messages of a reply last named in the
 // session's reply journal, so a pibot.reply entry is written only when the
@@ -93,25 +171,6 @@ func (j *replyJournal) close(refs []chat.MsgRef, state string, w replyWriter) {
 		w.recordReply(refs, state)
 	}
 }
-
-// recordReply appends a pibot.reply entry and puts it into the file
-// without waiting for the disk: the group commit makes it durable within
-// Config.SessionGroupWindow.
-func (s replySite) recordReply(refs []chat.MsgRef, state string) {
-	r := s.r
-	data, _ := json.Marshal(replyRecord{Refs: refs, State: state})
-	e := session.Entry{Type: session.TypeCustom, CustomType: customReply, Data: data}
-	if _, err := r.o.append(r.loc, e, session.SyncWritten); err != nil {
-		r.o.log.Warn("record the messages of a reply", "loc", r.loc.key, "err", err)
-		return
-	}
-	if state == replyStreaming {
-		crashpoint.Hit(crashpoint.ReplyJournal)
-	}
-}
-
-// frozen reports that the run records nothing more (shutdown).
-func (s replySite) frozen() bool { return s.r.frozen.Load() }
 
 // delivery is the data of a pibot.delivery entry.
 type delivery struct {

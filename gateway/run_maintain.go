@@ -16,7 +16,7 @@ func (r *run) maintenance() *agent.Maintenance {
 	o, loc := r.o, r.loc
 	return sessionrun.Maintenance(o.cfg.Compaction,
 		func(ctx context.Context, instructions string) (compaction.Result, error) {
-			return o.compactNow(ctx, loc, r.model, instructions)
+			return locHead{f: o.sessionFile, loc: loc}.compact(ctx, r.model, o.cfg.Compaction, instructions)
 		},
 		func() ([]llm.Message, error) {
 			msgs, _, _, err := o.contextFor(loc)
@@ -24,19 +24,15 @@ func (r *run) maintenance() *agent.Maintenance {
 		})
 }
 
-// compact summarises loc's branch (manual /compact).
-func (o *owner) compact(ctx context.Context, loc *location, model llm.Model, instructions string) error {
-	_, err := o.compactNow(ctx, loc, model, instructions)
-	return err
-}
-
-func (o *owner) compactNow(ctx context.Context, loc *location, model llm.Model, instructions string) (compaction.Result, error) {
+// compact summarises the branch at the head with model by settings (a
+// run's maintenance, a manual /compact).
+func (h locHead) compact(ctx context.Context, model llm.Model, settings compaction.Settings, instructions string) (compaction.Result, error) {
 	if model == nil {
 		return compaction.Result{}, errors.New("no model configured")
 	}
-	_, thinking, _, err := o.contextFor(loc)
+	_, thinking, _, err := h.f.contextFor(h.loc)
 	if err != nil {
 		return compaction.Result{}, err
 	}
-	return sessionrun.Compact(ctx, o.sess.Tree(), locHead{f: o.sessionFile, loc: loc}, model, o.cfg.Compaction, instructions, thinking)
+	return sessionrun.Compact(ctx, h.f.sess.Tree(), h, model, settings, instructions, thinking)
 }

@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"github.com/pibot/pibot/agent"
+	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/session"
 )
 
-// locHead is a location's head as the place a run writes.
+// locHead is a location's head as the place a run writes
+// (sessionrun.Head), compacts (run_maintain.go) and branches from.
 type locHead struct {
 	f   *sessionFile
 	loc *location
@@ -19,6 +21,18 @@ func (h locHead) Append(e session.Entry, sync session.SyncPolicy) (session.Entry
 	return h.f.append(h.loc, e, sync)
 }
 
+// branchTo moves the head to the entry of ref. Callers make sure no run
+// is active at the location: a reply that comes during a run joins it.
+func (h locHead) branchTo(ref chat.MsgRef) {
+	target, ok := branchPoint(h.f.tree(), ref)
+	if !ok {
+		return
+	}
+	if err := h.f.moveHead(h.loc, target, session.SyncGrouped); err != nil {
+		h.f.env.log.Warn("branch", "loc", h.loc.key, "err", err)
+	}
+}
+
 // tagged is p's user message tagged with p, so that its entry is tied to
 // p when the agent hands the message back at its message_end.
 func tagged(p *pending, m llm.Message) agent.Tagged { return agent.Tagged{Message: m, Tag: p} }
@@ -26,11 +40,11 @@ func tagged(p *pending, m llm.Message) agent.Tagged { return agent.Tagged{Messag
 // record writes the message of a message_end to the session and updates
 // the reply.
 func (r *run) record(e agent.Event) {
-	if e.Message == nil || r.frozen.Load() {
+	if e.Message == nil || r.journal.frozen() {
 		return
 	}
 	p, _ := e.Tag.(*pending)
-	rec, err := r.rec.Record(e)
+	rec, err := r.journal.message(e)
 	if p != nil {
 		r.msgs.unwait(p)
 	}
@@ -65,22 +79,7 @@ func (r *run) record(e agent.Event) {
 		} else {
 			crashpoint.Hit(crashpoint.AnswerEntry)
 		}
-		r.mu.Lock()
-		r.lastEntry = rec.Entry.ID
-		r.mu.Unlock()
 		r.o.metrics.usage(m.Usage)
-		r.ctl.SetText(m.Text())
-		if m.StopReason != llm.StopError {
-			r.ctl.EndMessage()
-		}
-		// A failed call's partial answer stays open: a retry's answer
-		// replaces it, so the reply shows one partial answer however
-		// often the call was retried (the failure follows it at delivery).
-		r.mu.Lock()
-		r.failure = ""
-		if m.StopReason == llm.StopError {
-			r.failure = m.ErrorMessage
-		}
-		r.mu.Unlock()
+		r.reply.answer(m, rec.Entry.ID)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/pibot/pibot/agent"
-	"github.com/pibot/pibot/chat"
 	"github.com/pibot/pibot/internal/worktree"
 	"github.com/pibot/pibot/session"
 )
@@ -27,9 +27,9 @@ func writes(tools []agent.Tool) bool {
 	return false
 }
 
-// worktreeOf returns the worktree of loc's branch (the last worktree entry
-// on it), and whether the branch owns it: the entry is the location's own,
-// and no other line of the location worked on from a point between it and
+// worktree returns the worktree of the location's branch (the last
+// worktree entry on it), and whether the branch owns it: the entry is the
+// location's own, and no other line of the location worked on from a point between it and
 // the head (inclusive). Another line worked on when a child there, off
 // the branch, has a message below it: that line's runs changed the
 // worktree since, so this branch is a fork (/fork, a reply to an earlier
@@ -38,18 +38,18 @@ func writes(tools []agent.Tool) bool {
 // delivery of the reply, a lease taken) is no other line: a reply to the
 // latest answer goes on in the same worktree. A child that made a
 // worktree of another branch is a fork's and never worked in this one.
-func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) {
-	tree := o.tree()
+func (v locView) worktree() (rec worktreeRecord, found, own bool) {
+	tree := v.tree
 	// From the head back to the entry, without decoding a message.
 	var path []string
-	for e := range tree.BranchBack(o.head(loc)) {
+	for e := range tree.BranchBack(v.head) {
 		path = append(path, e.ID)
 		if r, ok := readWorktree(e); ok {
 			rec, found = r, true
 			break
 		}
 	}
-	if !found || rec.loc != loc.key {
+	if !found || rec.loc != v.key {
 		return rec, found, false
 	}
 	slices.Reverse(path)
@@ -59,7 +59,7 @@ func (o *owner) worktreeOf(loc *location) (rec worktreeRecord, found, own bool) 
 			next = path[i+1]
 		}
 		for _, c := range tree.Children(id) {
-			if c.ID != next && workedIn(tree, c, loc.key, rec.Branch) {
+			if c.ID != next && workedIn(tree, c, v.key, rec.Branch) {
 				return rec, true, false
 			}
 		}
@@ -104,25 +104,36 @@ func readWorktree(e session.Entry) (worktreeRecord, bool) {
 	return r, true
 }
 
-// openWorktree gives the run the worktree of its branch when its agent
-// works in worktrees and has tools that write: the branch's own, made
-// again from its branch if it was pruned, or a new one, started from the
-// parent branch's state at the fork (or from the repository's HEAD for a
-// branch without a parent worktree). A worktree made for the location
-// before a crash, never claimed, is adopted (Worktrees.Create). It
-// returns a notice for the chat when the new worktree is a fork's.
-func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
-	o, loc := r.o, r.loc
+// runWorktree is the git worktree a run works in: its branch's, opened or
+// made when the run starts (open), and its state recorded when the run
+// ends (close). Without one the run works in the agent's workspace.
+type runWorktree struct {
+	o   *owner
+	loc *location
+
+	mu  sync.Mutex
+	rec *worktreeRecord // nil: the agent's workspace
+}
+
+// open gives the run the worktree of its branch when its agent works in
+// worktrees and has tools that write: the branch's own, made again from
+// its branch if it was pruned, or a new one, started from the parent
+// branch's state at the fork (or from the repository's HEAD for a branch
+// without a parent worktree). A worktree made for the location before a
+// crash, never claimed, is adopted (Worktrees.Create). It returns a
+// notice for the chat when the new worktree is a fork's.
+func (w *runWorktree) open(ctx context.Context) (notice string, err error) {
+	o, loc := w.o, w.loc
 	a := o.agentConfig()
 	if a.Worktrees == nil || !writes(a.Tools(ToolRun{})) {
 		return "", nil
 	}
-	rec, found, own := o.worktreeOf(loc)
+	rec, found, own := o.view(loc).worktree()
 	if own {
 		if _, err := a.Worktrees.Open(ctx, rec.Tree); err != nil {
 			return "", err
 		}
-		r.setWorktree(rec)
+		w.set(rec)
 		return "", nil
 	}
 	name := worktree.Name(string(loc.conv.Platform), loc.conv.Channel, loc.conv.Thread)
@@ -169,90 +180,88 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	if err := a.Worktrees.Claim(t); err != nil {
 		return "", err
 	}
-	if err := r.recordWorktree(made); err != nil {
+	if err := w.record(made); err != nil {
 		return "", err
 	}
 	return notice, nil
 }
 
-// recordWorktree appends rec as the location's worktree entry, durably.
-func (r *run) recordWorktree(rec worktreeRecord) error {
+// record appends rec as the location's worktree entry, durably.
+func (w *runWorktree) record(rec worktreeRecord) error {
 	data, _ := json.Marshal(rec)
-	e, err := r.o.append(r.loc, session.Entry{Type: session.TypeCustom, CustomType: customWorktree, Data: data}, session.SyncAlways)
+	e, err := w.o.append(w.loc, session.Entry{Type: session.TypeCustom, CustomType: customWorktree, Data: data}, session.SyncAlways)
 	if err != nil {
 		return err
 	}
-	rec.id, rec.loc = e.ID, r.loc.key
-	r.setWorktree(rec)
+	rec.id, rec.loc = e.ID, w.loc.key
+	w.set(rec)
 	return nil
 }
 
-// closeWorktree records the state of the run's worktree after the run
-// when it changed (a commit, changes made or committed), so a fork from
-// here starts where this branch was.
-func (r *run) closeWorktree(ctx context.Context) {
-	rec, ok := r.worktree()
-	if !ok || r.frozen.Load() || r.silent.Load() {
+// close records the state of the run's worktree after the run when it
+// changed (a commit, changes made or committed), so a fork from here
+// starts where this branch was.
+func (w *runWorktree) close(ctx context.Context) {
+	rec, ok := w.current()
+	if !ok {
 		return
 	}
-	head, dirty, err := r.o.agentConfig().Worktrees.State(ctx, rec.Tree)
+	head, dirty, err := w.o.agentConfig().Worktrees.State(ctx, rec.Tree)
 	if err != nil {
-		r.o.log.Warn("worktree: state", "loc", r.loc.key, "err", err)
+		w.o.log.Warn("worktree: state", "loc", w.loc.key, "err", err)
 		return
 	}
 	if head == rec.Head && dirty == rec.Dirty {
 		return
 	}
 	rec.Head, rec.Dirty = head, dirty
-	if err := r.recordWorktree(rec); err != nil {
-		r.o.log.Warn("worktree: record", "loc", r.loc.key, "err", err)
+	if err := w.record(rec); err != nil {
+		w.o.log.Warn("worktree: record", "loc", w.loc.key, "err", err)
 	}
 }
 
-func (r *run) setWorktree(rec worktreeRecord) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.wt = &rec
+func (w *runWorktree) set(rec worktreeRecord) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rec = &rec
 }
 
-// worktree is the run's worktree, if it has one.
-func (r *run) worktree() (worktreeRecord, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.wt == nil {
+// current is the run's worktree, if it has one.
+func (w *runWorktree) current() (worktreeRecord, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rec == nil {
 		return worktreeRecord{}, false
 	}
-	return *r.wt, true
+	return *w.rec, true
 }
 
 // dir is where the run's tools work: its worktree, or "" for the agent's
 // workspace.
-func (r *run) dir() string {
-	if rec, ok := r.worktree(); ok {
+func (w *runWorktree) dir() string {
+	if rec, ok := w.current(); ok {
 		return rec.Path
 	}
 	return ""
 }
 
-// worktreePrompt tells the model where the run works when it has a
-// worktree: the system prompt names the workspace as the working
-// directory, and the tools work in the worktree.
-func (r *run) worktreePrompt() string {
-	rec, ok := r.worktree()
+// uploads is where the run's received files land: its worktree, or the
+// agent's workspace.
+func (w *runWorktree) uploads() string {
+	if rec, ok := w.current(); ok {
+		return rec.Path
+	}
+	return w.o.agentConfig().Workspace
+}
+
+// prompt tells the model where the run works when it has a worktree: the
+// system prompt names the workspace as the working directory, and the
+// tools work in the worktree.
+func (w *runWorktree) prompt() string {
+	rec, ok := w.current()
 	if !ok {
 		return ""
 	}
 	return fmt.Sprintf("\n\nThis conversation works in a git worktree of its own: %s (branch %s, made from the repository at %s). It is the working directory of every tool, and relative paths resolve in it; work on files there, not in %s itself.",
-		rec.Path, rec.Branch, r.o.agentConfig().Workspace, r.o.agentConfig().Workspace)
-}
-
-// sendNotice posts text to the run's conversation (a fork's worktree).
-func (r *run) sendNotice(ctx context.Context, text string) {
-	ad := r.o.adapters[r.loc.conv.Platform]
-	if ad == nil || text == "" || r.silent.Load() {
-		return
-	}
-	if _, err := ad.Send(ctx, r.loc.conv, chat.Out{Markdown: text}); err != nil {
-		r.o.log.Warn("send", "err", err)
-	}
+		rec.Path, rec.Branch, w.o.agentConfig().Workspace, w.o.agentConfig().Workspace)
 }

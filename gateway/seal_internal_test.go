@@ -19,8 +19,8 @@ func TestLateMessageGoesToTheNextRun(t *testing.T) {
 	}
 	defer o.close()
 	a := agent.New(agent.Config{}, nil)
-	r := &run{o: o, loc: loc, ctx: t.Context(), rec: o.recorder(loc)}
-	r.setHandles(a, nil)
+	r := newRunAt(t.Context(), nil, o, loc, nil)
+	r.agent.Store(a)
 	loc.run = r
 	early := &pending{item: inboxItem{In: chat.Inbound{Conv: conv, Text: "early"}}}
 	if !r.o.queue.enqueue(r, early, true) {

@@ -35,7 +35,7 @@ func TestQueuedMessagesInOneMillisecond(t *testing.T) {
 	model := faux.New(llm.ModelInfo{Provider: "faux", ID: "m", ContextWindow: 100000}, turns...)
 	a := agent.New(agent.Config{Model: model}, nil)
 	r := newTestRun(o, loc, t.Context())
-	r.setHandles(a, nil)
+	r.agent.Store(a)
 	loc.run = r
 	before := time.Now().UnixMilli()
 	for i := range n {
@@ -79,5 +79,5 @@ func TestQueuedMessagesInOneMillisecond(t *testing.T) {
 
 // newTestRun builds a run at loc without starting it.
 func newTestRun(o *owner, loc *location, ctx context.Context) *run {
-	return &run{o: o, loc: loc, ctx: ctx, rec: o.recorder(loc)}
+	return newRunAt(ctx, nil, o, loc, nil)
 }
