@@ -200,7 +200,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, agents: g.agents, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
-		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewIndexes(keptIndexMin, keptIndexMax)}
+		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewSavedIndexes(savedIndexesDir(cfg.DataDir), keptIndexMin, keptIndexMax)}
 	if g.sessions.files == nil {
 		g.sessions.files = session.FileStorage{}
 	}
@@ -241,6 +241,11 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// savedIndexesDir is where the indexes of dataDir's large sessions are
+// saved (session.NewSavedIndexes): a cache, outside the sessions
+// directory pi reads.
+func savedIndexesDir(dataDir string) string { return filepath.Join(dataDir, "index") }
 
 // sessionsDir is where the session files of dataDir are.
 func sessionsDir(dataDir string) string { return filepath.Join(dataDir, "sessions") }

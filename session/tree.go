@@ -35,6 +35,9 @@ type Tree struct {
 	end      int64
 	loaded   int
 	maxFence int64 // the highest fence of the lines indexed from the file
+	// savedEnd is how much of the file the index saved of it covers, as
+	// far as the tree knows (0: none; see NewSavedIndexes).
+	savedEnd int64
 	byID     map[string]*node
 	st       replayState
 }
