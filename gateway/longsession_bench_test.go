@@ -40,7 +40,8 @@ const longSessionWait = 5 * time.Minute
 // directory, sends the first message, waits for the eviction, sends one
 // more and then longSessionLater more, and stops the gateway.
 //
-// Reported: cold-ms, first-ms and evicted-ms, from the inbound message
+// Reported: saved-index-MiB, the size of the index the first start's
+// stop saved; cold-ms, first-ms and evicted-ms, from the inbound message
 // to the provider request (the session is loaded on the way: with no
 // index saved, at the first start of all; from the index the previous
 // stop saved, after a start; from the index kept in memory, after the
@@ -119,6 +120,18 @@ func benchLongSession(b *testing.B, n, every int) {
 	if err := bg.stop(); err != nil {
 		b.Fatal(err)
 	}
+	savedIndex := func() float64 {
+		saved, _ := filepath.Glob(filepath.Join(dir, "index", "*.idx"))
+		if len(saved) != 1 {
+			return 0
+		}
+		fi, err := os.Stat(saved[0])
+		if err != nil {
+			return 0
+		}
+		return float64(fi.Size()) / (1 << 20)
+	}
+	saved := savedIndex()
 	b.ResetTimer()
 	for range b.N {
 		ad := newDiscardAdapter()
@@ -126,6 +139,9 @@ func benchLongSession(b *testing.B, n, every int) {
 		base := settleRSS(b)
 		bg := startLongGateway(b, dir, ad, model)
 		d, a := send(ad)
+		if savedIndex() == 0 { // a saved index that does not match is removed
+			b.Fatal("the saved index was not used")
+		}
 		firstRSS += peakRSS(b) - base
 		first += ms(d)
 		firstAlloc += float64(a)
@@ -154,6 +170,7 @@ func benchLongSession(b *testing.B, n, every int) {
 	b.StopTimer()
 	N := float64(b.N)
 	b.ReportMetric(ms(cold), "cold-ms")
+	b.ReportMetric(saved, "saved-index-MiB")
 	b.ReportMetric(first/N, "first-ms")
 	b.ReportMetric(firstAlloc/N/1e6, "first-MB")
 	b.ReportMetric(firstRSS/N, "first-rss-MiB")
