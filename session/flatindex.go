@@ -120,7 +120,7 @@ func (b *flatBuilder) add(n *node, parent int32, pid uint32, off int64, size, su
 		b.x.fences = append(b.x.fences, n.fence)
 		b.fences[n.fence] = fence
 	}
-	e := flatEntry{off: off, id: b.str(n.id), pid: pid, ts: b.intern(n.ts), line: uint32(n.line), size: size, sum: sum,
+	e := flatEntry{off: off, id: b.str(n.id), pid: pid, ts: b.str(n.ts), line: uint32(n.line), size: size, sum: sum,
 		msg0: uint32(n.msg[0]), msg1: uint32(n.msg[1]), kind: kind, fence: fence, parent: parent}
 	if n.meta != nil {
 		e.meta = uint32(len(b.x.metas))
