@@ -218,63 +218,69 @@ func (r *run) refuse(model llm.Model, err error) llm.Message {
 // callModel streams one model call; after (if set) sees the final message
 // before its message_end.
 func (r *run) callModel(ctx context.Context, model llm.Model, req llm.Request, after func(llm.Message)) llm.Message {
-	started := false
-	// partial is the message so far. From the first update on it is the
-	// live partial: its blocks are in live, an array the run rewrites
-	// on every update instead of copying the message per token.
-	var partial llm.Message
-	var live []llm.Content
-	// update is the assistant event of the current message_update.
-	var update llm.Event
-	// final is the provider's last message. It is recorded once the
-	// provider's stream has returned, not from inside it: message_end
-	// then runs on this goroutine's stack without the provider's frames
-	// under it (the gateway writes the session line there).
-	var final *llm.Message
-	var failure error
+	// What the stream's loop body sets, in one value: the body is a
+	// closure the provider's iterator calls, so each variable it changes
+	// would be a heap allocation of its own for every model call.
+	var c struct {
+		started bool
+		// partial is the message so far. From the first update on it is
+		// the live partial: its blocks are in live, an array the run
+		// rewrites on every update instead of copying the message per
+		// token.
+		partial llm.Message
+		live    []llm.Content
+		// update is the assistant event of the current message_update.
+		update llm.Event
+		// final is the provider's last message. It is recorded once the
+		// provider's stream has returned, not from inside it: message_end
+		// then runs on this goroutine's stack without the provider's
+		// frames under it (the gateway writes the session line there).
+		final   *llm.Message
+		failure error
+	}
 stream:
 	for ev := range model.Stream(ctx, req) {
 		switch ev.Type {
 		case llm.EventStart:
 			if ev.Partial != nil {
-				partial = copyMessage(*ev.Partial)
+				c.partial = copyMessage(*ev.Partial)
 			} else {
-				partial = llm.Message{Role: llm.RoleAssistant}
+				c.partial = llm.Message{Role: llm.RoleAssistant}
 			}
-			r.a.msgs.setLast(partial, started)
-			started = true
-			p := partial
+			r.a.msgs.setLast(c.partial, c.started)
+			c.started = true
+			p := c.partial
 			r.send(Event{Type: EventMessageStart, Message: &p})
 		case llm.EventDone, llm.EventError:
 			if ev.Message == nil {
 				continue
 			}
 			m := copyMessage(*ev.Message)
-			final = &m
-			failure = ev.Err
+			c.final = &m
+			c.failure = ev.Err
 			break stream
 		default:
-			if !started {
+			if !c.started {
 				continue
 			}
 			if ev.Partial != nil {
-				live = r.a.msgs.setLive(&partial, ev.Partial, live)
+				c.live = r.a.msgs.setLive(&c.partial, ev.Partial, c.live)
 			}
 			// Valid during the call only (see EventMessageUpdate): the
 			// next update rewrites both.
-			update = ev
-			update.Partial = &partial
-			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &update, Message: &partial})
+			c.update = ev
+			c.update.Partial = &c.partial
+			r.send(Event{Type: EventMessageUpdate, AssistantEvent: &c.update, Message: &c.partial})
 		}
 	}
-	if final == nil {
-		final = r.unfinished(ctx, model, partial)
+	if c.final == nil {
+		c.final = r.unfinished(ctx, model, c.partial)
 	}
 	if after != nil {
-		after(*final)
+		after(*c.final)
 	}
-	r.lastErr = failure
-	return r.finish(*final, started)
+	r.lastErr = c.failure
+	return r.finish(*c.final, c.started)
 }
 
 // unfinished is the final message of a stream that ended without a

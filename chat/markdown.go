@@ -40,7 +40,7 @@ func renderWith(p parser.Parser, md string, d Dialect) string {
 		return renderMarkdown(normalizeString(md))
 	}
 	src := normalize(md)
-	r := renderer{d: d, src: src}
+	r := newRenderer(d, src)
 	return r.document(p.Parse(text.NewReader(src)))
 }
 

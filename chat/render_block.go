@@ -8,24 +8,24 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 )
 
-// renderer renders a goldmark AST of src in one dialect. Blocks render to
+// renderer renders the blocks of a goldmark AST of src in one dialect;
+// its inline renderer renders the text inside them. Blocks render to
 // strings without a trailing newline; siblings are joined by blank lines
 // (or single newlines in tight lists), so a document's rendering is the
 // join of its top-level blocks' renderings, which Split relies on.
 type renderer struct {
 	d   Dialect
 	src []byte
-	// noBold suppresses bold markers inside headings rendered as bold.
-	noBold bool
+	in  inlineRenderer
 	// quote is the blockquote depth (Telegram cannot nest blockquotes).
 	quote int
 	// list is the list nesting depth.
 	list int
-	// bold counts open ANSI bold spans, to restore bold after dim code.
-	bold int
-	// styles counts open bold, italic and strikethrough spans; a style
-	// is not reopened inside itself.
-	styles [3]int
+}
+
+// newRenderer returns a renderer of src in dialect d.
+func newRenderer(d Dialect, src []byte) renderer {
+	return renderer{d: d, src: src, in: inlineRenderer{d: d, src: src}}
 }
 
 // document renders the top-level blocks of doc.
@@ -53,7 +53,7 @@ func (r *renderer) children(n ast.Node, sep string) string {
 func (r *renderer) block(n ast.Node) string {
 	switch n := n.(type) {
 	case *ast.Paragraph, *ast.TextBlock:
-		return r.inline(n)
+		return r.in.inline(n)
 	case *ast.Heading:
 		return r.heading(n)
 	case *ast.ThematicBreak:
@@ -62,49 +62,45 @@ func (r *renderer) block(n ast.Node) string {
 		}
 		return "───"
 	case *ast.FencedCodeBlock:
-		return r.code(string(n.Language(r.src)), r.lines(n))
+		return r.code(string(n.Language(r.src)), blockLines(n, r.src))
 	case *ast.CodeBlock:
-		return r.code("", r.lines(n))
+		return r.code("", blockLines(n, r.src))
 	case *ast.Blockquote:
 		return r.blockquote(n)
 	case *ast.List:
 		return r.listBlock(n)
 	case *ast.HTMLBlock:
-		raw := r.lines(n)
+		raw := blockLines(n, r.src)
 		if n.HasClosure() {
 			cl := n.ClosureLine
 			raw += string(cl.Value(r.src))
 		}
-		return r.text(strings.TrimRight(raw, " \t\n"))
+		return r.in.text(strings.TrimRight(raw, " \t\n"))
 	case *ast.LinkReferenceDefinition:
 		return ""
 	case *east.Table:
 		return r.table(n)
 	}
 	if n.Type() == ast.TypeBlock && n.FirstChild() != nil && n.FirstChild().Type() == ast.TypeInline {
-		return r.inline(n)
+		return r.in.inline(n)
 	}
 	return r.children(n, "\n\n")
 }
 
-// lines returns the raw text of a block's lines.
-func (r *renderer) lines(n ast.Node) string {
+// blockLines returns the raw text of block n's lines in src.
+func blockLines(n ast.Node, src []byte) string {
 	ls := n.Lines()
 	var b strings.Builder
 	for i := range ls.Len() {
 		seg := ls.At(i)
-		b.Write(seg.Value(r.src))
+		b.Write(seg.Value(src))
 	}
 	return b.String()
 }
 
 // heading renders a heading; chat dialects have none, so most use bold.
 func (r *renderer) heading(n *ast.Heading) string {
-	r.noBold = true
-	r.bold++
-	body := r.inline(n)
-	r.bold--
-	r.noBold = false
+	body := r.in.heading(n)
 	if body == "" {
 		return ""
 	}

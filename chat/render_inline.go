@@ -25,22 +25,47 @@ const (
 	ansiCodeOffBase = ansiDimOff
 )
 
+// inlineRenderer renders the inline content of a goldmark AST of src in
+// one dialect: text, code spans, styles and links.
+type inlineRenderer struct {
+	d   Dialect
+	src []byte
+	// noBold suppresses bold markers inside headings rendered as bold.
+	noBold bool
+	// bold counts open ANSI bold spans, to restore bold after dim code.
+	bold int
+	// styles counts open bold, italic and strikethrough spans; a style
+	// is not reopened inside itself.
+	styles [3]int
+}
+
 // inline renders the inline children of block n.
-func (r *renderer) inline(n ast.Node) string {
+func (r *inlineRenderer) inline(n ast.Node) string {
 	var b strings.Builder
 	r.inlines(&b, n)
 	return strings.TrimRight(b.String(), " \t\n")
 }
 
+// heading renders the inline children of heading n, which the dialect
+// shows bold (or as a heading): bold markers inside are dropped.
+func (r *inlineRenderer) heading(n *ast.Heading) string {
+	r.noBold = true
+	r.bold++
+	body := r.inline(n)
+	r.bold--
+	r.noBold = false
+	return body
+}
+
 // inlines renders n's inline children into b.
-func (r *renderer) inlines(b *strings.Builder, n ast.Node) {
+func (r *inlineRenderer) inlines(b *strings.Builder, n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		r.inl(b, c)
 	}
 }
 
 // inl renders one inline node into b.
-func (r *renderer) inl(b *strings.Builder, n ast.Node) {
+func (r *inlineRenderer) inl(b *strings.Builder, n ast.Node) {
 	switch n := n.(type) {
 	case *ast.Text:
 		v := n.Segment.Value(r.src)
@@ -72,7 +97,7 @@ func (r *renderer) inl(b *strings.Builder, n ast.Node) {
 		r.inlines(&inner, n)
 		r.link(b, string(n.Destination), inner.String(), false)
 	case *ast.Image:
-		alt := (&renderer{d: DialectPlain, src: r.src}).inline(n)
+		alt := (&inlineRenderer{d: DialectPlain, src: r.src}).inline(n)
 		if alt == "" {
 			alt = "image"
 		}
@@ -104,7 +129,7 @@ func (r *renderer) inl(b *strings.Builder, n ast.Node) {
 
 // wrap renders n's children inside the dialect's markers for a style:
 // tg* for Telegram, sl* for Slack, md for Discord (doubled for strong).
-func (r *renderer) wrap(b *strings.Builder, n ast.Node, tgOpen, tgClose, slack, discord string) {
+func (r *inlineRenderer) wrap(b *strings.Builder, n ast.Node, tgOpen, tgClose, slack, discord string) {
 	bold := tgOpen == "<b>"
 	var open, closing string
 	switch r.d {
@@ -164,7 +189,7 @@ func (r *renderer) wrap(b *strings.Builder, n ast.Node, tgOpen, tgClose, slack, 
 }
 
 // codeSpan renders inline code.
-func (r *renderer) codeSpan(b *strings.Builder, n *ast.CodeSpan) {
+func (r *inlineRenderer) codeSpan(b *strings.Builder, n *ast.CodeSpan) {
 	var code strings.Builder
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		if t, ok := c.(*ast.Text); ok {
@@ -202,7 +227,7 @@ func (r *renderer) codeSpan(b *strings.Builder, n *ast.CodeSpan) {
 }
 
 // link renders a link with destination url and rendered label.
-func (r *renderer) link(b *strings.Builder, url, label string, auto bool) {
+func (r *inlineRenderer) link(b *strings.Builder, url, label string, auto bool) {
 	if url == "" {
 		b.WriteString(label)
 		return
@@ -255,7 +280,7 @@ func (r *renderer) link(b *strings.Builder, url, label string, auto bool) {
 }
 
 // bareURL renders a link whose label is its URL.
-func (r *renderer) bareURL(url, label string, auto bool) string {
+func (r *inlineRenderer) bareURL(url, label string, auto bool) string {
 	if auto && label != "" {
 		return label
 	}
@@ -274,7 +299,7 @@ func webURL(url string) bool {
 }
 
 // text escapes literal text for the dialect.
-func (r *renderer) text(s string) string {
+func (r *inlineRenderer) text(s string) string {
 	switch r.d {
 	case DialectTelegram, DialectSlack:
 		return escapeHTML(s)

@@ -27,7 +27,7 @@ func (r *renderer) table(n *east.Table) string {
 // tableText lays a table out as text: cells padded to column width, a
 // rule under the header.
 func tableText(n *east.Table, src []byte) string {
-	plain := renderer{d: DialectPlain, src: src}
+	plain := inlineRenderer{d: DialectPlain, src: src}
 	var rows [][]string
 	header := -1
 	for row := n.FirstChild(); row != nil; row = row.NextSibling() {

@@ -151,7 +151,7 @@ func (s *splitter) split(src string, limit int) []string {
 func (s *splitter) splitBlocks(src string, limit int) []string {
 	b := []byte(src)
 	doc := s.p.Parse(text.NewReader(b))
-	r := renderer{d: s.d, src: b}
+	r := newRenderer(s.d, b)
 	var units []unit
 	for c := doc.FirstChild(); c != nil; c = c.NextSibling() {
 		st := lineStart(b, blockStart(c))
@@ -228,9 +228,9 @@ func (s *splitter) oversized(md string, limit int) []string {
 		if n.Info != nil {
 			info = string(n.Info.Value(b))
 		}
-		return s.splitCode(fence, info, (&renderer{src: b}).lines(n), limit)
+		return s.splitCode(fence, info, blockLines(n, b), limit)
 	case *ast.CodeBlock:
-		return s.splitCode("```", "", (&renderer{src: b}).lines(n), limit)
+		return s.splitCode("```", "", blockLines(n, b), limit)
 	case *east.Table:
 		return s.splitCode("```", "", tableText(n, b), limit)
 	case *ast.List:
@@ -286,7 +286,7 @@ func refDefs(p parser.Parser, src string) string {
 	var defs []string
 	_ = ast.Walk(p.Parse(text.NewReader(b)), func(n ast.Node, entering bool) (ast.WalkStatus, error) {
 		if d, ok := n.(*ast.LinkReferenceDefinition); ok && entering {
-			defs = append(defs, strings.TrimSpace((&renderer{src: b}).lines(d)))
+			defs = append(defs, strings.TrimSpace(blockLines(d, b)))
 			return ast.WalkSkipChildren, nil
 		}
 		if n.Type() == ast.TypeInline {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -89,6 +90,19 @@ type Consumer interface {
 	Consume(ctx context.Context, key string) ([]InboxItem, error)
 }
 
+// Peeker is a Consumer that tells, for many keys at once, which of them a
+// take would hand anything now (LocalInbox, rediscluster.Inbox: one round
+// trip where a take of each key costs one each): Takeable returns the
+// keys among keys that a Consume would hand an item, and with claim also
+// those a Claim would. It may name a key a take then finds empty (an item
+// ended meanwhile), never leaves out one with such items when it looks;
+// an item that comes after it looked comes with its own notice or the
+// next look. It changes nothing; an error is unreachable. The pump peeks
+// at the sessions it holds before it takes any (cluster mode's poll).
+type Peeker interface {
+	Takeable(ctx context.Context, keys []string, claim bool) ([]string, error)
+}
+
 // Watcher is a shared Inbox that tells, as they come, the keys other
 // replicas enqueue items for (rediscluster.Inbox): Watch calls kick on its
 // own goroutine until ctx ends, and returns nil then. A notice may be lost
@@ -154,6 +168,29 @@ type Syncer interface {
 type Dedupe interface {
 	Seen(ctx context.Context, key string) (bool, error)
 	Forget(ctx context.Context, key string) error
+}
+
+// ErrInFlight is wrapped by the error of a Committer's Seen (and of its
+// SeenReserve and Admit) when another delivery of the event recorded its
+// key and has not committed it: that delivery is being taken now, or its
+// replica died before it committed or forgot the key, which then expires
+// within the store's pending time. Neither a duplicate nor a new event
+// yet: the caller refuses the event as a passing state (the platform
+// delivers it again) and does not Forget the key, which is not its own.
+var ErrInFlight = errors.New("cluster: dedupe: another delivery of the event is in flight")
+
+// Committer is a Dedupe whose Seen records a key for a short pending
+// time only (rediscluster.Dedupe): it lives for the store's TTL once its
+// event is committed, by the admission that enqueues the event's item
+// (Admission.Seen) or by Commit. So a key whose replica died between
+// Seen and the enqueue, or whose refused event's Forget was still
+// failing, expires by itself, and the platform's redelivery is taken
+// then; until then Seen answers ErrInFlight. Commit records key for the
+// TTL whatever it held (nothing, a pending key): an event handled without
+// an item (a command answered at intake), or replayed from the inbox. Its
+// error is unreachable and maybe done.
+type Committer interface {
+	Commit(ctx context.Context, key string) error
 }
 
 // SeenReserver is a Dedupe that also takes the sender's budget token in

@@ -8,6 +8,7 @@ import "github.com/pibot/pibot/internal/tokenbucket"
 var (
 	_ Inbox          = (*LocalInbox)(nil)
 	_ Consumer       = (*LocalInbox)(nil)
+	_ Peeker         = (*LocalInbox)(nil)
 	_ Leaver         = (*LocalInbox)(nil)
 	_ Beginner       = (*LocalInbox)(nil)
 	_ Quarantiner    = (*LocalInbox)(nil)

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
+	"github.com/pibot/pibot/internal/atomicfile"
 	"github.com/pibot/pibot/internal/groupsync"
 )
 
@@ -102,13 +104,64 @@ type inboxLog struct {
 	swap sync.RWMutex
 	// lines counts the records written since the file was last
 	// compacted; compactMin is the least of them that starts a
-	// compaction (compactLines; tests set less).
+	// compaction (compactLines, or InboxOptions.CompactAfter).
 	lines      atomic.Int64
 	compactMin int64
 
 	path string
 	f    *groupsync.File // concurrent Adds share one fsync
 	st   *inboxState
+
+	// tail keeps the records written while a compaction writes the new
+	// file; bg runs the compactions (inbox_compact.go).
+	tail compactTail
+	bg   compactor
+	// onStep, when set (tests), is told each step of a compaction's
+	// replacement of the file, after its crash point (inbox_compact.go).
+	onStep func(atomicfile.Step)
+}
+
+// add appends records (whole lines) to the file without waiting for the
+// disk, as groupsync.File.Write does; a compaction in progress keeps them
+// for the new file. The caller holds swap shared.
+func (l *inboxLog) add(b []byte) error {
+	if err := l.f.Write(b); err != nil {
+		return err
+	}
+	l.tail.keep(b)
+	return nil
+}
+
+// addAsync is add returning a wait for the records to be durable, as
+// groupsync.File.WriteAsync does.
+func (l *inboxLog) addAsync(b []byte) (wait func() error, err error) {
+	wait, err = l.f.WriteAsync(b)
+	if err != nil {
+		return nil, err
+	}
+	l.tail.keep(b)
+	return wait, nil
+}
+
+// addSync is add returning once the records are durable, as
+// groupsync.File.WriteSync does.
+func (l *inboxLog) addSync(b []byte) error {
+	wait, err := l.addAsync(b)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// InboxOptions tunes OpenInboxWith; the zero value is OpenInbox's inbox.
+type InboxOptions struct {
+	// CompactAfter is the least number of records written since the file
+	// was last compacted that lets the inbox compact it while running
+	// (0: 4,096). Tests set fewer, so that a short conversation reaches
+	// a compaction (a crashpoints build of pibot takes it from
+	// PIBOT_CRASHPOINT_INBOX_COMPACT); pibot's configuration has no key
+	// for it.
+	CompactAfter int64
 }
 
 // holder says who handles a pending item.
@@ -122,10 +175,26 @@ const (
 
 // OpenInbox opens (or creates) the inbox at path and compacts it to the
 // pending and quarantined items, counting the crash of the last process
-// if it did not close the inbox. A torn last line is dropped.
-func OpenInbox(path string) (*LocalInbox, error) {
+// if it did not close the inbox. A torn last line is dropped, and so are
+// the temporary files of a compaction the last process did not finish.
+// The inbox is its process's alone (the data directory's lock).
+func OpenInbox(path string) (*LocalInbox, error) { return OpenInboxWith(path, InboxOptions{}) }
+
+// OpenInboxWith is OpenInbox with opts.
+func OpenInboxWith(path string, opts InboxOptions) (*LocalInbox, error) {
 	st := &inboxState{pending: map[string]*InboxItem{}, holders: map[string]holder{}, running: map[string]bool{}}
-	ib := &LocalInbox{st: st, log: &inboxLog{path: path, compactMin: compactLines, st: st}}
+	compactMin := int64(compactLines)
+	if opts.CompactAfter > 0 {
+		compactMin = opts.CompactAfter
+	}
+	ib := &LocalInbox{st: st, log: &inboxLog{path: path, compactMin: compactMin, st: st}}
+	// A compaction killed before its rename left its temporary file: the
+	// inbox file is the old one, whole, and nothing else writes here.
+	if stale, _ := filepath.Glob(atomicfile.TempPattern(path)); len(stale) > 0 {
+		for _, p := range stale {
+			_ = os.Remove(p)
+		}
+	}
 	handled := map[string]bool{} // executing in the last process
 	clean := true
 	// Streamed: a file a crash left uncompacted may be long.
@@ -231,7 +300,7 @@ func (ib *LocalInbox) Quarantine(_ context.Context, key, id string) error {
 	ib.log.swap.RLock()
 	defer ib.log.swap.RUnlock()
 	ib.log.lines.Add(1)
-	if err := ib.log.f.WriteSync(append(line, '\n')); err != nil {
+	if err := ib.log.addSync(append(line, '\n')); err != nil {
 		return fmt.Errorf("cluster: inbox quarantine: %w", err)
 	}
 	if ib.st.forget(id) {
@@ -275,7 +344,7 @@ func (l *inboxLog) ack(key, id string) error {
 	// Written outside l.st.mu: the write may wait behind an fsync, and
 	// Begin must not.
 	l.lines.Add(1)
-	if err := l.f.Write(line); err != nil {
+	if err := l.add(line); err != nil {
 		return fmt.Errorf("cluster: inbox ack: %w", err)
 	}
 	if err := l.f.Flush(); err != nil {
@@ -346,6 +415,10 @@ func (ib *LocalInbox) Sync() error {
 // process) and closes the file.
 func (ib *LocalInbox) Close() error {
 	line, _ := json.Marshal(inboxRecord{Op: "clean"})
+	ib.log.bg.Lock()
+	ib.log.bg.closing = true
+	ib.log.bg.Unlock()
+	ib.log.bg.wg.Wait() // a compaction in progress ends first
 	ib.log.swap.Lock()
 	defer ib.log.swap.Unlock()
 	err := ib.log.f.Write(append(line, '\n'))

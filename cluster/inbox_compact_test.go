@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/internal/atomicfile"
 )
 
 // TestInboxCompactsWhileRunning delivers many messages through one
@@ -20,11 +22,10 @@ import (
 func TestInboxCompactsWhileRunning(t *testing.T) {
 	ctx := t.Context()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(64)
 	enqueue := func(key, data string) string {
 		t.Helper()
 		id, durable, err := ib.Enqueue(ctx, key, []byte(data))
@@ -65,6 +66,7 @@ func TestInboxCompactsWhileRunning(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	ib.WaitCompaction()
 	if err := ib.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +106,10 @@ func TestInboxCompactsWhileRunning(t *testing.T) {
 func TestInboxCompactsUnderConcurrentWriters(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "inbox.jsonl")
-	ib, err := cluster.OpenInbox(p)
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ib.SetCompactMin(32)
 	var mu sync.Mutex
 	kept := map[string]bool{}
 	var wg sync.WaitGroup
@@ -154,6 +155,102 @@ func TestInboxCompactsUnderConcurrentWriters(t *testing.T) {
 		if !kept[it.ID] {
 			t.Errorf("item %s pending after reopen, but it was acknowledged", it.ID)
 		}
+	}
+}
+
+// TestInboxWritesGoOnDuringACompaction: while a compaction writes and
+// syncs the new file, items are enqueued (durably), taken, begun and
+// acknowledged without waiting for it (the compaction took the inbox's
+// lock for all of it, and at 1,000 busy conversations every accepted
+// message then waited for the whole file to be encoded, written and
+// synced: the stress tail of issue #34), and what they wrote is in the
+// file that replaces the old one: after a crash, the item enqueued
+// meanwhile is pending, the one begun meanwhile counts a crash, the one
+// acknowledged meanwhile is gone.
+func TestInboxWritesGoOnDuringACompaction(t *testing.T) {
+	ctx := t.Context()
+	p := filepath.Join(t.TempDir(), "inbox.jsonl")
+	ib, err := cluster.OpenInboxWith(p, cluster.InboxOptions{CompactAfter: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enqueue := func(key string) string {
+		id, durable, err := ib.Enqueue(ctx, key, []byte(`"x"`))
+		if err == nil {
+			err = durable()
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		return id
+	}
+	before := enqueue("b") // pending when the compaction starts
+	var waited, begun, acked string
+	var hooked sync.Once
+	done := make(chan struct{}) // the writes made during the compaction
+	ib.OnCompactStep(func(s atomicfile.Step) {
+		if s != atomicfile.StepPartial { // the new file being written, no lock held
+			return
+		}
+		hooked.Do(func() {
+			go func() {
+				defer close(done)
+				waited = enqueue("w")
+				begun = enqueue("r")
+				if _, err := ib.Consume(ctx, "r"); err != nil {
+					t.Error(err)
+				}
+				if err := ib.Begin(ctx, "r", begun); err != nil {
+					t.Error(err)
+				}
+				acked = enqueue("a")
+				if err := ib.Ack(ctx, "a", acked); err != nil {
+					t.Error(err)
+				}
+				if err := ib.Ack(ctx, "b", before); err != nil {
+					t.Error(err)
+				}
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("writes to the inbox waited for a compaction writing its file")
+			}
+		})
+	})
+	for i := 0; i < 64; i++ { // delivered items: compactions are due
+		key := fmt.Sprintf("k%d", i%3)
+		id := enqueue(key)
+		if err := ib.Ack(ctx, key, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ib.WaitCompaction()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no compaction ran")
+	}
+	if t.Failed() {
+		return
+	}
+
+	ib2, err := cluster.OpenInbox(p) // a crash: no Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ib2.Close()
+	got := map[string]int{}
+	for _, it := range ib2.All() {
+		got[it.ID] = it.Crashes
+	}
+	want := map[string]int{waited: 0, begun: 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("pending after the crash (id: crashes) = %v, want %v (enqueued during the compaction %s, begun %s, acknowledged %s and %s)",
+			got, want, waited, begun, acked, before)
+	}
+	if err := ib.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

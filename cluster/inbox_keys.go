@@ -27,7 +27,7 @@ func (ib *LocalInbox) Enqueue(_ context.Context, key string, data []byte) (id st
 	}
 	ib.log.swap.RLock()
 	ib.log.lines.Add(1)
-	wait, err := ib.log.f.WriteAsync(line)
+	wait, err := ib.log.addAsync(line)
 	if err != nil {
 		ib.log.swap.RUnlock()
 		return "", nil, fmt.Errorf("cluster: inbox enqueue: %w", err)
@@ -93,7 +93,7 @@ func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 			buf = append(append(buf, line...), '\n')
 		}
 		ib.log.lines.Add(int64(len(cuts)))
-		if err := ib.log.f.WriteSync(buf); err != nil {
+		if err := ib.log.addSync(buf); err != nil {
 			return fmt.Errorf("cluster: inbox leave: %w", err)
 		}
 	}
@@ -121,25 +121,32 @@ func (ib *LocalInbox) Leave(_ context.Context, key string, cut bool) error {
 // (the item is then not blamed for that crash). Items not pending under
 // key are left alone.
 func (ib *LocalInbox) Begin(_ context.Context, key string, ids ...string) error {
-	var buf []byte
 	ib.log.swap.RLock()
 	defer ib.log.swap.RUnlock()
+	var few [4]string
+	begun := few[:0] // a run begins one item, or a few
 	ib.st.mu.Lock()
 	for _, id := range ids {
 		if it, ok := ib.st.pending[id]; ok && it.Key == key && !ib.st.running[id] {
 			ib.st.running[id] = true
-			line, _ := json.Marshal(inboxRecord{Op: "run", ID: id, Key: key})
-			buf = append(append(buf, line...), '\n')
+			begun = append(begun, id)
 		}
 	}
 	ib.st.mu.Unlock()
-	if len(buf) == 0 {
+	if len(begun) == 0 {
 		return nil
+	}
+	// Encoded outside ib.st.mu, which every accepted message's Enqueue
+	// takes: a run's Begin is on its way to the model.
+	var buf []byte
+	for _, id := range begun {
+		line, _ := json.Marshal(inboxRecord{Op: "run", ID: id, Key: key})
+		buf = append(append(buf, line...), '\n')
 	}
 	// Written outside ib.st.mu, as Ack is: the write may wait behind an
 	// fsync.
 	ib.log.lines.Add(int64(bytes.Count(buf, []byte{'\n'})))
-	if err := ib.log.f.Write(buf); err != nil {
+	if err := ib.log.add(buf); err != nil {
 		return fmt.Errorf("cluster: inbox begin: %w", err)
 	}
 	if err := ib.log.f.Flush(); err != nil {
@@ -170,7 +177,7 @@ func (l *inboxLog) take(_ context.Context, key string, from holder) ([]InboxItem
 		buf = append(append(buf, line...), '\n')
 	}
 	l.lines.Add(int64(len(out)))
-	if err := l.f.WriteSync(buf); err != nil {
+	if err := l.addSync(buf); err != nil {
 		return nil, fmt.Errorf("cluster: inbox take: %w", err)
 	}
 	l.st.mu.Lock()
@@ -204,4 +211,32 @@ func (ib *LocalInbox) Keys(context.Context) ([]string, error) {
 		}
 	}
 	return keys, nil
+}
+
+// Takeable returns the keys among keys that have items a Consume would
+// hand over now (nobody handles them yet), and with claim also those a
+// Claim would (left by this process, or carried over from one that
+// ended). It changes nothing.
+func (ib *LocalInbox) Takeable(_ context.Context, keys []string, claim bool) ([]string, error) {
+	asked := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		asked[k] = true
+	}
+	found := map[string]bool{}
+	ib.st.mu.Lock()
+	for id, it := range ib.st.pending {
+		h := ib.st.holders[id]
+		if asked[it.Key] && (h == heldByNone || claim && h == heldByDead) {
+			found[it.Key] = true
+		}
+	}
+	ib.st.mu.Unlock()
+	var out []string
+	for _, k := range keys {
+		if found[k] {
+			out = append(out, k)
+			delete(found, k) // a key asked twice is named once
+		}
+	}
+	return out, nil
 }

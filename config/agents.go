@@ -170,7 +170,7 @@ func (c Config) validateAgents(bad func(key, format string, args ...any)) {
 			if !agentName.MatchString(name) {
 				bad(key, "agent names are 1-32 characters of a-z, 0-9, _ and -, starting with a letter or digit")
 			}
-			c.validateAgent(key, a, bad)
+			a.validate(key, c.MCP, bad)
 			if strings.TrimSpace(a.Workspace) == "" {
 				bad(key+".workspace", "required: the directory this agent's tools work in (each agent has its own)")
 			}

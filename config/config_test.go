@@ -285,8 +285,8 @@ func TestDiscordGuildIDsAreStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Adapter.Discord.Guilds; len(got) != 1 || got[0] != "123456789012345678" || !c.DiscordEnabled() {
-		t.Fatalf("guilds = %q, enabled %v", got, c.DiscordEnabled())
+	if got := c.Adapter.Discord.Guilds; len(got) != 1 || got[0] != "123456789012345678" || !c.Adapter.Discord.Enabled() {
+		t.Fatalf("guilds = %q, enabled %v", got, c.Adapter.Discord.Enabled())
 	}
 }
 

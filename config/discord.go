@@ -5,6 +5,9 @@ import (
 	"net/url"
 )
 
+// Enabled reports whether a Discord token is configured.
+func (d Discord) Enabled() bool { return d.Token != "" || d.TokenFile != "" }
+
 // validate checks adapters.discord.*; every problem names its key.
 func (d Discord) validate(bad func(key, format string, args ...any)) {
 	set := d.Token != "" || d.TokenFile != ""

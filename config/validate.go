@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -29,7 +28,7 @@ func (c Config) Validate() error {
 		bad("http.listen", "%q is not host:port", c.HTTP.Listen)
 	}
 	c.Cluster.validate(bad)
-	c.validateAgent("agent", c.Agent, bad)
+	c.Agent.validate("agent", c.MCP, bad)
 	c.validateAgents(bad)
 	oneOf("access.dm_policy", c.Access.DMPolicy, "pairing", "allowlist", "open", "disabled")
 	for _, l := range []struct {
@@ -59,10 +58,10 @@ func (c Config) Validate() error {
 	if tg.Mode != "" {
 		oneOf("adapters.telegram.mode", tg.Mode, "polling", "webhook")
 	}
-	if c.TelegramEnabled() && tg.Mode == "webhook" && tg.WebhookURL == "" {
+	if tg.Enabled() && tg.Mode == "webhook" && tg.WebhookURL == "" {
 		bad("adapters.telegram.webhook_url", "required when adapters.telegram.mode is webhook")
 	}
-	c.validateSlack(bad)
+	c.Adapter.Slack.validate(c.HTTP.Listen, bad)
 	c.Adapter.Discord.validate(bad)
 	c.validateExtend(bad)
 	c.MCP.validate(bad)
@@ -118,89 +117,13 @@ func (c Config) MentionRequired() bool {
 	return c.Access.MentionRequired == nil || *c.Access.MentionRequired
 }
 
-// DiscordEnabled reports whether a Discord token is configured.
-func (c Config) DiscordEnabled() bool {
-	return c.Adapter.Discord.Token != "" || c.Adapter.Discord.TokenFile != ""
-}
+// Enabled reports whether a Telegram token is configured.
+func (t Telegram) Enabled() bool { return t.Token != "" || t.TokenFile != "" }
 
-// TelegramEnabled reports whether a Telegram token is configured.
-func (c Config) TelegramEnabled() bool {
-	return c.Adapter.Telegram.Token != "" || c.Adapter.Telegram.TokenFile != ""
-}
-
-// SlackEnabled reports whether a Slack bot token is configured.
-func (c Config) SlackEnabled() bool {
-	return c.Adapter.Slack.BotToken != "" || c.Adapter.Slack.BotTokenFile != ""
-}
-
-// validateSlack checks adapters.slack.*: the mode, the token each mode
-// needs, the API URL and the slash command.
-func (c Config) validateSlack(bad func(key, format string, args ...any)) {
-	s := c.Adapter.Slack
-	if s == (Slack{}) {
-		return
-	}
-	set := func(v, file string) bool { return v != "" || file != "" }
-	if !c.SlackEnabled() {
-		if set(s.AppToken, s.AppTokenFile) || set(s.SigningSecret, s.SigningSecretFile) {
-			bad("adapters.slack.bot_token", "required when adapters.slack has other tokens (the xoxb- bot token of the app; or bot_token_file)")
-		}
-		if s.Mode != "" && s.Mode != "socket" && s.Mode != "http" {
-			bad("adapters.slack.mode", "%q is not one of socket, http", s.Mode)
-		}
-		return
-	}
-	for key, both := range map[string]bool{
-		"adapters.slack.bot_token":      s.BotToken != "" && s.BotTokenFile != "",
-		"adapters.slack.app_token":      s.AppToken != "" && s.AppTokenFile != "",
-		"adapters.slack.signing_secret": s.SigningSecret != "" && s.SigningSecretFile != "",
-	} {
-		if both {
-			bad(key, "set either %s or %s_file, not both", key, key)
-		}
-	}
-	switch s.Mode {
-	case "", "socket":
-		if !set(s.AppToken, s.AppTokenFile) {
-			bad("adapters.slack.app_token", "required in socket mode (the xapp- app-level token with connections:write; or app_token_file)")
-		}
-	case "http":
-		if !set(s.SigningSecret, s.SigningSecretFile) {
-			bad("adapters.slack.signing_secret", "required in http mode (Basic Information → Signing Secret; or signing_secret_file)")
-		}
-		if c.HTTP.Listen == "" {
-			bad("http.listen", "required when adapters.slack.mode is http (Slack posts to /slack/events there)")
-		}
-	default:
-		bad("adapters.slack.mode", "%q is not one of socket, http", s.Mode)
-	}
-	if s.APIURL != "" {
-		if u, err := url.Parse(s.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("adapters.slack.api_url", "%q is not an http(s) URL", s.APIURL)
-		} else if !strings.HasSuffix(s.APIURL, "/") {
-			bad("adapters.slack.api_url", "%q must end with a slash, like https://slack.com/api/", s.APIURL)
-		}
-	}
-	if s.Command != "" && !validSlashCommand(s.Command) {
-		bad("adapters.slack.command", "%q must be / and 1-31 characters of a-z, 0-9, -, _ (like /pi)", s.Command)
-	}
-}
-
-func validSlashCommand(s string) bool {
-	if len(s) < 2 || len(s) > 32 || s[0] != '/' {
-		return false
-	}
-	for _, r := range s[1:] {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return false
-		}
-	}
-	return true
-}
-
-// validateAgent checks one agent's settings, the agent: block (key
-// "agent") or agents.NAME; every problem names its key.
-func (c Config) validateAgent(key string, a Agent, bad func(key, format string, args ...any)) {
+// validate checks one agent's settings, the agent: block (key "agent") or
+// agents.NAME, against the MCP servers configured (approvals may name
+// their tools); every problem names its key.
+func (a Agent) validate(key string, mcp MCP, bad func(key, format string, args ...any)) {
 	oneOf := func(k, v string, allowed ...string) {
 		if !slices.Contains(allowed, v) {
 			bad(k, "%q is not one of %s", v, strings.Join(allowed, ", "))
@@ -230,7 +153,7 @@ func (c Config) validateAgent(key string, a Agent, bad func(key, format string, 
 	}
 	for scope, m := range map[string]map[string]string{"dm": a.Approvals.DM, "group": a.Approvals.Group} {
 		for tool, p := range m {
-			if tool != "*" && !slices.Contains(known, tool) && !c.MCP.approvalTool(tool) {
+			if tool != "*" && !slices.Contains(known, tool) && !mcp.approvalTool(tool) {
 				bad(key+".approvals."+scope+"."+tool, "unknown tool %q (known: %s, * for every tool, or NAME__tool and NAME__* for a server in mcp.servers)", tool, strings.Join(known, ", "))
 				continue
 			}

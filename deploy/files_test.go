@@ -145,13 +145,13 @@ func TestImageConfig(t *testing.T) {
 		t.Errorf("data_dir %q, workspace %q, listen %q: want both under the /data volume, listening on every address",
 			cfg.DataDir, cfg.Agent.Workspace, cfg.HTTP.Listen)
 	}
-	if cfg.TelegramEnabled() || cfg.SlackEnabled() || cfg.DiscordEnabled() {
-		t.Errorf("a platform is on without its token: telegram %v, slack %v, discord %v", cfg.TelegramEnabled(), cfg.SlackEnabled(), cfg.DiscordEnabled())
+	if cfg.Adapter.Telegram.Enabled() || cfg.Adapter.Slack.Enabled() || cfg.Adapter.Discord.Enabled() {
+		t.Errorf("a platform is on without its token: telegram %v, slack %v, discord %v", cfg.Adapter.Telegram.Enabled(), cfg.Adapter.Slack.Enabled(), cfg.Adapter.Discord.Enabled())
 	}
 	cfg = load(t, "deploy/docker/config.yaml", map[string]string{
 		"TELEGRAM_BOT_TOKEN_FILE": "/run/secrets/tg", "PIBOT_WEB": "false", "PIBOT_MODEL": "openai/gpt-4.1", "PIBOT_SANDBOX": "bwrap",
 	})
-	if !cfg.TelegramEnabled() || cfg.Adapter.Telegram.TokenFile != "/run/secrets/tg" || cfg.WebEnabled() ||
+	if !cfg.Adapter.Telegram.Enabled() || cfg.Adapter.Telegram.TokenFile != "/run/secrets/tg" || cfg.WebEnabled() ||
 		cfg.Agent.Model != "openai/gpt-4.1" || cfg.Agent.Sandbox != "bwrap" {
 		t.Errorf("the environment does not reach the configuration: %+v", cfg)
 	}
@@ -197,8 +197,8 @@ func TestImageConfigPlatforms(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.env["PIBOT_WEB_TOKEN"] = strings.Repeat("ab", 16)
 			cfg := load(t, "deploy/docker/config.yaml", tt.env)
-			if cfg.TelegramEnabled() != tt.telegram || cfg.SlackEnabled() != tt.slack || cfg.DiscordEnabled() != tt.discord {
-				t.Errorf("telegram %v, slack %v, discord %v; want %v, %v, %v", cfg.TelegramEnabled(), cfg.SlackEnabled(), cfg.DiscordEnabled(),
+			if cfg.Adapter.Telegram.Enabled() != tt.telegram || cfg.Adapter.Slack.Enabled() != tt.slack || cfg.Adapter.Discord.Enabled() != tt.discord {
+				t.Errorf("telegram %v, slack %v, discord %v; want %v, %v, %v", cfg.Adapter.Telegram.Enabled(), cfg.Adapter.Slack.Enabled(), cfg.Adapter.Discord.Enabled(),
 					tt.telegram, tt.slack, tt.discord)
 			}
 			if tt.check != nil {

@@ -99,6 +99,25 @@ func cpQuarantined(data string) int {
 	return n
 }
 
+// cpCompactCarried counts the items a compaction carried over (keep and
+// held records) in inbox.jsonl and the compaction's temporary files: in
+// the file a compaction of the first process is writing or wrote (its
+// inbox started empty: the compaction at its start carried none).
+func cpCompactCarried(data string) int {
+	p := filepath.Join(data, "inbox.jsonl")
+	tmps, _ := filepath.Glob(filepath.Join(data, ".inbox.jsonl.tmp*"))
+	n := 0
+	for _, f := range append(tmps, p) {
+		b, _ := os.ReadFile(f)
+		for line := range bytes.SplitSeq(b, []byte("\n")) {
+			if op, _ := inboxOp(line); op == "keep" || op == "held" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // inboxOp reads the op and id of one line of inbox.jsonl.
 func inboxOp(line []byte) (op, id string) {
 	var rec struct{ Op, ID string }

@@ -76,6 +76,8 @@ type cpWorld struct {
 	logs  []string
 	// users may write to the bot (owners); the first is cpUser.
 	users []models.User
+	// env is added to the environment of every start ("K=V").
+	env []string
 }
 
 // cpProc is one pibot process of a world (restarted on the same address
@@ -95,6 +97,12 @@ type cpCrash struct {
 	files map[string]string
 	// newest is the newest bot message of each chat when pibot died.
 	newest map[int64]telegramtest.Message
+	// inboxHeld counts the items the embedded inbox file held (0 in
+	// cluster mode).
+	inboxHeld int
+	// compactCarried counts the items a compaction of the embedded inbox
+	// carried over (cpCompactCarried; 0 in cluster mode).
+	compactCarried int
 }
 
 // newCPWorld makes a world of one pibot, or of two replicas with cluster;
@@ -190,9 +198,9 @@ agent:
 // start starts process i, armed at spec ("" for none).
 func (w *cpWorld) start(i int, spec string) {
 	w.t.Helper()
-	var env []string
+	env := append([]string(nil), w.env...)
 	if spec != "" {
-		env = []string{"PIBOT_CRASHPOINT=" + spec}
+		env = append(env, "PIBOT_CRASHPOINT="+spec)
 	}
 	pr := w.procs[i]
 	if pr.p != nil {
@@ -292,6 +300,10 @@ func (w *cpWorld) checkExits() bool {
 			w.t.Fatalf("pibot died again after the crash:\n%s", log)
 		}
 		w.crash = &cpCrash{log: log, files: map[string]string{}}
+		if w.redis == nil {
+			w.crash.inboxHeld = cpInboxPending(w.data)
+			w.crash.compactCarried = cpCompactCarried(w.data)
+		}
 		files := sessionFiles(w.data)
 		for _, f := range files {
 			b, _ := os.ReadFile(f)

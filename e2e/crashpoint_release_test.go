@@ -13,6 +13,8 @@ var allCrashPoints = []string{
 	crashpoint.InboxAppend, crashpoint.UserEntry, crashpoint.ToolCall, crashpoint.ToolResult, crashpoint.AnswerEntry,
 	crashpoint.PostedPart, crashpoint.ReplyJournal, crashpoint.ReplyFinal, crashpoint.DeliveryRecord, crashpoint.InboxAck,
 	crashpoint.Lease, crashpoint.Fence, crashpoint.PumpHandoff, crashpoint.Bound,
+	crashpoint.CompactPartial, crashpoint.CompactWritten, crashpoint.CompactRenamed, crashpoint.CompactSynced,
+	crashpoint.DedupeSeen,
 }
 
 // checkRelease: the binary `go build` makes holds neither the crash
@@ -21,7 +23,7 @@ var allCrashPoints = []string{
 // them; the crashpoints build (bin) holds all of them (the check looks
 // where they would be).
 func checkRelease(t *testing.T, bin string) {
-	mechanism := []string{"PIBOT_CRASHPOINT", "internal/crashpoint", "crash point"}
+	mechanism := []string{"PIBOT_CRASHPOINT", "PIBOT_CRASHPOINT_INBOX_COMPACT", "internal/crashpoint", "crash point"}
 	for _, b := range []struct {
 		name, bin string
 		has       bool

@@ -54,6 +54,12 @@ type cpPoint struct {
 	// the model's call after the tool is held, and starts the second,
 	// armed: pibot dies in the replica that takes the session over.
 	cluster, taker bool
+	// compact is the embedded inbox's compaction threshold, in records,
+	// of every start (PIBOT_CRASHPOINT_INBOX_COMPACT; 0: the inbox's
+	// own 4,096, which the conversation never reaches). A row that sets
+	// it dies in a compaction that carries items over (checked), and
+	// the restart finds no temporary file of it.
+	compact int
 }
 
 // spec is the point as PIBOT_CRASHPOINT names it.
@@ -96,10 +102,25 @@ var cpPoints = []cpPoint{
 	{point: crashpoint.DeliveryRecord, hit: 1, what: "the run's delivery recorded"},
 	{point: crashpoint.InboxAck, hit: 1, what: "q1 acknowledged, q2 and q3 not yet"},
 	{point: crashpoint.InboxAck, hit: 3, what: "the run's last message acknowledged"},
+	// The inbox compacts at every start (hit 1); with a threshold of one
+	// record it compacts again at the first acknowledgement that leaves
+	// four times more records of done items than items held (hit 2),
+	// q2's: the new file carries q3, whose acknowledgement goes on while
+	// the compaction runs on its goroutine.
+	{point: crashpoint.CompactPartial, hit: 2, compact: 1, what: "the inbox compacting, on its own goroutine, the message it held at an acknowledgement: those records written to the new file, not fsynced"},
+	{point: crashpoint.CompactWritten, hit: 2, compact: 1, what: "the inbox compacting the message it held at an acknowledgement: the new file whole and fsynced, not renamed"},
+	{point: crashpoint.CompactRenamed, hit: 2, compact: 1, what: "the inbox compacting the message it held at an acknowledgement: the new file renamed over the old, the directory not fsynced"},
+	{point: crashpoint.CompactSynced, hit: 2, compact: 1, what: "the inbox compacting the message it held at an acknowledgement: the rename durable, the inbox not yet appending to the new file"},
 
 	{point: crashpoint.Lease, hit: 1, cluster: true, what: "a replica took the new conversation's session lease; the other takes over"},
 	{point: crashpoint.Bound, hit: 1, cluster: true, what: "a replica bound the new conversation to its session file, not created; the other takes over"},
 	{point: crashpoint.PumpHandoff, hit: 1, cluster: true, what: "the pump claimed q1 for its new session, not handed to the mailbox"},
+	// q3 (/followup) is the first event the intake dedupes on its own
+	// before it classifies it: its key is recorded, pending, and its
+	// item never enqueued. The other replica refuses the redelivery as in
+	// flight until the key expires (30 s), then takes it. Before, the key
+	// lived 48 hours: q3 was dropped as a duplicate, never answered.
+	{point: crashpoint.DedupeSeen, hit: 1, cluster: true, what: "q3's dedupe key recorded (pending), its item not enqueued; the other replica takes its redelivery once the key expires"},
 	{point: crashpoint.AnswerEntry, hit: 2, cluster: true, what: "q1's answer and q2 on disk, q2's answer appended; the other replica takes over",
 		onDisk: []string{"END-q1", "q2: this steers"}},
 	{point: crashpoint.Fence, hit: 1, taker: true, what: "the replica taking over from a killed one wrote its lease marker, claimed nothing yet"},
@@ -151,6 +172,9 @@ func (w *cpWorld) converse(pt cpPoint) {
 	if pt.taker {
 		armed = ""
 	}
+	if pt.compact > 0 {
+		w.env = []string{"PIBOT_CRASHPOINT_INBOX_COMPACT=" + strconv.Itoa(pt.compact)}
+	}
 	w.start(0, armed)
 	w.ask("q1", "q1: please use the tool, then answer at length")
 	if w.crash == nil {
@@ -187,6 +211,18 @@ func (w *cpWorld) check(pt cpPoint) {
 	for _, sub := range pt.onDisk {
 		if !strings.Contains(w.crash.file, sub) {
 			t.Fatalf("the session file did not hold %q when pibot died at %s: the test missed its aim", sub, pt.spec())
+		}
+	}
+	if pt.compact > 0 {
+		// The compaction runs on a goroutine of its own: the run's
+		// acknowledgements go on meanwhile, and by its later steps the
+		// old file may hold none. The items its new file carries over
+		// are what the restart must hand over once, or not again.
+		if w.crash.compactCarried == 0 {
+			t.Fatalf("the compaction pibot died in at %s carried no item: the test missed its aim", pt.spec())
+		}
+		if tmps, _ := filepath.Glob(filepath.Join(w.data, ".inbox.jsonl.tmp*")); len(tmps) > 0 {
+			t.Errorf("the killed compaction's temporary files outlived the restart: %q", tmps)
 		}
 	}
 	// One conversation: only a crash at a post can leave a post unnoted.
@@ -228,7 +264,8 @@ func (w *cpWorld) check(pt cpPoint) {
 			t.Errorf("%s is in the session %d times, want once", id, users[id])
 		}
 	}
-	t.Logf("%s (%s): every message answered once; %d markers posted twice in the window; tool runs %d", pt.name(), pt.what, reposted, runs)
+	t.Logf("%s (%s): every message answered once; %d markers posted twice in the window; tool runs %d; inbox items held at the crash %d (carried by its compaction %d)",
+		pt.name(), pt.what, reposted, runs, w.crash.inboxHeld, w.crash.compactCarried)
 }
 
 // loadCleanly opens a session file with the full loader, fails on any

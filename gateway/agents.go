@@ -234,16 +234,15 @@ func (r *run) spendAgent() string {
 	return r.o.agentRec().Name
 }
 
-// branchAgent is the agent the entries of a branch (root first) record,
-// "" if none.
-func branchAgent(entries []session.Entry) string {
-	for _, e := range entries {
-		if e.Type == session.TypeCustom && e.CustomType == customAgent {
-			var r agentRecord
-			if json.Unmarshal(e.Data, &r) == nil {
-				return r.Name
-			}
-		}
+// agentRecordOf is the agent e records, if it is an agent record (the first
+// on a branch, root first, is the branch's agent).
+func agentRecordOf(e session.Entry) (string, bool) {
+	if e.Type != session.TypeCustom || e.CustomType != customAgent {
+		return "", false
 	}
-	return ""
+	var r agentRecord
+	if json.Unmarshal(e.Data, &r) != nil {
+		return "", false
+	}
+	return r.Name, true
 }

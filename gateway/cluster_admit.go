@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -52,6 +53,11 @@ func (i *intake) admitDirect(ctx context.Context, adm admission, in chat.Inbound
 	if err == nil && res.ID != "" {
 		crashpoint.Hit(crashpoint.InboxAppend)
 	}
+	if errors.Is(err, cluster.ErrInFlight) {
+		// Another delivery's pending key (Seen, not committed): refused
+		// for now, nothing forgotten.
+		return i.inFlight(in, span, err)
+	}
 	if err != nil {
 		// Refused: the platform delivers it again. The answer may have
 		// been lost after the item was enqueued: then the dedupe key
@@ -74,14 +80,15 @@ func (i *intake) admitDirect(ctx context.Context, adm admission, in chat.Inbound
 	return nil
 }
 
-// admit admits ad through the shared store (store) and hands on what it
-// enqueued: when this replica holds the session of ad.Key, the same round
-// trip takes the key's new items (and those earlier takes whose answers
-// were lost took), which go to their mailbox at once under the key's
-// gate, as the pump's own takes do, so they keep the inbox's order;
-// otherwise the pump is kicked, as for an Enqueue. A failed take has the
-// pump take the key again soon (resyncs).
-func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error) {
+// admit admits ad, whose data encodes item, through the shared store
+// (store) and hands on what it enqueued: when this replica holds the
+// session of ad.Key, the same round trip takes the key's new items (and
+// those earlier takes whose answers were lost took), which go to their
+// mailbox at once under the key's gate, as the pump's own takes do, so
+// they keep the inbox's order (item itself among them, not decoded
+// again); otherwise the pump is kicked, as for an Enqueue. A failed take
+// has the pump take the key again soon (resyncs).
+func (p *pump) admit(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error) {
 	if p.sessions.cached(ad.Key) != nil {
 		defer p.gate.lock(ad.Key)()
 		// Asked again under the gate: the pump may have let the session
@@ -106,15 +113,23 @@ func (p *pump) admit(ctx context.Context, ad cluster.Admission) (cluster.Admitte
 		if len(res.Taken) > 0 {
 			crashpoint.Hit(crashpoint.PumpHandoff)
 		}
-		begun := ""
-		if ad.Run && len(res.Taken) == 1 && res.Taken[0].ID == res.ID {
-			begun = res.ID // the admission recorded its work begun
-		}
-		p.hand(ctx, res.Taken, false, begun)
+		// The admission recorded its item's work begun when it took it
+		// alone.
+		begun := ad.Run && len(res.Taken) == 1 && res.Taken[0].ID == res.ID
+		p.hand(ctx, res.Taken, false, &ownItem{id: res.ID, begun: begun, item: item})
 	} else {
 		p.kick(ad.Key)
 	}
 	return res, nil
+}
+
+// ownItem is an admission's own item among those it took: its id,
+// whether the admission recorded its work begun (cluster.Admission.Run),
+// and the item as the intake decided it.
+type ownItem struct {
+	id    string
+	begun bool
+	item  inboxItem
 }
 
 // keyGate serialises, per key, taking a key's items from the inbox and

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -147,6 +148,9 @@ type redisReplica struct {
 	// if set, resolves its model references (else every one is m).
 	mod    func(*gateway.Config)
 	models gateway.Models
+	// pending is how long a dedupe key not committed lives (0:
+	// rediscluster.DedupePending).
+	pending time.Duration
 }
 
 // testClusterSecret is the cluster.secret of the tests' replicas: every
@@ -211,7 +215,7 @@ func startRedisReplica(b testing.TB, ad chat.Adapter, m llm.Model, dir string, r
 	budget := rediscluster.NewBudget(rdb, opts, benchSenderRate, benchSenderRate)
 	deps := gateway.Deps{
 		Inbox:  inbox,
-		Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), budget, inbox, nil),
+		Dedupe: rediscluster.NewAdmission(rediscluster.NewDedupePending(rdb, opts, time.Hour, cmp.Or(r.pending, rediscluster.DedupePending)), budget, inbox, nil),
 		Locker: rediscluster.NewLocker(rdb, opts, nil),
 		Budget: budget,
 		Index: rediscluster.NewIndex(rdb, opts, rediscluster.IndexOptions{

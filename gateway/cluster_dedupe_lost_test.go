@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -116,10 +117,11 @@ func TestClusterDedupeLostAnswerRedelivered(t *testing.T) {
 	}
 }
 
-// TestClusterReplayedEventSeenAnswerLost: the other use of Seen apart from
-// an enqueue is no hole. A replica that takes over a stopped replica's
-// message records its dedupe key (the replay's markSeen) and that Seen's
-// answer is lost after Redis ran it: the message is replayed all the
+// TestClusterReplayedEventSeenAnswerLost: the other record of a dedupe key
+// apart from an enqueue is no hole. A replica that takes over a stopped
+// replica's message records its dedupe key (the replay's markSeen: a
+// Commit, the event is in the inbox) and that call's answer is lost
+// after Redis ran it: the message is replayed all the
 // same, and the platform's redelivery, a duplicate now, is dropped, so
 // the message runs once. (Were the key not recorded, the redelivery would
 // be taken and its session would recognise it.)
@@ -160,7 +162,7 @@ func TestClusterReplayedEventSeenAnswerLost(t *testing.T) {
 		t.Fatalf("the session has %q, want %q", got, want)
 	}
 	if lost, _, _ := h.DedupeCounts(); lost != 1 {
-		t.Fatalf("%d Seen answers lost, want 1 (the replay's)", lost)
+		t.Fatalf("%d dedupe answers lost, want 1 (the replay's)", lost)
 	}
 	// The platform delivers the message again, to B.
 	in := benchMessage(adB.Platform(), 1, 1, "stall")
@@ -172,5 +174,80 @@ func TestClusterReplayedEventSeenAnswerLost(t *testing.T) {
 	want = append(want, "last")
 	if got := waitSessionTexts(t, dir, len(want), 10*time.Second); !slices.Equal(got, want) {
 		t.Fatalf("the session has %q, want %q: the replayed message ran twice", got, want)
+	}
+}
+
+// TestClusterDedupeReplicaDiesWithForgetPending: a replica refuses an
+// event after its Seen recorded the dedupe key (here its admission
+// fails), the Forget of its refusal fails too, and the replica stops
+// before any retry of the Forget reaches Redis (forgetRetries lives in
+// its memory only). Before, the key stayed for the dedupe's whole TTL:
+// the platform's redelivery, to the replica that took over, was dropped
+// as a duplicate and the message lost. Now a key Seen recorded is
+// pending until its event is enqueued: a redelivery meanwhile is refused
+// as in flight (the platform delivers it again), and once the key
+// expires the redelivery is taken, once.
+func TestClusterDedupeReplicaDiesWithForgetPending(t *testing.T) {
+	t.Parallel()
+	_, prefix := redistest.LocalPrefix(t, "gateway")
+	const pending = 2 * time.Second
+	model, dir := newStampModel(faux.Text("ok")), t.TempDir()
+	h := &redistest.LostAnswers{}
+	adA := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	a := startRedisReplica(t, adA, model, dir, redisReplica{prefix: prefix, id: "replica-a", leaseTTL: time.Minute, hook: h, pending: pending})
+	clusterSay(t, adA, model, 0, "first") // the scripts are loaded, the session held
+	in := benchMessage(adA.Platform(), 1, 1, "/followup to A")
+	in.User, in.DedupKey = chat.User{ID: "u1", Name: "User"}, "dies:1"
+	in.Command = chat.ParseCommand(in.Text, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	h.FailAdmits(true)
+	h.FailForgets(true)
+	if err := adA.Inject(ctx, in); err == nil {
+		t.Fatal("the event whose admission failed was not refused")
+	}
+	if err := a.stop(); err != nil { // dies with the Forget pending
+		t.Fatal(err)
+	}
+	if _, failed, forgot := h.DedupeCounts(); failed == 0 || forgot != 0 {
+		t.Fatalf("%d Forgets failed and %d reached Redis: the test missed its aim", failed, forgot)
+	}
+
+	adB := chattest.New(chattest.WithCaps(benchFastCaps, benchFastCaps))
+	startRedisReplica(t, adB, model, dir, redisReplica{prefix: prefix, id: "replica-b", leaseTTL: time.Minute, pending: pending})
+	in.Conv.Platform, in.Msg.Conv.Platform = adB.Platform(), adB.Platform()
+	start := time.Now()
+	// At once: the key is A's, pending. Refused, not dropped.
+	// (Taken at once if B started after the key expired.) Before, it was
+	// dropped: nil, and the session never had it.
+	err := adB.Inject(ctx, in)
+	if err != nil && !errors.Is(err, chat.ErrUnavailable) {
+		t.Fatalf("the redelivery within the pending time: %v, want a refusal the platform delivers again", err)
+	}
+	refused := 0
+	// The platform delivers it again until it is taken.
+	for ; err != nil; refused++ {
+		if ctx.Err() != nil {
+			t.Fatalf("the redelivery was never taken: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		err = adB.Inject(ctx, in)
+	}
+	if waited := time.Since(start); waited > 10*pending {
+		t.Errorf("the redelivery was taken after %v, the pending time is %v", waited, pending)
+	}
+	want := []string{"first", "to A"}
+	if got := waitSessionTexts(t, dir, len(want), 10*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q: the redelivery was dropped, the message lost", got, want)
+	}
+	t.Logf("the redelivery was refused %d times as in flight, then taken after %v", refused, time.Since(start).Round(time.Millisecond))
+	// Committed now: a further delivery is a duplicate.
+	if err := adB.Inject(ctx, in); err != nil {
+		t.Fatalf("a delivery after the event was taken: %v", err)
+	}
+	clusterSay(t, adB, model, 2, "last")
+	want = append(want, "last")
+	if got := waitSessionTexts(t, dir, len(want), 10*time.Second); !slices.Equal(got, want) {
+		t.Fatalf("the session has %q, want %q: a message ran twice", got, want)
 	}
 }

@@ -17,7 +17,11 @@ import (
 // an enqueued event's redelivery a second item. A retry waits as the
 // acknowledgements' do (retryLoop); the keys are given up when the
 // process stops (the pump's goroutine owns run), and at most
-// forgetRetryLimit wait.
+// forgetRetryLimit wait. A key given up so is no loss: a key Seen
+// records is pending (cluster.Committer) and expires by itself within
+// the dedupe's pending time; until then its redelivery is refused as in
+// flight, so the platform delivers it again. The retries only make the
+// redelivery taken sooner.
 type forgetRetries struct {
 	dedupe Dedupe
 	log    *slog.Logger

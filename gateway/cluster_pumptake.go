@@ -43,7 +43,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 		if len(items) > 0 {
 			crashpoint.Hit(crashpoint.PumpHandoff)
 		}
-		p.hand(ctx, items, reclaim, "")
+		p.hand(ctx, items, reclaim, nil)
 		return
 	}
 	delete(p.elsewhere, key)
@@ -72,7 +72,7 @@ func (p *pump) key(ctx context.Context, key string, reclaim bool) {
 	if len(items) > 0 {
 		crashpoint.Hit(crashpoint.PumpHandoff)
 	}
-	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true, "")
+	p.hand(ctx, p.withOwnHeld(ctx, key, pending, items), true, nil)
 }
 
 // withOwnHeld adds to claimed, the items of key a takeover claimed, those
@@ -197,9 +197,9 @@ func (p *pump) take(ctx context.Context, key string, first cluster.InboxItem) bo
 // previous holder are marked, and redeliveries of them are duplicates.
 // The pump's goroutine and the intake (admit) both call it, each under
 // the gate of the items' key; it touches none of the pump's own state.
-// begun names an item whose work an admission recorded begun
-// (Admission.Run; "" for none).
-func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool, begun string) {
+// own, from an admission (nil for the pump's takes), is the item it
+// enqueued, handed on as the intake decided it rather than decoded again.
+func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool, own *ownItem) {
 	if len(items) == 0 {
 		return
 	}
@@ -216,7 +216,9 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 			continue
 		}
 		var item inboxItem
-		if err := json.Unmarshal(it.Data, &item); err != nil {
+		if mine := own != nil && it.ID == own.id; mine {
+			item = own.item
+		} else if err := json.Unmarshal(it.Data, &item); err != nil {
 			p.log.Error("inbox item unreadable; dropping", "id", it.ID, "err", err)
 			if err := p.inbox.Ack(ctx, it.Key, it.ID); err != nil {
 				p.log.Error("inbox: drop an unreadable item", "id", it.ID, "err", err)
@@ -244,7 +246,7 @@ func (p *pump) hand(ctx context.Context, items []cluster.InboxItem, claimed bool
 		if claimed {
 			p.rc.markSeen(ctx, item.In.DedupKey)
 		}
-		ref := inboxRef{key: it.Key, id: it.ID, begun: begun != "" && it.ID == begun, left: p.given.of(it.Key)}
+		ref := inboxRef{key: it.Key, id: it.ID, begun: own != nil && own.begun && it.ID == own.id, left: p.given.of(it.Key)}
 		p.post(ref, item, claimed)
 	}
 }

@@ -79,6 +79,9 @@ type pump struct {
 	// probe tells whether a session's lease is held (nil: the pump tries
 	// to take it over to find out).
 	probe cluster.LeaseProber
+	// peek tells which held keys a take would hand anything, in one round
+	// trip (nil: the poll takes each to find out; cluster_peek.go).
+	peek cluster.Peeker
 	// resync takes a key again soon after a take of it failed: the take
 	// may have run, its answer lost (cluster_resync.go).
 	resync resyncs
@@ -117,7 +120,8 @@ func newPump(g *Gateway) *pump {
 	w, _ := g.inbox.(cluster.Watcher)
 	a, _ := g.dedupe.(cluster.Admitter)
 	probe, _ := g.locker.(cluster.LeaseProber)
-	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, index: g.index, locker: g.locker, sessions: g.sessions,
+	peek, _ := g.inbox.(cluster.Peeker)
+	return &pump{log: g.log, metrics: g.metrics, inbox: g.inbox, consume: c, peek: peek, index: g.index, locker: g.locker, sessions: g.sessions,
 		rc: g.recovery, post: g.intake.post, poll: poll, kicks: make(chan string, 256), elsewhere: map[string]time.Time{},
 		watch: w, pushes: make(chan string, 1024), store: a, probe: probe, resync: newResyncs(),
 		acks: newAckRetries(g.inbox, g.log), forgets: newForgetRetries(g.dedupe, g.log), busy: g.mail.busy}
@@ -189,14 +193,19 @@ func (p *pump) run(ctx context.Context) {
 			if p.down(err) {
 				continue
 			}
+			idle := p.idleHeld(ctx, keys, n)
 			for _, key := range keys {
 				if ctx.Err() != nil {
 					return
 				}
-				// A poll asks Redis once or twice for every key with
-				// pending items (every run in progress): the kicks that
-				// came meanwhile go first, so an item accepted by its
-				// session's holder does not wait for the whole poll.
+				if idle[key] {
+					continue
+				}
+				// A poll may ask Redis once or twice for a key (a
+				// session nobody holds, a held one with something to
+				// take): the kicks that came meanwhile go first, so an
+				// item accepted by its session's holder does not wait
+				// for the whole poll.
 				p.serveKicks(ctx)
 				p.polled(ctx, key, n)
 			}

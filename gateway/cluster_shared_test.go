@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pibot/pibot/cluster"
+	"github.com/pibot/pibot/session"
 )
 
 // pollInbox is a shared inbox whose Keys lists keys whose items are
@@ -56,7 +57,7 @@ func (ib *pollInbox) Pending(_ context.Context, key string) ([]cluster.InboxItem
 // poll's next key, not after the whole poll.
 func TestPumpServesKicksDuringAPoll(t *testing.T) {
 	dir := t.TempDir()
-	ix, err := openLocalIndex(filepath.Join(dir, "index.jsonl"), filepath.Join(dir, "sessions"), slog.New(slog.DiscardHandler))
+	ix, err := openLocalIndex(filepath.Join(dir, "index.jsonl"), filepath.Join(dir, "sessions"), session.FileStorage{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestPumpLeavesKicksHeldElsewhereToTheNotice(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ix, err := openLocalIndex(filepath.Join(dir, "index.jsonl"), filepath.Join(dir, "sessions"), slog.New(slog.DiscardHandler))
+			ix, err := openLocalIndex(filepath.Join(dir, "index.jsonl"), filepath.Join(dir, "sessions"), session.FileStorage{}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -135,10 +135,12 @@ type Deps struct {
 	// Notices, when set, is watched for users approved by `pibot pairing
 	// approve`, who are told in their chat that they may talk now.
 	Notices PairingNotices
-	// SessionFiles writes the session files of DataDir/sessions; nil: the
-	// local file system (session.FileStorage). Readers that only look
-	// (history, the index rebuild) open the files directly, so it must
-	// store them there too: it is for a file system that fails on purpose.
+	// SessionFiles stores the session files of DataDir/sessions: the
+	// sessions, the history and the index rebuild read and write them
+	// through it; nil: the local file system (session.FileStorage). It is
+	// for a file system that fails on purpose, so it must store the files
+	// there too (RebuildIndex, a cluster's index seed, reads them
+	// directly).
 	SessionFiles session.Storage
 }
 
@@ -176,9 +178,13 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	if err := os.MkdirAll(sessionsDir(cfg.DataDir), 0o700); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	files := d.SessionFiles
+	if files == nil {
+		files = session.FileStorage{}
+	}
 	g.index = d.Index
 	if g.index == nil {
-		ix, err := openLocalIndex(filepath.Join(cfg.DataDir, "index.jsonl"), sessionsDir(cfg.DataDir), g.log)
+		ix, err := openLocalIndex(filepath.Join(cfg.DataDir, "index.jsonl"), sessionsDir(cfg.DataDir), files, g.log)
 		if err != nil {
 			return nil, err
 		}
@@ -200,10 +206,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, agents: g.agents, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
-		files: d.SessionFiles, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewSavedIndexes(savedIndexesDir(cfg.DataDir), keptIndexMin, keptIndexMax)}
-	if g.sessions.files == nil {
-		g.sessions.files = session.FileStorage{}
-	}
+		files: files, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewSavedIndexes(savedIndexesDir(cfg.DataDir), keptIndexMin, keptIndexMax)}
 	offerHistory(g.adapters, g.index, g.sessions) // registry_history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post, later: g.mail.post}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -61,7 +62,7 @@ type intake struct {
 	// trip (cluster_admit.go): the intake's admission is then the shared one
 	// (intake_admission.go), which enqueues in place of the inbox and hands
 	// what it enqueued on in place of accepted.
-	admit func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
+	admit func(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error)
 	// forgets retries a refused event's Forget that failed (cluster mode;
 	// nil: not retried).
 	forgets *forgetRetries
@@ -128,6 +129,7 @@ func (i *intake) sink(ctx context.Context, in chat.Inbound) error {
 	}
 	in, item, done := i.classify(ctx, in, span.Traceparent())
 	if done {
+		i.commit(ctx, in.DedupKey)
 		return nil
 	}
 	return i.enqueue(ctx, adm, in, item, span)
@@ -176,12 +178,15 @@ func (i *intake) unseen(ctx context.Context, in chat.Inbound, span *otlp.Span) (
 	var budgetWait *time.Duration // the sender's budget, when asked with the dedupe
 	if in.DedupKey != "" {
 		dup, err := i.seen(ctx, in, &budgetWait)
-		if err == nil && dup && i.forgets.take(in.DedupKey) {
+		if (dup || errors.Is(err, cluster.ErrInFlight)) && i.forgets.take(in.DedupKey) {
 			// A refusal of this replica could not forget the key yet
 			// (forgetRetries): this is its redelivery, not a duplicate.
 			if err = i.forget(ctx, in.DedupKey); err == nil {
 				dup, err = i.seen(ctx, in, &budgetWait)
 			}
+		}
+		if errors.Is(err, cluster.ErrInFlight) {
+			return false, i.inFlight(in, span, err)
 		}
 		if err != nil {
 			// Refused: the platform delivers it again (cluster mode: the
@@ -198,8 +203,14 @@ func (i *intake) unseen(ctx context.Context, in chat.Inbound, span *otlp.Span) (
 			i.log.Debug("duplicate event dropped", "key", in.DedupKey)
 			return false, nil
 		}
+		crashpoint.Hit(crashpoint.DedupeSeen)
 	}
-	return i.withinBudget(ctx, in, budgetWait), nil
+	if !i.withinBudget(ctx, in, budgetWait) {
+		// Answered (a notice), not taken: its key stays, as a taken one's.
+		i.commit(ctx, in.DedupKey)
+		return false, nil
+	}
+	return true, nil
 }
 
 // classify decides the inbox item of in: a button press, a command that

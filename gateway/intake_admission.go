@@ -71,7 +71,13 @@ func (a localAdmission) admit(ctx context.Context, ad cluster.Admission, item in
 	} else {
 		i.post(ref, item, false)
 	}
-	return cluster.Admitted{ID: id}, durable()
+	if err := durable(); err != nil {
+		return cluster.Admitted{ID: id}, err
+	}
+	// The key a step before recorded (pending, in a shared dedupe) now
+	// names an enqueued event.
+	i.commit(ctx, ad.Seen)
+	return cluster.Admitted{ID: id}, nil
 }
 
 func (localAdmission) oneTrip() bool { return false }
@@ -80,11 +86,11 @@ func (localAdmission) oneTrip() bool { return false }
 // (pump.admit over rediscluster.Admission.Admit); the pump hands the item
 // on, to this replica's mailbox if it holds the session.
 type sharedAdmission struct {
-	store func(ctx context.Context, ad cluster.Admission) (cluster.Admitted, error)
+	store func(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error)
 }
 
-func (a sharedAdmission) admit(ctx context.Context, ad cluster.Admission, _ inboxItem) (cluster.Admitted, error) {
-	return a.store(ctx, ad)
+func (a sharedAdmission) admit(ctx context.Context, ad cluster.Admission, item inboxItem) (cluster.Admitted, error) {
+	return a.store(ctx, ad, item)
 }
 
 func (sharedAdmission) oneTrip() bool { return true }

@@ -54,7 +54,9 @@ func admissionBackends(t *testing.T) map[string]func(t *testing.T, burst int) ad
 			}
 			t.Cleanup(func() { inbox.Close() })
 			store := rediscluster.NewAdmission(rediscluster.NewDedupe(rdb, opts, time.Hour), rediscluster.NewBudget(rdb, opts, 0.001, burst), inbox, nil)
-			i := &intake{admit: store.Admit}
+			i := &intake{admit: func(ctx context.Context, ad cluster.Admission, _ inboxItem) (cluster.Admitted, error) {
+				return store.Admit(ctx, ad)
+			}}
 			return admissionUnderTest{adm: i.admission(), inbox: inbox}
 		}
 	}
@@ -141,7 +143,9 @@ func TestAdmissions(t *testing.T) {
 // dedupe and the budget as steps of their own).
 func TestAdmissionOneTrip(t *testing.T) {
 	local := (&intake{}).admission()
-	shared := (&intake{admit: func(context.Context, cluster.Admission) (cluster.Admitted, error) { return cluster.Admitted{}, nil }}).admission()
+	shared := (&intake{admit: func(context.Context, cluster.Admission, inboxItem) (cluster.Admitted, error) {
+		return cluster.Admitted{}, nil
+	}}).admission()
 	if local.oneTrip() || !shared.oneTrip() {
 		t.Fatalf("oneTrip: local %v, shared %v", local.oneTrip(), shared.oneTrip())
 	}

@@ -221,6 +221,15 @@ func writeLongSession(tb testing.TB, path string, n, every int, loc string) {
 // sessions idle for a second.
 func startLongGateway(tb testing.TB, dir string, ad chat.Adapter, m llm.Model) *benchGateway {
 	tb.Helper()
+	g, reg, inbox := newLongGateway(tb, dir, ad, m, func(c *gateway.Config) { c.IdleEvict = time.Second })
+	return runBenchGateway(tb, g, reg, inbox.Len, func() { inbox.Close() })
+}
+
+// newLongGateway builds a gateway on the data directory dir (its
+// configuration changed by mod), its metrics in the registry it returns,
+// its messages in the inbox it returns (the caller closes it).
+func newLongGateway(tb testing.TB, dir string, ad chat.Adapter, m llm.Model, mod func(*gateway.Config)) (*gateway.Gateway, *prometheus.Registry, *cluster.LocalInbox) {
+	tb.Helper()
 	inbox, err := cluster.OpenInbox(filepath.Join(dir, "inbox.jsonl"))
 	if err != nil {
 		tb.Fatal(err)
@@ -235,7 +244,7 @@ func startLongGateway(tb testing.TB, dir string, ad chat.Adapter, m llm.Model) *
 	}
 	reg := prometheus.NewRegistry()
 	cfg := benchConfig(dir, reg)
-	cfg.IdleEvict = time.Second
+	mod(&cfg)
 	policy := access.Policy{Owners: []string{string(ad.Platform()) + ":owner"}, DMPolicy: "pairing"}
 	g, err := gateway.New(cfg, gateway.Deps{
 		Adapters: []chat.Adapter{ad},
@@ -246,9 +255,10 @@ func startLongGateway(tb testing.TB, dir string, ad chat.Adapter, m llm.Model) *
 		Locker:   locker,
 	})
 	if err != nil {
+		inbox.Close()
 		tb.Fatal(err)
 	}
-	return runBenchGateway(tb, g, reg, inbox.Len, func() { inbox.Close() })
+	return g, reg, inbox
 }
 
 // liveHeap is the bytes of live heap after a collection.

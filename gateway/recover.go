@@ -92,6 +92,14 @@ func (rc *recovery) markSeen(ctx context.Context, key string) {
 	if key == "" {
 		return
 	}
+	if c, ok := rc.dedupe.(cluster.Committer); ok {
+		// Committed: its item is in the inbox (a key Seen records is
+		// only pending).
+		if err := c.Commit(ctx, key); err != nil {
+			rc.log.Warn("dedupe: record a replayed event", "key", key, "err", err)
+		}
+		return
+	}
 	if _, err := rc.dedupe.Seen(ctx, key); err != nil {
 		// A redelivery is then taken again; its session recognises it.
 		rc.log.Warn("dedupe: record a replayed event", "key", key, "err", err)

@@ -39,50 +39,6 @@ var _ chat.History = (*history)(nil)
 // titleLen is the longest conversation or thread title, in runes.
 const titleLen = 60
 
-// sessionAt returns the tree of the session at path and a function that
-// lets it go.
-func (h *history) sessionAt(path string) (*session.Tree, func(), error) {
-	h.reg.mu.Lock()
-	o := h.reg.owners[path]
-	h.reg.mu.Unlock()
-	if o != nil {
-		return o.tree(), func() {}, nil
-	}
-	s, err := session.OpenFile(path, session.Options{ReadOnly: true})
-	if err != nil {
-		return nil, nil, err
-	}
-	return s.Tree(), func() { _ = s.Close() }, nil
-}
-
-// branch is what a session file says about one location.
-type branch struct {
-	entries []session.Entry // from the root to the location's head
-	name    string          // the session's name
-	path    string          // the session file
-}
-
-// branchOf returns the entries from the root to loc's head.
-func (h *history) branchOf(ctx context.Context, loc string) (branch, error) {
-	path, ok, err := h.index.Get(ctx, loc)
-	if err != nil || !ok {
-		return branch{}, err
-	}
-	tree, done, err := h.sessionAt(path)
-	if err != nil {
-		// A file not written yet (a new conversation's first run) or gone.
-		h.reg.log.Debug("history: session unreadable", "loc", loc, "path", path, "err", err)
-		return branch{}, nil
-	}
-	defer done()
-	head, ok := tree.Head(loc)
-	if !ok {
-		return branch{path: path}, nil
-	}
-	entries, err := tree.Branch(head)
-	return branch{entries: entries, name: tree.Name(), path: path}, err
-}
-
 // Conversations lists the platform's main lines, most recent first.
 func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSummary, error) {
 	keys, err := h.index.KeysWithPrefix(ctx, string(h.platform))
@@ -116,20 +72,22 @@ func (h *history) Conversations(ctx context.Context, limit int) ([]chat.ConvSumm
 		cands = append(cands, c)
 	}
 	slices.SortFunc(cands, func(a, b cand) int { return b.mod.Compare(a.mod) })
+	r := h.reading()
+	defer r.close()
 	var out []chat.ConvSummary
 	for _, c := range cands {
 		if limit > 0 && len(out) == limit {
 			break
 		}
-		b, err := h.branchOf(ctx, c.key)
+		b, err := r.branchOf(ctx, c.key)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: history: %w", err)
 		}
-		msgs := transcriptOf(contextEntries(b.entries), "", c.key)
+		msgs := transcriptOf(b.context, "", c.key)
 		if len(msgs) == 0 {
 			continue
 		}
-		sum := chat.ConvSummary{Conv: c.conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time, Agent: branchAgent(b.entries)}
+		sum := chat.ConvSummary{Conv: c.conv, Title: b.name, Messages: len(msgs), Updated: msgs[len(msgs)-1].Time, Agent: b.agent}
 		if sum.Title == "" {
 			sum.Title = firstUserText(msgs)
 		}
@@ -165,6 +123,8 @@ func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Trans
 		start time.Time
 	}
 	var views []shown
+	r := h.reading()
+	defer r.close()
 	files := map[string]*placeFacts{}
 	// ids shows, per place, the message ids its view holds.
 	ids := map[string]map[string]bool{}
@@ -173,7 +133,7 @@ func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Trans
 		if thread != "" {
 			key += ":" + thread
 		}
-		b, err := h.branchOf(ctx, key)
+		b, err := r.branchOf(ctx, key)
 		if err != nil {
 			return chat.Transcript{}, fmt.Errorf("gateway: history: %w", err)
 		}
@@ -182,10 +142,10 @@ func (h *history) Transcript(ctx context.Context, conv chat.ConvRef) (chat.Trans
 		}
 		facts := files[b.path]
 		if facts == nil {
-			facts = h.facts(b.path, mainKey)
+			facts = r.facts(b.path, mainKey)
 			files[b.path] = facts
 		}
-		entries := contextEntries(b.entries)
+		entries := b.context
 		v := shown{info: chat.HistoryThread{ID: thread}}
 		if thread != "" {
 			// A thread shows what follows the entry it hangs off (the
@@ -252,15 +212,15 @@ type placeFacts struct {
 }
 
 // facts reads the placeFacts of the conversation mainKey from the
-// session file at path.
-func (h *history) facts(path, mainKey string) *placeFacts {
+// session file at path: from its entries' envelopes (pibot fields, ids),
+// reading none of its messages.
+func (r *reading) facts(path, mainKey string) *placeFacts {
 	f := &placeFacts{first: map[string]session.Entry{}, posted: map[string]string{}}
-	tree, done, err := h.sessionAt(path)
+	tree, err := r.at(path)
 	if err != nil {
 		return f
 	}
-	defer done()
-	for _, e := range tree.Entries() {
+	for e := range tree.Envelopes() {
 		if e.Pibot == nil {
 			continue
 		}

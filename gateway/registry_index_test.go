@@ -1,17 +1,22 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/pibot/pibot/cluster"
 	"github.com/pibot/pibot/providers/faux"
+	"github.com/pibot/pibot/session"
 )
 
 // TestMissingIndexIsRebuiltFromSessions: the location index is a cache of
@@ -89,4 +94,87 @@ func TestIndexOutageLosesNoMessage(t *testing.T) {
 	if texts := h.lastRequestTexts(); !slices.Contains(texts, "first") || !strings.Contains(strings.Join(texts, "|"), "second") {
 		t.Fatalf("the second message was not answered in the conversation's session: %q", texts)
 	}
+}
+
+// TestIndexRebuildReadsNoFileWhole: a missing index is rebuilt from the
+// envelopes of the session files, streamed: a clean file is never read
+// whole (issue #34: the start allocated 187 MB for one 100k-entry file);
+// a file with a torn tail is read whole, as the read-only loader reads a
+// damaged file, and is not repaired. Both conversations are bound again.
+func TestIndexRebuildReadsNoFileWhole(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	long := filepath.Join(dir, "sessions", "long.jsonl")
+	writeLongSession(t, long, 2000, 500, dmConv.Key())
+	torn := filepath.Join(dir, "sessions", "torn.jsonl")
+	writeLongSession(t, torn, 100, -1, groupConv.Key())
+	f, err := os.OpenFile(torn, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"type":"message","id":"cut`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := &wholeReads{}
+	newHarness(t, nil, withDir(dir), withSessionFiles(files))
+	if got := files.paths(); !slices.Equal(got, []string{torn}) {
+		t.Fatalf("session files read whole: %q, want only the damaged one", got)
+	}
+	if _, err := os.Stat(torn + ".broken"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the rebuild repaired the damaged file: %v", err)
+	}
+	want := map[string]string{dmConv.Key(): long, groupConv.Key(): torn}
+	if got := indexBindings(t, filepath.Join(dir, "index.jsonl")); !maps.Equal(got, want) {
+		t.Fatalf("rebuilt bindings %v, want %v", got, want)
+	}
+}
+
+// indexBindings reads the bindings an index file holds.
+func indexBindings(t *testing.T, path string) map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct{ Loc, Path string }
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("index line %q: %v", sc.Text(), err)
+		}
+		if r.Path == "" {
+			delete(out, r.Loc)
+		} else {
+			out[r.Loc] = r.Path
+		}
+	}
+	return out
+}
+
+// wholeReads is the local file system noting the session files read
+// whole (ReadFile).
+type wholeReads struct {
+	session.FileStorage
+	mu   sync.Mutex
+	read []string
+}
+
+func (w *wholeReads) ReadFile(path string) ([]byte, error) {
+	if strings.HasSuffix(path, ".jsonl") {
+		w.mu.Lock()
+		w.read = append(w.read, path)
+		w.mu.Unlock()
+	}
+	return w.FileStorage.ReadFile(path)
+}
+
+func (w *wholeReads) paths() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.read)
 }

@@ -108,8 +108,9 @@ func readWorktree(e session.Entry) (worktreeRecord, bool) {
 // works in worktrees and has tools that write: the branch's own, made
 // again from its branch if it was pruned, or a new one, started from the
 // parent branch's state at the fork (or from the repository's HEAD for a
-// branch without a parent worktree). It returns a notice for the chat when
-// the new worktree is a fork's.
+// branch without a parent worktree). A worktree made for the location
+// before a crash, never claimed, is adopted (Worktrees.Create). It
+// returns a notice for the chat when the new worktree is a fork's.
 func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	o, loc := r.o, r.loc
 	a := o.agentConfig()
@@ -127,7 +128,7 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	name := worktree.Name(string(loc.conv.Platform), loc.conv.Channel, loc.conv.Thread)
 	var t worktree.Tree
 	if found {
-		t, err = a.Worktrees.Create(ctx, name, rec.Head)
+		t, err = a.Worktrees.Create(ctx, name, rec.Head, loc.key)
 		switch {
 		case err == nil && rec.Dirty:
 			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`), started from `%s` at %s, where the conversation forked; the changes not committed there then are not in it.",
@@ -146,14 +147,14 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 			if head, _, err = a.Worktrees.State(ctx, rec.Tree); err != nil {
 				return "", err
 			}
-			if t, err = a.Worktrees.Create(ctx, name, head); err != nil {
+			if t, err = a.Worktrees.Create(ctx, name, head, loc.key); err != nil {
 				return "", err
 			}
 			notice = fmt.Sprintf("🌿 This branch works in a worktree of its own (`%s`). Git no longer has `%s` as it was where the conversation forked, so it started from that branch's worktree as it is now (%s).",
 				t.Branch, rec.Branch, short(head))
 		}
 	} else {
-		t, err = a.Worktrees.Create(ctx, name, "")
+		t, err = a.Worktrees.Create(ctx, name, "", loc.key)
 	}
 	if err != nil {
 		return "", err
@@ -161,6 +162,12 @@ func (r *run) openWorktree(ctx context.Context) (notice string, err error) {
 	made := worktreeRecord{Tree: t, Head: t.Base}
 	if found {
 		made.From = rec.Branch
+	}
+	// Claimed before the record, so that no later Create (a fork of this
+	// place from the same commit) ever adopts a recorded worktree; a crash
+	// between the two leaves the worktree to a "-2", as before adoption.
+	if err := a.Worktrees.Claim(t); err != nil {
+		return "", err
 	}
 	if err := r.recordWorktree(made); err != nil {
 		return "", err

@@ -324,7 +324,7 @@ func answerRef(h *harness, conv chat.ConvRef, text string) chat.MsgRef {
 // failingWorktrees makes no worktree.
 type failingWorktrees struct{ gateway.Worktrees }
 
-func (failingWorktrees) Create(context.Context, string, string) (worktree.Tree, error) {
+func (failingWorktrees) Create(context.Context, string, string, string) (worktree.Tree, error) {
 	return worktree.Tree{}, fmt.Errorf("disk full")
 }
 

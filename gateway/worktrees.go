@@ -11,7 +11,12 @@ import (
 // conversations (agents.NAME.worktree: per_thread); *worktree.Manager is
 // one.
 type Worktrees interface {
-	Create(ctx context.Context, name, from string) (worktree.Tree, error)
+	// Create makes a worktree for key (a location), or adopts the one
+	// made for key before a crash and never claimed (worktree.Manager's
+	// Create); Claim, called just before the worktree's record, says no
+	// later Create may adopt it.
+	Create(ctx context.Context, name, from, key string) (worktree.Tree, error)
+	Claim(t worktree.Tree) error
 	Open(ctx context.Context, t worktree.Tree) (recreated bool, err error)
 	State(ctx context.Context, t worktree.Tree) (head string, dirty bool, err error)
 	Diff(ctx context.Context, t worktree.Tree, maxPatch int) (worktree.Diff, error)

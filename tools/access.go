@@ -44,7 +44,7 @@ func (w *Workspace) call() *access {
 		return a
 	}
 	if w.sb != nil && w.sb.Active() {
-		v := sandbox.Layout{Workspace: w.root, AllowNet: w.allowNet, Deny: w.deny}.View()
+		v := sandbox.Layout{Workspace: w.root, AllowNet: w.allowNet, Deny: w.deny, Mounts: w.sandboxMounts()}.View()
 		a.view = &v
 	}
 	a.secrets = sandbox.HostSecrets()

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"path/filepath"
+
+	"github.com/pibot/pibot/tools/sandbox"
 )
 
 // At returns the tools of s working in dir, a directory inside the
@@ -13,7 +15,12 @@ import (
 // sandbox, jail, denied paths, disk quota and file locks are those of s.
 // The set is unbound (see Bind); it keeps a directory handle open, so
 // callers keep one per directory.
-func (s *Set) At(dir string) (*Set, error) {
+//
+// mounts, when not nil, gives for each call what the sandbox shows
+// besides the directory (the repository a git worktree needs: see
+// sandbox.Layout.Mounts); bash runs with them and the unconfined file
+// tools see the same. When it fails, a call goes without them.
+func (s *Set) At(dir string, mounts func() ([]sandbox.Mount, error)) (*Set, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("tools: at: %w", err)
@@ -29,7 +36,7 @@ func (s *Set) At(dir string) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	ws.deny = s.ws.deny
+	ws.deny, ws.mounts = s.ws.deny, mounts
 	ws.others, ws.allowNet, ws.sb = s.ws.others, s.ws.allowNet, s.ws.sb
 	ws.locks, ws.quota = s.ws.locks, s.ws.quota
 	bash := *s.bash

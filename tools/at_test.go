@@ -11,7 +11,7 @@ import (
 // workspace: relative paths, confinement, bash's working directory.
 func TestAtWorksInTheDirectory(t *testing.T) {
 	s, ws := newSet(t, true, map[string]string{"main.txt": "main\n", "wt/a/file.txt": "in wt\n"})
-	at, err := s.At(filepath.Join(ws, "wt", "a"))
+	at, err := s.At(filepath.Join(ws, "wt", "a"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestAtWorksInTheDirectory(t *testing.T) {
 	}
 	// Only directories inside the workspace.
 	for _, d := range []string{ws, t.TempDir(), filepath.Join(ws, "nope")} {
-		if _, err := s.At(d); err == nil {
+		if _, err := s.At(d, nil); err == nil {
 			t.Errorf("At(%s) succeeded", d)
 		}
 	}

@@ -301,7 +301,7 @@ func (t *Bash) fileSize(noWrites bool) (int64, bool) {
 // output into out and kills the whole group when the context ends, the
 // timeout fires or the shell exits.
 func (t *Bash) run(ctx context.Context, command, cwd string, timeout time.Duration, noWrites bool, out *outputBuffer, update func(llm.ToolOutput)) (runResult, error) {
-	argv := t.sb.Wrap([]string{t.shellPath(), "-c", command}, t.ws.Root(), cwd, t.allowNet)
+	argv := t.sb.Wrap([]string{t.shellPath(), "-c", command}, t.ws.Root(), cwd, t.allowNet, t.ws.sandboxMounts()...)
 	var jc *jail.Cmd
 	var cmd *exec.Cmd
 	var room int64

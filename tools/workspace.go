@@ -33,8 +33,25 @@ type Workspace struct {
 	deny         []string // absolute and cleaned, each also with symlinks evaluated
 	sb           *sandbox.Sandbox
 	allowNet     bool
-	locks        *pathLocks
-	quota        *quota
+	// mounts, when not nil, gives the sandbox's further mounts of a call
+	// (a git worktree's repository: see Set.At).
+	mounts func() ([]sandbox.Mount, error)
+	locks  *pathLocks
+	quota  *quota
+}
+
+// sandboxMounts returns the sandbox's further mounts for one call: none
+// when w has none, the sandbox is not active, or they cannot be had now (the call then sees the
+// layout without them: less, never more).
+func (w *Workspace) sandboxMounts() []sandbox.Mount {
+	if w.mounts == nil || w.sb == nil || !w.sb.Active() {
+		return nil
+	}
+	ms, err := w.mounts()
+	if err != nil {
+		return nil
+	}
+	return ms
 }
 
 // NewWorkspace returns a workspace rooted at dir, which must exist. With

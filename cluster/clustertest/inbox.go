@@ -11,11 +11,13 @@ import (
 )
 
 // Inbox is what RunInboxTests drives: the gateway's cluster.Inbox with
-// the abilities cluster mode needs of it (taking items, leaving them,
-// counting crashes against what executed, setting items aside).
+// the abilities cluster mode needs of it (taking items, telling which
+// keys a take would hand any, leaving them, counting crashes against what
+// executed, setting items aside).
 type Inbox interface {
 	cluster.Inbox
 	cluster.Consumer
+	cluster.Peeker
 	cluster.Leaver
 	cluster.Beginner
 	cluster.Quarantiner
@@ -49,6 +51,7 @@ func RunInboxTests(t *testing.T, h InboxHarness) {
 		{"ConsumeHandsOutOnce", testInboxConsume},
 		{"TakesHandOutNothingTwice", testInboxTakesOnce},
 		{"ClaimTakesOverADeadHolder", testInboxClaim},
+		{"TakeableNamesWhatATakeWouldHand", testInboxTakeable},
 		{"CrashesOfItemsInFlightCounted", testInboxCrashCount},
 		{"WaitingItemsAreNotBlamed", testInboxWaitingNotBlamed},
 		{"QuarantineSetsAsideForGood", testInboxQuarantine},

@@ -2,6 +2,7 @@ package clustertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -48,11 +49,19 @@ type DedupeHarness struct {
 // RunDedupeTests runs the dedupe suite.
 func RunDedupeTests(t *testing.T, h DedupeHarness) {
 	ctx := t.Context()
+	// seen asks about one delivery of key and, when it is new, takes it
+	// as the gateway does: a Committer's key is committed once the event
+	// is taken.
 	seen := func(t *testing.T, d Dedupe, key string) bool {
 		t.Helper()
 		ok, err := d.Seen(ctx, key)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c, isC := d.(cluster.Committer); isC && !ok {
+			if err := c.Commit(ctx, key); err != nil {
+				t.Fatal(err)
+			}
 		}
 		return ok
 	}
@@ -80,6 +89,45 @@ func RunDedupeTests(t *testing.T, h DedupeHarness) {
 		advance(2 * time.Minute)
 		if seen(t, d, "k") {
 			t.Fatal("key survived its TTL")
+		}
+	})
+	t.Run("InFlightUntilCommitted", func(t *testing.T) {
+		d, _ := h.Open(t, time.Hour, 100)
+		c, ok := d.(cluster.Committer)
+		if !ok {
+			t.Skip("not a Committer: Seen records a key for good")
+		}
+		if dup, err := d.Seen(ctx, "k"); err != nil || dup {
+			t.Fatalf("first delivery: %v, %v; want new", dup, err)
+		}
+		for i := range 2 {
+			if dup, err := d.Seen(ctx, "k"); !errors.Is(err, cluster.ErrInFlight) {
+				t.Fatalf("delivery %d while the first is not committed: %v, %v; want ErrInFlight", i+2, dup, err)
+			}
+		}
+		if err := c.Commit(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		if dup, err := d.Seen(ctx, "k"); err != nil || !dup {
+			t.Fatalf("delivery after the commit: %v, %v; want a duplicate", dup, err)
+		}
+		// A key committed without a Seen (an event replayed from the
+		// inbox) is recorded as well.
+		if err := c.Commit(ctx, "replayed"); err != nil {
+			t.Fatal(err)
+		}
+		if dup, err := d.Seen(ctx, "replayed"); err != nil || !dup {
+			t.Fatalf("delivery of a committed key: %v, %v; want a duplicate", dup, err)
+		}
+		// A pending key forgotten (its event refused) is new again.
+		if _, err := d.Seen(ctx, "refused"); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Forget(ctx, "refused"); err != nil {
+			t.Fatal(err)
+		}
+		if dup, err := d.Seen(ctx, "refused"); err != nil || dup {
+			t.Fatalf("redelivery of a refused event: %v, %v; want new", dup, err)
 		}
 	})
 	t.Run("ForgetAcceptsTheNextDelivery", func(t *testing.T) {

@@ -31,8 +31,8 @@ func NewAdmission(d *Dedupe, b *Budget, ib *Inbox, log *slog.Logger) *Admission 
 }
 
 // SeenReserve records key as Seen does and takes a token of budgetKey's
-// bucket as Budget.Reserve does, in one round trip. A duplicate is given
-// its token back (a redelivery costs its sender nothing; a refund is one
+// bucket as Budget.Reserve does, in one round trip. A duplicate, and an
+// event in flight (cluster.ErrInFlight), is given its token back (a redelivery costs its sender nothing; a refund is one
 // more round trip, for duplicates only). err is the dedupe's failure; a
 // budget that cannot be asked is logged and answers 0, as the gateway
 // treats a failing Reserve: it does not stop messages.
@@ -49,7 +49,7 @@ func (a *Admission) SeenReserve(ctx context.Context, key, budgetKey string) (dup
 	if err != nil {
 		return false, 0, err
 	}
-	seenKeys, seenArgs := []string{a.prefix + key}, []any{seenToken, a.ttl.Milliseconds()}
+	seenKeys, seenArgs := []string{a.prefix + key}, []any{seenToken, a.pending.Milliseconds()}
 	budgetKeys, budgetArgs := a.budget.keys(budgetKey), a.budget.args("reserve", callTok)
 	pipe := a.rdb.Pipeline()
 	seen := pipe.EvalSha(ctx, seenScript().Hash(), seenKeys, seenArgs...)
@@ -72,12 +72,15 @@ func (a *Admission) SeenReserve(ctx context.Context, key, budgetKey string) (dup
 	switch {
 	case berr != nil:
 		a.log.Warn("sender budget unavailable; message let through", "err", berr)
-		return n == 1, 0, nil
-	case n == 1:
+		dup, err := seenAnswer(n)
+		return dup, 0, err
+	case n == 1 || n == 2:
+		// A duplicate, or one in flight (refused, delivered again).
 		if rerr := a.refund(ctx, budgetKey); rerr != nil {
 			a.log.Warn("sender budget: give a duplicate's token back", "err", rerr)
 		}
-		return true, 0, nil
+		dup, err := seenAnswer(n)
+		return dup, 0, err
 	}
 	return false, time.Duration(us) * time.Microsecond, nil
 }

@@ -59,6 +59,12 @@ func TestAdmissionSeenReserve(t *testing.T) {
 						t.Errorf("step %d: %d round trips %q, want 1", i, len(got), got)
 					}
 				}
+				if !s.dup && !s.waiting {
+					// Taken: the gateway's admission commits the key.
+					if err := a.Commit(ctx, s.event); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 		})
 	}

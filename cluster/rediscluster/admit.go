@@ -26,12 +26,15 @@ import (
 // the items this consumer holds came with lost answers (Inbox.given),
 // "mark" when KEYS[1] is a dedupe key an earlier step set (Admission.Seen)
 // that is to record the item's id, as a deduplicated admission's does,
+// and to live for the TTL from now on (committed: Seen recorded it
+// pending; one that expired meanwhile is recorded again),
 // and "run" when the new item's work begins at once (Admission.Run: when
 // it is the only item taken, it joins the touched set, as Inbox.Begin
 // would add it).
 //
-// It returns {"dup"}, {"wait", µs} or {"ok", id, then id, data, n,
-// crashes for each item taken}. The dedupe key records the call's token
+// It returns {"dup"}, {"busy"} (another delivery's pending key: in
+// flight), {"wait", µs} or {"ok", id, then id, data, n, crashes for each
+// item taken}. The dedupe key records the call's token
 // and, once enqueued, the item's id, so this call run again (go-redis
 // retries after a lost answer) neither counts as its own duplicate nor
 // enqueues a second item: it answers the same id. With "take" it also
@@ -54,6 +57,8 @@ if ARGV[1] ~= '' then
     local sp = string.find(v, ' ', 1, true)
     if sp and string.sub(v, 1, sp - 1) == ARGV[1] then
       again = string.sub(v, sp + 1)
+    elseif not sp and string.sub(v, 1, 1) == '~' then
+      return {'busy'}
     elseif v ~= ARGV[1] then
       return {'dup'}
     end
@@ -71,8 +76,10 @@ else
     redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. id, 'KEEPTTL')
   elseif ARGV[13] == 'mark' then
     local v = redis.call('GET', KEYS[1])
-    if v and not string.find(v, ' ', 1, true) then
-      redis.call('SET', KEYS[1], v .. ' ' .. id, 'KEEPTTL')
+    if not v then
+      redis.call('SET', KEYS[1], '- ' .. id, 'PX', ARGV[2])
+    elseif not string.find(v, ' ', 1, true) then
+      redis.call('SET', KEYS[1], v .. ' ' .. id, 'PX', ARGV[2])
     end
   end
   out = {'ok', id}
@@ -157,7 +164,7 @@ func (a *Admission) Admit(ctx context.Context, ad cluster.Admission) (cluster.Ad
 	if out.ID != "" {
 		ib.loss.kept.add(ad.Key, out.ID, sealed, false)
 	}
-	out.Taken, order = ib.takes.opened(ctx, ad.Key, out.Taken, order)
+	out.Taken, order = ib.takes.opened(ctx, ad.Key, out.Taken, order, sealedItem{id: out.ID, sealed: sealed, plain: ad.Data})
 	sortItems(out.Taken, order)
 	ib.takes.given.add(ad.Key, out.Taken)
 	return out, nil
@@ -172,6 +179,8 @@ func admitted(key string, res []any) (cluster.Admitted, []int64, error) {
 	switch res[0] {
 	case "dup":
 		return cluster.Admitted{Dup: true}, nil, nil
+	case "busy":
+		return cluster.Admitted{}, nil, cluster.ErrInFlight
 	case "wait":
 		us, ok := res[1].(int64)
 		if len(res) != 2 || !ok || us <= 0 {

@@ -18,11 +18,7 @@ func (l *Locker) LockKey(key string) string {
 func (le *Lease) RenewOnce() (bool, error) { return le.renewOnce() }
 
 // InHand returns how many items of key this process has in hand (given).
-func (ib *Inbox) InHand(key string) int {
-	ib.takes.given.mu.Lock()
-	defer ib.takes.given.mu.Unlock()
-	if k := ib.takes.given.keys[key]; k != nil {
-		return len(k.ids)
-	}
-	return 0
-}
+func (ib *Inbox) InHand(key string) int { return ib.takes.given.inHand(key) }
+
+// MaxPeeked is how many keys one round trip of Takeable looks at (tests).
+const MaxPeeked = maxPeeked

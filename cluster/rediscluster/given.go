@@ -47,6 +47,16 @@ func (g *given) since(key string) string {
 	return "0"
 }
 
+// inHand returns the number of key's items in hand.
+func (g *given) inHand(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if k := g.keys[key]; k != nil {
+		return len(k.ids)
+	}
+	return 0
+}
+
 // has reports whether item id of key is in hand.
 func (g *given) has(key, id string) bool {
 	g.mu.Lock()

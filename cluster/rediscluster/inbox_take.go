@@ -63,7 +63,7 @@ func (t *taker) take(ctx context.Context, key, mode string) ([]cluster.InboxItem
 		items = append(items, it)
 		order = append(order, n)
 	}
-	items, order = t.opened(ctx, key, items, order)
+	items, order = t.opened(ctx, key, items, order, sealedItem{})
 	if len(items) == 0 {
 		return nil, nil
 	}
@@ -90,16 +90,30 @@ func (t *taker) end(ctx context.Context, key, id, mode string) error {
 	return err
 }
 
+// sealedItem is an item this process sealed itself (an admission's, Admit):
+// its id, the sealed text it sent and the data it sealed.
+type sealedItem struct {
+	id, sealed string
+	plain      []byte
+}
+
 // opened opens the data of items taken from key (and keeps a copy of
 // each, sealed, for lost.go). An item that does not open was not written
 // by a replica with the cluster secret: it is reported, ended (deleted
 // from the stream) and left out, so it is never executed; order keeps
-// step with items.
-func (t *taker) opened(ctx context.Context, key string, items []cluster.InboxItem, order []int64) ([]cluster.InboxItem, []int64) {
+// step with items. The item own names, taken back exactly as it was
+// sealed, is not opened: its data is own.plain.
+func (t *taker) opened(ctx context.Context, key string, items []cluster.InboxItem, order []int64, own sealedItem) ([]cluster.InboxItem, []int64) {
 	n := 0
 	for i, it := range items {
 		sealed := string(it.Data)
-		plain, err := t.st.opts.Keys.Open(t.st.stream(key), sealed)
+		var plain []byte
+		var err error
+		if own.id != "" && it.ID == own.id && sealed == own.sealed {
+			plain = own.plain
+		} else {
+			plain, err = t.st.opts.Keys.Open(t.st.stream(key), sealed)
+		}
 		if err != nil {
 			t.st.opts.forged("inbox", t.st.stream(key)+" "+it.ID)
 			// A failed end leaves it pending: the next take drops it again.

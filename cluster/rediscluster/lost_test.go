@@ -79,6 +79,12 @@ func TestTakeAfterALostAnswer(t *testing.T) {
 					if err == nil {
 						t.Fatalf("take through a lost answer with no retries = %q, want an error", got)
 					}
+					// Nothing new in the stream: what the lost answer
+					// took is what makes the key takeable (the pump's
+					// poll peeks before it takes a held key).
+					if ks, err := a.Takeable(ctx, []string{"loc"}, false); err != nil || !slices.Equal(ks, []string{"loc"}) {
+						t.Fatalf("Takeable after a lost answer = %q, %v; want loc", ks, err)
+					}
 					enqueue(b, `"b3"`)
 					got, err = take(2)
 				}
@@ -96,6 +102,9 @@ func TestTakeAfterALostAnswer(t *testing.T) {
 				}
 				if !slices.Equal(got, want) {
 					t.Fatalf("the take after a lost answer handed %q, want %q", got, want)
+				}
+				if ks, err := a.Takeable(ctx, []string{"loc"}, true); err != nil || len(ks) != 0 {
+					t.Fatalf("Takeable once all is in hand = %q, %v; want none", ks, err)
 				}
 				if got, err := a.Consume(ctx, "loc"); err != nil || len(got) != 0 {
 					t.Fatalf("a take after that = %q, %v; want nothing (it is all in hand)", itemData(got), err)

@@ -45,7 +45,7 @@ func runDiscord(ctx context.Context, c *cli, args []string) error {
 		}
 		id = cfg.Adapter.Discord.ApplicationID
 		if id == "" {
-			if !cfg.DiscordEnabled() {
+			if !cfg.Adapter.Discord.Enabled() {
 				return &config.Error{Key: "adapters.discord.application_id", Msg: "not set and no adapters.discord.token to ask Discord with; or pass --application-id"}
 			}
 			a, err := newDiscord(cfg, newLogger(c.stderr, cfg.Log))

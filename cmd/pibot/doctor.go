@@ -95,13 +95,13 @@ func doctorChecks(cfg config.Config, getenv func(string) string, stops *sync.Wai
 // root its adapter resolves from api_url.
 func platformChecks(cfg config.Config) []doctor.Check {
 	var checks []doctor.Check
-	if cfg.TelegramEnabled() {
+	if cfg.Adapter.Telegram.Enabled() {
 		tc, err := telegramConfig(cfg)
 		root, rerr := telegram.APIRoot(tc.APIURL)
 		checks = append(checks, credCheck(doctor.Telegram, errors.Join(err, rerr), doctor.Cred{Name: "telegram", URL: root,
 			Token: tc.Token.Reveal(), Key: "adapters.telegram.token", URLKey: "adapters.telegram.api_url"}))
 	}
-	if cfg.SlackEnabled() {
+	if cfg.Adapter.Slack.Enabled() {
 		sc, err := slackConfig(cfg)
 		root, rerr := slack.APIRoot(sc.APIURL)
 		err = errors.Join(err, rerr)
@@ -112,7 +112,7 @@ func platformChecks(cfg config.Config) []doctor.Check {
 				Token: sc.AppToken.Reveal(), Key: "adapters.slack.app_token", URLKey: "adapters.slack.api_url"}))
 		}
 	}
-	if cfg.DiscordEnabled() {
+	if cfg.Adapter.Discord.Enabled() {
 		dc, err := discordConfig(cfg)
 		root, rerr := discord.APIRoot(dc.APIURL)
 		checks = append(checks, credCheck(doctor.Discord, errors.Join(err, rerr), doctor.Cred{Name: "discord", URL: root,

@@ -14,12 +14,15 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/pibot/pibot/tools/jail"
 )
 
 // binary is the pibot executable built once by TestMain.
 var binary string
 
 func TestMain(m *testing.M) {
+	jail.Main() // the launcher of the bash calls of toolboxes made in-process
 	if os.Getenv(mcpServerEnv) == "1" {
 		os.Exit(runTestMCPServer()) // started by pibot as a stdio MCP server
 	}
@@ -32,12 +35,14 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binary = filepath.Join(dir, "pibot")
-	// go build leaves a target whose build ID is current alone: on a warm
-	// cache the same binary is not linked again (seconds per run saved).
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pibot/pibot/internal/buildinfo.version=v0.0.0-test -X github.com/pibot/pibot/internal/buildinfo.commit=0123456789abcdef0123456789abcdef01234567 -X github.com/pibot/pibot/internal/buildinfo.date=2026-12-01T12:00:00Z", "-o", binary, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
+	// Two test processes of one checkout share dir: cachedBinary builds
+	// one at a time and installs the binary atomically.
+	binary, err = cachedBinary(dir, func(out string) error {
+		cmd := exec.Command("go", "build", "-ldflags", "-X github.com/pibot/pibot/internal/buildinfo.version=v0.0.0-test -X github.com/pibot/pibot/internal/buildinfo.commit=0123456789abcdef0123456789abcdef01234567 -X github.com/pibot/pibot/internal/buildinfo.date=2026-12-01T12:00:00Z", "-o", out, ".")
+		cmd.Stderr = os.Stderr
+		return cmd.Run()
+	})
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build pibot:", err)
 		return 1
 	}

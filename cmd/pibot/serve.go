@@ -173,7 +173,7 @@ func (c serveCmd) run(ctx context.Context, args []string) error {
 	case <-gctx.Done():
 	}
 	ready.Store(true)
-	log.Info("pibot started", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.TelegramEnabled(), "slack", cfg.SlackEnabled(), "discord", cfg.DiscordEnabled())
+	log.Info("pibot started", "version", buildinfo.Get().Version, "commit", buildinfo.Get().Commit, "listen", ln.Addr().String(), "data_dir", cfg.DataDir, "web", cfg.WebEnabled(), "telegram", cfg.Adapter.Telegram.Enabled(), "slack", cfg.Adapter.Slack.Enabled(), "discord", cfg.Adapter.Discord.Enabled())
 	fmt.Fprintf(c.stdout, "pibot ready on http://%s\n", ln.Addr())
 	// Start-up garbage (config, providers, recovery) is returned to the OS
 	// now rather than held until the heap grows again.
@@ -235,7 +235,7 @@ func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeM
 			fmt.Fprintln(w, "pibot is running; the web chat is disabled (adapters.web.enabled: false)")
 		})
 	}
-	if cfg.TelegramEnabled() {
+	if cfg.Adapter.Telegram.Enabled() {
 		tc, err := telegramConfig(cfg)
 		if err != nil {
 			return nil, err
@@ -251,14 +251,14 @@ func (c serveCmd) adapters(cfg config.Config, log *slog.Logger, mux *http.ServeM
 		}
 		out = append(out, a)
 	}
-	if cfg.SlackEnabled() {
+	if cfg.Adapter.Slack.Enabled() {
 		a, err := slackAdapter(cfg, log, mux, rates)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, a)
 	}
-	if cfg.DiscordEnabled() {
+	if cfg.Adapter.Discord.Enabled() {
 		a, err := newDiscord(cfg, log)
 		if err != nil {
 			return nil, err

@@ -24,6 +24,7 @@ import (
 	"github.com/pibot/pibot/gateway/spend"
 	"github.com/pibot/pibot/gateway/stream"
 	"github.com/pibot/pibot/internal/buildinfo"
+	"github.com/pibot/pibot/internal/crashpoint"
 	"github.com/pibot/pibot/internal/otlp"
 	"github.com/pibot/pibot/llm"
 	"github.com/pibot/pibot/providers"
@@ -74,7 +75,7 @@ func (st *stack) buildAgents(ctx context.Context, cfg config.Config, log *slog.L
 			return nil, agentKeys(name, err)
 		}
 		prompt := tb.prompt(view, true, ext)
-		wts, err := worktrees(ctx, view, name, tb.ws, alog)
+		wts, err := worktrees(ctx, view, name, tb.ws, tb, alog)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +145,10 @@ func openStack(ctx context.Context, cfg config.Config, getenv func(string) strin
 	if err != nil {
 		return st, err
 	}
-	if st.inbox, err = cluster.OpenInbox(dataPath(cfg, "inbox.jsonl")); err != nil {
+	// A crashpoints build's suite lowers the compaction threshold; a
+	// release build's InboxCompactAfter is 0 (the inbox's own).
+	inboxOpts := cluster.InboxOptions{CompactAfter: crashpoint.InboxCompactAfter()}
+	if st.inbox, err = cluster.OpenInboxWith(dataPath(cfg, "inbox.jsonl"), inboxOpts); err != nil {
 		return st, err
 	}
 	store, err := access.OpenStore(dataPath(cfg, "pairing.json"))
@@ -222,7 +226,7 @@ func (st *stack) build(ctx context.Context, cfg config.Config, getenv func(strin
 		return err
 	}
 	prompt := tb.prompt(agentView(cfg, config.DefaultAgent), true, ext)
-	wts, err := worktrees(ctx, cfg, config.DefaultAgent, tb.ws, log)
+	wts, err := worktrees(ctx, cfg, config.DefaultAgent, tb.ws, tb, log)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func startChecks(ctx context.Context, c *cli, cfg config.Config) error {
 	if ws != "" {
 		_, err = newExtensions(cfg, ws, quiet)
 		add(err)
-		_, err = worktrees(ctx, cfg, config.DefaultAgent, ws, quiet)
+		_, err = worktrees(ctx, cfg, config.DefaultAgent, ws, nil, quiet)
 		add(err)
 	}
 	// Each further agent's workspace, prompt file and extensions, under
@@ -76,7 +76,7 @@ func startChecks(ctx context.Context, c *cli, cfg config.Config) error {
 		if ws != "" {
 			_, err = newExtensions(view, ws, quiet)
 			add(agentKeys(name, err))
-			_, err = worktrees(ctx, view, name, ws, quiet)
+			_, err = worktrees(ctx, view, name, ws, nil, quiet)
 			add(err)
 		}
 	}
@@ -95,7 +95,7 @@ func listenSet(cfg config.Config) error {
 // secret, from which every replica derives the same webhook path.
 func clusterWebhookSecret(cfg config.Config) error {
 	tg := cfg.Adapter.Telegram
-	if cfg.Cluster.RedisURL != "" && cfg.TelegramEnabled() && tg.Mode == "webhook" && tg.WebhookSecret == "" && tg.WebhookSecretFile == "" {
+	if cfg.Cluster.RedisURL != "" && cfg.Adapter.Telegram.Enabled() && tg.Mode == "webhook" && tg.WebhookSecret == "" && tg.WebhookSecretFile == "" {
 		return &config.Error{Key: "adapters.telegram.webhook_secret", Msg: "must be set in cluster mode (every replica serves the webhook path derived from it)"}
 	}
 	return nil

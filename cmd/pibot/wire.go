@@ -46,9 +46,13 @@ type toolbox struct {
 	mcp   *mcp.Manager
 	// at are the sets working in worktrees of the workspace, by
 	// directory (tools.Set.At), made on first use.
-	mu  sync.Mutex
-	at  map[string]atSet
-	log *slog.Logger
+	mu sync.Mutex
+	at map[string]atSet
+	// trees is the agent's worktree manager (agents.NAME.worktree:
+	// per_thread), which says what git needs in a worktree's sandbox;
+	// nil: none.
+	trees *worktree.Manager
+	log   *slog.Logger
 }
 
 // newToolbox builds the tools configured in cfg.
@@ -164,7 +168,7 @@ func (t *toolbox) atDir(dir string) (*tools.Set, error) {
 	if s, ok := t.at[dir]; ok && os.SameFile(s.fi, fi) {
 		return s.set, nil
 	}
-	s, err := t.set.At(dir)
+	s, err := t.set.At(dir, t.gitMounts(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -172,15 +176,43 @@ func (t *toolbox) atDir(dir string) (*tools.Set, error) {
 	return s, nil
 }
 
+// gitMounts is what the sandbox of a call in the worktree dir shows of
+// its repository, so that git works there (worktree.Manager.Mounts); nil
+// without a worktree manager.
+func (t *toolbox) gitMounts(dir string) func() ([]sandbox.Mount, error) {
+	if t.trees == nil {
+		return nil
+	}
+	return func() ([]sandbox.Mount, error) {
+		ms, err := t.trees.Mounts(dir)
+		if err != nil {
+			t.log.Warn("worktree: git is not available in the sandbox of this call", "dir", dir, "err", err)
+			return nil, err
+		}
+		out := make([]sandbox.Mount, len(ms))
+		for i, m := range ms {
+			out[i] = sandbox.Mount{Path: m.Path, Write: m.Write}
+		}
+		return out, nil
+	}
+}
+
 // worktrees is the worktree manager of an agent whose view sets
-// worktree: per_thread (nil otherwise), over its workspace ws.
-func worktrees(ctx context.Context, view config.Config, name, ws string, log *slog.Logger) (gateway.Worktrees, error) {
+// worktree: per_thread (nil otherwise), over its workspace ws. tb, when
+// not nil, is the agent's toolbox: its calls in worktrees get what git
+// needs in the sandbox.
+func worktrees(ctx context.Context, view config.Config, name, ws string, tb *toolbox, log *slog.Logger) (gateway.Worktrees, error) {
 	if view.Agent.Worktree != config.WorktreePerThread {
 		return nil, nil
 	}
 	m, err := worktree.New(ctx, ws, log)
 	if err != nil {
 		return nil, &config.Error{Key: config.AgentKey(name) + ".worktree", Msg: fmt.Sprintf("per_thread needs the workspace %s to be the top level of a git repository and git installed: %v", ws, err)}
+	}
+	if tb != nil {
+		tb.mu.Lock()
+		tb.trees = m
+		tb.mu.Unlock()
 	}
 	return m, nil
 }

@@ -43,10 +43,10 @@ func BenchmarkStreamToken(b *testing.B) {
 					sb.WriteString(tok)
 					c.SetText(sb.String())
 					if i%tick == 0 {
-						c.mu.Lock()
-						md := c.surf.view(&c.doc, c.opts.Verbosity, c.now())
-						c.mu.Unlock()
-						c.surf.publish(ctx, md)
+						c.r.mu.Lock()
+						md := c.out.surf.view(&c.r.doc, c.opts.Verbosity, c.now())
+						c.r.mu.Unlock()
+						c.out.surf.publish(ctx, md)
 					}
 				}
 				if _, err := c.Finish(ctx, chat.Out{}); err != nil {

@@ -115,12 +115,12 @@ func countedController(t *testing.T, caps chat.Caps, opts Options) (*Controller,
 	conv := chat.ConvRef{Platform: "test", Channel: "1", DM: true}
 	c := New(ad, conv, opts)
 	turns := new(atomic.Int64)
-	c.mu.Lock()
-	c.started = true
-	c.mu.Unlock()
+	c.r.mu.Lock()
+	c.r.started = true
+	c.r.mu.Unlock()
 	go c.loop.run(t.Context(), c.now, func(ctx context.Context) time.Duration {
 		turns.Add(1)
-		return c.step(ctx)
+		return c.out.step(ctx)
 	})
 	return c, ad, conv, turns
 }

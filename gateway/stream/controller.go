@@ -16,32 +16,32 @@ import (
 var ErrFinished = errors.New("stream: reply already finished")
 
 // Controller streams one reply into one conversation. It owns the reply's
-// content and timing; a surface (edit, native or append-only) owns the
-// platform calls. Its methods are safe for concurrent use.
+// content, which its callers change; its publisher shows it from the
+// loop's goroutine at the platform's pace, and a surface (edit, native or
+// append-only) owns the platform calls. Its methods are safe for
+// concurrent use.
 type Controller struct {
-	opts   Options
-	now    func() time.Time
-	surf   surface
-	pace   *pacer
-	msgs   *messages
-	loop   *loop
-	typing indicator // used by the publishing goroutine only
+	opts Options
+	now  func() time.Time
+	loop *loop
+	r    reply
+	out  publisher
 
 	// pub is held while a surface or the typing line makes platform
 	// calls: by the publishing loop's every step, by Cut and by the final
 	// delivery.
 	pub sync.Mutex
+}
 
-	mu          sync.Mutex
-	doc         document
-	version     uint64    // bumped on every content change
-	sentVersion uint64    // version fully shown
-	firstAt     time.Time // first content
-	// waitsFirst: show's last call returned the wait for the first post,
-	// so the loop wakes by itself when it is due.
-	waitsFirst bool
-	started    bool
-	finished   bool
+// reply is the content of a reply and its state, which mu guards: the
+// Controller changes them, its publisher reads them to show the reply.
+type reply struct {
+	mu       sync.Mutex
+	doc      document
+	version  uint64    // bumped on every content change
+	firstAt  time.Time // first content
+	started  bool
+	finished bool
 }
 
 // New returns a Controller for one reply in conv.
@@ -65,17 +65,23 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 	c := &Controller{
 		opts: opts,
 		now:  opts.Now,
-		pace: newPacer(log, opts.Now, caps.EditInterval),
-		msgs: &messages{onAdd: opts.OnPost},
 		loop: newLoop(),
 	}
-	c.surf = newSurface(outlet{
+	p := &c.out
+	*p = publisher{
+		r:         &c.r,
+		verbosity: opts.Verbosity,
+		now:       opts.Now,
+		pace:      newPacer(log, opts.Now, caps.EditInterval),
+		msgs:      &messages{onAdd: opts.OnPost},
+	}
+	p.surf = newSurface(outlet{
 		platform: plat, conv: conv, replyTo: opts.ReplyTo, recipient: opts.Recipient, team: opts.RecipientTeam, log: log,
-		pace: c.pace, msgs: c.msgs, loop: c.loop,
+		pace: p.pace, msgs: p.msgs, loop: c.loop,
 		chunks: newChunker(caps, opts.Splitters),
 	}, caps, opts.Continue)
-	_, appendOnly := c.surf.(*appendSurface)
-	c.typing = indicator{typer: plat.typer, conv: conv, refresh: caps.TypingRefresh, pace: c.pace, log: log,
+	_, appendOnly := p.surf.(*appendSurface)
+	p.typing = indicator{typer: plat.typer, conv: conv, refresh: caps.TypingRefresh, pace: p.pace, log: log,
 		prompt: appendOnly || caps.StatusLine, always: caps.StatusLine}
 	return c
 }
@@ -84,16 +90,16 @@ func New(ad chat.Adapter, conv chat.ConvRef, opts Options) *Controller {
 // at Finish, Abort or the end of ctx; adapter calls made while streaming use
 // ctx. Start after Finish or a second Start does nothing.
 func (c *Controller) Start(ctx context.Context) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.started || c.finished {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	if c.r.started || c.r.finished {
 		return
 	}
-	c.started = true
+	c.r.started = true
 	go c.loop.run(ctx, c.now, func(ctx context.Context) time.Duration {
 		c.pub.Lock()
 		defer c.pub.Unlock()
-		return c.step(ctx)
+		return c.out.step(ctx)
 	})
 }
 
@@ -172,35 +178,35 @@ func (c *Controller) Status(s string) {
 // tells that f changes only the text of the open message, which matters
 // to the loop only once it can be shown.
 func (c *Controller) change(f func(*document) bool, textOnly bool) {
-	c.mu.Lock()
-	if c.finished {
-		c.mu.Unlock()
+	c.r.mu.Lock()
+	if c.r.finished {
+		c.r.mu.Unlock()
 		return
 	}
-	if f(&c.doc) && c.firstAt.IsZero() {
-		c.firstAt = c.now()
+	if f(&c.r.doc) && c.r.firstAt.IsZero() {
+		c.r.firstAt = c.now()
 	}
-	c.version++
+	c.r.version++
 	// While the reply shows itself, most changes come between two edits:
 	// the loop's timer fires at the next edit anyway. (On an append-only
 	// surface the status line shows progress: every change may matter.)
 	// The loop set its timer a moment after the pacer noted the last
 	// edit, so the two instants differ by that moment (wakeSlack).
 	wakeAt, sleeping := c.loop.sleepsUntil()
-	skip := sleeping && c.surf.showsProgress() && !wakeAt.After(c.pace.nextOut().Add(wakeSlack))
+	skip := sleeping && c.out.surf.showsProgress() && !wakeAt.After(c.out.pace.nextOut().Add(wakeSlack))
 	// Before the first post the loop sleeps until the post is due by
 	// time (firstPostDelay); the first tokens, too short to post it
 	// earlier (firstPostChars), need not wake it one by one.
-	if !skip && textOnly && sleeping && c.waitsFirst && !c.msgs.shown() {
+	if !skip && textOnly && sleeping && c.out.waitsFirst && !c.out.msgs.shown() {
 		now := c.now()
-		skip = now.Before(c.firstAt.Add(firstPostDelay)) &&
-			utf8.RuneCountInString(c.surf.view(&c.doc, c.opts.Verbosity, now)) < firstPostChars
+		skip = now.Before(c.r.firstAt.Add(firstPostDelay)) &&
+			utf8.RuneCountInString(c.out.surf.view(&c.r.doc, c.opts.Verbosity, now)) < firstPostChars
 	}
-	c.mu.Unlock()
+	c.r.mu.Unlock()
 	if !skip {
 		c.loop.poke()
 	}
 }
 
 // Refs returns the messages of the reply posted so far, in order.
-func (c *Controller) Refs() []chat.MsgRef { return c.msgs.list() }
+func (c *Controller) Refs() []chat.MsgRef { return c.out.msgs.list() }

@@ -17,23 +17,23 @@ import (
 func (c *Controller) Cut(ctx context.Context) error {
 	c.pub.Lock()
 	defer c.pub.Unlock()
-	c.mu.Lock()
-	if c.finished {
-		c.mu.Unlock()
+	c.r.mu.Lock()
+	if c.r.finished {
+		c.r.mu.Unlock()
 		return nil
 	}
-	c.doc.endMessage()
+	c.r.doc.endMessage()
 	i := 0
-	for i < len(c.doc.items) && (c.doc.items[i].tool == nil || c.doc.items[i].tool.done) {
+	for i < len(c.r.doc.items) && (c.r.doc.items[i].tool == nil || c.r.doc.items[i].tool.done) {
 		i++
 	}
-	before := document{items: c.doc.items[:i]}
+	before := document{items: c.r.doc.items[:i]}
 	now := c.now()
 	md := before.render(c.opts.Verbosity, now, false)
-	c.doc.items = slices.Clone(c.doc.items[i:])
-	c.version++ // what is left (a running tool, the status) is shown anew
-	c.mu.Unlock()
-	err := c.surf.cut(ctx, final{md: md, deadline: now.Add(c.opts.FinalWait)})
+	c.r.doc.items = slices.Clone(c.r.doc.items[i:])
+	c.r.version++ // what is left (a running tool, the status) is shown anew
+	c.r.mu.Unlock()
+	err := c.out.surf.cut(ctx, final{md: md, deadline: now.Add(c.opts.FinalWait)})
 	c.loop.poke()
 	return err
 }

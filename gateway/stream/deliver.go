@@ -26,23 +26,23 @@ func (c *Controller) Abort(ctx context.Context, note string) ([]chat.MsgRef, err
 // reply (with out's final text and buttons, and note after it) through
 // the surface.
 func (c *Controller) finish(ctx context.Context, out chat.Out, note string) ([]chat.MsgRef, error) {
-	c.mu.Lock()
-	if c.finished {
-		c.mu.Unlock()
+	c.r.mu.Lock()
+	if c.r.finished {
+		c.r.mu.Unlock()
 		return c.Refs(), ErrFinished
 	}
-	c.finished = true
-	started := c.started
-	c.mu.Unlock()
+	c.r.finished = true
+	started := c.r.started
+	c.r.mu.Unlock()
 	c.loop.halt(started)
 
-	c.mu.Lock()
+	c.r.mu.Lock()
 	if out.Markdown != "" {
-		c.doc.setFinal(out.Markdown)
+		c.r.doc.setFinal(out.Markdown)
 	}
-	c.doc.endMessage()
-	md := c.doc.render(c.opts.Verbosity, c.now(), false)
-	c.mu.Unlock()
+	c.r.doc.endMessage()
+	md := c.r.doc.render(c.opts.Verbosity, c.now(), false)
+	c.r.mu.Unlock()
 	if note != "" {
 		if md != "" {
 			md += "\n\n"
@@ -51,7 +51,7 @@ func (c *Controller) finish(ctx context.Context, out chat.Out, note string) ([]c
 	}
 	c.pub.Lock() // a Cut may still be showing its part
 	defer c.pub.Unlock()
-	err := c.surf.deliver(ctx, final{md: md, buttons: out.Buttons, silent: out.Silent, deadline: c.now().Add(c.opts.FinalWait)})
-	c.typing.clear(ctx, c.now())
+	err := c.out.surf.deliver(ctx, final{md: md, buttons: out.Buttons, silent: out.Silent, deadline: c.now().Add(c.opts.FinalWait)})
+	c.out.typing.clear(ctx, c.now())
 	return c.Refs(), err
 }

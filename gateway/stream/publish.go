@@ -6,68 +6,87 @@ import (
 	"unicode/utf8"
 )
 
+// publisher is the loop's side of a Controller: each turn it refreshes
+// the typing line and shows the reply on the surface when that is due,
+// keeping what it has shown and the wait for the first post.
+type publisher struct {
+	r         *reply
+	verbosity Verbosity
+	now       func() time.Time
+	surf      surface
+	pace      *pacer
+	msgs      *messages
+	typing    indicator // used by the publishing goroutine only (and by finish once it stopped)
+
+	// Guarded by r.mu:
+	sentVersion uint64 // version fully shown
+	// waitsFirst: show's last call returned the wait for the first post,
+	// so the loop wakes by itself when it is due.
+	waitsFirst bool
+}
+
 // step is one turn of the loop: it refreshes the typing line and publishes
 // the reply when that is due, and returns how long the loop may sleep
 // before the next turn; -1 means until content changes.
-func (c *Controller) step(ctx context.Context) time.Duration {
-	if d := c.pace.pausedFor(c.now()); d > 0 {
+func (p *publisher) step(ctx context.Context) time.Duration {
+	if d := p.pace.pausedFor(p.now()); d > 0 {
 		return d
 	}
-	c.mu.Lock()
-	run := c.doc.running()
-	status := statusLine(c.doc.status, run, c.typing.always && !c.firstAt.IsZero())
-	c.mu.Unlock()
-	want := run != nil || c.typing.always || !c.surf.showsProgress()
-	return earliest(c.typing.tick(ctx, want, status, c.now()), c.show(ctx))
+	p.r.mu.Lock()
+	run := p.r.doc.running()
+	status := statusLine(p.r.doc.status, run, p.typing.always && !p.r.firstAt.IsZero())
+	p.r.mu.Unlock()
+	want := run != nil || p.typing.always || !p.surf.showsProgress()
+	return earliest(p.typing.tick(ctx, want, status, p.now()), p.show(ctx))
 }
 
 // show publishes the surface's view of the reply if it is due and returns
 // when to look again.
-func (c *Controller) show(ctx context.Context) time.Duration {
-	c.mu.Lock()
-	now := c.now()
-	running := c.doc.running() != nil
-	c.waitsFirst = false
+func (p *publisher) show(ctx context.Context) time.Duration {
+	p.r.mu.Lock()
+	now := p.now()
+	running := p.r.doc.running() != nil
+	p.waitsFirst = false
 	switch {
-	case c.pace.onlyFinal() || c.firstAt.IsZero():
-		c.mu.Unlock()
+	case p.pace.onlyFinal() || p.r.firstAt.IsZero():
+		p.r.mu.Unlock()
 		return -1
-	case c.pace.pausedFor(now) > 0:
-		c.mu.Unlock()
-		return c.pace.pausedFor(now)
-	case c.version == c.sentVersion && !running:
-		c.mu.Unlock()
+	case p.pace.pausedFor(now) > 0:
+		p.r.mu.Unlock()
+		return p.pace.pausedFor(now)
+	case p.r.version == p.sentVersion && !running:
+		p.r.mu.Unlock()
 		return -1
 	}
-	if d := c.pace.dueIn(now); d > 0 {
-		c.mu.Unlock()
+	if d := p.pace.dueIn(now); d > 0 {
+		p.r.mu.Unlock()
 		return d
 	}
-	view := c.surf.view(&c.doc, c.opts.Verbosity, now)
-	version := c.version
-	if !c.msgs.shown() {
+	view := p.surf.view(&p.r.doc, p.verbosity, now)
+	version := p.r.version
+	if !p.msgs.shown() {
 		if view == "" {
-			c.sentVersion = version
-			c.mu.Unlock()
+			p.sentVersion = version
+			p.r.mu.Unlock()
 			return -1
 		}
-		if wait := c.firstAt.Add(firstPostDelay).Sub(now); wait > 0 && utf8.RuneCountInString(view) < firstPostChars {
-			c.waitsFirst = true
-			c.mu.Unlock()
+		if wait := p.r.firstAt.Add(firstPostDelay).Sub(now); wait > 0 && utf8.RuneCountInString(view) < firstPostChars {
+			p.waitsFirst = true
+			p.r.mu.Unlock()
 			return wait
 		}
 	}
-	c.mu.Unlock()
+	p.r.mu.Unlock()
 
-	ok := c.surf.publish(ctx, view)
+	ok := p.surf.publish(ctx, view)
 
-	after := c.pace.published(c.now())
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	after := p.pace.published(p.now())
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
 	if ok {
-		c.sentVersion = version
+		p.sentVersion = version
 	}
-	if c.pace.onlyFinal() || (c.version == c.sentVersion && !running) {
+	if p.pace.onlyFinal() || (p.r.version == p.sentVersion && !running) {
 		return -1
 	}
 	return after

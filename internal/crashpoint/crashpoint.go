@@ -10,10 +10,20 @@
 // NAME is reached (the first when N is not given) writes one line to
 // stderr and kills its own process with SIGKILL: no deferred function,
 // buffer flush or clean stop runs.
+//
+// The embedded inbox compacts its file only after 4,096 records, more
+// than a test's conversation writes: a crashpoints build reads
+// PIBOT_CRASHPOINT_INBOX_COMPACT, a number of records, as the inbox's
+// threshold instead (InboxCompactAfter), so the suite reaches the
+// compaction's points. A release build has no such knob.
 package crashpoint
 
 // The points, in the order of a message's life.
 const (
+	// DedupeSeen: the dedupe recorded a new event's key (pending, in
+	// cluster mode) before the intake classified it (a command, a thread
+	// to open); its item is not enqueued.
+	DedupeSeen = "dedupe.seen"
 	// InboxAppend: an accepted event's inbox item is durable (the
 	// platform is told "received" next).
 	InboxAppend = "inbox.append"
@@ -52,4 +62,25 @@ const (
 	// PumpHandoff: (cluster mode) the pump took a key's items from the
 	// shared inbox, before it hands them to the mailbox.
 	PumpHandoff = "pump.handoff"
+
+	// The embedded inbox's compaction of its file (cluster.LocalInbox),
+	// step by step. It also compacts when it opens, so every start passes
+	// each of them once: the first compaction while running (on a
+	// goroutine of its own, messages still accepted) is hit 2.
+
+	// CompactPartial: a first part of the compacted file is written to
+	// its temporary file, not fsynced (at the start: half of it; while
+	// running: the records of what the inbox held when the compaction
+	// began, no lock held); the inbox file is the old one, whole.
+	CompactPartial = "inbox.compact.partial"
+	// CompactWritten: the compacted file is whole (while running: with
+	// the records written meanwhile) and fsynced, not renamed over the
+	// inbox file.
+	CompactWritten = "inbox.compact.written"
+	// CompactRenamed: the compacted file is renamed over the inbox file;
+	// the directory is not fsynced.
+	CompactRenamed = "inbox.compact.renamed"
+	// CompactSynced: the directory is fsynced; the inbox still appends to
+	// the old file's handle, not yet to the new one.
+	CompactSynced = "inbox.compact.synced"
 )

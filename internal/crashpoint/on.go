@@ -58,3 +58,20 @@ func Hit(name string) {
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // SIGKILL is not delivered late, but nothing runs past it
 }
+
+// InboxCompactAfter is PIBOT_CRASHPOINT_INBOX_COMPACT, the number of
+// records after which the inbox may compact its file while running (0
+// when unset: the inbox's own threshold). A value that is not a positive
+// number stops the process, as a bad PIBOT_CRASHPOINT does.
+func InboxCompactAfter() int64 {
+	v := os.Getenv("PIBOT_CRASHPOINT_INBOX_COMPACT")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		fmt.Fprintf(os.Stderr, "pibot: PIBOT_CRASHPOINT_INBOX_COMPACT %q: want a positive number of records\n", v)
+		os.Exit(2)
+	}
+	return n
+}

@@ -163,9 +163,9 @@ var rules = []rule{
 	{pkg: "gateway/stream", may: []string{"chat", "internal/backoff", "internal/tokenbucket"},
 		never: join(sdks, []string{"gateway", "agent/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the stream controller drives a chat.Adapter and knows nothing of runs or sessions"},
-	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/groupsync", "internal/tokenbucket", xsys}, test: []string{"cluster/clustertest"},
+	{pkg: "cluster", may: []string{"internal/atomicfile", "internal/crashpoint", "internal/groupsync", "internal/tokenbucket", xsys}, test: []string{"cluster/clustertest"},
 		never: join(sdks, []string{"gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
-		why:   "cluster primitives are generic (keys, bytes, leases): no chat, session or agent type"},
+		why:   "cluster primitives are generic (keys, bytes, leases): no chat, session or agent type; the embedded inbox's compaction steps are crash points"},
 	{pkg: "cluster/rediscluster", may: []string{"cluster", "internal/tokenbucket", redis}, test: []string{"cluster/clustertest", "cluster/rediscluster/redistest", miniredis},
 		never: join(platformSDKs, modelSDKs, []string{chromedp, "gateway/...", "agent/...", "chat/...", "session/...", "adapters/...", "providers/...", "tools/..."}),
 		why:   "the Redis implementations of the cluster seams are as generic as cluster itself: keys, bytes and leases on go-redis"},
@@ -180,10 +180,10 @@ var rules = []rule{
 
 	// The wiring.
 	{pkg: "cmd/pibot",
-		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionrun", "internal/tokenbucket",
+		may: []string{"adapters/...", "agent/...", "chat", "cluster", "cluster/rediscluster", "cluster/rediscluster/redispairing", "cluster/rediscluster/redisspend", redis, "config", "gateway/...", "internal/buildinfo", "internal/crashpoint", "internal/doctor", "internal/extensions", "internal/otlp", "internal/secret", "internal/sessionrun", "internal/tokenbucket",
 			"internal/transcript", "internal/worktree", "llm", "providers", "providers/faux", "session", "tools/...", prometheus, yaml, xsys, xsync},
 		test: []string{"adapters/telegram/telegramtest", "cluster/rediscluster/redistest", "internal/tinyfs", mcpSDK, telegramSDK},
-		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server)"},
+		why:  "cmd/pibot wires the layers together; only it sees every layer (its tests run an MCP server; a crashpoints build's knobs come from internal/crashpoint)"},
 
 	// Internal helpers.
 	{pkg: "internal/atomicfile", never: sdks, why: whyStdlib},

@@ -29,14 +29,12 @@ const RetryInterval = 200 * time.Millisecond
 // from WriteAsync, Close), so a writer never waits for the disk unless it
 // asks to.
 type File struct {
-	mu      sync.Mutex
-	f       *os.File
-	path    string
-	buf     []byte // writes not yet in the file
-	spare   []byte // an empty buffer written out before, for the next buf
-	written uint64 // writes accepted
-	err     error  // the failure that poisoned the file; nil when healthy
-	failed  time.Time
+	mu     sync.Mutex
+	f      *os.File
+	path   string
+	pend   pending // writes not yet in the file
+	err    error   // the failure that poisoned the file; nil when healthy
+	failed time.Time
 
 	syncMu     sync.Mutex
 	synced     atomic.Uint64 // writes known durable; stored under syncMu
@@ -93,7 +91,7 @@ func (g *File) WriteAsync(b []byte) (wait func() error, err error) {
 // On a poisoned file it tries to recover.
 func (g *File) Sync() error {
 	g.mu.Lock()
-	n := g.written
+	n := g.pend.written
 	g.mu.Unlock()
 	return g.syncThrough(n)
 }
@@ -129,12 +127,7 @@ func (g *File) write(b []byte) (uint64, error) {
 	case g.err != nil:
 		return 0, g.err
 	}
-	if g.buf == nil {
-		g.buf, g.spare = g.spare, nil
-	}
-	g.buf = append(g.buf, b...)
-	g.written++
-	return g.written, nil
+	return g.pend.add(b), nil
 }
 
 // Flush writes what is buffered to the file without waiting for the disk:
@@ -213,12 +206,16 @@ func (g *File) flushLocked() error {
 // are then in the file. The caller holds syncMu (so g.f stays open).
 func (g *File) writeOut() (upTo uint64, err error) {
 	g.mu.Lock()
-	data, upTo, f, err := g.buf, g.written, g.f, g.err
-	g.buf = nil
+	data, upTo := g.pend.take()
+	f, err := g.f, g.err
 	g.mu.Unlock()
 	switch {
 	case err != nil:
-		g.unwrite(data)
+		if len(data) > 0 {
+			g.mu.Lock()
+			g.pend.unwrite(data)
+			g.mu.Unlock()
+		}
 		return 0, err
 	case f == nil:
 		return 0, os.ErrClosed
@@ -230,40 +227,12 @@ func (g *File) writeOut() (upTo uint64, err error) {
 	if _, err := f.Write(data); err != nil {
 		return 0, g.fail(fmt.Errorf("write %s: %w", g.path, err))
 	}
-	g.reuse(data)
+	if cap(data) <= keptBuffer {
+		g.mu.Lock()
+		g.pend.reuse(data)
+		g.mu.Unlock()
+	}
 	return upTo, nil
-}
-
-// keptBuffer is the largest buffer kept for the next writes: an inbox
-// writes a few hundred bytes at a time; a rare burst is not kept.
-const keptBuffer = 64 << 10
-
-// reuse keeps data, written out and copied, for the next writes: as their
-// buffer when none has begun one, else as the spare the one after takes.
-// A busy inbox gathered a new buffer for every group, grown write by write
-// while the last group was being written.
-func (g *File) reuse(data []byte) {
-	if cap(data) > keptBuffer {
-		return
-	}
-	g.mu.Lock()
-	switch {
-	case g.buf == nil:
-		g.buf = data[:0]
-	case g.spare == nil:
-		g.spare = data[:0]
-	}
-	g.mu.Unlock()
-}
-
-// unwrite puts data taken from the buffer back in front of it.
-func (g *File) unwrite(data []byte) {
-	if len(data) == 0 {
-		return
-	}
-	g.mu.Lock()
-	g.buf = append(data, g.buf...)
-	g.mu.Unlock()
 }
 
 // fail poisons the file: after a failed write or sync no call uses the
@@ -298,9 +267,9 @@ func (g *File) recoverLocked() error {
 		return g.fail(fmt.Errorf("%w (recovering: %v)", err, oerr))
 	}
 	g.mu.Lock()
-	data, upTo := append(g.inFile, g.buf...), g.written
-	g.buf = nil
+	buf, upTo := g.pend.take()
 	g.mu.Unlock()
+	data := append(g.inFile, buf...)
 	werr := f.Truncate(g.syncedSize)
 	if werr == nil && len(data) > 0 {
 		_, werr = f.Write(data)
@@ -331,7 +300,7 @@ func (g *File) Close() error {
 	g.syncMu.Lock()
 	defer g.syncMu.Unlock()
 	g.mu.Lock()
-	f, pending, poisoned := g.f, g.written > g.synced.Load(), g.err != nil
+	f, unsynced, poisoned := g.f, g.pend.written > g.synced.Load(), g.err != nil
 	g.mu.Unlock()
 	if f == nil {
 		return nil
@@ -340,7 +309,7 @@ func (g *File) Close() error {
 	if poisoned {
 		err = g.recoverLocked()
 	}
-	if pending && err == nil {
+	if unsynced && err == nil {
 		err = g.flushLocked()
 	}
 	g.mu.Lock()

@@ -294,13 +294,14 @@ func TestWriteDuringWriteOutTakesTheSpare(t *testing.T) {
 			t.Fatal(err)
 		}
 		g.mu.Lock()
-		group := g.buf // writeOut takes the group...
-		g.buf = nil
+		group, _ := g.pend.take() // writeOut takes the group...
 		g.mu.Unlock()
 		if err := g.Write(line); err != nil { // ...a write arrives meanwhile...
 			t.Fatal(err)
 		}
-		g.reuse(group) // ...and the group is written out
+		g.mu.Lock()
+		g.pend.reuse(group) // ...and the group is written out
+		g.mu.Unlock()
 		if err := g.Sync(); err != nil {
 			t.Fatal(err)
 		}

@@ -57,15 +57,18 @@ func (m *Manager) Diff(ctx context.Context, t Tree, maxPatch int) (Diff, error) 
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	if _, err := m.in(ctx, gd, t.Path, env, "add", "--all", "--", "."); err != nil {
+	if err := m.git.dropGitlinks(ctx, gd, t.Path, env); err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
-	tree, err := m.in(ctx, gd, t.Path, env, "write-tree")
+	if _, err := m.git.in(ctx, gd, t.Path, env, "add", "--all", "--", "."); err != nil {
+		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
+	}
+	tree, err := m.git.in(ctx, gd, t.Path, env, "write-tree")
 	if err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
 	args := []string{"diff", "--no-ext-diff", "--no-textconv", "--no-color", "--no-renames"}
-	names, err := m.in(ctx, gd, t.Path, nil, append(args, "--name-only", t.Base, tree)...)
+	names, err := m.git.in(ctx, gd, t.Path, nil, append(args, "--name-only", t.Base, tree)...)
 	if err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
@@ -73,10 +76,10 @@ func (m *Manager) Diff(ctx context.Context, t Tree, maxPatch int) (Diff, error) 
 	if names != "" {
 		d.Files = strings.Count(names, "\n") + 1
 	}
-	if d.Stat, err = m.in(ctx, gd, t.Path, nil, append(args, "--stat=72", "--stat-count=20", t.Base, tree)...); err != nil {
+	if d.Stat, err = m.git.in(ctx, gd, t.Path, nil, append(args, "--stat=72", "--stat-count=20", t.Base, tree)...); err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}
-	patch, err := m.in(ctx, gd, t.Path, nil, append(args, t.Base, tree)...)
+	patch, err := m.git.in(ctx, gd, t.Path, nil, append(args, t.Base, tree)...)
 	if err != nil {
 		return Diff{}, fmt.Errorf("worktree: diff: %w", err)
 	}

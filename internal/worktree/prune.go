@@ -57,14 +57,14 @@ func (m *Manager) pruneOne(ctx context.Context, path string, idle time.Duration,
 	if err != nil {
 		return false, nil // not a worktree (any more): not pibot's to remove
 	}
-	out, err := m.in(ctx, gd, path, nil, "status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--ignore-submodules=none")
+	out, err := m.git.in(ctx, gd, path, nil, statusArgs()...)
 	if err != nil {
 		return false, fmt.Errorf("worktree: prune %s: %w", path, err)
 	}
 	if out != "" {
 		return false, nil
 	}
-	if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "remove", path); err != nil {
+	if _, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "remove", path); err != nil {
 		return false, fmt.Errorf("worktree: prune %s: %w", path, err)
 	}
 	m.log.Info("idle worktree removed; its branch stays", "path", path)

@@ -6,18 +6,22 @@
 // branch, says what a worktree changed against the commit it started
 // from (commits, uncommitted and untracked files), and removes worktrees
 // that were idle and clean for long enough. It never removes a worktree
-// with any change, never deletes a branch and never commits.
+// with any change, never deletes a branch and never commits. A worktree
+// made for a place and never claimed (a crash before its record) is
+// adopted by the place's next Create; Mounts says what a sandbox must show of the
+// repository for git to work in a worktree, and what it must show
+// read-only.
 //
 // Git runs with explicit arguments, never through a shell, without the
 // repository's hooks (core.hooksPath=/dev/null) and fsmonitor, with no
 // GIT_* variable of pibot's environment, and inside a worktree with an
 // explicit --git-dir and --work-tree: the .git file of a worktree is in
 // the agent's reach, so it is never what tells git where the repository
-// is.
+// is. Its status never looks inside submodules, whose configuration is
+// the agent's too.
 package worktree
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,10 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/pibot/pibot/internal/atomicfile"
 )
 
 // Dir is the directory of the workspace the worktrees live in. The
@@ -48,11 +49,9 @@ type Tree struct {
 // concurrent use; the worktrees' lock files serialise what processes do
 // to one worktree.
 type Manager struct {
-	repo   string // the repository's top level, symlinks evaluated
-	common string // its common git directory
-	root   string // repo/Dir
-	git    string
-	log    *slog.Logger
+	places
+	git gitCmd
+	log *slog.Logger
 }
 
 // ErrNotRepo is returned by New and Check for a workspace that is not the
@@ -84,17 +83,20 @@ func New(ctx context.Context, repo string, log *slog.Logger) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
-	m := &Manager{repo: real, git: bin, log: log, root: filepath.Join(real, Dir)}
-	top, err := m.run(ctx, nil, "-C", real, "rev-parse", "--show-toplevel")
+	m := &Manager{places: places{repo: real, root: filepath.Join(real, Dir)}, git: gitCmd{bin: bin}, log: log}
+	top, err := m.git.run(ctx, nil, "-C", real, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %s: %w", repo, ErrNotRepo)
 	}
 	if t, err := filepath.EvalSymlinks(top); err != nil || t != real {
 		return nil, fmt.Errorf("worktree: %s: %w (its top level is %s)", repo, ErrNotRepo, top)
 	}
-	common, err := m.run(ctx, nil, "-C", real, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	common, err := m.git.run(ctx, nil, "-C", real, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %s: %w", repo, err)
+	}
+	if r, err := filepath.EvalSymlinks(common); err == nil {
+		common = r
 	}
 	m.common = common
 	return m, nil
@@ -106,14 +108,22 @@ func (m *Manager) Root() string { return m.root }
 // Create makes a worktree for a branch named like name (made unique with
 // a number) starting at from, a commit; "" starts at the repository's
 // HEAD. The new worktree is its own base.
-func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
+//
+// key, when not "", names what the worktree is for (a conversation's
+// place): the worktree stays marked as unclaimed under key until Claim
+// is called. A Create for the same name and key adopts such a
+// worktree, one made at the same commit and never used since (its branch
+// still at its base, nothing changed in it), instead of making another
+// branch: what a crash between the worktree's making and its record
+// leaves behind.
+func (m *Manager) Create(ctx context.Context, name, from, key string) (Tree, error) {
 	if err := m.prepare(); err != nil {
 		return Tree{}, err
 	}
 	if from == "" {
 		from = "HEAD"
 	}
-	base, err := m.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--end-of-options", from+"^{commit}")
+	base, err := m.git.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--end-of-options", from+"^{commit}")
 	if err != nil {
 		return Tree{}, fmt.Errorf("worktree: create: %w to start from (%s): %w", ErrNoCommit, from, err)
 	}
@@ -124,22 +134,26 @@ func (m *Manager) Create(ctx context.Context, name, from string) (Tree, error) {
 		return Tree{}, err
 	}
 	defer unlock()
+	if t, ok := m.adopt(ctx, name, base, key); ok {
+		return t, nil
+	}
 	for i := 1; i <= 100; i++ {
-		branch := name
-		if i > 1 {
-			branch = fmt.Sprintf("%s-%d", name, i)
-		}
-		if _, err := m.run(ctx, nil, "check-ref-format", "--branch", branch); err != nil {
+		branch := numbered(name, i)
+		if _, err := m.git.run(ctx, nil, "check-ref-format", "--branch", branch); err != nil {
 			return Tree{}, fmt.Errorf("worktree: create: branch name %q: %w", branch, err)
 		}
-		if _, err := m.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+		if _, err := m.git.run(ctx, nil, "-C", m.repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
 			continue // taken: branches are never reused
 		}
 		t := Tree{Path: filepath.Join(m.root, leaf(branch)), Branch: branch, Base: base}
 		if _, err := os.Lstat(t.Path); err == nil {
 			continue // a directory of something else: next name
 		}
-		if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "add", "-b", t.Branch, t.Path, base); err != nil {
+		if err := m.markUnclaimed(t, key); err != nil {
+			return Tree{}, err
+		}
+		if _, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "add", "-b", t.Branch, t.Path, base); err != nil {
+			_ = os.Remove(m.unclaimedFile(t.Path))
 			return Tree{}, fmt.Errorf("worktree: create: %w", err)
 		}
 		_ = touch(m.usedFile(t.Path))
@@ -169,10 +183,10 @@ func (m *Manager) Open(ctx context.Context, t Tree) (recreated bool, err error) 
 		}
 		// Forget the registration of a worktree whose directory is gone,
 		// then check the branch out again.
-		if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "prune"); err != nil {
+		if _, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "prune"); err != nil {
 			return false, fmt.Errorf("worktree: open: %w", err)
 		}
-		if _, err := m.run(ctx, nil, "-C", m.repo, "worktree", "add", t.Path, t.Branch); err != nil {
+		if _, err := m.git.run(ctx, nil, "-C", m.repo, "worktree", "add", t.Path, t.Branch); err != nil {
 			return false, fmt.Errorf("worktree: open: %w", err)
 		}
 		m.log.Info("worktree made again from its branch", "path", t.Path, "branch", t.Branch)
@@ -187,64 +201,16 @@ func (m *Manager) State(ctx context.Context, t Tree) (head string, dirty bool, e
 	if err != nil {
 		return "", false, err
 	}
-	head, err = m.in(ctx, gd, t.Path, nil, "rev-parse", "--verify", "HEAD^{commit}")
+	head, err = m.git.in(ctx, gd, t.Path, nil, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
 		return "", false, fmt.Errorf("worktree: state: %w", err)
 	}
-	out, err := m.in(ctx, gd, t.Path, nil, "status", "--porcelain", "--untracked-files=all", "--ignored=matching", "--ignore-submodules=none")
+	out, err := m.git.in(ctx, gd, t.Path, nil, statusArgs()...)
 	if err != nil {
 		return "", false, fmt.Errorf("worktree: state: %w", err)
 	}
 	_ = touch(m.usedFile(t.Path))
 	return head, out != "", nil
-}
-
-// owns refuses a Tree that is not one of this manager's worktrees (a
-// session entry names it; it is checked before git touches it).
-func (m *Manager) owns(t Tree) error {
-	if filepath.Dir(t.Path) != m.root || leaf(t.Branch) != filepath.Base(t.Path) || Sanitize(t.Branch) != t.Branch {
-		return fmt.Errorf("worktree: %s (%s) is not a worktree of %s", t.Path, t.Branch, m.repo)
-	}
-	return nil
-}
-
-// prepare makes the worktrees' directory and has git ignore it.
-func (m *Manager) prepare() error {
-	if err := os.MkdirAll(m.root, 0o755); err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	exclude := filepath.Join(m.common, "info", "exclude")
-	line := "/" + Dir + "/"
-	b, err := os.ReadFile(exclude)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if strings.TrimSpace(l) == line {
-			return nil
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(exclude), 0o755); err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	if len(b) > 0 && !bytes.HasSuffix(b, []byte("\n")) {
-		b = append(b, '\n')
-	}
-	b = append(b, []byte("# pibot's worktrees of conversations (agents.NAME.worktree)\n"+line+"\n")...)
-	if err := atomicfile.Write(exclude, b); err != nil {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	return nil
-}
-
-// lock takes the lock of the repository's worktrees (a file in Root),
-// which every change to them holds, in every process.
-func (m *Manager) lock() (func(), error) {
-	unlock, err := atomicfile.Lock(filepath.Join(m.root, ".repo"))
-	if err != nil {
-		return nil, fmt.Errorf("worktree: %w", err)
-	}
-	return unlock, nil
 }
 
 // locked runs fn under lock, then marks t's worktree used.
@@ -261,79 +227,10 @@ func (m *Manager) locked(t Tree, fn func() (bool, error)) (bool, error) {
 	return ok, err
 }
 
-// side is a file beside the worktree at path: ".LEAF" + suffix (a leaf
-// never starts with a dot, so it is no worktree's).
-func (m *Manager) side(path, suffix string) string {
-	return filepath.Join(m.root, "."+filepath.Base(path)+suffix)
-}
-
-// usedFile's modification time is when the worktree was last used.
-func (m *Manager) usedFile(path string) string { return m.side(path, ".used") }
-
 func touch(path string) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	return errors.Join(f.Close(), os.Chtimes(path, time.Now(), time.Now()))
-}
-
-// adminDir finds the repository's administrative directory of the
-// worktree at path, from the repository's side (.git/worktrees/*/gitdir),
-// never from the worktree's own .git file.
-func (m *Manager) adminDir(path string) (string, error) {
-	dirs, err := os.ReadDir(filepath.Join(m.common, "worktrees"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("worktree: %w", err)
-	}
-	want := filepath.Join(path, ".git")
-	for _, d := range dirs {
-		dir := filepath.Join(m.common, "worktrees", d.Name())
-		b, err := os.ReadFile(filepath.Join(dir, "gitdir"))
-		if err == nil && filepath.Clean(strings.TrimSpace(string(b))) == want {
-			return dir, nil
-		}
-	}
-	return "", fmt.Errorf("worktree: %s is not a worktree of %s", path, m.repo)
-}
-
-// in runs git on the worktree at work whose administrative directory is
-// gitDir.
-func (m *Manager) in(ctx context.Context, gitDir, work string, env []string, args ...string) (string, error) {
-	return m.run(ctx, env, append([]string{"--git-dir=" + gitDir, "--work-tree=" + work, "-C", work}, args...)...)
-}
-
-// run runs git with args (no shell), without hooks, fsmonitor, pagers or
-// prompts and without pibot's GIT_* environment, and returns its output
-// trimmed.
-func (m *Manager) run(ctx context.Context, env []string, args ...string) (string, error) {
-	full := append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.pager=cat",
-		"-c", "diff.external=", "--no-pager"}, args...)
-	cmd := exec.CommandContext(ctx, m.git, full...)
-	cmd.Env = append(gitEnv(), env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		what := args[0]
-		for _, a := range args {
-			if !strings.HasPrefix(a, "-") && !strings.Contains(a, "/") {
-				what = a
-				break
-			}
-		}
-		return "", fmt.Errorf("git %s: %w: %s", what, err, strings.TrimSpace(errb.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
-}
-
-// gitEnv is pibot's environment without GIT_* variables, with git's
-// prompts off and its messages in English.
-func gitEnv() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") && !strings.HasPrefix(kv, "LC_ALL=") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 }

@@ -94,7 +94,7 @@ func TestCreateDiffAndState(t *testing.T) {
 	dir := repo(t)
 	m := manager(t, dir)
 	ctx := t.Context()
-	a, err := m.Create(ctx, worktree.Name("slack", "C1", "1.2"), "")
+	a, err := m.Create(ctx, worktree.Name("slack", "C1", "1.2"), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestCreateDiffAndState(t *testing.T) {
 		t.Fatalf("tree %+v", a)
 	}
 	// The same name again is a branch of its own.
-	b, err := m.Create(ctx, worktree.Name("slack", "C1", "1.2"), "")
+	b, err := m.Create(ctx, worktree.Name("slack", "C1", "1.2"), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestForkFromCommit(t *testing.T) {
 	dir := repo(t)
 	m := manager(t, dir)
 	ctx := t.Context()
-	a, err := m.Create(ctx, worktree.Name("web", "c", "1"), "")
+	a, err := m.Create(ctx, worktree.Name("web", "c", "1"), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestForkFromCommit(t *testing.T) {
 	git(t, a.Path, "add", "a.txt")
 	git(t, a.Path, "commit", "-q", "-m", "a")
 	at, _, _ := m.State(ctx, a)
-	f, err := m.Create(ctx, worktree.Name("web", "c", "2"), at)
+	f, err := m.Create(ctx, worktree.Name("web", "c", "2"), at, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestForkFromCommit(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(f.Path, "a.txt")); err != nil || string(b) != "a\n" {
 		t.Fatalf("fork lacks the parent's file: %q %v", b, err)
 	}
-	if _, err := m.Create(ctx, "pibot/x", "0123456789abcdef0123456789abcdef01234567"); !errors.Is(err, worktree.ErrNoCommit) {
+	if _, err := m.Create(ctx, "pibot/x", "0123456789abcdef0123456789abcdef01234567", ""); !errors.Is(err, worktree.ErrNoCommit) {
 		t.Fatalf("created from a commit that does not exist: %v", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestOpenRecreatesFromBranch(t *testing.T) {
 	dir := repo(t)
 	m := manager(t, dir)
 	ctx := t.Context()
-	a, err := m.Create(ctx, worktree.Name("tg", "5"), "")
+	a, err := m.Create(ctx, worktree.Name("tg", "5"), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,15 +217,15 @@ func TestPruneKeepsChanges(t *testing.T) {
 	dir := repo(t)
 	m := manager(t, dir)
 	ctx := t.Context()
-	clean, err := m.Create(ctx, "pibot/clean", "")
+	clean, err := m.Create(ctx, "pibot/clean", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirty, err := m.Create(ctx, "pibot/dirty", "")
+	dirty, err := m.Create(ctx, "pibot/dirty", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ignored, err := m.Create(ctx, "pibot/ignored", "")
+	ignored, err := m.Create(ctx, "pibot/ignored", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestNoHooksAndNoRedirect(t *testing.T) {
 	}
 	m := manager(t, dir)
 	ctx := context.Background()
-	a, err := m.Create(ctx, "pibot/a", "")
+	a, err := m.Create(ctx, "pibot/a", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestCreateConcurrent(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			tr, err := m.Create(t.Context(), "pibot/same", "")
+			tr, err := m.Create(t.Context(), "pibot/same", "", "")
 			errs <- err
 			got <- tr.Branch
 		}()
@@ -323,7 +323,7 @@ func TestCreateConcurrent(t *testing.T) {
 func TestDiffOfManyFiles(t *testing.T) {
 	dir := repo(t)
 	m := manager(t, dir)
-	a, err := m.Create(t.Context(), "pibot/many", "")
+	a, err := m.Create(t.Context(), "pibot/many", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,6 +134,7 @@ func (c *counts) add(u *usage) {
 // read turns the events into the builder's calls until message_stop, the
 // end of the stream or a failure.
 func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *events) {
+	bs := b.Blocks()
 	blocks := map[int64]int{}
 	var u counts
 	stop := ""
@@ -152,22 +153,22 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *events) {
 			ok := true
 			switch cb.Type {
 			case "text":
-				if i, ok = b.TextStart(); ok && cb.Text != "" {
-					ok = b.Delta(i, cb.Text)
+				if i, ok = bs.TextStart(); ok && cb.Text != "" {
+					ok = bs.Delta(i, cb.Text)
 				}
 			case "thinking":
-				if i, ok = b.ThinkingStart(); ok && cb.Thinking != "" {
-					ok = b.Delta(i, cb.Thinking)
+				if i, ok = bs.ThinkingStart(); ok && cb.Thinking != "" {
+					ok = bs.Delta(i, cb.Thinking)
 				}
 			case "redacted_thinking":
-				if i, ok = b.ThinkingStart(); ok {
-					blk := b.Block(i)
+				if i, ok = bs.ThinkingStart(); ok {
+					blk := bs.At(i)
 					blk.Redacted = true
 					blk.ThinkingSignature = cb.Data
-					ok = b.Delta(i, "[Reasoning redacted]")
+					ok = bs.Delta(i, "[Reasoning redacted]")
 				}
 			case "tool_use":
-				i, ok = b.ToolCallStart(cb.ID, cb.Name)
+				i, ok = bs.ToolCallStart(cb.ID, cb.Name)
 			default:
 				continue
 			}
@@ -184,21 +185,21 @@ func (m *Model) read(ctx context.Context, b *assemble.Builder, stream *events) {
 			ok := true
 			switch d.Type {
 			case "text_delta":
-				ok = b.Delta(i, d.Text)
+				ok = bs.Delta(i, d.Text)
 			case "thinking_delta":
-				ok = b.Delta(i, d.Thinking)
+				ok = bs.Delta(i, d.Thinking)
 			case "signature_delta":
-				b.Block(i).ThinkingSignature += d.Signature
+				bs.At(i).ThinkingSignature += d.Signature
 			case "input_json_delta":
 				if d.PartialJSON != "" {
-					ok = b.Delta(i, d.PartialJSON)
+					ok = bs.Delta(i, d.PartialJSON)
 				}
 			}
 			if !ok {
 				return
 			}
 		case "content_block_stop":
-			if i, found := blocks[e.Index]; found && !b.End(i) {
+			if i, found := blocks[e.Index]; found && !bs.End(i) {
 				return
 			}
 		case "message_delta":

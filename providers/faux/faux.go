@@ -277,29 +277,30 @@ func (p *player) stop() {
 }
 
 func (p *player) play(t Turn) bool {
+	bs := p.b.Blocks()
 	if !p.wait() || !p.b.Start() {
 		return false
 	}
-	if t.Thinking != "" && !p.block(p.b.ThinkingStart, t.Thinking) {
+	if t.Thinking != "" && !p.block(bs.ThinkingStart, t.Thinking) {
 		return false
 	}
-	if t.Text != "" && !p.block(p.b.TextStart, t.Text) {
+	if t.Text != "" && !p.block(bs.TextStart, t.Text) {
 		return false
 	}
 	for _, c := range t.Calls {
 		if !p.wait() {
 			return false
 		}
-		i, ok := p.b.ToolCallStart(c.ID, c.Name)
+		i, ok := bs.ToolCallStart(c.ID, c.Name)
 		if !ok {
 			return false
 		}
 		for _, piece := range splitArgs(c.Args) {
-			if !p.wait() || !p.b.Delta(i, piece) {
+			if !p.wait() || !bs.Delta(i, piece) {
 				return false
 			}
 		}
-		if !p.b.End(i) {
+		if !bs.End(i) {
 			return false
 		}
 	}
@@ -307,16 +308,17 @@ func (p *player) play(t Turn) bool {
 }
 
 func (p *player) block(start func() (int, bool), s string) bool {
+	bs := p.b.Blocks()
 	i, ok := start()
 	if !ok {
 		return false
 	}
 	for _, tok := range Tokens(s) {
-		if !p.wait() || !p.b.Delta(i, tok) {
+		if !p.wait() || !bs.Delta(i, tok) {
 			return false
 		}
 	}
-	return p.b.End(i)
+	return bs.End(i)
 }
 
 // Tokens splits s into the pieces faux streams: words with their trailing

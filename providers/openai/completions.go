@@ -284,6 +284,7 @@ func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) (field, text string
 
 // read turns the chunks into events.
 func (m *Completions) read(ctx context.Context, b *assemble.Builder, stream *ssestream.Stream[openai.ChatCompletionChunk]) {
+	bs := b.Blocks()
 	cur := -1 // open text or thinking block
 	tools := map[int64]int{}
 	var finish string
@@ -299,31 +300,31 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, stream *sse
 		for _, c := range ch.Choices {
 			d := c.Delta
 			if field, text := reasoningDelta(d); text != "" {
-				if cur < 0 || b.Block(cur).Type != llm.ContentThinking {
-					if cur >= 0 && !b.End(cur) {
+				if cur < 0 || bs.At(cur).Type != llm.ContentThinking {
+					if cur >= 0 && !bs.End(cur) {
 						return
 					}
 					var ok bool
-					if cur, ok = b.ThinkingStart(); !ok {
+					if cur, ok = bs.ThinkingStart(); !ok {
 						return
 					}
-					b.Block(cur).ThinkingSignature = field
+					bs.At(cur).ThinkingSignature = field
 				}
-				if !b.Delta(cur, text) {
+				if !bs.Delta(cur, text) {
 					return
 				}
 			}
 			if d.Content != "" {
-				if cur < 0 || b.Block(cur).Type != llm.ContentText {
-					if cur >= 0 && !b.End(cur) {
+				if cur < 0 || bs.At(cur).Type != llm.ContentText {
+					if cur >= 0 && !bs.End(cur) {
 						return
 					}
 					var ok bool
-					if cur, ok = b.TextStart(); !ok {
+					if cur, ok = bs.TextStart(); !ok {
 						return
 					}
 				}
-				if !b.Delta(cur, d.Content) {
+				if !bs.Delta(cur, d.Content) {
 					return
 				}
 			}
@@ -336,28 +337,28 @@ func (m *Completions) read(ctx context.Context, b *assemble.Builder, stream *sse
 				if !seen {
 					// Calls stream one after another: a new index ends the
 					// open text, thinking or previous call.
-					if cur >= 0 && !b.End(cur) {
+					if cur >= 0 && !bs.End(cur) {
 						return
 					}
 					cur = -1
 					for _, prev := range tools {
-						if !b.End(prev) {
+						if !bs.End(prev) {
 							return
 						}
 					}
 					var ok bool
-					if bi, ok = b.ToolCallStart(tc.ID, tc.Function.Name); !ok {
+					if bi, ok = bs.ToolCallStart(tc.ID, tc.Function.Name); !ok {
 						return
 					}
 					tools[idx] = bi
 				} else {
-					blk := b.Block(bi)
+					blk := bs.At(bi)
 					if blk.ID == "" {
 						blk.ID = tc.ID
 					}
 					blk.Name += tc.Function.Name
 				}
-				if tc.Function.Arguments != "" && b.IsOpen(bi) && !b.Delta(bi, tc.Function.Arguments) {
+				if tc.Function.Arguments != "" && bs.IsOpen(bi) && !bs.Delta(bi, tc.Function.Arguments) {
 					return
 				}
 			}

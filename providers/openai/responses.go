@@ -214,6 +214,7 @@ func (m *Responses) Stream(ctx context.Context, req llm.Request) iter.Seq[llm.Ev
 }
 
 func (m *Responses) read(ctx context.Context, b *assemble.Builder, stream *ssestream.Stream[responses.ResponseStreamEventUnion]) {
+	bs := b.Blocks()
 	blocks := map[int64]int{} // output_index -> block index
 	for stream.Next() {
 		e := stream.Current()
@@ -228,16 +229,16 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, stream *ssest
 			var ok bool
 			switch it.Type {
 			case "reasoning":
-				i, ok = b.ThinkingStart()
+				i, ok = bs.ThinkingStart()
 			case "message":
-				i, ok = b.TextStart()
+				i, ok = bs.TextStart()
 				if ok {
-					b.Block(i).TextSignature = it.ID
+					bs.At(i).TextSignature = it.ID
 				}
 			case "function_call":
-				i, ok = b.ToolCallStart(it.CallID+"|"+it.ID, it.Name)
+				i, ok = bs.ToolCallStart(it.CallID+"|"+it.ID, it.Name)
 				if args := it.Arguments.OfString; ok && args != "" {
-					ok = b.Delta(i, args)
+					ok = bs.Delta(i, args)
 				}
 			default:
 				continue
@@ -247,12 +248,12 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, stream *ssest
 			}
 			blocks[e.OutputIndex] = i
 		case "response.reasoning_summary_part.added":
-			if i, ok := block(); ok && b.Block(i).Thinking != "" && !b.Delta(i, "\n\n") {
+			if i, ok := block(); ok && bs.At(i).Thinking != "" && !bs.Delta(i, "\n\n") {
 				return
 			}
 		case "response.reasoning_summary_text.delta", "response.reasoning_text.delta",
 			"response.output_text.delta", "response.refusal.delta", "response.function_call_arguments.delta":
-			if i, ok := block(); ok && e.Delta != "" && !b.Delta(i, e.Delta) {
+			if i, ok := block(); ok && e.Delta != "" && !bs.Delta(i, e.Delta) {
 				return
 			}
 		case "response.output_item.done":
@@ -260,19 +261,19 @@ func (m *Responses) read(ctx context.Context, b *assemble.Builder, stream *ssest
 			if !ok {
 				continue
 			}
-			blk := b.Block(i)
+			blk := bs.At(i)
 			switch e.Item.Type {
 			case "reasoning":
 				blk.ThinkingSignature = e.JSON.Item.Raw()
 			case "function_call":
 				args := e.Item.Arguments.OfString
 				if string(blk.Arguments) == "{}" && args != "" && args != "{}" {
-					if !b.Delta(i, args) {
+					if !bs.Delta(i, args) {
 						return
 					}
 				}
 			}
-			if !b.End(i) {
+			if !bs.End(i) {
 				return
 			}
 		case "response.completed", "response.incomplete", "response.failed", "response.cancelled":

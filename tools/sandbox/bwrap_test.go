@@ -231,3 +231,46 @@ func TestRealSandboxUnixSockets(t *testing.T) {
 		}
 	}
 }
+
+// TestRealSandboxMounts runs the further mounts through the real bwrap:
+// a read-only directory with a writable one inside, a read-only file
+// inside that, and a read-only file inside the workspace. What Sees says
+// of each is what a sandboxed command finds: readable, and writable
+// exactly where Sees says ReadWrite; nothing else of the host appears.
+func TestRealSandboxMounts(t *testing.T) {
+	host := hostDir(t)
+	ws, repo := filepath.Join(host, "ws"), filepath.Join(host, "repo")
+	objects := filepath.Join(repo, "objects")
+	for p, c := range map[string]string{
+		filepath.Join(ws, "file"): "ws", filepath.Join(ws, ".git"): "gitdir", filepath.Join(repo, "config"): "config",
+		filepath.Join(objects, "obj"): "obj", filepath.Join(objects, "info", "alternates"): "alt",
+		filepath.Join(host, "other", "secret"): "secret",
+	} {
+		writeFile(t, p, c)
+	}
+	s := realSandbox(t)
+	mounts := []Mount{{Path: repo}, {Path: objects, Write: true}, {Path: filepath.Join(objects, "info")}, {Path: filepath.Join(ws, ".git")}}
+	l := Layout{Workspace: ws, Mounts: mounts}
+	for _, p := range []string{
+		filepath.Join(ws, "file"), filepath.Join(ws, ".git"), filepath.Join(repo, "config"), filepath.Join(objects, "obj"),
+		filepath.Join(objects, "info", "alternates"), filepath.Join(host, "other", "secret"),
+	} {
+		argv := s.Wrap([]string{"/bin/bash", "-c", "cat " + p + " >/dev/null 2>&1 && echo READABLE; echo x >> " + p + " 2>/dev/null && echo WRITABLE"}, ws, ws, false, mounts...)
+		out, _ := exec.CommandContext(t.Context(), argv[0], argv[1:]...).CombinedOutput()
+		got := l.Sees(p)
+		if readable := strings.Contains(string(out), "READABLE"); readable != (got == ReadOnly || got == ReadWrite) {
+			t.Errorf("%s: Sees = %v, readable in the sandbox: %v (%q)", p, got, readable, out)
+		}
+		if writable := strings.Contains(string(out), "WRITABLE"); writable != (got == ReadWrite) {
+			t.Errorf("%s: Sees = %v, writable in the sandbox: %v (%q)", p, got, writable, out)
+		}
+	}
+	// New files: in the writable directory, never in the read-only ones.
+	for dir, want := range map[string]bool{objects: true, repo: false, filepath.Join(objects, "info"): false} {
+		argv := s.Wrap([]string{"/bin/bash", "-c", "touch " + filepath.Join(dir, "new") + " && echo MADE"}, ws, ws, false, mounts...)
+		out, _ := exec.CommandContext(t.Context(), argv[0], argv[1:]...).CombinedOutput()
+		if made := strings.Contains(string(out), "MADE"); made != want {
+			t.Errorf("a new file in %s: made %v, want %v (%q)", dir, made, want, out)
+		}
+	}
+}

@@ -18,6 +18,48 @@ type Layout struct {
 	// Deny lists host paths hidden wherever a mounted tree contains them:
 	// a directory becomes an empty tmpfs, a file an unreadable node.
 	Deny []string
+	// Mounts are further host paths shown at their own path, after the
+	// workspace: a mount inside another one (or inside the workspace)
+	// overrides it there, so a read-only file can sit in a writable
+	// directory (the repository of a git worktree: internal/worktree's
+	// Mounts).
+	Mounts []Mount
+}
+
+// Mount is a host file or directory a sandbox shows besides the
+// workspace. Its path must exist: bwrap refuses to start otherwise, so a
+// mount that protects a path (a read-only file inside a writable
+// directory) never silently goes missing.
+type Mount struct {
+	// Path is absolute, clean and free of symlinks.
+	Path string
+	// Write mounts it read-write; otherwise it is read-only.
+	Write bool
+}
+
+// sortedMounts returns ms cleaned and in path order: a mount comes after
+// every mount of a directory that contains it, so the innermost one
+// decides (bwrap mounts them in this order). Relative paths are dropped.
+func sortedMounts(ms []Mount) []Mount {
+	var out []Mount
+	for _, m := range ms {
+		if filepath.IsAbs(m.Path) {
+			out = append(out, Mount{Path: filepath.Clean(m.Path), Write: m.Write})
+		}
+	}
+	slices.SortStableFunc(out, func(x, y Mount) int { return strings.Compare(x.Path, y.Path) })
+	return out
+}
+
+// at is where the host path p (real) appears in the sandbox: below the
+// workspace mount when it is inside the workspace (which may be mounted
+// at a path with a symlink in it), else at p itself.
+func at(p, ws, wsReal string) string {
+	if ws != "/" && under(wsReal, p) {
+		rel, _ := filepath.Rel(wsReal, p)
+		return filepath.Join(ws, rel)
+	}
+	return p
 }
 
 // systemDirs are the host directories mounted read-only: what programs
@@ -39,8 +81,9 @@ func hostSecrets() []string {
 
 // Args returns bwrap's options for l: the system directories read-only,
 // fresh /dev and /proc, private tmpfs /tmp, /var/tmp and home (HOME set to
-// it), the workspace read-write, the denied paths and host secrets masked,
-// every namespace unshared (network shared back when allowed), killed with
+// it), the workspace read-write and the further mounts (each after those
+// that contain it), the denied paths and host secrets masked, every
+// namespace unshared (network shared back when allowed), killed with
 // its parent, in a new session (no terminal injection).
 //
 // Args reads the host's file system to see which system directories exist
@@ -78,8 +121,27 @@ func Args(l Layout) []string {
 	if r, err := filepath.EvalSymlinks(ws); err == nil {
 		wsReal = r
 	}
+	// The workspace and the further mounts, each after those that
+	// contain it where they appear: the innermost decides, as in Sees.
+	type bind struct {
+		src, dst string
+		write    bool
+	}
+	var binds []bind
 	if ws != "/" {
-		a = append(a, "--bind", wsReal, ws)
+		binds = append(binds, bind{wsReal, ws, true})
+	}
+	for _, m := range sortedMounts(l.Mounts) {
+		binds = append(binds, bind{m.Path, at(m.Path, ws, wsReal), m.Write})
+		mounted = append(mounted, m.Path)
+	}
+	slices.SortStableFunc(binds, func(x, y bind) int { return strings.Compare(x.dst, y.dst) })
+	for _, b := range binds {
+		opt := "--ro-bind"
+		if b.write {
+			opt = "--bind"
+		}
+		a = append(a, opt, b.src, b.dst)
 	}
 	a = append(a, masks(hostSecrets(), mounted, ws, wsReal)...)
 	a = append(a, masks(l.Deny, mounted, ws, wsReal)...)

@@ -232,14 +232,15 @@ func (s *Sandbox) Status() string {
 }
 
 // Wrap returns the argv that runs argv in the sandbox with workspace
-// writable and cwd as working directory; unsandboxed it returns argv. It
-// waits for the probe of mode auto.
-func (s *Sandbox) Wrap(argv []string, workspace, cwd string, allowNet bool) []string {
+// writable, the further mounts shown (Layout.Mounts) and cwd as working
+// directory; unsandboxed it returns argv. It waits for the probe of mode
+// auto.
+func (s *Sandbox) Wrap(argv []string, workspace, cwd string, allowNet bool, mounts ...Mount) []string {
 	<-s.decided
 	if s.bwrap == "" {
 		return argv
 	}
-	out := append([]string{s.bwrap}, Args(Layout{Workspace: workspace, AllowNet: allowNet, Deny: s.deny})...)
+	out := append([]string{s.bwrap}, Args(Layout{Workspace: workspace, AllowNet: allowNet, Deny: s.deny, Mounts: mounts})...)
 	out = append(out, "--chdir", cwd, "--")
 	return append(out, argv...)
 }

@@ -211,3 +211,77 @@ func TestStartProbesAutoInTheBackground(t *testing.T) {
 		t.Error("mode bwrap with a blocked bwrap started")
 	}
 }
+
+// TestMounts checks the further mounts: after the private directories,
+// each after the mounts (and the workspace) that contain it, whatever
+// order they were given in, a denied path inside one masked, and Sees
+// deciding by the innermost.
+func TestMounts(t *testing.T) {
+	root := t.TempDir()
+	ws, repo := filepath.Join(root, "ws"), filepath.Join(root, "repo")
+	secret := filepath.Join(repo, "objects", "secret")
+	for _, d := range []string{ws, secret, filepath.Join(repo, "objects", "pack")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dotGit := filepath.Join(ws, ".git")
+	if err := os.WriteFile(dotGit, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{Workspace: ws, Deny: []string{secret}, Mounts: []Mount{
+		{Path: filepath.Join(repo, "objects", "pack")},
+		{Path: dotGit},
+		{Path: filepath.Join(repo, "objects"), Write: true},
+		{Path: repo},
+		{Path: "relative/ignored", Write: true},
+	}}
+	got := strings.Join(Args(l), " ")
+	order := []string{
+		"--ro-bind " + repo + " " + repo,
+		"--bind " + repo + "/objects " + repo + "/objects",
+		"--ro-bind " + repo + "/objects/pack " + repo + "/objects/pack",
+		"--tmpfs " + secret,
+	}
+	last := -1
+	for _, o := range order {
+		i := strings.Index(got, o)
+		if i <= last {
+			t.Fatalf("%q missing or out of order in: %s", o, got)
+		}
+		last = i
+	}
+	if i, j := strings.Index(got, "--ro-bind "+dotGit+" "+dotGit), strings.Index(got, "--bind "+ws+" "+ws); j < 0 || i < j || j < strings.Index(got, "--tmpfs /tmp") {
+		t.Fatalf("the workspace's read-only file is not mounted after the workspace: %s", got)
+	}
+	if strings.Contains(got, "relative") {
+		t.Fatalf("a relative mount is in: %s", got)
+	}
+	// A mount that contains the workspace comes before it: the workspace
+	// stays writable, as Sees says.
+	around := Layout{Workspace: ws, Mounts: []Mount{{Path: root}}}
+	got = strings.Join(Args(around), " ")
+	if i, j := strings.Index(got, "--ro-bind "+root+" "+root), strings.Index(got, "--bind "+ws+" "+ws); i < 0 || j < i {
+		t.Fatalf("a mount around the workspace is not mounted before it: %s", got)
+	}
+	if a := around.Sees(filepath.Join(ws, "file")); a != ReadWrite {
+		t.Fatalf("Sees of the workspace inside a read-only mount = %v", a)
+	}
+	for p, want := range map[string]Access{
+		filepath.Join(repo, "config"):                ReadOnly,
+		filepath.Join(repo, "objects", "ab", "cd"):   ReadWrite,
+		filepath.Join(repo, "objects", "pack", "p"):  ReadOnly,
+		filepath.Join(secret, "x"):                   Hidden,
+		dotGit:                                       ReadOnly,
+		filepath.Join(ws, "file"):                    ReadWrite,
+		filepath.Join(root, "elsewhere"):             Private, // under /tmp
+		filepath.Join(repo+"-other", "objects", "x"): Private,
+	} {
+		if !strings.HasPrefix(root, "/tmp/") && want == Private {
+			continue
+		}
+		if got := l.Sees(p); got != want {
+			t.Errorf("Sees(%s) = %v, want %v", p, got, want)
+		}
+	}
+}

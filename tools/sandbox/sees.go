@@ -43,6 +43,7 @@ func (a Access) String() string {
 type View struct {
 	ws, wsReal string
 	mounted    []string
+	mounts     []Mount  // Layout.Mounts, in path order
 	masked     []string // clean paths, lexical and real
 	resolv     string   // the resolv.conf target mounted, or ""
 }
@@ -59,6 +60,7 @@ func (l Layout) View() View {
 			v.mounted = append(v.mounted, d)
 		}
 	}
+	v.mounts = sortedMounts(l.Mounts)
 	v.masked = maskedPaths(append(hostSecrets(), l.Deny...))
 	if l.AllowNet {
 		if a := resolvConf(v.mounted); len(a) == 3 {
@@ -77,11 +79,13 @@ func (l Layout) Sees(p string) Access { return l.View().Sees(p) }
 // (absolute, clean, symlinks resolved).
 func (v View) Sees(p string) Access {
 	p = filepath.Clean(p)
-	switch {
-	case underAny(v.masked, p):
+	if underAny(v.masked, p) {
 		return Hidden
-	case v.ws != "/" && under(v.wsReal, p):
-		return ReadWrite
+	}
+	if a, ok := v.bound(p); ok {
+		return a
+	}
+	switch {
 	case under("/tmp", p) || under("/var/tmp", p) || under(HomeDir, p):
 		return Private
 	case under("/dev", p) || under("/proc", p):
@@ -92,6 +96,24 @@ func (v View) Sees(p string) Access {
 		return ReadOnly
 	}
 	return Hidden
+}
+
+// bound is how the innermost of the workspace and the further mounts
+// that contains p shows it; false when none does.
+func (v View) bound(p string) (Access, bool) {
+	best, a := "", Hidden
+	if v.ws != "/" && under(v.wsReal, p) {
+		best, a = v.wsReal, ReadWrite
+	}
+	for _, m := range v.mounts {
+		if under(m.Path, p) && len(m.Path) >= len(best) {
+			best, a = m.Path, ReadOnly
+			if m.Write {
+				a = ReadWrite
+			}
+		}
+	}
+	return a, best != ""
 }
 
 // HostSecrets returns the host's credential files and directories that

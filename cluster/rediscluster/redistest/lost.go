@@ -25,8 +25,8 @@ type Hook interface {
 // timeout) or the caller gets an error.
 //
 // The dedupe's calls too: the first Seen (alone, or in SeenReserve's
-// pipeline) after LoseNextSeen records its key in Redis and its answer is
-// lost (run again with Rerun); while FailForgets is set, Dedupe.Forget
+// pipeline) or Commit after LoseNextSeen records its key in Redis and its
+// answer is lost (run again with Rerun); while FailForgets is set, Dedupe.Forget
 // fails before it reaches Redis, and while FailAdmits is set, so does
 // every admission (Admit, with Take or not).
 type LostAnswers struct {
@@ -86,7 +86,8 @@ func (h *LostAnswers) Counts() (takesFailed, admitsLost int) {
 	return h.takesError, h.admitsLost
 }
 
-// LoseNextSeen loses the answer of the next Seen that records its key.
+// LoseNextSeen loses the answer of the next Seen or Commit that records
+// its key.
 func (h *LostAnswers) LoseNextSeen() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -108,7 +109,7 @@ func (h *LostAnswers) FailAdmits(on bool) {
 	h.failAdmits = on
 }
 
-// DedupeCounts returns the Seens whose answers were lost, the Forgets
+// DedupeCounts returns the Seens (and Commits) whose answers were lost, the Forgets
 // failed and the Forgets that reached Redis and answered, so far.
 func (h *LostAnswers) DedupeCounts() (seensLost, forgetsFailed, forgotten int) {
 	h.mu.Lock()
@@ -194,7 +195,7 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				h.mu.Unlock()
 			}
 			return err
-		case kind == "seen":
+		case kind == "seen" || kind == "commit":
 			err := next(ctx, cmd)
 			// A script Redis does not have yet did not run: the client
 			// sends its source next, and that one loses its answer.
@@ -238,8 +239,8 @@ func (h *LostAnswers) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // fourth argument "ack"), the admission script run with Take ("admit":
 // 8 keys, its eleventh argument "take") or without ("admit-only"), and
 // the dedupe's Seen ("seen": 1 key, a dedupe key "…{inbox}:d:…", and 2
-// arguments) and Forget ("forget": the same key, no arguments) from any
-// other command.
+// arguments), Commit ("commit": the same key, 1 argument) and Forget
+// ("forget": the same key, no arguments) from any other command.
 func scriptKind(cmd redis.Cmder) string {
 	args := cmd.Args()
 	if (cmd.Name() != "evalsha" && cmd.Name() != "eval") || len(args) < 3 {
@@ -253,6 +254,8 @@ func scriptKind(cmd redis.Cmder) string {
 		switch len(args) {
 		case 3 + 1 + 2:
 			return "seen"
+		case 3 + 1 + 1:
+			return "commit"
 		case 3 + 1:
 			return "forget"
 		}
