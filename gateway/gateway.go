@@ -204,7 +204,7 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	g.sched.sink, g.commands.schedules = g.intake.sink, g.sched
 	g.runner = &adapterRunner{adapters: g.adapters, locker: g.locker, log: g.log, sink: g.intake.sink, commands: g.commands.specs}
 	g.sessions = &registry{cfg: &g.cfg, agents: g.agents, log: g.log, index: g.index, locker: g.locker, holder: g.holder, metrics: g.metrics,
-		files: files, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewIndexes(keptIndexMin, keptIndexMax)}
+		files: files, owners: map[string]*owner{}, newOwner: g.newOwner, indexes: session.NewSavedIndexes(savedIndexesDir(cfg.DataDir), keptIndexMin, keptIndexMax)}
 	offerHistory(g.adapters, g.index, g.sessions) // registry_history.go
 	g.recovery = &recovery{log: g.log, inbox: g.inbox, dedupe: g.dedupe, index: g.index, sessions: g.sessions,
 		adapters: g.adapters, replier: g.replier, metrics: g.metrics, dataDir: cfg.DataDir, replay: g.intake.post, later: g.mail.post}
@@ -242,6 +242,11 @@ func New(cfg Config, d Deps) (*Gateway, error) {
 	}
 	return g, nil
 }
+
+// savedIndexesDir is where the indexes of dataDir's large sessions are
+// saved (session.NewSavedIndexes): a cache, outside the sessions
+// directory pi reads.
+func savedIndexesDir(dataDir string) string { return filepath.Join(dataDir, "index") }
 
 // sessionsDir is where the session files of dataDir are.
 func sessionsDir(dataDir string) string { return filepath.Join(dataDir, "sessions") }

@@ -51,6 +51,49 @@ func TestEvictedLongSessionReadsOnlyTheTail(t *testing.T) {
 	oneSessionSays(t, h, "one", "two", "three")
 }
 
+// TestRestartedGatewayReadsTheSavedIndex: the index of a long
+// conversation's session (here 6,000 entries, written by another program
+// while no gateway ran), saved when the gateway stops, serves its first
+// message after a restart, which reads a few lines of the file, not the
+// file.
+func TestRestartedGatewayReadsTheSavedIndex(t *testing.T) {
+	t.Parallel()
+	files := &readCounting{closed: make(chan struct{}, 16)}
+	h := newHarness(t, nil, withSessionFiles(files))
+	h.send("one")
+	h.waitText(dmConv, "You said: one")
+	h.stop()
+	path := h.sessions()[0]
+	w, err := session.OpenFile(path, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6000 { // roots of no location: the conversation's branch is unchanged
+		if _, err := w.Append(session.Entry{Type: session.TypeCustom, CustomType: "other.program", Data: []byte(`{"n":1}`)}, session.SyncGrouped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	h.start()
+	h.send("two") // loads the whole file once; the stop saves its index
+	h.waitText(dmConv, "You said: two")
+	h.restart()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files.read.Store(0)
+	h.send("three")
+	h.waitText(dmConv, "You said: three")
+	if got := files.read.Load(); got > fi.Size()/10 {
+		t.Fatalf("the first message after the restart read %d bytes of the %d-byte file", got, fi.Size())
+	}
+	oneSessionSays(t, h, "one", "two", "three")
+}
+
 // readCounting is the file system counting the bytes read from session
 // files and saying when a session file is closed.
 type readCounting struct {
@@ -103,6 +146,14 @@ func (c *readCounting) waitClosed(t *testing.T) {
 type countedRange struct {
 	session.RangeFile
 	c *readCounting
+}
+
+// FileID passes the file's identity on, for the saved indexes.
+func (r countedRange) FileID() (dev, ino uint64, ok bool) {
+	if fi, is := r.RangeFile.(session.FileIdentifier); is {
+		return fi.FileID()
+	}
+	return 0, 0, false
 }
 
 func (r countedRange) ReadAt(p []byte, off int64) (int, error) {

@@ -40,8 +40,12 @@ const longSessionWait = 5 * time.Minute
 // directory, sends the first message, waits for the eviction, sends one
 // more and then longSessionLater more, and stops the gateway.
 //
-// Reported: first-ms and evicted-ms, from the inbound message to the
-// provider request (the session is loaded on the way); first-MB and
+// Reported: saved-index-MiB, the size of the index the first start's
+// stop saved; cold-ms, first-ms and evicted-ms, from the inbound message
+// to the provider request (the session is loaded on the way: with no
+// index saved, at the first start of all; from the index the previous
+// stop saved, after a start; from the index kept in memory, after the
+// eviction); first-MB and
 // evicted-MB, the bytes allocated meanwhile; first-rss-MiB and
 // evicted-rss-MiB, the process's peak resident set during that message
 // above its resident set before it (after the heap was returned to the
@@ -88,11 +92,6 @@ func benchLongSession(b *testing.B, n, every int) {
 	// With its usage given, faux does not encode the whole request to
 	// estimate it: the later messages' figures are the gateway's.
 	model := newStampModel(faux.Text("ok, noted.").WithUsage(llm.Usage{Input: 100, Output: 3, TotalTokens: 103}))
-	// The first start rebuilds the location index from the file.
-	if err := startLongGateway(b, dir, ad, model).stop(); err != nil {
-		b.Fatal(err)
-	}
-
 	var first, evicted, firstAlloc, evictedAlloc, firstRSS, evictedRSS, keptHeap, laterCPU, laterAlloc float64
 	seq := 0
 	send := func(ad *discardAdapter) (toRequest time.Duration, allocated uint64) {
@@ -113,6 +112,26 @@ func benchLongSession(b *testing.B, n, every int) {
 		<-w.ended
 		return at.Sub(t0), totalAlloc() - a0
 	}
+	// The first start rebuilds the location index from the file, and its
+	// first message loads the session with no index saved (cold-ms); its
+	// stop saves the session's index, which the later starts read.
+	bg := startLongGateway(b, dir, ad, model)
+	cold, _ := send(ad)
+	if err := bg.stop(); err != nil {
+		b.Fatal(err)
+	}
+	savedIndex := func() float64 {
+		saved, _ := filepath.Glob(filepath.Join(dir, "index", "*.idx"))
+		if len(saved) != 1 {
+			return 0
+		}
+		fi, err := os.Stat(saved[0])
+		if err != nil {
+			return 0
+		}
+		return float64(fi.Size()) / (1 << 20)
+	}
+	saved := savedIndex()
 	b.ResetTimer()
 	for range b.N {
 		ad := newDiscardAdapter()
@@ -120,6 +139,9 @@ func benchLongSession(b *testing.B, n, every int) {
 		base := settleRSS(b)
 		bg := startLongGateway(b, dir, ad, model)
 		d, a := send(ad)
+		if savedIndex() == 0 { // a saved index that does not match is removed
+			b.Fatal("the saved index was not used")
+		}
 		firstRSS += peakRSS(b) - base
 		first += ms(d)
 		firstAlloc += float64(a)
@@ -147,6 +169,8 @@ func benchLongSession(b *testing.B, n, every int) {
 	}
 	b.StopTimer()
 	N := float64(b.N)
+	b.ReportMetric(ms(cold), "cold-ms")
+	b.ReportMetric(saved, "saved-index-MiB")
 	b.ReportMetric(first/N, "first-ms")
 	b.ReportMetric(firstAlloc/N/1e6, "first-MB")
 	b.ReportMetric(firstRSS/N, "first-rss-MiB")

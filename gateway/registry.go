@@ -472,10 +472,10 @@ func fileLost(err error) bool {
 
 // keptIndexMin and keptIndexMax bound the indexes of evicted sessions the
 // gateway keeps (session.Indexes): those of sessions of at least 5,000
-// entries, whose load costs, 2,000,000 entries in all (about 420 bytes
-// each: up to about 800 MiB when long conversations are idle; a
+// entries, whose load costs, 2,000,000 entries in all (about 110 bytes
+// each: up to about 220 MiB when long conversations are idle; a
 // conversation of a million entries is kept); an idle small session keeps
-// nothing.
+// nothing. The same minimum decides which are saved in <data>/index.
 const (
 	keptIndexMin = 5_000
 	keptIndexMax = 2_000_000

@@ -148,6 +148,9 @@ func (s *Session) Close() error {
 		}
 		if ok {
 			if d := s.tree.detach(size); d != nil {
+				if serr := s.opts.Indexes.save(s.tree.src.storage, s.path, d); serr != nil {
+					s.log.Warn("session: the index was not saved; the next start reads the file whole", "path", s.path, "err", serr)
+				}
 				s.opts.Indexes.put(s.path, d)
 			}
 		}

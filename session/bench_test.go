@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -92,3 +93,74 @@ func benchWriteContext(b *testing.B, n int) {
 
 func BenchmarkWriteContext10k(b *testing.B)  { benchWriteContext(b, 10000) }
 func BenchmarkWriteContext100k(b *testing.B) { benchWriteContext(b, 100000) }
+
+// BenchmarkKeptIndex is what an Indexes keeps of an evicted session of
+// 100,000 entries (a compaction every 1,000; sessiontest.GenerateWith):
+// kept-B/entry, the live heap it holds per entry once the session is
+// closed; saved-B/entry, the size of its saved index per entry
+// (NewSavedIndexes). Each op opens the file lazily (through the saved
+// index from the second op on) and closes it.
+func BenchmarkKeptIndex(b *testing.B) {
+	const n = 100_000
+	path := filepath.Join(b.TempDir(), "s.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := sessiontest.GenerateWith(f, n, 2, sessiontest.GenOptions{CompactEvery: 1000}); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	// The generator draws ids that make a parent loop now and then: a
+	// writable open rewrites it, so that the file loads lazily.
+	s, err := session.OpenFile(path, session.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	var kept float64
+	b.ReportAllocs()
+	for b.Loop() {
+		idx := session.NewSavedIndexes(dir, 1, 1<<30)
+		heap0 := liveHeap()
+		s, err := session.OpenFile(path, session.Options{Lazy: true, Indexes: idx, ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		entries := s.Tree().Len()
+		if !session.IsLazy(s.Tree()) {
+			b.Fatalf("not loaded lazily: %+v", s.Report())
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		s = nil
+		kept += (float64(liveHeap()) - float64(heap0)) / float64(entries)
+		if k, _ := idx.Len(); k != 1 {
+			b.Fatalf("%d indexes kept", k)
+		}
+	}
+	b.ReportMetric(kept/float64(b.N), "kept-B/entry")
+	saved, err := filepath.Glob(filepath.Join(dir, "*.idx"))
+	if err != nil || len(saved) != 1 {
+		b.Fatalf("saved indexes: %v %v", saved, err)
+	}
+	fi, err := os.Stat(saved[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/n, "saved-B/entry")
+}
+
+// liveHeap is the bytes of live heap after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

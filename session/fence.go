@@ -103,13 +103,8 @@ func (x *Indexes) HighestFence(storage Storage, path string) (int64, error) {
 	var end, fence int64
 	var check []node
 	if k != nil {
-		t := k.tree
-		end, fence = t.end, t.maxFence
-		if len(t.nodes) > 0 {
-			for _, n := range []*node{t.nodes[0], t.nodes[len(t.nodes)-1]} {
-				check = append(check, node{id: n.id, off: n.off, size: n.size, sum: n.sum})
-			}
-		}
+		end, check = k.covered()
+		fence = k.maxFence()
 	}
 	x.mu.Unlock()
 	if k == nil {
@@ -153,10 +148,15 @@ func (x *Indexes) loadFence(rs RangeStorage, path string) (int64, error) {
 	if err != nil {
 		return HighestFence(rs, path)
 	}
-	t, err := loadIndex(rs, path, f, size)
-	if t == nil || err != nil {
-		return HighestFence(rs, path)
+	var t *Tree
+	if k := x.loadSaved(path, f, size); k != nil {
+		t, _, _ = k.reopen(&bodySource{storage: rs, path: path}, f, size)
 	}
-	x.keep(path, t, false)
+	if t == nil {
+		if t, err = loadIndex(rs, path, f, size); t == nil || err != nil {
+			return HighestFence(rs, path)
+		}
+	}
+	x.keep(path, &keptIndex{tree: t}, false)
 	return t.maxFence, nil
 }

@@ -15,3 +15,12 @@ func fileSize(f *os.File) (int64, error) {
 	}
 	return st.Size, nil
 }
+
+// FileID is the file's device and inode.
+func (r rangeFile) FileID() (dev, ino uint64, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(r.f.Fd()), &st); err != nil {
+		return 0, 0, false
+	}
+	return uint64(st.Dev), st.Ino, true // Dev is not a uint64 on every architecture
+}

@@ -6,4 +6,6 @@ var (
 	_ Storage = (*MemStorage)(nil)
 	_ File    = (*osFile)(nil)
 	_ File    = (*memFile)(nil)
+
+	_ FileIdentifier = rangeFile{}
 )

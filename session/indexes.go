@@ -1,19 +1,17 @@
 package session
 
-import (
-	"maps"
-	"sync"
-)
+import "sync"
 
 // Indexes keeps the indexes of closed sessions that were opened lazily
 // (Options.Lazy), so that opening one of them again reads only the lines
 // appended to its file since (after checking that the file still holds
 // what was indexed). It keeps those of at least minEntries entries, at
 // most maxEntries entries in all, dropping the least recently kept first;
-// an index costs about what the open session's tree costs without its
-// messages. It is safe for concurrent use; a nil *Indexes keeps nothing.
+// an index is kept in flat arrays (about 100 bytes an entry; the open
+// session's tree costs about 400). It is safe for concurrent use; a nil *Indexes keeps nothing.
 type Indexes struct {
 	min, max int
+	dir      string // where indexes are saved ("": nowhere; NewSavedIndexes)
 
 	mu    sync.Mutex
 	kept  map[string]*keptIndex
@@ -21,10 +19,45 @@ type Indexes struct {
 	seq   uint64 // orders kept indexes by age
 }
 
-// keptIndex is the tree of a closed session, detached from every reader.
+// keptIndex is what an Indexes keeps of one file: the flat index of a
+// closed session, or the tree loaded for the Open about to follow.
 type keptIndex struct {
-	tree *Tree
+	tree *Tree      // loaded for the Open that follows (loadFence)
+	flat *flatIndex // of a closed session (tree is nil)
 	seq  uint64
+}
+
+// len returns the entries k indexes.
+func (k *keptIndex) len() int {
+	if k.tree != nil {
+		return len(k.tree.nodes)
+	}
+	return k.flat.len()
+}
+
+// covered returns where the lines k indexed end in the file, and bare
+// nodes of its first and last entries (where their lines are) for a
+// reopen to read them again.
+func (k *keptIndex) covered() (int64, []node) {
+	if k.flat != nil {
+		return k.flat.end, k.flat.checked()
+	}
+	t := k.tree
+	var check []node
+	if len(t.nodes) > 0 {
+		for _, n := range []*node{t.nodes[0], t.nodes[len(t.nodes)-1]} {
+			check = append(check, node{id: n.id, off: n.off, size: n.size, sum: n.sum})
+		}
+	}
+	return t.end, check
+}
+
+// maxFence returns the highest fence of the lines k indexed.
+func (k *keptIndex) maxFence() int64 {
+	if k.flat != nil {
+		return k.flat.maxFence
+	}
+	return k.tree.maxFence
 }
 
 // NewIndexes returns an empty Indexes keeping the indexes of sessions of
@@ -53,7 +86,7 @@ func (x *Indexes) take(path string) *keptIndex {
 	k := x.kept[path]
 	if k != nil {
 		delete(x.kept, path)
-		x.total -= len(k.tree.nodes)
+		x.total -= k.len()
 	}
 	return k
 }
@@ -64,28 +97,29 @@ func (x *Indexes) drop(path string, k *keptIndex) {
 	defer x.mu.Unlock()
 	if x.kept[path] == k {
 		delete(x.kept, path)
-		x.total -= len(k.tree.nodes)
+		x.total -= k.len()
 	}
 }
 
-// put keeps t, the detached tree of path, when it is large enough and
-// fits, dropping the oldest others to make room.
-func (x *Indexes) put(path string, t *Tree) { x.keep(path, t, true) }
+// put keeps d, the flat index of the closed session of path, when it is
+// large enough and fits, dropping the oldest others to make room.
+func (x *Indexes) put(path string, d *flatIndex) { x.keep(path, &keptIndex{flat: d}, true) }
 
-// keep is put; a tree kept for the Open about to follow (not closed) is
-// kept whatever its size, the others dropped to make room (that Open
-// takes it).
-func (x *Indexes) keep(path string, t *Tree, closed bool) {
-	if x == nil || (closed && (len(t.nodes) < x.min || len(t.nodes) > x.max)) {
+// keep is put of k; a tree kept for the Open about to follow (not
+// closed) is kept whatever its size, the others dropped to make room
+// (that Open takes it).
+func (x *Indexes) keep(path string, k *keptIndex, closed bool) {
+	n := k.len()
+	if x == nil || (closed && (n < x.min || n > x.max)) {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if old := x.kept[path]; old != nil {
-		x.total -= len(old.tree.nodes)
+		x.total -= old.len()
 		delete(x.kept, path)
 	}
-	for len(x.kept) > 0 && x.total+len(t.nodes) > x.max {
+	for len(x.kept) > 0 && x.total+n > x.max {
 		var oldest string
 		var seq uint64
 		for p, k := range x.kept {
@@ -93,23 +127,24 @@ func (x *Indexes) keep(path string, t *Tree, closed bool) {
 				oldest, seq = p, k.seq
 			}
 		}
-		x.total -= len(x.kept[oldest].tree.nodes)
+		x.total -= x.kept[oldest].len()
 		delete(x.kept, oldest)
 	}
 	x.seq++
-	x.kept[path] = &keptIndex{tree: t, seq: x.seq}
-	x.total += len(t.nodes)
+	k.seq = x.seq
+	x.kept[path] = k
+	x.total += n
 }
 
-// detach returns a copy of the lazily loaded tree t whose file is now
-// size bytes long, holding no message's line and sharing no node with t
-// (readers may still hold t): the index an Indexes keeps. The entries
-// appended since the load must fill the file from t.end to size (nil
-// otherwise). The caller holds no lock; appends are over.
-func (t *Tree) detach(size int64) *Tree {
+// detach returns the flat index of the lazily loaded tree t, whose file
+// is now size bytes long, holding no message's line (readers may still
+// hold t): what an Indexes keeps. The entries appended since the load must
+// fill the file from t.end to size (nil otherwise). The caller holds no
+// lock; appends are over.
+func (t *Tree) detach(size int64) *flatIndex {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	if t.src == nil || t.src.changed.Load() {
+	if t.src == nil || t.src.changed.Load() || !fits(t.nodes) {
 		return nil
 	}
 	off := t.end
@@ -119,50 +154,35 @@ func (t *Tree) detach(size int64) *Tree {
 	if off != size {
 		return nil
 	}
-	slab := make([]node, len(t.nodes))
-	nodes := make([]*node, len(t.nodes))
-	kids := 0
-	for i := range t.nodes {
-		nodes[i] = &slab[i]
-		kids += len(t.nodes[i].children)
-	}
-	// The children of every node share one array, each with no room to
-	// grow into the next node's (an append copies).
-	all := make([]*node, 0, kids)
+	b := newFlatBuilder(len(t.nodes))
 	off = t.end
 	fence := t.maxFence
 	for i, n := range t.nodes {
-		c := nodes[i]
-		c.raw, c.typ, c.id, c.parentID, c.ts, c.line, c.index = n.raw, n.typ, n.id, n.parentID, n.ts, n.line, n.index
-		c.off, c.size, c.sum = n.off, n.size, n.sum
-		c.meta, c.fence, c.loc, c.role, c.provider, c.model, c.msg, c.ent = n.meta, n.fence, n.loc, n.role, n.provider, n.model, n.msg, n.ent
+		at, length, sum := n.off, n.size, n.sum
 		if i >= t.loaded { // appended: its line is in the file now
-			c.off, c.size, c.sum = off, uint32(len(n.raw)), lineSum(n.raw)
+			at, length, sum = off, uint32(len(n.raw)), lineSum(n.raw)
 			off += int64(len(n.raw)) + 1
 			fence = max(fence, n.fence)
 		}
-		if c.typ == TypeMessage {
-			c.raw = nil
-		}
+		parent, pid := int32(-1), uint32(0)
 		if n.parent != nil {
-			c.parent = nodes[n.parent.index]
+			parent = int32(n.parent.index)
 		}
-		from := len(all)
-		for _, k := range n.children {
-			all = append(all, nodes[k.index])
+		switch {
+		case n.parentID == "":
+		case n.parent != nil && n.parent.index < i && n.parentID == n.parent.id:
+			pid = b.x.ents[n.parent.index].id // the parent's id, not stored twice
+		default:
+			pid = b.str(n.parentID)
 		}
-		c.children = all[from:len(all):len(all)]
+		b.add(n, parent, pid, at, length, sum)
 	}
-	d := &Tree{path: t.path, header: t.header, src: &bodySource{storage: t.src.storage, path: t.src.path}, nodes: nodes, byID: make(map[string]*node, len(nodes)),
-		end: size, loaded: len(nodes), maxFence: fence}
-	for _, n := range nodes {
-		d.byID[n.id] = n
+	x := b.done()
+	if x == nil {
+		return nil
 	}
-	d.st = replayState{labels: maps.Clone(t.st.labels), name: t.st.name, heads: make(map[string]*node, len(t.st.heads)), msgs: maps.Clone(t.st.msgs)}
-	for loc, n := range t.st.heads {
-		d.st.heads[loc] = nodes[n.index]
-	}
-	return d
+	x.header, x.end, x.maxFence, x.savedEnd = t.header, size, fence, t.savedEnd
+	return x
 }
 
 // endOf is where the lines t indexed from its file end.

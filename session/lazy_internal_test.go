@@ -69,7 +69,12 @@ func TestLazyScanChunks(t *testing.T) {
 // least min entries, at most max in all, dropping the oldest first; an
 // index loaded for the Open about to follow is kept whatever its size.
 func TestIndexesBounds(t *testing.T) {
-	tree := func(n int) *Tree { return &Tree{nodes: make([]*node, n)} }
+	kept := func(n int, closed bool) *keptIndex {
+		if closed {
+			return &keptIndex{flat: &flatIndex{ents: make([]flatEntry, n)}}
+		}
+		return &keptIndex{tree: &Tree{nodes: make([]*node, n)}}
+	}
 	type step struct {
 		path   string
 		n      int
@@ -91,7 +96,7 @@ func TestIndexesBounds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := NewIndexes(10, 100)
 			for _, s := range tc.steps {
-				x.keep(s.path, tree(s.n), s.closed)
+				x.keep(s.path, kept(s.n, s.closed), s.closed)
 			}
 			var got []string
 			for _, p := range []string{"a", "b", "c"} {

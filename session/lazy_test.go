@@ -141,7 +141,8 @@ func openBoth(t *testing.T, path string) (eager, lazy *session.Session) {
 // TestLazyMatchesEager is the conformance table of the lazy loader: over
 // pi's files and generated ones (with and without compactions, several
 // read chunks, ids the generator repeats) the lazy tree answers what the
-// eager one does, and a file the eager loader reports damage in (or
+// eager one does, loaded from the file, through the index kept of it in
+// memory and through the index saved of it (throughIndexes), and a file the eager loader reports damage in (or
 // migrates) is loaded eagerly.
 func TestLazyMatchesEager(t *testing.T) {
 	type tc struct {
@@ -196,6 +197,7 @@ func TestLazyMatchesEager(t *testing.T) {
 			}
 			lazyCount++
 			sameTree(t, eager.Tree(), lazy.Tree())
+			throughIndexes(t, c.path, eager.Tree())
 		})
 	}
 	if lazyCount < len(cases)-4 {
@@ -246,6 +248,14 @@ func (c *countingStorage) OpenRange(path string) (session.RangeFile, error) {
 type countingRange struct {
 	session.RangeFile
 	c *countingStorage
+}
+
+// FileID passes the file's identity on, for the saved indexes.
+func (r countingRange) FileID() (dev, ino uint64, ok bool) {
+	if fi, is := r.RangeFile.(session.FileIdentifier); is {
+		return fi.FileID()
+	}
+	return 0, 0, false
 }
 
 func (r countingRange) ReadAt(p []byte, off int64) (int, error) {

@@ -22,8 +22,12 @@ func openLazy(rs RangeStorage, path string, opts Options) (s *Session, ok bool, 
 	}
 	var t *Tree
 	var maxFence int64
-	if k := opts.Indexes.take(path); k != nil {
-		t, maxFence, err = k.reopen(f, size)
+	k := opts.Indexes.take(path)
+	if k == nil {
+		k = opts.Indexes.loadSaved(path, f, size)
+	}
+	if k != nil {
+		t, maxFence, err = k.reopen(&bodySource{storage: rs, path: path}, f, size)
 		if _, nl := errors.AsType[notLazy](err); err != nil && !nl {
 			return nil, false, fmt.Errorf("session: open %s: %w", path, err)
 		}
@@ -80,28 +84,27 @@ func loadIndex(rs RangeStorage, path string, f RangeFile, size int64) (*Tree, er
 	return t, nil
 }
 
-// reopen extends the kept tree with the lines appended to its file (f,
+// reopen extends the kept index with the lines appended to its file (f,
 // now size bytes) since it was kept, after checking that the file still
 // holds its first and last entries' lines where it says. A notLazy error
 // says the file must be loaded anew.
-func (k *keptIndex) reopen(f RangeFile, size int64) (*Tree, int64, error) {
-	t := k.tree
-	if size < t.end {
+func (k *keptIndex) reopen(src *bodySource, f RangeFile, size int64) (*Tree, int64, error) {
+	end, check := k.covered()
+	if size < end {
 		return nil, 0, notLazy("the file is shorter than its kept index")
 	}
-	if len(t.nodes) > 0 {
-		br := bodyReader{src: t.src, f: f}
-		for _, n := range []*node{t.nodes[0], t.nodes[len(t.nodes)-1]} {
-			if n.raw != nil {
-				n = &node{id: n.id, off: n.off, size: n.size, sum: n.sum} // read it, do not take it
+	br := bodyReader{src: src, f: f}
+	for i := range check {
+		if br.line(&check[i]) == nil {
+			if errors.Is(br.err, ErrFileChanged) {
+				return nil, 0, notLazy(br.err.Error())
 			}
-			if br.line(n) == nil {
-				if errors.Is(br.err, ErrFileChanged) {
-					return nil, 0, notLazy(br.err.Error())
-				}
-				return nil, 0, br.err
-			}
+			return nil, 0, br.err
 		}
+	}
+	t := k.tree
+	if t == nil {
+		t = k.flat.tree(src.path, src)
 	}
 	if size == t.end {
 		return t, t.maxFence, nil

@@ -35,6 +35,9 @@ type Tree struct {
 	end      int64
 	loaded   int
 	maxFence int64 // the highest fence of the lines indexed from the file
+	// savedEnd is how much of the file the index saved of it covers, as
+	// far as the tree knows (0: none; see NewSavedIndexes).
+	savedEnd int64
 	byID     map[string]*node
 	st       replayState
 }
@@ -336,7 +339,7 @@ func (t *Tree) Leaf() string {
 	if len(t.nodes) == 0 {
 		return ""
 	}
-	return t.nodes[len(t.nodes)-1].id
+	return strings.Clone(t.nodes[len(t.nodes)-1].id) // see Heads
 }
 
 // Heads returns each chat location's head: the last entry in file order
@@ -346,7 +349,9 @@ func (t *Tree) Heads() map[string]string {
 	defer t.mu.RUnlock()
 	out := make(map[string]string, len(t.st.heads))
 	for loc, n := range t.st.heads {
-		out[loc] = n.id
+		// A tree built from a flat index holds its ids in the index's
+		// arena: an id a caller keeps must not keep the arena.
+		out[loc] = strings.Clone(n.id)
 	}
 	return out
 }
@@ -359,7 +364,7 @@ func (t *Tree) Head(loc string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return n.id, true
+	return strings.Clone(n.id), true // see Heads
 }
 
 // EntryForMsg returns the entry written for a platform message ref.
@@ -367,7 +372,7 @@ func (t *Tree) EntryForMsg(msg string) (string, bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	id, ok := t.st.msgs[msg]
-	return id, ok
+	return strings.Clone(id), ok // see Heads
 }
 
 // Name returns the session name (last session_info, trimmed; "" if none).
