@@ -97,6 +97,15 @@ func (f *sessionFile) head(loc *location) string {
 	return f.headLocked(loc.key)
 }
 
+// headModel returns loc's head and the model /model chose there ("" for
+// the session's), read together under the lock: a /model command sets
+// the model while a run reads its context.
+func (f *sessionFile) headModel(loc *location) (head, model string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.headLocked(loc.key), loc.model
+}
+
 func (f *sessionFile) headLocked(key string) string {
 	if h, ok := f.heads[key]; ok {
 		return h
@@ -223,7 +232,8 @@ func (f *sessionFile) savedModeLocked(key string) string {
 
 // contextFor returns the messages, thinking level and model of loc's head.
 func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
-	c, err := f.sess.Tree().Context(f.head(loc))
+	head, model := f.headModel(loc)
+	c, err := f.sess.Tree().Context(head)
 	var msgs []llm.Message
 	if err == nil {
 		msgs, err = c.LLMMessages()
@@ -231,7 +241,7 @@ func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLeve
 	if err != nil {
 		return nil, "", "", f.contextError(loc, err)
 	}
-	ref, thinking := sessionrun.Resolve(c, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
+	ref, thinking := sessionrun.Resolve(c, model, f.agentConfig().Model, f.agentConfig().Thinking)
 	return msgs, thinking, ref, nil
 }
 
@@ -240,11 +250,12 @@ func (f *sessionFile) contextFor(loc *location) ([]llm.Message, llm.ThinkingLeve
 // whole history. The messages are shared with the cache (the agent adopts
 // them: see agent.Adopt).
 func (f *sessionFile) branchContext(loc *location) ([]llm.Message, llm.ThinkingLevel, string, error) {
-	c, err := loc.branch.Context(f.sess.Tree(), f.head(loc))
+	head, model := f.headModel(loc)
+	c, err := loc.branch.Context(f.sess.Tree(), head)
 	if err != nil {
 		return nil, "", "", f.contextError(loc, err)
 	}
-	ref, thinking := sessionrun.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, loc.model, f.agentConfig().Model, f.agentConfig().Thinking)
+	ref, thinking := sessionrun.Resolve(session.Context{ThinkingLevel: c.ThinkingLevel, Model: c.Model}, model, f.agentConfig().Model, f.agentConfig().Thinking)
 	return c.Messages, thinking, ref, nil
 }
 
