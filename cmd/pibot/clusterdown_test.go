@@ -59,6 +59,15 @@ func (p *cutProxy) restore(t *testing.T) {
 				continue
 			}
 			p.mu.Lock()
+			if p.ln != ln {
+				// Cut while this connection was accepted and dialled:
+				// it must not outlive the cut (a replica that dialled
+				// just then would still reach Redis).
+				p.mu.Unlock()
+				c.Close()
+				r.Close()
+				continue
+			}
 			p.conns = append(p.conns, c, r)
 			p.mu.Unlock()
 			p.wg.Go(func() { _, _ = io.Copy(r, c); r.Close() })
