@@ -56,7 +56,11 @@ func throughIndexes(t *testing.T, path string, eager *session.Tree) {
 // load of the file does; Indexes.HighestFence loads it too, for the Open
 // that follows.
 func TestSavedIndexServesTheStart(t *testing.T) {
-	path := generatedFile(t, 2000, 100)
+	n := 2000
+	if testing.Short() {
+		n = 300 // 51 s under -race at 2,000: the quick loop; 2,000 in --all
+	}
+	path := generatedFile(t, n, 100)
 	dir := t.TempDir()
 	opts := func() session.Options {
 		return session.Options{Lazy: true, Indexes: session.NewSavedIndexes(dir, 100, 1<<20)}
@@ -214,7 +218,11 @@ func TestSavedIndexMismatch(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := generatedFile(t, 600, 100)
+			n := 600
+			if testing.Short() {
+				n = 200 // the quick loop under -race; 600 in --all
+			}
+			path := generatedFile(t, n, 100)
 			dir := t.TempDir()
 			s, err := session.OpenFile(path, session.Options{Lazy: true, Indexes: session.NewSavedIndexes(dir, 1, 1<<20)})
 			if err != nil {
