@@ -22,18 +22,7 @@ func TestEvictedLongSessionReadsOnlyTheTail(t *testing.T) {
 	h.waitText(dmConv, "You said: one")
 	files.waitClosed(t)
 	path := h.sessions()[0]
-	w, err := session.OpenFile(path, session.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 6000 { // roots of no location: the conversation's branch is unchanged
-		if _, err := w.Append(session.Entry{Type: session.TypeCustom, CustomType: "other.program", Data: []byte(`{"n":1}`)}, session.SyncGrouped); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendForeign(t, path, 6000)
 
 	h.send("two") // loads the whole file once
 	h.waitText(dmConv, "You said: two")
@@ -64,18 +53,7 @@ func TestRestartedGatewayReadsTheSavedIndex(t *testing.T) {
 	h.waitText(dmConv, "You said: one")
 	h.stop()
 	path := h.sessions()[0]
-	w, err := session.OpenFile(path, session.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 6000 { // roots of no location: the conversation's branch is unchanged
-		if _, err := w.Append(session.Entry{Type: session.TypeCustom, CustomType: "other.program", Data: []byte(`{"n":1}`)}, session.SyncGrouped); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	appendForeign(t, path, 6000)
 
 	h.start()
 	h.send("two") // loads the whole file once; the stop saves its index
@@ -174,4 +152,23 @@ func (f closeSignal) Close() error {
 	default:
 	}
 	return err
+}
+
+// appendForeign appends n entries another program writes to the session
+// file at path: roots of no location, so the conversation's branch is
+// unchanged and only the file grows.
+func appendForeign(t *testing.T, path string, n int) {
+	t.Helper()
+	w, err := session.OpenFile(path, session.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if _, err := w.Append(session.Entry{Type: session.TypeCustom, CustomType: "other.program", Data: []byte(`{"n":1}`)}, session.SyncGrouped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
